@@ -1,0 +1,34 @@
+# Set-up on a fresh machine is part of each target: a virtual environment in .venv,
+# torch pinned to the 2.13.0 CPU build this machine keeps on disk (the package itself
+# asks for a range), then parity itself.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_PIN ?= torch==2.13.0
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+
+.PHONY: demo test lint benchmarks clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) "$(TORCH_PIN)"
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.installed
+	$(PIP) -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/parity compare
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
+	$(VENV)/bin/mypy
+
+test: lint
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) parity-runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""``python -m parity`` runs the command line."""
+
+from parity.cli import main
+
+main()

@@ -1,0 +1,165 @@
+"""The Python API the CLI calls: ``run``, ``compare``, ``diff``.
+
+Every input is validated before anything is written, so bad input leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from parity.bundle import Bundle, load_bundle, write_json
+from parity.errors import UsageError
+from parity.judge.verdict import Verdict, judge
+from parity.runner.job import Job
+from parity.runner.launch import run_job
+from parity.spec import SideSpec, WorkloadSpec, parse_side
+from parity.workloads import resolve
+from parity.workloads.base import Workload
+from parity.workloads.frozen import FINGERPRINT_PARTS, Frozen, freeze
+
+DEFAULT_TIMEOUT_S = 900.0
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class CompareResult:
+    out: Path
+    baseline: Bundle
+    target: Bundle
+    verdict: Verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out": str(self.out), "verdict": self.verdict.to_dict()}
+
+
+def default_target() -> str:
+    """The accelerator PyTorch reports, or ``cpu+bf16`` on a machine without one."""
+    import torch
+
+    accel = getattr(torch, "accelerator", None)
+    if accel is not None and accel.is_available():
+        current = accel.current_accelerator()
+        if current is not None and current.type != "cpu":
+            return str(current.type)
+    return "cpu+bf16"
+
+
+def parse_allow(items: list[str] | None) -> dict[str, str]:
+    """``FIELD`` or ``FIELD=reason`` items into a mapping; unknown fields are usage errors."""
+    allow: dict[str, str] = {}
+    for item in items or []:
+        name, _, reason = item.partition("=")
+        name = name.strip()
+        if name not in FINGERPRINT_PARTS:
+            raise UsageError(
+                f"--allow-diff {name!r} is not a fingerprint field: use one of "
+                f"{', '.join(FINGERPRINT_PARTS)}"
+            )
+        allow[name] = reason.strip().strip('"') or "allowed by the user (no reason given)"
+    return allow
+
+
+def _fresh_dir(path: Path) -> None:
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise UsageError(
+            f"output directory {path} already exists and is not empty: choose a new --out"
+        )
+
+
+def _job(role: str, side: SideSpec, wspec: WorkloadSpec, frozen: Frozen, repeat: int = 0) -> Job:
+    return Job(
+        role=role,
+        side=str(side),
+        workload=wspec.to_dict(),
+        frozen=str(frozen.path),
+        fingerprint=frozen.fingerprint,
+        parts=frozen.parts,
+        description=frozen.description,
+        repeat=repeat,
+    )
+
+
+def _prepare(wspec: WorkloadSpec) -> tuple[Workload, WorkloadSpec]:
+    wspec = _absolute(wspec)
+    return resolve(wspec), wspec
+
+
+def _absolute(wspec: WorkloadSpec) -> WorkloadSpec:
+    """A user file's path made absolute, so the worker finds it from any directory."""
+    path, sep, attr = wspec.name.rpartition(":")
+    if sep and path.endswith(".py"):
+        return replace(wspec, name=f"{Path(path).resolve()}:{attr}")
+    return wspec
+
+
+def run(
+    wspec: WorkloadSpec,
+    side: str,
+    out: Path,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: ProgressFn | None = None,
+) -> Bundle:
+    """Run one side once and return its bundle (status ok or failed)."""
+    spec = parse_side(side)
+    workload, wspec = _prepare(wspec)
+    _fresh_dir(out)
+    frozen = freeze(workload)
+    if out.is_dir():
+        out.rmdir()
+    run_job(
+        _job("run", spec, wspec, frozen),
+        out,
+        timeout_s=timeout_s,
+        on_event=(lambda e: progress("run", e)) if progress else None,
+    )
+    return load_bundle(out)
+
+
+def compare(
+    wspec: WorkloadSpec,
+    baseline: str,
+    target: str,
+    *,
+    out: Path | None = None,
+    allow_diff: list[str] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: ProgressFn | None = None,
+) -> CompareResult:
+    """Run baseline then target, each in a fresh process, and judge the two bundles."""
+    side_a, side_b = parse_side(baseline), parse_side(target)
+    allow = parse_allow(allow_diff)
+    workload, wspec = _prepare(wspec)
+    if out is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out = Path("parity-runs") / f"{stamp}-{workload.name.replace(':', '_').replace('/', '_')}"
+    _fresh_dir(out)
+    frozen = freeze(workload)
+    out.mkdir(parents=True, exist_ok=True)
+    for role, side in (("baseline", side_a), ("target", side_b)):
+        run_job(
+            _job(role, side, wspec, frozen),
+            out / role,
+            timeout_s=timeout_s,
+            on_event=partial(progress, role) if progress else None,
+        )
+    a, b = load_bundle(out / "baseline"), load_bundle(out / "target")
+    verdict = judge(a, b, allow=allow)
+    write_json(out / "verdict.json", verdict.to_dict())
+    return CompareResult(out=out, baseline=a, target=b, verdict=verdict)
+
+
+def diff(bundle_a: Path, bundle_b: Path, *, allow_diff: list[str] | None = None) -> Verdict:
+    """Judge two existing bundles (possibly from different machines)."""
+    allow = parse_allow(allow_diff)
+    return judge(load_bundle(bundle_a), load_bundle(bundle_b), allow=allow)
+
+
+def verdict_json(verdict: Verdict) -> str:
+    return json.dumps(verdict.to_dict(), indent=2)

@@ -1,0 +1,154 @@
+"""Run bundles: a directory per side and run, the unit of truth.
+
+::
+
+    manifest.json       schema_version, parity version, side, workload fingerprint,
+                        status (ok | failed | incomplete) and reason, environment, settings
+    metrics.json        phases, raw step samples, summaries, memory, throughput
+    numerics.json       loss curve and output summaries
+    numerics.safetensors  output tensors
+    events.jsonl, stdout.log, stderr.log
+
+A bundle is written into a temporary sibling directory and renamed into place when it is
+complete (``finalize``), so a bundle under its final name is never half-written. Loading
+reads JSON and safetensors only: no file in a bundle is ever unpickled, and a bundle that
+holds any other kind of file is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from parity.errors import BundleError
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "incomplete")
+ALLOWED_SUFFIXES = (".json", ".jsonl", ".log", ".safetensors")
+MANIFEST = "manifest.json"
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON through a temporary file and an atomic rename."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def temp_dir_for(final: Path) -> Path:
+    """A fresh temporary directory next to where a bundle will live."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex[:12]}"
+    tmp.mkdir()
+    return tmp
+
+
+def finalize(tmp: Path, final: Path) -> Path:
+    """Rename a finished temporary bundle into place (atomic on one filesystem)."""
+    os.replace(tmp, final)
+    return final
+
+
+@dataclass
+class Bundle:
+    """A loaded bundle: its JSON documents, with tensors loaded on demand."""
+
+    path: Path
+    manifest: dict[str, Any]
+    metrics: dict[str, Any] = field(default_factory=dict)
+    numerics: dict[str, Any] = field(default_factory=dict)
+    ops: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        return str(self.manifest["status"])
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def fingerprint(self) -> str:
+        return str(self.manifest["workload"]["fingerprint"])
+
+    @property
+    def side(self) -> str:
+        return str(self.manifest["side"]["spec"])
+
+    def outputs(self) -> dict[str, torch.Tensor]:
+        """The output tensors (safetensors only), empty if the run produced none."""
+        path = self.path / "numerics.safetensors"
+        if not path.is_file():
+            return {}
+        try:
+            return load_file(str(path))
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise BundleError(
+                f"{path} is not a valid safetensors file ({exc}): the bundle is corrupt; "
+                "rerun that side"
+            ) from exc
+
+
+def _read_json(path: Path, *, required: bool) -> dict[str, Any]:
+    if not path.is_file():
+        if required:
+            raise BundleError(
+                f"{path.parent} is not a parity bundle: it has no {path.name}; pass a "
+                "directory written by parity run or parity compare"
+            )
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(
+            f"{path} is not valid JSON ({exc}): the bundle is corrupt or truncated; rerun that side"
+        ) from exc
+    if not isinstance(data, dict):
+        raise BundleError(f"{path} must hold a JSON object: the bundle is corrupt")
+    return data
+
+
+def load_bundle(path: Path | str) -> Bundle:
+    """Load and check a bundle; BundleError (exit 2) names the problem and the fix."""
+    path = Path(path)
+    if not path.is_dir():
+        raise BundleError(f"bundle {path} does not exist or is not a directory")
+    for item in path.iterdir():
+        if item.is_dir() or not item.name.endswith(ALLOWED_SUFFIXES):
+            raise BundleError(
+                f"bundle {path} holds {item.name!r}, which is not JSON, a log or safetensors: "
+                "parity never loads other files (pickles included); remove it or rerun"
+            )
+    manifest = _read_json(path / MANIFEST, required=True)
+    version = manifest.get("schema_version")
+    if not isinstance(version, int):
+        raise BundleError(f"{path / MANIFEST} has no integer schema_version: the bundle is corrupt")
+    if version > SCHEMA_VERSION:
+        raise BundleError(
+            f"bundle {path} has schema version {version}, newer than this parity reads "
+            f"({SCHEMA_VERSION}): upgrade parity"
+        )
+    for key in ("status", "side", "workload"):
+        if key not in manifest:
+            raise BundleError(f"{path / MANIFEST} lacks {key!r}: the bundle is corrupt")
+    if manifest["status"] not in STATUSES:
+        raise BundleError(
+            f"{path / MANIFEST} has status {manifest['status']!r}; expected one of "
+            f"{', '.join(STATUSES)}"
+        )
+    ok = manifest["status"] == "ok"
+    return Bundle(
+        path=path,
+        manifest=manifest,
+        metrics=_read_json(path / "metrics.json", required=ok),
+        numerics=_read_json(path / "numerics.json", required=ok),
+        ops=_read_json(path / "ops.json", required=False),
+    )

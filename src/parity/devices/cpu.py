@@ -1,0 +1,55 @@
+"""The CPU: no queue to synchronise, no device allocator; memory is the host's."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+from parity.devices.base import Device
+
+
+class CpuDevice(Device):
+    dist_backend: ClassVar[str | None] = "gloo"
+    install_hint: ClassVar[str] = "the CPU is always available"
+
+    def is_available(self) -> bool:
+        return True
+
+    def count(self) -> int:
+        return 1
+
+    def name(self) -> str:
+        return cpu_model()
+
+    def synchronize(self) -> None:
+        """CPU kernels run on the calling thread and finish before they return."""
+
+    def reset_peak_memory(self) -> None:
+        """The host's peak is tracked by ``parity.probes.memory``, not here."""
+
+    def memory_peaks(self) -> dict[str, int | None]:
+        return {"allocated": None, "reserved": None}
+
+    def environment_variables(self) -> tuple[str, ...]:
+        return ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_", "KMP_", "GOMP_")
+
+    def flags(self) -> dict[str, Any]:
+        return {
+            "num_threads": torch.get_num_threads(),
+            "num_interop_threads": torch.get_num_interop_threads(),
+            "mkldnn_enabled": torch.backends.mkldnn.enabled,
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        }
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

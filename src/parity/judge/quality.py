@@ -1,0 +1,113 @@
+"""Quality checks between two sides: the loss curve and the outputs.
+
+This first gate compares the target with the baseline directly, with a tolerance set by
+the lower precision of the two sides (``tolerances``): the relative RMSE of each float
+output and the relative difference of the final training loss. Integer outputs (generated
+tokens) are reported as an agreement rate and the first differing position; they are not
+gated, because greedy decoding amplifies any rounding difference into a different token.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from parity.spec import SideSpec
+
+#: (outputs relative RMSE, final-loss relative difference)
+FP32_TOL = (1e-3, 1e-3)
+REDUCED_TOL = (5e-2, 2e-2)
+
+
+def reduced(side: SideSpec) -> bool:
+    return side.precision != "fp32" or side.emulate is not None
+
+
+def tolerances(a: SideSpec, b: SideSpec) -> dict[str, float]:
+    outputs, loss = REDUCED_TOL if reduced(a) or reduced(b) else FP32_TOL
+    return {"outputs_rel_rmse": outputs, "final_loss_rel": loss}
+
+
+def compare_output(
+    name: str, base: torch.Tensor, target: torch.Tensor, tol: float
+) -> dict[str, Any]:
+    check: dict[str, Any] = {"name": f"output {name}", "kind": "output"}
+    if base.shape != target.shape:
+        return {
+            **check,
+            "passed": False,
+            "detail": f"shapes differ: {list(base.shape)} vs {list(target.shape)}",
+        }
+    if not base.is_floating_point():
+        same = base == target
+        flat = same.reshape(same.shape[0], -1) if same.dim() > 1 else same.reshape(1, -1)
+        first = [int((~row).nonzero()[0]) if not bool(row.all()) else None for row in flat]
+        return {
+            **check,
+            "kind": "tokens",
+            "gated": False,
+            "passed": None,
+            "agreement": float(same.float().mean()) if same.numel() else 1.0,
+            "first_difference": first,
+            "detail": "integer outputs are reported, not gated",
+        }
+    b, t = base.double(), target.double()
+    if not bool(torch.isfinite(t).all()):
+        return {**check, "passed": False, "detail": "the target's output holds NaN or inf"}
+    diff = (t - b).abs()
+    rms = float(b.pow(2).mean().sqrt()) if b.numel() else 0.0
+    rmse = float(diff.pow(2).mean().sqrt()) if b.numel() else 0.0
+    rel = rmse / rms if rms > 0 else (0.0 if rmse == 0 else math.inf)
+    cosine = (
+        float(torch.nn.functional.cosine_similarity(b.flatten(), t.flatten(), dim=0))
+        if b.numel()
+        else 1.0
+    )
+    return {
+        **check,
+        "gated": True,
+        "passed": rel <= tol,
+        "rel_rmse": rel,
+        "tolerance": tol,
+        "max_abs": float(diff.max()) if diff.numel() else 0.0,
+        "mean_abs": float(diff.mean()) if diff.numel() else 0.0,
+        "cosine": cosine,
+    }
+
+
+def compare_losses(
+    base: list[float | None], target: list[float | None], tol: float
+) -> dict[str, Any]:
+    check: dict[str, Any] = {"name": "loss curve", "kind": "loss", "gated": True, "tolerance": tol}
+    if len(base) != len(target) or not base:
+        return {
+            **check,
+            "passed": False,
+            "detail": f"curve lengths differ: {len(base)} vs {len(target)} steps",
+        }
+    if any(x is None for x in target):
+        first = next(i for i, x in enumerate(target) if x is None)
+        return {
+            **check,
+            "passed": False,
+            "detail": f"the target's loss is not finite at step {first}",
+        }
+    if any(x is None for x in base):
+        return {**check, "passed": False, "detail": "the baseline's loss is not finite"}
+    b = [float(x) for x in base if x is not None]
+    t = [float(x) for x in target if x is not None]
+    rel = [abs(y - x) / max(abs(x), 1e-12) for x, y in zip(b, t, strict=True)]
+    outside = next((i for i, r in enumerate(rel) if r > tol), None)
+    final = rel[-1]
+    return {
+        **check,
+        "passed": final <= tol,
+        "final_rel": final,
+        "max_rel": max(rel),
+        "first_step_outside_band": outside,
+        "final_baseline": b[-1],
+        "final_target": t[-1],
+        "final_ratio": t[-1] / b[-1] if b[-1] else None,
+    }

@@ -1,0 +1,84 @@
+"""Loading third-party devices and workloads.
+
+Two routes, both read by the parent and by every worker, so a plugin is known on both
+sides of a process boundary:
+
+- entry points in the groups ``parity.devices`` and ``parity.workloads`` (an installed
+  package); the object an entry point names is imported, and importing it registers;
+- the environment variable ``PARITY_PLUGINS``: a comma-separated list of importable
+  module names or paths to ``.py`` files, imported in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from parity.errors import UsageError
+
+ENV_VAR = "PARITY_PLUGINS"
+_loaded: set[str] = set()
+
+
+def load_plugins() -> None:
+    """Import every plugin once; a broken plugin is a usage error naming it."""
+    for group in ("parity.devices", "parity.workloads"):
+        for ep in entry_points(group=group):
+            key = f"ep:{ep.value}"
+            if key in _loaded:
+                continue
+            _loaded.add(key)
+            try:
+                ep.load()
+            except Exception as exc:  # a plugin may fail in any way; name it
+                raise UsageError(
+                    f"plugin {ep.name!r} ({ep.value}) from entry point group {group} failed "
+                    f"to import: {exc}; fix or uninstall that package"
+                ) from exc
+    for item in filter(None, (s.strip() for s in os.environ.get(ENV_VAR, "").split(","))):
+        if item in _loaded:
+            continue
+        _loaded.add(item)
+        try:
+            _import(item)
+        except UsageError:
+            raise
+        except Exception as exc:
+            raise UsageError(
+                f"plugin {item!r} from {ENV_VAR} failed to import: {type(exc).__name__}: {exc}; "
+                f"fix it or remove it from {ENV_VAR}"
+            ) from exc
+
+
+def _import(item: str) -> None:
+    if item.endswith(".py"):
+        path = Path(item).expanduser().resolve()
+        if not path.is_file():
+            raise UsageError(f"plugin file {item} from {ENV_VAR} does not exist")
+        import_file(path)
+    else:
+        importlib.import_module(item)
+
+
+def import_file(path: Path) -> object:
+    """Import a Python file as a module under a stable name derived from its path."""
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    name = f"parity_user_{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

@@ -1,0 +1,1 @@
+"""Renderers of the verdict: terminal (and, later, Markdown, HTML, JSON)."""

@@ -1,0 +1,184 @@
+"""The verdict as Rich tables for a terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+
+def fmt_s(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.2f} ms"
+    return f"{value * 1e6:.1f} µs"
+
+
+def fmt_bytes(value: int | None) -> str:
+    if value is None:
+        return "-"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def fmt_rate(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:,.1f} {unit}/s"
+
+
+def _mark(passed: bool | None) -> Text:
+    if passed is None:
+        return Text("info", style="cyan")
+    return Text("PASS", style="bold green") if passed else Text("FAIL", style="bold red")
+
+
+def sides_table(v: dict[str, Any]) -> Table:
+    table = Table(title="Sides", title_justify="left")
+    table.add_column("")
+    for role in ("baseline", "target"):
+        table.add_column(f"{role}\n{v['sides'][role]['spec']}", justify="right")
+    rows: list[tuple[str, str, str]] = []
+    sides = v["sides"]
+    rows.append(("status", sides["baseline"]["status"], sides["target"]["status"]))
+    rows.append(
+        (
+            "device",
+            str(sides["baseline"]["device_name"] or "-"),
+            str(sides["target"]["device_name"] or "-"),
+        )
+    )
+    phases = v.get("phases") or {}
+    if phases:
+        for key, label in (
+            ("start_import_s", "start + import"),
+            ("load_s", "load + move"),
+            ("first_step_s", "first step"),
+            ("warmup_s", "warm-up"),
+        ):
+            rows.append(
+                (label, fmt_s(phases["baseline"].get(key)), fmt_s(phases["target"].get(key)))
+            )
+        rows.append(
+            (
+                "steady after",
+                f"{phases['baseline'].get('warmup_steps', 0) + 1} steps",
+                f"{phases['target'].get('warmup_steps', 0) + 1} steps",
+            )
+        )
+    rows.append(
+        (
+            "median step (steady)",
+            fmt_s(sides["baseline"]["median_step_s"]),
+            fmt_s(sides["target"]["median_step_s"]),
+        )
+    )
+    for key, unit in (("samples_per_s", "samples"), ("tokens_per_s", "tokens")):
+        a = (sides["baseline"].get("throughput") or {}).get(key)
+        b = (sides["target"].get("throughput") or {}).get(key)
+        if a is not None or b is not None:
+            rows.append((f"throughput ({unit})", fmt_rate(a, unit), fmt_rate(b, unit)))
+    mem = v.get("memory") or {}
+    if mem:
+        for key, label in (("host_peak_rss", "host peak RSS (steps)"),):
+            rows.append(
+                (
+                    label,
+                    fmt_bytes(mem["baseline"]["steps"].get(key)),
+                    fmt_bytes(mem["target"]["steps"].get(key)),
+                )
+            )
+        da = mem["baseline"]["steps"]["device"].get("allocated")
+        db = mem["target"]["steps"]["device"].get("allocated")
+        if da is not None or db is not None:
+            rows.append(("device peak allocated", fmt_bytes(da), fmt_bytes(db)))
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def quality_table(v: dict[str, Any]) -> Table:
+    table = Table(title="Quality (target against baseline)", title_justify="left")
+    for col in ("check", "result", "figure", "tolerance"):
+        table.add_column(col)
+    for c in v["quality"].get("checks", []):
+        if c["kind"] == "loss" and "final_rel" in c:
+            figure = (
+                f"final {c['final_baseline']:.4f} vs {c['final_target']:.4f} "
+                f"(rel {c['final_rel']:.2e}, max over steps {c['max_rel']:.2e})"
+            )
+        elif c["kind"] == "output" and "rel_rmse" in c:
+            figure = f"rel RMSE {c['rel_rmse']:.2e}, max abs {c['max_abs']:.2e}"
+        elif c["kind"] == "tokens":
+            figure = f"{c['agreement']:.0%} of tokens agree"
+        else:
+            figure = c.get("detail", "")
+        tol = c.get("tolerance")
+        table.add_row(
+            c["name"], _mark(c.get("passed")), figure, "-" if tol is None else f"{tol:.0e}"
+        )
+    return table
+
+
+def render(v: dict[str, Any], console: Console) -> None:
+    w = v["workload"]
+    parts: list[Any] = [
+        Text(
+            f"workload {w['name']} ({w['size']}, {w['kind']}), fingerprint {w['fingerprint'][:12]}",
+            style="bold",
+        ),
+    ]
+    fair = v["fairness"]
+    if fair["fingerprint_match"]:
+        parts.append(Text("fairness: both sides ran the same frozen workload", style="green"))
+    else:
+        for field, reason in fair["allowed"].items():
+            parts.append(Text(f"fairness: {field} differs, allowed: {reason}", style="yellow"))
+    for d in v["config_differences"]:
+        parts.append(
+            Text(f"configuration change: {d['setting']}: {d['baseline']} -> {d['target']}")
+        )
+    for d in v["environment_differences"]:
+        parts.append(
+            Text(
+                f"environment difference: {d['field']}: {d['baseline']} -> {d['target']}",
+                style="dim",
+            )
+        )
+    console.print(Panel(Group(*parts), title="parity verdict", expand=False))
+    console.print(sides_table(v))
+    for role in ("baseline", "target"):
+        side = v["sides"][role]
+        if side["status"] != "ok":
+            console.print(Text(f"{role} failed: {side['reason']}", style="bold red"))
+            if side.get("stderr_tail"):
+                console.print(Text(side["stderr_tail"], style="dim"))
+        for warning in side.get("noise_warnings") or []:
+            console.print(Text(f"{role}: {warning}", style="yellow"))
+    if v["quality"]:
+        console.print(quality_table(v))
+    speed = v.get("speed")
+    if speed:
+        ci = speed["interval"]
+        console.print(
+            Text(
+                f"speed: target/baseline step time {speed['ratio']:.3f} "
+                f"[{ci['low']:.3f}, {ci['high']:.3f}] ({ci['confidence']:.0%} interval), "
+                f"speedup {speed['speedup']:.2f}x: {speed['verdict']}",
+                style="bold",
+            )
+        )
+        console.print(Text(f"  {speed['note']}", style="dim"))
+    for gate in v["gates"]:
+        line = Text.assemble(_mark(gate["passed"]), f"  {gate['name']}: {gate['detail']}")
+        console.print(line)
+    final = "PASS: the target passes every gate" if v["passed"] else "FAIL: the target fails a gate"
+    console.print(Text(final, style="bold green" if v["passed"] else "bold red"))

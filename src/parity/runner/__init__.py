@@ -1,0 +1,1 @@
+"""Launching worker processes and the worker's phase loop."""

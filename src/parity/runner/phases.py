@@ -1,0 +1,242 @@
+"""The worker's phase loop: set up the side, load, first step, warm-up, steady state."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+from parity import __version__
+from parity.bundle import MANIFEST, SCHEMA_VERSION, write_json
+from parity.devices import get_device
+from parity.devices.base import Device
+from parity.judge.stats import detect_steady, summarize
+from parity.plugins import load_plugins
+from parity.probes import environment, memory
+from parity.probes.emulate import EmulateMode
+from parity.probes.timing import StepTimer
+from parity.runner.job import EVENTS_FILE, Job
+from parity.spec import SideSpec, WorkloadSpec, parse_side
+from parity.workloads import resolve
+from parity.workloads.base import RunContext, RunNumerics, Workload
+from parity.workloads.frozen import read_frozen
+
+NS = 1e-9
+
+
+class Events:
+    """Append-only ``events.jsonl``: the parent tails it for the live display."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("a", buffering=1)
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.file.write(
+            json.dumps({"t_ns": time.perf_counter_ns(), "event": event, **fields}) + "\n"
+        )
+
+
+def configure(side: SideSpec, device: Device) -> dict[str, Any]:
+    """Apply the side's process-wide settings; return what was set."""
+    settings: dict[str, Any] = {}
+    if side.threads is not None:
+        torch.set_num_threads(side.threads)
+    settings["threads"] = torch.get_num_threads()
+    if side.deterministic:
+        settings["determinism"] = device.enable_determinism()
+        torch.use_deterministic_algorithms(True)
+    settings["deterministic"] = torch.are_deterministic_algorithms_enabled()
+    settings["precision"] = side.precision
+    settings["autocast_device_type"] = device.autocast_type if side.precision != "fp32" else None
+    if side.compile:
+        settings["compile_backend"] = side.compile_backend or device.default_compile_backend
+    settings["emulate"] = side.emulate
+    return settings
+
+
+def load_model(workload: Workload, weights: dict[str, torch.Tensor]) -> nn.Module:
+    """Build the model without initialising it, then assign the frozen weights."""
+    with torch.device("meta"):
+        model = workload.build_model()
+    model.load_state_dict(weights, strict=True, assign=True)
+    if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):
+        with torch.device("cpu"):
+            model = workload.build_model()
+        model.load_state_dict(weights, strict=True)
+    return model
+
+
+def compile_module(model: nn.Module, *, backend: str) -> nn.Module:
+    compiled: nn.Module = torch.compile(model, backend=backend)  # type: ignore[assignment]
+    return compiled
+
+
+def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str], None]) -> None:
+    events = Events(out / EVENTS_FILE)
+    load_plugins()
+    side = parse_side(job.side, check_device=False)
+    device = get_device(side.device, side.index)
+    set_phase("setup")
+    events.emit("phase", phase="setup")
+    device.check_available()
+    device.activate()
+    settings = configure(side, device)
+    workload = resolve(WorkloadSpec.from_dict(job.workload))
+    manifest: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "parity_version": __version__,
+        "status": "incomplete",
+        "reason": "the worker did not finish",
+        "role": job.role,
+        "repeat": job.repeat,
+        "side": side.to_dict(),
+        "workload": {
+            "spec": job.workload,
+            "fingerprint": job.fingerprint,
+            "parts": job.parts,
+            "description": job.description,
+        },
+        "environment": environment.collect(device),
+        "settings": {
+            **settings,
+            **job.settings,
+            "steps": workload.steps,
+            "items_per_step": workload.items_per_step(),
+        },
+        "started_unix": time.time(),
+        "pid": os.getpid(),
+    }
+    write_json(out / MANIFEST, manifest)
+    now = time.perf_counter_ns()
+    startup = {
+        # parent's launch to ready: interpreter start, imports, device init, settings
+        "start_import_s": (now - job.spawned_ns) * NS if job.spawned_ns else None,
+        # the worker module's first line to ready (perf_counter is process-local off Linux)
+        "worker_import_s": (now - started_ns) * NS,
+    }
+
+    set_phase("load")
+    events.emit("phase", phase="load")
+    memory.reset_host_peak()
+    t0 = time.perf_counter_ns()
+    frozen = read_frozen(Path(job.frozen))
+    if frozen.fingerprint != job.fingerprint:
+        raise RuntimeError("the frozen workload changed on disk since the parent froze it")
+    weights, data = frozen.load()
+    model = load_model(workload, weights).to(device.torch_device)
+    data = {k: v.to(device.torch_device) for k, v in data.items()}
+    device.synchronize()
+    load_ns = time.perf_counter_ns() - t0
+    mem_load = {"device": device.memory_peaks(), "host_peak_rss": memory.host_peak_rss()}
+
+    ctx = RunContext(
+        device=device.torch_device,
+        side=side,
+        autocast_type=device.autocast_type,
+        synchronize=device.synchronize,
+    )
+    if side.compile:
+        backend = settings["compile_backend"]
+        ctx.compile_fn = partial(compile_module, backend=backend)
+        model = ctx.compile_fn(model)
+    runner = workload.make_runner(model, data, ctx)
+    mode = EmulateMode(side.emulate) if side.emulate else contextlib.nullcontext()
+
+    device.reset_peak_memory()
+    memory.reset_host_peak()
+    timer = StepTimer(runner.step, device.synchronize)
+    with mode:
+        set_phase("first step")
+        events.emit("phase", phase="first step", steps=workload.steps)
+        samples = timer.run(0, 1)
+        set_phase("steps")
+        events.emit("phase", phase="steps", steps=workload.steps)
+        chunk = max(1, workload.steps // 10)
+        for start in range(1, workload.steps, chunk):
+            samples += timer.run(start, min(chunk, workload.steps - start))
+            events.emit("progress", done=len(samples), steps=workload.steps)
+        mem_steps = {"device": device.memory_peaks(), "host_peak_rss": memory.host_peak_rss()}
+        set_phase("finish")
+        numerics = runner.finish()
+
+    write_metrics(out, samples, workload, startup, load_ns, {"load": mem_load, "steps": mem_steps})
+    write_numerics(out, numerics)
+    manifest.update(status="ok", reason=None, finished_unix=time.time())
+    if side.emulate:
+        manifest["settings"]["emulated_calls"] = getattr(mode, "calls", 0)
+    events.emit("phase", phase="done")
+    write_json(out / MANIFEST, manifest)
+
+
+def write_metrics(
+    out: Path,
+    samples_ns: list[int],
+    workload: Workload,
+    startup: dict[str, float | None],
+    load_ns: int,
+    mem: dict[str, Any],
+) -> None:
+    seconds = [s * NS for s in samples_ns]
+    rest = seconds[1:]
+    steady = detect_steady(rest) if rest else None
+    start = steady.start if steady else 0
+    steady_samples = rest[start:]
+    summary = summarize(steady_samples) if steady_samples else None
+    items = workload.items_per_step()
+    throughput: dict[str, float | None] = {"samples_per_s": None, "tokens_per_s": None}
+    if summary is not None and summary.median > 0:
+        throughput["samples_per_s"] = items["samples"] / summary.median
+        throughput["tokens_per_s"] = items["tokens"] / summary.median if items["tokens"] else None
+    metrics = {
+        "units": "seconds",
+        "phases": {
+            **startup,
+            "load_s": load_ns * NS,
+            "first_step_s": seconds[0],
+            "warmup_s": sum(rest[:start]),
+            "warmup_steps": start,
+            "steady_s": sum(steady_samples),
+            "steady_steps": len(steady_samples),
+        },
+        "steady_state": (steady.to_dict() if steady else None),
+        "steady_from_step": 1 + start,
+        "step_samples_s": seconds,
+        "summary": summary.to_dict() if summary else None,
+        "noise_warnings": summary.warnings() if summary else [],
+        "items_per_step": items,
+        "throughput": throughput,
+        "memory": mem,
+    }
+    write_json(out / "metrics.json", metrics)
+
+
+def write_numerics(out: Path, numerics: RunNumerics) -> None:
+    tensors = {k: v.detach().cpu().contiguous() for k, v in numerics.outputs.items()}
+    summaries = {}
+    for name, t in tensors.items():
+        f = t.double()
+        finite = bool(torch.isfinite(f).all()) if f.numel() else True
+        summaries[name] = {
+            "shape": list(t.shape),
+            "dtype": str(t.dtype).removeprefix("torch."),
+            "finite": finite,
+            "mean": float(f.mean()) if f.numel() and finite else None,
+            "std": float(f.std()) if f.numel() > 1 and finite else None,
+            "min": float(f.min()) if f.numel() and finite else None,
+            "max": float(f.max()) if f.numel() and finite else None,
+        }
+    losses = [x if x == x and abs(x) != float("inf") else None for x in numerics.losses]
+    write_json(
+        out / "numerics.json", {"losses": losses, "outputs": summaries, "extra": numerics.extra}
+    )
+    if tensors:
+        save_file(tensors, str(out / "numerics.safetensors"))

@@ -1,0 +1,61 @@
+"""The worker: one side, one fresh process, phases timed apart.
+
+Run as ``python -m parity.runner.worker BUNDLE_TMP_DIR``. The directory holds
+``job.json``; the worker writes the bundle's files into it and ``manifest.json`` with
+status ``ok`` last. A Python exception is written to ``error.json`` (exit code 3); a
+crash leaves no ``error.json`` and the parent records the signal.
+
+Timing: every timed region ends with the device's synchronize and is read with
+``time.perf_counter_ns``; async devices (CUDA, ``neuron``) return before the work is
+done, so a timer without the synchronize would measure dispatch, not work. Phases: start
+and import (from the parent's launch), load and move to the device, the first step
+(compile or graph capture), warm-up until the step time is steady, and steady state.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+_T0 = time.perf_counter_ns()
+
+import json  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+_phase = "import"
+
+
+def main(argv: list[str]) -> int:
+    global _phase
+    tmp = Path(argv[0])
+    from parity.runner.job import ERROR_FILE, JOB_FILE, Job
+
+    job = Job.read(tmp / JOB_FILE)
+    try:
+        from parity.runner.phases import run_side
+
+        run_side(job, tmp, started_ns=_T0, set_phase=_set_phase)
+    except BaseException as exc:  # the parent needs every failure, KeyboardInterrupt too
+        (tmp / ERROR_FILE).write_text(json.dumps(_error(exc)))
+        return 3
+    return 0
+
+
+def _set_phase(name: str) -> None:
+    global _phase
+    _phase = name
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "phase": _phase,
+        "traceback": traceback.format_exc(limit=20),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,229 @@
+"""Side specs and workload specs: the two inputs every comparison starts from.
+
+A side spec is ``DEVICE[:INDEX][+OPTION...]``, for example ``cpu``, ``cuda:1``,
+``neuron+bf16+compile=neuron``, ``cpu+threads=1``. Options:
+
+- a precision: ``fp32`` (default), ``bf16`` or ``fp16`` (autocast for the device type);
+- ``compile`` or ``compile=BACKEND`` (``torch.compile``; the device adapter's default
+  backend when none is named);
+- ``threads=N`` (``torch.set_num_threads``);
+- ``deterministic`` (``torch.use_deterministic_algorithms(True)``);
+- ``emulate=PROFILE`` (a precision profile, see ``parity.probes``).
+
+Parsing never touches a device: it only checks names against the device registry.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from parity.errors import SpecError
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+EMULATE_PROFILES = ("matmul-bf16", "matmul-tf32", "matmul-fp16")
+SIZES = ("tiny", "small", "base")
+OPTIONS = (
+    "fp32",
+    "bf16",
+    "fp16",
+    "compile[=BACKEND]",
+    "threads=N",
+    "deterministic",
+    "emulate=PROFILE",
+)
+
+_DEVICE_RE = re.compile(r"^(?P<type>[a-z][a-z0-9_]*)(?::(?P<index>\d+))?$")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SideSpec:
+    """One side of a comparison: a device and how the workload runs on it."""
+
+    device: str
+    index: int | None = None
+    precision: str = "fp32"
+    compile: bool = False
+    compile_backend: str | None = None
+    threads: int | None = None
+    deterministic: bool = False
+    emulate: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise SpecError(
+                f"precision {self.precision!r} is unknown: use one of {', '.join(PRECISIONS)}"
+            )
+        if self.threads is not None and self.threads < 1:
+            raise SpecError(f"threads={self.threads} must be at least 1")
+        if self.emulate is not None and self.emulate not in EMULATE_PROFILES:
+            raise SpecError(
+                f"emulate={self.emulate} is unknown: use one of {', '.join(EMULATE_PROFILES)}"
+            )
+        if self.compile_backend is not None and not self.compile:
+            raise SpecError("compile_backend is set but compile is off: write compile=BACKEND")
+
+    @property
+    def device_string(self) -> str:
+        """The string ``torch.device`` takes, e.g. ``cuda:1``."""
+        return self.device if self.index is None else f"{self.device}:{self.index}"
+
+    def __str__(self) -> str:
+        parts = [self.device_string]
+        if self.precision != "fp32":
+            parts.append(self.precision)
+        if self.compile:
+            parts.append(f"compile={self.compile_backend}" if self.compile_backend else "compile")
+        if self.threads is not None:
+            parts.append(f"threads={self.threads}")
+        if self.deterministic:
+            parts.append("deterministic")
+        if self.emulate:
+            parts.append(f"emulate={self.emulate}")
+        return "+".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": str(self),
+            "device": self.device,
+            "index": self.index,
+            "precision": self.precision,
+            "compile": self.compile,
+            "compile_backend": self.compile_backend,
+            "threads": self.threads,
+            "deterministic": self.deterministic,
+            "emulate": self.emulate,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SideSpec:
+        return parse_side(str(data["spec"]), check_device=False)
+
+    def config_differences(self, other: SideSpec) -> list[tuple[str, str, str]]:
+        """The settings that differ between two sides, as (setting, self, other)."""
+        out = []
+        mine, theirs = self.to_dict(), other.to_dict()
+        for key in (
+            "device",
+            "index",
+            "precision",
+            "compile",
+            "compile_backend",
+            "threads",
+            "deterministic",
+            "emulate",
+        ):
+            if mine[key] != theirs[key]:
+                out.append((key, _show(mine[key]), _show(theirs[key])))
+        return out
+
+
+def _show(value: object) -> str:
+    return "default" if value is None else str(value)
+
+
+def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
+    """Parse ``DEVICE[:INDEX][+OPTION...]``; raise SpecError naming the valid choices."""
+    text = text.strip()
+    if not text:
+        raise SpecError("empty side spec: write a device such as cpu, cuda or cpu+bf16")
+    head, *options = text.split("+")
+    match = _DEVICE_RE.match(head)
+    if match is None:
+        raise SpecError(
+            f"malformed device {head!r} in side spec {text!r}: write DEVICE or DEVICE:INDEX, "
+            "e.g. cuda:1"
+        )
+    device = match["type"]
+    index = int(match["index"]) if match["index"] is not None else None
+    if check_device:
+        from parity.devices import known_device_types
+
+        known = known_device_types()
+        if device not in known:
+            raise SpecError(
+                f"unknown device {device!r} in side spec {text!r}: use one of "
+                f"{', '.join(sorted(known))} (a plugin device must be importable; see "
+                "PARITY_PLUGINS)"
+            )
+    values: dict[str, Any] = {"device": device, "index": index}
+    seen: set[str] = set()
+    for option in options:
+        key, _, value = option.partition("=")
+        key = key.strip()
+        name = "precision" if key in PRECISIONS else key
+        if name in seen:
+            raise SpecError(f"option {key!r} given twice in side spec {text!r}")
+        seen.add(name)
+        if key in PRECISIONS and not value:
+            values["precision"] = key
+        elif key == "compile":
+            values["compile"] = True
+            values["compile_backend"] = value or None
+        elif key == "threads":
+            if not value.isdigit():
+                raise SpecError(f"threads needs a whole number in side spec {text!r}: threads=4")
+            values["threads"] = int(value)
+        elif key == "deterministic" and not value:
+            values["deterministic"] = True
+        elif key == "emulate":
+            if not value:
+                raise SpecError(
+                    f"emulate needs a profile in {text!r}: one of {', '.join(EMULATE_PROFILES)}"
+                )
+            values["emulate"] = value
+        else:
+            raise SpecError(
+                f"unknown option {option!r} in side spec {text!r}: use one of {', '.join(OPTIONS)}"
+            )
+    return SideSpec(**values)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkloadSpec:
+    """What to run: a workload name and the size knobs that enter its fingerprint."""
+
+    name: str
+    size: str = "tiny"
+    batch_size: int | None = None
+    seq_len: int | None = None
+    steps: int | None = None
+    seed: int = 0
+    overrides: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.size not in SIZES:
+            raise SpecError(f"size {self.size!r} is unknown: use one of {', '.join(SIZES)}")
+        for knob in ("batch_size", "seq_len", "steps"):
+            value = getattr(self, knob)
+            if value is not None and value < 1:
+                raise SpecError(f"--{knob.replace('_', '-')} must be at least 1, got {value}")
+        if self.seed < 0:
+            raise SpecError(f"--seed must be 0 or more, got {self.seed}")
+
+    def with_overrides(self, **knobs: Any) -> WorkloadSpec:
+        return replace(self, **{k: v for k, v in knobs.items() if v is not None})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "size": self.size,
+            "batch_size": self.batch_size,
+            "seq_len": self.seq_len,
+            "steps": self.steps,
+            "seed": self.seed,
+            "overrides": [list(pair) for pair in self.overrides],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkloadSpec:
+        return cls(
+            name=str(data["name"]),
+            size=str(data.get("size", "tiny")),
+            batch_size=data.get("batch_size"),
+            seq_len=data.get("seq_len"),
+            steps=data.get("steps"),
+            seed=int(data.get("seed", 0)),
+            overrides=tuple((str(k), str(v)) for k, v in data.get("overrides", [])),
+        )

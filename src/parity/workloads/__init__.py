@@ -1,0 +1,88 @@
+"""The workload registry: built-ins, plugins and ``path/to/file.py:factory`` workloads.
+
+``register_workload(cls)`` adds a ``Workload`` subclass under its ``name``;
+``resolve(spec)`` builds the workload a spec names. A user file's factory is a
+``Workload`` subclass or a callable taking a ``WorkloadSpec`` and returning a
+``Workload``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parity.errors import WorkloadError
+from parity.plugins import import_file, load_plugins
+from parity.spec import WorkloadSpec
+from parity.workloads.base import RunContext, RunNumerics, StepRunner, Workload
+from parity.workloads.cnn import CnnInfer
+from parity.workloads.gpt import GptGenerate, GptTrain
+from parity.workloads.mlp import MlpTrain
+
+_REGISTRY: dict[str, type[Workload]] = {}
+
+
+def register_workload(cls: type[Workload]) -> type[Workload]:
+    """Register a workload class under its ``name`` (usable as a class decorator)."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[Workload]]:
+    load_plugins()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def is_file_workload(name: str) -> bool:
+    path, sep, _ = name.rpartition(":")
+    return bool(sep) and path.endswith(".py")
+
+
+def resolve(spec: WorkloadSpec) -> Workload:
+    """Build the workload a spec names; WorkloadError names the valid choices."""
+    if is_file_workload(spec.name):
+        return _from_file(spec)
+    table = registered()
+    cls = table.get(spec.name)
+    if cls is None:
+        raise WorkloadError(
+            f"unknown workload {spec.name!r}: use one of {', '.join(table)} or "
+            "path/to/file.py:factory"
+        )
+    return cls(spec)
+
+
+def _from_file(spec: WorkloadSpec) -> Workload:
+    file, _, attr = spec.name.rpartition(":")
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise WorkloadError(f"workload file {file} does not exist: check the path")
+    try:
+        module = import_file(path.resolve())
+    except Exception as exc:
+        raise WorkloadError(
+            f"workload file {file} failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise WorkloadError(f"{file} has no {attr!r}: name a Workload subclass or factory in it")
+    workload = factory(spec)
+    if not isinstance(workload, Workload):
+        raise WorkloadError(
+            f"{spec.name} returned {type(workload).__name__}, not a parity Workload: "
+            "subclass parity.workloads.Workload"
+        )
+    return workload
+
+
+for _cls in (CnnInfer, GptGenerate, GptTrain, MlpTrain):
+    register_workload(_cls)
+
+__all__ = [
+    "RunContext",
+    "RunNumerics",
+    "StepRunner",
+    "Workload",
+    "register_workload",
+    "registered",
+    "resolve",
+]

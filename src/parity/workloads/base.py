@@ -1,0 +1,172 @@
+"""The Workload protocol: a frozen model, frozen data, and the unit of work to time.
+
+A workload is built from a ``WorkloadSpec`` (name, size and knobs). parity builds its
+model on the CPU from the seed, stores weights and data as safetensors, and every side
+loads exactly those bytes (``parity.workloads.frozen``). On a side, the worker moves the
+model and data to the device and calls ``make_runner``; the runner's ``step(i)`` is the
+timed unit of work and ``finish()`` (not timed) returns what the numerics compare.
+
+Writing a workload: subclass ``Workload``, set ``name``, ``kind``, ``description`` and
+``sizes`` (per size: the architecture config plus ``batch_size``, ``steps`` and, for
+sequence models, ``seq_len``), implement ``build_model``, ``make_data`` and
+``make_runner``, and register it with ``parity.workloads.register_workload``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from parity.errors import WorkloadError
+from parity.spec import SideSpec, WorkloadSpec
+
+KINDS = ("train", "infer", "generate")
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    """What a runner needs from the side it runs on."""
+
+    device: torch.device
+    side: SideSpec
+    autocast_type: str
+    compile_fn: Callable[[nn.Module], nn.Module] = field(default=lambda m: m)
+    synchronize: Callable[[], None] = field(default=lambda: None)
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """Autocast for the side's precision; a no-op for fp32."""
+        if self.side.precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if self.side.precision == "bf16" else torch.float16
+        return torch.autocast(device_type=self.autocast_type, dtype=dtype)
+
+
+@dataclass(kw_only=True)
+class RunNumerics:
+    """What a run produced, for the numerics comparison: CPU tensors and floats."""
+
+    losses: list[float] = field(default_factory=list)
+    outputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class StepRunner(ABC):
+    """Runs the workload's unit of work on one side."""
+
+    @abstractmethod
+    def step(self, i: int) -> None:
+        """One timed unit of work (a training step, a batch, a generation)."""
+
+    @abstractmethod
+    def finish(self) -> RunNumerics:
+        """After the timed steps: bring results to the CPU (not timed)."""
+
+
+class Workload(ABC):
+    """A frozen workload: model, data and step, built from a spec."""
+
+    name: ClassVar[str]
+    kind: ClassVar[str]
+    description: ClassVar[str]
+    #: per size: architecture config plus batch_size, steps and (optionally) seq_len
+    sizes: ClassVar[dict[str, dict[str, Any]]]
+
+    def __init__(self, spec: WorkloadSpec) -> None:
+        if spec.size not in self.sizes:
+            raise WorkloadError(
+                f"workload {self.name} has no size {spec.size!r}: use one of "
+                f"{', '.join(self.sizes)}"
+            )
+        table = dict(self.sizes[spec.size])
+        self.spec = spec
+        self.batch_size: int = int(spec.batch_size or table.pop("batch_size"))
+        self.steps: int = int(spec.steps or table.pop("steps"))
+        default_seq = table.pop("seq_len", None)
+        table.pop("batch_size", None)
+        table.pop("steps", None)
+        if spec.seq_len is not None and default_seq is None:
+            raise WorkloadError(f"workload {self.name} has no sequence: drop --seq-len")
+        self.seq_len: int | None = spec.seq_len or default_seq
+        for key, value in spec.overrides:
+            if key not in table:
+                raise WorkloadError(
+                    f"workload {self.name} has no setting {key!r}: use one of "
+                    f"{', '.join(sorted(table))}"
+                )
+            table[key] = type(table[key])(value)
+        self.config: dict[str, Any] = table
+        self.seed = spec.seed
+        self.validate()
+
+    def validate(self) -> None:  # noqa: B027 - optional hook, empty by design
+        """Check the resolved config; raise WorkloadError naming the knob."""
+
+    # -- what subclasses implement ----------------------------------------------------
+    @abstractmethod
+    def build_model(self) -> nn.Module:
+        """The model in fp32 on the CPU; called under ``torch.manual_seed(seed)``."""
+
+    @abstractmethod
+    def make_data(self) -> dict[str, torch.Tensor]:
+        """The data as CPU tensors; called under ``torch.manual_seed(seed + 1)``."""
+
+    @abstractmethod
+    def make_runner(
+        self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
+    ) -> StepRunner:
+        """A runner for one side; ``model`` and ``data`` are already on the device."""
+
+    def items_per_step(self) -> dict[str, int]:
+        """How many samples and tokens one step processes (for throughput)."""
+        tokens = self.batch_size * self.seq_len if self.seq_len else 0
+        return {"samples": self.batch_size, "tokens": tokens}
+
+    def quality(self) -> dict[str, Any]:
+        """The quality checks this workload's verdict applies (part of the fingerprint)."""
+        return {
+            "kind": self.kind,
+            "checks": ["final_loss", "outputs"] if self.kind == "train" else ["outputs"],
+        }
+
+    # -- derived ----------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """Everything that defines this workload, as JSON (enters the fingerprint)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "size": self.spec.size,
+            "config": self.config,
+            "batch_size": self.batch_size,
+            "seq_len": self.seq_len,
+            "steps": self.steps,
+            "seed": self.seed,
+            "quality": self.quality(),
+        }
+
+    def parameter_count(self) -> int:
+        """Parameters of the model, counted on the meta device (no memory, no init)."""
+        with torch.device("meta"):
+            model = self.build_model()
+        return sum(p.numel() for p in model.parameters())
+
+
+def batches(data: torch.Tensor, i: int) -> torch.Tensor:
+    """Batch ``i`` of a ``[n_batches, ...]`` tensor, cycling."""
+    return data[i % data.shape[0]]
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Seed the CPU generator for a block and restore its state afterwards."""
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        yield
+    finally:
+        torch.random.set_rng_state(state)

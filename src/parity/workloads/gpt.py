@@ -1,0 +1,247 @@
+"""``gpt-train`` and ``gpt-generate``: a small decoder-only transformer on byte tokens.
+
+The text is a snapshot of the help topics that ship with CPython (``data/corpus.txt``,
+see ``data/NOTICE.txt``), read as bytes: a vocabulary of 256, no tokenizer to install.
+Generation uses a static key/value cache indexed by position tensors, so every decode
+step has the same shapes: that suits compilers that recompile on a new shape
+(``torch.compile`` with a static graph, TorchNeuron).
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from parity.errors import WorkloadError
+from parity.workloads.base import RunContext, RunNumerics, StepRunner, Workload, batches
+from parity.workloads.loops import TrainRunner
+
+VOCAB = 256
+N_BATCHES = 16
+
+ARCH: dict[str, dict[str, int]] = {
+    "tiny": {"d_model": 64, "n_layers": 2, "n_heads": 4},
+    "small": {"d_model": 256, "n_layers": 4, "n_heads": 8},
+    "base": {"d_model": 768, "n_layers": 12, "n_heads": 12},
+}
+
+
+def corpus_bytes() -> bytes:
+    return resources.files("parity.workloads").joinpath("data/corpus.txt").read_bytes()
+
+
+def corpus_windows(count: int, length: int, generator: torch.Generator) -> torch.Tensor:
+    """``count`` windows of ``length`` byte tokens at seeded offsets in the corpus."""
+    text = torch.frombuffer(bytearray(corpus_bytes()), dtype=torch.uint8).long()
+    if length >= text.numel():
+        raise WorkloadError(f"sequence length {length} exceeds the corpus ({text.numel()} bytes)")
+    starts = torch.randint(0, text.numel() - length, (count,), generator=generator)
+    return torch.stack([text[s : s + length] for s in starts.tolist()])
+
+
+class Attention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        pos: torch.Tensor,
+        cache: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        b, t, c = x.shape
+        hd = c // self.n_heads
+        q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, hd).permute(2, 0, 3, 1, 4)
+        if cache is None:
+            key_pos = pos
+        else:
+            k_cache, v_cache = cache
+            k_cache.index_copy_(2, pos, k.to(k_cache.dtype))
+            v_cache.index_copy_(2, pos, v.to(v_cache.dtype))
+            k, v = k_cache.to(q.dtype), v_cache.to(q.dtype)
+            key_pos = torch.arange(k.shape[2], device=x.device)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
+        allowed = key_pos[None, :] <= pos[:, None]
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        y = F.softmax(scores.float(), dim=-1).to(v.dtype) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))  # type: ignore[no-any-return]
+
+
+class Block(nn.Module):
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = Attention(d_model, n_heads)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
+        )
+
+    def forward(
+        self, x: torch.Tensor, pos: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), pos, cache)
+        return x + self.mlp(self.ln2(x))  # type: ignore[no-any-return]
+
+
+class Gpt(nn.Module):
+    def __init__(self, d_model: int, n_layers: int, n_heads: int, max_len: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.tok = nn.Embedding(VOCAB, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads) for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, VOCAB, bias=False)
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        pos: torch.Tensor | None = None,
+        caches: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+    ) -> torch.Tensor:
+        if pos is None:
+            pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.tok(idx) + self.pos(pos)
+        for i, block in enumerate(self.blocks):
+            x = block(x, pos, caches[i] if caches is not None else None)
+        return self.head(self.ln_f(x))  # type: ignore[no-any-return]
+
+    def new_caches(
+        self, batch: int, length: int, like: torch.Tensor
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        hd = self.tok.embedding_dim // self.n_heads
+        shape = (batch, self.n_heads, length, hd)
+        return [(like.new_zeros(shape), like.new_zeros(shape)) for _ in range(len(self.blocks))]
+
+
+def _sizes(**knobs: dict[str, int]) -> dict[str, dict[str, Any]]:
+    return {size: {**ARCH[size], **knobs[size]} for size in ARCH}
+
+
+class GptTrain(Workload):
+    name: ClassVar[str] = "gpt-train"
+    kind: ClassVar[str] = "train"
+    description: ClassVar[str] = "decoder-only transformer LM, AdamW, byte tokens of real text"
+    sizes: ClassVar[dict[str, dict[str, Any]]] = _sizes(
+        tiny={"batch_size": 8, "seq_len": 64, "steps": 30},
+        small={"batch_size": 8, "seq_len": 256, "steps": 100},
+        base={"batch_size": 8, "seq_len": 1024, "steps": 200},
+    )
+
+    def validate(self) -> None:
+        c = self.config
+        if c["d_model"] % c["n_heads"]:
+            raise WorkloadError(
+                f"d_model={c['d_model']} must be a multiple of n_heads={c['n_heads']}"
+            )
+
+    def build_model(self) -> nn.Module:
+        c = self.config
+        return Gpt(c["d_model"], c["n_layers"], c["n_heads"], max_len=self.max_len)
+
+    @property
+    def max_len(self) -> int:
+        assert self.seq_len is not None
+        return self.seq_len
+
+    def make_data(self) -> dict[str, torch.Tensor]:
+        assert self.seq_len is not None
+        g = torch.Generator().manual_seed(self.seed + 1)
+        windows = corpus_windows((N_BATCHES + 1) * self.batch_size, self.seq_len + 1, g)
+        windows = windows.view(N_BATCHES + 1, self.batch_size, self.seq_len + 1)
+        return {"tokens": windows[:-1].contiguous(), "eval_tokens": windows[-1].contiguous()}
+
+    def make_runner(
+        self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
+    ) -> StepRunner:
+        tokens, eval_tokens = data["tokens"], data["eval_tokens"]
+
+        def loss_fn(m: nn.Module, i: int) -> torch.Tensor:
+            batch = batches(tokens, i)
+            logits = m(batch[:, :-1])
+            return F.cross_entropy(logits.reshape(-1, VOCAB), batch[:, 1:].reshape(-1))
+
+        return TrainRunner(
+            model, ctx, loss_fn=loss_fn, eval_fn=lambda m: m(eval_tokens[:1, :-1]), lr=3e-4
+        )
+
+
+class GenerateRunner(StepRunner):
+    """Greedy decoding of a fixed number of tokens for each prompt batch."""
+
+    def __init__(
+        self, model: nn.Module, prompts: torch.Tensor, ctx: RunContext, new_tokens: int
+    ) -> None:
+        self.model = model.eval()
+        self.prompts = prompts
+        self.ctx = ctx
+        self.new_tokens = new_tokens
+        self.first: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def generate(self, prompt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        gpt: Any = getattr(self.model, "_orig_mod", self.model)
+        b, p = prompt.shape
+        with torch.inference_mode(), self.ctx.autocast():
+            caches = gpt.new_caches(b, p + self.new_tokens, gpt.tok.weight)
+            pos = torch.arange(p, device=prompt.device)
+            logits = self.model(prompt, pos, caches)[:, -1]
+            first_logits = logits
+            out = [logits.argmax(-1)]
+            for t in range(1, self.new_tokens):
+                pos = torch.arange(p + t - 1, p + t, device=prompt.device)
+                logits = self.model(out[-1][:, None], pos, caches)[:, -1]
+                out.append(logits.argmax(-1))
+        return torch.stack(out, dim=1), first_logits
+
+    def step(self, i: int) -> None:
+        result = self.generate(batches(self.prompts, i))
+        if i == 0:
+            self.first = result
+
+    def finish(self) -> RunNumerics:
+        if self.first is None:
+            self.first = self.generate(batches(self.prompts, 0))
+        tokens, logits = self.first
+        return RunNumerics(outputs={"prefill_logits": logits.float().cpu(), "tokens": tokens.cpu()})
+
+
+class GptGenerate(GptTrain):
+    name: ClassVar[str] = "gpt-generate"
+    kind: ClassVar[str] = "generate"
+    description: ClassVar[str] = "greedy decoding, frozen weights, fixed output length"
+    sizes: ClassVar[dict[str, dict[str, Any]]] = _sizes(
+        tiny={"batch_size": 4, "seq_len": 32, "steps": 10, "new_tokens": 32},
+        small={"batch_size": 8, "seq_len": 128, "steps": 20, "new_tokens": 64},
+        base={"batch_size": 8, "seq_len": 512, "steps": 20, "new_tokens": 128},
+    )
+
+    @property
+    def max_len(self) -> int:
+        assert self.seq_len is not None
+        return self.seq_len + int(self.config["new_tokens"])
+
+    def make_data(self) -> dict[str, torch.Tensor]:
+        assert self.seq_len is not None
+        g = torch.Generator().manual_seed(self.seed + 1)
+        prompts = corpus_windows(N_BATCHES * self.batch_size, self.seq_len, g)
+        return {"prompts": prompts.view(N_BATCHES, self.batch_size, self.seq_len).contiguous()}
+
+    def make_runner(
+        self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
+    ) -> StepRunner:
+        return GenerateRunner(model, data["prompts"], ctx, int(self.config["new_tokens"]))
+
+    def items_per_step(self) -> dict[str, int]:
+        return {
+            "samples": self.batch_size,
+            "tokens": self.batch_size * int(self.config["new_tokens"]),
+        }

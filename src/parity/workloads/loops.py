@@ -1,0 +1,85 @@
+"""Runners shared by the built-in workloads: a training loop and an inference loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
+
+LossFn = Callable[[nn.Module, int], torch.Tensor]
+
+
+class TrainRunner(StepRunner):
+    """AdamW steps over a fixed batch order; losses stay on the device until ``finish``.
+
+    ``loss_fn(model, i)`` computes the loss of step ``i`` (it picks its batch with plain
+    integer indexing, a view, so that choosing a batch never syncs with the host).
+
+    The loss of each step is kept as a detached device tensor, so that reading it does
+    not add a host sync inside the timed step. ``finish`` evaluates the trained model on
+    a fixed evaluation batch (``eval_fn``), whose outputs the numerics compare too.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        ctx: RunContext,
+        *,
+        loss_fn: LossFn,
+        eval_fn: Callable[[nn.Module], torch.Tensor],
+        lr: float,
+    ) -> None:
+        self.model = model
+        self.ctx = ctx
+        self.loss_fn = loss_fn
+        self.eval_fn = eval_fn
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+        self.losses: list[torch.Tensor] = []
+
+    def step(self, i: int) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.ctx.autocast():
+            loss = self.loss_fn(self.model, i)
+        loss.backward()  # type: ignore[no-untyped-call]
+        self.optimizer.step()
+        self.losses.append(loss.detach())
+
+    def finish(self) -> RunNumerics:
+        self.model.eval()
+        with torch.no_grad(), self.ctx.autocast():
+            logits = self.eval_fn(self.model)
+        losses = torch.stack(self.losses).float().cpu().tolist() if self.losses else []
+        return RunNumerics(losses=losses, outputs={"eval_logits": logits.float().cpu()})
+
+
+class InferRunner(StepRunner):
+    """Forward passes without gradients over a fixed batch order."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        inputs: torch.Tensor,
+        ctx: RunContext,
+        *,
+        forward: Callable[[nn.Module, torch.Tensor], torch.Tensor],
+    ) -> None:
+        self.model = model.eval()
+        self.inputs = inputs
+        self.ctx = ctx
+        self.forward = forward
+        self.first: torch.Tensor | None = None
+
+    def step(self, i: int) -> None:
+        with torch.inference_mode(), self.ctx.autocast():
+            out = self.forward(self.model, batches(self.inputs, i))
+        if i == 0:
+            self.first = out
+
+    def finish(self) -> RunNumerics:
+        if self.first is None:
+            with torch.inference_mode(), self.ctx.autocast():
+                self.first = self.forward(self.model, batches(self.inputs, 0))
+        return RunNumerics(outputs={"logits": self.first.float().cpu()})

@@ -1,0 +1,210 @@
+"""The command line: exit codes, one-line usage errors, and end-to-end compares."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from parity.bundle import load_bundle
+from parity.cli import app
+from tests.conftest import FIXTURES, run_cli
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["compare", "mlp-train", "--target", "tpu9"], "unknown device 'tpu9'"),
+        (["compare", "mlp-train", "--target", "cpu+bf17"], "unknown option 'bf17'"),
+        (["compare", "mlp-train", "--baseline", "cuda:x"], "malformed device"),
+        (["compare", "nope"], "unknown workload 'nope'"),
+        (["compare", "mlp-train", "--size", "huge"], "size 'huge' is unknown"),
+        (["compare", "mlp-train", "--steps", "0"], "--steps must be at least 1"),
+        (["compare", "mlp-train", "--seq-len", "8"], "has no sequence"),
+        (["compare", "mlp-train", "--allow-diff", "colour=x"], "not a fingerprint field"),
+        (["compare", "missing.py:make"], "does not exist"),
+        (["run", "mlp-train", "--device", "gpu", "--out", "x"], "unknown device 'gpu'"),
+        (["diff", "nowhere-a", "nowhere-b"], "does not exist"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(
+        app, [*args, "--out", str(tmp_path / "out")] if args[0] == "compare" else args
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and lines[0].startswith("parity: error:")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "parity-runs").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_dir_that_is_not_empty_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    result = runner.invoke(app, ["compare", "mlp-train", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "not empty" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_unknown_cli_option_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["compare", "--no-such-flag"])
+    assert result.exit_code == 2
+
+
+def test_workloads_lists_sizes() -> None:
+    result = runner.invoke(app, ["workloads", "--json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    names = {(r["name"], r["size"]) for r in rows}
+    assert ("gpt-train", "base") in names and ("cnn-infer", "tiny") in names
+    base = next(r for r in rows if (r["name"], r["size"]) == ("gpt-train", "base"))
+    assert 50e6 < base["parameters"] < 150e6
+
+
+def test_env_json() -> None:
+    result = runner.invoke(app, ["env", "--json"])
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["torch"]["version"] and "cpu" in data["known_device_types"]
+
+
+@pytest.mark.slow
+def test_compare_and_diff_give_the_same_verdict(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    cmp = run_cli(
+        "compare",
+        "mlp-train",
+        "--baseline",
+        "cpu",
+        "--target",
+        "cpu+bf16",
+        "--json",
+        "--out",
+        str(out),
+    )
+    assert cmp.returncode == 0, cmp.stderr
+    verdict = json.loads(cmp.stdout)
+    assert verdict["passed"] and verdict["sides"]["target"]["spec"] == "cpu+bf16"
+    assert json.loads((out / "verdict.json").read_text()) == verdict
+    d = run_cli("diff", str(out / "baseline"), str(out / "target"), "--json")
+    assert d.returncode == 0, d.stderr
+    assert json.loads(d.stdout) == verdict
+    for role in ("baseline", "target"):
+        b = load_bundle(out / role)
+        assert b.ok
+        phases = b.metrics["phases"]
+        assert phases["first_step_s"] > 0 and phases["load_s"] > 0
+        assert phases["start_import_s"] > phases["worker_import_s"] > 0
+        assert len(b.metrics["step_samples_s"]) == 40
+        env = b.manifest["environment"]
+        assert env["torch"]["version"] and env["device"]["type"] == "cpu"
+    assert not list(out.glob(".*tmp*"))
+
+
+@pytest.mark.slow
+def test_human_report_shows_the_verdict(tmp_path: Path) -> None:
+    cmp = run_cli(
+        "compare",
+        "gpt-generate",
+        "--target",
+        "cpu+threads=1",
+        "--steps",
+        "4",
+        "--out",
+        str(tmp_path / "c"),
+        env={"COLUMNS": "120"},
+    )
+    assert cmp.returncode == 0, cmp.stderr
+    for text in (
+        "parity verdict",
+        "configuration change: threads",
+        "first step",
+        "output prefill_logits",
+        "tokens agree",
+        "speed: target/baseline",
+        "PASS: the target passes every gate",
+    ):
+        assert text in cmp.stdout
+
+
+@pytest.mark.slow
+def test_a_target_that_aborts_keeps_the_baseline(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    cmp = run_cli(
+        "compare",
+        f"{FIXTURES / 'workloads.py'}:AbortOnReduced",
+        "--baseline",
+        "cpu",
+        "--target",
+        "cpu+bf16",
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert cmp.returncode == 1, cmp.stderr
+    verdict = json.loads(cmp.stdout)
+    reason = verdict["sides"]["target"]["reason"]
+    assert "SIGABRT" in reason and "phase 'steps'" in reason
+    assert "Fatal Python error: Aborted" in verdict["sides"]["target"]["stderr_tail"]
+    assert load_bundle(out / "baseline").ok
+    target = load_bundle(out / "target")
+    assert target.status == "failed" and target.manifest["environment"]["torch"]["version"]
+    assert not (out / "target" / "metrics.json").exists()
+
+
+@pytest.mark.slow
+def test_a_target_that_raises_or_hangs_is_recorded(tmp_path: Path) -> None:
+    fixture = FIXTURES / "workloads.py"
+    cmp = run_cli(
+        "compare",
+        f"{fixture}:RaiseOnReduced",
+        "--target",
+        "cpu+bf16",
+        "--out",
+        str(tmp_path / "r"),
+        "--json",
+    )
+    assert cmp.returncode == 1
+    reason = json.loads(cmp.stdout)["sides"]["target"]["reason"]
+    assert reason == "RuntimeError in phase 'steps': planted failure on the target"
+    cmp = run_cli(
+        "compare",
+        f"{fixture}:HangOnReduced",
+        "--target",
+        "cpu+bf16",
+        "--out",
+        str(tmp_path / "h"),
+        "--json",
+        "--timeout",
+        "15",
+    )
+    assert cmp.returncode == 1
+    reason = json.loads(cmp.stdout)["sides"]["target"]["reason"]
+    assert reason.startswith("timed out after 15 s in phase 'steps'")
+    assert load_bundle(tmp_path / "h" / "baseline").ok
+
+
+@pytest.mark.slow
+def test_run_then_diff_across_bundles_of_different_workloads(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert (
+        run_cli("run", "mlp-train", "--device", "cpu", "--out", str(a), "--steps", "5").returncode
+        == 0
+    )
+    assert (
+        run_cli("run", "mlp-train", "--device", "cpu", "--out", str(b), "--steps", "6").returncode
+        == 0
+    )
+    d = run_cli("diff", str(a), str(b))
+    assert d.returncode == 2
+    assert "steps differ" in d.stderr and "--allow-diff steps=" in d.stderr
+    d = run_cli("diff", str(a), str(b), "--allow-diff", "steps=one more step", "--json")
+    verdict = json.loads(d.stdout)
+    assert verdict["fairness"]["allowed"] == {"steps": "one more step"}
+    assert d.returncode == 1  # the loss curves have different lengths

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parity.errors import WorkloadError
+from parity.spec import SideSpec, WorkloadSpec
+from parity.workloads import registered, resolve
+from parity.workloads.base import RunContext
+from parity.workloads.frozen import materialize
+from parity.workloads.gpt import corpus_bytes
+
+
+def _run(
+    name: str, precision: str = "fp32", steps: int = 3
+) -> tuple[list[float], dict[str, torch.Tensor]]:
+    w = resolve(WorkloadSpec(name=name, steps=steps))
+    weights, data = materialize(w)
+    model = w.build_model()
+    model.load_state_dict(weights)
+    ctx = RunContext(
+        device=torch.device("cpu"),
+        side=SideSpec(device="cpu", precision=precision),
+        autocast_type="cpu",
+    )
+    runner = w.make_runner(model, data, ctx)
+    for i in range(w.steps):
+        runner.step(i)
+    result = runner.finish()
+    return result.losses, result.outputs
+
+
+def test_builtins_are_registered() -> None:
+    assert {"mlp-train", "gpt-train", "gpt-generate", "cnn-infer"} <= set(registered())
+
+
+@pytest.mark.parametrize("name", ["mlp-train", "gpt-train", "gpt-generate", "cnn-infer"])
+def test_each_builtin_runs_and_is_repeatable(name: str) -> None:
+    losses_a, out_a = _run(name)
+    losses_b, out_b = _run(name)
+    assert losses_a == losses_b
+    assert out_a.keys() == out_b.keys() and out_a
+    for key in out_a:
+        assert torch.equal(out_a[key], out_b[key])
+        if out_a[key].is_floating_point():
+            assert torch.isfinite(out_a[key]).all()
+
+
+@pytest.mark.parametrize("name", ["mlp-train", "gpt-train"])
+def test_training_reduces_the_loss(name: str) -> None:
+    losses, _ = _run(name, steps=25)
+    assert len(losses) == 25
+    assert losses[-1] < losses[0] * 0.95
+
+
+def test_generation_has_fixed_length_and_static_cache() -> None:
+    _, out = _run("gpt-generate", steps=1)
+    w = resolve(WorkloadSpec(name="gpt-generate"))
+    assert out["tokens"].shape == (w.batch_size, w.config["new_tokens"])
+    assert out["prefill_logits"].shape == (w.batch_size, 256)
+
+
+def test_generation_matches_full_recompute() -> None:
+    # the static KV cache must give the same next token as recomputing the whole prefix
+    w = resolve(WorkloadSpec(name="gpt-generate", steps=1))
+    weights, data = materialize(w)
+    model = w.build_model()
+    model.load_state_dict(weights)
+    model.eval()
+    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+    runner = w.make_runner(model, data, ctx)
+    runner.step(0)
+    tokens = runner.finish().outputs["tokens"]
+    seq = data["prompts"][0]
+    with torch.no_grad():
+        for t in range(4):
+            nxt = model(seq)[:, -1].argmax(-1)
+            assert torch.equal(nxt, tokens[:, t])
+            seq = torch.cat([seq, nxt[:, None]], dim=1)
+
+
+def test_bf16_changes_numbers_but_not_much() -> None:
+    _, a = _run("cnn-infer")
+    _, b = _run("cnn-infer", precision="bf16")
+    rel = (a["logits"] - b["logits"]).pow(2).mean().sqrt() / a["logits"].pow(2).mean().sqrt()
+    assert 0 < float(rel) < 0.05
+
+
+def test_corpus_is_real_text() -> None:
+    text = corpus_bytes()
+    assert 100_000 < len(text) <= 300_000
+    assert text.isascii() and b" the " in text
+
+
+@pytest.mark.parametrize(
+    ("knobs", "message"),
+    [
+        ({"name": "nope"}, "unknown workload 'nope'"),
+        ({"name": "mlp-train", "seq_len": 8}, "has no sequence"),
+        ({"name": "gpt-train", "overrides": (("n_head", "3"),)}, "has no setting 'n_head'"),
+        ({"name": "gpt-train", "overrides": (("n_heads", "3"),)}, "multiple of n_heads"),
+        ({"name": "missing.py:make"}, "does not exist"),
+    ],
+)
+def test_workload_errors(knobs: dict[str, object], message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        resolve(WorkloadSpec(**knobs))  # type: ignore[arg-type]

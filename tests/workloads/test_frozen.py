@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from parity.spec import WorkloadSpec
+from parity.workloads import resolve
+from parity.workloads.frozen import FINGERPRINT_PARTS, freeze, hash_tensors, read_frozen
+
+SCRIPT = """
+import json, sys
+from pathlib import Path
+from parity.spec import WorkloadSpec
+from parity.workloads import resolve
+from parity.workloads.frozen import freeze
+spec = WorkloadSpec(name=sys.argv[1], seed=int(sys.argv[2]))
+f = freeze(resolve(spec), Path(sys.argv[3]))
+print(json.dumps({"fingerprint": f.fingerprint, "parts": f.parts}))
+"""
+
+
+def _fingerprint_in_fresh_process(name: str, seed: int, root: Path) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, name, str(seed), str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", ["mlp-train", "gpt-train", "gpt-generate", "cnn-infer"])
+def test_fingerprint_is_stable_across_processes(name: str, tmp_path: Path) -> None:
+    # two processes, two caches: the bytes are made twice and must hash the same
+    a = _fingerprint_in_fresh_process(name, 0, tmp_path / "a")
+    b = _fingerprint_in_fresh_process(name, 0, tmp_path / "b")
+    assert a == b
+    here = freeze(resolve(WorkloadSpec(name=name)), tmp_path / "c")
+    assert here.fingerprint == a["fingerprint"]
+
+
+@pytest.mark.parametrize(
+    ("change", "parts"),
+    [
+        ({"seed": 1}, {"weights", "data", "seed"}),
+        ({"batch_size": 4}, {"data", "batch_size"}),
+        ({"steps": 7}, {"steps"}),
+        ({"seq_len": 32}, {"weights", "data", "seq_len"}),
+        ({"size": "small"}, {"config", "weights", "data", "steps", "seq_len"}),
+        ({"overrides": (("n_layers", "1"),)}, {"config", "weights"}),
+    ],
+)
+def test_any_change_changes_the_fingerprint(
+    change: dict[str, object], parts: set[str], tmp_path: Path
+) -> None:
+    base = freeze(resolve(WorkloadSpec(name="gpt-train")), tmp_path)
+    other = freeze(resolve(WorkloadSpec(name="gpt-train", **change)), tmp_path)  # type: ignore[arg-type]
+    assert other.fingerprint != base.fingerprint
+    differing = {p for p in FINGERPRINT_PARTS if base.parts[p] != other.parts[p]}
+    assert parts <= differing
+
+
+def test_frozen_files_are_what_both_sides_load(tmp_path: Path) -> None:
+    frozen = freeze(resolve(WorkloadSpec(name="mlp-train")), tmp_path)
+    weights, data = frozen.load()
+    assert hash_tensors(weights) == frozen.parts["weights"]
+    assert hash_tensors(data) == frozen.parts["data"]
+    again = freeze(resolve(WorkloadSpec(name="mlp-train")), tmp_path)
+    assert again.path == frozen.path  # cached, not rebuilt
+    assert read_frozen(frozen.path).fingerprint == frozen.fingerprint
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_hash_covers_dtype_and_shape() -> None:
+    x = torch.zeros(4)
+    assert hash_tensors({"x": x}) != hash_tensors({"x": x.view(2, 2)})
+    assert hash_tensors({"x": x}) != hash_tensors({"x": x.double()[:2]})
+    assert hash_tensors({"x": x}) != hash_tensors({"y": x})
