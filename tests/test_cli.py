@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from parity.bundle import load_bundle
+from parity.bundle import load_bundle, load_side
 from parity.cli import app
 from tests.conftest import FIXTURES, run_cli
 
@@ -87,6 +87,8 @@ def test_compare_and_diff_give_the_same_verdict(tmp_path: Path) -> None:
         "--json",
         "--out",
         str(out),
+        "--repeats",
+        "2",
     )
     assert cmp.returncode == 0, cmp.stderr
     verdict = json.loads(cmp.stdout)
@@ -95,8 +97,23 @@ def test_compare_and_diff_give_the_same_verdict(tmp_path: Path) -> None:
     d = run_cli("diff", str(out / "baseline"), str(out / "target"), "--json")
     assert d.returncode == 0, d.stderr
     assert json.loads(d.stdout) == verdict
+    assert verdict["speed"]["repeats"] == {"baseline": 2, "target": 2}
+    assert verdict["speed"]["stop"]["order"] == [
+        "baseline r00",
+        "target r00",
+        "target r01",
+        "baseline r01",
+    ]
+    assert {c["name"] for c in verdict["speed"]["compliance"]} == {
+        "re-seeded run within 5%",
+        "identical input not >10% faster",
+    }
+    assert verdict["quality"]["determinism"]["target"]["checked"]
+    reseeded = load_bundle(out / "target" / "reseeded")
+    assert reseeded.ok and reseeded.fingerprint != verdict["workload"]["fingerprint"]
+    assert load_bundle(out / "target" / "same-input").manifest["settings"]["same_input"]
     for role in ("baseline", "target"):
-        b = load_bundle(out / role)
+        b = load_side(out / role).repeats[0]
         assert b.ok
         phases = b.metrics["phases"]
         assert phases["first_step_s"] > 0 and phases["load_s"] > 0
@@ -115,7 +132,10 @@ def test_human_report_shows_the_verdict(tmp_path: Path) -> None:
         "--target",
         "cpu+threads=1",
         "--steps",
-        "4",
+        "6",
+        "--repeats",
+        "1",
+        "--no-compliance",
         "--out",
         str(tmp_path / "c"),
         env={"COLUMNS": "120"},
@@ -128,6 +148,10 @@ def test_human_report_shows_the_verdict(tmp_path: Path) -> None:
         "output prefill_logits",
         "tokens agree",
         "speed: target/baseline",
+        "TTFT p50/p90/p99",
+        "TPOT p50/p90/p99",
+        "achieved FLOP/s",
+        "measuring ended",
         "PASS: the target passes every gate",
     ):
         assert text in cmp.stdout
@@ -146,16 +170,19 @@ def test_a_target_that_aborts_keeps_the_baseline(tmp_path: Path) -> None:
         "--out",
         str(out),
         "--json",
+        "--repeats",
+        "1",
     )
     assert cmp.returncode == 1, cmp.stderr
     verdict = json.loads(cmp.stdout)
     reason = verdict["sides"]["target"]["reason"]
     assert "SIGABRT" in reason and "phase 'steps'" in reason
     assert "Fatal Python error: Aborted" in verdict["sides"]["target"]["stderr_tail"]
-    assert load_bundle(out / "baseline").ok
-    target = load_bundle(out / "target")
+    assert load_side(out / "baseline").repeats[0].ok
+    target = load_side(out / "target").repeats[0]
     assert target.status == "failed" and target.manifest["environment"]["torch"]["version"]
-    assert not (out / "target" / "metrics.json").exists()
+    assert not (out / "target" / "r00" / "metrics.json").exists()
+    assert not (out / "target" / "reseeded").exists()  # no compliance runs after a failure
 
 
 @pytest.mark.slow
@@ -169,10 +196,12 @@ def test_a_target_that_raises_or_hangs_is_recorded(tmp_path: Path) -> None:
         "--out",
         str(tmp_path / "r"),
         "--json",
+        "--repeats",
+        "1",
     )
     assert cmp.returncode == 1
     reason = json.loads(cmp.stdout)["sides"]["target"]["reason"]
-    assert reason == "RuntimeError in phase 'steps': planted failure on the target"
+    assert reason == "r00: RuntimeError in phase 'steps': planted failure on the target"
     cmp = run_cli(
         "compare",
         f"{fixture}:HangOnReduced",
@@ -183,11 +212,13 @@ def test_a_target_that_raises_or_hangs_is_recorded(tmp_path: Path) -> None:
         "--json",
         "--timeout",
         "15",
+        "--repeats",
+        "1",
     )
     assert cmp.returncode == 1
     reason = json.loads(cmp.stdout)["sides"]["target"]["reason"]
-    assert reason.startswith("timed out after 15 s in phase 'steps'")
-    assert load_bundle(tmp_path / "h" / "baseline").ok
+    assert reason.startswith("r00: timed out after 15 s in phase 'steps'")
+    assert load_side(tmp_path / "h" / "baseline").repeats[0].ok
 
 
 @pytest.mark.slow

@@ -13,11 +13,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from parity.bundle import Bundle, load_bundle, write_json
+from parity.bundle import Bundle, SideRuns, load_bundle, load_side, write_json
 from parity.errors import UsageError
 from parity.judge.verdict import Verdict, judge
 from parity.runner.job import Job
 from parity.runner.launch import run_job
+from parity.runner.measure import Plan, measure
 from parity.spec import SideSpec, WorkloadSpec, parse_side
 from parity.workloads import resolve
 from parity.workloads.base import Workload
@@ -30,8 +31,8 @@ ProgressFn = Callable[[str, dict[str, Any]], None]
 @dataclass
 class CompareResult:
     out: Path
-    baseline: Bundle
-    target: Bundle
+    baseline: SideRuns
+    target: SideRuns
     verdict: Verdict
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,10 +130,15 @@ def compare(
     *,
     out: Path | None = None,
     allow_diff: list[str] | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    plan: Plan | None = None,
     progress: ProgressFn | None = None,
 ) -> CompareResult:
-    """Run baseline then target, each in a fresh process, and judge the two bundles."""
+    """Run both sides in fresh, interleaved processes and judge them.
+
+    ``plan`` says how much to measure (fixed repeats, or until a precision or a time
+    budget) and whether to run the target's compliance checks.
+    """
+    plan = plan or Plan()
     side_a, side_b = parse_side(baseline), parse_side(target)
     allow = parse_allow(allow_diff)
     workload, wspec = _prepare(wspec)
@@ -141,15 +147,24 @@ def compare(
         out = Path("parity-runs") / f"{stamp}-{workload.name.replace(':', '_').replace('/', '_')}"
     _fresh_dir(out)
     frozen = freeze(workload)
+    sides = {"baseline": side_a, "target": side_b}
+    compliance: dict[str, Job] = {}
+    if plan.compliance:
+        reseeded_spec = replace(wspec, seed=wspec.seed + 1)
+        reseeded = freeze(resolve(reseeded_spec))
+        compliance["reseeded"] = _job("target", side_b, reseeded_spec, reseeded)
+        same = _job("target", side_b, wspec, frozen)
+        same.settings["same_input"] = True
+        compliance["same-input"] = same
     out.mkdir(parents=True, exist_ok=True)
-    for role, side in (("baseline", side_a), ("target", side_b)):
-        run_job(
-            _job(role, side, wspec, frozen),
-            out / role,
-            timeout_s=timeout_s,
-            on_event=partial(progress, role) if progress else None,
-        )
-    a, b = load_bundle(out / "baseline"), load_bundle(out / "target")
+    measure(
+        lambda role, k: _job(role, sides[role], wspec, frozen, repeat=k),
+        out,
+        plan,
+        lambda label: partial(progress, label) if progress else None,
+        compliance,
+    )
+    a, b = load_side(out / "baseline"), load_side(out / "target")
     verdict = judge(a, b, allow=allow)
     write_json(out / "verdict.json", verdict.to_dict())
     return CompareResult(out=out, baseline=a, target=b, verdict=verdict)
@@ -158,7 +173,7 @@ def compare(
 def diff(bundle_a: Path, bundle_b: Path, *, allow_diff: list[str] | None = None) -> Verdict:
     """Judge two existing bundles (possibly from different machines)."""
     allow = parse_allow(allow_diff)
-    return judge(load_bundle(bundle_a), load_bundle(bundle_b), allow=allow)
+    return judge(load_side(bundle_a), load_side(bundle_b), allow=allow)
 
 
 def verdict_json(verdict: Verdict) -> str:

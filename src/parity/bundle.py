@@ -152,3 +152,66 @@ def load_bundle(path: Path | str) -> Bundle:
         numerics=_read_json(path / "numerics.json", required=ok),
         ops=_read_json(path / "ops.json", required=False),
     )
+
+
+SIDE_FILE = "side.json"
+COMPLIANCE_RUNS = ("reseeded", "same-input")
+
+
+@dataclass
+class SideRuns:
+    """One side of a comparison: its repeats (fresh processes) and compliance runs.
+
+    On disk, a directory with one bundle per repeat (``r00``, ``r01``, ...), the
+    compliance bundles (``reseeded``, ``same-input``) where they were run, and
+    ``side.json`` with how measuring ended. A single bundle directory is a side with one
+    repeat, so ``parity diff`` takes bundles from ``parity run`` as well.
+    """
+
+    path: Path
+    repeats: list[Bundle]
+    compliance: dict[str, Bundle] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> list[Bundle]:
+        return [b for b in self.repeats if b.ok]
+
+    @property
+    def first(self) -> Bundle:
+        return (self.ok or self.repeats)[0]
+
+
+def repeat_name(index: int) -> str:
+    return f"r{index:02d}"
+
+
+def load_side(path: Path | str) -> SideRuns:
+    """Load a side directory or a single bundle; BundleError names what is wrong."""
+    path = Path(path)
+    if (path / MANIFEST).is_file():
+        return SideRuns(path=path, repeats=[load_bundle(path)])
+    if not path.is_dir():
+        raise BundleError(f"bundle {path} does not exist or is not a directory")
+    repeats = sorted(
+        p for p in path.iterdir() if p.is_dir() and p.name[:1] == "r" and p.name[1:].isdigit()
+    )
+    if not repeats:
+        raise BundleError(
+            f"{path} is neither a parity bundle nor a side directory (no manifest.json, no "
+            "r00/): pass a directory written by parity run or parity compare"
+        )
+    for item in path.iterdir():
+        if item.is_file() and item.name != SIDE_FILE:
+            raise BundleError(
+                f"side directory {path} holds {item.name!r}, which parity did not write: remove it"
+            )
+    compliance = {
+        name: load_bundle(path / name) for name in COMPLIANCE_RUNS if (path / name).is_dir()
+    }
+    return SideRuns(
+        path=path,
+        repeats=[load_bundle(p) for p in repeats],
+        compliance=compliance,
+        info=_read_json(path / SIDE_FILE, required=False),
+    )

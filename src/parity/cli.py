@@ -111,14 +111,40 @@ def compare(
     seed: SeedOpt = 0,
     out: Annotated[Path | None, typer.Option(help="output directory (new or empty)")] = None,
     allow_diff: AllowOpt = None,
+    repeats: Annotated[
+        int | None,
+        typer.Option(
+            help="fresh processes per side; default: adaptive (see --precision, --budget)"
+        ),
+    ] = None,
+    precision: Annotated[
+        float, typer.Option(help="stop when the speed ratio's 95% interval is within this fraction")
+    ] = 0.02,
+    budget: Annotated[
+        float, typer.Option(help="seconds of measuring before adaptive repeats stop")
+    ] = 45.0,
+    compliance: Annotated[
+        bool, typer.Option(help="run the target's re-seeded and identical-input checks")
+    ] = True,
     timeout: TimeoutOpt = 900.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a workload on a baseline and a target, each in a fresh process, and judge."""
+    """Run a workload on a baseline and a target in fresh, interleaved processes; judge."""
     from parity import api
     from parity.report.terminal import render
+    from parity.runner.measure import Plan
 
     wspec = guarded(lambda: workload_spec(workload, size, batch_size, seq_len, steps, seed))
+    try:
+        plan = Plan(
+            repeats=repeats,
+            precision=precision,
+            budget_s=budget,
+            compliance=compliance,
+            timeout_s=timeout,
+        )
+    except ValueError as exc:
+        fail_usage(str(exc))
     target_spec = target or api.default_target()
     with live_progress(True) as progress:
         result = guarded(
@@ -128,7 +154,7 @@ def compare(
                 target_spec,
                 out=out,
                 allow_diff=allow_diff,
-                timeout_s=timeout,
+                plan=plan,
                 progress=progress,
             )
         )

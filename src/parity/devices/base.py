@@ -101,6 +101,12 @@ class Device:
         """Names (or prefixes ending in ``_``) of env vars that change this device's behaviour."""
         return ()
 
+    def matmul_dtype(self, precision: str) -> str:
+        """The format matmuls run in for a side's precision (selects the peak FLOP/s)."""
+        if precision != "fp32":
+            return precision
+        return "fp32" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+
     # -- timing and memory ------------------------------------------------------------
     def synchronize(self) -> None:
         """Wait until the device has finished all queued work."""

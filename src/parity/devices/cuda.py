@@ -34,6 +34,11 @@ class CudaDevice(Device):
             "cudnn.benchmark=False",
         ]
 
+    def matmul_dtype(self, precision: str) -> str:
+        if precision == "fp32" and torch.backends.cuda.matmul.allow_tf32:
+            return "tf32"
+        return super().matmul_dtype(precision)
+
     def environment_variables(self) -> tuple[str, ...]:
         return (
             "CUDA_VISIBLE_DEVICES",

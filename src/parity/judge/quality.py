@@ -111,3 +111,30 @@ def compare_losses(
         "final_target": t[-1],
         "final_ratio": t[-1] / b[-1] if b[-1] else None,
     }
+
+
+def determinism(repeats: list[Any]) -> dict[str, Any]:
+    """Outputs and losses of a side's first two repeats: bitwise equal, or how far apart."""
+    if len(repeats) < 2:
+        return {"checked": False, "detail": "one repeat: run --repeats 2 to check"}
+    a, b = repeats[0], repeats[1]
+    out_a, out_b = a.outputs(), b.outputs()
+    max_diff = 0.0
+    equal = a.numerics.get("losses") == b.numerics.get("losses") and out_a.keys() == out_b.keys()
+    for name in out_a.keys() & out_b.keys():
+        x, y = out_a[name], out_b[name]
+        if x.shape != y.shape:
+            return {"checked": True, "bitwise_equal": False, "detail": f"{name} changed shape"}
+        if not torch.equal(x, y):
+            equal = False
+            max_diff = max(max_diff, float((x.double() - y.double()).abs().max()))
+    losses_a = [v for v in a.numerics.get("losses", []) if v is not None]
+    losses_b = [v for v in b.numerics.get("losses", []) if v is not None]
+    loss_diff = max((abs(x - y) for x, y in zip(losses_a, losses_b, strict=False)), default=0.0)
+    return {
+        "checked": True,
+        "bitwise_equal": equal,
+        "max_abs_output_diff": max_diff,
+        "max_abs_loss_diff": loss_diff,
+        "compared": [a.path.name, b.path.name],
+    }

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.bundle import Bundle
+from parity.bundle import Bundle, SideRuns
 from parity.errors import ContractError
 from parity.judge import quality
-from parity.judge.stats import ratio_ci
+from parity.judge.speed import judge_speed
 from parity.spec import SideSpec
 from parity.workloads.frozen import FINGERPRINT_PARTS
 
@@ -118,20 +118,46 @@ def environment_differences(a: Bundle, b: Bundle) -> list[dict[str, Any]]:
     return out
 
 
-def _side_info(bundle: Bundle) -> dict[str, Any]:
-    env = bundle.manifest.get("environment", {})
-    summary = bundle.metrics.get("summary") or {}
+def _side_info(side: SideRuns) -> dict[str, Any]:
+    first = side.first
+    env = first.manifest.get("environment", {})
+    failed = [b for b in side.repeats if not b.ok]
     return {
-        "spec": bundle.side,
-        "status": bundle.status,
-        "reason": bundle.manifest.get("reason"),
-        "stderr_tail": bundle.manifest.get("stderr_tail"),
+        "spec": first.side,
+        "status": "ok" if not failed else "failed",
+        "reason": "; ".join(
+            (f"{b.path.name}: " if b.path != side.path else "") + str(b.manifest.get("reason"))
+            for b in failed
+        )
+        if failed
+        else None,
+        "stderr_tail": failed[0].manifest.get("stderr_tail") if failed else None,
+        "repeats": len(side.repeats),
+        "repeats_ok": len(side.ok),
         "device_name": _dig(env, ("device", "name")),
-        "bundle": str(bundle.path),
-        "median_step_s": summary.get("median"),
-        "throughput": bundle.metrics.get("throughput"),
-        "noise_warnings": bundle.metrics.get("noise_warnings", []),
+        "bundle": str(side.path),
+        "median_step_s": (first.metrics.get("summary") or {}).get("median"),
+        "throughput": first.metrics.get("throughput"),
+        "flops": first.metrics.get("flops"),
+        "generation": first.metrics.get("generation"),
+        "inference": first.metrics.get("inference"),
+        "noise_warnings": _worst_noise(side.ok),
     }
+
+
+def _worst_noise(bundles: list[Bundle]) -> list[str]:
+    """The noise warnings of the noisiest repeat (largest IQR/median), labelled."""
+
+    def iqr_rel(b: Bundle) -> float:
+        s = b.metrics.get("summary") or {}
+        return float(s.get("iqr", 0.0)) / float(s["median"]) if s.get("median") else 0.0
+
+    noisy = [b for b in bundles if b.metrics.get("noise_warnings")]
+    if not noisy:
+        return []
+    worst = max(noisy, key=iqr_rel)
+    label = f" (noisiest of {len(bundles)} repeats: {worst.path.name})" if len(bundles) > 1 else ""
+    return [w + label for w in worst.metrics["noise_warnings"]]
 
 
 def judge_quality(a: Bundle, b: Bundle, side_a: SideSpec, side_b: SideSpec) -> dict[str, Any]:
@@ -165,79 +191,67 @@ def judge_quality(a: Bundle, b: Bundle, side_a: SideSpec, side_b: SideSpec) -> d
     }
 
 
-def judge_speed(a: Bundle, b: Bundle) -> dict[str, Any] | None:
-    sa, sb = a.metrics.get("summary"), b.metrics.get("summary")
-    if not sa or not sb:
-        return None
-    steady_a = _steady_samples(a)
-    steady_b = _steady_samples(b)
-    ci = ratio_ci([steady_a], [steady_b])
-    return {
-        "baseline_median_s": sa["median"],
-        "target_median_s": sb["median"],
-        "ratio": ci.ratio,
-        "speedup": ci.speedup,
-        "interval": {"low": ci.low, "high": ci.high, "confidence": ci.confidence},
-        "verdict": ci.verdict,
-        "repeats": {"baseline": 1, "target": 1},
-        "note": "one process per side: the interval knows nothing of process-to-process "
-        "variation; use repeats for a claim",
-        "throughput": {
-            "baseline": a.metrics.get("throughput"),
-            "target": b.metrics.get("throughput"),
-        },
-    }
+def _as_side(item: SideRuns | Bundle) -> SideRuns:
+    return item if isinstance(item, SideRuns) else SideRuns(path=item.path, repeats=[item])
 
 
-def _steady_samples(bundle: Bundle) -> list[float]:
-    samples = bundle.metrics["step_samples_s"]
-    return list(samples[int(bundle.metrics["steady_from_step"]) :])
-
-
-def judge(baseline: Bundle, target: Bundle, *, allow: dict[str, str] | None = None) -> Verdict:
-    """Judge two bundles; raises ContractError when they are not comparable."""
+def judge(
+    baseline: SideRuns | Bundle,
+    target: SideRuns | Bundle,
+    *,
+    allow: dict[str, str] | None = None,
+) -> Verdict:
+    """Judge two sides; raises ContractError when they are not comparable."""
     allow = allow or {}
-    fairness = check_fairness(baseline, target, allow)
-    side_a = SideSpec.from_dict(baseline.manifest["side"])
-    side_b = SideSpec.from_dict(target.manifest["side"])
-    description = baseline.manifest["workload"].get("description", {})
+    side_a, side_b = _as_side(baseline), _as_side(target)
+    for side in (side_a, side_b):
+        prints = {b.fingerprint for b in side.repeats}
+        if len(prints) > 1:
+            raise ContractError(
+                f"the repeats in {side.path} ran different workloads: keep one workload's "
+                "repeats in a side directory"
+            )
+    first_a, first_b = side_a.first, side_b.first
+    fairness = check_fairness(first_a, first_b, allow)
+    spec_a = SideSpec.from_dict(first_a.manifest["side"])
+    spec_b = SideSpec.from_dict(first_b.manifest["side"])
+    description = first_a.manifest["workload"].get("description", {})
     verdict = Verdict(
         workload={
             "name": description.get("name"),
             "size": description.get("size"),
             "kind": description.get("kind"),
-            "fingerprint": baseline.fingerprint,
+            "fingerprint": first_a.fingerprint,
             "description": description,
         },
-        sides={"baseline": _side_info(baseline), "target": _side_info(target)},
+        sides={"baseline": _side_info(side_a), "target": _side_info(side_b)},
         fairness=fairness,
         config_differences=[
             {"setting": k, "baseline": x, "target": y}
-            for k, x, y in side_a.config_differences(side_b)
+            for k, x, y in spec_a.config_differences(spec_b)
         ],
-        environment_differences=environment_differences(baseline, target),
+        environment_differences=environment_differences(first_a, first_b),
         quality={},
         speed=None,
         memory={},
         phases={},
     )
-    ran = baseline.ok and target.ok
+    problems = [
+        f"{role} failed: {info['reason']}"
+        for role, info in verdict.sides.items()
+        if info["status"] != "ok"
+    ]
     verdict.gates.append(
-        {
-            "name": "both sides ran",
-            "passed": ran,
-            "detail": "ok"
-            if ran
-            else "; ".join(
-                f"{role} failed: {bundle.manifest.get('reason')}"
-                for role, bundle in (("baseline", baseline), ("target", target))
-                if not bundle.ok
-            ),
-        }
+        {"name": "both sides ran", "passed": not problems, "detail": "; ".join(problems) or "ok"}
     )
-    if not ran:
+    if not (side_a.ok and side_b.ok):
         return verdict
-    verdict.quality = judge_quality(baseline, target, side_a, side_b)
+    first_a, first_b = side_a.ok[0], side_b.ok[0]
+    verdict.quality = judge_quality(first_a, first_b, spec_a, spec_b)
+    verdict.quality["determinism"] = {
+        "baseline": quality.determinism(side_a.ok),
+        "target": quality.determinism(side_b.ok),
+    }
     failing = [
         c["name"] for c in verdict.quality["checks"] if c.get("gated", True) and not c["passed"]
     ]
@@ -250,13 +264,13 @@ def judge(baseline: Bundle, target: Bundle, *, allow: dict[str, str] | None = No
             else f"outside tolerance: {', '.join(failing)}",
         }
     )
-    verdict.speed = judge_speed(baseline, target)
+    verdict.speed = judge_speed(side_a, side_b)
     verdict.memory = {
-        role: bundle.metrics.get("memory", {})
-        for role, bundle in (("baseline", baseline), ("target", target))
+        "baseline": first_a.metrics.get("memory", {}),
+        "target": first_b.metrics.get("memory", {}),
     }
     verdict.phases = {
-        role: bundle.metrics.get("phases", {})
-        for role, bundle in (("baseline", baseline), ("target", target))
+        "baseline": first_a.metrics.get("phases", {}),
+        "target": first_b.metrics.get("phases", {}),
     }
     return verdict

@@ -86,6 +86,15 @@ def sides_table(v: dict[str, Any]) -> Table:
         b = (sides["target"].get("throughput") or {}).get(key)
         if a is not None or b is not None:
             rows.append((f"throughput ({unit})", fmt_rate(a, unit), fmt_rate(b, unit)))
+    rows += latency_rows(sides)
+    rows += flops_rows(sides)
+    rows.append(
+        (
+            "repeats ok",
+            f"{sides['baseline'].get('repeats_ok', 1)}/{sides['baseline'].get('repeats', 1)}",
+            f"{sides['target'].get('repeats_ok', 1)}/{sides['target'].get('repeats', 1)}",
+        )
+    )
     mem = v.get("memory") or {}
     if mem:
         for key, label in (("host_peak_rss", "host peak RSS (steps)"),):
@@ -103,6 +112,45 @@ def sides_table(v: dict[str, Any]) -> Table:
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def latency_rows(sides: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """p50/p90/p99 of generation (TTFT, TPOT, ITL, end to end) or inference latency."""
+    rows = []
+    for section, metrics in (
+        ("generation", ("ttft_s", "tpot_s", "itl_s", "e2e_s")),
+        ("inference", ("latency_s",)),
+    ):
+        a, b = sides["baseline"].get(section), sides["target"].get(section)
+        if not a or not b:
+            continue
+        for metric in metrics:
+            label = metric.removesuffix("_s").upper() if metric != "e2e_s" else "end to end"
+            if metric == "latency_s":
+                label = "latency"
+            rows.append((f"{label} p50/p90/p99", _pcts(a[metric]), _pcts(b[metric])))
+    return rows
+
+
+def _pcts(p: dict[str, Any]) -> str:
+    return " / ".join(fmt_s(p.get(k)) for k in ("p50", "p90", "p99"))
+
+
+def flops_rows(sides: dict[str, Any]) -> list[tuple[str, str, str]]:
+    fa, fb = sides["baseline"].get("flops") or {}, sides["target"].get("flops") or {}
+    if not fa.get("achieved_flops") and not fb.get("achieved_flops"):
+        return []
+
+    def mfu(f: dict[str, Any]) -> str:
+        if f.get("mfu") is None:
+            return "no peak known"
+        return f"{f['mfu']:.1%} of {f['peak']['flops'] / 1e12:.0f} TFLOP/s {f['peak']['dtype']}"
+
+    def achieved(f: dict[str, Any]) -> str:
+        value = f.get("achieved_flops")
+        return "-" if value is None else f"{value / 1e9:,.1f} GFLOP/s"
+
+    return [("achieved FLOP/s", achieved(fa), achieved(fb)), ("MFU", mfu(fa), mfu(fb))]
 
 
 def quality_table(v: dict[str, Any]) -> Table:
@@ -165,6 +213,16 @@ def render(v: dict[str, Any], console: Console) -> None:
             console.print(Text(f"{role}: {warning}", style="yellow"))
     if v["quality"]:
         console.print(quality_table(v))
+        for role, det in (v["quality"].get("determinism") or {}).items():
+            if det.get("checked"):
+                text = (
+                    "bitwise equal"
+                    if det["bitwise_equal"]
+                    else f"max output difference {det['max_abs_output_diff']:.2e}"
+                )
+                console.print(
+                    Text(f"determinism ({role}, two fresh processes): {text}", style="dim")
+                )
     speed = v.get("speed")
     if speed:
         ci = speed["interval"]
@@ -176,7 +234,22 @@ def render(v: dict[str, Any], console: Console) -> None:
                 style="bold",
             )
         )
-        console.print(Text(f"  {speed['note']}", style="dim"))
+        if speed.get("stop"):
+            console.print(Text(f"  measuring ended: {speed['stop']['message']}", style="dim"))
+        if speed.get("note"):
+            console.print(Text(f"  {speed['note']}", style="dim"))
+        if not speed.get("reliable", True):
+            console.print(
+                Text(
+                    "  the speed claim is unreliable: a compliance check failed "
+                    "(below); rerun on an idle machine",
+                    style="bold yellow",
+                )
+            )
+        for check in speed.get("compliance") or []:
+            console.print(
+                Text.assemble("  ", _mark(check["passed"]), f" {check['name']}: {check['detail']}")
+            )
     for gate in v["gates"]:
         line = Text.assemble(_mark(gate["passed"]), f"  {gate['name']}: {gate['detail']}")
         console.print(line)

@@ -19,10 +19,13 @@ from parity import __version__
 from parity.bundle import MANIFEST, SCHEMA_VERSION, write_json
 from parity.devices import get_device
 from parity.devices.base import Device
+from parity.devices.specs import peak_flops
 from parity.judge.stats import detect_steady, summarize
 from parity.plugins import load_plugins
 from parity.probes import environment, memory
 from parity.probes.emulate import EmulateMode
+from parity.probes.flops import count_flops, mfu
+from parity.probes.latency import generation_metrics, step_latency
 from parity.probes.timing import StepTimer
 from parity.runner.job import EVENTS_FILE, Job
 from parity.spec import SideSpec, WorkloadSpec, parse_side
@@ -64,14 +67,13 @@ def configure(side: SideSpec, device: Device) -> dict[str, Any]:
 
 
 def load_model(workload: Workload, weights: dict[str, torch.Tensor]) -> nn.Module:
-    """Build the model without initialising it, then assign the frozen weights."""
-    with torch.device("meta"):
-        model = workload.build_model()
-    model.load_state_dict(weights, strict=True, assign=True)
-    if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):
-        with torch.device("cpu"):
-            model = workload.build_model()
-        model.load_state_dict(weights, strict=True)
+    """Build the model on the CPU and copy the frozen weights into it.
+
+    (Building on the meta device would skip initialisation, but its first use costs
+    about a second of one-off set-up in torch, more than initialising a small model.)
+    """
+    model = workload.build_model()
+    model.load_state_dict(weights, strict=True)
     return model
 
 
@@ -153,7 +155,9 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
 
     device.reset_peak_memory()
     memory.reset_host_peak()
-    timer = StepTimer(runner.step, device.synchronize)
+    # the anti-caching compliance run feeds one identical input at every step
+    step = (lambda i: runner.step(0)) if job.settings.get("same_input") else runner.step
+    timer = StepTimer(step, device.synchronize)
     with mode:
         set_phase("first step")
         events.emit("phase", phase="first step", steps=workload.steps)
@@ -168,7 +172,20 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
         set_phase("finish")
         numerics = runner.finish()
 
-    write_metrics(out, samples, workload, startup, load_ns, {"load": mem_load, "steps": mem_steps})
+    set_phase("flops")
+    flops = count_flops(workload, data)
+    peak = peak_flops(device.name(), device.matmul_dtype(side.precision))
+    mem = {"load": mem_load, "steps": mem_steps}
+    metrics = build_metrics(samples, workload, startup, load_ns, mem)
+    steady_steps = slice(metrics["steady_from_step"], None)
+    token_times = runner.token_times_ns()
+    if token_times is not None:
+        metrics["generation"] = generation_metrics(token_times[steady_steps], workload.batch_size)
+    elif workload.kind == "infer":
+        metrics["inference"] = step_latency(metrics["step_samples_s"][steady_steps])
+    median = (metrics["summary"] or {}).get("median")
+    metrics["flops"] = {**flops, **mfu(flops["per_step"], median, peak)}
+    write_json(out / "metrics.json", metrics)
     write_numerics(out, numerics)
     manifest.update(status="ok", reason=None, finished_unix=time.time())
     if side.emulate:
@@ -177,14 +194,13 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
     write_json(out / MANIFEST, manifest)
 
 
-def write_metrics(
-    out: Path,
+def build_metrics(
     samples_ns: list[int],
     workload: Workload,
     startup: dict[str, float | None],
     load_ns: int,
     mem: dict[str, Any],
-) -> None:
+) -> dict[str, Any]:
     seconds = [s * NS for s in samples_ns]
     rest = seconds[1:]
     steady = detect_steady(rest) if rest else None
@@ -216,7 +232,7 @@ def write_metrics(
         "throughput": throughput,
         "memory": mem,
     }
-    write_json(out / "metrics.json", metrics)
+    return metrics
 
 
 def write_numerics(out: Path, numerics: RunNumerics) -> None:

@@ -67,6 +67,10 @@ class StepRunner(ABC):
     def finish(self) -> RunNumerics:
         """After the timed steps: bring results to the CPU (not timed)."""
 
+    def token_times_ns(self) -> list[list[int]] | None:
+        """Generation only: per step, each token's time since the step began (ns)."""
+        return None
+
 
 class Workload(ABC):
     """A frozen workload: model, data and step, built from a spec."""

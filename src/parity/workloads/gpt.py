@@ -10,6 +10,7 @@ step has the same shapes: that suits compilers that recompile on a new shape
 from __future__ import annotations
 
 import math
+import time
 from importlib import resources
 from typing import Any, ClassVar
 
@@ -186,26 +187,44 @@ class GenerateRunner(StepRunner):
         self.ctx = ctx
         self.new_tokens = new_tokens
         self.first: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.stamps: list[list[int]] = []
 
-    def generate(self, prompt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def generate(
+        self, prompt: torch.Tensor, stamps: list[int] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Greedy decoding; with ``stamps``, each token is synchronised and time-stamped
+        (ns since the start), as a streaming server hands each token out."""
         gpt: Any = getattr(self.model, "_orig_mod", self.model)
         b, p = prompt.shape
+        sync = self.ctx.synchronize
+        t0 = time.perf_counter_ns()
         with torch.inference_mode(), self.ctx.autocast():
             caches = gpt.new_caches(b, p + self.new_tokens, gpt.tok.weight)
             pos = torch.arange(p, device=prompt.device)
             logits = self.model(prompt, pos, caches)[:, -1]
             first_logits = logits
             out = [logits.argmax(-1)]
+            if stamps is not None:
+                sync()
+                stamps.append(time.perf_counter_ns() - t0)
             for t in range(1, self.new_tokens):
                 pos = torch.arange(p + t - 1, p + t, device=prompt.device)
                 logits = self.model(out[-1][:, None], pos, caches)[:, -1]
                 out.append(logits.argmax(-1))
+                if stamps is not None:
+                    sync()
+                    stamps.append(time.perf_counter_ns() - t0)
         return torch.stack(out, dim=1), first_logits
 
     def step(self, i: int) -> None:
-        result = self.generate(batches(self.prompts, i))
+        stamps: list[int] = []
+        result = self.generate(batches(self.prompts, i), stamps)
+        self.stamps.append(stamps)
         if i == 0:
             self.first = result
+
+    def token_times_ns(self) -> list[list[int]] | None:
+        return self.stamps
 
     def finish(self) -> RunNumerics:
         if self.first is None:

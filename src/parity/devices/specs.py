@@ -1,0 +1,64 @@
+"""Device figures from ``specs.toml`` (peak FLOP/s, prices), keyed by exact device name.
+
+No substring matching: a device gets a peak figure only when the name it reports is
+listed exactly, so an unknown device reports achieved FLOP/s instead of a guessed MFU.
+``PARITY_SPECS`` names a user TOML file of the same shape whose entries win.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from parity.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+@cache
+def load_specs() -> dict[str, dict[str, Any]]:
+    text = resources.files("parity.devices").joinpath("specs.toml").read_text()
+    devices: dict[str, dict[str, Any]] = dict(tomllib.loads(text).get("devices", {}))
+    user = os.environ.get("PARITY_SPECS")
+    if user:
+        path = Path(user)
+        try:
+            extra = tomllib.loads(path.read_text()).get("devices", {})
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"PARITY_SPECS={user} is not a readable TOML file: {exc}") from exc
+        devices.update(extra)
+    return devices
+
+
+def lookup(device_name: str) -> tuple[str, dict[str, Any]] | None:
+    """The spec entry whose ``names`` lists this exact device name."""
+    for label, entry in load_specs().items():
+        if device_name in entry.get("names", []):
+            return label, entry
+    return None
+
+
+def peak_flops(device_name: str, dtype: str) -> dict[str, Any] | None:
+    """Peak FLOP/s for a device and the dtype its matmuls run in, with the source."""
+    found = lookup(device_name)
+    if found is None:
+        return None
+    label, entry = found
+    value = entry.get("peak_flops", {}).get(dtype)
+    if value is None:
+        return None
+    return {
+        "device": label,
+        "dtype": dtype,
+        "flops": float(value),
+        "source": entry.get("source"),
+        "source_url": entry.get("source_url"),
+        "date": entry.get("date"),
+    }

@@ -1,0 +1,75 @@
+"""Latency figures for inference and generation, with the definitions reports state.
+
+- TTFT: time from request start to the first generated token.
+- TPOT per request: (end-to-end latency - TTFT) / (output tokens - 1).
+- ITL: every gap between consecutive tokens, pooled over requests.
+- End-to-end latency: request start to the last token.
+- Output tokens/s: output tokens of a step / its end-to-end latency.
+
+A step of a generation workload is one batch of requests decoded together, so every
+request of the batch has the same token times.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+QUANTILES = (50, 90, 99)
+DEFINITIONS = {
+    "ttft": "time from request start to the first generated token",
+    "tpot": "(end-to-end latency - TTFT) / (output tokens - 1), per request",
+    "itl": "every gap between consecutive tokens, pooled over requests",
+    "e2e": "request start to the last token",
+    "latency": "one step (a batch) from start to synchronised end",
+}
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float | int | None]:
+    if len(values) == 0:
+        empty: dict[str, float | int | None] = {f"p{q}": None for q in QUANTILES}
+        return {**empty, "n": 0, "mean": None}
+    x = np.asarray(values, dtype=np.float64)
+    out: dict[str, float | int | None] = {
+        f"p{q}": float(v) for q, v in zip(QUANTILES, np.percentile(x, QUANTILES), strict=True)
+    }
+    out["mean"] = float(x.mean())
+    out["n"] = int(x.size)
+    return out
+
+
+def generation_metrics(token_times_ns: Sequence[Sequence[int]], batch_size: int) -> dict[str, Any]:
+    """Figures over the given steps (pass the steady-state steps only)."""
+    ttft: list[float] = []
+    tpot: list[float] = []
+    itl: list[float] = []
+    e2e: list[float] = []
+    rate: list[float] = []
+    for stamps in token_times_ns:
+        if not stamps:
+            continue
+        s = [t * 1e-9 for t in stamps]
+        ttft.append(s[0])
+        e2e.append(s[-1])
+        if len(s) > 1:
+            tpot.append((s[-1] - s[0]) / (len(s) - 1))
+            itl.extend(b - a for a, b in itertools.pairwise(s))
+        if s[-1] > 0:
+            rate.append(batch_size * len(s) / s[-1])
+    return {
+        "ttft_s": percentiles(ttft),
+        "tpot_s": percentiles(tpot),
+        "itl_s": percentiles(itl),
+        "e2e_s": percentiles(e2e),
+        "output_tokens_per_s": percentiles(rate),
+        "output_tokens": len(token_times_ns[0]) if token_times_ns else 0,
+        "requests_per_step": batch_size,
+        "definitions": {k: DEFINITIONS[k] for k in ("ttft", "tpot", "itl", "e2e")},
+    }
+
+
+def step_latency(samples_s: Sequence[float]) -> dict[str, Any]:
+    return {"latency_s": percentiles(samples_s), "definitions": {"latency": DEFINITIONS["latency"]}}
