@@ -6,6 +6,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+# the test device's C++ extension is built with the venv's ninja
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: demo test lint benchmarks clean
 

@@ -29,6 +29,11 @@ runner = CliRunner()
         (["compare", "missing.py:make"], "does not exist"),
         (["run", "mlp-train", "--device", "gpu", "--out", "x"], "unknown device 'gpu'"),
         (["diff", "nowhere-a", "nowhere-b"], "does not exist"),
+        (["compare", "cnn-infer", "--batch-sizes", "1,x"], "must be whole numbers"),
+        (["compare", "cnn-infer", "--batch-sizes", "0,4"], "at least 1"),
+        (["compare", "mlp-train", "--batch-sizes", "1,4"], "mlp-train trains"),
+        (["compare", "cnn-infer", "--precision", "2"], "--precision must be a fraction"),
+        (["compare", "cnn-infer", "--repeats", "0"], "--repeats must be at least 1"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(
@@ -239,3 +244,32 @@ def test_run_then_diff_across_bundles_of_different_workloads(tmp_path: Path) -> 
     verdict = json.loads(d.stdout)
     assert verdict["fairness"]["allowed"] == {"steps": "one more step"}
     assert d.returncode == 1  # the loss curves have different lengths
+
+
+@pytest.mark.slow
+def test_batch_sizes_give_a_throughput_latency_curve(tmp_path: Path) -> None:
+    out = tmp_path / "curve"
+    cmp = run_cli(
+        "compare",
+        "cnn-infer",
+        "--batch-sizes",
+        "1,4",
+        "--steps",
+        "6",
+        "--target",
+        "cpu+bf16",
+        "--repeats",
+        "1",
+        "--no-compliance",
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert cmp.returncode == 0, cmp.stderr
+    result = json.loads(cmp.stdout)
+    points = result["curve"]["points"]
+    assert [p["batch_size"] for p in points] == [1, 4]
+    for p in points:
+        assert p["baseline"]["latency_s"]["p50"] > 0 and p["target"]["latency_s"]["p99"] > 0
+        assert p["target"]["throughput"]["samples_per_s"] > 0
+    assert (out / "bs1" / "verdict.json").is_file() and (out / "curve.json").is_file()

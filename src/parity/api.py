@@ -170,6 +170,70 @@ def compare(
     return CompareResult(out=out, baseline=a, target=b, verdict=verdict)
 
 
+def parse_batch_sizes(text: str) -> list[int]:
+    """``1,8,32`` into sorted distinct batch sizes; a usage error names the problem."""
+    try:
+        sizes = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise UsageError(f"--batch-sizes {text!r} must be whole numbers, e.g. 1,8,32") from None
+    if not sizes or sizes[0] < 1:
+        raise UsageError(f"--batch-sizes {text!r} needs batch sizes of at least 1, e.g. 1,8,32")
+    return sizes
+
+
+def compare_curve(
+    wspec: WorkloadSpec,
+    baseline: str,
+    target: str,
+    batch_sizes: list[int],
+    *,
+    out: Path | None = None,
+    allow_diff: list[str] | None = None,
+    plan: Plan | None = None,
+    progress: ProgressFn | None = None,
+) -> tuple[Path, list[CompareResult], dict[str, Any]]:
+    """One comparison per batch size (``OUT/bsN``) and the throughput-latency curve."""
+    parse_side(baseline), parse_side(target), parse_allow(allow_diff)
+    workload, _ = _prepare(wspec)
+    if workload.kind == "train":
+        raise UsageError(f"--batch-sizes is for inference and generation; {workload.name} trains")
+    if out is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out = Path("parity-runs") / f"{stamp}-{workload.name}-curve"
+    _fresh_dir(out)
+    results = [
+        compare(
+            replace(wspec, batch_size=bs),
+            baseline,
+            target,
+            out=out / f"bs{bs}",
+            allow_diff=allow_diff,
+            plan=plan,
+            progress=progress,
+        )
+        for bs in batch_sizes
+    ]
+    curve = {"batch_sizes": batch_sizes, "points": [_curve_point(r) for r in results]}
+    write_json(out / "curve.json", curve)
+    return out, results, curve
+
+
+def _curve_point(result: CompareResult) -> dict[str, Any]:
+    point: dict[str, Any] = {
+        "batch_size": result.baseline.first.manifest["workload"]["description"]["batch_size"],
+        "exit_code": result.verdict.exit_code,
+    }
+    for role, side in (("baseline", result.baseline), ("target", result.target)):
+        first = side.first
+        lat = (
+            (first.metrics.get("inference") or {}).get("latency_s")
+            or (first.metrics.get("generation") or {}).get("e2e_s")
+            or {}
+        )
+        point[role] = {"latency_s": lat, "throughput": first.metrics.get("throughput")}
+    return point
+
+
 def diff(bundle_a: Path, bundle_b: Path, *, allow_diff: list[str] | None = None) -> Verdict:
     """Judge two existing bundles (possibly from different machines)."""
     allow = parse_allow(allow_diff)

@@ -111,6 +111,13 @@ def compare(
     seed: SeedOpt = 0,
     out: Annotated[Path | None, typer.Option(help="output directory (new or empty)")] = None,
     allow_diff: AllowOpt = None,
+    batch_sizes: Annotated[
+        str | None,
+        typer.Option(
+            help="inference/generation: one comparison per batch size, e.g. 1,8,32, and "
+            "the throughput-latency curve"
+        ),
+    ] = None,
     repeats: Annotated[
         int | None,
         typer.Option(
@@ -131,7 +138,7 @@ def compare(
 ) -> None:
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge."""
     from parity import api
-    from parity.report.terminal import render
+    from parity.report.terminal import curve_table, render
     from parity.runner.measure import Plan
 
     wspec = guarded(lambda: workload_spec(workload, size, batch_size, seq_len, steps, seed))
@@ -146,6 +153,32 @@ def compare(
     except ValueError as exc:
         fail_usage(str(exc))
     target_spec = target or api.default_target()
+    if batch_sizes is not None:
+        if batch_size is not None:
+            fail_usage("give --batch-size or --batch-sizes, not both")
+        sizes = guarded(lambda: api.parse_batch_sizes(batch_sizes))
+        with live_progress(True) as progress:
+            curve_out, results, curve = guarded(
+                lambda: api.compare_curve(
+                    wspec,
+                    baseline,
+                    target_spec,
+                    sizes,
+                    out=out,
+                    allow_diff=allow_diff,
+                    plan=plan,
+                    progress=progress,
+                )
+            )
+        if as_json:
+            verdicts = [r.verdict.to_dict() for r in results]
+            print(json.dumps({"curve": curve, "verdicts": verdicts}, indent=2))
+        else:
+            for r in results:
+                render(r.verdict.to_dict(), out_console)
+            out_console.print(curve_table(curve))
+            out_console.print(f"bundles, verdicts and curve.json in {curve_out}")
+        raise typer.Exit(max(r.verdict.exit_code for r in results))
     with live_progress(True) as progress:
         result = guarded(
             lambda: api.compare(

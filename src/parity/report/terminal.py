@@ -255,3 +255,25 @@ def render(v: dict[str, Any], console: Console) -> None:
         console.print(line)
     final = "PASS: the target passes every gate" if v["passed"] else "FAIL: the target fails a gate"
     console.print(Text(final, style="bold green" if v["passed"] else "bold red"))
+
+
+def curve_table(curve: dict[str, Any]) -> Table:
+    """The throughput-latency curve: one row per batch size."""
+    table = Table(title="Throughput and latency by batch size", title_justify="left")
+    for col in (
+        "batch",
+        "baseline p50 / p99",
+        "baseline samples/s",
+        "target p50 / p99",
+        "target samples/s",
+    ):
+        table.add_column(col, justify="right")
+    for p in curve["points"]:
+        cells = [str(p["batch_size"])]
+        for role in ("baseline", "target"):
+            lat = p[role]["latency_s"] or {}
+            cells.append(f"{fmt_s(lat.get('p50'))} / {fmt_s(lat.get('p99'))}")
+            rate = (p[role]["throughput"] or {}).get("samples_per_s")
+            cells.append("-" if rate is None else f"{rate:,.1f}")
+        table.add_row(*cells)
+    return table

@@ -1,0 +1,1 @@
+"""Testing helpers shipped with parity; nothing here is used by a normal run."""

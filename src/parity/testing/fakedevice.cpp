@@ -1,0 +1,543 @@
+// parityfake: an accelerator-like test device for parity, registered through
+// PyTorch's PrivateUse1 mechanism (the route AWS TorchNeuron takes for
+// `neuron`). Its data lives in host memory. Allocation, copies and view
+// metadata have kernels of their own; every other op goes through a boxed
+// fallback that runs the CPU kernel (at::native::cpu_fallback), so results
+// match the CPU bit for bit, unless the op's name is in the "unsupported"
+// set, in which case it raises NotImplementedError like a real backend would.
+//
+// Loaded by parity/testing/fakedevice.py; the control ops live in the
+// `parityfake` op namespace (torch.ops.parityfake.*).
+
+#include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/resize_native.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <torch/library.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace parityfake {
+namespace {
+
+constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+const c10::Device kDevice(kType, 0);
+
+void check_index(c10::DeviceIndex index) {
+  TORCH_CHECK(index == 0 || index == -1, "parityfake has one device (index 0), got index ", index);
+}
+
+// ---------------------------------------------------------------- allocator
+// Host memory with CUDA-like counters. There is no cache, so "reserved"
+// memory is exactly the memory currently allocated (with its own peak).
+class FakeAllocator final : public c10::DeviceAllocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    if (nbytes == 0) {
+      return {nullptr, nullptr, &release, kDevice};
+    }
+    void* data = c10::alloc_cpu(nbytes);
+    auto* block = new Block{data, nbytes};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.allocation[0].increase(1);
+      stats_.segment[0].increase(1);
+      stats_.active[0].increase(1);
+      stats_.allocated_bytes[0].increase(nbytes);
+      stats_.reserved_bytes[0].increase(nbytes);
+      stats_.active_bytes[0].increase(nbytes);
+      stats_.requested_bytes[0].increase(nbytes);
+      stats_.num_device_alloc += 1;
+    }
+    return {data, block, &release, kDevice};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override {
+    return nullptr;
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+
+  bool initialized() override {
+    return true;
+  }
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {}
+  void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {}
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    check_index(device);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    check_index(device);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto* array : stat_arrays()) {
+      (*array)[0].reset_accumulated();
+    }
+    stats_.num_device_alloc = 0;
+    stats_.num_device_free = 0;
+  }
+
+  void resetPeakStats(c10::DeviceIndex device) override {
+    check_index(device);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto* array : stat_arrays()) {
+      (*array)[0].reset_peak();
+    }
+  }
+
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    check_index(device);
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return {static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * page, total_memory()};
+  }
+
+  static size_t total_memory() {
+    return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  }
+
+ private:
+  struct Block {
+    void* data;
+    size_t nbytes;
+  };
+
+  static void release(void* ctx);
+
+  std::vector<c10::CachingAllocator::StatArray*> stat_arrays() {
+    return {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.allocated_bytes,
+            &stats_.reserved_bytes, &stats_.active_bytes, &stats_.requested_bytes};
+  }
+
+  void on_free(size_t nbytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.allocation[0].decrease(1);
+    stats_.segment[0].decrease(1);
+    stats_.active[0].decrease(1);
+    stats_.allocated_bytes[0].decrease(nbytes);
+    stats_.reserved_bytes[0].decrease(nbytes);
+    stats_.active_bytes[0].decrease(nbytes);
+    stats_.requested_bytes[0].decrease(nbytes);
+    stats_.num_device_free += 1;
+  }
+
+  std::mutex mutex_;
+  c10::CachingDeviceAllocator::DeviceStats stats_;
+};
+
+FakeAllocator g_allocator;
+
+void FakeAllocator::release(void* ctx) {
+  if (ctx == nullptr) {
+    return;
+  }
+  auto* block = static_cast<Block*>(ctx);
+  c10::free_cpu(block->data);
+  g_allocator.on_free(block->nbytes);
+  delete block;
+}
+
+REGISTER_ALLOCATOR(kType, &g_allocator)
+
+// --------------------------------------------------------------- guard impl
+std::atomic<int64_t> g_sync_count{0};
+
+struct FakeEvent {
+  std::chrono::steady_clock::time_point when;
+};
+
+c10::Stream default_stream() {
+  return c10::Stream(c10::Stream::DEFAULT, kDevice);
+}
+
+struct FakeGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override {
+    return kType;
+  }
+  c10::Device exchangeDevice(c10::Device d) const override {
+    check_index(d.index());
+    return kDevice;
+  }
+  c10::Device getDevice() const override {
+    return kDevice;
+  }
+  void setDevice(c10::Device d) const override {
+    check_index(d.index());
+  }
+  void uncheckedSetDevice(c10::Device /*d*/) const noexcept override {}
+  c10::Stream getStream(c10::Device /*d*/) const override {
+    return default_stream();
+  }
+  c10::Stream getDefaultStream(c10::Device /*d*/) const override {
+    return default_stream();
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device /*d*/, bool /*high*/) const override {
+    return default_stream();
+  }
+  c10::Stream getNewStream(c10::Device /*d*/, int /*priority*/) const override {
+    return default_stream();
+  }
+  c10::Stream exchangeStream(c10::Stream /*s*/) const override {
+    return default_stream();
+  }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return 1;
+  }
+  // Work is synchronous, so events only carry a host timestamp.
+  void record(void** event, const c10::Stream& /*stream*/, const c10::DeviceIndex device_index,
+              const c10::EventFlag /*flag*/) const override {
+    check_index(device_index);
+    if (*event == nullptr) {
+      *event = new FakeEvent{};
+    }
+    static_cast<FakeEvent*>(*event)->when = std::chrono::steady_clock::now();
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
+    delete static_cast<FakeEvent*>(event);
+  }
+  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
+  bool queryEvent(void* /*event*/) const override {
+    return true;
+  }
+  void synchronizeEvent(void* /*event*/) const override {}
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr, "both events must be recorded first");
+    const auto delta = static_cast<FakeEvent*>(end)->when - static_cast<FakeEvent*>(start)->when;
+    return std::chrono::duration<double, std::milli>(delta).count();
+  }
+  bool queryStream(const c10::Stream& /*stream*/) const override {
+    return true;
+  }
+  void synchronizeStream(const c10::Stream& /*stream*/) const override {}
+  void synchronizeDevice(const c10::DeviceIndex device_index) const override {
+    check_index(device_index);
+    g_sync_count.fetch_add(1);
+  }
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, FakeGuardImpl);
+
+// -------------------------------------------------------------------- hooks
+struct FakeHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override {
+    return true;
+  }
+  bool isAvailable() const override {
+    return true;
+  }
+  bool hasPrimaryContext(c10::DeviceIndex /*device_index*/) const override {
+    return true;
+  }
+  void init() const override {}
+  c10::DeviceIndex deviceCount() const override {
+    return 1;
+  }
+  void setCurrentDevice(c10::DeviceIndex device) const override {
+    check_index(device);
+  }
+  c10::DeviceIndex getCurrentDevice() const override {
+    return 0;
+  }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
+    check_index(device);
+    return 0;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
+    check_index(device);
+    return 0;
+  }
+  c10::Device getDeviceFromPtr(void* /*data*/) const override {
+    return kDevice;
+  }
+  bool isPinnedPtr(const void* /*data*/) const override {
+    return false;
+  }
+  c10::Allocator* getPinnedMemoryAllocator() const override {
+    return c10::GetCPUAllocator();  // host memory is all the device needs
+  }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    at::native::resize_bytes_cpu(storage.unsafeGetStorageImpl(), newsize);
+  }
+};
+
+const bool g_hooks_registered = [] {
+  at::RegisterPrivateUse1HooksInterface(new FakeHooks());
+  return true;
+}();
+
+// ------------------------------------------------------------------ kernels
+constexpr c10::DispatchKeySet kKeys(c10::DispatchKey::PrivateUse1);
+
+// A CPU tensor sharing `t`'s memory (the device memory is host memory).
+at::Tensor host_alias(const at::Tensor& t) {
+  if (t.device().is_cpu()) {
+    return t;
+  }
+  TORCH_CHECK(t.device().type() == kType, "parityfake cannot copy from/to ", t.device());
+  if (t.numel() == 0) {
+    return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+  }
+  auto alias = at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+  alias._set_conj(t.is_conj());
+  alias._set_neg(t.is_neg());
+  return alias;
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> /*layout*/,
+                               std::optional<c10::Device> device,
+                               std::optional<bool> /*pin_memory*/,
+                               std::optional<c10::MemoryFormat> memory_format) {
+  if (device.has_value()) {
+    check_index(device->index());
+  }
+  return at::detail::empty_generic(size, &g_allocator, kKeys, c10::dtype_or_default(dtype),
+                                   memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> /*layout*/,
+                         std::optional<c10::Device> device, std::optional<bool> /*pin_memory*/) {
+  if (device.has_value()) {
+    check_index(device->index());
+  }
+  return at::detail::empty_strided_generic(size, stride, &g_allocator, kKeys,
+                                           c10::dtype_or_default(dtype));
+}
+
+// copy_ between parityfake and the CPU (or within parityfake); the CPU copy
+// does the broadcasting, dtype conversion and striding.
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+  if (dst.numel() == 0) {
+    return dst;
+  }
+  host_alias(dst).copy_(host_alias(self));
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+  // The CPU kernel only does metadata and a host realloc through the
+  // storage's own allocator, which is ours.
+  return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), memory_format);
+}
+
+at::Tensor& set_storage_(at::Tensor& self, c10::Storage source, c10::SymInt storage_offset,
+                         c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  return at::native::set_storage_cpu_(self, std::move(source), storage_offset.expect_int(),
+                                      C10_AS_INTARRAYREF_SLOW(size),
+                                      C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+at::Tensor& set_empty_(at::Tensor& self) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, &g_allocator, true);
+  return at::native::set_storage_cpu_(self, std::move(storage), 0, {0}, {});
+}
+
+// scaled_dot_product_attention asks a per-device stub which implementation
+// to use; give the CPU's answer, so the same CPU kernels run (via the
+// fallback) and results match the CPU.
+int64_t sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                   const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                   std::optional<double> scale, bool enable_gqa) {
+  std::optional<at::Tensor> mask;
+  if (attn_mask.has_value() && attn_mask->defined()) {
+    mask = host_alias(*attn_mask);
+  }
+  return at::_fused_sdp_choice(host_alias(query), host_alias(key), host_alias(value), mask,
+                               dropout_p, is_causal, scale, enable_gqa);
+}
+
+// ---------------------------------------------------------- unsupported ops
+std::mutex g_unsupported_mutex;
+std::unordered_set<std::string> g_unsupported;
+std::atomic<bool> g_any_unsupported{false};
+
+bool is_unsupported(const std::string& name) {
+  if (!g_any_unsupported.load()) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(g_unsupported_mutex);
+  return g_unsupported.count(name) != 0;
+}
+
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string& name = op.schema().operator_name().name;
+  TORCH_CHECK_NOT_IMPLEMENTED(!is_unsupported(name), name, " is not supported on ",
+                              c10::get_privateuse1_backend());
+  // error_on_views: a view op that reached the fallback would silently
+  // return a copy instead of an alias; fail loudly instead.
+  at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+}
+
+// ------------------------------------------------------------- control ops
+void set_unsupported(std::vector<std::string> names) {
+  std::lock_guard<std::mutex> lock(g_unsupported_mutex);
+  g_unsupported = std::unordered_set<std::string>(names.begin(), names.end());
+  g_any_unsupported.store(!g_unsupported.empty());
+}
+
+std::vector<std::string> get_unsupported() {
+  std::lock_guard<std::mutex> lock(g_unsupported_mutex);
+  return {g_unsupported.begin(), g_unsupported.end()};
+}
+
+void synchronize() {
+  g_sync_count.fetch_add(1);
+}
+
+int64_t sync_count() {
+  return g_sync_count.load();
+}
+
+// [allocated, max_allocated, reserved, max_reserved, allocations, total_memory]
+std::vector<int64_t> memory_stats() {
+  const auto stats = g_allocator.getDeviceStats(0);
+  return {stats.allocated_bytes[0].current, stats.allocated_bytes[0].peak,
+          stats.reserved_bytes[0].current,  stats.reserved_bytes[0].peak,
+          stats.allocation[0].current,      static_cast<int64_t>(FakeAllocator::total_memory())};
+}
+
+void reset_peak_memory_stats() {
+  g_allocator.resetPeakStats(0);
+}
+
+bool returns_a_view(const c10::FunctionSchema& schema) {
+  for (const auto& ret : schema.returns()) {
+    if (ret.alias_info() != nullptr && !ret.alias_info()->isWrite()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Ops with a CPU kernel of their own reach a backend without one through a
+// generic kernel: structured ops through CompositeExplicitAutogradNonFunctional
+// (which calls `.out`; some CPU `.out` kernels then warn about resizing, e.g.
+// mse_loss), others through a CompositeExplicitAutograd reference version
+// (native_layer_norm's differs numerically from the CPU kernel). Route them all
+// to the fallback, so the CPU runs the very kernel it runs for CPU tensors.
+// convolution picks its implementation by device and would pick
+// convolution_overrideable (unimplemented) here, so route it too.
+void route_cpu_kernels_to_fallback(torch::Library& m) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  const auto to_fallback = [&m](const c10::OperatorName& name) {
+    std::string full = name.name.substr(std::string("aten::").size());
+    if (!name.overload_name.empty()) {
+      full += "." + name.overload_name;
+    }
+    m.impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&fallback>());
+  };
+  for (const auto& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) {
+      continue;
+    }
+    const auto op = dispatcher.findOp(name);
+    if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
+        returns_a_view(op->schema())) {
+      continue;
+    }
+    const bool generic =
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+    const bool by_device = name.name == "aten::convolution" ||
+                           name.name == "aten::_convolution" ||
+                           name.name == "aten::convolution_backward";
+    if ((generic && op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) || by_device) {
+      to_fallback(name);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace parityfake
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace parityfake;
+  m.impl("empty.memory_format", &empty_memory_format);
+  m.impl("empty_strided", &empty_strided);
+  m.impl("_copy_from", &copy_from);
+  m.impl("_copy_from_and_resize", &copy_from_and_resize);
+  m.impl("resize_", &resize_);
+  m.impl("set_.source_Storage_storage_offset", &set_storage_);
+  m.impl("set_", &set_empty_);
+  // View ops: metadata only, device-agnostic implementations.
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+  route_cpu_kernels_to_fallback(m);
+}
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &parityfake::sdp_choice)
+}  // namespace at::native
+
+// Autocast on parityfake follows the CUDA policy.
+TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+  using namespace at;  // the op lists name Tensor, Scalar, ... unqualified
+#define PARITYFAKE_LOW(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, lower_precision_fp)
+#define PARITYFAKE_FP32(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32)
+#define PARITYFAKE_FP32_OPT(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32_set_opt_dtype)
+#define PARITYFAKE_PROMOTE(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, promote)
+  AT_FORALL_LOWER_PRECISION_FP(PARITYFAKE_LOW)
+  AT_FORALL_FP32(PARITYFAKE_FP32)
+  AT_FORALL_FP32_SET_OPT_DTYPE(PARITYFAKE_FP32_OPT)
+  AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(KERNEL_DIFFERENT_REDISPATCH_SIGNATURE_PRIVATEUSEONE)
+  AT_FORALL_PROMOTE(PARITYFAKE_PROMOTE)
+#undef PARITYFAKE_LOW
+#undef PARITYFAKE_FP32
+#undef PARITYFAKE_FP32_OPT
+#undef PARITYFAKE_PROMOTE
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&parityfake::fallback>());
+}
+
+TORCH_LIBRARY(parityfake, m) {
+  using namespace parityfake;
+  m.def("set_unsupported(str[] names) -> ()", &set_unsupported);
+  m.def("get_unsupported() -> str[]", &get_unsupported);
+  m.def("synchronize() -> ()", &synchronize);
+  m.def("sync_count() -> int", &sync_count);
+  m.def("memory_stats() -> int[]", &memory_stats);
+  m.def("reset_peak_memory_stats() -> ()", &reset_peak_memory_stats);
+}

@@ -1,0 +1,353 @@
+"""``parityfake``: an accelerator-like test device registered through PrivateUse1.
+
+It is registered the way out-of-tree backends such as AWS TorchNeuron register
+``neuron``: a C++ extension (``fakedevice.cpp``) provides a device guard, an
+allocator, PrivateUse1 hooks and kernels, and this module renames PrivateUse1 to
+``parityfake`` and serves as its device module (``torch.parityfake``).
+
+The device's memory is host memory. Allocation, copies and views have kernels of
+their own; every other op runs the CPU kernel through a boxed fallback, so its
+results are bit-identical to the CPU. Ops named in the *unsupported* set (from
+``PARITY_FAKE_UNSUPPORTED``, comma-separated, or :func:`set_unsupported`) raise
+``NotImplementedError("<op> is not supported on parityfake")`` instead. Only ops
+that reach the fallback can be refused: composite ops such as ``aten::linear``
+decompose first (into ``aten::addmm`` and friends), as on a real backend, and
+the device's own kernels (allocation, copies, views) always work.
+
+Importing this module builds the extension (once, cached under
+``PARITY_FAKEDEVICE_BUILD_DIR`` or ``~/.cache/parity/fakedevice``) and registers
+the device.
+
+It also turns off autograd multithreading for the importing thread, so backward
+passes on ``parityfake`` run on the calling thread, as CPU ones do. With a
+worker thread per device (the default for accelerators), torch 2.13 has two
+problems here: that thread drops a Python object after backward returns, which
+aborts the process ("terminate called without an active exception") when the
+interpreter exits within a few milliseconds of a backward pass; and autograd
+sizes its device threads once, so a backward pass run before this module was
+imported leaves none for ``parityfake`` (an internal assert). Other threads keep
+the default: import this module before their first backward pass.
+
+Random ops run on the host and draw from the CPU default generator, so seeding
+this device seeds that generator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import sys
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.utils.backend_registration import (
+    generate_methods_for_privateuse1_backend,
+    rename_privateuse1_backend,
+)
+
+DEVICE_NAME = "parityfake"
+UNSUPPORTED_ENV = "PARITY_FAKE_UNSUPPORTED"
+BUILD_DIR_ENV = "PARITY_FAKEDEVICE_BUILD_DIR"
+
+_SOURCE = Path(__file__).with_name("fakedevice.cpp")
+_EXT_NAME = "parity_fakedevice"
+_CFLAGS = ("-O2",)
+_MARKER = "complete.json"
+
+DeviceLike = int | str | torch.device | None
+
+_library: Path | None = None
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What ``get_device_properties`` reports (a subset of CUDA's fields)."""
+
+    name: str
+    total_memory: int
+    multi_processor_count: int = 1
+
+
+# ----------------------------------------------------------------- building
+
+
+def _cache_key() -> str:
+    digest = hashlib.sha256()
+    digest.update(_SOURCE.read_bytes())
+    for part in (
+        torch.__version__,
+        str(torch.version.git_version),
+        str(torch.compiled_with_cxx11_abi()),
+        platform.machine(),
+        f"{sys.version_info.major}.{sys.version_info.minor}",
+        " ".join(_CFLAGS),
+    ):
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()[:16]
+
+
+def build_dir() -> Path:
+    """The directory holding this source's build for this torch."""
+    base = os.environ.get(BUILD_DIR_ENV)
+    if base:
+        root = Path(base).expanduser()
+    else:
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = Path(cache) / "parity" / "fakedevice"
+    return root / _cache_key()
+
+
+def _built_library(directory: Path) -> Path | None:
+    try:
+        info = json.loads((directory / _MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    library = directory / str(info.get("library", ""))
+    return library if library.is_file() else None
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    # flock, unlike torch's own lock file, is released if the holder dies.
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build() -> Path:
+    """Compile the extension unless a finished build is cached; return the .so."""
+    directory = build_dir()
+    library = _built_library(directory)
+    if library is not None:
+        return library
+    directory.mkdir(parents=True, exist_ok=True)
+    with _exclusive(directory.with_name(directory.name + ".lock")):
+        library = _built_library(directory)  # another process may have built it
+        if library is not None:
+            return library
+        # A lock file left by a killed build would make torch wait forever;
+        # under our lock nobody else is building here.
+        (directory / "lock").unlink(missing_ok=True)
+        with warnings.catch_warnings():
+            # cpp_extension warns about compiler/ABI checks it cannot make;
+            # the build either works or raises, so these are noise here.
+            warnings.filterwarnings(
+                "ignore", category=UserWarning, module=r"torch\.utils\.cpp_extension"
+            )
+            from torch.utils import cpp_extension
+
+            built = cpp_extension.load(
+                name=_EXT_NAME,
+                sources=[str(_SOURCE)],
+                extra_cflags=list(_CFLAGS),
+                build_directory=str(directory),
+                is_python_module=False,
+                verbose=False,
+            )
+        library = Path(str(built)) if built else directory / f"{_EXT_NAME}.so"
+        marker = directory / (_MARKER + ".tmp")
+        marker.write_text(json.dumps({"library": library.name, "torch": torch.__version__}))
+        os.replace(marker, directory / _MARKER)
+        return library
+
+
+# -------------------------------------------------------------- registering
+
+
+def load() -> Path:
+    """Build (once) and register ``parityfake``; return the extension's path.
+
+    Idempotent. Raises RuntimeError if PrivateUse1 already belongs to another
+    backend in this process.
+    """
+    global _library
+    if _library is not None:
+        return _library
+    current = torch._C._get_privateuse1_backend_name()
+    if current not in ("privateuseone", DEVICE_NAME):
+        raise RuntimeError(f"PrivateUse1 is already registered as {current!r}; parityfake needs it")
+    library = _build()
+    torch.ops.load_library(str(library))  # type: ignore[no-untyped-call]
+    if current != DEVICE_NAME:
+        rename_privateuse1_backend(DEVICE_NAME)
+    if getattr(torch, DEVICE_NAME, None) is None:
+        torch._register_device_module(DEVICE_NAME, sys.modules[__name__])  # type: ignore[no-untyped-call]
+    if not hasattr(torch.Tensor, f"is_{DEVICE_NAME}"):
+        generate_methods_for_privateuse1_backend()
+    set_unsupported(_split(os.environ.get(UNSUPPORTED_ENV, "")))
+    # Run backward passes on the calling thread rather than on autograd's
+    # per-device worker thread (see the module docstring).
+    torch._C._set_multithreading_enabled(False)
+    _library = library
+    return library
+
+
+# --------------------------------------------------------- unsupported ops
+
+
+def _split(value: str) -> list[str]:
+    return [part for part in (p.strip() for p in value.split(",")) if part]
+
+
+def _normalise(name: str) -> str:
+    name = name.strip()
+    if "::" not in name:
+        name = f"aten::{name}"
+    if "." in name.split("::", 1)[1]:
+        raise ValueError(
+            f"{name!r}: give the operator name without an overload (matching covers every overload)"
+        )
+    return name
+
+
+def set_unsupported(names: Iterable[str]) -> None:
+    """Make exactly these ops (e.g. ``aten::gelu``; bare names mean ``aten::``) fail."""
+    torch.ops.parityfake.set_unsupported(sorted({_normalise(n) for n in names}))
+
+
+def unsupported() -> frozenset[str]:
+    """The op names that currently raise NotImplementedError."""
+    return frozenset(str(n) for n in torch.ops.parityfake.get_unsupported())
+
+
+# ----------------------------------------------------------- device module
+
+
+def _index(device: DeviceLike) -> int:
+    if device is None:
+        return 0
+    if isinstance(device, int):
+        index = device
+    else:
+        dev = torch.device(device)
+        if dev.type != DEVICE_NAME:
+            raise ValueError(f"expected a {DEVICE_NAME} device, got {dev}")
+        index = 0 if dev.index is None else dev.index
+    if index != 0:
+        raise ValueError(f"{DEVICE_NAME} has one device (index 0), got {index}")
+    return index
+
+
+def is_available() -> bool:
+    return True
+
+
+def is_initialized() -> bool:
+    return _library is not None
+
+
+def device_count() -> int:
+    return 1
+
+
+def current_device() -> int:
+    return 0
+
+
+def set_device(device: DeviceLike) -> None:
+    _index(device)
+
+
+def synchronize(device: DeviceLike = None) -> None:
+    """Counted no-op (the device is synchronous); see :func:`sync_count`."""
+    _index(device)
+    torch.ops.parityfake.synchronize()
+
+
+def sync_count() -> int:
+    """How many times the device was synchronized (here or via torch.accelerator)."""
+    return int(torch.ops.parityfake.sync_count())
+
+
+def get_device_name(device: DeviceLike = None) -> str:
+    _index(device)
+    return "parity fake accelerator"
+
+
+def get_device_properties(device: DeviceLike = None) -> DeviceProperties:
+    _index(device)
+    return DeviceProperties(name=get_device_name(), total_memory=_memory_stats()[5])
+
+
+def get_device_capability(device: DeviceLike = None) -> tuple[int, int]:
+    _index(device)
+    return (1, 0)
+
+
+def _memory_stats() -> list[int]:
+    # [allocated, max_allocated, reserved, max_reserved, live allocations, total]
+    return [int(v) for v in torch.ops.parityfake.memory_stats()]
+
+
+def memory_allocated(device: DeviceLike = None) -> int:
+    _index(device)
+    return _memory_stats()[0]
+
+
+def max_memory_allocated(device: DeviceLike = None) -> int:
+    _index(device)
+    return _memory_stats()[1]
+
+
+def memory_reserved(device: DeviceLike = None) -> int:
+    """Equal to :func:`memory_allocated`: the allocator keeps no cache."""
+    _index(device)
+    return _memory_stats()[2]
+
+
+def max_memory_reserved(device: DeviceLike = None) -> int:
+    _index(device)
+    return _memory_stats()[3]
+
+
+def reset_peak_memory_stats(device: DeviceLike = None) -> None:
+    _index(device)
+    torch.ops.parityfake.reset_peak_memory_stats()
+
+
+def empty_cache() -> None:
+    """Nothing is cached."""
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.float16, torch.bfloat16]
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the host generator that the device's random ops draw from."""
+    torch.default_generator.manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    manual_seed(seed)
+
+
+def get_rng_state(device: DeviceLike = None) -> torch.Tensor:
+    _index(device)
+    return torch.default_generator.get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: DeviceLike = None) -> None:
+    _index(device)
+    torch.default_generator.set_state(new_state)
+
+
+load()
