@@ -28,15 +28,15 @@ TOLERANCE = 0.03
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
-    parser.add_argument("--pairs", type=int, help="parity/torch pairs (default 6, quick 2)")
-    parser.add_argument("--steps", type=int, help="parity steps per run (default 2000, quick 300)")
+    parser.add_argument("--pairs", type=int, help="parity/torch pairs (default 10, quick 2)")
+    parser.add_argument("--steps", type=int, help="parity steps per run (default 1000, quick 300)")
     parser.add_argument(
-        "--min-run-time", type=float, help="torch min_run_time in s (default 2.0, quick 0.3)"
+        "--min-run-time", type=float, help="torch min_run_time in s (default 1.0, quick 0.3)"
     )
     args = parser.parse_args()
-    pairs = args.pairs or (2 if args.quick else 6)
-    steps = args.steps or (300 if args.quick else 2000)
-    min_run_time = args.min_run_time or (0.3 if args.quick else 2.0)
+    pairs = args.pairs or (2 if args.quick else 10)
+    steps = args.steps or (300 if args.quick else 1000)
+    min_run_time = args.min_run_time or (0.3 if args.quick else 1.0)
 
     print(f"agreement: {time.strftime('%Y-%m-%d %H:%M:%S')}, {load_line()}")
     step, n, step_s = make_matmul_step()

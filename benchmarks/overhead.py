@@ -34,6 +34,26 @@ def bare_loop(step: Callable[[int], None], count: int) -> list[int]:
     return samples
 
 
+def empty_step_cost(count: int = 100_000) -> dict[str, float]:
+    """Nanoseconds per step of each loop around a step that does nothing (best of 4, ABBA)."""
+
+    def nothing(i: int) -> None:
+        pass
+
+    timer = StepTimer(nothing, noop)
+    loops: dict[str, Callable[[], object]] = {
+        "parity": lambda: timer.run(0, count),
+        "bare": lambda: bare_loop(nothing, count),
+    }
+    best = dict.fromkeys(loops, float("inf"))
+    for k in range(4):
+        for name in ("parity", "bare") if k % 2 == 0 else ("bare", "parity"):
+            t0 = perf_counter_ns()
+            loops[name]()
+            best[name] = min(best[name], (perf_counter_ns() - t0) / count)
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
@@ -102,7 +122,15 @@ def main() -> None:
             ],
         )
     )
-    print(f"wall-time difference per step: {per_step_ns:+.0f} ns; after: {load_line()}")
+    print(f"wall-time difference per step: {per_step_ns:+.0f} ns")
+    empty = empty_step_cost()
+    print(
+        "loop cost per step with an empty step (wall/steps, best of 4): "
+        f"parity {empty['parity']:.0f} ns, bare {empty['bare']:.0f} ns, "
+        f"difference {empty['parity'] - empty['bare']:+.0f} ns "
+        f"({(empty['parity'] - empty['bare']) / median['bare']:+.4%} of the 1 ms step)"
+    )
+    print(f"after: {load_line()}")
     worst = max(median_ratio, wall_ratio)
     verdict = "PASS" if worst <= TARGET_RATIO else "FAIL"
     print(f"RESULT: overhead {worst:.4f} (target <= {TARGET_RATIO}) {verdict}")

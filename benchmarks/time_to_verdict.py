@@ -14,7 +14,7 @@ Compliance runs are off in both (they time the target again and are not part of 
 question). Wall times are of the whole ``api.compare`` call (freezing, process starts,
 measuring, judging).
 
-    python benchmarks/time_to_verdict.py [--quick] [--budget S] [--measure S]
+    python benchmarks/time_to_verdict.py [--quick] [--budget S] [--measure S] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument(
         "--measure", type=float, help="fixed protocol's seconds of steps (default 10, quick 2)"
     )
+    parser.add_argument("--keep", type=Path, help="keep the bundles under this new directory")
     args = parser.parse_args()
     budget = args.budget or (20.0 if args.quick else 120.0)
     measure_s = args.measure or (2.0 if args.quick else 10.0)
@@ -72,7 +73,7 @@ def main() -> None:
     print(f"time_to_verdict: {time.strftime('%Y-%m-%d %H:%M:%S')}, {load_line()}")
     print(f"{WORKLOAD}: baseline {BASELINE}, target {TARGET}")
     with tempfile.TemporaryDirectory(prefix="parity-ttv-") as tmp:
-        root = Path(tmp)
+        root = args.keep or Path(tmp)
 
         calib, calib_s = timed_compare(root / "calibrate", Plan(repeats=1, compliance=False))
         cs = speed_of(calib)

@@ -20,11 +20,18 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Frozen workloads go to a temporary cache that workers inherit via the env."""
     old = os.environ.get("PARITY_CACHE_DIR")
     os.environ["PARITY_CACHE_DIR"] = str(tmp_path_factory.mktemp("parity-cache"))
+    # the history index too: tests never write to the user's own
+    old_store = os.environ.get("PARITY_STORE")
+    os.environ["PARITY_STORE"] = str(tmp_path_factory.mktemp("parity-store") / "index.sqlite")
     yield
     if old is None:
         os.environ.pop("PARITY_CACHE_DIR", None)
     else:
         os.environ["PARITY_CACHE_DIR"] = old
+    if old_store is None:
+        os.environ.pop("PARITY_STORE", None)
+    else:
+        os.environ["PARITY_STORE"] = old_store
 
 
 def run_cli(
@@ -42,3 +49,24 @@ def run_cli(
 
 def load_json(text: str) -> Any:
     return json.loads(text)
+
+
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Paths where two JSON values differ (for readable assertion failures)."""
+    if type(a) is not type(b):
+        return [f"{path}: {a!r} != {b!r}"]
+    if isinstance(a, dict):
+        return [
+            d
+            for k in sorted(set(a) | set(b), key=str)
+            for d in differences(a.get(k), b.get(k), f"{path}.{k}")
+        ]
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return [f"{path}: length {len(a)} != {len(b)}"]
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in differences(x, y, f"{path}[{i}]")
+        ]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]

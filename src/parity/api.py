@@ -6,25 +6,78 @@ Every input is validated before anything is written, so bad input leaves nothing
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from parity.bundle import Bundle, SideRuns, load_bundle, load_side, write_json
 from parity.errors import UsageError
+from parity.judge.cost import CostInputs, Price, parse_price
 from parity.judge.verdict import Verdict, judge
+from parity.report.run import report_after_compare, write_reports
 from parity.runner.job import Job
 from parity.runner.launch import run_job
 from parity.runner.measure import Plan, measure
 from parity.spec import SideSpec, WorkloadSpec, parse_side
+from parity.store import index_quietly
 from parity.workloads import resolve
 from parity.workloads.base import Workload
-from parity.workloads.frozen import FINGERPRINT_PARTS, Frozen, freeze
+from parity.workloads.frozen import FINGERPRINT_PARTS, Frozen, cache_root, freeze
 
 DEFAULT_TIMEOUT_S = 900.0
+REFERENCE_DIR = "reference"
+INPUTS_FILE = "inputs.json"
+
+
+@dataclass(kw_only=True)
+class JudgeInputs:
+    """What a verdict depends on besides the bundles; saved beside them as inputs.json."""
+
+    allow_diff: list[str] = field(default_factory=list)
+    target_loss: float | None = None
+    cost: CostInputs = field(default_factory=CostInputs)
+    operational: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "allow_diff": self.allow_diff,
+            "target_loss": self.target_loss,
+            "cost": self.cost.to_dict(),
+            "operational": self.operational,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JudgeInputs:
+        c = dict(data.get("cost") or {})
+        prices = {k: Price(**v) for k, v in (c.pop("prices", None) or {}).items()}
+        return cls(
+            allow_diff=list(data.get("allow_diff") or []),
+            target_loss=data.get("target_loss"),
+            cost=CostInputs(prices=prices, **c),
+            operational=dict(data.get("operational") or {}),
+        )
+
+    @classmethod
+    def find(cls, *sides: Path) -> JudgeInputs:
+        for side in sides:
+            path = side.parent / INPUTS_FILE
+            if path.is_file():
+                try:
+                    return cls.from_dict(json.loads(path.read_text()))
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise UsageError(
+                        f"{path} is not a valid inputs file ({exc}): remove it "
+                        "or pass the options explicitly"
+                    ) from None
+        return cls()
+
+
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
 
@@ -34,6 +87,7 @@ class CompareResult:
     baseline: SideRuns
     target: SideRuns
     verdict: Verdict
+    report: Path | None = None  # OUT/report.html, where it could be written
 
     def to_dict(self) -> dict[str, Any]:
         return {"out": str(self.out), "verdict": self.verdict.to_dict()}
@@ -120,7 +174,9 @@ def run(
         timeout_s=timeout_s,
         on_event=(lambda e: progress("run", e)) if progress else None,
     )
-    return load_bundle(out)
+    bundle = load_bundle(out)
+    index_quietly(out)
+    return bundle
 
 
 def compare(
@@ -132,6 +188,9 @@ def compare(
     allow_diff: list[str] | None = None,
     plan: Plan | None = None,
     progress: ProgressFn | None = None,
+    target_loss: float | None = None,
+    cost: CostInputs | None = None,
+    operational: dict[str, str] | None = None,
 ) -> CompareResult:
     """Run both sides in fresh, interleaved processes and judge them.
 
@@ -157,17 +216,43 @@ def compare(
         same.settings["same_input"] = True
         compliance["same-input"] = same
     out.mkdir(parents=True, exist_ok=True)
+    reference = fp64_reference(frozen, wspec, out / REFERENCE_DIR, plan.timeout_s, progress)
+
+    def make_job(role: str, k: int) -> Job:
+        job = _job(role, sides[role], wspec, frozen, repeat=k)
+        job.settings["capture"] = k == 0  # the numerics probe runs in the first repeat
+        return job
+
     measure(
-        lambda role, k: _job(role, sides[role], wspec, frozen, repeat=k),
+        make_job,
         out,
         plan,
         lambda label: partial(progress, label) if progress else None,
         compliance,
     )
     a, b = load_side(out / "baseline"), load_side(out / "target")
-    verdict = judge(a, b, allow=allow)
+    inputs = JudgeInputs(
+        allow_diff=list(allow_diff or []),
+        target_loss=target_loss,
+        cost=cost or CostInputs(),
+        operational=operational or {},
+    )
+    write_json(out / INPUTS_FILE, inputs.to_dict())
+    verdict = judge(
+        a,
+        b,
+        allow=allow,
+        reference=reference,
+        target_loss=target_loss,
+        cost_inputs=inputs.cost,
+        operational_answers=inputs.operational,
+    )
     write_json(out / "verdict.json", verdict.to_dict())
-    return CompareResult(out=out, baseline=a, target=b, verdict=verdict)
+    result = CompareResult(out=out, baseline=a, target=b, verdict=verdict)
+    # after the results are on disk; neither step can lose them (failures only warn)
+    result.report = report_after_compare(out)
+    index_quietly(out)
+    return result
 
 
 def parse_batch_sizes(text: str) -> list[int]:
@@ -234,11 +319,133 @@ def _curve_point(result: CompareResult) -> dict[str, Any]:
     return point
 
 
-def diff(bundle_a: Path, bundle_b: Path, *, allow_diff: list[str] | None = None) -> Verdict:
-    """Judge two existing bundles (possibly from different machines)."""
+def fp64_reference(
+    frozen: Frozen,
+    wspec: WorkloadSpec,
+    dest: Path,
+    timeout_s: float,
+    progress: ProgressFn | None = None,
+) -> Bundle:
+    """The fp64 CPU reference bundle of a frozen workload: made once per fingerprint in
+    the cache, then copied next to the sides (``OUT/reference``) so that the comparison's
+    directory carries everything a later ``parity diff`` needs."""
+    cached = cache_root() / "reference" / frozen.fingerprint
+    if not (cached / "manifest.json").is_file():
+        job = _job("reference", parse_side("cpu"), wspec, frozen)
+        job.settings["mode"] = "reference"
+        tmp_final = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
+        run_job(
+            job,
+            tmp_final,
+            timeout_s=timeout_s,
+            on_event=partial(progress, "fp64 reference") if progress else None,
+        )
+        if load_bundle(tmp_final).ok:
+            try:
+                os.replace(tmp_final, cached)
+            except OSError:  # made by another process meanwhile
+                shutil.rmtree(tmp_final, ignore_errors=True)
+        else:
+            shutil.copytree(tmp_final, dest)
+            shutil.rmtree(tmp_final, ignore_errors=True)
+            return load_bundle(dest)
+    shutil.copytree(cached, dest)
+    return load_bundle(dest)
+
+
+def find_reference(*sides: Path, explicit: Path | None = None) -> Bundle | None:
+    """The fp64 reference for a diff: ``--reference``, else ``reference/`` beside a side."""
+    if explicit is not None:
+        return load_bundle(explicit)
+    for side in sides:
+        candidate = side.parent / REFERENCE_DIR
+        if (candidate / "manifest.json").is_file():
+            return load_bundle(candidate)
+    return None
+
+
+def diff(
+    bundle_a: Path,
+    bundle_b: Path,
+    *,
+    allow_diff: list[str] | None = None,
+    reference: Path | None = None,
+    target_loss: float | None = None,
+    prices: list[str] | None = None,
+) -> Verdict:
+    """Judge two existing bundles (possibly from different machines).
+
+    Sides from one ``parity compare`` directory are judged with the inputs that compare
+    was given (``inputs.json`` beside them: allowed differences, target loss, cost inputs,
+    operational answers), so the verdict is the same; options given here override them.
+    """
+    stored = JudgeInputs.find(bundle_a, bundle_b)
+    if allow_diff is None:
+        allow_diff = stored.allow_diff
+    if target_loss is None:
+        target_loss = stored.target_loss
+    cost = stored.cost
+    if prices:
+        cost = replace(cost, prices={**cost.prices, **dict(parse_price(p) for p in prices)})
     allow = parse_allow(allow_diff)
-    return judge(load_side(bundle_a), load_side(bundle_b), allow=allow)
+    a, b = load_side(bundle_a), load_side(bundle_b)
+    ref = find_reference(bundle_a, bundle_b, explicit=reference)
+    if ref is not None and ref.fingerprint != a.first.fingerprint:
+        ref = None if reference is None else _mismatch(reference)
+    return judge(
+        a,
+        b,
+        allow=allow,
+        reference=ref,
+        target_loss=target_loss,
+        cost_inputs=cost,
+        operational_answers=stored.operational,
+    )
+
+
+def _mismatch(path: Path) -> Bundle:
+    raise UsageError(
+        f"--reference {path} is the fp64 reference of another workload: pass the "
+        "reference/ directory of the same comparison"
+    )
 
 
 def verdict_json(verdict: Verdict) -> str:
     return json.dumps(verdict.to_dict(), indent=2)
+
+
+def report(
+    run_dir: Path,
+    *,
+    html: Path | None = None,
+    md: Path | None = None,
+    json_path: Path | None = None,
+) -> dict[str, Path | str]:
+    """Reports of a comparison directory (HTML, Markdown, JSON); ``-`` returns the text."""
+    return write_reports(run_dir, html=html, md=md, json_path=json_path)
+
+
+def scan(
+    wspec: WorkloadSpec,
+    side: str,
+    out: Path | None = None,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: ProgressFn | None = None,
+) -> Bundle:
+    """Scan a workload on one side in a fresh process: every unsupported op in one pass,
+    fallbacks, host syncs, graph breaks; the bundle (status ok or failed) holds ops.json."""
+    spec = parse_side(side)
+    workload, wspec = _prepare(wspec)
+    if out is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        name = workload.name.replace(":", "_").replace("/", "_")
+        out = Path("parity-runs") / f"{stamp}-{name}-scan"
+    _fresh_dir(out)
+    frozen = freeze(workload)
+    if out.is_dir():
+        out.rmdir()
+    job = _job("scan", spec, wspec, frozen)
+    job.settings["mode"] = "scan"
+    run_job(job, out, timeout_s=timeout_s, on_event=partial(progress, "scan") if progress else None)
+    return load_bundle(out)

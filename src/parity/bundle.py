@@ -66,6 +66,7 @@ class Bundle:
     metrics: dict[str, Any] = field(default_factory=dict)
     numerics: dict[str, Any] = field(default_factory=dict)
     ops: dict[str, Any] = field(default_factory=dict)
+    capture: dict[str, Any] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -85,7 +86,14 @@ class Bundle:
 
     def outputs(self) -> dict[str, torch.Tensor]:
         """The output tensors (safetensors only), empty if the run produced none."""
-        path = self.path / "numerics.safetensors"
+        return self._tensors("numerics.safetensors")
+
+    def capture_tensors(self) -> dict[str, torch.Tensor]:
+        """The numerics probe's samples (outputs, gradients, per-module values)."""
+        return self._tensors("capture.safetensors")
+
+    def _tensors(self, name: str) -> dict[str, torch.Tensor]:
+        path = self.path / name
         if not path.is_file():
             return {}
         try:
@@ -151,6 +159,7 @@ def load_bundle(path: Path | str) -> Bundle:
         metrics=_read_json(path / "metrics.json", required=ok),
         numerics=_read_json(path / "numerics.json", required=ok),
         ops=_read_json(path / "ops.json", required=False),
+        capture=_read_json(path / "capture.json", required=False),
     )
 
 

@@ -10,6 +10,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -41,6 +42,14 @@ TimeoutOpt = Annotated[
     typer.Option("--timeout", help="seconds per side before it is stopped and recorded as failed"),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the verdict as JSON on stdout")]
+TargetLossOpt = Annotated[
+    float | None,
+    typer.Option("--target-loss", help="training: report steps and time to this loss"),
+]
+PriceOpt = Annotated[
+    list[str] | None,
+    typer.Option("--price", help="SIDE=DOLLARS_PER_HOUR[:ACCELERATORS], e.g. target=21.50:16"),
+]
 AllowOpt = Annotated[
     list[str] | None,
     typer.Option("--allow-diff", help='accept a differing fingerprint field: FIELD="reason"'),
@@ -133,23 +142,47 @@ def compare(
     compliance: Annotated[
         bool, typer.Option(help="run the target's re-seeded and identical-input checks")
     ] = True,
+    target_loss: TargetLossOpt = None,
+    price: PriceOpt = None,
+    plan_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            help="a plan file (parity init writes one); its settings replace the "
+            "workload, sides and measuring options",
+        ),
+    ] = None,
     timeout: TimeoutOpt = 900.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge."""
     from parity import api
+    from parity.judge.cost import CostInputs, parse_price
+    from parity.plan import load_plan
     from parity.report.terminal import curve_table, render
     from parity.runner.measure import Plan
 
     wspec = guarded(lambda: workload_spec(workload, size, batch_size, seq_len, steps, seed))
+    cost, operational = CostInputs(), None
+    measure: dict[str, Any] = {
+        "repeats": repeats,
+        "precision": precision,
+        "budget_s": budget,
+        "compliance": compliance,
+        "timeout_s": timeout,
+    }
+    if plan_path is not None:
+        pf = guarded(lambda: load_plan(plan_path))
+        wspec, baseline, target = pf.workload, pf.baseline, pf.target
+        target_loss = target_loss if target_loss is not None else pf.target_loss
+        allow_diff = allow_diff or pf.allow_diff
+        cost, operational = pf.cost, pf.operational
+        measure.update(pf.measure)
+    if price:
+        extra = dict(guarded(lambda: [parse_price(p) for p in price]))
+        cost = replace(cost, prices={**cost.prices, **extra})
     try:
-        plan = Plan(
-            repeats=repeats,
-            precision=precision,
-            budget_s=budget,
-            compliance=compliance,
-            timeout_s=timeout,
-        )
+        plan = Plan(**measure)
     except ValueError as exc:
         fail_usage(str(exc))
     target_spec = target or api.default_target()
@@ -189,6 +222,9 @@ def compare(
                 allow_diff=allow_diff,
                 plan=plan,
                 progress=progress,
+                target_loss=target_loss,
+                cost=cost,
+                operational=operational,
             )
         )
     verdict = result.verdict
@@ -197,6 +233,10 @@ def compare(
     else:
         render(verdict.to_dict(), out_console)
         out_console.print(f"bundles and verdict.json in {result.out}")
+    if result.report is not None:
+        (err_console if as_json else out_console).print(
+            f"report: {result.report}", markup=False, highlight=False, soft_wrap=True
+        )
     raise typer.Exit(verdict.exit_code)
 
 
@@ -233,13 +273,28 @@ def diff(
     bundle_a: Annotated[Path, typer.Argument(help="baseline bundle directory")],
     bundle_b: Annotated[Path, typer.Argument(help="target bundle directory")],
     allow_diff: AllowOpt = None,
+    reference: Annotated[
+        Path | None,
+        typer.Option(help="fp64 reference bundle (default: reference/ beside the sides)"),
+    ] = None,
+    target_loss: TargetLossOpt = None,
+    price: PriceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Judge two existing bundles, e.g. made on two machines."""
     from parity import api
     from parity.report.terminal import render
 
-    verdict = guarded(lambda: api.diff(bundle_a, bundle_b, allow_diff=allow_diff))
+    verdict = guarded(
+        lambda: api.diff(
+            bundle_a,
+            bundle_b,
+            allow_diff=allow_diff,
+            reference=reference,
+            target_loss=target_loss,
+            prices=price,
+        )
+    )
     if as_json:
         print(api.verdict_json(verdict))
     else:
@@ -304,6 +359,208 @@ def workloads(as_json: JsonOpt = False) -> None:
             r["description"],
         )
     out_console.print(table)
+
+
+@app.command()
+def scan(
+    workload: Annotated[str, typer.Argument(help="built-in name or path/to/file.py:factory")],
+    device: Annotated[str, typer.Option("--device", help="side spec to scan, e.g. neuron")],
+    out: Annotated[
+        Path | None, typer.Option(help="bundle directory to create (new or empty)")
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="exit 1 on any unsupported op or CPU fallback")
+    ] = False,
+    size: SizeOpt = "tiny",
+    batch_size: BatchOpt = None,
+    seq_len: SeqOpt = None,
+    steps: StepsOpt = None,
+    seed: SeedOpt = 0,
+    timeout: TimeoutOpt = 900.0,
+    as_json: Annotated[bool, typer.Option("--json", help="print ops.json on stdout")] = False,
+) -> None:
+    """Every op the side cannot run, CPU fallbacks, host syncs and graph breaks, in one pass."""
+    from parity import api
+    from parity.report.ops import print_all, scan_renderables
+
+    wspec = guarded(lambda: workload_spec(workload, size, batch_size, seq_len, steps, seed))
+    with live_progress(True) as progress:
+        bundle = guarded(lambda: api.scan(wspec, device, out, timeout_s=timeout, progress=progress))
+    ops = bundle.ops
+    if as_json:
+        head = {"bundle": str(bundle.path), "status": bundle.status}
+        print(json.dumps({**head, "reason": bundle.manifest.get("reason"), **ops}, indent=2))
+    else:
+        print_all(out_console, scan_renderables(ops) if ops else [])
+        out_console.print(f"bundle and ops.json in {bundle.path}")
+    if not bundle.ok:
+        err_console.print(f"{bundle.side} failed: {bundle.manifest.get('reason')}", markup=False)
+        raise typer.Exit(1)
+    summary = ops.get("summary") or {}
+    found = (summary.get("unsupported") or 0, summary.get("fallbacks") or 0)
+    if strict and any(found):
+        err_console.print(f"parity: --strict: {found[0]} unsupported op(s), {found[1]} fallback(s)")
+        raise typer.Exit(1)
+
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help="history index (default: $PARITY_STORE, else ~/.local/share/parity/index.sqlite)",
+    ),
+]
+WorkloadFilter = Annotated[str | None, typer.Option("--workload", help="only this workload")]
+DeviceFilter = Annotated[
+    str | None, typer.Option("--device", help="only runs on this device type, spec or name")
+]
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="a comparison directory (compare --out)")],
+    html: Annotated[Path | None, typer.Option("--html", help="write the HTML report")] = None,
+    md: Annotated[Path | None, typer.Option("--md", help="write Markdown; - for stdout")] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="write the verdict JSON; - for stdout")
+    ] = None,
+) -> None:
+    """Write reports of a comparison: HTML with plots, Markdown for a pull request, JSON."""
+    from parity import api
+
+    made = guarded(lambda: api.report(run_dir, html=html, md=md, json_path=json_path))
+    for kind, where in made.items():
+        if isinstance(where, str):
+            sys.stdout.write(where)
+        else:
+            err_console.print(f"{kind}: {where}", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command(name="ls")
+def list_runs(
+    workload: WorkloadFilter = None,
+    device: DeviceFilter = None,
+    limit: Annotated[int, typer.Option(help="at most this many runs")] = 50,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List indexed comparisons and runs, newest first."""
+    from parity.report.history import runs_table
+    from parity.store import Store
+
+    def query() -> list[dict[str, Any]]:
+        with Store.open(store) as s:
+            return s.runs(workload=workload, device=device, limit=limit)
+
+    rows = guarded(query)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        out_console.print(runs_table(rows))
+
+
+@app.command()
+def show(
+    run_id: Annotated[str, typer.Argument(help="an id from parity ls (a unique prefix will do)")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One indexed comparison or run: where it is, its bundles and figures."""
+    from parity.report.history import show_renderable
+    from parity.store import Store
+
+    def query() -> dict[str, Any]:
+        with Store.open(store) as s:
+            return s.show(run_id)
+
+    record = guarded(query)
+    if as_json:
+        print(json.dumps(record, indent=2))
+    else:
+        out_console.print(show_renderable(record))
+
+
+@app.command()
+def trend(
+    metric: Annotated[
+        str, typer.Argument(help="e.g. median_step_s, tokens_per_s, ttft_p50_s, speed_ratio")
+    ],
+    workload: WorkloadFilter = None,
+    device: DeviceFilter = None,
+    side: Annotated[
+        str | None, typer.Option("--side", help="only this side spec or role (baseline, target)")
+    ] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A metric over the indexed runs, oldest first, per side."""
+    from parity.report.history import trend_renderable
+    from parity.store import Store
+
+    def query() -> list[dict[str, Any]]:
+        with Store.open(store) as s:
+            return s.trend(metric, workload=workload, device=device, side=side)
+
+    points = guarded(query)
+    if as_json:
+        print(json.dumps(points, indent=2))
+    else:
+        out_console.print(trend_renderable(metric, points))
+
+
+@app.command()
+def reindex(
+    dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="directories holding runs (default: those the index knows)"),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Rebuild the history index from the bundles (they are the truth)."""
+    from parity.store import Store
+
+    def rebuild() -> Any:
+        with Store.open(store) as s:
+            return s.path, s.reindex(list(dirs or []))
+
+    path, result = guarded(rebuild)
+    for problem in result.problems:
+        err_console.print(f"parity: skipped {problem}", markup=False, soft_wrap=True)
+    out_console.print(
+        f"{path}: {result.comparisons} comparison(s), {result.bundles} bundle(s); "
+        f"{result.removed} vanished run(s) forgotten",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command()
+def schema(
+    name: Annotated[
+        str | None,
+        typer.Argument(help="manifest | metrics | numerics | side | verdict (default: all)"),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of bundle documents and verdicts."""
+    from parity.schemas import SCHEMAS, all_schemas
+    from parity.schemas import schema as one_schema
+
+    if name is not None and name not in SCHEMAS:
+        fail_usage(f"no schema {name!r}: use one of {', '.join(SCHEMAS)}")
+    print(json.dumps(one_schema(name) if name else all_schemas(), indent=2))
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="where to write the plan")] = Path("parity.toml"),
+    force: Annotated[bool, typer.Option(help="overwrite an existing file")] = False,
+) -> None:
+    """Write a commented plan file (workload, sides, quality, cost, operational notes)."""
+    from parity.plan import write_template
+
+    guarded(lambda: write_template(path, force=force))
+    out_console.print(f"wrote {path}: edit it, then run parity compare --plan {path}")
 
 
 def version_callback(value: bool) -> None:

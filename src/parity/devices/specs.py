@@ -62,3 +62,24 @@ def peak_flops(device_name: str, dtype: str) -> dict[str, Any] | None:
         "source_url": entry.get("source_url"),
         "date": entry.get("date"),
     }
+
+
+@cache
+def load_prices() -> dict[str, dict[str, Any]]:
+    text = resources.files("parity.devices").joinpath("specs.toml").read_text()
+    prices: dict[str, dict[str, Any]] = dict(tomllib.loads(text).get("prices", {}))
+    user = os.environ.get("PARITY_SPECS")
+    if user:
+        prices.update(tomllib.loads(Path(user).read_text()).get("prices", {}))
+    return prices
+
+
+def price_for(device_name: str) -> dict[str, Any] | None:
+    """The first price entry for the device that reports this exact name."""
+    found = lookup(device_name)
+    if found is None:
+        return None
+    for entry in load_prices().values():
+        if entry.get("device") == found[0]:
+            return entry
+    return None

@@ -138,3 +138,28 @@ def determinism(repeats: list[Any]) -> dict[str, Any]:
         "max_abs_loss_diff": loss_diff,
         "compared": [a.path.name, b.path.name],
     }
+
+
+def convergence(repeats: list[Any], target_loss: float) -> dict[str, Any]:
+    """MLPerf style: steps and time to the target loss per repeat; never reaching it is a
+    non-converged run. Time counts every step from the first (compile and warm-up too)."""
+    runs = []
+    for bundle in repeats:
+        losses = bundle.numerics.get("losses") or []
+        times = bundle.metrics.get("step_samples_s") or []
+        step = next((i for i, v in enumerate(losses) if v is not None and v <= target_loss), None)
+        runs.append(
+            {
+                "repeat": bundle.path.name,
+                "converged": step is not None,
+                "steps": None if step is None else step + 1,
+                "time_s": None if step is None else float(sum(times[: step + 1])),
+            }
+        )
+    done = [r for r in runs if r["converged"]]
+    return {
+        "target_loss": target_loss,
+        "runs": runs,
+        "success_rate": len(done) / len(runs) if runs else 0.0,
+        "mean_time_s": sum(r["time_s"] for r in done) / len(done) if done else None,
+    }

@@ -18,7 +18,9 @@ from typing import Any
 
 from parity.bundle import Bundle, SideRuns
 from parity.errors import ContractError
-from parity.judge import quality
+from parity.judge import compat, decision, quality
+from parity.judge.cost import CostInputs, judge_cost
+from parity.judge.numerics import judge_numerics
 from parity.judge.speed import judge_speed
 from parity.spec import SideSpec
 from parity.workloads.frozen import FINGERPRINT_PARTS
@@ -51,6 +53,13 @@ class Verdict:
     memory: dict[str, Any]
     phases: dict[str, dict[str, Any]]
     gates: list[dict[str, Any]] = field(default_factory=list)
+    numerics: dict[str, Any] = field(default_factory=dict)
+    contract: dict[str, Any] = field(default_factory=dict)
+    cost: dict[str, Any] | None = None
+    withheld: str | None = None
+    unproven: list[dict[str, Any]] = field(default_factory=list)
+    operational: list[dict[str, Any]] = field(default_factory=list)
+    compatibility: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -70,10 +79,17 @@ class Verdict:
             "config_differences": self.config_differences,
             "environment_differences": self.environment_differences,
             "gates": self.gates,
+            "compatibility": self.compatibility,
             "quality": self.quality,
+            "numerics": self.numerics,
+            "withheld": self.withheld,
             "speed": self.speed,
+            "cost": self.cost,
             "memory": self.memory,
             "phases": self.phases,
+            "contract": self.contract,
+            "unproven": self.unproven,
+            "operational": self.operational,
         }
 
 
@@ -191,6 +207,26 @@ def judge_quality(a: Bundle, b: Bundle, side_a: SideSpec, side_b: SideSpec) -> d
     }
 
 
+def merge_numerics(quality_section: dict[str, Any], numerics: dict[str, Any]) -> None:
+    """With an fp64 reference, its gates decide; the direct output checks are reported."""
+    if not numerics.get("available"):
+        return
+    if numerics.get("reference", {}).get("available"):
+        for check in quality_section["checks"]:
+            if check["kind"] == "output" and check.get("gated", True):
+                check["gated"] = False
+                check["detail"] = "reported; the fp64 reference gates decide"
+    quality_section["checks"].extend(numerics["gates"])
+    gated = [c for c in quality_section["checks"] if c.get("gated", True)]
+    quality_section["passed"] = bool(gated) and all(c["passed"] for c in gated)
+    quality_section["method"] = (
+        "outputs and gradients against an fp64 reference (k x baseline error + tol/10, or "
+        "allclose); loss curve against the baseline"
+        if numerics.get("reference", {}).get("available")
+        else quality_section["method"]
+    )
+
+
 def _as_side(item: SideRuns | Bundle) -> SideRuns:
     return item if isinstance(item, SideRuns) else SideRuns(path=item.path, repeats=[item])
 
@@ -200,6 +236,10 @@ def judge(
     target: SideRuns | Bundle,
     *,
     allow: dict[str, str] | None = None,
+    reference: Bundle | None = None,
+    target_loss: float | None = None,
+    cost_inputs: CostInputs | None = None,
+    operational_answers: dict[str, str] | None = None,
 ) -> Verdict:
     """Judge two sides; raises ContractError when they are not comparable."""
     allow = allow or {}
@@ -231,11 +271,16 @@ def judge(
             for k, x, y in spec_a.config_differences(spec_b)
         ],
         environment_differences=environment_differences(first_a, first_b),
+        # first ok bundle per side, else its failed one (which may hold a failure scan)
+        compatibility=compat.compatibility(first_a, first_b),
         quality={},
         speed=None,
         memory={},
         phases={},
     )
+    verdict.contract = decision.contract(first_a, first_b, fairness, verdict.config_differences)
+    verdict.unproven = decision.unproven()
+    verdict.operational = decision.operational(operational_answers)
     problems = [
         f"{role} failed: {info['reason']}"
         for role, info in verdict.sides.items()
@@ -248,6 +293,13 @@ def judge(
         return verdict
     first_a, first_b = side_a.ok[0], side_b.ok[0]
     verdict.quality = judge_quality(first_a, first_b, spec_a, spec_b)
+    verdict.numerics = judge_numerics(first_a, first_b, reference, spec_b)
+    merge_numerics(verdict.quality, verdict.numerics)
+    if target_loss is not None:
+        verdict.quality["convergence"] = {
+            role: quality.convergence(side.ok, target_loss)
+            for role, side in (("baseline", side_a), ("target", side_b))
+        }
     verdict.quality["determinism"] = {
         "baseline": quality.determinism(side_a.ok),
         "target": quality.determinism(side_b.ok),
@@ -264,7 +316,6 @@ def judge(
             else f"outside tolerance: {', '.join(failing)}",
         }
     )
-    verdict.speed = judge_speed(side_a, side_b)
     verdict.memory = {
         "baseline": first_a.metrics.get("memory", {}),
         "target": first_b.metrics.get("memory", {}),
@@ -273,4 +324,19 @@ def judge(
         "baseline": first_a.metrics.get("phases", {}),
         "target": first_b.metrics.get("phases", {}),
     }
+    if not verdict.quality["passed"]:
+        # quality first: a target that fails quality gets no speed or cost verdict
+        verdict.withheld = (
+            f"no speed or cost verdict: the target fails quality ({', '.join(failing)})"
+        )
+        return verdict
+    verdict.speed = judge_speed(side_a, side_b)
+    verdict.cost = judge_cost(
+        side_a,
+        side_b,
+        str(description.get("kind")),
+        cost_inputs or CostInputs(),
+        verdict.speed,
+        verdict.quality.get("convergence"),
+    )
     return verdict

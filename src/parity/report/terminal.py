@@ -167,12 +167,18 @@ def quality_table(v: dict[str, Any]) -> Table:
             figure = f"rel RMSE {c['rel_rmse']:.2e}, max abs {c['max_abs']:.2e}"
         elif c["kind"] == "tokens":
             figure = f"{c['agreement']:.0%} of tokens agree"
+        elif c["kind"] == "fp64" and "rmse_target" in c:
+            figure = (
+                f"vs fp64: rmse {c['rmse_target']:.2e} (bound {c['bound']:.2e}, baseline "
+                f"{c['rmse_baseline']:.2e}), passes by {c['rule']}; min atol {c['min_atol']:.1e}"
+            )
+        elif c["kind"] == "cosine" and "cosine" in c:
+            figure = f"cosine {c['cosine']:.4f} with the baseline (no fp64 reference)"
         else:
             figure = c.get("detail", "")
         tol = c.get("tolerance")
-        table.add_row(
-            c["name"], _mark(c.get("passed")), figure, "-" if tol is None else f"{tol:.0e}"
-        )
+        shown = c.get("passed") if c.get("gated", True) else None
+        table.add_row(c["name"], _mark(shown), figure, "-" if tol is None else f"{tol:.0e}")
     return table
 
 
@@ -211,6 +217,7 @@ def render(v: dict[str, Any], console: Console) -> None:
                 console.print(Text(side["stderr_tail"], style="dim"))
         for warning in side.get("noise_warnings") or []:
             console.print(Text(f"{role}: {warning}", style="yellow"))
+    compatibility_section(v, console)
     if v["quality"]:
         console.print(quality_table(v))
         for role, det in (v["quality"].get("determinism") or {}).items():
@@ -223,6 +230,9 @@ def render(v: dict[str, Any], console: Console) -> None:
                 console.print(
                     Text(f"determinism ({role}, two fresh processes): {text}", style="dim")
                 )
+    numerics_section(v, console)
+    if v.get("withheld"):
+        console.print(Text(v["withheld"], style="bold red"))
     speed = v.get("speed")
     if speed:
         ci = speed["interval"]
@@ -250,6 +260,8 @@ def render(v: dict[str, Any], console: Console) -> None:
             console.print(
                 Text.assemble("  ", _mark(check["passed"]), f" {check['name']}: {check['detail']}")
             )
+    cost_section(v, console)
+    decision_section(v, console)
     for gate in v["gates"]:
         line = Text.assemble(_mark(gate["passed"]), f"  {gate['name']}: {gate['detail']}")
         console.print(line)
@@ -277,3 +289,149 @@ def curve_table(curve: dict[str, Any]) -> Table:
             cells.append("-" if rate is None else f"{rate:,.1f}")
         table.add_row(*cells)
     return table
+
+
+def numerics_section(v: dict[str, Any], console: Console, rows: int = 12) -> None:
+    """Where the target's numbers start to differ: the per-module table around the first
+    divergence, the top amplifiers, and time to the target loss."""
+    n = v.get("numerics") or {}
+    if not n.get("available"):
+        if n.get("reason"):
+            console.print(Text(f"numerics probe: {n['reason']}", style="dim"))
+        return
+    layers = n.get("layers")
+    if layers:
+        table = Table(
+            title=f"Per-module error against fp64 (target {n['precision']})", title_justify="left"
+        )
+        for col in ("module", "type", "baseline rel err", "target rel err", "x input"):
+            table.add_column(col, justify="right" if col != "module" else "left")
+        leaf_rows = [r for r in layers["table"] if r.get("leaf", True)]
+        first = layers.get("first_divergence")
+        start = next((i for i, r in enumerate(leaf_rows) if r["module"] == first), 0)
+        for r in leaf_rows[max(0, start - 2) : max(0, start - 2) + rows]:
+            style = "bold red" if r["module"] == first else None
+            table.add_row(
+                r["module"],
+                str(r["type"]),
+                f"{r['baseline_error']:.2e}",
+                f"{r['target_error']:.2e}",
+                f"{r['amplification']:.1f}",
+                style=style,
+            )
+        console.print(table)
+        console.print(
+            Text(
+                f"first diverging module: {first or 'none'} ({layers['rule']})",
+                style="bold" if first else "green",
+            )
+        )
+        if layers.get("top_amplification"):
+            console.print(
+                Text(
+                    "top error amplification: " + ", ".join(layers["top_amplification"]),
+                    style="dim",
+                )
+            )
+    for role, conv in (v.get("quality", {}).get("convergence") or {}).items():
+        mean = conv["mean_time_s"]
+        console.print(
+            Text(
+                f"time to loss {conv['target_loss']:g} ({role}): "
+                + (f"{mean:.2f} s mean, " if mean is not None else "never reached, ")
+                + f"{conv['success_rate']:.0%} of runs converged"
+            )
+        )
+
+
+def compatibility_section(v: dict[str, Any], console: Console) -> None:
+    """Unsupported ops, fallbacks, host syncs, graph breaks, custom ops, versions."""
+    from parity.report.ops import compatibility_renderables
+
+    for part in compatibility_renderables(v):
+        console.print(part)
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def cost_section(v: dict[str, Any], console: Console) -> None:
+    cost = v.get("cost")
+    if not cost:
+        return
+    if not cost.get("available"):
+        console.print(Text(f"cost: {cost.get('reason')}", style="dim"))
+        return
+    table = Table(title=f"Cost per {cost['unit']}", title_justify="left")
+    for col in ("", "baseline", "target"):
+        table.add_column(col, justify="right")
+    b, t = cost["baseline"], cost["target"]
+
+    def price(c: dict[str, Any]) -> str:
+        p = c["price"]
+        name = f"{p['instance']} " if p.get("instance") else ""
+        return f"{name}${p['usd_per_hour']:.2f}/h / {p['accelerators']}"
+
+    table.add_row("price", price(b), price(t))
+    table.add_row(
+        "per accelerator-hour",
+        _usd(b["usd_per_accelerator_hour"]),
+        _usd(t["usd_per_accelerator_hour"]),
+    )
+    if "success_rate" in b:
+        table.add_row("basis", str(b["basis"]), str(t["basis"]))
+        table.add_row("time per run", fmt_s(b["run_seconds"]), fmt_s(t["run_seconds"]))
+        table.add_row("success rate", f"{b['success_rate']:.0%}", f"{t['success_rate']:.0%}")
+    table.add_row(f"cost per {cost['unit']}", _usd(b["unit_cost"]), _usd(t["unit_cost"]))
+    console.print(table)
+    console.print(
+        Text(
+            f"cost: the target costs {cost['cost_ratio']:.2f}x the baseline per {cost['unit']} "
+            f"({cost['verdict']}); break-even target price ${cost['break_even_usd_per_hour']:.2f}"
+            "/h per instance",
+            style="bold",
+        )
+    )
+    if cost.get("sensitivity"):
+        console.print(Text(f"  {cost['sensitivity']['text']}", style="dim"))
+    eng = cost.get("engineering")
+    if eng:
+        repay = eng["units_to_repay"]
+        console.print(
+            Text(
+                f"  engineering ${eng['usd']:,.0f} one-off: "
+                + (f"repaid after {repay:,.0f} x {cost['unit']}" if repay else "never repaid"),
+                style="dim",
+            )
+        )
+
+
+def decision_section(v: dict[str, Any], console: Console) -> None:
+    contract = v.get("contract") or {}
+    if contract:
+        broken = [r["field"] for r in contract["must_match"] if not r["matches"]]
+        console.print(
+            Text(
+                "contract: "
+                + (
+                    "every fingerprint field matches"
+                    if not broken
+                    else f"{', '.join(broken)} differ (allowed)"
+                ),
+                style="green" if not broken else "yellow",
+            )
+        )
+    ops = v.get("operational") or []
+    if any(o["answered"] for o in ops):
+        for o in ops:
+            mark = "[x]" if o["answered"] else "[ ]"
+            console.print(Text(f"  {mark} {o['item']}: {o['answer'] or 'unanswered'}"))
+    unproven = v.get("unproven") or []
+    if unproven:
+        open_items = [u["item"] for u in unproven if not u["checked"]]
+        console.print(
+            Text("not yet proven by this comparison: " + ", ".join(open_items), style="yellow")
+        )

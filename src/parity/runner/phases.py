@@ -23,9 +23,12 @@ from parity.devices.specs import peak_flops
 from parity.judge.stats import detect_steady, summarize
 from parity.plugins import load_plugins
 from parity.probes import environment, memory
+from parity.probes.determinism import RefusalRecorder
 from parity.probes.emulate import EmulateMode
 from parity.probes.flops import count_flops, mfu
 from parity.probes.latency import generation_metrics, step_latency
+from parity.probes.numerics import capture
+from parity.probes.scan import arm_failure_scan, scan_after_steps, scan_only
 from parity.probes.timing import StepTimer
 from parity.runner.job import EVENTS_FILE, Job
 from parity.spec import SideSpec, WorkloadSpec, parse_side
@@ -56,7 +59,8 @@ def configure(side: SideSpec, device: Device) -> dict[str, Any]:
     settings["threads"] = torch.get_num_threads()
     if side.deterministic:
         settings["determinism"] = device.enable_determinism()
-        torch.use_deterministic_algorithms(True)
+        # warn-only: a run goes on past an op that refuses, and the refusals are recorded
+        torch.use_deterministic_algorithms(True, warn_only=True)
     settings["deterministic"] = torch.are_deterministic_algorithms_enabled()
     settings["precision"] = side.precision
     settings["autocast_device_type"] = device.autocast_type if side.precision != "fp32" else None
@@ -118,6 +122,11 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
         "pid": os.getpid(),
     }
     write_json(out / MANIFEST, manifest)
+    if job.settings.get("mode") == "reference":
+        run_reference(workload, Path(job.frozen), job.fingerprint, out, set_phase)
+        manifest.update(status="ok", reason=None, finished_unix=time.time())
+        write_json(out / MANIFEST, manifest)
+        return
     now = time.perf_counter_ns()
     startup = {
         # parent's launch to ready: interpreter start, imports, device init, settings
@@ -152,16 +161,24 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
         model = ctx.compile_fn(model)
     runner = workload.make_runner(model, data, ctx)
     mode = EmulateMode(side.emulate) if side.emulate else contextlib.nullcontext()
+    if job.settings.get("mode") == "scan":  # parity scan: the op scan instead of timed steps
+        return scan_only(out, manifest, runner, model, device, set_phase, events.emit)
+    arm_failure_scan(out, runner, model, device, manifest, timeout_s=job.settings.get("timeout_s"))
 
     device.reset_peak_memory()
     memory.reset_host_peak()
     # the anti-caching compliance run feeds one identical input at every step
     step = (lambda i: runner.step(0)) if job.settings.get("same_input") else runner.step
     timer = StepTimer(step, device.synchronize)
-    with mode:
+    refusals = RefusalRecorder(side.deterministic)
+    with mode, refusals:
         set_phase("first step")
         events.emit("phase", phase="first step", steps=workload.steps)
         samples = timer.run(0, 1)
+        # memory per phase: the first step (compile, graph capture) apart from the rest
+        mem_first = {"device": device.memory_peaks(), "host_peak_rss": memory.host_peak_rss()}
+        device.reset_peak_memory()
+        memory.reset_host_peak()
         set_phase("steps")
         events.emit("phase", phase="steps", steps=workload.steps)
         chunk = max(1, workload.steps // 10)
@@ -175,7 +192,7 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
     set_phase("flops")
     flops = count_flops(workload, data)
     peak = peak_flops(device.name(), device.matmul_dtype(side.precision))
-    mem = {"load": mem_load, "steps": mem_steps}
+    mem = {"load": mem_load, "first_step": mem_first, "steps": mem_steps}
     metrics = build_metrics(samples, workload, startup, load_ns, mem)
     steady_steps = slice(metrics["steady_from_step"], None)
     token_times = runner.token_times_ns()
@@ -187,11 +204,77 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
     metrics["flops"] = {**flops, **mfu(flops["per_step"], median, peak)}
     write_json(out / "metrics.json", metrics)
     write_numerics(out, numerics)
+    if job.settings.get("capture"):
+        set_phase("numerics probe")
+        events.emit("phase", phase="numerics probe")
+        probe, tensors = run_probe(
+            workload,
+            lambda: load_model(workload, weights).to(device.torch_device),
+            data,
+            ctx,
+            compile_fn=ctx.compile_fn if side.compile else None,
+            emulate=side.emulate,
+        )
+        write_capture(out, probe, tensors)
+    # the op scan (ops.json): after timing, finish and numerics, so it touches neither
+    set_phase("scan")
+    events.emit("phase", phase="scan")
+    scan_after_steps(
+        out, runner, model, device, manifest, start=workload.steps, graphs=job.repeat == 0
+    )
     manifest.update(status="ok", reason=None, finished_unix=time.time())
     if side.emulate:
         manifest["settings"]["emulated_calls"] = getattr(mode, "calls", 0)
+    if side.deterministic:
+        manifest["settings"]["nondeterministic_ops"] = refusals.ops
     events.emit("phase", phase="done")
     write_json(out / MANIFEST, manifest)
+
+
+def run_probe(
+    workload: Workload,
+    fresh_model: Callable[[], nn.Module],
+    data: dict[str, torch.Tensor],
+    ctx: RunContext,
+    *,
+    compile_fn: Callable[[nn.Module], nn.Module] | None = None,
+    emulate: str | None = None,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """The numerics probe, or why a workload has none."""
+    mode = partial(EmulateMode, emulate) if emulate else contextlib.nullcontext
+    try:
+        return capture(workload, fresh_model, data, ctx, compile_fn=compile_fn, mode=mode)
+    except NotImplementedError as exc:
+        return {"error": str(exc)}, {}
+
+
+def run_reference(
+    workload: Workload,
+    frozen_dir: Path,
+    fingerprint: str,
+    out: Path,
+    set_phase: Callable[[str], None],
+) -> None:
+    """The fp64 CPU reference: the numerics probe with the model and float data in float64."""
+    set_phase("reference")
+    frozen = read_frozen(frozen_dir)
+    if frozen.fingerprint != fingerprint:
+        raise RuntimeError("the frozen workload changed on disk since the parent froze it")
+    weights, data = frozen.load()
+    data64 = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
+    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+    probe, tensors = run_probe(
+        workload, lambda: load_model(workload, weights).double(), data64, ctx
+    )
+    write_json(out / "metrics.json", {"reference": True, "dtype": "float64", "device": "cpu"})
+    write_json(out / "numerics.json", {"losses": [], "outputs": {}, "extra": {}})
+    write_capture(out, probe, tensors)
+
+
+def write_capture(out: Path, probe: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+    write_json(out / "capture.json", probe)
+    if tensors:
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / "capture.safetensors"))
 
 
 def build_metrics(

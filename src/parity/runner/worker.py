@@ -39,8 +39,19 @@ def main(argv: list[str]) -> int:
         run_side(job, tmp, started_ns=_T0, set_phase=_set_phase)
     except BaseException as exc:  # the parent needs every failure, KeyboardInterrupt too
         (tmp / ERROR_FILE).write_text(json.dumps(_error(exc)))
+        _scan_after_failure(exc)
         return 3
     return 0
+
+
+def _scan_after_failure(exc: BaseException) -> None:
+    """If the steps raised, list every unsupported op anyway (``ops.json``); never raises."""
+    try:
+        from parity.probes.scan import failure_scan
+
+        failure_scan(exc)
+    except Exception:  # the error already recorded is what matters
+        return
 
 
 def _set_phase(name: str) -> None:

@@ -126,6 +126,16 @@ class Workload(ABC):
     ) -> StepRunner:
         """A runner for one side; ``model`` and ``data`` are already on the device."""
 
+    def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Outputs of one forward pass on the first batch, for the numerics probe.
+
+        Return named tensors (e.g. ``logits``); a training workload also returns ``loss``,
+        a scalar that the probe backpropagates to compare gradients. The probe runs it
+        under the side's autocast on fresh frozen weights, and once in fp64 on the CPU as
+        the reference. Workloads without a probe get no fp64 gate (the verdict says so).
+        """
+        raise NotImplementedError(f"workload {self.name} defines no numerics probe")
+
     def items_per_step(self) -> dict[str, int]:
         """How many samples and tokens one step processes (for throughput)."""
         tokens = self.batch_size * self.seq_len if self.seq_len else 0

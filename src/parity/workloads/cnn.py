@@ -99,3 +99,6 @@ class CnnInfer(Workload):
 
     def items_per_step(self) -> dict[str, int]:
         return {"samples": self.batch_size, "tokens": 0}
+
+    def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {"logits": model(data["images"][0])}

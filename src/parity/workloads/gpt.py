@@ -9,7 +9,6 @@ step has the same shapes: that suits compilers that recompile on a new shape
 
 from __future__ import annotations
 
-import math
 import time
 from importlib import resources
 from typing import Any, ClassVar
@@ -61,18 +60,17 @@ class Attention(nn.Module):
         b, t, c = x.shape
         hd = c // self.n_heads
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, hd).permute(2, 0, 3, 1, 4)
-        if cache is None:
-            key_pos = pos
+        if cache is None:  # training and prefill without a cache: plain causal attention
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             k_cache, v_cache = cache
             k_cache.index_copy_(2, pos, k.to(k_cache.dtype))
             v_cache.index_copy_(2, pos, v.to(v_cache.dtype))
-            k, v = k_cache.to(q.dtype), v_cache.to(q.dtype)
-            key_pos = torch.arange(k.shape[2], device=x.device)
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
-        allowed = key_pos[None, :] <= pos[:, None]
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        y = F.softmax(scores.float(), dim=-1).to(v.dtype) @ v
+            key_pos = torch.arange(k_cache.shape[2], device=x.device)
+            allowed = key_pos[None, :] <= pos[:, None]
+            y = F.scaled_dot_product_attention(
+                q, k_cache.to(q.dtype), v_cache.to(q.dtype), attn_mask=allowed
+            )
         return self.proj(y.transpose(1, 2).reshape(b, t, c))  # type: ignore[no-any-return]
 
 
@@ -175,6 +173,12 @@ class GptTrain(Workload):
             model, ctx, loss_fn=loss_fn, eval_fn=lambda m: m(eval_tokens[:1, :-1]), lr=3e-4
         )
 
+    def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        batch = data["tokens"][0]
+        logits = model(batch[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), batch[:, 1:].reshape(-1))
+        return {"logits": logits, "loss": loss}
+
 
 class GenerateRunner(StepRunner):
     """Greedy decoding of a fixed number of tokens for each prompt batch."""
@@ -258,6 +262,10 @@ class GptGenerate(GptTrain):
         self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
     ) -> StepRunner:
         return GenerateRunner(model, data["prompts"], ctx, int(self.config["new_tokens"]))
+
+    def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        # the prefill: one forward over the first batch of prompts
+        return {"logits": model(data["prompts"][0])}
 
     def items_per_step(self) -> dict[str, int]:
         return {

@@ -88,3 +88,7 @@ class MlpTrain(Workload):
             return F.cross_entropy(m(x[j]), y[j])
 
         return TrainRunner(model, ctx, loss_fn=loss_fn, eval_fn=lambda m: m(eval_x), lr=1e-3)
+
+    def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        logits = model(data["x"][0])
+        return {"logits": logits, "loss": F.cross_entropy(logits, data["y"][0])}

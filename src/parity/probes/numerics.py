@@ -1,0 +1,179 @@
+"""The numerics probe: outputs, gradients and every module's output on the first batch.
+
+Each side runs it once (repeat r00), on freshly loaded frozen weights, after its timed
+steps, so it never touches timing. The fp64 reference runs the same probe on the CPU
+with the model and float data in float64. Everything is bounded in size:
+
+- outputs (logits, loss): whole when small, else a deterministic sample of 65,536 values;
+- gradients after the first backward: a summary and a 256-value sample per parameter;
+- per module, in execution order: a summary and a 256-value sample of its first tensor
+  input and of its output (forward hooks, first call only).
+
+Samples are taken at the same indices on every side (a generator seeded by the tensor's
+name), so they can be compared value by value across machines. Summaries are computed on
+the device in float32 (some devices downcast 64-bit) and copied back once.
+
+With ``+compile`` the outputs and gradients come from the compiled model, but the
+per-module pass runs eagerly on another fresh copy: hooks inside a compiled graph would
+change what is compiled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from parity.workloads.base import RunContext, Workload
+
+LAYER_SAMPLE = 256
+OUTPUT_SAMPLE = 65_536
+
+
+def sample_indices(name: str, numel: int, k: int) -> torch.Tensor:
+    """``k`` indices into a flattened tensor, the same for a name on every machine."""
+    if numel <= k:
+        return torch.arange(numel)
+    g = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    return torch.randint(0, numel, (k,), generator=g).sort().values
+
+
+def take(name: str, t: torch.Tensor, k: int) -> torch.Tensor:
+    flat = t.detach().reshape(-1)
+    idx = sample_indices(name, flat.numel(), k).to(flat.device)
+    keep = torch.float64 if flat.dtype == torch.float64 else torch.float32
+    return flat.index_select(0, idx).to(keep).cpu()
+
+
+def summarize(t: torch.Tensor) -> dict[str, Any]:
+    x = t.detach().float()
+    if x.numel() == 0:
+        return {"numel": 0, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
+    finite = torch.isfinite(x)
+    xf = torch.where(finite, x, torch.zeros_like(x))
+    stats = torch.stack(
+        [
+            xf.mean(),
+            xf.std() if x.numel() > 1 else xf.mean() * 0,
+            xf.abs().max(),
+            xf.min(),
+            xf.max(),
+            finite.float().mean(),
+        ]
+    ).cpu()
+    mean, std, absmax, lo, hi, frac = (float(v) for v in stats)
+    return {
+        "shape": list(t.shape),
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "numel": x.numel(),
+        "mean": mean,
+        "std": std,
+        "absmax": absmax,
+        "min": lo,
+        "max": hi,
+        "finite_fraction": frac,
+    }
+
+
+def _first_tensor(value: Any) -> torch.Tensor | None:
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            found = _first_tensor(item)
+            if found is not None:
+                return found
+    if isinstance(value, dict):
+        for item in value.values():
+            found = _first_tensor(item)
+            if found is not None:
+                return found
+    return None
+
+
+class LayerRecorder:
+    """Forward hooks on every module; records the first call of each, in order."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.layers: list[dict[str, Any]] = []
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.handles = [
+            module.register_forward_hook(self._hook(name or "(model)"))
+            for name, module in model.named_modules()
+        ]
+
+    def _hook(self, name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            if any(layer["name"] == name for layer in self.layers):
+                return
+            out = _first_tensor(output)
+            if out is None or not out.is_floating_point():
+                return
+            entry: dict[str, Any] = {
+                "name": name,
+                "type": type(module).__name__,
+                "leaf": next(module.children(), None) is None,
+                "out": summarize(out),
+            }
+            self.tensors[f"layer.out.{name}"] = take(f"out.{name}", out, LAYER_SAMPLE)
+            inp = _first_tensor(args)
+            if inp is not None and inp.is_floating_point():
+                entry["in"] = summarize(inp)
+                self.tensors[f"layer.in.{name}"] = take(f"in.{name}", inp, LAYER_SAMPLE)
+            self.layers.append(entry)
+
+        return hook
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def capture(
+    workload: Workload,
+    fresh_model: Callable[[], nn.Module],
+    data: dict[str, torch.Tensor],
+    ctx: RunContext,
+    *,
+    compile_fn: Callable[[nn.Module], nn.Module] | None = None,
+    mode: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """Run the probe; return JSON summaries and the sampled tensors to store."""
+    summary: dict[str, Any] = {"outputs": {}, "gradients": {}, "layers": []}
+    tensors: dict[str, torch.Tensor] = {}
+    model = fresh_model()
+    recorder = None if compile_fn is not None else LayerRecorder(model)
+    run_model = compile_fn(model) if compile_fn is not None else model
+    try:
+        with mode(), ctx.autocast():
+            outputs = workload.probe(run_model, data)
+    finally:
+        if recorder is not None:
+            recorder.close()
+    for name, value in outputs.items():
+        summary["outputs"][name] = summarize(value) | {"sampled": value.numel() > OUTPUT_SAMPLE}
+        tensors[f"output.{name}"] = take(f"output.{name}", value, OUTPUT_SAMPLE)
+    loss = outputs.get("loss")
+    if workload.kind == "train" and loss is not None and loss.requires_grad:
+        with mode():
+            loss.backward()  # type: ignore[no-untyped-call]
+        for name, p in model.named_parameters():
+            if p.grad is not None:
+                summary["gradients"][name] = summarize(p.grad)
+                tensors[f"grad.{name}"] = take(f"grad.{name}", p.grad, LAYER_SAMPLE)
+    if recorder is None:  # compiled: the per-module pass runs eagerly on a fresh copy
+        eager = fresh_model()
+        recorder = LayerRecorder(eager)
+        try:
+            with torch.no_grad(), mode(), ctx.autocast():
+                workload.probe(eager, data)
+        finally:
+            recorder.close()
+        summary["layers_eager"] = True
+    summary["layers"] = recorder.layers
+    tensors.update(recorder.tensors)
+    return summary, tensors

@@ -1,0 +1,151 @@
+"""A comparison's output directory, read back for reporting, and the report writers.
+
+``parity compare`` leaves ``OUT/verdict.json`` with ``OUT/baseline/`` and ``OUT/target/``
+beside it. A report needs the verdict; the bundles add the plots that need raw data
+(loss curves, step times), so a side whose bundles are gone or damaged costs those plots
+and a note, never the report. A side is looked for under ``OUT/ROLE`` first, then where
+the verdict says its bundles were.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parity.bundle import SideRuns, load_side
+from parity.errors import BundleError, UsageError
+
+ROLES = ("baseline", "target")
+VERDICT = "verdict.json"
+DEFAULT_HTML = "report.html"
+REPORT_EXTRA = (
+    "the HTML report needs matplotlib, which comes with the optional 'report' extra: "
+    "pip install 'parity[report]'"
+)
+log = logging.getLogger("parity")
+
+
+@dataclass
+class Run:
+    """A comparison read back: its verdict and, where they load, each side's bundles."""
+
+    path: Path
+    verdict: dict[str, Any]
+    sides: dict[str, SideRuns | None] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def load_run(path: Path | str) -> Run:
+    """Read ``RUN/verdict.json`` and the sides' bundles; BundleError when there is no verdict."""
+    path = Path(path)
+    file = path / VERDICT
+    if not file.is_file():
+        raise BundleError(
+            f"{path} holds no {VERDICT}: pass the --out directory of a parity compare "
+            "(for --batch-sizes, one of its bsN directories)"
+        )
+    try:
+        verdict = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{file} is not valid JSON ({exc}): rerun the comparison") from exc
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("sides"), dict):
+        raise BundleError(f"{file} is not a parity verdict (no 'sides'): rerun the comparison")
+    run = Run(path=path, verdict=verdict)
+    for role in ROLES:
+        run.sides[role] = _load_side(path, role, verdict, run.problems)
+    return run
+
+
+def _load_side(
+    path: Path, role: str, verdict: dict[str, Any], problems: list[str]
+) -> SideRuns | None:
+    recorded = (verdict["sides"].get(role) or {}).get("bundle")
+    candidates = [path / role] + ([Path(recorded)] if isinstance(recorded, str) else [])
+    errors = []
+    for candidate in candidates:
+        if not candidate.exists():
+            continue
+        try:
+            return load_side(candidate)
+        except BundleError as exc:
+            errors.append(str(exc))
+    problems.append(
+        f"the {role} bundles could not be read ({'; '.join(errors) or 'not found'}): "
+        "plots that need raw samples are left out"
+    )
+    return None
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write through a temporary file and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def html_report(run: Run) -> str:
+    """The HTML report; UsageError naming the extra when matplotlib is missing."""
+    try:
+        from parity.report.html import render_html
+    except ImportError as exc:
+        raise UsageError(REPORT_EXTRA) from exc
+    return render_html(run)
+
+
+def write_reports(
+    run_path: Path | str,
+    *,
+    html: Path | None = None,
+    md: Path | None = None,
+    json_path: Path | None = None,
+) -> dict[str, Path | str]:
+    """Write the asked reports; ``-`` as a path returns that text instead of writing it.
+
+    With no path at all, writes ``RUN/report.html``. Returns kind -> path (or text).
+    """
+    from parity.report.markdown import render_markdown
+
+    run = load_run(run_path)
+    if html is None and md is None and json_path is None:
+        html = run.path / DEFAULT_HTML
+    made: dict[str, Path | str] = {}
+    for kind, target in (("html", html), ("md", md), ("json", json_path)):
+        if target is None:
+            continue
+        if kind == "html":
+            text = html_report(run)
+        elif kind == "md":
+            name = html.name if isinstance(html, Path) and str(html) != "-" else None
+            text = render_markdown(run.verdict, html_name=name)
+        else:
+            text = json.dumps(run.verdict, indent=2) + "\n"
+        made[kind] = text if str(target) == "-" else write_text(target, text)
+    return made
+
+
+def report_after_compare(out: Path) -> Path | None:
+    """``OUT/report.html`` after a comparison; a failure warns and never loses results."""
+    try:
+        return write_text(out / DEFAULT_HTML, html_report(load_run(out)))
+    except UsageError as exc:
+        if exc.__cause__ is not None and isinstance(exc.__cause__, ImportError):
+            log.warning("parity: no %s: %s", DEFAULT_HTML, REPORT_EXTRA)
+        else:
+            log.warning("parity: no %s: %s", DEFAULT_HTML, exc)
+    except Exception as exc:
+        log.warning(
+            "parity: could not write %s (%s: %s); the bundles and verdict.json are complete: "
+            "retry with parity report %s",
+            DEFAULT_HTML,
+            type(exc).__name__,
+            exc,
+            out,
+        )
+    return None

@@ -1,0 +1,619 @@
+"""The history: an SQLite index of every bundle and comparison, rebuildable from them.
+
+Bundles stay the truth; the index only makes them searchable (``parity ls``, ``show``,
+``trend``) and ``parity reindex`` rebuilds it from the directories. Where it lives:
+``--store PATH``, else ``$PARITY_STORE``, else ``$XDG_DATA_HOME/parity/index.sqlite``
+(``~/.local/share/parity/index.sqlite``).
+
+Identifiers come from content, so a rebuilt index gives every run the id it had: a
+bundle's is ``b`` and the first 12 hex digits of the sha256 of its ``manifest.json``, a
+comparison's ``c`` and those of its ``verdict.json``. Any unique prefix of an id works.
+
+Schema (``PRAGMA user_version`` holds ``SCHEMA_VERSION``)::
+
+    comparisons  id, path, time_unix, workload, size, kind, fingerprint, baseline_spec,
+                 target_spec, baseline_device, target_device, passed, exit_code,
+                 speed_ratio, speed_low, speed_high, speed_verdict, verdict (JSON)
+    bundles      id, path, comparison_id -> comparisons, role, run (r00, reseeded, ...),
+                 status, reason, side_spec, device_type, device_name, workload, size,
+                 kind, fingerprint, parity_version, torch_version, hostname,
+                 started_unix, finished_unix
+    metrics      bundle_id -> bundles, name, value      (see ``bundle_metrics``)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import statistics
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parity.bundle import COMPLIANCE_RUNS, MANIFEST, Bundle, load_bundle, load_side
+from parity.errors import BundleError, UsageError
+
+SCHEMA_VERSION = 1
+ROLES = ("baseline", "target")
+VERDICT = "verdict.json"
+log = logging.getLogger("parity")
+
+SCHEMA = """
+CREATE TABLE comparisons (
+    id TEXT PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    time_unix REAL NOT NULL,
+    indexed_unix REAL NOT NULL,
+    workload TEXT, size TEXT, kind TEXT, fingerprint TEXT,
+    baseline_spec TEXT, target_spec TEXT, baseline_device TEXT, target_device TEXT,
+    passed INTEGER, exit_code INTEGER,
+    speed_ratio REAL, speed_low REAL, speed_high REAL, speed_verdict TEXT,
+    verdict TEXT NOT NULL
+);
+CREATE TABLE bundles (
+    id TEXT PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    comparison_id TEXT REFERENCES comparisons(id) ON DELETE CASCADE,
+    role TEXT, run TEXT,
+    status TEXT NOT NULL, reason TEXT,
+    side_spec TEXT, device_type TEXT, device_name TEXT,
+    workload TEXT, size TEXT, kind TEXT, fingerprint TEXT,
+    parity_version TEXT, torch_version TEXT, hostname TEXT,
+    started_unix REAL, finished_unix REAL,
+    indexed_unix REAL NOT NULL
+);
+CREATE TABLE metrics (
+    bundle_id TEXT NOT NULL REFERENCES bundles(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (bundle_id, name)
+);
+CREATE INDEX bundles_comparison ON bundles(comparison_id);
+CREATE INDEX bundles_workload ON bundles(workload, started_unix);
+CREATE INDEX comparisons_workload ON comparisons(workload, time_unix);
+CREATE INDEX metrics_name ON metrics(name);
+"""
+
+#: comparison-level figures that ``trend`` reads from the comparisons table
+COMPARISON_METRICS = {
+    "speed_ratio": "target/baseline median step time",
+    "speedup": "baseline/target median step time",
+    "speed_low": "lower end of the ratio's interval",
+    "speed_high": "upper end of the ratio's interval",
+}
+#: bundle-level figures: name -> (path in metrics.json, what it is)
+BUNDLE_METRICS: dict[str, tuple[tuple[str, ...], str]] = {
+    "median_step_s": (("summary", "median"), "median steady-state step time"),
+    "iqr_s": (("summary", "iqr"), "IQR of the steady-state step times"),
+    "samples_per_s": (("throughput", "samples_per_s"), "throughput, samples"),
+    "tokens_per_s": (("throughput", "tokens_per_s"), "throughput, tokens"),
+    "start_import_s": (("phases", "start_import_s"), "process start and import"),
+    "load_s": (("phases", "load_s"), "load and move to the device"),
+    "first_step_s": (("phases", "first_step_s"), "first step (compile, capture)"),
+    "warmup_s": (("phases", "warmup_s"), "warm-up until steady"),
+    "host_peak_rss": (("memory", "steps", "host_peak_rss"), "host peak RSS, bytes"),
+    "device_peak_allocated": (("memory", "steps", "device", "allocated"), "bytes"),
+    "device_peak_reserved": (("memory", "steps", "device", "reserved"), "bytes"),
+    "achieved_flops": (("flops", "achieved_flops"), "achieved FLOP/s"),
+    "mfu": (("flops", "mfu"), "model FLOPs utilisation"),
+}
+for _q in ("p50", "p90", "p99"):
+    BUNDLE_METRICS[f"latency_{_q}_s"] = (("inference", "latency_s", _q), f"step latency {_q}")
+    for _m in ("ttft", "tpot", "itl", "e2e"):
+        BUNDLE_METRICS[f"{_m}_{_q}_s"] = (("generation", f"{_m}_s", _q), f"{_m.upper()} {_q}")
+
+
+def default_path() -> Path:
+    """``$PARITY_STORE``, else the user's data directory."""
+    if os.environ.get("PARITY_STORE"):
+        return Path(os.environ["PARITY_STORE"]).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "parity" / "index.sqlite"
+
+
+def content_id(prefix: str, path: Path) -> str:
+    return prefix + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def _dig(node: Any, path: Iterable[str]) -> Any:
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def bundle_metrics(bundle: Bundle) -> dict[str, float]:
+    """The figures of an ``ok`` bundle that ``trend`` can follow, by name."""
+    if not bundle.ok:
+        return {}
+    out = {}
+    for name, (path, _) in BUNDLE_METRICS.items():
+        value = _number(_dig(bundle.metrics, path))
+        if value is not None:
+            out[name] = value
+    return out
+
+
+@dataclass
+class ReindexResult:
+    """What the index holds after a reindex, what it forgot, and what it could not read."""
+
+    comparisons: int = 0
+    bundles: int = 0
+    removed: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class Store:
+    """An open index; use ``Store.open(path)`` as a context manager."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: Path | str | None = None) -> Iterator[Store]:
+        path = Path(path) if path is not None else default_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(path), timeout=30)
+        except (OSError, sqlite3.Error) as exc:
+            raise UsageError(
+                f"cannot open the index {path} ({exc}): choose another --store"
+            ) from exc
+        with closing(conn):
+            conn.row_factory = sqlite3.Row
+            try:
+                conn.execute("PRAGMA foreign_keys = ON")
+                _migrate(conn, path)
+            except sqlite3.DatabaseError as exc:
+                raise UsageError(
+                    f"{path} is not a parity index ({exc}): delete it and run parity reindex "
+                    "DIRS, or choose another --store"
+                ) from exc
+            yield cls(conn, path)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def index_bundle(
+        self, path: Path, *, comparison_id: str | None = None, role: str | None = None
+    ) -> str:
+        """Index one bundle directory (any status); returns its id."""
+        bundle = load_bundle(path)
+        m = bundle.manifest
+        bid = content_id("b", path / MANIFEST)
+        spec = m["side"].get("spec") if isinstance(m["side"], dict) else None
+        env = m.get("environment") or {}
+        desc = m["workload"].get("description") or {}
+        now = time.time()
+        with self.conn:
+            self.conn.execute("DELETE FROM bundles WHERE path = ? AND id != ?", (str(path), bid))
+            self.conn.execute(
+                """INSERT INTO bundles (id, path, comparison_id, role, run, status, reason,
+                    side_spec, device_type, device_name, workload, size, kind, fingerprint,
+                    parity_version, torch_version, hostname, started_unix, finished_unix,
+                    indexed_unix)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET path = excluded.path,
+                    comparison_id = coalesce(excluded.comparison_id, bundles.comparison_id),
+                    role = coalesce(excluded.role, bundles.role), run = excluded.run,
+                    status = excluded.status, reason = excluded.reason,
+                    indexed_unix = excluded.indexed_unix""",
+                (
+                    bid,
+                    str(path),
+                    comparison_id,
+                    role or m.get("role"),
+                    path.name,
+                    m.get("status"),
+                    m.get("reason"),
+                    spec,
+                    _dig(m, ("side", "device")),
+                    _dig(env, ("device", "name")),
+                    desc.get("name"),
+                    desc.get("size"),
+                    desc.get("kind"),
+                    m["workload"].get("fingerprint"),
+                    m.get("parity_version"),
+                    _dig(env, ("torch", "version")),
+                    env.get("hostname"),
+                    _number(m.get("started_unix")),
+                    _number(m.get("finished_unix")),
+                    now,
+                ),
+            )
+            self.conn.execute("DELETE FROM metrics WHERE bundle_id = ?", (bid,))
+            self.conn.executemany(
+                "INSERT INTO metrics (bundle_id, name, value) VALUES (?, ?, ?)",
+                [(bid, k, v) for k, v in bundle_metrics(bundle).items()],
+            )
+        return bid
+
+    def index_comparison(self, path: Path) -> str:
+        """Index a comparison directory (``verdict.json`` and both sides); returns its id."""
+        path = path.resolve()
+        file = path / VERDICT
+        try:
+            verdict = json.loads(file.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BundleError(f"{file} cannot be read as JSON ({exc})") from exc
+        if not isinstance(verdict, dict) or not isinstance(verdict.get("sides"), dict):
+            raise BundleError(f"{file} is not a parity verdict")
+        cid = content_id("c", file)
+        sides = {role: load_side(path / role) for role in ROLES if (path / role).is_dir()}
+        finished = [
+            t
+            for side in sides.values()
+            for b in [*side.repeats, *side.compliance.values()]
+            if (t := _number(b.manifest.get("finished_unix"))) is not None
+        ]
+        w = verdict.get("workload") or {}
+        speed: dict[str, Any] = verdict["speed"] if isinstance(verdict.get("speed"), dict) else {}
+        interval = speed.get("interval") or {}
+
+        def side(role: str, key: str) -> Any:
+            return (verdict["sides"].get(role) or {}).get(key)
+
+        with self.conn:
+            self.conn.execute(
+                "DELETE FROM comparisons WHERE path = ? AND id != ?", (str(path), cid)
+            )
+            self.conn.execute(
+                """INSERT OR REPLACE INTO comparisons (id, path, time_unix, indexed_unix,
+                    workload, size, kind, fingerprint, baseline_spec, target_spec,
+                    baseline_device, target_device, passed, exit_code, speed_ratio,
+                    speed_low, speed_high, speed_verdict, verdict)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    cid,
+                    str(path),
+                    max(finished) if finished else file.stat().st_mtime,
+                    time.time(),
+                    w.get("name"),
+                    w.get("size"),
+                    w.get("kind"),
+                    w.get("fingerprint"),
+                    side("baseline", "spec"),
+                    side("target", "spec"),
+                    side("baseline", "device_name"),
+                    side("target", "device_name"),
+                    None if verdict.get("passed") is None else int(bool(verdict["passed"])),
+                    verdict.get("exit_code"),
+                    _number(speed.get("ratio")),
+                    _number(interval.get("low")),
+                    _number(interval.get("high")),
+                    speed.get("verdict"),
+                    json.dumps(verdict),
+                ),
+            )
+        for role, runs in sides.items():
+            for bundle in [*runs.repeats, *runs.compliance.values()]:
+                self.index_bundle(bundle.path.resolve(), comparison_id=cid, role=role)
+        return cid
+
+    def index_path(self, path: Path) -> str:
+        """A comparison directory or a bundle directory, whichever ``path`` is."""
+        path = path.resolve()
+        if (path / VERDICT).is_file():
+            return self.index_comparison(path)
+        return self.index_bundle(path)
+
+    def prune(self) -> int:
+        """Forget runs whose directories are gone; returns how many were forgotten."""
+        gone = 0
+        with self.conn:
+            for table in ("comparisons", "bundles"):
+                rows = self.conn.execute(f"SELECT id, path FROM {table}").fetchall()
+                for row in rows:
+                    if not Path(row["path"]).is_dir():
+                        self.conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
+                        gone += 1
+        return gone
+
+    def reindex(self, dirs: list[Path]) -> ReindexResult:
+        """Index every comparison and bundle under ``dirs`` and forget vanished ones.
+
+        With no ``dirs``: the directories the index already knows, and ``./parity-runs``.
+        """
+        result = ReindexResult()
+        if not dirs:
+            known = self.conn.execute(
+                "SELECT path FROM comparisons UNION "
+                "SELECT path FROM bundles WHERE comparison_id IS NULL"
+            ).fetchall()
+            dirs = [Path(r["path"]) for r in known]
+            if Path("parity-runs").is_dir():
+                dirs.append(Path("parity-runs"))
+            if not dirs:
+                raise UsageError(
+                    "nothing to reindex: the index knows no runs; pass the directories that "
+                    "hold them, e.g. parity reindex parity-runs"
+                )
+        for d in dirs:
+            if not d.is_dir():
+                if d.exists():
+                    result.problems.append(f"{d} is not a directory")
+                continue
+            for path in _walk(d):
+                try:
+                    self.index_path(path)
+                except (BundleError, OSError, KeyError, TypeError, AttributeError) as exc:
+                    result.problems.append(f"{path}: {exc}")
+        result.removed = self.prune()
+        count = self.conn.execute(
+            "SELECT (SELECT count(*) FROM comparisons), (SELECT count(*) FROM bundles)"
+        ).fetchone()
+        result.comparisons, result.bundles = int(count[0]), int(count[1])
+        return result
+
+    # -- reading -----------------------------------------------------------------------
+
+    def runs(
+        self, *, workload: str | None = None, device: str | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """Comparisons and stand-alone bundles, newest first."""
+        rows: list[dict[str, Any]] = []
+        for r in self.conn.execute("SELECT * FROM comparisons").fetchall():
+            if not _matches(r["workload"], workload):
+                continue
+            if device and not (
+                _device_matches(r["baseline_spec"], r["baseline_device"], device)
+                or _device_matches(r["target_spec"], r["target_device"], device)
+            ):
+                continue
+            rows.append(
+                {
+                    "id": r["id"],
+                    "type": "compare",
+                    "time_unix": r["time_unix"],
+                    "workload": r["workload"],
+                    "size": r["size"],
+                    "sides": f"{r['baseline_spec']} -> {r['target_spec']}",
+                    "result": "PASS" if r["passed"] else "FAIL",
+                    "speed_ratio": r["speed_ratio"],
+                    "speed_verdict": r["speed_verdict"],
+                    "path": r["path"],
+                }
+            )
+        alone = self.conn.execute(
+            "SELECT b.*, m.value AS median FROM bundles b LEFT JOIN metrics m "
+            "ON m.bundle_id = b.id AND m.name = 'median_step_s' WHERE b.comparison_id IS NULL"
+        ).fetchall()
+        for r in alone:
+            if not _matches(r["workload"], workload):
+                continue
+            if device and not _device_matches(r["side_spec"], r["device_name"], device):
+                continue
+            rows.append(
+                {
+                    "id": r["id"],
+                    "type": "run",
+                    "time_unix": r["finished_unix"] or r["started_unix"] or r["indexed_unix"],
+                    "workload": r["workload"],
+                    "size": r["size"],
+                    "sides": r["side_spec"],
+                    "result": r["status"],
+                    "median_step_s": r["median"],
+                    "path": r["path"],
+                }
+            )
+        rows.sort(key=lambda x: x["time_unix"] or 0.0, reverse=True)
+        return rows[:limit]
+
+    def resolve(self, ident: str) -> tuple[str, str]:
+        """An id or unique id prefix -> (table, full id); UsageError when none or several."""
+        ident = ident.strip()
+        if not ident:
+            raise UsageError("give a run id as parity ls shows it, e.g. c1a2b3c4")
+        hits = [
+            (table, r["id"])
+            for table in ("comparisons", "bundles")
+            for r in self.conn.execute(
+                f"SELECT id FROM {table} WHERE id LIKE ? ESCAPE '\\'",
+                (ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
+            )
+        ]
+        if not hits:
+            raise UsageError(
+                f"no run {ident!r} in the index {self.path}: see parity ls, or parity reindex "
+                "DIRS if the index is stale"
+            )
+        if len(hits) > 1:
+            raise UsageError(
+                f"{ident!r} is ambiguous ({', '.join(h[1] for h in hits[:5])}): give more of the id"
+            )
+        return hits[0]
+
+    def show(self, ident: str) -> dict[str, Any]:
+        """One comparison (with its bundles and verdict) or one bundle (with its figures)."""
+        table, rid = self.resolve(ident)
+        row = dict(self.conn.execute(f"SELECT * FROM {table} WHERE id = ?", (rid,)).fetchone())
+        if table == "comparisons":
+            row["type"] = "compare"
+            row["passed"] = None if row["passed"] is None else bool(row["passed"])
+            row["verdict"] = json.loads(row["verdict"])
+            row["bundles"] = [
+                {**dict(b), "metrics": self._metrics(b["id"])}
+                for b in self.conn.execute(
+                    "SELECT id, role, run, status, side_spec, device_name, path FROM bundles "
+                    "WHERE comparison_id = ? ORDER BY role, run",
+                    (rid,),
+                )
+            ]
+        else:
+            row["type"] = "run"
+            row["metrics"] = self._metrics(rid)
+        return row
+
+    def _metrics(self, bundle_id: str) -> dict[str, float]:
+        return {
+            r["name"]: r["value"]
+            for r in self.conn.execute(
+                "SELECT name, value FROM metrics WHERE bundle_id = ? ORDER BY name", (bundle_id,)
+            )
+        }
+
+    def metric_names(self) -> list[str]:
+        names = {r[0] for r in self.conn.execute("SELECT DISTINCT name FROM metrics")}
+        return sorted(names | set(BUNDLE_METRICS) | set(COMPARISON_METRICS))
+
+    def trend(
+        self,
+        metric: str,
+        *,
+        workload: str | None = None,
+        device: str | None = None,
+        side: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """A metric over time, oldest first: one point per comparison and side (the median
+        over its ok repeats; compliance runs left out) or per stand-alone run."""
+        if metric in COMPARISON_METRICS:
+            return self._comparison_trend(metric, workload, device)
+        if metric not in self.metric_names():
+            raise UsageError(
+                f"unknown metric {metric!r}: use one of {', '.join(self.metric_names())}"
+            )
+        rows = self.conn.execute(
+            """SELECT b.id, b.comparison_id, b.role, b.run, b.side_spec, b.device_name,
+                      b.workload, b.size, b.started_unix, b.finished_unix, m.value,
+                      c.time_unix AS comparison_time
+               FROM metrics m JOIN bundles b ON b.id = m.bundle_id
+               LEFT JOIN comparisons c ON c.id = b.comparison_id
+               WHERE m.name = ? AND b.status = 'ok'""",
+            (metric,),
+        ).fetchall()
+        groups: dict[tuple[str, str], list[sqlite3.Row]] = {}
+        for r in rows:
+            if r["run"] in COMPLIANCE_RUNS and r["comparison_id"]:
+                continue
+            if not _matches(r["workload"], workload):
+                continue
+            if device and not _device_matches(r["side_spec"], r["device_name"], device):
+                continue
+            if side and r["side_spec"] != side and r["role"] != side:
+                continue
+            key = (r["comparison_id"] or r["id"], r["role"] or "")
+            groups.setdefault(key, []).append(r)
+        points = []
+        for (run_id, role), members in groups.items():
+            first = members[0]
+            points.append(
+                {
+                    "id": run_id,
+                    "time_unix": first["comparison_time"]
+                    or first["finished_unix"]
+                    or first["started_unix"],
+                    "workload": first["workload"],
+                    "size": first["size"],
+                    "role": role or None,
+                    "side": first["side_spec"],
+                    "value": statistics.median(m["value"] for m in members),
+                    "n": len(members),
+                }
+            )
+        points.sort(key=lambda p: (p["time_unix"] or 0.0, p["role"] or ""))
+        return points
+
+    def _comparison_trend(
+        self, metric: str, workload: str | None, device: str | None
+    ) -> list[dict[str, Any]]:
+        points = []
+        for r in self.conn.execute("SELECT * FROM comparisons ORDER BY time_unix").fetchall():
+            if not _matches(r["workload"], workload):
+                continue
+            if device and not (
+                _device_matches(r["baseline_spec"], r["baseline_device"], device)
+                or _device_matches(r["target_spec"], r["target_device"], device)
+            ):
+                continue
+            ratio = r["speed_ratio"]
+            value = (1 / ratio if ratio else None) if metric == "speedup" else r[metric]
+            if value is None:
+                continue
+            points.append(
+                {
+                    "id": r["id"],
+                    "time_unix": r["time_unix"],
+                    "workload": r["workload"],
+                    "size": r["size"],
+                    "role": "target/baseline",
+                    "side": f"{r['target_spec']} / {r['baseline_spec']}",
+                    "value": value,
+                    "n": 1,
+                }
+            )
+        return points
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise UsageError(
+            f"the index {path} has schema version {version}, newer than this parity knows "
+            f"({SCHEMA_VERSION}): upgrade parity or choose another --store"
+        )
+    tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+    if version == 0 and tables:
+        raise UsageError(f"{path} is an SQLite file but not a parity index: choose another --store")
+    with conn:
+        conn.executescript(SCHEMA)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Comparison directories and stand-alone bundles under ``root``, top-down; the
+    bundles inside a comparison are indexed with it, not on their own."""
+    for current, subdirs, files in os.walk(root):
+        here = Path(current)
+        if VERDICT in files or MANIFEST in files:
+            yield here
+            subdirs.clear()
+        else:
+            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+
+
+def _matches(value: str | None, wanted: str | None) -> bool:
+    return wanted is None or value == wanted
+
+
+def _device_matches(spec: str | None, device_name: str | None, wanted: str) -> bool:
+    """``cuda`` matches ``cuda``, ``cuda:1+bf16``; a full spec matches itself; else the
+    device name must contain it (case-insensitive)."""
+    if spec:
+        head = spec.split("+", 1)[0]
+        if wanted in (spec, head, head.split(":", 1)[0]):
+            return True
+    return bool(device_name) and wanted.lower() in str(device_name).lower()
+
+
+def index_quietly(path: Path, store: Path | None = None) -> str | None:
+    """Index what ``parity compare`` or ``parity run`` just wrote; a failure only warns."""
+    try:
+        with Store.open(store) as s:
+            return s.index_path(path)
+    except Exception as exc:
+        log.warning(
+            "parity: warning: %s was not added to the history index (%s); the results are "
+            "complete: parity reindex %s adds it later",
+            path,
+            exc,
+            path,
+        )
+        return None

@@ -1,0 +1,93 @@
+"""Golden files of the verdict for fixed synthetic comparisons.
+
+Regenerate after an intended change of the verdict, and review the diff:
+
+    PARITY_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/judge/test_golden.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from parity.bundle import load_side
+from parity.errors import ContractError
+from parity.judge.cost import CostInputs, Price
+from parity.judge.verdict import judge
+from tests.conftest import differences
+from tests.judge.synthetic import LOSSES, side_dir
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+PRICES = {
+    "baseline": Price(usd_per_hour=32.77, accelerators=8, instance="p4d.24xlarge"),
+    "target": Price(usd_per_hour=21.50, accelerators=16, instance="trn1.32xlarge"),
+}
+
+
+def scenario(name: str, root: Path) -> dict[str, Any]:
+    base = dict(side="cuda", step_s=0.010, seed=1)
+    target: dict[str, Any] = dict(side="neuron+bf16", seed=2)
+    allow: dict[str, str] = {}
+    if name == "passes":
+        target.update(step_s=0.007)
+    elif name == "fails-quality":
+        target.update(step_s=0.006, losses=[x * 1.2 for x in LOSSES], logits_scale=1.3)
+    elif name == "not-significantly-faster":
+        base.update(noise=0.25, repeats=2)
+        target.update(step_s=0.0098, noise=0.25, repeats=2)
+    elif name == "cheaper-but-slower":
+        target.update(step_s=0.013)
+    elif name == "contract-broken":
+        target.update(step_s=0.008, parts={"steps": 30})
+        allow = {"steps": "the target team ran a shorter schedule"}
+    a = load_side(side_dir(root, "baseline", **base))
+    b = load_side(side_dir(root, "target", **target))
+    verdict = judge(a, b, allow=allow, cost_inputs=CostInputs(prices=PRICES))
+    text = json.dumps(verdict.to_dict(), sort_keys=True).replace(str(root), "<root>")
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+CASES = [
+    "passes",
+    "fails-quality",
+    "not-significantly-faster",
+    "cheaper-but-slower",
+    "contract-broken",
+]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_verdict_matches_golden_file(name: str, tmp_path: Path) -> None:
+    got = scenario(name, tmp_path)
+    path = GOLDEN / f"verdict-{name}.json"
+    if os.environ.get("PARITY_REGEN_GOLDEN"):
+        path.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+    want = json.loads(path.read_text())
+    assert differences(got, want) == []
+
+
+def test_the_golden_cases_say_what_they_claim(tmp_path: Path) -> None:
+    v = {name: scenario(name, tmp_path / name) for name in CASES}
+    assert v["passes"]["passed"] and v["passes"]["speed"]["verdict"] == "faster"
+    assert v["passes"]["cost"]["verdict"] == "cheaper"
+    assert not v["fails-quality"]["passed"]
+    assert v["fails-quality"]["speed"] is None and v["fails-quality"]["cost"] is None
+    assert "fails quality" in v["fails-quality"]["withheld"]
+    assert v["not-significantly-faster"]["speed"]["verdict"] == "indistinguishable"
+    slow = v["cheaper-but-slower"]
+    assert slow["speed"]["verdict"] == "slower" and slow["cost"]["verdict"] == "cheaper"
+    broken = v["contract-broken"]
+    assert not broken["contract"]["must_match"][5]["matches"]  # steps
+    assert broken["fairness"]["allowed"] == {"steps": "the target team ran a shorter schedule"}
+    assert broken["contract"]["holds"]
+
+
+def test_a_broken_contract_without_an_allowance_is_refused(tmp_path: Path) -> None:
+    a = load_side(side_dir(tmp_path, "baseline", side="cuda", step_s=0.01))
+    b = load_side(side_dir(tmp_path, "target", side="neuron", step_s=0.01, parts={"seed": 1}))
+    with pytest.raises(ContractError, match=r"seed differ.*--allow-diff seed="):
+        judge(a, b)

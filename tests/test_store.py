@@ -1,0 +1,221 @@
+"""The history index: a real SQLite file, queried, deleted and rebuilt from the bundles."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from parity.cli import app
+from parity.errors import UsageError
+from parity.store import SCHEMA_VERSION, Store, default_path, index_quietly
+from tests.fixtures.runs import STDERR, real_run, synthetic_run, write_bundle
+
+runner = CliRunner()
+DAY = 86400.0
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three comparisons a day apart, and one stand-alone run, under one root."""
+    root = tmp_path_factory.mktemp("history")
+    t0 = time.time() - 10 * DAY
+    synthetic_run(root / "a", finished=t0, target_scale=0.9)
+    synthetic_run(root / "b", finished=t0 + DAY, target_scale=0.8)
+    synthetic_run(
+        root / "nested" / "c",
+        finished=t0 + 2 * DAY,
+        kind="generate",
+        target="cpu+threads=1",
+        target_scale=1.1,
+    )
+    write_bundle(
+        root / "single", role="run", spec="cpu+bf16", finished=t0 + 3 * DAY, workload="mlp-train"
+    )
+    return root
+
+
+@pytest.fixture
+def store_file(tmp_path: Path, runs: Path) -> Path:
+    path = tmp_path / "index.sqlite"
+    with Store.open(path) as s:
+        result = s.reindex([runs])
+    assert (result.comparisons, result.bundles, result.removed) == (3, 13, 0)
+    assert result.problems == []
+    return path
+
+
+def test_index_is_a_real_versioned_sqlite_file(store_file: Path) -> None:
+    with sqlite3.connect(store_file) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"comparisons", "bundles", "metrics"} <= tables
+        assert conn.execute("SELECT count(*) FROM metrics").fetchone()[0] > 100
+
+
+def test_ls_filters_and_orders_newest_first(store_file: Path) -> None:
+    with Store.open(store_file) as s:
+        rows = s.runs()
+        assert [r["type"] for r in rows] == ["run", "compare", "compare", "compare"]
+        assert [r["workload"] for r in rows[1:]] == ["gpt-generate", "gpt-train", "gpt-train"]
+        assert [r["sides"] for r in s.runs(workload="gpt-generate")] == ["cpu -> cpu+threads=1"]
+        assert {r["type"] for r in s.runs(device="cpu")} == {"run", "compare"}
+        assert len(s.runs(device="cpu+bf16")) == 3
+        assert len(s.runs(device="test cpu")) == 4  # device name, case-insensitive
+        assert s.runs(device="cuda") == []
+        assert len(s.runs(limit=2)) == 2
+
+
+def test_show_by_prefix_with_bundles_and_verdict(store_file: Path, runs: Path) -> None:
+    with Store.open(store_file) as s:
+        newest_compare = s.runs(workload="gpt-train")[0]
+        record = s.show(newest_compare["id"][:6])
+        assert record["type"] == "compare" and record["path"] == str((runs / "b").resolve())
+        assert record["verdict"] == json.loads((runs / "b" / "verdict.json").read_text())
+        assert [(b["role"], b["run"]) for b in record["bundles"]] == [
+            ("baseline", "r00"),
+            ("baseline", "r01"),
+            ("target", "r00"),
+            ("target", "r01"),
+        ]
+        assert record["bundles"][0]["metrics"]["median_step_s"] > 0
+        single = s.show(s.runs()[0]["id"])
+        assert single["type"] == "run" and single["metrics"]["tokens_per_s"] > 0
+        with pytest.raises(UsageError, match="no run 'zzz'"):
+            s.show("zzz")
+        with pytest.raises(UsageError, match="ambiguous"):
+            s.show("b")
+
+
+def test_trend_per_side_over_time(store_file: Path) -> None:
+    with Store.open(store_file) as s:
+        points = s.trend("median_step_s", workload="gpt-train")
+        assert [(p["role"], p["n"]) for p in points] == [
+            ("baseline", 2),
+            ("target", 2),
+            ("baseline", 2),
+            ("target", 2),
+        ]
+        times = [p["time_unix"] for p in points]
+        assert times == sorted(times)
+        base = [p["value"] for p in points if p["role"] == "baseline"]
+        targ = [p["value"] for p in points if p["role"] == "target"]
+        assert targ[0] < base[0] and targ[1] < targ[0]  # scale 0.9, then 0.8
+        assert [p["side"] for p in s.trend("tokens_per_s", side="cpu+bf16")] == ["cpu+bf16"] * 3
+        ttft = s.trend("ttft_p50_s")
+        assert [p["workload"] for p in ttft] == ["gpt-generate", "gpt-generate"]
+        ratios = s.trend("speed_ratio", workload="gpt-train")
+        assert len(ratios) == 2 and ratios[1]["value"] < ratios[0]["value"] < 1
+        speedup = s.trend("speedup", workload="gpt-train")
+        assert speedup[0]["value"] == pytest.approx(1 / ratios[0]["value"])
+        with pytest.raises(UsageError, match=r"unknown metric 'speed'.*median_step_s"):
+            s.trend("speed")
+
+
+def test_reindex_after_the_database_file_was_deleted(store_file: Path, runs: Path) -> None:
+    with Store.open(store_file) as s:
+        before = (s.runs(), s.trend("median_step_s"), s.show(s.runs()[1]["id"]))
+    store_file.unlink()
+    with Store.open(store_file) as s:
+        assert s.runs() == []
+        with pytest.raises(UsageError, match="nothing to reindex"):
+            s.reindex([])
+        s.reindex([runs])
+        after = (s.runs(), s.trend("median_step_s"), s.show(s.runs()[1]["id"]))
+    # ids come from the bundles' content: the rebuilt index names every run the same
+    for old, new in zip(before[0], after[0], strict=True):
+        assert {k: v for k, v in old.items()} == new
+    assert before[1] == after[1]
+    assert {k: v for k, v in before[2].items() if k != "indexed_unix"} == {
+        k: v for k, v in after[2].items() if k != "indexed_unix"
+    }
+
+
+def test_reindex_forgets_vanished_runs_and_reports_broken_ones(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    synthetic_run(root / "keep")
+    synthetic_run(root / "gone")
+    (root / "broken").mkdir(parents=True)
+    (root / "broken" / "manifest.json").write_text("{not json")
+    db = tmp_path / "i.sqlite"
+    with Store.open(db) as s:
+        first = s.reindex([root])
+        assert first.comparisons == 2 and len(first.problems) == 1
+        assert "broken" in first.problems[0]
+        shutil.rmtree(root / "gone")
+        second = s.reindex([])  # the directories the index knows
+        assert (second.comparisons, second.bundles, second.removed) == (1, 4, 1)
+
+
+def test_a_newer_or_foreign_database_is_refused(tmp_path: Path) -> None:
+    newer = tmp_path / "newer.sqlite"
+    with sqlite3.connect(newer) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(UsageError, match="newer than this parity"), Store.open(newer):
+        pass
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    with pytest.raises(UsageError, match="not a parity index"), Store.open(foreign):
+        pass
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(UsageError, match="not a parity index"), Store.open(garbage):
+        pass
+
+
+def test_indexing_failure_warns_and_never_raises(
+    tmp_path: Path, runs: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "a-directory"
+    blocked.mkdir()
+    with caplog.at_level(logging.WARNING, logger="parity"):
+        assert index_quietly(runs / "a", store=blocked) is None
+    assert "was not added to the history index" in caplog.text and "reindex" in caplog.text
+
+
+def test_default_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PARITY_STORE", str(tmp_path / "x.sqlite"))
+    assert default_path() == tmp_path / "x.sqlite"
+    monkeypatch.delenv("PARITY_STORE")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_path() == tmp_path / "parity" / "index.sqlite"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert default_path() == Path.home() / ".local" / "share" / "parity" / "index.sqlite"
+
+
+def test_cli_history_commands(tmp_path: Path, runs: Path) -> None:
+    db = str(tmp_path / "cli.sqlite")
+    result = runner.invoke(app, ["reindex", str(runs), "--store", db])
+    assert result.exit_code == 0 and "3 comparison(s), 13 bundle(s)" in result.stdout
+    listed = runner.invoke(app, ["ls", "--store", db, "--workload", "gpt-train", "--json"])
+    rows = json.loads(listed.stdout)
+    assert [r["type"] for r in rows] == ["compare", "compare"]
+    shown = runner.invoke(app, ["show", rows[0]["id"], "--store", db, "--json"])
+    assert json.loads(shown.stdout)["id"] == rows[0]["id"]
+    trend = runner.invoke(app, ["trend", "median_step_s", "--store", db, "--side", "target"])
+    assert trend.exit_code == 0 and "median_step_s over time" in trend.stdout
+    table = runner.invoke(app, ["ls", "--store", db])
+    assert table.exit_code == 0 and rows[0]["id"] in table.stdout
+    bad = runner.invoke(app, ["trend", "nope", "--store", db])
+    assert bad.exit_code == 2 and "unknown metric 'nope'" in bad.stderr
+
+
+@pytest.mark.slow
+def test_compare_indexes_and_reports_what_it_wrote(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    out = real_run(tmp_path_factory, "gpt-train")
+    assert (out / "report.html").is_file()
+    assert f"report: {out / 'report.html'}" in STDERR["gpt-train"]
+    with Store.open() as s:  # PARITY_STORE, which the test session points at a temp file
+        mine = [r for r in s.runs() if r["path"] == str(out.resolve())]
+        assert len(mine) == 1 and mine[0]["result"] == "PASS"
+        record = s.show(mine[0]["id"])
+        assert {b["role"] for b in record["bundles"]} == {"baseline", "target"}
