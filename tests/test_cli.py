@@ -273,3 +273,23 @@ def test_batch_sizes_give_a_throughput_latency_curve(tmp_path: Path) -> None:
         assert p["baseline"]["latency_s"]["p50"] > 0 and p["target"]["latency_s"]["p99"] > 0
         assert p["target"]["throughput"]["samples_per_s"] > 0
     assert (out / "bs1" / "verdict.json").is_file() and (out / "curve.json").is_file()
+
+
+@pytest.mark.slow
+def test_a_target_that_runs_out_of_memory_is_recorded(tmp_path: Path) -> None:
+    cmp = run_cli(
+        "compare",
+        f"{FIXTURES / 'workloads.py'}:OomOnReduced",
+        "--target",
+        "cpu+bf16",
+        "--out",
+        str(tmp_path / "o"),
+        "--json",
+        "--repeats",
+        "1",
+    )
+    assert cmp.returncode == 1
+    verdict = json.loads(cmp.stdout)
+    reason = verdict["sides"]["target"]["reason"]
+    assert "phase 'steps'" in reason and "allocate" in reason
+    assert verdict["sides"]["baseline"]["status"] == "ok"

@@ -33,6 +33,7 @@ from parity.workloads.frozen import FINGERPRINT_PARTS, Frozen, cache_root, freez
 DEFAULT_TIMEOUT_S = 900.0
 REFERENCE_DIR = "reference"
 INPUTS_FILE = "inputs.json"
+REQUEST_FILE = "request.json"
 
 
 @dataclass(kw_only=True)
@@ -204,8 +205,29 @@ def compare(
     if out is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         out = Path("parity-runs") / f"{stamp}-{workload.name.replace(':', '_').replace('/', '_')}"
-    _fresh_dir(out)
+    resuming = (out / REQUEST_FILE).is_file()
+    if not resuming:
+        _fresh_dir(out)
     frozen = freeze(workload)
+    if resuming:
+        clear_partial(out)
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(
+            out / REQUEST_FILE,
+            {
+                "workload": wspec.to_dict(),
+                "baseline": baseline,
+                "target": target,
+                "plan": plan.to_dict(),
+                "inputs": JudgeInputs(
+                    allow_diff=list(allow_diff or []),
+                    target_loss=target_loss,
+                    cost=cost or CostInputs(),
+                    operational=operational or {},
+                ).to_dict(),
+            },
+        )
     sides = {"baseline": side_a, "target": side_b}
     compliance: dict[str, Job] = {}
     if plan.compliance:
@@ -215,7 +237,6 @@ def compare(
         same = _job("target", side_b, wspec, frozen)
         same.settings["same_input"] = True
         compliance["same-input"] = same
-    out.mkdir(parents=True, exist_ok=True)
     reference = fp64_reference(frozen, wspec, out / REFERENCE_DIR, plan.timeout_s, progress)
 
     def make_job(role: str, k: int) -> Job:
@@ -253,6 +274,48 @@ def compare(
     result.report = report_after_compare(out)
     index_quietly(out)
     return result
+
+
+def resume(out: Path, *, progress: ProgressFn | None = None) -> CompareResult:
+    """Finish a comparison that was interrupted: complete bundles are kept and reused,
+    partial ones (hidden temporary directories) are removed, missing runs are made."""
+    path = out / REQUEST_FILE
+    if not path.is_file():
+        raise UsageError(
+            f"{out} holds no {REQUEST_FILE}: --resume takes the output directory "
+            "of an interrupted parity compare"
+        )
+    try:
+        req = json.loads(path.read_text())
+        inputs = JudgeInputs.from_dict(req["inputs"])
+        plan = Plan(**req["plan"])
+        wspec = WorkloadSpec.from_dict(req["workload"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path} is not a valid request ({exc}): rerun the comparison") from None
+    return compare(
+        wspec,
+        req["baseline"],
+        req["target"],
+        out=out,
+        plan=plan,
+        allow_diff=inputs.allow_diff,
+        target_loss=inputs.target_loss,
+        cost=inputs.cost,
+        operational=inputs.operational,
+        progress=progress,
+    )
+
+
+def clear_partial(out: Path) -> list[Path]:
+    """Remove the hidden temporary directories a killed run left (never a bundle)."""
+    removed = []
+    for tmp in sorted(out.glob("**/.*.tmp-*")):
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    for stale in ("verdict.json", INPUTS_FILE):
+        (out / stale).unlink(missing_ok=True)
+    return removed
 
 
 def parse_batch_sizes(text: str) -> list[int]:
@@ -329,6 +392,8 @@ def fp64_reference(
     """The fp64 CPU reference bundle of a frozen workload: made once per fingerprint in
     the cache, then copied next to the sides (``OUT/reference``) so that the comparison's
     directory carries everything a later ``parity diff`` needs."""
+    if (dest / "manifest.json").is_file():  # resuming: the copy is already there
+        return load_bundle(dest)
     cached = cache_root() / "reference" / frozen.fingerprint
     if not (cached / "manifest.json").is_file():
         job = _job("reference", parse_side("cpu"), wspec, frozen)

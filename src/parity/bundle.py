@@ -124,6 +124,21 @@ def _read_json(path: Path, *, required: bool) -> dict[str, Any]:
     return data
 
 
+def _check_fingerprint(path: Path, manifest: dict[str, Any]) -> None:
+    """A manifest whose fingerprint does not hash its own parts was edited by hand."""
+    from parity.workloads.frozen import FINGERPRINT_PARTS, fingerprint
+
+    workload = manifest["workload"]
+    parts = workload.get("parts") if isinstance(workload, dict) else None
+    if not isinstance(parts, dict) or not all(p in parts for p in FINGERPRINT_PARTS):
+        return
+    if fingerprint(parts) != workload.get("fingerprint"):
+        raise BundleError(
+            f"{path / MANIFEST} has a fingerprint that does not match its parts: the bundle "
+            "was edited after it was written; rerun that side"
+        )
+
+
 def load_bundle(path: Path | str) -> Bundle:
     """Load and check a bundle; BundleError (exit 2) names the problem and the fix."""
     path = Path(path)
@@ -152,6 +167,17 @@ def load_bundle(path: Path | str) -> Bundle:
             f"{path / MANIFEST} has status {manifest['status']!r}; expected one of "
             f"{', '.join(STATUSES)}"
         )
+    side, workload = manifest["side"], manifest["workload"]
+    if not isinstance(side, dict) or not isinstance(side.get("spec"), str):
+        raise BundleError(
+            f"{path / MANIFEST}: side must be an object with a spec string: the bundle is corrupt"
+        )
+    if not isinstance(workload, dict) or not isinstance(workload.get("fingerprint"), str):
+        raise BundleError(
+            f"{path / MANIFEST}: workload must be an object with a fingerprint: "
+            "the bundle is corrupt"
+        )
+    _check_fingerprint(path, manifest)
     ok = manifest["status"] == "ok"
     return Bundle(
         path=path,

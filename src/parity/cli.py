@@ -20,6 +20,7 @@ from rich.status import Status
 from rich.table import Table
 
 from parity import __version__
+from parity.checks.cli import check_app
 from parity.errors import ParityError, UsageError
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app = typer.Typer(
     help="Move a PyTorch workload between accelerators with evidence: "
     "compatibility, numerics, performance and cost, side by side.",
 )
+app.add_typer(check_app, name="check")  # parity check rollback | recovery | soak
 out_console = Console()
 err_console = Console(stderr=True)
 T = TypeVar("T")
@@ -54,6 +56,46 @@ AllowOpt = Annotated[
     list[str] | None,
     typer.Option("--allow-diff", help='accept a differing fingerprint field: FIELD="reason"'),
 ]
+HfConfigOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--hf-config",
+        help="KEY=VALUE, repeatable: a transformers config setting of an hf: workload "
+        "(another workload: one of its config keys); enters the fingerprint",
+    ),
+]
+#: script mode: the command after ``--`` (``main`` splits it off before typer parses)
+SCRIPT_ARGV: list[str] = []
+_NOT_FOR_SCRIPTS = (
+    "workload",
+    "size",
+    "batch_size",
+    "seq_len",
+    "steps",
+    "seed",
+    "hf_config",
+    "batch_sizes",
+    "plan_path",
+    "resume",
+)
+
+
+def script_command(ctx: typer.Context) -> list[str]:
+    """The script after ``--``; options that only a workload takes are usage errors."""
+    if not SCRIPT_ARGV:
+        return []
+    sources = {p: ctx.get_parameter_source(p) for p in _NOT_FOR_SCRIPTS}
+    given = [
+        p.opts[-1] if p.param_type_name == "option" else str(p.name)
+        for p in ctx.command.params
+        if p.name in sources and getattr(sources[p.name], "name", "DEFAULT") != "DEFAULT"
+    ]
+    if given:
+        fail_usage(
+            f"{', '.join(given)} cannot go with a script after --: the script brings its own "
+            "model and data; pass its options after --"
+        )
+    return SCRIPT_ARGV
 
 
 def fail_usage(message: str) -> None:
@@ -74,12 +116,24 @@ def guarded(fn: Callable[[], T]) -> T:
 
 
 def workload_spec(
-    name: str, size: str, batch_size: int | None, seq_len: int | None, steps: int | None, seed: int
+    name: str,
+    size: str,
+    batch_size: int | None,
+    seq_len: int | None,
+    steps: int | None,
+    seed: int,
+    hf_config: list[str] | None = None,
 ) -> Any:
-    from parity.spec import WorkloadSpec
+    from parity.spec import WorkloadSpec, parse_overrides
 
     return WorkloadSpec(
-        name=name, size=size, batch_size=batch_size, seq_len=seq_len, steps=steps, seed=seed
+        name=name,
+        size=size,
+        batch_size=batch_size,
+        seq_len=seq_len,
+        steps=steps,
+        seed=seed,
+        overrides=parse_overrides(hf_config),
     )
 
 
@@ -105,6 +159,7 @@ def live_progress(enabled: bool) -> Iterator[Callable[[str, dict[str, Any]], Non
 
 @app.command()
 def compare(
+    ctx: typer.Context,
     workload: Annotated[
         str, typer.Argument(help="built-in name or path/to/file.py:factory")
     ] = "gpt-train",
@@ -144,6 +199,13 @@ def compare(
     ] = True,
     target_loss: TargetLossOpt = None,
     price: PriceOpt = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            help="finish an interrupted compare in this directory, reusing its complete bundles",
+        ),
+    ] = None,
     plan_path: Annotated[
         Path | None,
         typer.Option(
@@ -154,15 +216,27 @@ def compare(
     ] = None,
     timeout: TimeoutOpt = 900.0,
     as_json: JsonOpt = False,
+    hf_config: HfConfigOpt = None,
 ) -> None:
-    """Run a workload on a baseline and a target in fresh, interleaved processes; judge."""
+    """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
+
+    Script mode: ``parity compare --target cpu+bf16 -- python train.py --device {device}``
+    runs an unmodified training script once per side (see docs/script-mode.md)."""
     from parity import api
     from parity.judge.cost import CostInputs, parse_price
     from parity.plan import load_plan
     from parity.report.terminal import curve_table, render
     from parity.runner.measure import Plan
 
-    wspec = guarded(lambda: workload_spec(workload, size, batch_size, seq_len, steps, seed))
+    script = script_command(ctx)
+    if resume is not None:
+        with live_progress(True) as progress:
+            resumed = guarded(lambda: api.resume(resume, progress=progress))
+        _print_verdict(resumed, as_json)
+        raise typer.Exit(resumed.verdict.exit_code)
+    wspec = guarded(
+        lambda: workload_spec(workload, size, batch_size, seq_len, steps, seed, hf_config)
+    )
     cost, operational = CostInputs(), None
     measure: dict[str, Any] = {
         "repeats": repeats,
@@ -185,7 +259,27 @@ def compare(
         plan = Plan(**measure)
     except ValueError as exc:
         fail_usage(str(exc))
-    target_spec = target or api.default_target()
+    target_spec = target if target is not None else api.default_target()
+    if script:
+        from parity.runner.script import compare_script
+
+        with live_progress(True) as progress:
+            result = guarded(
+                lambda: compare_script(
+                    script,
+                    baseline,
+                    target_spec,
+                    out=out,
+                    allow_diff=allow_diff,
+                    plan=plan,
+                    progress=progress,
+                    target_loss=target_loss,
+                    cost=cost,
+                    operational=operational,
+                )
+            )
+        _print_verdict(result, as_json)
+        raise typer.Exit(result.verdict.exit_code)
     if batch_sizes is not None:
         if batch_size is not None:
             fail_usage("give --batch-size or --batch-sizes, not both")
@@ -227,6 +321,14 @@ def compare(
                 operational=operational,
             )
         )
+    _print_verdict(result, as_json)
+    raise typer.Exit(result.verdict.exit_code)
+
+
+def _print_verdict(result: Any, as_json: bool) -> None:
+    from parity import api
+    from parity.report.terminal import render
+
     verdict = result.verdict
     if as_json:
         print(api.verdict_json(verdict))
@@ -237,28 +339,48 @@ def compare(
         (err_console if as_json else out_console).print(
             f"report: {result.report}", markup=False, highlight=False, soft_wrap=True
         )
-    raise typer.Exit(verdict.exit_code)
 
 
 @app.command()
 def run(
-    workload: Annotated[str, typer.Argument(help="built-in name or path/to/file.py:factory")],
+    ctx: typer.Context,
     device: Annotated[str, typer.Option("--device", help="side spec, e.g. cpu+bf16")],
     out: Annotated[Path, typer.Option(help="bundle directory to create (new or empty)")],
+    workload: Annotated[
+        str | None,
+        typer.Argument(help="built-in name, hf:ARCH or path/to/file.py:factory"),
+    ] = None,
     size: SizeOpt = "tiny",
     batch_size: BatchOpt = None,
     seq_len: SeqOpt = None,
     steps: StepsOpt = None,
     seed: SeedOpt = 0,
     timeout: TimeoutOpt = 900.0,
+    hf_config: HfConfigOpt = None,
 ) -> None:
-    """Run a workload on one side and write its bundle."""
+    """Run a workload (or a script after --) on one side and write its bundle."""
     from parity import api
     from parity.report.terminal import fmt_s
 
-    wspec = guarded(lambda: workload_spec(workload, size, batch_size, seq_len, steps, seed))
-    with live_progress(True) as progress:
-        bundle = guarded(lambda: api.run(wspec, device, out, timeout_s=timeout, progress=progress))
+    script = script_command(ctx)
+    if script:
+        from parity.runner.script import run_script
+
+        with live_progress(True) as progress:
+            bundle = guarded(
+                lambda: run_script(script, device, out, timeout_s=timeout, progress=progress)
+            )
+    elif workload is None:
+        fail_usage("name a workload (e.g. mlp-train) or a script after --")
+    else:
+        name = workload
+        wspec = guarded(
+            lambda: workload_spec(name, size, batch_size, seq_len, steps, seed, hf_config)
+        )
+        with live_progress(True) as progress:
+            bundle = guarded(
+                lambda: api.run(wspec, device, out, timeout_s=timeout, progress=progress)
+            )
     if not bundle.ok:
         err_console.print(f"{bundle.side} failed: {bundle.manifest.get('reason')}", markup=False)
         raise typer.Exit(1)
@@ -563,6 +685,81 @@ def init(
     out_console.print(f"wrote {path}: edit it, then run parity compare --plan {path}")
 
 
+@app.command()
+def scale(
+    workload: Annotated[str, typer.Argument(help="a training workload")],
+    device: Annotated[str, typer.Option("--device", help="side spec, e.g. cpu, cuda+bf16")],
+    scaling: Annotated[str, typer.Option(help="process counts, e.g. 1,2,4")] = "1,2",
+    out: Annotated[Path | None, typer.Option(help="output directory (new or empty)")] = None,
+    size: SizeOpt = "tiny",
+    batch_size: BatchOpt = None,
+    steps: StepsOpt = None,
+    seed: SeedOpt = 0,
+    nnodes: Annotated[int, typer.Option(help="torchrun --nnodes")] = 1,
+    rdzv_endpoint: Annotated[
+        str | None, typer.Option(help="torchrun --rdzv-endpoint HOST:PORT (multi-node)")
+    ] = None,
+    timeout: TimeoutOpt = 900.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Scaling over process counts as torchrun jobs (DDP): step time, efficiency, all-reduce."""
+    import time as _time
+
+    from parity.scaling import parse_counts
+    from parity.scaling import scale as run_scale
+
+    wspec = guarded(lambda: workload_spec(workload, size, batch_size, None, steps, seed))
+    counts = guarded(lambda: parse_counts(scaling))
+    target = out or Path("parity-runs") / f"{_time.strftime('%Y%m%d-%H%M%S')}-{workload}-scaling"
+    torchrun = {"nnodes": nnodes, "rdzv_endpoint": rdzv_endpoint}
+    report = guarded(
+        lambda: run_scale(wspec, device, counts, target, timeout_s=timeout, torchrun=torchrun)
+    )
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        table = Table(title=f"scaling {workload} on {device}", title_justify="left")
+        for col in (
+            "nproc",
+            "status",
+            "median step",
+            "samples/s",
+            "speedup",
+            "efficiency",
+            "all-reduce share",
+        ):
+            table.add_column(col, justify="right")
+        for p in report["points"]:
+            table.add_row(
+                str(p["nproc"]),
+                p["status"],
+                _fmt(p.get("median_step_s"), "s"),
+                _fmt(p.get("samples_per_s"), ""),
+                _fmt(p.get("speedup"), "x"),
+                _pct(p.get("efficiency")),
+                _pct(p.get("allreduce_share")),
+            )
+            if p["status"] != "ok":
+                err_console.print(f"nproc={p['nproc']} failed: {p['reason']}", markup=False)
+        out_console.print(table)
+        curves = report.get("loss_curves")
+        if curves:
+            out_console.print(
+                f"loss curves {curves['baseline']} vs {curves['target']}: "
+                + ("within the gate" if curves["passed"] else "OUTSIDE the gate")
+            )
+        out_console.print(f"bundles and scaling.json in {target}")
+    raise typer.Exit(0 if report["passed"] else 1)
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:.4g}{unit}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
 def version_callback(value: bool) -> None:
     if value:
         print(f"parity {__version__}")
@@ -582,8 +779,15 @@ def main_options(
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    if "--" in args:  # script mode: what follows ``--`` is the script's command
+        SCRIPT_ARGV[:] = args[args.index("--") + 1 :]
+        args = args[: args.index("--")]
+        if not {"compare", "run"} & set(args):
+            err_console.print("parity: error: only compare and run take a script after --")
+            sys.exit(2)
     try:
-        app(standalone_mode=True)
+        app(args=args, standalone_mode=True)
     except KeyboardInterrupt:
         err_console.print("parity: interrupted")
         sys.exit(130)

@@ -8,7 +8,8 @@ A side spec is ``DEVICE[:INDEX][+OPTION...]``, for example ``cpu``, ``cuda:1``,
   backend when none is named);
 - ``threads=N`` (``torch.set_num_threads``);
 - ``deterministic`` (``torch.use_deterministic_algorithms(True)``);
-- ``emulate=PROFILE`` (a precision profile, see ``parity.probes``).
+- ``emulate=PROFILE`` (a precision profile, see ``parity.probes``);
+- ``nproc=N`` (a torchrun job of N processes, DDP by default) and ``fsdp`` (FSDP2).
 
 Parsing never touches a device: it only checks names against the device registry.
 """
@@ -32,6 +33,8 @@ OPTIONS = (
     "threads=N",
     "deterministic",
     "emulate=PROFILE",
+    "nproc=N",
+    "fsdp",
 )
 
 _DEVICE_RE = re.compile(r"^(?P<type>[a-z][a-z0-9_]*)(?::(?P<index>\d+))?$")
@@ -49,6 +52,8 @@ class SideSpec:
     threads: int | None = None
     deterministic: bool = False
     emulate: str | None = None
+    nproc: int | None = None
+    fsdp: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -61,6 +66,10 @@ class SideSpec:
             raise SpecError(
                 f"emulate={self.emulate} is unknown: use one of {', '.join(EMULATE_PROFILES)}"
             )
+        if self.nproc is not None and self.nproc < 1:
+            raise SpecError(f"nproc={self.nproc} must be at least 1")
+        if self.fsdp and (self.nproc or 1) < 2:
+            raise SpecError("fsdp shards over processes: add nproc=N with N >= 2")
         if self.compile_backend is not None and not self.compile:
             raise SpecError("compile_backend is set but compile is off: write compile=BACKEND")
 
@@ -81,6 +90,10 @@ class SideSpec:
             parts.append("deterministic")
         if self.emulate:
             parts.append(f"emulate={self.emulate}")
+        if self.nproc is not None:
+            parts.append(f"nproc={self.nproc}")
+        if self.fsdp:
+            parts.append("fsdp")
         return "+".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +107,8 @@ class SideSpec:
             "threads": self.threads,
             "deterministic": self.deterministic,
             "emulate": self.emulate,
+            "nproc": self.nproc,
+            "fsdp": self.fsdp,
         }
 
     @classmethod
@@ -113,6 +128,8 @@ class SideSpec:
             "threads",
             "deterministic",
             "emulate",
+            "nproc",
+            "fsdp",
         ):
             if mine[key] != theirs[key]:
                 out.append((key, _show(mine[key]), _show(theirs[key])))
@@ -167,6 +184,12 @@ def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
             values["threads"] = int(value)
         elif key == "deterministic" and not value:
             values["deterministic"] = True
+        elif key == "fsdp" and not value:
+            values["fsdp"] = True
+        elif key == "nproc":
+            if not value.isdigit():
+                raise SpecError(f"nproc needs a whole number in side spec {text!r}: nproc=2")
+            values["nproc"] = int(value)
         elif key == "emulate":
             if not value:
                 raise SpecError(
@@ -227,3 +250,14 @@ class WorkloadSpec:
             seed=int(data.get("seed", 0)),
             overrides=tuple((str(k), str(v)) for k, v in data.get("overrides", [])),
         )
+
+
+def parse_overrides(items: list[str] | tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:
+    """``KEY=VALUE`` items (``--hf-config``) into ``WorkloadSpec.overrides``."""
+    out = []
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"--hf-config {item!r} must be KEY=VALUE, e.g. n_layer=4")
+        out.append((key.strip(), value.strip()))
+    return tuple(out)

@@ -11,6 +11,7 @@ from safetensors.torch import save_file
 
 from parity.bundle import SCHEMA_VERSION, repeat_name, write_json
 from parity.spec import parse_side
+from parity.workloads import frozen
 
 PARTS = {
     "config": "c" * 64,
@@ -43,7 +44,7 @@ def side_dir(
     path = root / role
     rng = np.random.default_rng(seed)
     parts = {**PARTS, **(parts or {})}
-    fingerprint = "f" + "".join(str(v)[:4] for v in parts.values())
+    fingerprint = frozen.fingerprint(parts)
     logits = torch.linspace(-1, 1, 40).view(4, 10) * logits_scale
     for k in range(repeats):
         b = path / repeat_name(k)

@@ -10,6 +10,7 @@ from safetensors.torch import save_file
 from parity.bundle import SCHEMA_VERSION, Bundle, load_bundle, write_json
 from parity.errors import ContractError
 from parity.judge.verdict import judge
+from parity.workloads.frozen import fingerprint
 
 PARTS = {
     "config": "c",
@@ -46,7 +47,7 @@ def bundle(
             "reason": None if status == "ok" else "planted",
             "side": parse_side(side).to_dict(),
             "workload": {
-                "fingerprint": "x".join(str(v) for v in parts.values()),
+                "fingerprint": fingerprint(parts),
                 "parts": parts,
                 "description": {"name": "w", "size": "tiny", "kind": "train"},
             },

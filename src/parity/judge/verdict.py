@@ -253,6 +253,9 @@ def judge(
             )
     first_a, first_b = side_a.first, side_b.first
     fairness = check_fairness(first_a, first_b, allow)
+    if first_a.manifest.get("script_mode") or first_b.manifest.get("script_mode"):
+        # script mode saw a command, not the weights and data: the contract is unverified
+        fairness.update(verified=False, note="script mode: weights and data not fingerprinted")
     spec_a = SideSpec.from_dict(first_a.manifest["side"])
     spec_b = SideSpec.from_dict(first_b.manifest["side"])
     description = first_a.manifest["workload"].get("description", {})
@@ -279,6 +282,8 @@ def judge(
         phases={},
     )
     verdict.contract = decision.contract(first_a, first_b, fairness, verdict.config_differences)
+    if fairness.get("verified") is False:
+        verdict.contract.update(verified=False, note=fairness["note"])
     verdict.unproven = decision.unproven()
     verdict.operational = decision.operational(operational_answers)
     problems = [

@@ -284,7 +284,12 @@ def fairness(v: dict[str, Any], _: dict[str, Plot]) -> str:
     if not isinstance(fair, dict):
         return generic(fair)
     out = []
-    if fair.get("fingerprint_match"):
+    if fair.get("verified") is False:  # script mode: the same command, contents unseen
+        out.append(
+            f'<p class="warn">{esc(fair.get("note"))}: both sides ran the same command and '
+            "script, but parity did not see their weights and data (contract unverified).</p>"
+        )
+    elif fair.get("fingerprint_match"):
         out.append(
             f"<p>{badge(True)} Both sides ran the same frozen workload: weights, data, batch "
             f"size, sequence length, steps, seed and quality checks (fingerprint "

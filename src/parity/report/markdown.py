@@ -58,6 +58,8 @@ def render_markdown(v: dict[str, Any], *, html_name: str | None = None) -> str:
     fair = v.get("fairness") or {}
     fp = str(w.get("fingerprint") or "")[:12]
     match = "same frozen workload" if fair.get("fingerprint_match") else "workloads differ"
+    if fair.get("verified") is False:  # script mode
+        match = str(fair.get("note"))
     lines = [
         f"### parity: {title}",
         "",

@@ -191,7 +191,9 @@ def render(v: dict[str, Any], console: Console) -> None:
         ),
     ]
     fair = v["fairness"]
-    if fair["fingerprint_match"]:
+    if fair.get("verified") is False:  # script mode
+        parts.append(Text(f"fairness: {fair['note']} (contract unverified)", style="yellow"))
+    elif fair["fingerprint_match"]:
         parts.append(Text("fairness: both sides ran the same frozen workload", style="green"))
     else:
         for field, reason in fair["allowed"].items():
@@ -417,7 +419,9 @@ def decision_section(v: dict[str, Any], console: Console) -> None:
             Text(
                 "contract: "
                 + (
-                    "every fingerprint field matches"
+                    f"unverified ({contract['note']})"
+                    if contract.get("verified") is False
+                    else "every fingerprint field matches"
                     if not broken
                     else f"{', '.join(broken)} differ (allowed)"
                 ),

@@ -131,6 +131,8 @@ def allreduce_share(
 
 
 def teardown() -> None:
+    """Wait for every rank (rank 0 writes the bundle last), then leave the group."""
     with contextlib.suppress(Exception):
         if dist.is_initialized():
+            dist.barrier()
             dist.destroy_process_group()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,12 +91,13 @@ def run_job(
         job.spawned_ns = time.perf_counter_ns()
         job.write(tmp / JOB_FILE)
         proc = subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", "-m", "parity.runner.worker", str(tmp)],
+            command(job, tmp),
             stdout=out,
             stderr=err,
             stdin=subprocess.DEVNULL,
             env=child_env,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + timeout_s
         timed_out = False
@@ -124,6 +126,63 @@ def run_job(
     return finalize(tmp, final)
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, SIGKILL it when the parent dies, so a killed
+    parity leaves no worker behind writing into a bundle that will never be finished."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def command(job: Job, tmp: Path) -> list[str]:
+    """The worker's command line: plain, or under torchrun for ``nproc=N`` / multi-node."""
+    from parity.spec import parse_side
+
+    worker = ["-m", "parity.runner.worker", str(tmp)]
+    if job.settings.get("mode") == "script":  # script mode: the user's script, instrumented
+        worker = ["-m", "parity.runner.script_wrapper", str(tmp)]
+    nproc = parse_side(job.side, check_device=False).nproc or 1
+    nnodes = int(job.settings.get("nnodes") or 1)
+    if nproc <= 1 and nnodes <= 1:
+        return [sys.executable, "-X", "faulthandler", *worker]
+    run = [
+        sys.executable,
+        "-X",
+        "faulthandler",
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=0",
+        "--monitor-interval=0.5",
+    ]
+    endpoint = job.settings.get("rdzv_endpoint")
+    if nnodes <= 1 and not endpoint:
+        run.append("--standalone")
+    else:
+        run += [
+            f"--nnodes={nnodes}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={endpoint}",
+            f"--rdzv-id={job.fingerprint[:16]}",
+        ]
+    return run + worker
+
+
+_ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.S)
+
+
+def torchrun_root_cause(stderr: str) -> str | None:
+    """torchrun's "Root Cause (first observed failure)": which rank died, and how."""
+    match = _ROOT_CAUSE.search(stderr)
+    if match is None:
+        return None
+    rank, code = int(match[1]), int(match[2])
+    how = f"killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}"
+    return f"rank {rank} {how}; torchrun stopped the other ranks"
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the worker's process group, then SIGKILL what is left."""
     for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
@@ -144,13 +203,12 @@ def _failure_reason(
             f"timed out after {timeout_s:g} s in phase '{phase}': raise --timeout or use "
             "a smaller --size or fewer --steps"
         )
-    error_path = tmp / ERROR_FILE
-    if error_path.is_file():
-        try:
-            err = json.loads(error_path.read_text())
-            return f"{err['type']} in phase '{err['phase']}': {err['message']}"
-        except (json.JSONDecodeError, KeyError, OSError):
-            return f"the worker failed in phase '{phase}' and its error report is unreadable"
+    error = _worker_error(tmp / ERROR_FILE, phase)
+    root = torchrun_root_cause(stderr_tail(tmp / "stderr.log", 200)) if rc != 0 else None
+    if root is not None:  # torchrun names the rank that failed first
+        return f"{root} (phase '{phase}')" + (f"; first error: {error}" if error else "")
+    if error is not None:
+        return error
     if rc < 0:
         name = _signal_name(rc)
         hint = " (the kernel's OOM killer sends SIGKILL)" if name == "SIGKILL" else ""
@@ -164,6 +222,16 @@ def _failure_reason(
     if status != "ok":
         return f"the worker exited without finishing its bundle (phase '{phase}')"
     return None
+
+
+def _worker_error(path: Path, phase: str) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        err = json.loads(path.read_text())
+        return f"{err['type']} in phase '{err['phase']}': {err['message']}"
+    except (json.JSONDecodeError, KeyError, OSError):
+        return f"the worker failed in phase '{phase}' and its error report is unreadable"
 
 
 def _write_failed(tmp: Path, job: Job, reason: str) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parity.bundle import SIDE_FILE, load_bundle, repeat_name, write_json
+from parity.bundle import MANIFEST, SIDE_FILE, load_bundle, repeat_name, write_json
 from parity.judge.speed import steady_samples
 from parity.judge.stats import interleaved_order, ratio_ci, should_stop
 from parity.runner.job import Job
@@ -54,6 +54,7 @@ class Plan:
             "min_repeats": self.min_repeats,
             "max_repeats": self.max_repeats,
             "compliance": self.compliance,
+            "timeout_s": self.timeout_s,
         }
 
 
@@ -78,12 +79,13 @@ def measure(
     for i in range(0, len(order), len(ROLES)):
         for role, k in order[i : i + len(ROLES)]:
             path = out / role / repeat_name(k)
-            run_job(
-                make_job(role, k),
-                path,
-                timeout_s=plan.timeout_s,
-                on_event=progress(f"{role} {repeat_name(k)}"),
-            )
+            if not (path / MANIFEST).is_file():  # a complete bundle from before a resume stays
+                run_job(
+                    make_job(role, k),
+                    path,
+                    timeout_s=plan.timeout_s,
+                    on_event=progress(f"{role} {repeat_name(k)}"),
+                )
             bundle = load_bundle(path)
             if bundle.ok:
                 samples[role].append(steady_samples(bundle))
@@ -98,6 +100,8 @@ def measure(
     stop["order"] = [f"{role} {repeat_name(k)}" for role, k in order[: 2 * _rounds(out)]]
     if plan.compliance and not failed:
         for name, job in (compliance_jobs or {}).items():
+            if (out / "target" / name / MANIFEST).is_file():
+                continue
             run_job(
                 job,
                 out / "target" / name,

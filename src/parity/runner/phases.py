@@ -30,6 +30,7 @@ from parity.probes.latency import generation_metrics, step_latency
 from parity.probes.numerics import capture
 from parity.probes.scan import arm_failure_scan, scan_after_steps, scan_only
 from parity.probes.timing import StepTimer
+from parity.runner import distributed
 from parity.runner.job import EVENTS_FILE, Job
 from parity.spec import SideSpec, WorkloadSpec, parse_side
 from parity.workloads import resolve
@@ -94,6 +95,9 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
     set_phase("setup")
     events.emit("phase", phase="setup")
     device.check_available()
+    dinfo = distributed.setup(device) if job.settings.get("mode") != "reference" else None
+    if dinfo is not None and side.device != "cpu":
+        device = get_device(side.device, dinfo.local_rank)  # one device per process
     device.activate()
     settings = configure(side, device)
     workload = resolve(WorkloadSpec.from_dict(job.workload))
@@ -121,7 +125,11 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
         "started_unix": time.time(),
         "pid": os.getpid(),
     }
-    write_json(out / MANIFEST, manifest)
+    leader = dinfo is None or dinfo.leader
+    if dinfo is not None:
+        manifest["distributed"] = dinfo.to_dict()
+    if leader:
+        write_json(out / MANIFEST, manifest)
     if job.settings.get("mode") == "reference":
         run_reference(workload, Path(job.frozen), job.fingerprint, out, set_phase)
         manifest.update(status="ok", reason=None, finished_unix=time.time())
@@ -145,6 +153,11 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
     weights, data = frozen.load()
     model = load_model(workload, weights).to(device.torch_device)
     data = {k: v.to(device.torch_device) for k, v in data.items()}
+    full_data = data
+    if dinfo is not None:  # the global batch stays the workload's: each rank takes a slice
+        data = distributed.shard(data, workload.batch_size, dinfo)
+        if workload.kind == "train":
+            model = distributed.wrap(model, device, dinfo, side.fsdp)
     device.synchronize()
     load_ns = time.perf_counter_ns() - t0
     mem_load = {"device": device.memory_peaks(), "host_peak_rss": memory.host_peak_rss()}
@@ -163,6 +176,14 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
     mode = EmulateMode(side.emulate) if side.emulate else contextlib.nullcontext()
     if job.settings.get("mode") == "scan":  # parity scan: the op scan instead of timed steps
         return scan_only(out, manifest, runner, model, device, set_phase, events.emit)
+    if job.settings.get("mode") in ("train_ckpt", "soak"):  # parity check: runner/checkpoint.py
+        from parity.runner.checkpoint import ModeRun, run_check_mode
+
+        return run_check_mode(
+            ModeRun(job=job, out=out, manifest=manifest, workload=workload, runner=runner,
+                    device=device, mode=mode, emit=events.emit, set_phase=set_phase,
+                    startup=startup, load_ns=load_ns)
+        )
     arm_failure_scan(out, runner, model, device, manifest, timeout_s=job.settings.get("timeout_s"))
 
     device.reset_peak_memory()
@@ -188,9 +209,16 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
         mem_steps = {"device": device.memory_peaks(), "host_peak_rss": memory.host_peak_rss()}
         set_phase("finish")
         numerics = runner.finish()
+        if dinfo is not None:
+            dist_metrics = distributed_figures(
+                numerics, model, timer, workload.steps, samples, dinfo
+            )
+            if not dinfo.leader:  # rank 0 writes the bundle
+                distributed.teardown()
+                return
 
     set_phase("flops")
-    flops = count_flops(workload, data)
+    flops = count_flops(workload, full_data)  # the global batch's FLOPs
     peak = peak_flops(device.name(), device.matmul_dtype(side.precision))
     mem = {"load": mem_load, "first_step": mem_first, "steps": mem_steps}
     metrics = build_metrics(samples, workload, startup, load_ns, mem)
@@ -202,6 +230,11 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
         metrics["inference"] = step_latency(metrics["step_samples_s"][steady_steps])
     median = (metrics["summary"] or {}).get("median")
     metrics["flops"] = {**flops, **mfu(flops["per_step"], median, peak)}
+    if dinfo is not None:
+        metrics["distributed"] = dist_metrics
+        # MFU per device: the step's FLOPs are the global batch's, spread over the ranks
+        if metrics["flops"].get("mfu") is not None:
+            metrics["flops"]["mfu"] /= dinfo.world
     write_json(out / "metrics.json", metrics)
     write_numerics(out, numerics)
     if job.settings.get("capture"):
@@ -210,18 +243,19 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
         probe, tensors = run_probe(
             workload,
             lambda: load_model(workload, weights).to(device.torch_device),
-            data,
+            full_data,
             ctx,
             compile_fn=ctx.compile_fn if side.compile else None,
             emulate=side.emulate,
         )
         write_capture(out, probe, tensors)
     # the op scan (ops.json): after timing, finish and numerics, so it touches neither
-    set_phase("scan")
-    events.emit("phase", phase="scan")
-    scan_after_steps(
-        out, runner, model, device, manifest, start=workload.steps, graphs=job.repeat == 0
-    )
+    if dinfo is None:  # the scan's extra steps would be collective under DDP: single process only
+        set_phase("scan")
+        events.emit("phase", phase="scan")
+        scan_after_steps(
+            out, runner, model, device, manifest, start=workload.steps, graphs=job.repeat == 0
+        )
     manifest.update(status="ok", reason=None, finished_unix=time.time())
     if side.emulate:
         manifest["settings"]["emulated_calls"] = getattr(mode, "calls", 0)
@@ -229,6 +263,31 @@ def run_side(job: Job, out: Path, *, started_ns: int, set_phase: Callable[[str],
         manifest["settings"]["nondeterministic_ops"] = refusals.ops
     events.emit("phase", phase="done")
     write_json(out / MANIFEST, manifest)
+    if dinfo is not None:
+        distributed.teardown()
+
+
+def distributed_figures(
+    numerics: RunNumerics,
+    model: nn.Module,
+    timer: StepTimer,
+    steps: int,
+    samples: list[int],
+    dinfo: distributed.DistInfo,
+) -> dict[str, Any]:
+    """Collective, on every rank: the global loss curve, per-rank step times, and the
+    all-reduce share (a few more steps, after timing and numerics)."""
+    numerics.losses = distributed.mean_losses(numerics.losses, dinfo)
+    share = distributed.allreduce_share(model, timer.run, start=steps)
+    per_rank = distributed.gather(
+        {
+            "rank": dinfo.rank,
+            "median_step_s": sorted(samples[1:])[len(samples[1:]) // 2] * NS
+            if len(samples) > 1
+            else None,
+        }
+    )
+    return {**dinfo.to_dict(), "per_rank": per_rank, "allreduce": share}
 
 
 def run_probe(

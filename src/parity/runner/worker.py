@@ -19,7 +19,9 @@ import time
 
 _T0 = time.perf_counter_ns()
 
+import contextlib  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -38,9 +40,17 @@ def main(argv: list[str]) -> int:
 
         run_side(job, tmp, started_ns=_T0, set_phase=_set_phase)
     except BaseException as exc:  # the parent needs every failure, KeyboardInterrupt too
-        (tmp / ERROR_FILE).write_text(json.dumps(_error(exc)))
+        # the first failure wins: under torchrun, other ranks fail after it
+        with contextlib.suppress(FileExistsError), (tmp / ERROR_FILE).open("x") as f:
+            f.write(json.dumps(_error(exc)))
         _scan_after_failure(exc)
         return 3
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # torch 2.13 can abort in static destructors of communication threads at exit
+        # ("terminate called without an active exception"): the bundle is complete, leave now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

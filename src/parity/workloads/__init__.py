@@ -3,11 +3,13 @@
 ``register_workload(cls)`` adds a ``Workload`` subclass under its ``name``;
 ``resolve(spec)`` builds the workload a spec names. A user file's factory is a
 ``Workload`` subclass or a callable taking a ``WorkloadSpec`` and returning a
-``Workload``.
+``Workload``. ``register_prefix(prefix, resolver)`` claims a family of names
+``PREFIX:REST`` (``hf:gpt2``): ``resolve`` hands such a spec to the resolver.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from parity.errors import WorkloadError
@@ -16,9 +18,22 @@ from parity.spec import WorkloadSpec
 from parity.workloads.base import RunContext, RunNumerics, StepRunner, Workload
 from parity.workloads.cnn import CnnInfer
 from parity.workloads.gpt import GptGenerate, GptTrain
+from parity.workloads.hf import resolve_hf
 from parity.workloads.mlp import MlpTrain
 
 _REGISTRY: dict[str, type[Workload]] = {}
+PrefixResolver = Callable[[WorkloadSpec], Workload]
+_PREFIXES: dict[str, PrefixResolver] = {}
+
+
+def register_prefix(prefix: str, resolver: PrefixResolver) -> None:
+    """Resolve every workload named ``PREFIX:REST`` with ``resolver(spec)``."""
+    _PREFIXES[prefix] = resolver
+
+
+def prefixes() -> list[str]:
+    load_plugins()
+    return sorted(_PREFIXES)
 
 
 def register_workload(cls: type[Workload]) -> type[Workload]:
@@ -42,11 +57,15 @@ def resolve(spec: WorkloadSpec) -> Workload:
     if is_file_workload(spec.name):
         return _from_file(spec)
     table = registered()
+    prefix, sep, _ = spec.name.partition(":")
+    if sep and prefix in _PREFIXES:
+        return _PREFIXES[prefix](spec)
     cls = table.get(spec.name)
     if cls is None:
         raise WorkloadError(
-            f"unknown workload {spec.name!r}: use one of {', '.join(table)} or "
-            "path/to/file.py:factory"
+            f"unknown workload {spec.name!r}: use one of {', '.join(table)}, "
+            + "".join(f"{p}:NAME, " for p in sorted(_PREFIXES))
+            + "or path/to/file.py:factory"
         )
     return cls(spec)
 
@@ -76,12 +95,14 @@ def _from_file(spec: WorkloadSpec) -> Workload:
 
 for _cls in (CnnInfer, GptGenerate, GptTrain, MlpTrain):
     register_workload(_cls)
+register_prefix("hf", resolve_hf)  # transformers is imported only when one is resolved
 
 __all__ = [
     "RunContext",
     "RunNumerics",
     "StepRunner",
     "Workload",
+    "register_prefix",
     "register_workload",
     "registered",
     "resolve",

@@ -120,7 +120,16 @@ def materialize(workload: Workload) -> tuple[dict[str, torch.Tensor], dict[str, 
     """Build the seeded weights and data on the CPU."""
     with seeded(workload.seed):
         model = workload.build_model()
-    weights = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    weights: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    for k, v in model.state_dict().items():
+        # tied parameters (an LM head sharing the embedding) share storage, which
+        # safetensors refuses: each name gets its own copy (loading copies into the one
+        # tied parameter, so the model stays tied)
+        t = v.detach().contiguous()
+        ptr = t.untyped_storage().data_ptr()
+        weights[k] = t.clone() if ptr in seen and t.numel() else t
+        seen.add(ptr)
     with seeded(workload.seed + 1):
         data = {k: v.contiguous() for k, v in workload.make_data().items()}
     return weights, data
