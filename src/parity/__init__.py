@@ -1,5 +1,46 @@
-"""parity: move a PyTorch workload between accelerators with evidence."""
+"""parity: move a PyTorch workload between accelerators with evidence.
+
+    >>> import parity
+    >>> result = parity.compare("mlp-train", target="cpu+bf16", repeats=1)
+    >>> result.passed, result.to_dataframe()
+
+The public names are in ``__all__``; the API loads lazily, so ``import parity`` stays
+light (no torch) and submodules can import ``parity.__version__``.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from parity.errors import ParityError, UsageError
+    from parity.results import ComparisonResult, RunResult, compare, run
+
+_LAZY = {
+    "ComparisonResult": "parity.results",
+    "ParityError": "parity.errors",
+    "RunResult": "parity.results",
+    "UsageError": "parity.errors",
+    "compare": "parity.results",
+    "run": "parity.results",
+}
+
+__all__ = [
+    "ComparisonResult",
+    "ParityError",
+    "RunResult",
+    "UsageError",
+    "__version__",
+    "compare",
+    "run",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'parity' has no attribute {name!r}")

@@ -169,8 +169,10 @@ def run(
     frozen = freeze(workload)
     if out.is_dir():
         out.rmdir()
+    job = _job("run", spec, wspec, frozen)
+    job.settings["capture"] = True  # the numerics probe, for a later diff with a reference
     run_job(
-        _job("run", spec, wspec, frozen),
+        job,
         out,
         timeout_s=timeout_s,
         on_event=(lambda e: progress("run", e)) if progress else None,
@@ -192,6 +194,7 @@ def compare(
     target_loss: float | None = None,
     cost: CostInputs | None = None,
     operational: dict[str, str] | None = None,
+    checks: list[Path] | None = None,
 ) -> CompareResult:
     """Run both sides in fresh, interleaved processes and judge them.
 
@@ -201,6 +204,9 @@ def compare(
     plan = plan or Plan()
     side_a, side_b = parse_side(baseline), parse_side(target)
     allow = parse_allow(allow_diff)
+    from parity.checks.common import checked_for, read_checks, store_checks
+
+    read_checks(checks or [])  # check results (parity check --out): validated before writing
     workload, wspec = _prepare(wspec)
     if out is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -228,6 +234,8 @@ def compare(
                 ).to_dict(),
             },
         )
+    if checks:
+        store_checks(out, checks)  # OUT/checks/<name>/check.json, read by compare and diff
     sides = {"baseline": side_a, "target": side_b}
     compliance: dict[str, Job] = {}
     if plan.compliance:
@@ -237,6 +245,8 @@ def compare(
         same = _job("target", side_b, wspec, frozen)
         same.settings["same_input"] = True
         compliance["same-input"] = same
+        for job in compliance.values():  # timing only: no FLOP count, no compile probes
+            job.settings["compliance"] = True
     reference = fp64_reference(frozen, wspec, out / REFERENCE_DIR, plan.timeout_s, progress)
 
     def make_job(role: str, k: int) -> Job:
@@ -267,6 +277,7 @@ def compare(
         target_loss=target_loss,
         cost_inputs=inputs.cost,
         operational_answers=inputs.operational,
+        checked=checked_for(a.first, b.first, roots=[out]),
     )
     write_json(out / "verdict.json", verdict.to_dict())
     result = CompareResult(out=out, baseline=a, target=b, verdict=verdict)
@@ -437,6 +448,7 @@ def diff(
     reference: Path | None = None,
     target_loss: float | None = None,
     prices: list[str] | None = None,
+    checks: list[Path] | None = None,
 ) -> Verdict:
     """Judge two existing bundles (possibly from different machines).
 
@@ -465,7 +477,17 @@ def diff(
         target_loss=target_loss,
         cost_inputs=cost,
         operational_answers=stored.operational,
+        checked=_checked(a.first, b.first, bundle_a, bundle_b, checks),
     )
+
+
+def _checked(
+    a: Bundle, b: Bundle, path_a: Path, path_b: Path, checks: list[Path] | None
+) -> dict[str, str]:
+    """Unproven items that passing checks prove: ``checks/`` beside the sides, and --checks."""
+    from parity.checks.common import checked_for
+
+    return checked_for(a, b, roots=[path_a.parent, path_b.parent], extra=checks)
 
 
 def _mismatch(path: Path) -> Bundle:

@@ -20,7 +20,7 @@ from rich.status import Status
 from rich.table import Table
 
 from parity import __version__
-from parity.checks.cli import check_app
+from parity.checks.cli import ChecksOpt, check_app, check_dirs
 from parity.errors import ParityError, UsageError
 
 app = typer.Typer(
@@ -193,7 +193,7 @@ def compare(
     ] = 0.02,
     budget: Annotated[
         float, typer.Option(help="seconds of measuring before adaptive repeats stop")
-    ] = 45.0,
+    ] = 30.0,
     compliance: Annotated[
         bool, typer.Option(help="run the target's re-seeded and identical-input checks")
     ] = True,
@@ -217,6 +217,7 @@ def compare(
     timeout: TimeoutOpt = 900.0,
     as_json: JsonOpt = False,
     hf_config: HfConfigOpt = None,
+    checks: ChecksOpt = None,
 ) -> None:
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
 
@@ -319,6 +320,7 @@ def compare(
                 target_loss=target_loss,
                 cost=cost,
                 operational=operational,
+                checks=check_dirs(checks),
             )
         )
     _print_verdict(result, as_json)
@@ -402,6 +404,7 @@ def diff(
     target_loss: TargetLossOpt = None,
     price: PriceOpt = None,
     as_json: JsonOpt = False,
+    checks: ChecksOpt = None,
 ) -> None:
     """Judge two existing bundles, e.g. made on two machines."""
     from parity import api
@@ -415,6 +418,7 @@ def diff(
             reference=reference,
             target_loss=target_loss,
             prices=price,
+            checks=check_dirs(checks),
         )
     )
     if as_json:

@@ -59,7 +59,7 @@ side = "cpu+bf16"           # required, e.g. neuron+bf16
 [measure]
 # repeats = 3               # fresh processes per side; default: adaptive
 precision = 0.02            # stop when the speed ratio's interval is within 2%
-budget_s = 45               # ... or after this many seconds of measuring
+budget_s = 30               # ... or after this many seconds of measuring
 compliance = true           # re-seeded and identical-input checks on the target
 timeout_s = 900             # per process
 

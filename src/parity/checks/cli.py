@@ -187,3 +187,22 @@ def soak(
             )
         )
     _show(result, as_json)
+
+
+ChecksOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--checks",
+        help="check directories (parity check --out), comma-separated: each passing check "
+        "on the same sides ticks the verdict's not-yet-proven list",
+    ),
+]
+
+
+def check_dirs(text: str | None) -> list[Path] | None:
+    """``--checks DIR1,DIR2``: validated paths, or None (UsageError names a bad one)."""
+    if not text:
+        return None
+    from parity.checks.common import parse_check_dirs
+
+    return parse_check_dirs(text)

@@ -136,8 +136,13 @@ def recovery(
     }
     if kill_gate["passed"]:
         bundles |= run_parts(
-            [Part(name="resumed", side=side,
-                  settings={"mode": "train_ckpt", "resume_from": str(ckpt)})],
+            [
+                Part(
+                    name="resumed",
+                    side=side,
+                    settings={"mode": "train_ckpt", "resume_from": str(ckpt)},
+                )
+            ],
             out,
             wspec,
             frozen,

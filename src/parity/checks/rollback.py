@@ -86,8 +86,9 @@ def continuation(
             check = quality.compare_output(name, out_b[name], out_r[name], tol["outputs_rel_rmse"])
             check["name"] = f"trained model's {name}"
             check.setdefault(
-                "detail", f"relative RMSE {check.get('rel_rmse', 0.0):.3g} "
-                f"(tolerance {tol['outputs_rel_rmse']:g})"
+                "detail",
+                f"relative RMSE {check.get('rel_rmse', 0.0):.3g} "
+                f"(tolerance {tol['outputs_rel_rmse']:g})",
             )
             gates.append(check)
     figures = {
@@ -129,8 +130,12 @@ def rollback(
             Part(
                 name="target",
                 side=t_side,
-                settings={"mode": "train_ckpt", "stop_at": k, "save_at": k,
-                          "checkpoint_dir": str(ckpt)},
+                settings={
+                    "mode": "train_ckpt",
+                    "stop_at": k,
+                    "save_at": k,
+                    "checkpoint_dir": str(ckpt),
+                },
             ),
         ],
         out,
@@ -142,8 +147,13 @@ def rollback(
     )
     if bundles["target"].ok:
         bundles |= run_parts(
-            [Part(name="resumed", side=b_side,
-                  settings={"mode": "train_ckpt", "resume_from": str(ckpt)})],
+            [
+                Part(
+                    name="resumed",
+                    side=b_side,
+                    settings={"mode": "train_ckpt", "resume_from": str(ckpt)},
+                )
+            ],
             out,
             wspec,
             frozen,

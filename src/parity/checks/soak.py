@@ -7,11 +7,15 @@ fraction of the run (allocator caches filling, clocks settling) is left out, the
 
 - **latency drift**: the least-squares slope of the windows' median step latency over
   time, relative to the median latency, per hour;
-- **host memory growth**: the slope of RSS, bytes per minute;
-- **device memory growth**: the slope of allocated bytes, bytes per minute (where the
-  device reports it; the CPU has no device allocator).
+- **host memory growth**: the slope of RSS over the steps done (bytes per step: a leak
+  grows per request, and a loaded machine changes the step rate, not the bytes per
+  step), stated in bytes per minute at the soak's mean throughput; the slope over time
+  is reported beside it;
+- **device memory growth**: the same for the device's allocated bytes (where the device
+  reports them; the CPU has no device allocator).
 
-Each slope has a 95% moving-block bootstrap interval. A gate fails when the whole
+Each slope has a 95% t interval that allows for autocorrelated windows (see
+``parity.checks.common.slope_ci``). A gate fails when the whole
 interval lies above its bound (``--max-drift`` per hour, ``--max-host-growth`` and
 ``--max-device-growth`` in MiB per minute): the drift or growth is then beyond the bound
 with 95% confidence. An interval that reaches above the bound without lying above it
@@ -23,6 +27,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from parity.bundle import Bundle
 from parity.checks import DEFAULT_MAX_DRIFT, DEFAULT_MAX_GROWTH_MIB, DEFAULT_WARMUP
@@ -59,7 +65,7 @@ def _gate(
     if fit["slope"] is None:
         figure = {"slope": None, "low": None, "high": None, "unit": unit, "bound": bound}
         return {"name": name, "passed": False, "detail": "too few points for a slope"}, figure
-    slope, low, high = fit["slope"] * scale, fit["low"] * scale, fit["high"] * scale
+    slope, low, high = (float(fit[key] * scale) for key in ("slope", "low", "high"))
     figure = {
         "slope": slope,
         "low": low,
@@ -116,31 +122,35 @@ def analyse(
         "latency drift", slope_ci(t, lat), 3600.0 / ref, max_drift, "relative per hour"
     )
     gates.append(drift)
-    rss = [w.get("host_rss") for w in kept]
-    if all(isinstance(x, int) for x in rss):
-        minutes = [x / 60.0 for x in t]
-        host, fig = _gate(
-            "host memory growth", slope_ci(minutes, rss), 1 / MIB, max_host_growth, "MiB/min"
+    # memory against steps done: a leak grows per request, and the machine's load changes
+    # the step rate, not the bytes per step; stated per minute at the mean throughput
+    done = np.cumsum([int(w.get("steps") or 1) for w in windows])[len(windows) - len(kept) :]
+    ends = [float(w.get("end_s", w["t_s"])) for w in kept]
+    span_min = (ends[-1] - ends[0]) / 60.0
+    per_min = float(done[-1] - done[0]) / span_min if span_min > 0 else 0.0
+    figures["steps_per_min"] = per_min
+    for key, name, bound, label in (
+        ("host_rss", "host memory growth", max_host_growth, "host_rss_growth"),
+        ("device_allocated", "device memory growth", max_device_growth, "device_allocated_growth"),
+    ):
+        values = [w.get(key) for w in kept]
+        if not all(isinstance(x, int) for x in values):
+            figures[label] = {
+                "detail": "the host's current RSS is not readable here"
+                if key == "host_rss"
+                else f"{bundle.side} reports no allocated device memory (not measured)"
+            }
+            continue
+        per_step = slope_ci(done, values)
+        gate, fig = _gate(name, per_step, per_min / MIB, bound, "MiB/min")
+        by_time = slope_ci([x / 60.0 for x in ends], values)["slope"]
+        fig.update(
+            bytes_per_step=per_step["slope"],
+            bytes_per_min_over_time=by_time,
+            first_last_bytes=[values[0], values[-1]],
         )
-        fig["bytes_per_min"] = fig["slope"] * MIB if fig["slope"] is not None else None
-        fig["first_last_bytes"] = [rss[0], rss[-1]]
-        figures["host_rss_growth"] = fig
-        gates.append(host)
-    else:
-        figures["host_rss_growth"] = {"detail": "the host's current RSS is not readable here"}
-    dev = [w.get("device_allocated") for w in kept]
-    if all(isinstance(x, int) for x in dev):
-        minutes = [x / 60.0 for x in t]
-        gate, fig = _gate(
-            "device memory growth", slope_ci(minutes, dev), 1 / MIB, max_device_growth, "MiB/min"
-        )
-        fig["bytes_per_min"] = fig["slope"] * MIB if fig["slope"] is not None else None
-        figures["device_allocated_growth"] = fig
+        figures[label] = fig
         gates.append(gate)
-    else:
-        figures["device_allocated_growth"] = {
-            "detail": f"{bundle.side} reports no allocated device memory (not measured)"
-        }
     return gates, figures
 
 
@@ -229,6 +239,5 @@ def _pm(fig: dict[str, Any], unit: str, scale: float) -> str:
     if fig.get("slope") is None:
         return "not measured"
     return (
-        f"{fig['slope'] * scale:+.3g}{unit} "
-        f"[{fig['low'] * scale:+.3g}, {fig['high'] * scale:+.3g}]"
+        f"{fig['slope'] * scale:+.3g}{unit} [{fig['low'] * scale:+.3g}, {fig['high'] * scale:+.3g}]"
     )

@@ -240,6 +240,7 @@ def judge(
     target_loss: float | None = None,
     cost_inputs: CostInputs | None = None,
     operational_answers: dict[str, str] | None = None,
+    checked: dict[str, str] | None = None,
 ) -> Verdict:
     """Judge two sides; raises ContractError when they are not comparable."""
     allow = allow or {}
@@ -284,7 +285,7 @@ def judge(
     verdict.contract = decision.contract(first_a, first_b, fairness, verdict.config_differences)
     if fairness.get("verified") is False:
         verdict.contract.update(verified=False, note=fairness["note"])
-    verdict.unproven = decision.unproven()
+    verdict.unproven = decision.unproven(checked)  # item -> evidence (parity.checks)
     verdict.operational = decision.operational(operational_answers)
     problems = [
         f"{role} failed: {info['reason']}"

@@ -52,7 +52,8 @@ FORMAT = "parity-checkpoint/1"
 MODEL_FILE = "model.safetensors"
 OPTIMIZER_FILE = "optimizer.safetensors"
 META_FILE = "checkpoint.json"
-CHECK_MODES = ("train_ckpt", "soak")
+_MARKERS = ("__tensor__", "__dict__", "__tuple__", "__float__")
+IMPLEMENTATION_FLAGS = ("foreach", "fused", "capturable", "differentiable")
 
 Emit = Callable[..., None]
 
@@ -96,11 +97,12 @@ def _encode(value: Any, path: str, tensors: dict[str, torch.Tensor]) -> Any:
         tensors[path] = value.detach().to("cpu").contiguous().clone()
         return {"__tensor__": path}
     if isinstance(value, dict):
-        items = [[k, _encode(v, f"{path}.{k}", tensors)] for k, v in value.items()]
-        for k, _ in items:
+        if all(isinstance(k, str) and k not in _MARKERS for k in value):
+            return {k: _encode(v, f"{path}.{k}", tensors) for k, v in value.items()}
+        for k in value:  # integer keys (optimizer state by parameter index) keep their type
             if not isinstance(k, str | int) or isinstance(k, bool):
                 raise CheckpointError(f"cannot store the key {k!r} of {path} without pickle")
-        return {"__dict__": items}
+        return {"__dict__": [[k, _encode(v, f"{path}.{k}", tensors)] for k, v in value.items()]}
     if isinstance(value, tuple):
         return {"__tuple__": [_encode(v, f"{path}.{i}", tensors) for i, v in enumerate(value)]}
     if isinstance(value, list):
@@ -131,7 +133,7 @@ def _decode(value: Any, tensors: dict[str, torch.Tensor]) -> Any:
         return tuple(_decode(v, tensors) for v in value["__tuple__"])
     if "__float__" in value:
         return float(value["__float__"])
-    raise CheckpointError(f"the checkpoint holds an unknown entry {sorted(value)}")
+    return {k: _decode(v, tensors) for k, v in value.items()}
 
 
 def _sha256(path: Path) -> str:
@@ -255,7 +257,12 @@ def load_checkpoint(
         )
     unwrap(model).load_state_dict(load_file(str(path / MODEL_FILE)), strict=True)
     tensors = load_file(str(path / OPTIMIZER_FILE))
-    optimizer.load_state_dict(_decode(meta["optimizer"], tensors))
+    state = _decode(meta["optimizer"], tensors)
+    # hyperparameters come from the checkpoint; how this side implements the update
+    # (fused, foreach, capturable kernels) stays this side's
+    for saved, current in zip(state.get("param_groups", []), optimizer.param_groups, strict=False):
+        saved.update({k: current[k] for k in IMPLEMENTATION_FLAGS if k in current})
+    optimizer.load_state_dict(state)
     torch.random.set_rng_state(tensors["rng.cpu"])
     rng_device = (meta.get("rng") or {}).get("device_type")
     if rng_device is not None and rng_device == device.type:

@@ -32,7 +32,7 @@ class Plan:
 
     repeats: int | None = None
     precision: float = 0.02
-    budget_s: float = 45.0
+    budget_s: float = 30.0
     min_repeats: int = 2
     max_repeats: int = 30
     compliance: bool = True

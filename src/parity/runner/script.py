@@ -134,8 +134,8 @@ def check_side(side: SideSpec) -> None:
             f"side {side}: script mode cannot compile a script's model from outside; drop "
             "+compile (a script that compiles itself can read {side} or PARITY_SIDE)"
         )
-    if getattr(side, "nproc", None) not in (None, 1):
-        raise UsageError(f"side {side}: script mode runs one process per side; drop nproc")
+    if getattr(side, "nproc", None) not in (None, 1) or getattr(side, "fsdp", False):
+        raise UsageError(f"side {side}: script mode runs one process per side; drop nproc and fsdp")
 
 
 def description(cmd: ScriptCommand) -> dict[str, Any]:
@@ -150,10 +150,7 @@ def description(cmd: ScriptCommand) -> dict[str, Any]:
             "module": cmd.module,
             "script_sha256": cmd.source_sha256(),
         },
-        "batch_size": None,
-        "seq_len": None,
-        "steps": None,
-        "seed": None,
+        # batch size, sequence length, steps and seed are the script's own: unknown here
         "quality": {"kind": "train", "checks": ["loss_curve"]},
         "script_mode": True,
         "contract": UNVERIFIED,

@@ -135,6 +135,7 @@ def run_soak(run: ModeRun) -> None:
                 windows.append(
                     {
                         "t_s": ((win_start + b) / 2 - start) * NS,
+                        "end_s": (b - start) * NS,
                         "steps": n_win,
                         "median_s": float(np.median(part)),
                         "mean_s": float(part.mean()),

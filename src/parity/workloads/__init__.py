@@ -84,6 +84,11 @@ def _from_file(spec: WorkloadSpec) -> Workload:
     factory = getattr(module, attr, None)
     if factory is None:
         raise WorkloadError(f"{file} has no {attr!r}: name a Workload subclass or factory in it")
+    if not callable(factory):
+        raise WorkloadError(
+            f"{spec.name}: {attr} is a {type(factory).__name__}, not a parity Workload: name "
+            "a Workload subclass or a factory taking the WorkloadSpec"
+        )
     workload = factory(spec)
     if not isinstance(workload, Workload):
         raise WorkloadError(

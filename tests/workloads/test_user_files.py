@@ -1,0 +1,70 @@
+"""``path/to/file.py:factory`` workloads: the shipped examples follow the protocol."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from parity.errors import WorkloadError
+from parity.spec import SideSpec, WorkloadSpec
+from parity.workloads import resolve
+from parity.workloads.base import RunContext
+from parity.workloads.frozen import freeze, materialize
+from tests.conftest import run_cli
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+NAMES = [
+    f"{EXAMPLES / 'tabular_train.py'}:TabularTrain",
+    f"{EXAMPLES / 'vit_infer.py'}:make_workload",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_examples_resolve_freeze_and_run(name: str) -> None:
+    w = resolve(WorkloadSpec(name=name, steps=2))
+    assert freeze(w).fingerprint == freeze(resolve(WorkloadSpec(name=name, steps=2))).fingerprint
+    weights, data = materialize(w)
+    model = w.build_model()
+    model.load_state_dict(weights)
+    ctx = RunContext(
+        device=torch.device("cpu"),
+        side=SideSpec(device="cpu", precision="bf16"),
+        autocast_type="cpu",
+    )
+    runner = w.make_runner(model, data, ctx)
+    for i in range(w.steps):
+        runner.step(i)
+    result = runner.finish()
+    assert result.outputs and all(torch.isfinite(t).all() for t in result.outputs.values())
+    assert len(result.losses) == (2 if w.kind == "train" else 0)
+    assert "logits" in w.probe(w.build_model(), data)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (f"{EXAMPLES / 'missing.py'}:X", "does not exist"),
+        (f"{EXAMPLES / 'vit_infer.py'}:Nope", "has no 'Nope'"),
+        (f"{EXAMPLES / 'vit_infer.py'}:N_BATCHES", "not a parity Workload"),
+    ],
+)
+def test_broken_user_files_are_usage_errors(name: str, message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        resolve(WorkloadSpec(name=name))
+
+
+@pytest.mark.slow
+def test_user_file_compare_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    cmp = run_cli(
+        "compare", "examples/tabular_train.py:TabularTrain", "--target", "cpu+bf16",
+        "--repeats", "1", "--no-compliance", "--steps", "6", "--json", "--out", str(out),
+    )  # fmt: skip
+    assert cmp.returncode == 0, cmp.stderr
+    verdict = json.loads(cmp.stdout)
+    assert verdict["passed"] and verdict["workload"]["name"] == "tabular-train"
+    assert verdict["numerics"]["reference"]["available"]
+    assert {c["name"] for c in verdict["quality"]["checks"]} >= {"loss curve", "output logits"}
