@@ -203,8 +203,8 @@ def compare(
     """
     plan = plan or Plan()
     side_a, side_b = parse_side(baseline), parse_side(target)
-    allow = parse_allow(allow_diff)
-    from parity.checks.common import checked_for, read_checks, store_checks
+    parse_allow(allow_diff)  # validated before anything is written
+    from parity.checks.common import read_checks, store_checks
 
     read_checks(checks or [])  # check results (parity check --out): validated before writing
     workload, wspec = _prepare(wspec)
@@ -261,27 +261,34 @@ def compare(
         lambda label: partial(progress, label) if progress else None,
         compliance,
     )
-    a, b = load_side(out / "baseline"), load_side(out / "target")
     inputs = JudgeInputs(
         allow_diff=list(allow_diff or []),
         target_loss=target_loss,
         cost=cost or CostInputs(),
         operational=operational or {},
     )
+    return conclude(out, inputs, reference=reference)
+
+
+def conclude(out: Path, inputs: JudgeInputs, *, reference: Bundle | None) -> CompareResult:
+    """Judge the sides measured in ``out``; write inputs.json, verdict.json, the report,
+    and index them (the last two after the results are on disk: failures only warn)."""
+    from parity.checks.common import checked_for
+
+    a, b = load_side(out / "baseline"), load_side(out / "target")
     write_json(out / INPUTS_FILE, inputs.to_dict())
     verdict = judge(
         a,
         b,
-        allow=allow,
+        allow=parse_allow(inputs.allow_diff),
         reference=reference,
-        target_loss=target_loss,
+        target_loss=inputs.target_loss,
         cost_inputs=inputs.cost,
         operational_answers=inputs.operational,
         checked=checked_for(a.first, b.first, roots=[out]),
     )
     write_json(out / "verdict.json", verdict.to_dict())
     result = CompareResult(out=out, baseline=a, target=b, verdict=verdict)
-    # after the results are on disk; neither step can lose them (failures only warn)
     result.report = report_after_compare(out)
     index_quietly(out)
     return result

@@ -108,9 +108,11 @@ def test_recovery_fails_when_state_is_not_restored(tmp_path: Path) -> None:
 def test_soak_passes_a_steady_workload(tmp_path: Path) -> None:
     # wall-clock latency on a shared test machine follows its neighbours' load, so the
     # drift bound here is loose (a 10 s run cannot bound drift per hour anyway); the
-    # drift gate itself is tested on synthetic windows in test_check_parts.py
+    # drift gate itself is tested on synthetic windows in test_check_parts.py. One thread:
+    # two OpenMP threads on two busy cores wait on each other (steps 10-70x slower)
     out = tmp_path / "c"
-    args = ["--device", "cpu", "--duration", "10s", "--max-drift", "1e6", "--out", str(out)]
+    args = ["--device", "cpu+threads=1", "--duration", "10s", "--max-drift", "1e6"]
+    args += ["--out", str(out)]
     proc = run_cli("check", "soak", "cnn-infer", *args)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     data = json.loads((out / "check.json").read_text())
@@ -126,10 +128,13 @@ def test_soak_passes_a_steady_workload(tmp_path: Path) -> None:
 
 
 def test_soak_fails_a_leaking_workload(tmp_path: Path) -> None:
-    result = soak(WorkloadSpec(name=LEAKY), "cpu", 6.0, max_drift=1e6, out=tmp_path / "c")
+    spec = WorkloadSpec(name=LEAKY)
+    result = soak(spec, "cpu+threads=1", 6.0, max_drift=1e6, out=tmp_path / "c")
     assert not result.passed
     host = _gate(result.data, "host memory growth")
     assert not host["passed"] and host["low"] > 1.0  # MiB/min; 256 KiB kept per step
+    per_step = result.data["figures"]["host_rss_growth"]["bytes_per_step"]
+    assert 0.9 * 2**18 < per_step < 1.1 * 2**18
 
 
 def test_a_passing_check_ticks_the_verdict_in_compare_and_diff(

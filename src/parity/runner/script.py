@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parity.bundle import Bundle, load_bundle, load_side, write_json
+from parity.bundle import Bundle, load_bundle
 from parity.errors import UsageError
 from parity.runner.job import Job
 from parity.runner.launch import run_job
@@ -256,16 +256,13 @@ def compare_script(
     One process per side unless ``plan.repeats`` asks for more (a script is run whole
     each time); no compliance runs and no fp64 reference: script mode has neither.
     """
-    from parity.api import INPUTS_FILE, CompareResult, JudgeInputs, parse_allow
+    from parity.api import JudgeInputs, conclude, parse_allow
     from parity.judge.cost import CostInputs
-    from parity.judge.verdict import judge
-    from parity.report.run import report_after_compare
-    from parity.store import index_quietly
 
     sides = {"baseline": parse_side(baseline), "target": parse_side(target)}
     for side in sides.values():
         check_side(side)
-    allow = parse_allow(allow_diff)
+    parse_allow(allow_diff)  # validated before anything is written
     cmd = parse_command(command)
     plan = replace(plan or Plan(), repeats=(plan.repeats if plan else None) or 1, compliance=False)
     out = _out_dir(out, cmd)
@@ -278,25 +275,10 @@ def compare_script(
         lambda label: partial(progress, label) if progress else None,
         {},
     )
-    a, b = load_side(out / "baseline"), load_side(out / "target")
     inputs = JudgeInputs(
         allow_diff=list(allow_diff or []),
         target_loss=target_loss,
         cost=cost or CostInputs(),
         operational=operational or {},
     )
-    write_json(out / INPUTS_FILE, inputs.to_dict())
-    verdict = judge(
-        a,
-        b,
-        allow=allow,
-        reference=None,
-        target_loss=target_loss,
-        cost_inputs=inputs.cost,
-        operational_answers=inputs.operational,
-    )
-    write_json(out / "verdict.json", verdict.to_dict())
-    result = CompareResult(out=out, baseline=a, target=b, verdict=verdict)
-    result.report = report_after_compare(out)
-    index_quietly(out)
-    return result
+    return conclude(out, inputs, reference=None)

@@ -7,9 +7,10 @@ RSS and the device's currently allocated bytes. ``metrics.json`` keeps the windo
 ``soak`` and, as ``step_samples_s``, a systematic sample of at most 65,536 steps (every
 step until the buffer is full, then every 2nd, 4th, ...), so that it has the usual shape.
 
-Whatever the loop itself keeps lives in buffers allocated and touched before the first
-timed step, so that parity's own bookkeeping never reads as memory growth; a runner's
-per-step record of token times is drained after every step for the same reason.
+Whatever the loop itself keeps (windows, samples) lives in numpy buffers allocated and
+touched before the first timed step, so that parity's own bookkeeping never reads as
+memory growth; a runner's per-step record of token times is drained after every step
+for the same reason.
 """
 
 from __future__ import annotations
@@ -79,6 +80,45 @@ class Reservoir:
         self.n += 1
 
 
+class Windows:
+    """The soak's windows in columns allocated and touched up front (no growth while it
+    runs); ``-1`` marks a figure the platform cannot read."""
+
+    COLUMNS = (
+        "t_s",
+        "end_s",
+        "steps",
+        "median_s",
+        "mean_s",
+        "max_s",
+        "ttft_median_s",
+        "host_rss",
+        "device_allocated",
+    )
+    INTEGER = ("steps", "host_rss", "device_allocated")
+
+    def __init__(self, capacity: int) -> None:
+        self.data = np.full((capacity, len(self.COLUMNS)), -1.0)
+        self.n = 0
+
+    def add(self, *values: float | int | None) -> None:
+        if self.n < self.data.shape[0]:
+            self.data[self.n] = [-1.0 if v is None else float(v) for v in values]
+            self.n += 1
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for row in self.data[: self.n].tolist():
+            record: dict[str, Any] = {}
+            for name, value in zip(self.COLUMNS, row, strict=True):
+                if value < 0:
+                    record[name] = None
+                else:
+                    record[name] = int(value) if name in self.INTEGER else value
+            out.append(record)
+        return out
+
+
 def _first_token_ns(runner: StepRunner) -> int | None:
     """A generation runner's time to the first token of its last step; drains its record."""
     times = runner.token_times_ns()
@@ -99,7 +139,7 @@ def run_soak(run: ModeRun) -> None:
     reservoir = Reservoir()
     lat = np.full(CAP, -1.0)  # one window's latencies (the first CAP steps of it)
     ttft = np.full(CAP, -1.0)
-    windows: list[dict[str, Any]] = []
+    table = Windows(min(1 << 20, duration_ns // window_ns + 16))
     with run.mode:
         run.set_phase("first step")
         run.emit("phase", phase="first step")
@@ -132,18 +172,16 @@ def run_soak(run: ModeRun) -> None:
             done = b - start >= duration_ns
             if b - win_start >= window_ns or done:
                 part = lat[:k]
-                windows.append(
-                    {
-                        "t_s": ((win_start + b) / 2 - start) * NS,
-                        "end_s": (b - start) * NS,
-                        "steps": n_win,
-                        "median_s": float(np.median(part)),
-                        "mean_s": float(part.mean()),
-                        "max_s": float(part.max()),
-                        "ttft_median_s": float(np.median(ttft[:k_tt])) if k_tt else None,
-                        "host_rss": current_rss(),
-                        "device_allocated": device_allocated(device),
-                    }
+                table.add(
+                    ((win_start + b) / 2 - start) * NS,
+                    (b - start) * NS,
+                    n_win,
+                    float(np.median(part)),
+                    float(part.mean()),
+                    float(part.max()),
+                    float(np.median(ttft[:k_tt])) if k_tt else None,
+                    current_rss(),
+                    device_allocated(device),
                 )
                 run.emit("progress", done=int((b - start) * NS), steps=int(duration_ns * NS))
                 k = k_tt = n_win = 0
@@ -154,6 +192,7 @@ def run_soak(run: ModeRun) -> None:
         mem_steps = {"device": device.memory_peaks(), "host_peak_rss": memory.host_peak_rss()}
         run.set_phase("finish")
         numerics = runner.finish()
+    windows = table.rows()
     samples = [first_ns] + [int(v * 1e9) for v in reservoir.v[: reservoir.n]]
     metrics = build_metrics(samples, run.workload, run.startup, run.load_ns, {"steps": mem_steps})
     metrics["mode"] = "soak"

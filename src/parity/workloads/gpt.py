@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from parity.errors import WorkloadError
-from parity.workloads.base import RunContext, RunNumerics, StepRunner, Workload, batches
-from parity.workloads.loops import TrainRunner
+from parity.workloads.base import RunContext, StepRunner, Workload, batches
+from parity.workloads.loops import GenerateLoop, TrainRunner
 
 VOCAB = 256
 N_BATCHES = 16
@@ -180,18 +180,8 @@ class GptTrain(Workload):
         return {"logits": logits, "loss": loss}
 
 
-class GenerateRunner(StepRunner):
-    """Greedy decoding of a fixed number of tokens for each prompt batch."""
-
-    def __init__(
-        self, model: nn.Module, prompts: torch.Tensor, ctx: RunContext, new_tokens: int
-    ) -> None:
-        self.model = model.eval()
-        self.prompts = prompts
-        self.ctx = ctx
-        self.new_tokens = new_tokens
-        self.first: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.stamps: list[list[int]] = []
+class GenerateRunner(GenerateLoop):
+    """Greedy decoding with the static key/value cache of ``Gpt``."""
 
     def generate(
         self, prompt: torch.Tensor, stamps: list[int] | None = None
@@ -219,22 +209,6 @@ class GenerateRunner(StepRunner):
                     sync()
                     stamps.append(time.perf_counter_ns() - t0)
         return torch.stack(out, dim=1), first_logits
-
-    def step(self, i: int) -> None:
-        stamps: list[int] = []
-        result = self.generate(batches(self.prompts, i), stamps)
-        self.stamps.append(stamps)
-        if i == 0:
-            self.first = result
-
-    def token_times_ns(self) -> list[list[int]] | None:
-        return self.stamps
-
-    def finish(self) -> RunNumerics:
-        if self.first is None:
-            self.first = self.generate(batches(self.prompts, 0))
-        tokens, logits = self.first
-        return RunNumerics(outputs={"prefill_logits": logits.float().cpu(), "tokens": tokens.cpu()})
 
 
 class GptGenerate(GptTrain):

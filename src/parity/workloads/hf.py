@@ -34,9 +34,9 @@ from torch import nn
 
 from parity.errors import WorkloadError
 from parity.spec import WorkloadSpec
-from parity.workloads.base import RunContext, RunNumerics, StepRunner, Workload, batches
+from parity.workloads.base import RunContext, StepRunner, Workload, batches
 from parity.workloads.gpt import corpus_windows
-from parity.workloads.loops import TrainRunner
+from parity.workloads.loops import GenerateLoop, TrainRunner
 
 EXTRA_HINT = "pip install 'parity[hf]'"
 N_BATCHES = 16
@@ -462,7 +462,7 @@ class HfTrain(HfWorkload):
         return {"logits": logits, "loss": _ce(logits, data["labels"][0])}
 
 
-class HfGenerateRunner(StepRunner):
+class HfGenerateRunner(GenerateLoop):
     """Greedy decoding of a fixed number of tokens with the model's key/value cache."""
 
     def __init__(
@@ -473,13 +473,8 @@ class HfGenerateRunner(StepRunner):
         new_tokens: int,
         decoder_start: int | None,
     ) -> None:
-        self.model = model.eval()
-        self.prompts = prompts
-        self.ctx = ctx
-        self.new_tokens = new_tokens
+        super().__init__(model, prompts, ctx, new_tokens)
         self.decoder_start = decoder_start  # None: decoder-only
-        self.first: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.stamps: list[list[int]] = []
         # transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns)
         forward = getattr(model, "_orig_mod", model).forward
         params = inspect.signature(forward).parameters
@@ -523,22 +518,6 @@ class HfGenerateRunner(StepRunner):
                     sync()
                     stamps.append(time.perf_counter_ns() - t0)
         return torch.stack(tokens, dim=1), first_logits
-
-    def step(self, i: int) -> None:
-        stamps: list[int] = []
-        result = self.generate(batches(self.prompts, i), stamps)
-        self.stamps.append(stamps)
-        if i == 0:
-            self.first = result
-
-    def token_times_ns(self) -> list[list[int]] | None:
-        return self.stamps
-
-    def finish(self) -> RunNumerics:
-        if self.first is None:
-            self.first = self.generate(batches(self.prompts, 0))
-        tokens, logits = self.first
-        return RunNumerics(outputs={"prefill_logits": logits.float().cpu(), "tokens": tokens.cpu()})
 
 
 class HfGenerate(HfWorkload):

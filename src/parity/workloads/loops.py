@@ -83,3 +83,42 @@ class InferRunner(StepRunner):
             with torch.inference_mode(), self.ctx.autocast():
                 self.first = self.forward(self.model, batches(self.inputs, 0))
         return RunNumerics(outputs={"logits": self.first.float().cpu()})
+
+
+class GenerateLoop(StepRunner):
+    """Greedy decoding of ``new_tokens`` tokens per prompt batch; subclasses implement
+    ``generate``. Each step keeps its per-token time stamps (TTFT, TPOT, ITL) and the
+    first batch's tokens and prefill logits for the numerics."""
+
+    def __init__(
+        self, model: nn.Module, prompts: torch.Tensor, ctx: RunContext, new_tokens: int
+    ) -> None:
+        self.model = model.eval()
+        self.prompts = prompts
+        self.ctx = ctx
+        self.new_tokens = new_tokens
+        self.first: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.stamps: list[list[int]] = []
+
+    def generate(
+        self, prompt: torch.Tensor, stamps: list[int] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tokens, prefill logits); with ``stamps``, each token is synchronised and
+        time-stamped (ns since the start), as a streaming server hands each token out."""
+        raise NotImplementedError
+
+    def step(self, i: int) -> None:
+        stamps: list[int] = []
+        result = self.generate(batches(self.prompts, i), stamps)
+        self.stamps.append(stamps)
+        if i == 0:
+            self.first = result
+
+    def token_times_ns(self) -> list[list[int]] | None:
+        return self.stamps
+
+    def finish(self) -> RunNumerics:
+        if self.first is None:
+            self.first = self.generate(batches(self.prompts, 0))
+        tokens, logits = self.first
+        return RunNumerics(outputs={"prefill_logits": logits.float().cpu(), "tokens": tokens.cpu()})
