@@ -128,8 +128,16 @@ def _fresh_dir(path: Path) -> None:
         )
 
 
-def _job(role: str, side: SideSpec, wspec: WorkloadSpec, frozen: Frozen, repeat: int = 0) -> Job:
+def _job(
+    role: str,
+    side: SideSpec,
+    wspec: WorkloadSpec,
+    frozen: Frozen,
+    repeat: int = 0,
+    torchrun: dict[str, Any] | None = None,
+) -> Job:
     return Job(
+        settings={k: v for k, v in (torchrun or {}).items() if v},
         role=role,
         side=str(side),
         workload=wspec.to_dict(),
@@ -161,6 +169,7 @@ def run(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: ProgressFn | None = None,
+    torchrun: dict[str, Any] | None = None,
 ) -> Bundle:
     """Run one side once and return its bundle (status ok or failed)."""
     spec = parse_side(side)
@@ -169,7 +178,7 @@ def run(
     frozen = freeze(workload)
     if out.is_dir():
         out.rmdir()
-    job = _job("run", spec, wspec, frozen)
+    job = _job("run", spec, wspec, frozen, torchrun=torchrun)
     job.settings["capture"] = True  # the numerics probe, for a later diff with a reference
     run_job(
         job,
@@ -250,7 +259,7 @@ def compare(
     reference = fp64_reference(frozen, wspec, out / REFERENCE_DIR, plan.timeout_s, progress)
 
     def make_job(role: str, k: int) -> Job:
-        job = _job(role, sides[role], wspec, frozen, repeat=k)
+        job = _job(role, sides[role], wspec, frozen, repeat=k, torchrun=plan.torchrun)
         job.settings["capture"] = k == 0  # the numerics probe runs in the first repeat
         return job
 

@@ -52,6 +52,14 @@ PriceOpt = Annotated[
     list[str] | None,
     typer.Option("--price", help="SIDE=DOLLARS_PER_HOUR[:ACCELERATORS], e.g. target=21.50:16"),
 ]
+NprocOpt = Annotated[
+    int | None,
+    typer.Option("--nproc", help="run each side as a torchrun job of N processes (nproc=N)"),
+]
+NnodesOpt = Annotated[int, typer.Option("--nnodes", help="torchrun --nnodes")]
+RdzvOpt = Annotated[
+    str | None, typer.Option("--rdzv-endpoint", help="torchrun --rdzv-endpoint HOST:PORT")
+]
 AllowOpt = Annotated[
     list[str] | None,
     typer.Option("--allow-diff", help='accept a differing fingerprint field: FIELD="reason"'),
@@ -96,6 +104,16 @@ def script_command(ctx: typer.Context) -> list[str]:
             "model and data; pass its options after --"
         )
     return SCRIPT_ARGV
+
+
+def with_nproc(side: str, nproc: int) -> str:
+    """``--nproc N``: the side as a torchrun job, unless its spec already says how."""
+    from parity.spec import parse_side
+
+    spec = parse_side(side)
+    return (
+        side if spec.nproc is not None else str(replace(spec, nproc=nproc if nproc > 1 else None))
+    )
 
 
 def fail_usage(message: str) -> None:
@@ -214,6 +232,9 @@ def compare(
             "workload, sides and measuring options",
         ),
     ] = None,
+    nproc: NprocOpt = None,
+    nnodes: NnodesOpt = 1,
+    rdzv_endpoint: RdzvOpt = None,
     timeout: TimeoutOpt = 900.0,
     as_json: JsonOpt = False,
     hf_config: HfConfigOpt = None,
@@ -245,6 +266,7 @@ def compare(
         "budget_s": budget,
         "compliance": compliance,
         "timeout_s": timeout,
+        "torchrun": {"nnodes": nnodes, "rdzv_endpoint": rdzv_endpoint},
     }
     if plan_path is not None:
         pf = guarded(lambda: load_plan(plan_path))
@@ -261,6 +283,10 @@ def compare(
     except ValueError as exc:
         fail_usage(str(exc))
     target_spec = target if target is not None else api.default_target()
+    if nproc is not None:
+        n, base_in, target_in = nproc, baseline, target_spec
+        baseline = guarded(lambda: with_nproc(base_in, n))
+        target_spec = guarded(lambda: with_nproc(target_in, n))
     if script:
         from parity.runner.script import compare_script
 
@@ -357,6 +383,9 @@ def run(
     seq_len: SeqOpt = None,
     steps: StepsOpt = None,
     seed: SeedOpt = 0,
+    nproc: NprocOpt = None,
+    nnodes: NnodesOpt = 1,
+    rdzv_endpoint: RdzvOpt = None,
     timeout: TimeoutOpt = 900.0,
     hf_config: HfConfigOpt = None,
 ) -> None:
@@ -379,9 +408,13 @@ def run(
         wspec = guarded(
             lambda: workload_spec(name, size, batch_size, seq_len, steps, seed, hf_config)
         )
+        side = guarded(lambda: with_nproc(device, nproc)) if nproc is not None else device
+        torchrun = {"nnodes": nnodes, "rdzv_endpoint": rdzv_endpoint}
         with live_progress(True) as progress:
             bundle = guarded(
-                lambda: api.run(wspec, device, out, timeout_s=timeout, progress=progress)
+                lambda: api.run(
+                    wspec, side, out, timeout_s=timeout, progress=progress, torchrun=torchrun
+                )
             )
     if not bundle.ok:
         err_console.print(f"{bundle.side} failed: {bundle.manifest.get('reason')}", markup=False)

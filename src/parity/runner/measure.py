@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ class Plan:
     max_repeats: int = 30
     compliance: bool = True
     timeout_s: float = 900.0
+    #: torchrun pass-through for multi-node sides: nnodes, rdzv_endpoint
+    torchrun: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.repeats is not None and self.repeats < 1:
@@ -55,6 +57,7 @@ class Plan:
             "max_repeats": self.max_repeats,
             "compliance": self.compliance,
             "timeout_s": self.timeout_s,
+            "torchrun": dict(self.torchrun),
         }
 
 
