@@ -77,7 +77,7 @@ def main() -> None:
 
     samples: dict[str, list[int]] = {name: [] for name in loops}
     walls: dict[str, list[int]] = {name: [] for name in loops}
-    rows = []
+    rows: list[tuple[object, ...]] = []
     names = list(loops)
     for k in range(blocks):
         for name in names if k % 2 == 0 else names[::-1]:

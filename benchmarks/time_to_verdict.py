@@ -53,8 +53,11 @@ def speed_of(result: CompareResult) -> dict[str, Any]:
 
 
 def steps_seconds(result: CompareResult) -> str:
-    """Seconds of timed steps per side in its first process (baseline / target)."""
-    got = [sum(side.first.metrics["step_samples_s"]) for side in (result.baseline, result.target)]
+    """Seconds of timed steps per side, summed over its processes (baseline / target)."""
+    got = [
+        sum(sum(b.metrics["step_samples_s"]) for b in side.ok)
+        for side in (result.baseline, result.target)
+    ]
     return f"{got[0]:.1f} / {got[1]:.1f}"
 
 
