@@ -9,12 +9,12 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 # the test device's C++ extension is built with the venv's ninja
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: demo test lint benchmarks clean
+.PHONY: demo test lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) "$(TORCH_PIN)"
-	$(PIP) -e .
+	$(PIP) -e ".[report]"
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.installed

@@ -103,11 +103,7 @@ def run_job(
         timed_out = False
         try:
             while proc.poll() is None:
-                for event in tail.poll():
-                    if event.get("event") == "phase":
-                        last_phase = str(event.get("phase"))
-                    if on_event:
-                        on_event(event)
+                last_phase = _relay(tail.poll(), on_event, last_phase)
                 if time.monotonic() > deadline:
                     timed_out = True
                     _stop(proc)
@@ -116,14 +112,22 @@ def run_job(
         except BaseException:
             _stop(proc)
             raise
-        for event in tail.poll():
-            if on_event:
-                on_event(event)
+        last_phase = _relay(tail.poll(), on_event, last_phase)  # what it said before exiting
     rc = proc.wait()
     reason = _failure_reason(tmp, rc, timed_out, timeout_s, last_phase)
     if reason is not None:
         _write_failed(tmp, job, reason)
     return finalize(tmp, final)
+
+
+def _relay(events: list[dict[str, Any]], on_event: EventHandler | None, phase: str) -> str:
+    """Pass events on; return the latest phase the worker announced."""
+    for event in events:
+        if event.get("event") == "phase":
+            phase = str(event.get("phase"))
+        if on_event:
+            on_event(event)
+    return phase
 
 
 def _die_with_parent() -> None:
