@@ -293,3 +293,20 @@ def test_a_target_that_runs_out_of_memory_is_recorded(tmp_path: Path) -> None:
     reason = verdict["sides"]["target"]["reason"]
     assert "phase 'steps'" in reason and "allocate" in reason
     assert verdict["sides"]["baseline"]["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_a_side_that_segfaults_is_recorded_with_the_signal(tmp_path: Path) -> None:
+    res = run_cli(
+        "run",
+        f"{FIXTURES / 'workloads.py'}:SegfaultOnReduced",
+        "--device",
+        "cpu+bf16",
+        "--out",
+        str(tmp_path / "b"),
+    )
+    assert res.returncode == 1
+    bundle = load_bundle(tmp_path / "b")
+    assert bundle.status == "failed"
+    assert "SIGSEGV" in bundle.manifest["reason"]
+    assert "Segmentation fault" in bundle.manifest["stderr_tail"]
