@@ -118,7 +118,10 @@ def test_trend_per_side_over_time(store_file: Path) -> None:
             s.trend("speed")
 
 
-def test_reindex_after_the_database_file_was_deleted(store_file: Path, runs: Path) -> None:
+def test_reindex_after_the_database_file_was_deleted(
+    store_file: Path, runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a bare reindex also reads ./parity-runs: keep it empty
     with Store.open(store_file) as s:
         before = (s.runs(), s.trend("median_step_s"), s.show(s.runs()[1]["id"]))
     store_file.unlink()
@@ -137,7 +140,10 @@ def test_reindex_after_the_database_file_was_deleted(store_file: Path, runs: Pat
     }
 
 
-def test_reindex_forgets_vanished_runs_and_reports_broken_ones(tmp_path: Path) -> None:
+def test_reindex_forgets_vanished_runs_and_reports_broken_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a bare reindex also reads ./parity-runs: keep it empty
     root = tmp_path / "runs"
     synthetic_run(root / "keep")
     synthetic_run(root / "gone")
