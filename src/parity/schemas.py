@@ -298,6 +298,22 @@ SIDE_INFO = _obj(
     ["spec", "status", "repeats", "repeats_ok"],
 )
 
+#: the sections every verdict has (later sections are optional and render generically)
+VERDICT_CORE = (
+    "passed",
+    "exit_code",
+    "workload",
+    "sides",
+    "fairness",
+    "config_differences",
+    "environment_differences",
+    "gates",
+    "quality",
+    "speed",
+    "memory",
+    "phases",
+)
+
 VERDICT = _obj(
     {
         "passed": BOOL,
@@ -373,20 +389,7 @@ VERDICT = _obj(
         "memory": {"anyOf": [PAIR, {"type": "object", "maxProperties": 0}]},
         "phases": {"anyOf": [PAIR, {"type": "object", "maxProperties": 0}]},
     },
-    [
-        "passed",
-        "exit_code",
-        "workload",
-        "sides",
-        "fairness",
-        "config_differences",
-        "environment_differences",
-        "gates",
-        "quality",
-        "speed",
-        "memory",
-        "phases",
-    ],
+    list(VERDICT_CORE),
     title="verdict.json",
     description="the comparison's outcome; sections appear in the order they are checked",
 )

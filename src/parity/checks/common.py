@@ -130,6 +130,13 @@ class Part:
     on_event: EventHandler | None = None
 
 
+def resumed_part(side: SideSpec, checkpoint: Path) -> Part:
+    """The part that loads a checkpoint in a fresh process and trains on."""
+    return Part(
+        name="resumed", side=side, settings={"mode": "train_ckpt", "resume_from": str(checkpoint)}
+    )
+
+
 def make_job(part: Part, wspec: WorkloadSpec, frozen: Frozen) -> Job:
     return Job(
         role=part.name,

@@ -36,6 +36,7 @@ from parity.checks.common import (
     fresh_out,
     parts_ran,
     prepare,
+    resumed_part,
     run_parts,
 )
 from parity.checks.rollback import continuation, steps_for
@@ -136,13 +137,7 @@ def recovery(
     }
     if kill_gate["passed"]:
         bundles |= run_parts(
-            [
-                Part(
-                    name="resumed",
-                    side=side,
-                    settings={"mode": "train_ckpt", "resume_from": str(ckpt)},
-                )
-            ],
+            [resumed_part(side, ckpt)],
             out,
             wspec,
             frozen,

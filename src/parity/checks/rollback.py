@@ -33,6 +33,7 @@ from parity.checks.common import (
     fresh_out,
     parts_ran,
     prepare,
+    resumed_part,
     run_parts,
 )
 from parity.errors import UsageError
@@ -147,13 +148,7 @@ def rollback(
     )
     if bundles["target"].ok:
         bundles |= run_parts(
-            [
-                Part(
-                    name="resumed",
-                    side=b_side,
-                    settings={"mode": "train_ckpt", "resume_from": str(ckpt)},
-                )
-            ],
+            [resumed_part(b_side, ckpt)],
             out,
             wspec,
             frozen,

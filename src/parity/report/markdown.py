@@ -11,24 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from parity.report.terminal import fmt_bytes, fmt_rate, fmt_s
+from parity.schemas import VERDICT_CORE
 
 MAX_LINES = 60
 MAX_ITEMS = 6
 ROLES = ("baseline", "target")
-KNOWN = (
-    "passed",
-    "exit_code",
-    "workload",
-    "sides",
-    "fairness",
-    "config_differences",
-    "environment_differences",
-    "gates",
-    "quality",
-    "speed",
-    "memory",
-    "phases",
-)
+KNOWN = VERDICT_CORE
 
 
 def cell(value: Any) -> str:
