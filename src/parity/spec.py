@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from parity.errors import SpecError
 
-PRECISIONS = ("fp32", "bf16", "fp16")
+Precision = Literal["fp32", "bf16", "fp16"]
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 EMULATE_PROFILES = ("matmul-bf16", "matmul-tf32", "matmul-fp16")
 SIZES = ("tiny", "small", "base")
 OPTIONS = (
@@ -37,6 +38,19 @@ OPTIONS = (
     "fsdp",
 )
 
+#: the fields of a side spec, in order (what may differ between the sides)
+SIDE_FIELDS = (
+    "device",
+    "index",
+    "precision",
+    "compile",
+    "compile_backend",
+    "threads",
+    "deterministic",
+    "emulate",
+    "nproc",
+    "fsdp",
+)
 _DEVICE_RE = re.compile(r"^(?P<type>[a-z][a-z0-9_]*)(?::(?P<index>\d+))?$")
 
 
@@ -46,7 +60,7 @@ class SideSpec:
 
     device: str
     index: int | None = None
-    precision: str = "fp32"
+    precision: Precision = "fp32"
     compile: bool = False
     compile_backend: str | None = None
     threads: int | None = None
@@ -115,22 +129,48 @@ class SideSpec:
     def from_dict(cls, data: dict[str, Any]) -> SideSpec:
         return parse_side(str(data["spec"]), check_device=False)
 
+    # the codec's hooks: a side is its spec string, with the parsed fields beside it
+    def __codec_encode__(self) -> dict[str, Any]:
+        return self.to_dict()
+
+    @classmethod
+    def __codec_decode__(cls, data: object, path: str) -> SideSpec:
+        from parity.model.codec import DecodeError
+
+        if isinstance(data, str):
+            text = data
+        elif isinstance(data, dict) and isinstance(data.get("spec"), str):
+            unknown = sorted(set(data) - {"spec", *SIDE_FIELDS})
+            if unknown:
+                raise DecodeError(f"{path}.{unknown[0]}", "is not a side spec field")
+            text = data["spec"]
+        else:
+            raise DecodeError(path, "expected a side spec: a string or an object with 'spec'")
+        try:
+            side = parse_side(text, check_device=False)
+        except SpecError as exc:
+            raise DecodeError(path, str(exc)) from None
+        if isinstance(data, dict):
+            mine = side.to_dict()
+            differ = [k for k in SIDE_FIELDS if k in data and data[k] != mine[k]]
+            if differ:
+                raise DecodeError(f"{path}.{differ[0]}", f"does not match the spec {text!r}")
+        return side
+
+    @classmethod
+    def __codec_schema__(cls) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"spec": {"type": "string"}},
+            "required": ["spec"],
+            "description": "a side spec DEVICE[:INDEX][+OPTION...] and its parsed fields",
+        }
+
     def config_differences(self, other: SideSpec) -> list[tuple[str, str, str]]:
         """The settings that differ between two sides, as (setting, self, other)."""
         out = []
         mine, theirs = self.to_dict(), other.to_dict()
-        for key in (
-            "device",
-            "index",
-            "precision",
-            "compile",
-            "compile_backend",
-            "threads",
-            "deterministic",
-            "emulate",
-            "nproc",
-            "fsdp",
-        ):
+        for key in SIDE_FIELDS:
             if mine[key] != theirs[key]:
                 out.append((key, _show(mine[key]), _show(theirs[key])))
         return out

@@ -1,0 +1,118 @@
+"""What a parent hands a worker (``job.json``), and what a worker says back.
+
+The job crosses the process boundary as JSON and is decoded once, typed, by the worker:
+the side spec is a ``SideSpec``, the mode a literal, each mode's settings a dataclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from parity.model.codec import omit_none
+from parity.model.workload import FingerprintParts, WorkloadDescription
+from parity.spec import SideSpec, WorkloadSpec
+
+JOB_FILE = "job.json"
+ERROR_FILE = "error.json"
+EVENTS_FILE = "events.jsonl"
+
+#: what a worker does with its side: time steps (``measure``), the fp64 reference, the
+#: op scan, a checkpointed training part, a soak, or an instrumented user script
+Mode = Literal["measure", "reference", "scan", "train_ckpt", "soak", "script"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Torchrun:
+    """How a side runs under torchrun: the side's ``nproc`` and these multi-node settings."""
+
+    nnodes: int = 1
+    rdzv_endpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.nnodes < 1:
+            raise ValueError(f"--nnodes must be at least 1, got {self.nnodes}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckpointPlan:
+    """``train_ckpt`` mode: train steps ``start .. stop_at-1``, checkpoint after ``save_at``."""
+
+    stop_at: int | None = None
+    save_at: int | None = None
+    checkpoint_dir: str | None = None
+    resume_from: str | None = None
+    #: wait this long to be killed after the last step instead of finishing (recovery)
+    await_kill_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SoakPlan:
+    """``soak`` mode: run for ``duration_s``, summarising windows of ``window_s``."""
+
+    duration_s: float
+    window_s: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScriptPlan:
+    """``script`` mode: the user's script (a file or a module) with its arguments."""
+
+    target: str
+    module: bool
+    args: tuple[str, ...]
+    cwd: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Job:
+    """Everything a worker needs to run one side once."""
+
+    role: str
+    side: SideSpec
+    workload: WorkloadSpec
+    #: the frozen workload's directory (none in script mode)
+    frozen: str | None
+    fingerprint: str
+    parts: FingerprintParts
+    description: WorkloadDescription
+    mode: Mode = "measure"
+    repeat: int = 0
+    #: ``perf_counter_ns`` in the parent when it launched the worker
+    spawned_ns: int = 0
+    timeout_s: float = 900.0
+    #: run the numerics probe (first repeat of a comparison, a single run)
+    capture: bool = False
+    #: a compliance run: timing only (no FLOP count, no compile probes)
+    compliance: bool = False
+    #: the anti-caching compliance run: one identical input at every step
+    same_input: bool = False
+    torchrun: Torchrun = field(default_factory=Torchrun)
+    checkpoint: CheckpointPlan | None = omit_none()
+    soak: SoakPlan | None = omit_none()
+    script: ScriptPlan | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkerError:
+    """``error.json``: the first exception a worker raised, and in which phase."""
+
+    type: str
+    message: str
+    phase: str
+    traceback: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Event:
+    """One line of ``events.jsonl``: a phase change, progress, or a checkpoint saved."""
+
+    t_ns: int
+    event: Literal["phase", "progress", "checkpoint"]
+    phase: str | None = omit_none()
+    steps: int | None = omit_none()
+    done: int | None = omit_none()
+    step: int | None = omit_none()
+    path: str | None = omit_none()
+    pid: int | None = omit_none()
+    duration_s: float | None = omit_none()

@@ -1,0 +1,158 @@
+"""``manifest.json``: what ran, where, with which settings, and how it ended.
+
+The worker writes an ``incomplete`` manifest as soon as its side is set up and the
+``ok`` one last; the parent writes a ``failed`` one (with the reason and the tail of the
+worker's stderr) when the worker did not finish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from parity.model.codec import omit_none
+from parity.model.job import Mode
+from parity.model.workload import WorkloadRef
+from parity.spec import Precision, SideSpec
+
+Status = Literal["ok", "failed", "incomplete"]
+#: a device setting that changes numerics or speed (TF32, threads, ...), as reported
+FlagValue = str | int | float | bool | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TorchInfo:
+    version: str
+    git_version: str | None = None
+    debug: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CpuInfo:
+    model: str | None
+    logical_cores: int | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeviceInfo:
+    """What the device adapter reports about its device."""
+
+    type: str
+    name: str
+    count: int
+    backend_packages: dict[str, str | None] = field(default_factory=dict)
+    flags: dict[str, FlagValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GlobalFlags:
+    deterministic_algorithms: bool
+    float32_matmul_precision: str
+    num_threads: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PipFreeze:
+    """The installed distributions, as a digest of ``name==version`` lines and a count."""
+
+    sha256: str
+    packages: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Environment:
+    """Everything about a worker's environment that can change a result."""
+
+    parity: str
+    python: str
+    python_implementation: str
+    executable: str
+    platform: str
+    hostname: str
+    cpu: CpuInfo
+    torch: TorchInfo
+    device: DeviceInfo
+    flags: GlobalFlags
+    pip_freeze: PipFreeze
+    #: allow-listed variables, credential-like ones redacted
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Items:
+    """How many samples and tokens one step processes."""
+
+    samples: int
+    tokens: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resolved:
+    """The settings the worker actually applied, as opposed to those asked for.
+
+    Two sides are compared on these: ``cpu+compile`` against ``neuron+compile`` differ in
+    ``compile_backend`` (inductor against the adapter's default), which the side specs
+    alone do not show."""
+
+    precision: Precision
+    #: ``torch.autocast`` device type and dtype (None in fp32)
+    autocast_device_type: str | None
+    autocast_dtype: str | None
+    #: the format matmuls run in (fp32, tf32, bf16, fp16) and convolutions likewise
+    matmul: str
+    conv: str
+    compile_backend: str | None
+    threads: int
+    deterministic: bool
+    #: device settings ``+deterministic`` turned on
+    determinism: tuple[str, ...] = ()
+    emulate: str | None = None
+    steps: int | None = None
+    items_per_step: Items | None = None
+    #: after the run: ops that refused determinism, emulated calls
+    nondeterministic_ops: tuple[str, ...] | None = omit_none()
+    emulated_calls: int | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DistInfo:
+    """A torchrun side: this process's place in the job."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    backend: str
+
+    @property
+    def leader(self) -> bool:
+        return self.rank == 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Manifest:
+    """What ran, where, and how it ended."""
+
+    schema_version: int
+    parity_version: str
+    status: Status
+    reason: str | None
+    stderr_tail: str | None = omit_none()
+    role: str
+    repeat: int
+    mode: Mode
+    side: SideSpec
+    workload: WorkloadRef
+    environment: Environment | None = None
+    resolved: Resolved | None = None
+    started_unix: float | None = None
+    finished_unix: float | None = None
+    pid: int | None = None
+    distributed: DistInfo | None = omit_none()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def script_mode(self) -> bool:
+        return self.mode == "script"

@@ -1,0 +1,102 @@
+"""``numerics.json`` (loss curve and output summaries) and ``capture.json`` (the numerics
+probe: outputs, gradients after the first backward, every module's input and output).
+
+The tensors themselves are in the bundle's ``numerics.safetensors`` and
+``capture.safetensors``; these documents summarise them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from parity.model.codec import omit_none
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OutputSummary:
+    """A tensor in ``numerics.safetensors``: shape, dtype and, where finite, its moments."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    finite: bool
+    mean: float | None = None
+    std: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckpointSaved:
+    step: int
+    to: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckpointRestored:
+    step: int
+    saved_by: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckpointEvents:
+    """``train_ckpt`` mode: where the run started and what it saved or restored."""
+
+    start: int
+    restored: CheckpointRestored | None = None
+    saved: CheckpointSaved | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunOutputs:
+    """``numerics.json``: what a run produced for the numerics comparison."""
+
+    #: one loss per step; null where it was not finite
+    losses: tuple[float | None, ...] = ()
+    outputs: dict[str, OutputSummary] = field(default_factory=dict)
+    checkpoint: CheckpointEvents | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TensorSummary:
+    """Summary statistics of a captured tensor (computed in float32 on the device)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    numel: int
+    mean: float | None = None
+    std: float | None = None
+    absmax: float | None = None
+    min: float | None = None
+    max: float | None = None
+    finite_fraction: float | None = None
+    #: an output larger than the sample size: the stored values are a sample
+    sampled: bool | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LayerRecord:
+    """One module's first call in execution order: its output and first tensor input."""
+
+    name: str
+    type: str
+    leaf: bool
+    output: TensorSummary
+    input: TensorSummary | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Capture:
+    """``capture.json``: the numerics probe's summaries (or why there is none)."""
+
+    outputs: dict[str, TensorSummary] = field(default_factory=dict)
+    gradients: dict[str, TensorSummary] = field(default_factory=dict)
+    layers: tuple[LayerRecord, ...] = ()
+    #: with +compile the per-module pass ran eagerly on a fresh copy
+    layers_eager: bool = False
+    #: the workload defines no probe, or the probe failed
+    error: str | None = omit_none()
+
+    @property
+    def available(self) -> bool:
+        return self.error is None

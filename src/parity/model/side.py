@@ -1,0 +1,53 @@
+"""``side.json``: how much a side was to be measured, and how measuring it ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from parity.model.job import Torchrun
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MeasurePlan:
+    """How much to measure: fixed repeats, or until a precision or a time budget."""
+
+    repeats: int | None = None
+    precision: float = 0.02
+    budget_s: float = 30.0
+    min_repeats: int = 2
+    max_repeats: int = 30
+    compliance: bool = True
+    timeout_s: float = 900.0
+    torchrun: Torchrun = field(default_factory=Torchrun)
+
+    def __post_init__(self) -> None:
+        if self.repeats is not None and self.repeats < 1:
+            raise ValueError(f"--repeats must be at least 1, got {self.repeats}")
+        if not 0 < self.precision < 1:
+            raise ValueError(f"--precision must be a fraction in (0, 1), got {self.precision}")
+        if not 0 < self.budget_s < float("inf"):
+            raise ValueError(f"--budget must be positive seconds, got {self.budget_s}")
+        if not 0 < self.timeout_s < float("inf"):
+            raise ValueError(f"--timeout must be positive seconds, got {self.timeout_s}")
+        if not 1 <= self.min_repeats <= self.max_repeats:
+            raise ValueError(
+                f"need 1 <= min_repeats <= max_repeats, got {self.min_repeats} and "
+                f"{self.max_repeats}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Stop:
+    """Why measuring stopped (precision, budget, repeat cap, repeats asked, a failure)."""
+
+    reason: str
+    message: str
+    elapsed_s: float | None = None
+    #: the run order, e.g. ``baseline r00``, ``target r00``, ``target r01``, ...
+    order: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SideFile:
+    stop: Stop
+    plan: MeasurePlan

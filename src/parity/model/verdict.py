@@ -1,0 +1,549 @@
+"""``verdict.json``: the outcome of a comparison, section by section, in the order a
+careful engineer checks them (fairness, differences, both ran, compatibility, quality,
+numerics, speed, cost, memory, phases, contract, what is unproven, operations).
+
+The judge builds a ``Verdict`` from bundles; the report's view model reads it; nothing
+digs in dictionaries. ``passed`` and ``exit_code`` derive from the gates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar
+
+from parity.model.codec import Json, omit_none
+from parity.model.metrics import (
+    Flops,
+    Generation,
+    Inference,
+    Memory,
+    Phases,
+    Throughput,
+)
+from parity.model.side import Stop
+from parity.model.workload import WorkloadDescription
+
+T = TypeVar("T")
+Role = Literal["baseline", "target"]
+ROLES: tuple[Role, Role] = ("baseline", "target")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ByRole(Generic[T]):
+    """One value per side."""
+
+    baseline: T
+    target: T
+
+    def of(self, role: Role) -> T:
+        value: T = self.baseline if role == "baseline" else self.target
+        return value
+
+    def items(self) -> tuple[tuple[Role, T], tuple[Role, T]]:
+        return (("baseline", self.baseline), ("target", self.target))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkloadInfo:
+    name: str | None
+    size: str | None
+    kind: str | None
+    fingerprint: str
+    description: WorkloadDescription
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SideInfo:
+    """A side of the comparison: what ran, whether it ended well, its headline figures."""
+
+    spec: str
+    status: Literal["ok", "failed"]
+    reason: str | None
+    stderr_tail: str | None
+    repeats: int
+    repeats_ok: int
+    device_name: str | None
+    bundle: str
+    median_step_s: float | None
+    throughput: Throughput | None
+    flops: Flops | None
+    generation: Generation | None
+    inference: Inference | None
+    noise_warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fairness:
+    """Both sides ran the same frozen workload, or each differing field was allowed."""
+
+    fingerprint_match: bool
+    fingerprint: str
+    differing_fields: tuple[str, ...]
+    allowed: dict[str, str]
+    #: script mode: the contract is unverified
+    verified: bool | None = omit_none()
+    note: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConfigDifference:
+    setting: str
+    baseline: str
+    target: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EnvironmentDifference:
+    field: str
+    baseline: Json
+    target: Json
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Gate:
+    """A gate of the verdict: every gate must pass for exit code 0."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+# -- compatibility ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpAt:
+    op: str
+    where: str | None
+    dtypes: tuple[str, ...] | None = omit_none()
+    test_first: bool | None = omit_none()
+    count: int | None = omit_none()
+    why: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FallbackSummary:
+    backend: str | None
+    ops: tuple[str, ...]
+    device_mismatch: tuple[OpAt, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReasonAt:
+    reason: str
+    where: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompatCounts:
+    unsupported: int | None
+    fallbacks: int | None
+    host_syncs: int | None
+    custom_ops: int | None
+    ops: int | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScanSummaryError:
+    type: str
+    message: str
+    where: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SideCompatibility:
+    """One side's op scan in brief (``scanned`` false: the side has no ops.json)."""
+
+    scanned: bool
+    scan_error: ScanSummaryError | None = omit_none()
+    after_failure: bool | None = omit_none()
+    clean: bool | None = omit_none()
+    custom_ops: tuple[OpAt, ...] | None = omit_none()
+    unsupported: tuple[OpAt, ...] | None = omit_none()
+    fallbacks: FallbackSummary | None = omit_none()
+    host_syncs: tuple[OpAt, ...] | None = omit_none()
+    graph_breaks: int | None = omit_none()
+    graph_break_reasons: tuple[ReasonAt, ...] | None = omit_none()
+    fullgraph: bool | None = omit_none()
+    compile_device_error: str | None = omit_none()
+    recompilations: int | None = omit_none()
+    counts: CompatCounts | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VersionRow:
+    name: str
+    baseline: str | None
+    target: str | None
+    mismatch: bool
+    one_side: bool | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Compatibility:
+    baseline: SideCompatibility
+    target: SideCompatibility
+    versions: tuple[VersionRow, ...]
+    target_clean: bool | None
+    method: str
+
+
+# -- quality and numerics --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ErrorDistribution:
+    max: float
+    mean: float
+    p99: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ParameterError:
+    parameter: str
+    rel_error: float
+
+
+CheckKind = Literal["output", "tokens", "loss", "fp64", "cosine"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QualityCheck:
+    """A quality check: an output, the generated tokens, the loss curve, or an fp64 gate.
+
+    The common part is ``name``, ``kind``, ``gated`` and ``passed`` (None: reported, not
+    gated); the figures a kind has are set, the others left out."""
+
+    name: str
+    kind: CheckKind
+    gated: bool = True
+    passed: bool | None
+    detail: str | None = omit_none()
+    tolerance: float | None = omit_none()
+    # an output against the baseline
+    rel_rmse: float | None = omit_none()
+    max_abs: float | None = omit_none()
+    mean_abs: float | None = omit_none()
+    cosine: float | None = omit_none()
+    # generated tokens
+    agreement: float | None = omit_none()
+    first_difference: tuple[int | None, ...] | None = omit_none()
+    # the loss curve
+    final_rel: float | None = omit_none()
+    max_rel: float | None = omit_none()
+    first_step_outside_band: int | None = omit_none()
+    final_baseline: float | None = omit_none()
+    final_target: float | None = omit_none()
+    final_ratio: float | None = omit_none()
+    # against the fp64 reference
+    k: float | None = omit_none()
+    rmse_target: float | None = omit_none()
+    rmse_baseline: float | None = omit_none()
+    bound: float | None = omit_none()
+    allclose: bool | None = omit_none()
+    rule: str | None = omit_none()
+    abs_error: ErrorDistribution | None = omit_none()
+    rel_error: ErrorDistribution | None = omit_none()
+    baseline_abs_error: ErrorDistribution | None = omit_none()
+    min_atol: float | None = omit_none()
+    min_rtol: float | None = omit_none()
+    min_rtol_at_atol_tol: float | None = omit_none()
+    values: int | None = omit_none()
+    worst_parameters: tuple[ParameterError, ...] | None = omit_none()
+
+    @property
+    def counts(self) -> bool:
+        """Whether this check decides the quality gate."""
+        return self.gated
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConvergenceRun:
+    repeat: str
+    converged: bool
+    steps: int | None
+    time_s: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Convergence:
+    """MLPerf style: steps and time to the target loss per repeat."""
+
+    target_loss: float
+    runs: tuple[ConvergenceRun, ...]
+    success_rate: float
+    mean_time_s: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Determinism:
+    """A side's first two repeats: bitwise equal, or how far apart."""
+
+    checked: bool
+    detail: str | None = omit_none()
+    bitwise_equal: bool | None = omit_none()
+    max_abs_output_diff: float | None = omit_none()
+    max_abs_loss_diff: float | None = omit_none()
+    compared: tuple[str, ...] | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Quality:
+    tolerances: dict[str, float]
+    checks: tuple[QualityCheck, ...]
+    passed: bool
+    method: str
+    convergence: ByRole[Convergence] | None = omit_none()
+    determinism: ByRole[Determinism] | None = omit_none()
+
+    @property
+    def failing(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.checks if c.gated and not c.passed)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LayerRow:
+    module: str
+    leaf: bool
+    type: str | None
+    baseline_error: float
+    target_error: float
+    target_input_error: float | None
+    amplification: float
+    excess: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Localisation:
+    """Where the target's numbers start to differ from fp64."""
+
+    table: tuple[LayerRow, ...]
+    first_divergence: str | None
+    first_divergence_row: LayerRow | None
+    top_amplification: tuple[str, ...]
+    rule: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReferenceNote:
+    available: bool
+    bundle: str | None = omit_none()
+    reason: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NumericsSection:
+    """Outputs and gradients against the fp64 reference, and localisation."""
+
+    precision: str
+    k: float
+    tolerance: float
+    gates: tuple[QualityCheck, ...] = ()
+    available: bool
+    reason: str | None = omit_none()
+    reference: ReferenceNote | None = omit_none()
+    passed: bool | None = omit_none()
+    layers: Localisation | None = omit_none()
+
+
+# -- speed and cost --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Interval:
+    low: float
+    high: float
+    confidence: float
+    half_width_rel: float
+    method: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ComplianceCheck:
+    name: str
+    passed: bool
+    detail: str
+    ratio: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Speed:
+    """The speed ratio target/baseline of steady step times, with its interval."""
+
+    reliable: bool
+    unreliable_because: tuple[str, ...]
+    baseline_median_s: float | None
+    target_median_s: float | None
+    ratio: float
+    speedup: float
+    interval: Interval
+    verdict: Literal["faster", "slower", "indistinguishable"]
+    repeats: ByRole[int]
+    stop: Stop | None
+    note: str | None
+    throughput: ByRole[Throughput | None]
+    compliance: tuple[ComplianceCheck, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Price:
+    """An instance's on-demand price, shared by its accelerators."""
+
+    usd_per_hour: float
+    accelerators: int = 1
+    instance: str | None = None
+    source: str = "user"
+
+    def __post_init__(self) -> None:
+        if not 0 < self.usd_per_hour < float("inf"):
+            raise ValueError(f"price must be positive dollars per hour, got {self.usd_per_hour}")
+        if self.accelerators < 1:
+            raise ValueError(f"accelerators per instance must be >= 1, got {self.accelerators}")
+
+    @property
+    def per_accelerator_hour(self) -> float:
+        return self.usd_per_hour / self.accelerators
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CostInputs:
+    """Prices and overheads a cost verdict depends on (resolved before judging)."""
+
+    prices: dict[str, Price] = field(default_factory=dict)
+    run_steps: int | None = None
+    engineering_hours: float = 0.0
+    engineering_rate: float = 0.0
+    idle_fraction: float = 0.0
+    retry_fraction: float = 0.0
+    checkpoint_overhead: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.idle_fraction < 1:
+            raise ValueError(f"cost.idle_fraction must be in [0, 1), got {self.idle_fraction}")
+        for name in ("retry_fraction", "checkpoint_overhead", "engineering_hours"):
+            value = getattr(self, name)
+            if not 0 <= value < float("inf"):
+                raise ValueError(f"cost.{name} must be 0 or more, got {value}")
+        if not 0 <= self.engineering_rate < float("inf"):
+            raise ValueError(
+                f"cost.engineering_rate must be 0 or more, got {self.engineering_rate}"
+            )
+        if self.run_steps is not None and self.run_steps < 1:
+            raise ValueError(f"cost.run_steps must be at least 1, got {self.run_steps}")
+
+    @property
+    def overhead(self) -> float:
+        return (1 + self.retry_fraction) * (1 + self.checkpoint_overhead) / (1 - self.idle_fraction)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SideCost:
+    priced: bool
+    price: Price | None = omit_none()
+    usd_per_accelerator_hour: float | None = omit_none()
+    overhead: float | None = omit_none()
+    basis: str | None = omit_none()
+    run_seconds: float | None = omit_none()
+    success_rate: float | None = omit_none()
+    usd_per_successful_run: float | None = omit_none()
+    usd_per_1m_tokens: float | None = omit_none()
+    usd_per_1k_requests: float | None = omit_none()
+    unit: str | None = omit_none()
+    unit_cost: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Engineering:
+    usd: float
+    units_to_repay: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Sensitivity:
+    cost_ratio_low: float
+    cost_ratio_high: float
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Cost:
+    baseline: SideCost
+    target: SideCost
+    inputs: CostInputs
+    available: bool
+    reason: str | None = omit_none()
+    unit: str | None = omit_none()
+    cost_ratio: float | None = omit_none()
+    verdict: Literal["cheaper", "more expensive"] | None = omit_none()
+    break_even_usd_per_hour: float | None = omit_none()
+    engineering: Engineering | None = omit_none()
+    sensitivity: Sensitivity | None = omit_none()
+
+
+# -- the decision's other parts --------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ContractRow:
+    field: str
+    baseline: str | int | None
+    target: str | int | None
+    matches: bool
+    allowed: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Contract:
+    """What must match (each fingerprint part) and what may differ (the side's settings)."""
+
+    must_match: tuple[ContractRow, ...]
+    may_differ: tuple[str, ...]
+    configuration_changes: tuple[ConfigDifference, ...]
+    holds: bool
+    verified: bool | None = omit_none()
+    note: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UnprovenItem:
+    item: str
+    checked: bool
+    evidence: str | None
+    how_to_check: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OperationalItem:
+    item: str
+    answer: str | None
+    answered: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Verdict:
+    """The outcome of a comparison."""
+
+    passed: bool = field(init=False)
+    exit_code: int = field(init=False)
+    workload: WorkloadInfo
+    sides: ByRole[SideInfo]
+    fairness: Fairness
+    config_differences: tuple[ConfigDifference, ...]
+    environment_differences: tuple[EnvironmentDifference, ...]
+    gates: tuple[Gate, ...]
+    compatibility: Compatibility
+    quality: Quality | None = None
+    numerics: NumericsSection | None = None
+    withheld: str | None = None
+    speed: Speed | None = None
+    cost: Cost | None = None
+    memory: ByRole[Memory] | None = None
+    phases: ByRole[Phases] | None = None
+    contract: Contract
+    unproven: tuple[UnprovenItem, ...]
+    operational: tuple[OperationalItem, ...]
+
+    def __post_init__(self) -> None:
+        passed = all(g.passed for g in self.gates)
+        object.__setattr__(self, "passed", passed)
+        object.__setattr__(self, "exit_code", 0 if passed else 1)

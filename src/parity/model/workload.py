@@ -1,0 +1,75 @@
+"""What identifies a frozen workload: its fingerprint parts and its description."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Literal
+
+from parity.model.codec import JsonObject, omit_none
+from parity.spec import WorkloadSpec
+
+Kind = Literal["train", "infer", "generate"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FingerprintParts:
+    """Each part of the fingerprint on its own, so that a mismatch can be named.
+
+    Hashes are sha256 hex digests; script mode never sees the weights or the data, so
+    those parts (and the size knobs) are null there."""
+
+    config: str
+    weights: str | None
+    data: str | None
+    batch_size: int | None
+    seq_len: int | None
+    steps: int | None
+    seed: int | None
+    quality: str
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def value(self, name: str) -> str | int | None:
+        value: str | int | None = getattr(self, name)
+        return value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QualitySpec:
+    """The quality checks a workload's verdict applies (part of the fingerprint)."""
+
+    kind: Kind
+    checks: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkloadDescription:
+    """Everything that defines a workload, as its ``describe()`` gives it."""
+
+    name: str
+    kind: Kind
+    size: str
+    config: JsonObject = field(default_factory=dict)
+    batch_size: int | None = None
+    seq_len: int | None = None
+    steps: int | None = None
+    seed: int | None = None
+    quality: QualitySpec
+    #: script mode: the contract is unverified, and why
+    contract: str | None = omit_none()
+
+    @property
+    def script_mode(self) -> bool:
+        return self.contract is not None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkloadRef:
+    """The workload a bundle ran: the spec asked for, its fingerprint and description."""
+
+    spec: WorkloadSpec
+    fingerprint: str
+    parts: FingerprintParts
+    description: WorkloadDescription
