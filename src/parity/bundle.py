@@ -2,17 +2,19 @@
 
 ::
 
-    manifest.json       schema_version, parity version, side, workload fingerprint,
-                        status (ok | failed | incomplete) and reason, environment, settings
-    metrics.json        phases, raw step samples, summaries, memory, throughput
-    numerics.json       loss curve and output summaries
-    numerics.safetensors  output tensors
-    events.jsonl, stdout.log, stderr.log
+    manifest.json         what ran, where, the settings resolved, how it ended
+    metrics.json          phases, raw step samples, summaries, memory, throughput
+    numerics.json         loss curve and output summaries (tensors: numerics.safetensors)
+    capture.json          the numerics probe (tensors: capture.safetensors)
+    ops.json              the op census of a scan
+    job.json, events.jsonl, stdout.log, stderr.log
 
 A bundle is written into a temporary sibling directory and renamed into place when it is
 complete (``finalize``), so a bundle under its final name is never half-written. Loading
-reads JSON and safetensors only: no file in a bundle is ever unpickled, and a bundle that
-holds any other kind of file is refused.
+reads JSON and safetensors only: no file in a bundle is ever unpickled, a bundle holding
+any other kind of file (or a link) is refused, and every JSON document is decoded
+strictly into its typed model: a wrong or unknown key is a one-line ``BundleError``
+naming the file and the key path.
 """
 
 from __future__ import annotations
@@ -20,27 +22,57 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from parity.errors import BundleError
+from parity.model import SCHEMA_VERSION
+from parity.model.codec import DecodeError, Json, decode, encode, loads
+from parity.model.job import Mode
+from parity.model.manifest import Manifest
+from parity.model.metrics import Metrics
+from parity.model.numerics import Capture, RunOutputs
+from parity.model.ops import OpsCensus
+from parity.model.side import SideFile
+from parity.spec import SideSpec
 
-SCHEMA_VERSION = 1
-STATUSES = ("ok", "failed", "incomplete")
+if TYPE_CHECKING:
+    import torch
+
+T = TypeVar("T")
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".log", ".safetensors")
 MANIFEST = "manifest.json"
+METRICS = "metrics.json"
+OUTPUTS = "numerics.json"
+OUTPUT_TENSORS = "numerics.safetensors"
+CAPTURE = "capture.json"
+CAPTURE_TENSORS = "capture.safetensors"
+OPS = "ops.json"
+SIDE_FILE = "side.json"
+COMPLIANCE_RUNS = ("reseeded", "same-input")
+#: the documents an ``ok`` bundle of each mode must hold besides its manifest
+REQUIRED: Mapping[Mode, tuple[str, ...]] = {
+    "measure": (METRICS, OUTPUTS),
+    "train_ckpt": (METRICS, OUTPUTS),
+    "soak": (METRICS, OUTPUTS),
+    "script": (METRICS, OUTPUTS),
+    "reference": (CAPTURE,),
+    "scan": (OPS,),
+}
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Json) -> None:
     """Write JSON through a temporary file and an atomic rename."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
     os.replace(tmp, path)
+
+
+def write_doc(path: Path, doc: object) -> None:
+    """Write a typed document (a model dataclass) as JSON, atomically."""
+    write_json(path, encode(doc))
 
 
 def temp_dir_for(final: Path) -> Path:
@@ -57,45 +89,78 @@ def finalize(tmp: Path, final: Path) -> Path:
     return final
 
 
-@dataclass
+def read_doc(path: Path, tp: type[T]) -> T:
+    """A JSON document decoded into its type; BundleError names the file and key path."""
+    try:
+        raw = loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(
+            f"{path} is not valid JSON ({exc}): the bundle is corrupt or truncated; rerun that side"
+        ) from None
+    try:
+        return decode(tp, raw)
+    except DecodeError as exc:
+        raise BundleError(
+            f"{path}: {exc.path} {exc.message}: the file does not fit its schema "
+            "(corrupt or edited); rerun that side"
+        ) from None
+
+
+def _optional(path: Path, tp: type[T]) -> T | None:
+    return read_doc(path, tp) if path.is_file() else None
+
+
+@dataclass(frozen=True)
 class Bundle:
-    """A loaded bundle: its JSON documents, with tensors loaded on demand."""
+    """A loaded bundle: its typed documents, with tensors loaded on demand."""
 
     path: Path
-    manifest: dict[str, Any]
-    metrics: dict[str, Any] = field(default_factory=dict)
-    numerics: dict[str, Any] = field(default_factory=dict)
-    ops: dict[str, Any] = field(default_factory=dict)
-    capture: dict[str, Any] = field(default_factory=dict)
+    manifest: Manifest
+    metrics: Metrics | None = None
+    outputs: RunOutputs | None = None
+    ops: OpsCensus | None = None
+    capture: Capture | None = None
 
     @property
     def status(self) -> str:
-        return str(self.manifest["status"])
+        return self.manifest.status
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.manifest.ok
 
     @property
     def fingerprint(self) -> str:
-        return str(self.manifest["workload"]["fingerprint"])
+        return self.manifest.workload.fingerprint
+
+    @property
+    def spec(self) -> SideSpec:
+        return self.manifest.side
 
     @property
     def side(self) -> str:
-        return str(self.manifest["side"]["spec"])
+        """The side spec as written, e.g. ``cpu+bf16``."""
+        return str(self.manifest.side)
 
-    def outputs(self) -> dict[str, torch.Tensor]:
+    @property
+    def losses(self) -> tuple[float | None, ...]:
+        return self.outputs.losses if self.outputs is not None else ()
+
+    def output_tensors(self) -> dict[str, torch.Tensor]:
         """The output tensors (safetensors only), empty if the run produced none."""
-        return self._tensors("numerics.safetensors")
+        return self._tensors(OUTPUT_TENSORS)
 
     def capture_tensors(self) -> dict[str, torch.Tensor]:
         """The numerics probe's samples (outputs, gradients, per-module values)."""
-        return self._tensors("capture.safetensors")
+        return self._tensors(CAPTURE_TENSORS)
 
     def _tensors(self, name: str) -> dict[str, torch.Tensor]:
         path = self.path / name
         if not path.is_file():
             return {}
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
         try:
             return load_file(str(path))
         except (SafetensorError, OSError, ValueError) as exc:
@@ -105,95 +170,76 @@ class Bundle:
             ) from exc
 
 
-def _read_json(path: Path, *, required: bool) -> dict[str, Any]:
-    if not path.is_file():
-        if required:
+def _check_entries(path: Path) -> None:
+    for item in path.iterdir():
+        if item.is_symlink() or not item.is_file() or not item.name.endswith(ALLOWED_SUFFIXES):
+            what = "a link" if item.is_symlink() else "not JSON, a log or safetensors"
             raise BundleError(
-                f"{path.parent} is not a parity bundle: it has no {path.name}; pass a "
-                "directory written by parity run or parity compare"
+                f"bundle {path} holds {item.name!r}, which is {what}: parity never loads "
+                "other files (pickles included) and follows no links; remove it or rerun"
             )
-        return {}
+
+
+def _check_version(path: Path) -> None:
+    """Refuse another schema version in one line before decoding anything else."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw: Any = loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BundleError(
             f"{path} is not valid JSON ({exc}): the bundle is corrupt or truncated; rerun that side"
-        ) from exc
-    if not isinstance(data, dict):
-        raise BundleError(f"{path} must hold a JSON object: the bundle is corrupt")
-    return data
-
-
-def _check_fingerprint(path: Path, manifest: dict[str, Any]) -> None:
-    """A manifest whose fingerprint does not hash its own parts was edited by hand."""
-    from parity.workloads.frozen import FINGERPRINT_PARTS, fingerprint
-
-    workload = manifest["workload"]
-    parts = workload.get("parts") if isinstance(workload, dict) else None
-    if not isinstance(parts, dict) or not all(p in parts for p in FINGERPRINT_PARTS):
-        return
-    if fingerprint(parts) != workload.get("fingerprint"):
+        ) from None
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise BundleError(f"{path} has no integer schema_version: the bundle is corrupt")
+    if version > SCHEMA_VERSION:
         raise BundleError(
-            f"{path / MANIFEST} has a fingerprint that does not match its parts: the bundle "
-            "was edited after it was written; rerun that side"
+            f"{path.parent} has schema version {version}, newer than this parity reads "
+            f"({SCHEMA_VERSION}): upgrade parity"
+        )
+    if version < SCHEMA_VERSION:
+        raise BundleError(
+            f"{path.parent} has schema version {version}, written by an older parity before "
+            f"its typed contracts (this one reads {SCHEMA_VERSION}): rerun that side"
         )
 
 
 def load_bundle(path: Path | str) -> Bundle:
     """Load and check a bundle; BundleError (exit 2) names the problem and the fix."""
     path = Path(path)
-    if not path.is_dir():
+    if path.is_symlink() or not path.is_dir():
         raise BundleError(f"bundle {path} does not exist or is not a directory")
-    for item in path.iterdir():
-        if item.is_dir() or not item.name.endswith(ALLOWED_SUFFIXES):
-            raise BundleError(
-                f"bundle {path} holds {item.name!r}, which is not JSON, a log or safetensors: "
-                "parity never loads other files (pickles included); remove it or rerun"
-            )
-    manifest = _read_json(path / MANIFEST, required=True)
-    version = manifest.get("schema_version")
-    if not isinstance(version, int):
-        raise BundleError(f"{path / MANIFEST} has no integer schema_version: the bundle is corrupt")
-    if version > SCHEMA_VERSION:
+    _check_entries(path)
+    if not (path / MANIFEST).is_file():
         raise BundleError(
-            f"bundle {path} has schema version {version}, newer than this parity reads "
-            f"({SCHEMA_VERSION}): upgrade parity"
+            f"{path} is not a parity bundle: it has no {MANIFEST}; pass a directory written "
+            "by parity run or parity compare"
         )
-    for key in ("status", "side", "workload"):
-        if key not in manifest:
-            raise BundleError(f"{path / MANIFEST} lacks {key!r}: the bundle is corrupt")
-    if manifest["status"] not in STATUSES:
+    _check_version(path / MANIFEST)
+    manifest = read_doc(path / MANIFEST, Manifest)
+    parts = manifest.workload.parts
+    if parts.digest() != manifest.workload.fingerprint:
         raise BundleError(
-            f"{path / MANIFEST} has status {manifest['status']!r}; expected one of "
-            f"{', '.join(STATUSES)}"
+            f"{path / MANIFEST} has a fingerprint that does not match its parts: the bundle "
+            "was edited after it was written; rerun that side"
         )
-    side, workload = manifest["side"], manifest["workload"]
-    if not isinstance(side, dict) or not isinstance(side.get("spec"), str):
-        raise BundleError(
-            f"{path / MANIFEST}: side must be an object with a spec string: the bundle is corrupt"
-        )
-    if not isinstance(workload, dict) or not isinstance(workload.get("fingerprint"), str):
-        raise BundleError(
-            f"{path / MANIFEST}: workload must be an object with a fingerprint: "
-            "the bundle is corrupt"
-        )
-    _check_fingerprint(path, manifest)
-    ok = manifest["status"] == "ok"
+    if manifest.ok:
+        for name in REQUIRED[manifest.mode]:
+            if not (path / name).is_file():
+                raise BundleError(
+                    f"{path} is an ok {manifest.mode} bundle without {name}: the bundle is "
+                    "incomplete; rerun that side"
+                )
     return Bundle(
         path=path,
         manifest=manifest,
-        metrics=_read_json(path / "metrics.json", required=ok),
-        numerics=_read_json(path / "numerics.json", required=ok),
-        ops=_read_json(path / "ops.json", required=False),
-        capture=_read_json(path / "capture.json", required=False),
+        metrics=_optional(path / METRICS, Metrics),
+        outputs=_optional(path / OUTPUTS, RunOutputs),
+        ops=_optional(path / OPS, OpsCensus),
+        capture=_optional(path / CAPTURE, Capture),
     )
 
 
-SIDE_FILE = "side.json"
-COMPLIANCE_RUNS = ("reseeded", "same-input")
-
-
-@dataclass
+@dataclass(frozen=True)
 class SideRuns:
     """One side of a comparison: its repeats (fresh processes) and compliance runs.
 
@@ -204,17 +250,21 @@ class SideRuns:
     """
 
     path: Path
-    repeats: list[Bundle]
+    repeats: tuple[Bundle, ...]
     compliance: dict[str, Bundle] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
+    info: SideFile | None = None
 
     @property
-    def ok(self) -> list[Bundle]:
-        return [b for b in self.repeats if b.ok]
+    def ok(self) -> tuple[Bundle, ...]:
+        return tuple(b for b in self.repeats if b.ok)
 
     @property
     def first(self) -> Bundle:
         return (self.ok or self.repeats)[0]
+
+    @classmethod
+    def of(cls, bundle: Bundle) -> SideRuns:
+        return cls(path=bundle.path, repeats=(bundle,))
 
 
 def repeat_name(index: int) -> str:
@@ -225,8 +275,8 @@ def load_side(path: Path | str) -> SideRuns:
     """Load a side directory or a single bundle; BundleError names what is wrong."""
     path = Path(path)
     if (path / MANIFEST).is_file():
-        return SideRuns(path=path, repeats=[load_bundle(path)])
-    if not path.is_dir():
+        return SideRuns.of(load_bundle(path))
+    if path.is_symlink() or not path.is_dir():
         raise BundleError(f"bundle {path} does not exist or is not a directory")
     repeats = sorted(
         p for p in path.iterdir() if p.is_dir() and p.name[:1] == "r" and p.name[1:].isdigit()
@@ -237,7 +287,7 @@ def load_side(path: Path | str) -> SideRuns:
             "r00/): pass a directory written by parity run or parity compare"
         )
     for item in path.iterdir():
-        if item.is_file() and item.name != SIDE_FILE:
+        if item.is_symlink() or (item.is_file() and item.name != SIDE_FILE):
             raise BundleError(
                 f"side directory {path} holds {item.name!r}, which parity did not write: remove it"
             )
@@ -246,7 +296,7 @@ def load_side(path: Path | str) -> SideRuns:
     }
     return SideRuns(
         path=path,
-        repeats=[load_bundle(p) for p in repeats],
+        repeats=tuple(load_bundle(p) for p in repeats),
         compliance=compliance,
-        info=_read_json(path / SIDE_FILE, required=False),
+        info=_optional(path / SIDE_FILE, SideFile),
     )

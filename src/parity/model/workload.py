@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
-from parity.model.codec import JsonObject, omit_none
+from parity.model.codec import Json, JsonObject, omit_none
 from parity.spec import WorkloadSpec
 
 Kind = Literal["train", "infer", "generate"]
@@ -34,6 +36,22 @@ class FingerprintParts:
     def value(self, name: str) -> str | int | None:
         value: str | int | None = getattr(self, name)
         return value
+
+    def digest(self) -> str:
+        """The fingerprint: sha256 over every part, in canonical JSON."""
+        return hashlib.sha256(canonical({n: self.value(n) for n in self.names()})).hexdigest()
+
+    def differing(self, other: FingerprintParts) -> tuple[str, ...]:
+        return tuple(n for n in self.names() if self.value(n) != other.value(n))
+
+
+def canonical(value: Json) -> bytes:
+    """JSON with sorted keys and no spaces: the bytes that are hashed."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def sha256_json(value: Json) -> str:
+    return hashlib.sha256(canonical(value)).hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
