@@ -16,8 +16,9 @@ import pytest
 
 from parity.bundle import load_side
 from parity.errors import ContractError
-from parity.judge.cost import CostInputs, Price
 from parity.judge.verdict import judge
+from parity.model.codec import decode, encode
+from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
 from tests.conftest import differences
 from tests.judge.synthetic import LOSSES, side_dir
 
@@ -46,8 +47,8 @@ def scenario(name: str, root: Path) -> dict[str, Any]:
         allow = {"steps": "the target team ran a shorter schedule"}
     a = load_side(side_dir(root, "baseline", **base))
     b = load_side(side_dir(root, "target", **target))
-    verdict = judge(a, b, allow=allow, cost_inputs=CostInputs(prices=PRICES))
-    text = json.dumps(verdict.to_dict(), sort_keys=True).replace(str(root), "<root>")
+    verdict = judge(a, b, inputs=JudgeInputs(allow=allow, cost=CostInputs(prices=PRICES)))
+    text = json.dumps(encode(verdict), sort_keys=True).replace(str(root), "<root>")
     return json.loads(text)  # type: ignore[no-any-return]
 
 
@@ -91,3 +92,11 @@ def test_a_broken_contract_without_an_allowance_is_refused(tmp_path: Path) -> No
     b = load_side(side_dir(tmp_path, "target", side="neuron", step_s=0.01, parts={"seed": 1}))
     with pytest.raises(ContractError, match=r"seed differ.*--allow-diff seed="):
         judge(a, b)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_golden_verdicts_decode_into_the_typed_model_and_back(name: str) -> None:
+    data = json.loads((GOLDEN / f"verdict-{name}.json").read_text())
+    verdict = decode(Verdict, data)
+    assert verdict.passed == data["passed"]
+    assert differences(json.loads(json.dumps(encode(verdict))), data) == []

@@ -9,110 +9,122 @@ adds no gate (a side that cannot run an op fails the "both sides ran" gate alrea
 
 from __future__ import annotations
 
-from typing import Any
-
 from parity.bundle import Bundle
+from parity.model.manifest import Environment
+from parity.model.ops import OpFinding, OpsCensus
+from parity.model.verdict import (
+    CompatCounts,
+    Compatibility,
+    FallbackSummary,
+    OpAt,
+    ReasonAt,
+    ScanSummaryError,
+    SideCompatibility,
+    VersionRow,
+)
 
 MAX_LISTED = 20
 
 
-def side_summary(ops: dict[str, Any]) -> dict[str, Any]:
+def _first_where(entry: OpFinding) -> str | None:
+    return entry.sources[0].where if entry.sources else None
+
+
+def side_summary(ops: OpsCensus | None) -> SideCompatibility:
     """The compatibility figures of one side's ``ops.json`` (``scanned: False`` if none)."""
-    if not ops:
-        return {"scanned": False}
-    summary = ops.get("summary") or {}
-    graphs = ops.get("graphs") or {}
-    backend = (ops.get("fallbacks") or {}).get("backend") or {}
-    mismatch = (ops.get("fallbacks") or {}).get("device_mismatch") or []
-    return {
-        "scanned": True,
-        "scan_error": ops.get("scan_error"),
-        "after_failure": bool(ops.get("after_failure")),
-        "clean": bool(ops.get("clean")),
-        "custom_ops": [
-            {"op": c["op"], "where": _first_where(c), "test_first": True}
-            for c in (ops.get("custom_ops") or [])[:MAX_LISTED]
-        ],
-        "unsupported": [
-            {"op": u["op"], "dtypes": u.get("dtypes", []), "where": _first_where(u)}
-            for u in (ops.get("unsupported") or [])[:MAX_LISTED]
-        ],
-        "fallbacks": {
-            "backend": backend.get("backend"),
-            "ops": list(backend.get("fallback_ops") or [])[:MAX_LISTED],
-            "device_mismatch": [
-                {"op": m["op"], "where": m.get("where")} for m in mismatch[:MAX_LISTED]
-            ],
-        },
-        "host_syncs": [
-            {"op": s["op"], "where": s.get("where"), "count": s.get("count"), "why": s["detail"]}
-            for s in (ops.get("host_syncs") or [])[:MAX_LISTED]
-        ],
-        "graph_breaks": summary.get("graph_breaks"),
-        "graph_break_reasons": [
-            {"reason": r["reason"], "where": r.get("where")}
-            for r in ((graphs.get("explain") or {}).get("reasons") or [])[:MAX_LISTED]
-        ],
-        "fullgraph": summary.get("fullgraph"),
-        "compile_device_error": graphs.get("device_error"),
-        "recompilations": summary.get("recompilations"),
-        "counts": {
-            k: summary.get(k)
-            for k in ("unsupported", "fallbacks", "host_syncs", "custom_ops", "ops")
-        },
-    }
+    if ops is None:
+        return SideCompatibility(scanned=False)
+    summary, graphs = ops.summary, ops.graphs
+    fallbacks = ops.fallbacks
+    explain = graphs.explain if graphs is not None else None
+    err = ops.scan_error
+    return SideCompatibility(
+        scanned=True,
+        scan_error=ScanSummaryError(type=err.type, message=err.message, where=err.where)
+        if err
+        else None,
+        after_failure=ops.after_failure,
+        clean=ops.clean,
+        custom_ops=tuple(
+            OpAt(op=c.op, where=_first_where(c), test_first=True)
+            for c in ops.custom_ops[:MAX_LISTED]
+        ),
+        unsupported=tuple(
+            OpAt(op=u.op, dtypes=u.dtypes, where=_first_where(u))
+            for u in ops.unsupported[:MAX_LISTED]
+        ),
+        fallbacks=FallbackSummary(
+            backend=fallbacks.backend.backend if fallbacks else None,
+            ops=fallbacks.backend.fallback_ops[:MAX_LISTED] if fallbacks else (),
+            device_mismatch=tuple(
+                OpAt(op=m.op, where=m.where) for m in fallbacks.device_mismatch[:MAX_LISTED]
+            )
+            if fallbacks
+            else (),
+        ),
+        host_syncs=tuple(
+            OpAt(op=s.op, where=s.where, count=s.count, why=s.detail)
+            for s in ops.host_syncs[:MAX_LISTED]
+        ),
+        graph_breaks=summary.graph_breaks if summary else None,
+        graph_break_reasons=tuple(
+            ReasonAt(reason=r.reason, where=r.where) for r in explain.reasons[:MAX_LISTED]
+        )
+        if explain
+        else (),
+        fullgraph=summary.fullgraph if summary else None,
+        compile_device_error=graphs.device_error if graphs else None,
+        recompilations=summary.recompilations if summary else None,
+        counts=CompatCounts(
+            unsupported=summary.unsupported if summary else None,
+            fallbacks=summary.fallbacks if summary else None,
+            host_syncs=summary.host_syncs if summary else None,
+            custom_ops=summary.custom_ops if summary else None,
+            ops=summary.ops if summary else None,
+        ),
+    )
 
 
-def _first_where(entry: dict[str, Any]) -> str | None:
-    sources = entry.get("sources") or []
-    return str(sources[0]["where"]) if sources else None
+def _versions(env: Environment | None) -> tuple[str | None, str | None, dict[str, str | None]]:
+    if env is None:
+        return None, None, {}
+    return env.python, env.torch.version, dict(env.device.backend_packages)
 
 
-def _env_versions(bundle: Bundle) -> dict[str, Any]:
-    env = bundle.manifest.get("environment") or {}
-    return {
-        "python": env.get("python"),
-        "torch": (env.get("torch") or {}).get("version"),
-        "packages": (env.get("device") or {}).get("backend_packages") or {},
-    }
-
-
-def versions(a: Bundle, b: Bundle) -> list[dict[str, Any]]:
+def versions(a: Bundle, b: Bundle) -> tuple[VersionRow, ...]:
     """Python, torch and each backend package, side by side; ``mismatch`` where both
     sides have it in different versions (a package on one side only is expected when the
     devices differ, and is marked ``one_side``)."""
-    from parity.judge.verdict import environment_differences
-
-    differing = {d["field"] for d in environment_differences(a, b)}
-    va, vb = _env_versions(a), _env_versions(b)
-    rows: list[dict[str, Any]] = [
-        {"name": name, "baseline": va[name], "target": vb[name], "mismatch": name in differing}
-        for name in ("python", "torch")
+    py_a, torch_a, pkgs_a = _versions(a.manifest.environment)
+    py_b, torch_b, pkgs_b = _versions(b.manifest.environment)
+    rows = [
+        VersionRow(name="python", baseline=py_a, target=py_b, mismatch=py_a != py_b),
+        VersionRow(name="torch", baseline=torch_a, target=torch_b, mismatch=torch_a != torch_b),
     ]
-    for name in sorted(set(va["packages"]) | set(vb["packages"])):
-        x, y = va["packages"].get(name), vb["packages"].get(name)
+    for name in sorted(set(pkgs_a) | set(pkgs_b)):
+        x, y = pkgs_a.get(name), pkgs_b.get(name)
         rows.append(
-            {
-                "name": name,
-                "baseline": x,
-                "target": y,
-                "mismatch": x is not None and y is not None and x != y,
-                "one_side": (x is None) != (y is None),
-            }
+            VersionRow(
+                name=name,
+                baseline=x,
+                target=y,
+                mismatch=x is not None and y is not None and x != y,
+                one_side=(x is None) != (y is None),
+            )
         )
-    return rows
+    return tuple(rows)
 
 
-def compatibility(a: Bundle, b: Bundle) -> dict[str, Any]:
+def compatibility(a: Bundle, b: Bundle) -> Compatibility:
     """The compatibility section from a baseline and a target bundle."""
     target = side_summary(b.ops)
-    return {
-        "baseline": side_summary(a.ops),
-        "target": target,
-        "versions": versions(a, b),
-        "target_clean": target.get("clean") if target.get("scanned") else None,
-        "method": (
+    return Compatibility(
+        baseline=side_summary(a.ops),
+        target=target,
+        versions=versions(a, b),
+        target_clean=target.clean if target.scanned else None,
+        method=(
             "each side's op scan (ops.json) after its timed steps, or after its failure; "
             "fallbacks are what the backend reports plus outputs found on another device"
         ),
-    }
+    )

@@ -1,23 +1,26 @@
-"""The parts of the verdict a decision rests on besides the measurements: the comparison
-contract, what is still unproven, and the operational checklist."""
+"""The parts of the verdict a decision rests on besides the measurements: fairness, the
+configuration differences, the comparison contract, what is still unproven, and the
+operational checklist."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from parity.bundle import Bundle
-from parity.workloads.frozen import FINGERPRINT_PARTS
-
-MAY_DIFFER = (
-    "device",
-    "index",
-    "precision",
-    "compile",
-    "compile_backend",
-    "threads",
-    "deterministic",
-    "emulate",
+from parity.errors import ContractError
+from parity.model.codec import Json
+from parity.model.manifest import Environment, Resolved
+from parity.model.verdict import (
+    ConfigDifference,
+    Contract,
+    ContractRow,
+    EnvironmentDifference,
+    Fairness,
+    OperationalItem,
+    UnprovenItem,
 )
+from parity.model.workload import FingerprintParts
+from parity.spec import SIDE_FIELDS, SideSpec
 
 #: what a migration must still prove, and what would prove it
 UNPROVEN = (
@@ -34,57 +37,140 @@ OPERATIONAL_LABELS = {
     "monitoring": "monitoring",
     "deployment_tooling": "deployment tooling",
 }
+#: settings that actually ran, compared beside the side specs (see ``config_differences``)
+RESOLVED_FIELDS = ("compile_backend", "threads", "matmul", "conv")
+MAY_DIFFER = (*SIDE_FIELDS, "matmul", "conv")
 
 
-def contract(
-    a: Bundle, b: Bundle, fairness: dict[str, Any], config_differences: list[dict[str, str]]
-) -> dict[str, Any]:
-    """What must match (each fingerprint part) and what may differ (the side's settings)."""
-    pa = a.manifest["workload"].get("parts", {})
-    pb = b.manifest["workload"].get("parts", {})
-    must = []
-    for part in FINGERPRINT_PARTS:
-        x, y = pa.get(part), pb.get(part)
-        row: dict[str, Any] = {
-            "field": part,
-            "baseline": _short(x),
-            "target": _short(y),
-            "matches": x == y,
-        }
+def fairness(a: Bundle, b: Bundle, allow: dict[str, str]) -> Fairness:
+    """Equal fingerprints, or every differing part allowed; else ContractError."""
+    differing = a.manifest.workload.parts.differing(b.manifest.workload.parts)
+    if a.fingerprint != b.fingerprint and not differing:
+        differing = ("fingerprint",)
+    refused = [p for p in differing if p not in allow]
+    if refused:
+        raise ContractError(
+            f"the bundles ran different workloads ({', '.join(refused)} differ): compare "
+            "bundles of the same workload spec, or accept each difference with "
+            + " ".join(f'--allow-diff {p}="reason"' for p in refused)
+        )
+    script = a.manifest.script_mode or b.manifest.script_mode
+    return Fairness(
+        fingerprint_match=not differing,
+        fingerprint=a.fingerprint,
+        differing_fields=differing,
+        allowed={p: allow[p] for p in differing},
+        # script mode saw a command, not the weights and data: the contract is unverified
+        verified=False if script else None,
+        note="script mode: weights and data not fingerprinted" if script else None,
+    )
+
+
+def _show(value: object) -> str:
+    return "default" if value is None else str(value)
+
+
+def config_differences(
+    spec_a: SideSpec, spec_b: SideSpec, res_a: Resolved | None, res_b: Resolved | None
+) -> tuple[ConfigDifference, ...]:
+    """The side settings that differ, as run: the specs, then what the workers resolved
+    where the specs do not show it (the compile backend actually used, threads, and the
+    matmul and convolution formats when both sides asked for the same precision)."""
+    rows = [
+        ConfigDifference(setting=key, baseline=x, target=y)
+        for key, x, y in spec_a.config_differences(spec_b)
+        if key not in ("compile_backend", "threads") or res_a is None or res_b is None
+    ]
+    if res_a is None or res_b is None:
+        return tuple(rows)
+    for key in RESOLVED_FIELDS:
+        if key in ("matmul", "conv") and res_a.precision != res_b.precision:
+            continue  # implied by the precision difference already listed
+        x, y = getattr(res_a, key), getattr(res_b, key)
         if x != y:
-            row["allowed"] = fairness.get("allowed", {}).get(part)
-        must.append(row)
+            rows.append(ConfigDifference(setting=key, baseline=_show(x), target=_show(y)))
+    return tuple(rows)
+
+
+def _json(mapping: Mapping[str, str | int | float | bool | None]) -> Json:
+    out: dict[str, Json] = {k: v for k, v in mapping.items()}
+    return out
+
+
+def _environment_fields(env: Environment | None) -> dict[str, Json]:
+    if env is None:
+        return {}
     return {
-        "must_match": must,
-        "may_differ": list(MAY_DIFFER),
-        "configuration_changes": config_differences,
-        "holds": all(r["matches"] or r.get("allowed") for r in must),
+        "parity version": env.parity,
+        "python": env.python,
+        "torch": env.torch.version,
+        "device name": env.device.name,
+        "device count": env.device.count,
+        "backend packages": _json(env.device.backend_packages),
+        "device flags": _json(env.device.flags),
+        "cpu": env.cpu.model,
+        "host": env.hostname,
+        "pip freeze": env.pip_freeze.sha256,
     }
 
 
-def _short(value: Any) -> Any:
+def environment_differences(a: Bundle, b: Bundle) -> tuple[EnvironmentDifference, ...]:
+    env_a = _environment_fields(a.manifest.environment)
+    env_b = _environment_fields(b.manifest.environment)
+    return tuple(
+        EnvironmentDifference(field=k, baseline=env_a.get(k), target=env_b.get(k))
+        for k in dict.fromkeys([*env_a, *env_b])
+        if env_a.get(k) != env_b.get(k)
+    )
+
+
+def _short(value: str | int | None) -> str | int | None:
     if isinstance(value, str) and len(value) == 64:
         return value[:12]
     return value
 
 
-def unproven(checked: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def contract(
+    a: Bundle, b: Bundle, fair: Fairness, changes: tuple[ConfigDifference, ...]
+) -> Contract:
+    """What must match (each fingerprint part) and what may differ (the side's settings)."""
+    pa, pb = a.manifest.workload.parts, b.manifest.workload.parts
+    rows = []
+    for part in FingerprintParts.names():
+        x, y = pa.value(part), pb.value(part)
+        rows.append(
+            ContractRow(
+                field=part,
+                baseline=_short(x),
+                target=_short(y),
+                matches=x == y,
+                allowed=None if x == y else fair.allowed.get(part),
+            )
+        )
+    return Contract(
+        must_match=tuple(rows),
+        may_differ=MAY_DIFFER,
+        configuration_changes=changes,
+        holds=all(r.matches or r.allowed for r in rows),
+        verified=fair.verified,
+        note=fair.note,
+    )
+
+
+def unproven(checked: dict[str, str]) -> tuple[UnprovenItem, ...]:
     """Each item ticked only where this comparison checked it (``checked``: item -> how)."""
-    checked = checked or {}
-    return [
-        {
-            "item": item,
-            "checked": item in checked,
-            "evidence": checked.get(item),
-            "how_to_check": how,
-        }
+    return tuple(
+        UnprovenItem(
+            item=item, checked=item in checked, evidence=checked.get(item), how_to_check=how
+        )
         for item, how in UNPROVEN
-    ]
+    )
 
 
-def operational(answers: dict[str, str] | None) -> list[dict[str, Any]]:
-    answers = answers or {}
-    return [
-        {"item": label, "answer": answers.get(key) or None, "answered": bool(answers.get(key))}
+def operational(answers: dict[str, str]) -> tuple[OperationalItem, ...]:
+    return tuple(
+        OperationalItem(
+            item=label, answer=answers.get(key) or None, answered=bool(answers.get(key))
+        )
         for key, label in OPERATIONAL_LABELS.items()
-    ]
+    )

@@ -18,11 +18,20 @@ carried. The top modules by error amplification (output error over input error) 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import replace
 
 import torch
 
 from parity.bundle import Bundle
+from parity.model.verdict import (
+    ErrorDistribution,
+    LayerRow,
+    Localisation,
+    NumericsSection,
+    ParameterError,
+    ReferenceCheck,
+    ReferenceNote,
+)
 from parity.spec import SideSpec
 
 #: precision -> (k, tol)
@@ -52,14 +61,14 @@ def _rel(err: torch.Tensor, ref: torch.Tensor) -> float:
     return value / rms if rms > 0 else (0.0 if value == 0 else math.inf)
 
 
-def _dist(x: torch.Tensor) -> dict[str, float]:
+def _dist(x: torch.Tensor) -> ErrorDistribution:
     if x.numel() == 0:
-        return {"max": 0.0, "mean": 0.0, "p99": 0.0}
-    return {
-        "max": float(x.max()),
-        "mean": float(x.mean()),
-        "p99": float(torch.quantile(x, 0.99)) if x.numel() > 1 else float(x.max()),
-    }
+        return ErrorDistribution(max=0.0, mean=0.0, p99=0.0)
+    return ErrorDistribution(
+        max=float(x.max()),
+        mean=float(x.mean()),
+        p99=float(torch.quantile(x, 0.99)) if x.numel() > 1 else float(x.max()),
+    )
 
 
 def _min_rtol_at(err: torch.Tensor, ref: torch.Tensor, atol: float) -> float:
@@ -72,151 +81,170 @@ def _min_rtol_at(err: torch.Tensor, ref: torch.Tensor, atol: float) -> float:
 
 def gate(
     name: str, t: torch.Tensor, b: torch.Tensor, r: torch.Tensor | None, k: float, tol: float
-) -> dict[str, Any]:
+) -> ReferenceCheck:
     """One output against the reference (or, without one, target against baseline)."""
     t, b = t.double().flatten(), b.double().flatten()
-    check: dict[str, Any] = {"name": name, "kind": "fp64", "gated": True, "k": k, "tolerance": tol}
+
+    def fail(detail: str) -> ReferenceCheck:
+        return ReferenceCheck(
+            name=name, kind="fp64", k=k, tolerance=tol, passed=False, detail=detail
+        )
+
     if t.shape != b.shape or (r is not None and r.numel() != t.numel()):
-        return {**check, "passed": False, "detail": "the sides' shapes differ"}
+        return fail("the sides' shapes differ")
     if not bool(torch.isfinite(t).all()):
-        return {**check, "passed": False, "detail": "the target's output holds NaN or inf"}
+        return fail("the target's output holds NaN or inf")
     if r is None:
         cos = float(torch.nn.functional.cosine_similarity(t, b, dim=0)) if t.numel() else 1.0
-        return {
-            **check,
-            "kind": "cosine",
-            "passed": cos >= COSINE_MIN,
-            "cosine": cos,
-            "detail": "no fp64 reference: cosine similarity with the baseline",
-        }
-    r = r.double().flatten()
+        return ReferenceCheck(
+            name=name,
+            kind="cosine",
+            k=k,
+            tolerance=tol,
+            passed=cos >= COSINE_MIN,
+            cosine=cos,
+            detail="no fp64 reference: cosine similarity with the baseline",
+        )
+    return _against_reference(name, t, b, r.double().flatten(), k, tol)
+
+
+def _against_reference(
+    name: str, t: torch.Tensor, b: torch.Tensor, r: torch.Tensor, k: float, tol: float
+) -> ReferenceCheck:
     err_t, err_b = (t - r).abs(), (b - r).abs()
     rmse_t, rmse_b = _rmse(err_t), _rmse(err_b)
     bound = k * rmse_b + tol / 10
     rel = err_t / r.abs().clamp_min(torch.finfo(torch.float64).tiny)
     allclose = bool((err_t <= tol + tol * r.abs()).all())
-    passed = rmse_t <= bound or allclose
-    return {
-        **check,
-        "passed": passed,
-        "rmse_target": rmse_t,
-        "rmse_baseline": rmse_b,
-        "bound": bound,
-        "allclose": allclose,
-        "rule": "rmse" if rmse_t <= bound else ("allclose" if allclose else "neither"),
-        "abs_error": _dist(err_t),
-        "rel_error": _dist(rel),
-        "baseline_abs_error": _dist(err_b),
-        "min_atol": float(err_t.max()) if err_t.numel() else 0.0,
-        "min_rtol": float(rel.max()) if rel.numel() else 0.0,
-        "min_rtol_at_atol_tol": _min_rtol_at(err_t, r, tol),
-        "cosine": float(torch.nn.functional.cosine_similarity(t, r, dim=0)) if t.numel() else 1.0,
-        "values": t.numel(),
-    }
+    return ReferenceCheck(
+        name=name,
+        kind="fp64",
+        k=k,
+        tolerance=tol,
+        passed=rmse_t <= bound or allclose,
+        rmse_target=rmse_t,
+        rmse_baseline=rmse_b,
+        bound=bound,
+        allclose=allclose,
+        rule="rmse" if rmse_t <= bound else ("allclose" if allclose else "neither"),
+        abs_error=_dist(err_t),
+        rel_error=_dist(rel),
+        baseline_abs_error=_dist(err_b),
+        min_atol=float(err_t.max()) if err_t.numel() else 0.0,
+        min_rtol=float(rel.max()) if rel.numel() else 0.0,
+        min_rtol_at_atol_tol=_min_rtol_at(err_t, r, tol),
+        cosine=float(torch.nn.functional.cosine_similarity(t, r, dim=0)) if t.numel() else 1.0,
+        values=t.numel(),
+    )
 
 
 def _layer_errors(
-    bundle: Bundle, ref: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor], name: str
+    ref: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor], name: str
 ) -> tuple[float, float | None]:
-    out = _rel(
-        tensors[f"layer.out.{name}"].double() - ref[f"layer.out.{name}"].double(),
-        ref[f"layer.out.{name}"].double(),
-    )
-    key = f"layer.in.{name}"
+    out_key, in_key = f"layer.out.{name}", f"layer.in.{name}"
+    out = _rel(tensors[out_key].double() - ref[out_key].double(), ref[out_key].double())
     inp = None
-    if key in tensors and key in ref:
-        inp = _rel(tensors[key].double() - ref[key].double(), ref[key].double())
+    if in_key in tensors and in_key in ref:
+        inp = _rel(tensors[in_key].double() - ref[in_key].double(), ref[in_key].double())
     return out, inp
 
 
-def localise(a: Bundle, b: Bundle, ref: Bundle, k: float) -> dict[str, Any]:
+def localise(a: Bundle, b: Bundle, ref: Bundle, k: float) -> Localisation:
     """The per-module table, the first divergence and the top amplifiers."""
     ta, tb, tr = a.capture_tensors(), b.capture_tensors(), ref.capture_tensors()
-    order = [layer["name"] for layer in ref.capture.get("layers", [])]
-    rows: list[dict[str, Any]] = []
-    types = {layer["name"]: layer["type"] for layer in ref.capture.get("layers", [])}
-    leaves = {layer["name"] for layer in ref.capture.get("layers", []) if layer.get("leaf", True)}
-    for name in order:
-        key = f"layer.out.{name}"
+    layers = ref.capture.layers if ref.capture is not None else ()
+    rows: list[LayerRow] = []
+    for layer in layers:
+        key = f"layer.out.{layer.name}"
         if key not in ta or key not in tb or key not in tr:
             continue
-        err_b, _ = _layer_errors(a, tr, ta, name)
-        err_t, in_t = _layer_errors(b, tr, tb, name)
-        growth = err_t / max(in_t if in_t is not None else 0.0, FLOOR)
+        err_b, _ = _layer_errors(tr, ta, layer.name)
+        err_t, in_t = _layer_errors(tr, tb, layer.name)
         rows.append(
-            {
-                "module": name,
-                "leaf": name in leaves,
-                "type": types.get(name),
-                "baseline_error": err_b,
-                "target_error": err_t,
-                "target_input_error": in_t,
-                "amplification": growth,
-                "excess": err_t / (k * err_b + FLOOR),
-            }
+            LayerRow(
+                module=layer.name,
+                leaf=layer.leaf,
+                type=layer.type,
+                baseline_error=err_b,
+                target_error=err_t,
+                target_input_error=in_t,
+                amplification=err_t / max(in_t if in_t is not None else 0.0, FLOOR),
+                excess=err_t / (k * err_b + FLOOR),
+            )
         )
     # containers aggregate their children: localise on leaf modules
-    leaf_rows = [row for row in rows if row["leaf"]]
-    first = next((r for r in leaf_rows if r["excess"] > 1 and r["amplification"] > GROWTH), None)
-    top = sorted((r for r in leaf_rows if r["excess"] > 1), key=lambda r: -r["amplification"])
-    top = top[:TOP]
-    return {
-        "table": rows,
-        "first_divergence": first["module"] if first else None,
-        "first_divergence_row": first,
-        "top_amplification": [r["module"] for r in top],
-        "rule": f"first module, in execution order, whose relative error against fp64 exceeds "
+    leaf_rows = [row for row in rows if row.leaf]
+    first = next((r for r in leaf_rows if r.excess > 1 and r.amplification > GROWTH), None)
+    top = sorted((r for r in leaf_rows if r.excess > 1), key=lambda r: -r.amplification)[:TOP]
+    return Localisation(
+        table=tuple(rows),
+        first_divergence=first.module if first else None,
+        first_divergence_row=first,
+        top_amplification=tuple(r.module for r in top),
+        rule=f"first module, in execution order, whose relative error against fp64 exceeds "
         f"{k:g}x the baseline's (+{FLOOR:g}) and is more than {GROWTH:g}x its input's",
-    }
+    )
 
 
-def judge_numerics(a: Bundle, b: Bundle, ref: Bundle | None, target: SideSpec) -> dict[str, Any]:
+def _gradients(
+    a: Bundle,
+    ta: dict[str, torch.Tensor],
+    tb: dict[str, torch.Tensor],
+    tr: dict[str, torch.Tensor] | None,
+    k: float,
+    tol: float,
+) -> ReferenceCheck | None:
+    names = sorted(n for n in (a.capture.gradients if a.capture else {}) if f"grad.{n}" in tb)
+    if not names:
+        return None
+
+    def cat(t: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.cat([t[f"grad.{n}"].double() for n in names])
+
+    gref = cat(tr) if tr is not None and all(f"grad.{n}" in tr for n in names) else None
+    check = gate("gradients (first backward)", cat(tb), cat(ta), gref, k, tol)
+    if tr is None or gref is None:
+        return check
+    per = [
+        (n, _rel(tb[f"grad.{n}"].double() - tr[f"grad.{n}"].double(), tr[f"grad.{n}"].double()))
+        for n in names
+    ]
+    worst = sorted(per, key=lambda x: -x[1])[:TOP]
+    return replace(
+        check,
+        worst_parameters=tuple(ParameterError(parameter=n, rel_error=e) for n, e in worst),
+    )
+
+
+def judge_numerics(a: Bundle, b: Bundle, ref: Bundle | None, target: SideSpec) -> NumericsSection:
     """The numerics section: fp64 gates on outputs and gradients, and localisation."""
     precision = effective_precision(target)
     k, tol = GATES.get(precision, GATES["fp32"])
-    section: dict[str, Any] = {"precision": precision, "k": k, "tolerance": tol, "gates": []}
-    if not a.capture or not b.capture or "error" in a.capture or "error" in b.capture:
-        why = (a.capture or b.capture).get("error", "the sides ran no numerics probe")
-        return {**section, "available": False, "reason": why}
-    if ref is None or not ref.ok or not ref.capture or "error" in ref.capture:
-        section["reference"] = {
-            "available": False,
-            "reason": "no fp64 reference bundle: cosine fallback",
-        }
+    head = NumericsSection(precision=precision, k=k, tolerance=tol, available=False)
+    if a.capture is None or b.capture is None or a.capture.error or b.capture.error:
+        why = (a.capture and a.capture.error) or (b.capture and b.capture.error)
+        return replace(head, reason=why or "the sides ran no numerics probe")
+    usable = ref is not None and ref.ok and ref.capture is not None and not ref.capture.error
+    if ref is None or not usable:
+        note = ReferenceNote(available=False, reason="no fp64 reference bundle: cosine fallback")
         ref = None
     else:
-        section["reference"] = {"available": True, "bundle": ref.path.name}
+        note = ReferenceNote(available=True, bundle=ref.path.name)
     ta, tb = a.capture_tensors(), b.capture_tensors()
-    tr = ref.capture_tensors() if ref is not None else {}
-    for name in sorted(a.capture.get("outputs", {})):
-        key = f"output.{name}"
-        if key in ta and key in tb:
-            section["gates"].append(gate(f"output {name}", tb[key], ta[key], tr.get(key), k, tol))
-    grads = sorted(n for n in a.capture.get("gradients", {}) if f"grad.{n}" in tb)
-    if grads:
-
-        def cat(t: dict[str, torch.Tensor]) -> torch.Tensor:
-            return torch.cat([t[f"grad.{n}"].double() for n in grads])
-
-        gref = cat(tr) if ref is not None and all(f"grad.{n}" in tr for n in grads) else None
-        g = gate("gradients (first backward)", cat(tb), cat(ta), gref, k, tol)
-        if gref is not None:
-            per = [
-                (
-                    n,
-                    _rel(
-                        tb[f"grad.{n}"].double() - tr[f"grad.{n}"].double(),
-                        tr[f"grad.{n}"].double(),
-                    ),
-                )
-                for n in grads
-            ]
-            g["worst_parameters"] = [
-                {"parameter": n, "rel_error": e} for n, e in sorted(per, key=lambda x: -x[1])[:TOP]
-            ]
-        section["gates"].append(g)
-    section["available"] = True
-    section["passed"] = all(g["passed"] for g in section["gates"])
-    if ref is not None:
-        section["layers"] = localise(a, b, ref, k)
-    return section
+    tr = ref.capture_tensors() if ref is not None else None
+    gates = [
+        gate(f"output {name}", tb[key], ta[key], (tr or {}).get(key), k, tol)
+        for name in sorted(a.capture.outputs)
+        if (key := f"output.{name}") in ta and key in tb
+    ]
+    grads = _gradients(a, ta, tb, tr, k, tol)
+    if grads is not None:
+        gates.append(grads)
+    return replace(
+        head,
+        gates=tuple(gates),
+        available=True,
+        reference=note,
+        passed=all(g.passed for g in gates),
+        layers=localise(a, b, ref, k) if ref is not None else None,
+    )

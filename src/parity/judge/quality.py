@@ -10,10 +10,20 @@ gated, because greedy decoding amplifies any rounding difference into a differen
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 
+from parity.bundle import Bundle
+from parity.model.verdict import (
+    Convergence,
+    ConvergenceRun,
+    Determinism,
+    LossCheck,
+    OutputCheck,
+    QualityCheck,
+    TokensCheck,
+)
 from parity.spec import SideSpec
 
 #: (outputs relative RMSE, final-loss relative difference)
@@ -30,32 +40,31 @@ def tolerances(a: SideSpec, b: SideSpec) -> dict[str, float]:
     return {"outputs_rel_rmse": outputs, "final_loss_rel": loss}
 
 
-def compare_output(
-    name: str, base: torch.Tensor, target: torch.Tensor, tol: float
-) -> dict[str, Any]:
-    check: dict[str, Any] = {"name": f"output {name}", "kind": "output"}
+def _tokens(name: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck:
+    same = base == target
+    flat = same.reshape(same.shape[0], -1) if same.dim() > 1 else same.reshape(1, -1)
+    first = tuple(int((~row).nonzero()[0]) if not bool(row.all()) else None for row in flat)
+    return TokensCheck(
+        name=f"output {name}",
+        gated=False,
+        passed=None,
+        agreement=float(same.float().mean()) if same.numel() else 1.0,
+        first_difference=first,
+        detail="integer outputs are reported, not gated",
+    )
+
+
+def compare_output(name: str, base: torch.Tensor, target: torch.Tensor, tol: float) -> QualityCheck:
+    label = f"output {name}"
     if base.shape != target.shape:
-        return {
-            **check,
-            "passed": False,
-            "detail": f"shapes differ: {list(base.shape)} vs {list(target.shape)}",
-        }
+        detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
+        return OutputCheck(name=label, passed=False, detail=detail)
     if not base.is_floating_point():
-        same = base == target
-        flat = same.reshape(same.shape[0], -1) if same.dim() > 1 else same.reshape(1, -1)
-        first = [int((~row).nonzero()[0]) if not bool(row.all()) else None for row in flat]
-        return {
-            **check,
-            "kind": "tokens",
-            "gated": False,
-            "passed": None,
-            "agreement": float(same.float().mean()) if same.numel() else 1.0,
-            "first_difference": first,
-            "detail": "integer outputs are reported, not gated",
-        }
+        return _tokens(name, base, target)
     b, t = base.double(), target.double()
     if not bool(torch.isfinite(t).all()):
-        return {**check, "passed": False, "detail": "the target's output holds NaN or inf"}
+        detail = "the target's output holds NaN or inf"
+        return OutputCheck(name=label, passed=False, detail=detail)
     diff = (t - b).abs()
     rms = float(b.pow(2).mean().sqrt()) if b.numel() else 0.0
     rmse = float(diff.pow(2).mean().sqrt()) if b.numel() else 0.0
@@ -65,101 +74,96 @@ def compare_output(
         if b.numel()
         else 1.0
     )
-    return {
-        **check,
-        "gated": True,
-        "passed": rel <= tol,
-        "rel_rmse": rel,
-        "tolerance": tol,
-        "max_abs": float(diff.max()) if diff.numel() else 0.0,
-        "mean_abs": float(diff.mean()) if diff.numel() else 0.0,
-        "cosine": cosine,
-    }
+    return OutputCheck(
+        name=label,
+        passed=rel <= tol,
+        rel_rmse=rel if math.isfinite(rel) else None,
+        detail=None if math.isfinite(rel) else "the baseline's output is all zeros",
+        tolerance=tol,
+        max_abs=float(diff.max()) if diff.numel() else 0.0,
+        mean_abs=float(diff.mean()) if diff.numel() else 0.0,
+        cosine=cosine,
+    )
 
 
 def compare_losses(
-    base: list[float | None], target: list[float | None], tol: float
-) -> dict[str, Any]:
-    check: dict[str, Any] = {"name": "loss curve", "kind": "loss", "gated": True, "tolerance": tol}
+    base: Sequence[float | None], target: Sequence[float | None], tol: float
+) -> LossCheck:
+    def fail(detail: str) -> LossCheck:
+        return LossCheck(name="loss curve", tolerance=tol, passed=False, detail=detail)
+
     if len(base) != len(target) or not base:
-        return {
-            **check,
-            "passed": False,
-            "detail": f"curve lengths differ: {len(base)} vs {len(target)} steps",
-        }
+        return fail(f"curve lengths differ: {len(base)} vs {len(target)} steps")
     if any(x is None for x in target):
         first = next(i for i, x in enumerate(target) if x is None)
-        return {
-            **check,
-            "passed": False,
-            "detail": f"the target's loss is not finite at step {first}",
-        }
+        return fail(f"the target's loss is not finite at step {first}")
     if any(x is None for x in base):
-        return {**check, "passed": False, "detail": "the baseline's loss is not finite"}
+        return fail("the baseline's loss is not finite")
     b = [float(x) for x in base if x is not None]
     t = [float(x) for x in target if x is not None]
     rel = [abs(y - x) / max(abs(x), 1e-12) for x, y in zip(b, t, strict=True)]
     outside = next((i for i, r in enumerate(rel) if r > tol), None)
-    final = rel[-1]
-    return {
-        **check,
-        "passed": final <= tol,
-        "final_rel": final,
-        "max_rel": max(rel),
-        "first_step_outside_band": outside,
-        "final_baseline": b[-1],
-        "final_target": t[-1],
-        "final_ratio": t[-1] / b[-1] if b[-1] else None,
-    }
+    return LossCheck(
+        name="loss curve",
+        tolerance=tol,
+        passed=rel[-1] <= tol,
+        final_rel=rel[-1],
+        max_rel=max(rel),
+        first_step_outside_band=outside,
+        final_baseline=b[-1],
+        final_target=t[-1],
+        final_ratio=t[-1] / b[-1] if b[-1] else None,
+    )
 
 
-def determinism(repeats: list[Any]) -> dict[str, Any]:
+def determinism(repeats: Sequence[Bundle]) -> Determinism:
     """Outputs and losses of a side's first two repeats: bitwise equal, or how far apart."""
     if len(repeats) < 2:
-        return {"checked": False, "detail": "one repeat: run --repeats 2 to check"}
+        return Determinism(checked=False, detail="one repeat: run --repeats 2 to check")
     a, b = repeats[0], repeats[1]
-    out_a, out_b = a.outputs(), b.outputs()
+    out_a, out_b = a.output_tensors(), b.output_tensors()
     max_diff = 0.0
-    equal = a.numerics.get("losses") == b.numerics.get("losses") and out_a.keys() == out_b.keys()
+    equal = a.losses == b.losses and out_a.keys() == out_b.keys()
     for name in out_a.keys() & out_b.keys():
         x, y = out_a[name], out_b[name]
         if x.shape != y.shape:
-            return {"checked": True, "bitwise_equal": False, "detail": f"{name} changed shape"}
+            return Determinism(checked=True, bitwise_equal=False, detail=f"{name} changed shape")
         if not torch.equal(x, y):
             equal = False
             max_diff = max(max_diff, float((x.double() - y.double()).abs().max()))
-    losses_a = [v for v in a.numerics.get("losses", []) if v is not None]
-    losses_b = [v for v in b.numerics.get("losses", []) if v is not None]
+    losses_a = [v for v in a.losses if v is not None]
+    losses_b = [v for v in b.losses if v is not None]
     loss_diff = max((abs(x - y) for x, y in zip(losses_a, losses_b, strict=False)), default=0.0)
-    return {
-        "checked": True,
-        "bitwise_equal": equal,
-        "max_abs_output_diff": max_diff,
-        "max_abs_loss_diff": loss_diff,
-        "compared": [a.path.name, b.path.name],
-    }
+    return Determinism(
+        checked=True,
+        bitwise_equal=equal,
+        max_abs_output_diff=max_diff,
+        max_abs_loss_diff=loss_diff,
+        compared=(a.path.name, b.path.name),
+    )
 
 
-def convergence(repeats: list[Any], target_loss: float) -> dict[str, Any]:
+def convergence(repeats: Sequence[Bundle], target_loss: float) -> Convergence:
     """MLPerf style: steps and time to the target loss per repeat; never reaching it is a
     non-converged run. Time counts every step from the first (compile and warm-up too)."""
     runs = []
     for bundle in repeats:
-        losses = bundle.numerics.get("losses") or []
-        times = bundle.metrics.get("step_samples_s") or []
-        step = next((i for i, v in enumerate(losses) if v is not None and v <= target_loss), None)
-        runs.append(
-            {
-                "repeat": bundle.path.name,
-                "converged": step is not None,
-                "steps": None if step is None else step + 1,
-                "time_s": None if step is None else float(sum(times[: step + 1])),
-            }
+        times = bundle.metrics.step_samples_s if bundle.metrics else ()
+        step = next(
+            (i for i, v in enumerate(bundle.losses) if v is not None and v <= target_loss), None
         )
-    done = [r for r in runs if r["converged"]]
-    return {
-        "target_loss": target_loss,
-        "runs": runs,
-        "success_rate": len(done) / len(runs) if runs else 0.0,
-        "mean_time_s": sum(r["time_s"] for r in done) / len(done) if done else None,
-    }
+        runs.append(
+            ConvergenceRun(
+                repeat=bundle.path.name,
+                converged=step is not None,
+                steps=None if step is None else step + 1,
+                time_s=None if step is None else float(sum(times[: step + 1])),
+            )
+        )
+    done = [r.time_s for r in runs if r.time_s is not None]
+    return Convergence(
+        target_loss=target_loss,
+        runs=tuple(runs),
+        success_rate=len(done) / len(runs) if runs else 0.0,
+        mean_time_s=sum(done) / len(done) if done else None,
+    )

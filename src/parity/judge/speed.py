@@ -12,69 +12,70 @@ two compliance-style checks that keep a speed claim honest.
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from collections.abc import Callable
 
 from parity.bundle import Bundle, SideRuns
 from parity.judge.stats import ratio_ci
+from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 
 RESEEDED_BAND = 0.05
 SAME_INPUT_FASTER = 0.10
 
 
 def steady_samples(bundle: Bundle) -> list[float]:
-    samples = bundle.metrics.get("step_samples_s") or []
-    return list(samples[int(bundle.metrics.get("steady_from_step", 1)) :])
+    return list(bundle.metrics.steady_samples) if bundle.metrics is not None else []
 
 
-def _pooled_median(side: SideRuns) -> float | None:
+def pooled_median(side: SideRuns) -> float | None:
+    """The median steady step over every successful repeat of a side."""
     values = [x for b in side.ok for x in steady_samples(b)]
     return statistics.median(values) if values else None
 
 
-def judge_speed(a: SideRuns, b: SideRuns) -> dict[str, Any] | None:
+def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
     steady_a = [s for s in (steady_samples(x) for x in a.ok) if s]
     steady_b = [s for s in (steady_samples(x) for x in b.ok) if s]
     if not steady_a or not steady_b:
         return None
     ci = ratio_ci(steady_a, steady_b)
-    repeats = {"baseline": len(steady_a), "target": len(steady_b)}
     note = None
-    if min(repeats.values()) < 2:
+    if min(len(steady_a), len(steady_b)) < 2:
         note = (
             "one process on a side: the interval knows nothing of process-to-process "
             "variation; use --repeats 2 or more for a claim"
         )
     checks = compliance(b)
-    failed = [c["name"] for c in checks if not c["passed"]]
-    return {
-        "reliable": not failed,
-        "unreliable_because": failed,
-        "baseline_median_s": _pooled_median(a),
-        "target_median_s": _pooled_median(b),
-        "ratio": ci.ratio,
-        "speedup": ci.speedup,
-        "interval": {
-            "low": ci.low,
-            "high": ci.high,
-            "confidence": ci.confidence,
-            "half_width_rel": ci.half_width_rel,
-            "method": "hierarchical bootstrap over processes and steps",
-        },
-        "verdict": ci.verdict,
-        "repeats": repeats,
-        "stop": b.info.get("stop") or a.info.get("stop"),
-        "note": note,
-        "throughput": {
-            "baseline": a.first.metrics.get("throughput"),
-            "target": b.first.metrics.get("throughput"),
-        },
-        "compliance": checks,
-    }
+    info = b.info or a.info
+    stop = info.stop if info is not None else None
+    return Speed(
+        reliable=all(c.passed for c in checks),
+        unreliable_because=tuple(c.name for c in checks if not c.passed),
+        baseline_median_s=pooled_median(a),
+        target_median_s=pooled_median(b),
+        ratio=ci.ratio,
+        speedup=ci.speedup,
+        interval=Interval(
+            low=ci.low,
+            high=ci.high,
+            confidence=ci.confidence,
+            half_width_rel=ci.half_width_rel,
+            method="hierarchical bootstrap over processes and steps",
+        ),
+        verdict=ci.verdict,
+        repeats=ByRole(baseline=len(steady_a), target=len(steady_b)),
+        stop=stop,
+        note=note,
+        throughput=ByRole(
+            baseline=a.first.metrics.throughput if a.first.metrics else None,
+            target=b.first.metrics.throughput if b.first.metrics else None,
+        ),
+        compliance=tuple(checks),
+    )
 
 
-def compliance(target: SideRuns) -> list[dict[str, Any]]:
-    reference = _pooled_median(target)
-    checks: list[dict[str, Any]] = []
+def compliance(target: SideRuns) -> list[ComplianceCheck]:
+    reference = pooled_median(target)
+    checks: list[ComplianceCheck] = []
     if reference is None:
         return checks
     reseeded = target.compliance.get("reseeded")
@@ -102,21 +103,16 @@ def compliance(target: SideRuns) -> list[dict[str, Any]]:
     return checks
 
 
-def _check(name: str, bundle: Bundle, reference: float, ok: Any, why: str) -> dict[str, Any]:
+def _check(
+    name: str, bundle: Bundle, reference: float, ok: Callable[[float], bool], why: str
+) -> ComplianceCheck:
     if not bundle.ok:
-        return {
-            "name": name,
-            "passed": False,
-            "detail": f"the run failed: {bundle.manifest.get('reason')}",
-        }
+        detail = f"the run failed: {bundle.manifest.reason}"
+        return ComplianceCheck(name=name, passed=False, detail=detail)
     samples = steady_samples(bundle)
     if not samples:
-        return {"name": name, "passed": False, "detail": "no steady-state samples"}
+        return ComplianceCheck(name=name, passed=False, detail="no steady-state samples")
     ratio = statistics.median(samples) / reference
-    passed = bool(ok(ratio))
-    return {
-        "name": name,
-        "passed": passed,
-        "ratio": ratio,
-        "detail": f"median step {ratio:.3f}x the target's" + ("" if passed else f": {why}"),
-    }
+    passed = ok(ratio)
+    detail = f"median step {ratio:.3f}x the target's" + ("" if passed else f": {why}")
+    return ComplianceCheck(name=name, passed=passed, ratio=ratio, detail=detail)

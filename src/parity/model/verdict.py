@@ -204,38 +204,57 @@ class ParameterError:
     rel_error: float
 
 
-CheckKind = Literal["output", "tokens", "loss", "fp64", "cosine"]
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
-class QualityCheck:
-    """A quality check: an output, the generated tokens, the loss curve, or an fp64 gate.
-
-    The common part is ``name``, ``kind``, ``gated`` and ``passed`` (None: reported, not
-    gated); the figures a kind has are set, the others left out."""
+class CheckBase:
+    """What every quality check has: a name, whether it is gated, whether it passed
+    (None: reported, not gated), and a sentence where the figures alone do not say it."""
 
     name: str
-    kind: CheckKind
     gated: bool = True
     passed: bool | None
     detail: str | None = omit_none()
     tolerance: float | None = omit_none()
-    # an output against the baseline
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OutputCheck(CheckBase):
+    """A float output, target against baseline: relative RMSE within the tolerance."""
+
+    kind: Literal["output"] = "output"
     rel_rmse: float | None = omit_none()
     max_abs: float | None = omit_none()
     mean_abs: float | None = omit_none()
     cosine: float | None = omit_none()
-    # generated tokens
-    agreement: float | None = omit_none()
-    first_difference: tuple[int | None, ...] | None = omit_none()
-    # the loss curve
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TokensCheck(CheckBase):
+    """Integer outputs (generated tokens): agreement and the first differing position."""
+
+    kind: Literal["tokens"] = "tokens"
+    agreement: float | None = None
+    first_difference: tuple[int | None, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LossCheck(CheckBase):
+    """The loss curve, target against baseline, step by step."""
+
+    kind: Literal["loss"] = "loss"
     final_rel: float | None = omit_none()
     max_rel: float | None = omit_none()
-    first_step_outside_band: int | None = omit_none()
+    first_step_outside_band: int | None = None
     final_baseline: float | None = omit_none()
     final_target: float | None = omit_none()
     final_ratio: float | None = omit_none()
-    # against the fp64 reference
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReferenceCheck(CheckBase):
+    """An output or the gradients against the fp64 reference (``fp64``), or, without a
+    reference, cosine similarity with the baseline (``cosine``)."""
+
+    kind: Literal["fp64", "cosine"] = "fp64"
     k: float | None = omit_none()
     rmse_target: float | None = omit_none()
     rmse_baseline: float | None = omit_none()
@@ -248,13 +267,12 @@ class QualityCheck:
     min_atol: float | None = omit_none()
     min_rtol: float | None = omit_none()
     min_rtol_at_atol_tol: float | None = omit_none()
+    cosine: float | None = omit_none()
     values: int | None = omit_none()
     worst_parameters: tuple[ParameterError, ...] | None = omit_none()
 
-    @property
-    def counts(self) -> bool:
-        """Whether this check decides the quality gate."""
-        return self.gated
+
+QualityCheck = LossCheck | OutputCheck | TokensCheck | ReferenceCheck
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -547,3 +565,21 @@ class Verdict:
         passed = all(g.passed for g in self.gates)
         object.__setattr__(self, "passed", passed)
         object.__setattr__(self, "exit_code", 0 if passed else 1)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JudgeInputs:
+    """What a verdict depends on besides the bundles (``inputs.json`` beside them): the
+    fingerprint fields allowed to differ (with reasons), a target loss, cost inputs with
+    prices already resolved, operational answers, and the unproven items that passing
+    checks prove (item -> evidence)."""
+
+    allow: dict[str, str] = field(default_factory=dict)
+    target_loss: float | None = None
+    cost: CostInputs = field(default_factory=CostInputs)
+    operational: dict[str, str] = field(default_factory=dict)
+    checked: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.target_loss is not None and not -float("inf") < self.target_loss < float("inf"):
+            raise ValueError(f"--target-loss must be a finite number, got {self.target_loss}")
