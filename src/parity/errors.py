@@ -8,9 +8,18 @@ parent but a recorded result (exit code 1 through the verdict).
     ├── UsageError                   bad input: exit code 2, one clear line
     │   ├── SpecError                malformed or unknown side/workload spec or option
     │   ├── WorkloadError            unknown workload, bad size knob, broken user workload
-    │   ├── BundleError              missing, corrupt, tampered or newer-schema bundle
+    │   ├── OptionError              an option or keyword argument out of its range or type
+    │   ├── PlanError                a plan file (parity.toml) that cannot be used
+    │   ├── ResumeError              --resume on a directory it cannot finish
+    │   ├── BundleError              missing, corrupt, tampered or other-schema bundle
+    │   ├── CheckError               a check result (check.json) that cannot be used
     │   └── ContractError            the two sides did not run the same frozen workload
-    └── SideError                    a worker process failed (crash, timeout, exception)
+    ├── SideError                    a worker process failed (crash, timeout, exception)
+    └── CheckpointError              a training checkpoint cannot be written or read back
+
+Library code raises these, never ``ValueError`` or ``TypeError`` for bad input: a
+model class's ``__post_init__`` may raise ``ValueError`` (the codec and the request turn
+it into a ``BundleError`` or an ``OptionError`` with the key named).
 """
 
 from __future__ import annotations
@@ -32,8 +41,24 @@ class WorkloadError(UsageError):
     """An unknown workload, a size knob out of range, or a user workload that is broken."""
 
 
+class OptionError(UsageError):
+    """An option (or a keyword argument of the Python API) of the wrong type or range."""
+
+
+class PlanError(UsageError):
+    """A plan file that cannot be read, or a key in it that is unknown or out of range."""
+
+
+class ResumeError(UsageError):
+    """``--resume`` on a directory that holds no comparison, or with conflicting options."""
+
+
 class BundleError(UsageError):
-    """A run bundle that is missing, unreadable, corrupt, tampered with or too new."""
+    """A run bundle that is missing, unreadable, corrupt, tampered with or of another schema."""
+
+
+class CheckError(UsageError):
+    """A ``check.json`` that is missing, unreadable or not a parity check result."""
 
 
 class ContractError(UsageError):
@@ -42,3 +67,8 @@ class ContractError(UsageError):
 
 class SideError(ParityError):
     """A worker process failed; carries the reason recorded in its bundle."""
+
+
+class CheckpointError(ParityError):
+    """A training checkpoint that cannot be written or read back safely (a worker error:
+    it ends the side as failed with this reason)."""

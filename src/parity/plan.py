@@ -1,20 +1,21 @@
 """Plan files: one TOML file that says what to compare, how to judge it, what it costs.
 
 ``parity init`` writes a commented ``parity.toml``; ``parity compare --plan parity.toml``
-runs it. Validation happens when the file is read: an unknown key, a wrong type or a
-value out of range is a usage error that names the key path and what is allowed.
+runs it. Reading checks the file's shape (an unknown key or a wrong type is a ``PlanError`` naming
+the key path); the values are then validated with every other input surface's by
+``parity.request.CompareRequest``.
 """
 
 from __future__ import annotations
 
+import math
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.errors import UsageError
-from parity.judge.cost import CostInputs, Price
-from parity.spec import SIZES, WorkloadSpec, parse_side
+from parity.errors import PlanError, UsageError
+from parity.model.verdict import Price
+from parity.request import COST_KNOBS, CompareOptions
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -84,192 +85,124 @@ deployment_tooling = ""
 """
 
 
-@dataclass(kw_only=True)
-class PlanFile:
-    """A validated plan file."""
-
-    path: Path
-    workload: WorkloadSpec
-    baseline: str
-    target: str
-    target_loss: float | None = None
-    measure: dict[str, Any] = field(default_factory=dict)
-    cost: CostInputs = field(default_factory=CostInputs)
-    allow_diff: list[str] = field(default_factory=list)
-    operational: dict[str, str] = field(default_factory=dict)
-
-
 class _Table:
     """A TOML table with the key path in every error message."""
 
-    def __init__(self, path: Path, name: str, data: Any, allowed: tuple[str, ...]) -> None:
+    def __init__(self, path: Path, name: str, data: object, allowed: tuple[str, ...]) -> None:
         self.where = f"{path}: {name}"
         if not isinstance(data, dict):
-            raise UsageError(f"{self.where} must be a table ([{name}])")
+            raise PlanError(f"{self.where} must be a table ([{name}])")
         unknown = sorted(set(data) - set(allowed))
         if unknown:
-            raise UsageError(
+            raise PlanError(
                 f"{self.where}.{unknown[0]} is not a known key: use one of {', '.join(allowed)}"
             )
-        self.data = data
-        self.name = name
+        self.data: dict[str, object] = data
 
-    def get(
-        self, key: str, kind: type | tuple[type, ...], default: Any = None, required: bool = False
-    ) -> Any:
+    def get(self, key: str, kind: type | tuple[type, ...], required: bool = False) -> Any:
         if key not in self.data:
             if required:
-                raise UsageError(f"{self.where}.{key} is required")
-            return default
+                raise PlanError(f"{self.where}.{key} is required")
+            return None
         value = self.data[key]
-        if isinstance(value, bool) and kind in (int, float, (int, float)):
-            raise UsageError(f"{self.where}.{key} must be a number, got {value!r}")
-        if not isinstance(value, kind):
+        numeric = kind in (int, float, (int, float))
+        if (isinstance(value, bool) and numeric) or not isinstance(value, kind):
             names = (
                 kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             )
-            raise UsageError(f"{self.where}.{key} must be {names}, got {value!r}")
+            raise PlanError(f"{self.where}.{key} must be {names}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise PlanError(f"{self.where}.{key} must be a finite number, got {value}")
         return value
 
 
-def load_plan(path: Path) -> PlanFile:
-    """Read and validate a plan file; UsageError names the key path and the fix."""
+NUMBER = (int, float)
+TOP = ("workload", "baseline", "target", "quality", "measure", "cost", "allow_diff", "operational")
+Kind = type | tuple[type, ...]
+MEASURE: dict[str, Kind] = {
+    "repeats": int,
+    "precision": NUMBER,
+    "budget_s": NUMBER,
+    "compliance": bool,
+    "timeout_s": NUMBER,
+}
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(path.read_text())
+        data: dict[str, Any] = tomllib.loads(path.read_text())
+        return data
     except FileNotFoundError:
-        raise UsageError(f"plan file {path} does not exist: write one with parity init") from None
+        raise PlanError(f"plan file {path} does not exist: write one with parity init") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"plan file {path} cannot be read: {exc}") from None
+        raise PlanError(f"plan file {path} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"plan file {path} is not valid TOML: {exc}") from None
-    top = _Table(
-        path,
-        "plan",
-        raw,
-        (
-            "workload",
-            "baseline",
-            "target",
-            "quality",
-            "measure",
-            "cost",
-            "allow_diff",
-            "operational",
-        ),
-    )
-    w = _Table(
-        path,
-        "workload",
-        top.get("workload", dict, required=True),
-        ("name", "size", "batch_size", "seq_len", "steps", "seed"),
-    )
-    size = w.get("size", str, "tiny")
-    if size not in SIZES:
-        raise UsageError(f"{path}: workload.size must be one of {', '.join(SIZES)}, got {size!r}")
+        raise PlanError(f"plan file {path} is not valid TOML: {exc}") from None
+
+
+def _price(t: _Table, path: Path) -> Price | None:
+    usd = t.get("price_per_hour", NUMBER)
+    if usd is None:
+        return None
+    accelerators = t.get("accelerators", int) or 1
     try:
-        workload = WorkloadSpec(
-            name=w.get("name", str, required=True),
-            size=size,
-            batch_size=w.get("batch_size", int),
-            seq_len=w.get("seq_len", int),
-            steps=w.get("steps", int),
-            seed=w.get("seed", int, 0),
+        return Price(
+            usd_per_hour=float(usd),
+            accelerators=accelerators,
+            instance=t.get("instance", str),
+            source=f"plan {path}",
         )
-    except UsageError as exc:
-        raise UsageError(f"{path}: workload: {exc}") from None
+    except ValueError as exc:
+        raise PlanError(f"{t.where}: {exc}") from None
+
+
+def load_plan(path: Path) -> CompareOptions:
+    """Read a plan file into comparison options; PlanError names the key path and the fix.
+
+    The options are validated with every other input surface's by ``CompareRequest``."""
+    top = _Table(path, "plan", _read(path), TOP)
+    w = _Table(path, "workload", top.get("workload", dict, required=True), WORKLOAD_KEYS)
     sides: dict[str, str] = {}
     prices: dict[str, Price] = {}
     for role in ("baseline", "target"):
-        t = _Table(
-            path,
-            role,
-            top.get(role, dict, required=True),
-            ("side", "instance", "price_per_hour", "accelerators"),
-        )
-        side = t.get("side", str, required=True)
-        try:
-            parse_side(side)
-        except UsageError as exc:
-            raise UsageError(f"{path}: {role}.side: {exc}") from None
-        sides[role] = side
-        price = t.get("price_per_hour", (int, float))
+        t = _Table(path, role, top.get(role, dict, required=True), SIDE_KEYS)
+        sides[role] = t.get("side", str, required=True)
+        price = _price(t, path)
         if price is not None:
-            try:
-                prices[role] = Price(
-                    usd_per_hour=float(price),
-                    accelerators=t.get("accelerators", int, 1),
-                    instance=t.get("instance", str),
-                    source=f"plan {path}",
-                )
-            except UsageError as exc:
-                raise UsageError(f"{path}: {role}: {exc}") from None
-    q = _Table(path, "quality", top.get("quality", dict, {}), ("target_loss",))
-    m = _Table(
-        path,
-        "measure",
-        top.get("measure", dict, {}),
-        ("repeats", "precision", "budget_s", "compliance", "timeout_s"),
-    )
-    measure = {
-        k: m.get(k, kinds)
-        for k, kinds in (
-            ("repeats", int),
-            ("precision", (int, float)),
-            ("budget_s", (int, float)),
-            ("compliance", bool),
-            ("timeout_s", (int, float)),
-        )
-        if k in m.data
-    }
-    c = _Table(
-        path,
-        "cost",
-        top.get("cost", dict, {}),
-        (
-            "run_steps",
-            "engineering_hours",
-            "engineering_rate",
-            "idle_fraction",
-            "retry_fraction",
-            "checkpoint_overhead",
-        ),
-    )
-    try:
-        cost = CostInputs(
-            prices=prices,
-            run_steps=c.get("run_steps", int),
-            **{
-                k: float(c.get(k, (int, float), 0.0))
-                for k in (
-                    "engineering_hours",
-                    "engineering_rate",
-                    "idle_fraction",
-                    "retry_fraction",
-                    "checkpoint_overhead",
-                )
-            },
-        )
-    except UsageError as exc:
-        raise UsageError(f"{path}: {exc}") from None
-    a = top.get("allow_diff", dict, {})
-    allow = [f"{k}={v}" for k, v in a.items()]
-    o = _Table(path, "operational", top.get("operational", dict, {}), OPERATIONAL)
-    operational = {k: o.get(k, str, "") for k in OPERATIONAL}
-    target_loss = q.get("target_loss", (int, float))
-    return PlanFile(
-        path=path,
-        workload=workload,
+            prices[role] = price
+    q = _Table(path, "quality", top.get("quality", dict) or {}, ("target_loss",))
+    m = _Table(path, "measure", top.get("measure", dict) or {}, tuple(MEASURE))
+    c = _Table(path, "cost", top.get("cost", dict) or {}, COST_KNOBS)
+    allowed = top.get("allow_diff", dict) or {}
+    a = _Table(path, "allow_diff", allowed, tuple(allowed))
+    o = _Table(path, "operational", top.get("operational", dict) or {}, OPERATIONAL)
+    return CompareOptions(
+        workload=w.get("name", str, required=True),
+        size=w.get("size", str),
+        batch_size=w.get("batch_size", int),
+        seq_len=w.get("seq_len", int),
+        steps=w.get("steps", int),
+        seed=w.get("seed", int),
         baseline=sides["baseline"],
         target=sides["target"],
-        target_loss=float(target_loss) if target_loss is not None else None,
-        measure=measure,
-        cost=cost,
-        allow_diff=allow,
-        operational=operational,
+        target_loss=q.get("target_loss", NUMBER),
+        prices=prices,
+        cost={k: c.get(k, _cost_kind(k)) for k in c.data},
+        allow_diff={k: a.get(k, str) for k in a.data},
+        operational={k: o.get(k, str) for k in o.data},
+        **{k: m.get(k, kind) for k, kind in MEASURE.items() if k in m.data},
     )
+
+
+WORKLOAD_KEYS = ("name", "size", "batch_size", "seq_len", "steps", "seed")
+SIDE_KEYS = ("side", "instance", "price_per_hour", "accelerators")
 
 
 def write_template(path: Path, *, force: bool = False) -> None:
     if path.exists() and not force:
         raise UsageError(f"{path} already exists: choose another path or pass --force")
     path.write_text(TEMPLATE)
+
+
+def _cost_kind(key: str) -> Kind:
+    return int if key == "run_steps" else NUMBER

@@ -51,7 +51,7 @@ SIDE_FIELDS = (
     "nproc",
     "fsdp",
 )
-_DEVICE_RE = re.compile(r"^(?P<type>[a-z][a-z0-9_]*)(?::(?P<index>\d+))?$")
+_DEVICE_RE = re.compile(r"(?P<type>[a-z][a-z0-9_]*)(?::(?P<index>[0-9]+))?", re.ASCII)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -186,7 +186,7 @@ def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
     if not text:
         raise SpecError("empty side spec: write a device such as cpu, cuda or cpu+bf16")
     head, *options = text.split("+")
-    match = _DEVICE_RE.match(head)
+    match = _DEVICE_RE.fullmatch(head)
     if match is None:
         raise SpecError(
             f"malformed device {head!r} in side spec {text!r}: write DEVICE or DEVICE:INDEX, "
@@ -195,15 +195,9 @@ def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
     device = match["type"]
     index = int(match["index"]) if match["index"] is not None else None
     if check_device:
-        from parity.devices import known_device_types
+        from parity.devices.names import check_device_name
 
-        known = known_device_types()
-        if device not in known:
-            raise SpecError(
-                f"unknown device {device!r} in side spec {text!r}: use one of "
-                f"{', '.join(sorted(known))} (a plugin device must be importable; see "
-                "PARITY_PLUGINS)"
-            )
+        check_device_name(device, text)
     values: dict[str, Any] = {"device": device, "index": index}
     seen: set[str] = set()
     for option in options:
@@ -219,7 +213,7 @@ def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
             values["compile"] = True
             values["compile_backend"] = value or None
         elif key == "threads":
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):
                 raise SpecError(f"threads needs a whole number in side spec {text!r}: threads=4")
             values["threads"] = int(value)
         elif key == "deterministic" and not value:
@@ -227,7 +221,7 @@ def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
         elif key == "fsdp" and not value:
             values["fsdp"] = True
         elif key == "nproc":
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):
                 raise SpecError(f"nproc needs a whole number in side spec {text!r}: nproc=2")
             values["nproc"] = int(value)
         elif key == "emulate":

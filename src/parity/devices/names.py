@@ -1,0 +1,42 @@
+"""Device names known without importing torch, so that a bad side spec is refused at once.
+
+The built-in adapters' names are listed here (``parity.devices`` registers an adapter for
+each). Any other name, such as a PrivateUse1 backend a plugin renames or a plugin's own
+device, needs the plugins loaded and torch imported: that happens only for a name not
+listed here.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import entry_points
+
+from parity.errors import SpecError
+
+BUILTIN = ("cpu", "cuda", "neuron", "xpu", "mps")
+
+
+def _others_possible() -> bool:
+    """Whether any other device could exist: a parity plugin, or a PyTorch backend that
+    autoloads through the ``torch.backends`` entry points (how out-of-tree PrivateUse1
+    devices register)."""
+    return bool(os.environ.get("PARITY_PLUGINS")) or any(
+        entry_points(group=group) for group in ("parity.devices", "torch.backends")
+    )
+
+
+def check_device_name(device: str, spec: str) -> None:
+    """Refuse an unknown device type in ``spec``, naming the valid ones."""
+    if device in BUILTIN:
+        return
+    known = set(BUILTIN)
+    if _others_possible():
+        from parity.devices import known_device_types  # plugins and PrivateUse1: torch
+
+        known = known_device_types()
+    if device not in known:
+        raise SpecError(
+            f"unknown device {device!r} in side spec {spec!r}: use one of "
+            f"{', '.join(sorted(known))} (a plugin device must be importable; see "
+            "PARITY_PLUGINS)"
+        )

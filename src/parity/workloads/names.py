@@ -1,0 +1,61 @@
+"""Workload names checked without importing torch or any user code.
+
+A built-in name, ``PREFIX:NAME`` for a registered prefix (``hf:gpt2``, ``hf:./ckpt``), or
+``path/to/file.py:factory`` (the file must exist; it is imported only in the worker
+processes). Plugins may register more names: they are loaded (which may import torch)
+only when a name is none of these.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from parity.errors import WorkloadError
+
+BUILTIN = ("cnn-infer", "gpt-generate", "gpt-train", "mlp-train")
+PREFIXES = ("hf",)
+
+
+def is_file_workload(name: str) -> bool:
+    path, sep, _ = name.rpartition(":")
+    return bool(sep) and path.endswith(".py")
+
+
+def _plugins_configured() -> bool:
+    return bool(os.environ.get("PARITY_PLUGINS")) or bool(entry_points(group="parity.workloads"))
+
+
+def check_workload_name(name: str) -> None:
+    """Refuse a workload name that names nothing, with the valid choices."""
+    if name in BUILTIN:
+        return
+    if is_file_workload(name):
+        file, _, attr = name.rpartition(":")
+        if not attr.isidentifier():
+            raise WorkloadError(
+                f"workload {name!r}: {attr!r} is not a Python name: write path/to/file.py:Factory"
+            )
+        if not Path(file).expanduser().is_file():
+            raise WorkloadError(f"workload file {file} does not exist: check the path")
+        return
+    prefix, sep, rest = name.partition(":")
+    if sep and prefix in PREFIXES:
+        if not rest.strip():
+            raise WorkloadError(
+                f"workload {name!r} names nothing after {prefix}: e.g. {prefix}:gpt2"
+            )
+        return
+    known = list(BUILTIN)
+    if _plugins_configured():
+        from parity.workloads import prefixes, registered  # plugins may import torch
+
+        if name in registered() or (sep and prefix in prefixes()):
+            return
+        known = list(registered())
+    raise WorkloadError(
+        f"unknown workload {name!r}: use one of {', '.join(known)}, "
+        + "".join(f"{p}:NAME, " for p in PREFIXES)
+        + "or path/to/file.py:factory"
+    )

@@ -1,0 +1,99 @@
+"""The workload registry: built-ins, plugins and ``path/to/file.py:factory`` workloads.
+
+``register_workload(cls)`` adds a ``Workload`` subclass under its ``name``;
+``resolve(spec)`` builds the workload a spec names. A user file's factory is a
+``Workload`` subclass or a callable taking a ``WorkloadSpec`` and returning a
+``Workload``. ``register_prefix(prefix, resolver)`` claims a family of names
+``PREFIX:REST`` (``hf:gpt2``): ``resolve`` hands such a spec to the resolver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from parity.errors import WorkloadError
+from parity.plugins import import_file, load_plugins
+from parity.spec import WorkloadSpec
+from parity.workloads.base import Workload
+from parity.workloads.cnn import CnnInfer
+from parity.workloads.gpt import GptGenerate, GptTrain
+from parity.workloads.hf import resolve_hf
+from parity.workloads.mlp import MlpTrain
+from parity.workloads.names import is_file_workload
+
+_REGISTRY: dict[str, type[Workload]] = {}
+PrefixResolver = Callable[[WorkloadSpec], Workload]
+_PREFIXES: dict[str, PrefixResolver] = {}
+
+
+def register_prefix(prefix: str, resolver: PrefixResolver) -> None:
+    """Resolve every workload named ``PREFIX:REST`` with ``resolver(spec)``."""
+    _PREFIXES[prefix] = resolver
+
+
+def prefixes() -> list[str]:
+    load_plugins()
+    return sorted(_PREFIXES)
+
+
+def register_workload(cls: type[Workload]) -> type[Workload]:
+    """Register a workload class under its ``name`` (usable as a class decorator)."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[Workload]]:
+    load_plugins()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def resolve(spec: WorkloadSpec) -> Workload:
+    """Build the workload a spec names; WorkloadError names the valid choices."""
+    if is_file_workload(spec.name):
+        return _from_file(spec)
+    table = registered()
+    prefix, sep, _ = spec.name.partition(":")
+    if sep and prefix in _PREFIXES:
+        return _PREFIXES[prefix](spec)
+    cls = table.get(spec.name)
+    if cls is None:
+        raise WorkloadError(
+            f"unknown workload {spec.name!r}: use one of {', '.join(table)}, "
+            + "".join(f"{p}:NAME, " for p in sorted(_PREFIXES))
+            + "or path/to/file.py:factory"
+        )
+    return cls(spec)
+
+
+def _from_file(spec: WorkloadSpec) -> Workload:
+    file, _, attr = spec.name.rpartition(":")
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise WorkloadError(f"workload file {file} does not exist: check the path")
+    try:
+        module = import_file(path.resolve())
+    except Exception as exc:
+        raise WorkloadError(
+            f"workload file {file} failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise WorkloadError(f"{file} has no {attr!r}: name a Workload subclass or factory in it")
+    if not callable(factory):
+        raise WorkloadError(
+            f"{spec.name}: {attr} is a {type(factory).__name__}, not a parity Workload: name "
+            "a Workload subclass or a factory taking the WorkloadSpec"
+        )
+    workload = factory(spec)
+    if not isinstance(workload, Workload):
+        raise WorkloadError(
+            f"{spec.name} returned {type(workload).__name__}, not a parity Workload: "
+            "subclass parity.workloads.Workload"
+        )
+    return workload
+
+
+for _cls in (CnnInfer, GptGenerate, GptTrain, MlpTrain):
+    register_workload(_cls)
+register_prefix("hf", resolve_hf)  # transformers is imported only when one is resolved
