@@ -44,7 +44,7 @@ def _matmuls_of(ms: float) -> tuple[Callable[[int], None], int]:
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     out = torch.empty_like(a)
-    for _ in range(5):
+    for _ in range(200):  # clocks up from idle before the calibration
         torch.mm(a, b, out=out)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
