@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.judge.numerics import effective_precision, gate
+from parity.judge.numerics import effective_precision, gate, runs_convolutions
 from parity.spec import parse_side
 
 REF = torch.linspace(-2, 2, 1000, dtype=torch.float64)
@@ -50,3 +50,37 @@ def test_nan_and_shape_fail_and_cosine_fallback() -> None:
 )
 def test_effective_precision(side: str, precision: str) -> None:
     assert effective_precision(parse_side(side)) == precision
+
+
+CUDA_DEFAULT = {"matmul_fp32_math": "ieee", "conv_fp32_math": "tf32"}
+
+
+@pytest.mark.parametrize(
+    ("side", "flags", "convolutions", "precision"),
+    [
+        # cuDNN runs fp32 convolutions in TF32 by default: a CNN on cuda is judged as tf32
+        ("cuda", CUDA_DEFAULT, True, "tf32"),
+        # ... a run without convolutions keeps the fp32 gate
+        ("cuda", CUDA_DEFAULT, False, "fp32"),
+        ("cuda", {"matmul_fp32_math": "ieee", "conv_fp32_math": "ieee"}, True, "fp32"),
+        ("cuda", {"matmul_fp32_math": "tf32", "conv_fp32_math": "ieee"}, False, "tf32"),
+        ("cuda", {"matmul_fp32_math": "unknown", "conv_fp32_math": "unknown"}, True, "fp32"),
+        ("cuda", None, True, "fp32"),
+        ("cpu", {"num_threads": 2}, True, "fp32"),
+        # a reduced precision or an emulation profile says so itself
+        ("cuda+bf16", CUDA_DEFAULT, True, "bf16"),
+        ("cpu+emulate=matmul-bf16", CUDA_DEFAULT, True, "bf16"),
+    ],
+)
+def test_effective_precision_reads_recorded_tf32_modes(
+    side: str, flags: dict[str, str] | None, convolutions: bool, precision: str
+) -> None:
+    assert effective_precision(parse_side(side), flags, convolutions=convolutions) == precision
+
+
+def test_runs_convolutions_reads_the_op_inventory() -> None:
+    cnn = {"inventory": [{"op": "aten::add.Tensor"}, {"op": "aten::conv2d.default"}]}
+    mlp = {"inventory": [{"op": "aten::linear.default"}, {"op": "aten::relu.default"}]}
+    assert runs_convolutions(cnn) and not runs_convolutions(mlp)
+    assert runs_convolutions({})  # no inventory: assume it may
+    assert not runs_convolutions({"inventory": [{"op": "aten::convolution_overrideable.x"}]})
