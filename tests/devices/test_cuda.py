@@ -1,15 +1,26 @@
-"""CUDA checks; they run where a CUDA GPU is present (scripts/gpu-check runs them)."""
+"""CUDA checks; they run where a CUDA GPU is present (scripts/gpu-check runs them).
+
+Figures go to ``record_property``: ``scripts/gpu-check`` reads them back from the JUnit
+XML file into its summary.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import statistics
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import torch
 
 from parity.devices import get_device
+from parity.probes.timing import StepTimer
 from tests.conftest import run_cli
+
+Record = Callable[[str, object], None]
 
 pytestmark = [
     pytest.mark.cuda,
@@ -26,6 +37,119 @@ def test_cuda_adapter_reads_memory_after_sync() -> None:
     assert peaks["allocated"] is not None and peaks["allocated"] >= x.numel() * 4
     assert dev.name().startswith("NVIDIA") or torch.version.hip
     assert dev.environment()["flags"]["cuda_version"] or torch.version.hip
+
+
+def _matmuls_of(ms: float) -> tuple[Callable[[int], None], int]:
+    """A step of ``k`` bf16 4096x4096 matrix products lasting about ``ms`` milliseconds."""
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(a)
+    for _ in range(200):  # clocks up from idle before the calibration
+        torch.mm(a, b, out=out)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(20):
+        torch.mm(a, b, out=out)
+    end.record()
+    end.synchronize()
+    k = max(1, round(ms / (start.elapsed_time(end) / 20)))
+
+    def step(_: int) -> None:
+        for _ in range(k):
+            torch.mm(a, b, out=out)
+
+    return step, k
+
+
+def test_step_timer_agrees_with_cuda_events(record_property: Record) -> None:
+    """parity's timer (perf_counter_ns around the step and a synchronize) against CUDA
+    events around the same work, step by step, on a ~1 ms step: within 2%. A timer that
+    read the clock before the device finished would read the launch time, far less."""
+    dev = get_device("cuda", 0)
+    work, k = _matmuls_of(1.0)
+    pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+
+    def step(i: int) -> None:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        work(i)
+        end.record()
+        pairs.append((start, end))
+
+    timer = StepTimer(step, dev.synchronize)
+    timer.run(0, 50)  # warm-up: clocks up, cuBLAS handles made
+    pairs.clear()
+    samples = timer.run(50, 300)
+    host_ms = statistics.median(samples) / 1e6
+    event_ms = statistics.median(s.elapsed_time(e) for s, e in pairs)
+    ratio = host_ms / event_ms
+    record_property("timing_step_ms_events", round(event_ms, 4))
+    record_property("timing_step_ms_timer", round(host_ms, 4))
+    record_property("timing_ratio", round(ratio, 4))
+    record_property("timing_matmuls_per_step", k)
+    assert 0.5 <= event_ms <= 2.0, f"the step should last about 1 ms, not {event_ms:.3f} ms"
+    assert abs(ratio - 1) <= 0.02, f"timer {host_ms:.4f} ms vs events {event_ms:.4f} ms"
+
+
+def test_memory_peak_after_sync_matches_the_allocator(record_property: Record) -> None:
+    """The adapter's peak, read after a synchronize, is the allocator's own
+    max_memory_allocated, counts a buffer freed before the reading, and forgets what came
+    before the reset."""
+    dev = get_device("cuda", 0)
+    mib = 1 << 20
+    before = torch.empty(1024 * mib, dtype=torch.uint8, device="cuda")
+    del before
+    dev.reset_peak_memory()
+    base = torch.cuda.memory_allocated()
+    kept = torch.ones(64 * mib // 4, device="cuda")
+    transient = kept * 2  # queued; freed before the reading
+    del transient
+    peaks = dev.memory_peaks()
+    allocator = torch.cuda.max_memory_allocated()
+    record_property("memory_peak_bytes", peaks["allocated"])
+    record_property("memory_allocator_peak_bytes", allocator)
+    assert peaks["allocated"] == allocator
+    assert base + 128 * mib <= allocator < base + 1024 * mib
+    assert peaks["reserved"] == torch.cuda.max_memory_reserved()
+    del kept
+
+
+@pytest.mark.parametrize(
+    ("op", "setting"), [("matmul", "ieee"), ("matmul", "tf32"), ("conv", "ieee"), ("conv", "tf32")]
+)
+def test_recorded_fp32_math_is_what_the_gpu_does(
+    op: Literal["matmul", "conv"], setting: str, record_property: Record
+) -> None:
+    """The adapter's record of an fp32 op's format against the op's error on the GPU:
+    IEEE fp32 lands near 1e-7 of an fp64 result (Winograd-type convolutions near 1e-6),
+    TF32 (10-bit mantissa) near 3e-4: 3e-5 tells them apart."""
+    backend = torch.backends.cuda.matmul if op == "matmul" else torch.backends.cudnn.conv
+    saved = backend.fp32_precision
+    backend.fp32_precision = setting
+    try:
+        mode = get_device("cuda", 0).environment()["flags"][f"{op}_fp32_math"]
+        gen = torch.Generator().manual_seed(0)
+        if op == "matmul":
+            a, b = (torch.randn(512, 512, generator=gen, dtype=torch.float64) for _ in "ab")
+            ref = a @ b
+            got = a.float().cuda() @ b.float().cuda()
+        else:
+            x = torch.randn(8, 64, 32, 32, generator=gen, dtype=torch.float64)
+            w = torch.randn(64, 64, 3, 3, generator=gen, dtype=torch.float64)
+            ref = torch.nn.functional.conv2d(x, w, padding=1)
+            got = torch.nn.functional.conv2d(x.float().cuda(), w.float().cuda(), padding=1)
+        rel = float((got.double().cpu() - ref).norm() / ref.norm())
+    finally:
+        backend.fp32_precision = saved
+    record_property(f"{op}_{setting}_recorded", mode)
+    record_property(f"{op}_{setting}_rel_error", f"{rel:.2e}")
+    cublas_override = os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE") == "1"
+    assert mode == ("tf32" if op == "matmul" and cublas_override else setting)
+    # a recorded "ieee" must be IEEE; TF32-sized error must be recorded as tf32 (cuDNN
+    # may still pick a kernel without tensor cores when TF32 is allowed)
+    assert rel <= 3e-5 or mode == "tf32", f"{op}: error {rel:.2e} under recorded {mode}"
+    if op == "matmul" and mode == "tf32":
+        assert rel > 3e-5, f"cuBLAS with TF32 allowed gave IEEE-sized error {rel:.2e}"
 
 
 @pytest.mark.slow

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.judge.numerics import effective_precision, gate
+from parity.judge.numerics import effective_precision, gate, runs_convolutions
+from parity.model.ops import InventoryRow, OpsCensus
 from parity.spec import parse_side
 
 REF = torch.linspace(-2, 2, 1000, dtype=torch.float64)
@@ -12,30 +13,30 @@ REF = torch.linspace(-2, 2, 1000, dtype=torch.float64)
 def test_rmse_rule_scales_with_the_baseline_error() -> None:
     base = REF + 1e-3
     ok = gate("x", REF + 1.9e-3, base, REF, k=2, tol=1e-4)
-    assert ok["passed"] and ok["rule"] == "rmse"
-    assert ok["bound"] == pytest.approx(2e-3 + 1e-5)
+    assert ok.passed and ok.rule == "rmse"
+    assert ok.bound == pytest.approx(2e-3 + 1e-5)
     bad = gate("x", REF + 2.2e-3, base, REF, k=2, tol=1e-4)
-    assert not bad["passed"] and bad["rule"] == "neither"
-    assert bad["min_atol"] == pytest.approx(2.2e-3)
+    assert not bad.passed and bad.rule == "neither"
+    assert bad.min_atol == pytest.approx(2.2e-3)
 
 
 def test_allclose_passes_what_rmse_does_not() -> None:
     exact = REF.clone()
     target = REF * (1 + 5e-3)  # within rtol 1e-2
     g = gate("x", target, exact, REF, k=3, tol=1e-2)
-    assert g["passed"] and g["rule"] == "allclose"
-    assert g["rel_error"]["max"] == pytest.approx(5e-3, rel=1e-6)
-    assert g["min_rtol_at_atol_tol"] == 0.0
+    assert g.passed and g.rule == "allclose"
+    assert g.rel_error.max == pytest.approx(5e-3, rel=1e-6)
+    assert g.min_rtol_at_atol_tol == 0.0
 
 
 def test_nan_and_shape_fail_and_cosine_fallback() -> None:
     nan = REF.clone()
     nan[3] = float("nan")
-    assert "NaN" in gate("x", nan, REF, REF, k=2, tol=1e-4)["detail"]
-    assert not gate("x", REF[:10], REF, REF, k=2, tol=1e-4)["passed"]
+    assert "NaN" in str(gate("x", nan, REF, REF, k=2, tol=1e-4).detail)
+    assert not gate("x", REF[:10], REF, REF, k=2, tol=1e-4).passed
     cos = gate("x", REF * 1.01, REF, None, k=2, tol=1e-4)
-    assert cos["kind"] == "cosine" and cos["passed"]
-    assert not gate("x", -REF, REF, None, k=2, tol=1e-4)["passed"]
+    assert cos.kind == "cosine" and cos.passed
+    assert not gate("x", -REF, REF, None, k=2, tol=1e-4).passed
 
 
 @pytest.mark.parametrize(
@@ -50,3 +51,53 @@ def test_nan_and_shape_fail_and_cosine_fallback() -> None:
 )
 def test_effective_precision(side: str, precision: str) -> None:
     assert effective_precision(parse_side(side)) == precision
+
+
+CUDA_DEFAULT = {"matmul_fp32_math": "ieee", "conv_fp32_math": "tf32"}
+
+
+@pytest.mark.parametrize(
+    ("side", "flags", "convolutions", "precision"),
+    [
+        # cuDNN runs fp32 convolutions in TF32 by default: a CNN on cuda is judged as tf32
+        ("cuda", CUDA_DEFAULT, True, "tf32"),
+        # ... a run without convolutions keeps the fp32 gate
+        ("cuda", CUDA_DEFAULT, False, "fp32"),
+        ("cuda", {"matmul_fp32_math": "ieee", "conv_fp32_math": "ieee"}, True, "fp32"),
+        ("cuda", {"matmul_fp32_math": "tf32", "conv_fp32_math": "ieee"}, False, "tf32"),
+        ("cuda", {"matmul_fp32_math": "unknown", "conv_fp32_math": "unknown"}, True, "fp32"),
+        ("cuda", None, True, "fp32"),
+        ("cpu", {"num_threads": 2}, True, "fp32"),
+        # a reduced precision or an emulation profile says so itself
+        ("cuda+bf16", CUDA_DEFAULT, True, "bf16"),
+        ("cpu+emulate=matmul-bf16", CUDA_DEFAULT, True, "bf16"),
+    ],
+)
+def test_effective_precision_reads_recorded_tf32_modes(
+    side: str, flags: dict[str, str] | None, convolutions: bool, precision: str
+) -> None:
+    assert effective_precision(parse_side(side), flags, convolutions=convolutions) == precision
+
+
+def _census(*ops: str) -> OpsCensus:
+    rows = tuple(
+        InventoryRow(
+            op=op,
+            phase="forward",
+            dtypes=("f32",),
+            shapes=(),
+            distinct_shapes=1,
+            count_per_step=(1,),
+            custom=False,
+        )
+        for op in ops
+    )
+    return OpsCensus(inventory=rows)
+
+
+def test_runs_convolutions_reads_the_op_inventory() -> None:
+    cnn = _census("aten::add.Tensor", "aten::conv2d.default")
+    mlp = _census("aten::linear.default", "aten::relu.default")
+    assert runs_convolutions(cnn) and not runs_convolutions(mlp)
+    assert runs_convolutions(None) and runs_convolutions(OpsCensus())  # unknown: it may
+    assert not runs_convolutions(_census("aten::convolution_overrideable.x"))

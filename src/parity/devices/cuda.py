@@ -1,9 +1,15 @@
-"""CUDA (and ROCm, which PyTorch exposes as ``cuda`` too)."""
+"""CUDA (and ROCm, which PyTorch exposes as ``cuda`` too).
+
+fp32 work on CUDA may run in TF32, and matmuls and convolutions are set apart: cuBLAS
+matmuls are IEEE fp32 by default, cuDNN convolutions TF32. The adapter records both
+modes (``matmul_fp32_math``, ``conv_fp32_math``) so the numerics gate can judge an fp32
+side by the format its work really ran in (``judge.numerics.effective_precision``).
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 
@@ -35,8 +41,8 @@ class CudaDevice(Device):
         ]
 
     def matmul_dtype(self, precision: str) -> str:
-        if precision == "fp32" and torch.backends.cuda.matmul.allow_tf32:
-            return "tf32"
+        if precision == "fp32":
+            return "tf32" if fp32_math("matmul") == "tf32" else "fp32"
         return super().matmul_dtype(precision)
 
     def environment_variables(self) -> tuple[str, ...]:
@@ -47,15 +53,66 @@ class CudaDevice(Device):
             "PYTORCH_CUDA_ALLOC_CONF",
             "HIP_VISIBLE_DEVICES",
             "TORCH_CUDNN_",
+            "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
         )
 
     def flags(self) -> dict[str, Any]:
         return {
             "cuda_version": torch.version.cuda,
             "hip_version": torch.version.hip,
-            "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "matmul_fp32_math": fp32_math("matmul"),
+            "conv_fp32_math": fp32_math("conv"),
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "cudnn_deterministic": torch.backends.cudnn.deterministic,
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "float32_matmul_precision": _float32_matmul_precision(),
         }
+
+
+Fp32Math = Literal["tf32", "ieee", "unknown"]
+
+#: where each op's fp32 mode is set in ``torch.backends`` (the ``fp32_precision`` API of
+#: PyTorch 2.9 and later), most specific first; "none" at one level defers to the next
+_PRECISION_LEVELS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "matmul": (("cuda", "matmul"), ()),
+    "conv": (("cudnn", "conv"), ("cudnn",), ()),
+}
+#: the legacy ``allow_tf32`` switch, read when no level decides
+_LEGACY: dict[str, tuple[str, ...]] = {"matmul": ("cuda", "matmul"), "conv": ("cudnn",)}
+
+
+def fp32_math(op: Literal["matmul", "conv"], backends: Any = None) -> Fp32Math:
+    """The format fp32 ``op`` runs in: "tf32", "ieee", or "unknown" where PyTorch refuses
+    to say (its legacy getters raise once the legacy and new APIs were mixed).
+
+    ``backends`` defaults to ``torch.backends``; tests pass a stub of the same shape."""
+    root = torch.backends if backends is None else backends
+    if op == "matmul" and _env_true("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"):
+        return "tf32"  # cuBLAS then runs fp32 matmuls in TF32 whatever the flags say
+    for path in _PRECISION_LEVELS[op]:
+        value = getattr(_walk(root, path), "fp32_precision", None)
+        if value == "tf32":
+            return "tf32"
+        if value == "ieee":
+            return "ieee"
+    try:
+        legacy = _walk(root, _LEGACY[op]).allow_tf32
+    except (RuntimeError, AttributeError):
+        return "unknown"
+    return "tf32" if legacy else "ieee"
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE", "Y")
+
+
+def _walk(node: Any, path: tuple[str, ...]) -> Any:
+    for name in path:
+        node = getattr(node, name, None)
+    return node
+
+
+def _float32_matmul_precision() -> str:
+    try:
+        return torch.get_float32_matmul_precision()
+    except RuntimeError:  # raised once the legacy and new TF32 APIs were mixed
+        return "unknown"

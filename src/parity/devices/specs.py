@@ -2,13 +2,17 @@
 
 No substring matching: a device gets a peak figure only when the name it reports is
 listed exactly, so an unknown device reports achieved FLOP/s instead of a guessed MFU.
-``PARITY_SPECS`` names a user TOML file of the same shape whose entries win.
+Peaks are per framework device (what one ``torch.device`` index drives: a GPU, a logical
+NeuronCore), and every entry says which unit that is (:func:`framework_unit`), so an MFU
+figure always names what it is per. ``PARITY_SPECS`` names a user TOML file of the same
+shape whose entries win.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -34,6 +38,13 @@ def load_specs() -> dict[str, dict[str, Any]]:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise UsageError(f"PARITY_SPECS={user} is not a readable TOML file: {exc}") from exc
         devices.update(extra)
+    for label, entry in devices.items():
+        if not isinstance(entry.get("unit"), str) or not entry["unit"]:
+            raise UsageError(
+                f"device spec {label!r} has no `unit`: say what one framework device is on it "
+                '(unit = "GPU", or "logical NeuronCore (LNC=2)") in '
+                f"{user or 'specs.toml'}"
+            )
     return devices
 
 
@@ -45,8 +56,29 @@ def lookup(device_name: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FrameworkUnit:
+    """What one framework device is on an accelerator, and how many a chip holds."""
+
+    label: str
+    unit: str
+    units_per_chip: int
+
+
+def framework_unit(device_name: str) -> FrameworkUnit | None:
+    """The framework device of the spec entry listing this exact name, if any."""
+    found = lookup(device_name)
+    if found is None:
+        return None
+    label, entry = found
+    return FrameworkUnit(
+        label=label, unit=str(entry["unit"]), units_per_chip=int(entry.get("units_per_chip", 1))
+    )
+
+
 def peak_flops(device_name: str, dtype: str) -> dict[str, Any] | None:
-    """Peak FLOP/s for a device and the dtype its matmuls run in, with the source."""
+    """Peak FLOP/s of one framework device for the dtype its matmuls run in, with the
+    unit it is per and the source."""
     found = lookup(device_name)
     if found is None:
         return None
@@ -58,6 +90,7 @@ def peak_flops(device_name: str, dtype: str) -> dict[str, Any] | None:
         "device": label,
         "dtype": dtype,
         "flops": float(value),
+        "unit": str(entry["unit"]),
         "source": entry.get("source"),
         "source_url": entry.get("source_url"),
         "date": entry.get("date"),

@@ -5,7 +5,8 @@ The gate (TorchBench / Dynamo ``same``): the target passes an output when
     rmse(target, fp64) <= k * rmse(baseline, fp64) + tol / 10
 
 with k = 2 for fp32 and 3 for reduced precision, or when ``allclose(target, fp64,
-atol=tol, rtol=tol)`` holds; ``tol`` is set by the target's matmul precision. Where no
+atol=tol, rtol=tol)`` holds; ``tol`` is set by the format the target's matmuls and
+convolutions ran in (:func:`effective_precision`: TF32 where its device flags say so). Where no
 fp64 value exists, cosine similarity >= 0.99 is the fallback. Each gate reports the error
 distribution and the smallest atol (at rtol 0) and rtol (at atol 0) that would pass.
 
@@ -18,11 +19,14 @@ carried. The top modules by error amplification (output error over input error) 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 
 import torch
 
 from parity.bundle import Bundle
+from parity.model.manifest import FlagValue
+from parity.model.ops import OpsCensus
 from parity.model.verdict import (
     ErrorDistribution,
     LayerRow,
@@ -42,13 +46,50 @@ COSINE_MIN = 0.99
 TOP = 5
 
 
-def effective_precision(side: SideSpec) -> str:
-    """The format the target's matmuls effectively run in."""
+#: ATen ops (overload packets, as the op scan names them) that run a convolution
+CONV_OPS = frozenset(
+    f"aten::{name}"
+    for name in (
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "convolution",
+        "_convolution",
+        "convolution_backward",
+        "cudnn_convolution",
+        "cudnn_convolution_transpose",
+    )
+)
+
+
+def effective_precision(
+    side: SideSpec, flags: Mapping[str, FlagValue] | None = None, *, convolutions: bool = True
+) -> str:
+    """The format the side's matmuls and convolutions effectively run in.
+
+    A reduced precision or an emulation profile says so itself. An fp32 side is tf32 when
+    its recorded device flags say fp32 matmuls run in TF32, or fp32 convolutions do (cuDNN's
+    default on CUDA) and the run has convolutions (``convolutions``: True when unknown)."""
     if side.precision != "fp32":
         return side.precision
     if side.emulate:
         return side.emulate.removeprefix("matmul-")
+    flags = flags or {}
+    if flags.get("matmul_fp32_math") == "tf32":
+        return "tf32"
+    if convolutions and flags.get("conv_fp32_math") == "tf32":
+        return "tf32"
     return "fp32"
+
+
+def runs_convolutions(ops: OpsCensus | None) -> bool:
+    """Whether a bundle's op inventory has a convolution (True when it has no inventory)."""
+    if ops is None or not ops.inventory:
+        return True
+    return any(row.op.rsplit(".", 1)[0] in CONV_OPS for row in ops.inventory)
 
 
 def _rmse(x: torch.Tensor) -> float:
@@ -218,7 +259,9 @@ def _gradients(
 
 def judge_numerics(a: Bundle, b: Bundle, ref: Bundle | None, target: SideSpec) -> NumericsSection:
     """The numerics section: fp64 gates on outputs and gradients, and localisation."""
-    precision = effective_precision(target)
+    env = b.manifest.environment
+    flags = env.device.flags if env is not None else None
+    precision = effective_precision(target, flags, convolutions=runs_convolutions(b.ops))
     k, tol = GATES.get(precision, GATES["fp32"])
     head = NumericsSection(precision=precision, k=k, tolerance=tol, available=False)
     if a.capture is None or b.capture is None or a.capture.error or b.capture.error:

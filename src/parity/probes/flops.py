@@ -46,12 +46,17 @@ def count_flops(workload: Workload, data: dict[str, torch.Tensor]) -> dict[str, 
 def mfu(
     flops_per_step: int | None, median_step_s: float | None, peak: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """Achieved FLOP/s, and MFU where the device's peak for the dtype is known."""
+    """Achieved FLOP/s, and MFU where the device's peak for the dtype is known.
+
+    The peak is one framework device's (a GPU, a logical NeuronCore); ``peak_unit`` says
+    which, so an MFU figure never leaves without the unit it is per."""
+    unit = peak.get("unit") if peak else None
     if not flops_per_step or not median_step_s:
-        return {"achieved_flops": None, "mfu": None, "peak": peak}
+        return {"achieved_flops": None, "mfu": None, "peak": peak, "peak_unit": unit}
     achieved = flops_per_step / median_step_s
     return {
         "achieved_flops": achieved,
         "mfu": achieved / peak["flops"] if peak else None,
         "peak": peak,
+        "peak_unit": unit,
     }

@@ -144,7 +144,8 @@ def flops_rows(sides: dict[str, Any]) -> list[tuple[str, str, str]]:
     def mfu(f: dict[str, Any]) -> str:
         if f.get("mfu") is None:
             return "no peak known"
-        return f"{f['mfu']:.1%} of {f['peak']['flops'] / 1e12:.0f} TFLOP/s {f['peak']['dtype']}"
+        peak, per = f["peak"], f" per {f['peak_unit']}" if f.get("peak_unit") else ""
+        return f"{f['mfu']:.1%} of {peak['flops'] / 1e12:.0f} TFLOP/s {peak['dtype']}{per}"
 
     def achieved(f: dict[str, Any]) -> str:
         value = f.get("achieved_flops")
