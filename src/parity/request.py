@@ -15,11 +15,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.model.codec import DecodeError, decode, encode, loads
-from parity.model.job import Torchrun
+from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
 from parity.model.verdict import CostInputs, JudgeInputs, Price
 from parity.model.workload import FingerprintParts
@@ -393,3 +393,54 @@ def _default_target() -> str:
         if current is not None and current.type != "cpu":
             return str(current.type)
     return "cpu+bf16"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRequest:
+    """One side, once: ``parity run`` (timed steps and the numerics probe) or ``parity
+    scan`` (the op scan instead of timed steps), of a workload or a script."""
+
+    workload: WorkloadSpec | None
+    script: tuple[str, ...] = ()
+    side: SideSpec
+    out: str | None = None
+    timeout_s: float = 900.0
+    torchrun: Torchrun = field(default_factory=Torchrun)
+    mode: Literal["run", "scan"] = "run"
+
+    @property
+    def name(self) -> str:
+        if self.workload is not None:
+            return self.workload.name
+        from parity.workloads.script import parse_command
+
+        return parse_command(self.script).name
+
+    @property
+    def job_mode(self) -> Mode:
+        if self.mode == "scan":
+            return "scan"
+        return "script" if self.script else "measure"
+
+    @classmethod
+    def from_options(
+        cls, o: CompareOptions, *, side: object, mode: Literal["run", "scan"]
+    ) -> RunRequest:
+        """``side`` is the ``--device`` spec; ``o`` the workload and run options."""
+        nproc = _optional_int("--nproc", o.nproc)
+        spec = _side("--device", side, nproc)
+        workload = _workload(o)
+        if mode == "scan" and workload is None:
+            raise OptionError("parity scan takes a workload, not a script after --")
+        if workload is None and o.out is None and mode == "run":
+            raise OptionError("parity run needs --out DIR for the bundle")
+        measure = _measure(o)
+        return cls(
+            workload=workload,
+            script=tuple(o.script),
+            side=spec,
+            out=o.out,
+            timeout_s=measure.timeout_s,
+            torchrun=measure.torchrun,
+            mode=mode,
+        )
