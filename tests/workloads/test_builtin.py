@@ -7,6 +7,7 @@ import torch
 
 from parity.devices import get_device
 from parity.errors import WorkloadError
+from parity.probes.latency import generation_metrics
 from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import registered, resolve
 from parity.workloads.base import RunContext
@@ -87,7 +88,7 @@ def test_generation_matches_full_recompute() -> None:
 
 
 @needs_fakedevice
-def test_token_times_hold_the_work_each_token_queued() -> None:
+def test_token_times_ttft_and_itl_hold_the_work_each_token_queued() -> None:
     # Each token's time stamp must come after a synchronize: on the asynchronous
     # device, TTFT holds the prefill's queued kernels and every inter-token gap the
     # next token's. The kernels per token are counted on the synchronous device.
@@ -129,6 +130,11 @@ def test_token_times_hold_the_work_each_token_queued() -> None:
     floors = [k * cost_us * 1000 for k in kernels]
     pairs = [(span / 1e6, floor / 1e6) for span, floor in zip(spans, floors, strict=True)]
     assert all(span >= floor for span, floor in pairs), f"per token (ms, queued ms): {pairs}"
+    # and the figures the worker derives from them (runner/phases.py)
+    figures = generation_metrics(times, batch_size=1)
+    assert figures["ttft_s"]["p50"] * 1e9 >= floors[0]
+    assert figures["itl_s"]["n"] == 3 and figures["itl_s"]["p50"] * 1e9 >= min(floors[1:])
+    assert figures["e2e_s"]["p50"] * 1e9 >= sum(floors)
 
 
 def test_bf16_changes_numbers_but_not_much() -> None:
