@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -70,3 +71,14 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
             for d in differences(x, y, f"{path}[{i}]")
         ]
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+# Test modules that use the parityfake device import it when they are imported, under
+# ``if HAVE_FAKEDEVICE:``, so it is loaded before the first backward pass (see
+# parity.testing.fakedevice), and mark their tests ``@needs_fakedevice``.
+HAVE_FAKEDEVICE = shutil.which(os.environ.get("CXX", "c++")) is not None and bool(
+    shutil.which("ninja")
+)
+needs_fakedevice = pytest.mark.skipif(
+    not HAVE_FAKEDEVICE, reason="building the parityfake device needs a C++ compiler and ninja"
+)

@@ -1,15 +1,22 @@
 """The timing loop against a seeded fake clock (the torch.utils.benchmark seam): the
-worker's own steady-state detection and summary recover the planted figures."""
+worker's own steady-state detection and summary recover the planted figures. On the
+asynchronous parityfake device, every sample holds the work the step queued."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+import torch
 
+from parity.devices import get_device
 from parity.judge.stats import detect_steady, summarize
 from parity.probes.fake import FakeClock
 from parity.probes.timing import StepTimer
+from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice
+
+if HAVE_FAKEDEVICE:
+    from parity.testing import fakedevice
 
 
 @pytest.fixture
@@ -40,3 +47,27 @@ def test_loop_times_each_step_and_synchronises(fake: FakeClock) -> None:
 def test_once_times_one_call(fake: FakeClock) -> None:
     timer = StepTimer(lambda i: None, lambda: None)
     assert timer.once(fake.step) * 1e-9 == pytest.approx(0.016, rel=0.1)
+
+
+@needs_fakedevice
+def test_each_sample_holds_the_work_the_step_queued_on_an_async_device() -> None:
+    # A step launches KERNELS kernels of COST_US each: the device is busy for at least
+    # their sum after the step returns, so a timer that reads the clock before the
+    # synchronize (or without one) sees the launch, a few hundredths of that.
+    kernels, cost_us = 25, 2000.0
+    floor_ns = round(kernels * cost_us * 1000)
+    x = torch.zeros(4, device="parityfake")
+
+    def step(i: int) -> None:
+        y = x
+        for _ in range(kernels):
+            y = y + i
+
+    timer = StepTimer(step, get_device("parityfake").synchronize)
+    with fakedevice.asynchronous(cost_us):
+        launched = fakedevice.kernel_count()
+        samples = timer.run(0, 4)
+        once = timer.once(lambda: step(0))
+    assert fakedevice.kernel_count() - launched == 5 * kernels
+    assert min(samples) >= floor_ns, f"{min(samples) / 1e6:.2f} ms < {floor_ns / 1e6:.0f} ms"
+    assert once >= floor_ns, f"{once / 1e6:.2f} ms < {floor_ns / 1e6:.0f} ms"

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +23,12 @@ if shutil.which(os.environ.get("CXX", "c++")) is None or shutil.which("ninja") i
 from parity.testing import fakedevice
 
 DEV = fakedevice.DEVICE_NAME
+# The asynchronous mode: each kernel costs COST_US of device time. KERNELS of them
+# queue far more device time than the host needs to launch them (tens of microseconds
+# each), so a reading taken without waiting misses most of it even on a busy machine.
+COST_US = 2000.0
+KERNELS = 100
+QUEUED_NS = round(KERNELS * COST_US * 1000)
 
 
 @pytest.fixture
@@ -201,10 +208,11 @@ def test_autocast_bf16_linear() -> None:
     assert torch.equal(out.cpu(), expected)
 
 
-def test_env_var_marks_ops_unsupported_in_a_fresh_process() -> None:
+def test_env_vars_configure_a_fresh_process() -> None:
     code = (
         "import torch, parity.testing.fakedevice as fd\n"
         "assert fd.unsupported() == {'aten::gelu'}, fd.unsupported()\n"
+        "assert fd.async_us() == 250.0, fd.async_us()\n"
         "x = torch.ones(2, device='parityfake')\n"
         "try:\n"
         "    torch.nn.functional.gelu(x)\n"
@@ -215,7 +223,7 @@ def test_env_var_marks_ops_unsupported_in_a_fresh_process() -> None:
         "print('refused')\n"
     )
     src = str(Path(fakedevice.__file__).resolve().parents[2])
-    env = dict(os.environ, PARITY_FAKE_UNSUPPORTED="aten::gelu")
+    env = dict(os.environ, PARITY_FAKE_UNSUPPORTED="aten::gelu", PARITY_FAKE_ASYNC_US="250")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     result = subprocess.run(
         [sys.executable, "-W", "error", "-c", code],
@@ -227,3 +235,96 @@ def test_env_var_marks_ops_unsupported_in_a_fresh_process() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "refused"
+
+
+def _launch(x: torch.Tensor, kernels: int = KERNELS) -> torch.Tensor:
+    for _ in range(kernels):
+        x = x + 1
+    return x
+
+
+def test_async_work_finishes_after_the_op_returns() -> None:
+    x = torch.zeros(4, device=DEV)
+    with fakedevice.asynchronous(COST_US):
+        assert fakedevice.async_us() == COST_US
+        kernels = fakedevice.kernel_count()
+        t0 = time.perf_counter_ns()
+        y = _launch(x)
+        queued = fakedevice.queued_ns()
+        fakedevice.synchronize()
+        elapsed = time.perf_counter_ns() - t0
+        assert fakedevice.queued_ns() == 0
+    assert fakedevice.async_us() == 0
+    assert fakedevice.kernel_count() - kernels == KERNELS
+    assert queued > 0  # the ops returned before the device was done
+    assert elapsed >= QUEUED_NS
+    assert torch.equal(y.cpu(), torch.full((4,), float(KERNELS)))  # results are unchanged
+
+
+@pytest.mark.parametrize(
+    ("read", "waits"),
+    [
+        (lambda t: t.cpu(), True),
+        (lambda t: t.sum().item(), True),
+        (lambda t: t.nonzero(), True),
+        (lambda t: torch.accelerator.synchronize(), True),
+        (lambda t: t.to("cpu", non_blocking=True), False),
+    ],
+    ids=["cpu", "item", "nonzero", "accelerator_sync", "non_blocking_copy"],
+)
+def test_host_reads_wait_for_the_queued_work(
+    read: Callable[[torch.Tensor], object], waits: bool
+) -> None:
+    x = torch.zeros(4, device=DEV)
+    with fakedevice.asynchronous(COST_US):
+        t0 = time.perf_counter_ns()
+        read(_launch(x))
+        elapsed = time.perf_counter_ns() - t0
+        queued = fakedevice.queued_ns()
+    if waits:
+        assert queued == 0 and elapsed >= QUEUED_NS
+    else:
+        assert queued > 0
+
+
+def test_events_time_the_device_not_the_launch() -> None:
+    x = torch.zeros(4, device=DEV)
+    start = torch.Event(device=DEV, enable_timing=True)
+    end = torch.Event(device=DEV, enable_timing=True)
+    with fakedevice.asynchronous(COST_US):
+        start.record()
+        _launch(x)
+        end.record()
+        done_at_once = end.query()
+        end.synchronize()
+        assert end.query() and fakedevice.queued_ns() == 0
+    assert not done_at_once
+    assert start.elapsed_time(end) >= QUEUED_NS / 1e6  # milliseconds
+
+
+def test_memory_counters_follow_the_queue() -> None:
+    block = 1 << 20
+    x = torch.zeros(4, device=DEV)
+    before = fakedevice.memory_allocated()
+    fakedevice.reset_peak_memory_stats()
+    with fakedevice.asynchronous(COST_US):
+        y = _launch(x)
+        buffer = torch.empty(block, dtype=torch.uint8, device=DEV)  # counted after the queue
+        early = (fakedevice.memory_allocated(), fakedevice.max_memory_allocated())
+        still_queued = fakedevice.queued_ns() > 0
+        del buffer  # a free waits for the work queued before it
+        fakedevice.synchronize()
+        late = (fakedevice.memory_allocated(), fakedevice.max_memory_allocated())
+    assert still_queued  # the early reading was taken before the device got there
+    assert early[1] < before + block
+    # applied in queue order, the counters reach the synchronous device's figures
+    assert late == (before + y.nbytes, before + block + y.nbytes)
+
+
+def test_async_cost_is_checked() -> None:
+    with pytest.raises(ValueError, match="microseconds >= 0"):
+        fakedevice.set_async_us(-1)
+    with pytest.raises(ValueError, match=r"PARITY_FAKE_ASYNC_US='fast' is not a kernel cost"):
+        fakedevice._async_from_env("fast")
+    assert fakedevice._async_from_env(" ") == 0.0
+    assert fakedevice._async_from_env("250") == 250.0

@@ -1,14 +1,22 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
+from parity.devices import get_device
 from parity.errors import WorkloadError
+from parity.probes.latency import generation_metrics
 from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import registered, resolve
 from parity.workloads.base import RunContext
 from parity.workloads.frozen import materialize
 from parity.workloads.gpt import corpus_bytes
+from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice
+
+if HAVE_FAKEDEVICE:
+    from parity.testing import fakedevice
 
 
 def _run(
@@ -77,6 +85,56 @@ def test_generation_matches_full_recompute() -> None:
             nxt = model(seq)[:, -1].argmax(-1)
             assert torch.equal(nxt, tokens[:, t])
             seq = torch.cat([seq, nxt[:, None]], dim=1)
+
+
+@needs_fakedevice
+def test_token_times_ttft_and_itl_hold_the_work_each_token_queued() -> None:
+    # Each token's time stamp must come after a synchronize: on the asynchronous
+    # device, TTFT holds the prefill's queued kernels and every inter-token gap the
+    # next token's. The kernels per token are counted on the synchronous device.
+    cost_us = 2000.0
+    w = resolve(
+        WorkloadSpec(name="gpt-generate", batch_size=1, seq_len=8, overrides=(("new_tokens", "4"),))
+    )
+    weights, data = materialize(w)
+    model = w.build_model()
+    model.load_state_dict(weights)
+    dev = torch.device("parityfake")
+    model, prompts = model.to(dev), {"prompts": data["prompts"].to(dev)}
+    marks: list[int] = []
+    side = SideSpec(device="parityfake")
+
+    def mark() -> None:
+        marks.append(fakedevice.kernel_count())
+
+    counting = RunContext(device=dev, side=side, autocast_type="parityfake", synchronize=mark)
+    start = fakedevice.kernel_count()
+    w.make_runner(model, prompts, counting).step(0)
+    kernels = [b - a for a, b in itertools.pairwise([start, *marks])]
+    assert len(kernels) == 4, "the runner synchronises once per token"
+
+    sync = get_device("parityfake").synchronize
+    ctx = RunContext(device=dev, side=side, autocast_type="parityfake", synchronize=sync)
+    runner = w.make_runner(model, prompts, ctx)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a launch takes well under a kernel's cost, even on a busy host
+    try:
+        with fakedevice.asynchronous(cost_us):
+            runner.step(0)
+    finally:
+        torch.set_num_threads(threads)
+    times = runner.token_times_ns()
+    assert times is not None
+    stamps = times[0]
+    spans = [stamps[0], *(b - a for a, b in itertools.pairwise(stamps))]
+    floors = [k * cost_us * 1000 for k in kernels]
+    pairs = [(span / 1e6, floor / 1e6) for span, floor in zip(spans, floors, strict=True)]
+    assert all(span >= floor for span, floor in pairs), f"per token (ms, queued ms): {pairs}"
+    # and the figures the worker derives from them (runner/phases.py)
+    figures = generation_metrics(times, batch_size=1)
+    assert figures["ttft_s"]["p50"] * 1e9 >= floors[0]
+    assert figures["itl_s"]["n"] == 3 and figures["itl_s"]["p50"] * 1e9 >= min(floors[1:])
+    assert figures["e2e_s"]["p50"] * 1e9 >= sum(floors)
 
 
 def test_bf16_changes_numbers_but_not_much() -> None:

@@ -6,6 +6,9 @@
 // match the CPU bit for bit, unless the op's name is in the "unsupported"
 // set, in which case it raises NotImplementedError like a real backend would.
 //
+// With a kernel cost set (PARITY_FAKE_ASYNC_US), the device is asynchronous:
+// see "queue" below.
+//
 // Loaded by parity/testing/fakedevice.py; the control ops live in the
 // `parityfake` op namespace (torch.ops.parityfake.*).
 
@@ -32,11 +35,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace parityfake {
@@ -49,9 +56,78 @@ void check_index(c10::DeviceIndex index) {
   TORCH_CHECK(index == 0 || index == -1, "parityfake has one device (index 0), got index ", index);
 }
 
+// -------------------------------------------------------------------- queue
+// The asynchronous mode models a device whose work finishes after the op
+// returns. Every kernel (an op reaching the fallback, a copy) costs
+// g_cost_ns of device time: it starts when the device is free (now, if it is
+// idle) and pushes the time the device is done (g_done_at) forward by that
+// cost. The host still computes the result at once, so results stay the
+// CPU's bit for bit; what is modelled is when the work counts as done:
+// synchronize sleeps until g_done_at, a read on the host (a blocking copy
+// to or from the CPU, .item(), nonzero) waits for it as on CUDA, events
+// carry device times, and the memory counters follow the queue (see the
+// allocator). A cost of 0, the default, is the synchronous device.
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int64_t> g_cost_ns{0};
+std::atomic<int64_t> g_kernel_count{0};
+std::mutex g_queue_mutex;
+Clock::time_point g_done_at{};  // guarded by g_queue_mutex
+
+// Above 0 while an op runs its CPU kernel: the copies and ops it makes on
+// the way are part of that one kernel, not kernels (or host reads) of their own.
+thread_local int t_kernel_depth = 0;
+
+struct KernelScope {
+  KernelScope() {
+    ++t_kernel_depth;
+  }
+  ~KernelScope() {
+    --t_kernel_depth;
+  }
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+};
+
+bool is_async() {
+  return g_cost_ns.load() > 0;
+}
+
+// When the device reaches what is queued now: its done-at time, or now if idle.
+Clock::time_point queue_point() {
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(g_queue_mutex);
+  return std::max(now, g_done_at);
+}
+
+Clock::time_point done_at() {
+  std::lock_guard<std::mutex> lock(g_queue_mutex);
+  return g_done_at;
+}
+
+void enqueue_kernel() {
+  g_kernel_count.fetch_add(1);
+  const int64_t cost = g_cost_ns.load();
+  if (cost <= 0) {
+    return;
+  }
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(g_queue_mutex);
+  g_done_at = std::max(now, g_done_at) + std::chrono::nanoseconds(cost);
+}
+
+int64_t queued_ns() {
+  const auto left = done_at() - Clock::now();
+  return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
+}
+
 // ---------------------------------------------------------------- allocator
 // Host memory with CUDA-like counters. There is no cache, so "reserved"
 // memory is exactly the memory currently allocated (with its own peak).
+// In the asynchronous mode an allocation or a free is counted when the device
+// reaches it in its queue (a free waits for the work queued before it), so
+// counters read before a synchronize can miss queued work; applied in queue
+// order, they reach the same peak as the synchronous device.
 class FakeAllocator final : public c10::DeviceAllocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
@@ -60,18 +136,14 @@ class FakeAllocator final : public c10::DeviceAllocator {
     }
     void* data = c10::alloc_cpu(nbytes);
     auto* block = new Block{data, nbytes};
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stats_.allocation[0].increase(1);
-      stats_.segment[0].increase(1);
-      stats_.active[0].increase(1);
-      stats_.allocated_bytes[0].increase(nbytes);
-      stats_.reserved_bytes[0].increase(nbytes);
-      stats_.active_bytes[0].increase(nbytes);
-      stats_.requested_bytes[0].increase(nbytes);
-      stats_.num_device_alloc += 1;
-    }
+    change(static_cast<int64_t>(nbytes));
     return {data, block, &release, kDevice};
+  }
+
+  // Count every allocation and free the device has reached by `until`.
+  void settle(Clock::time_point until) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    settle_locked(until);
   }
 
   c10::DeleterFnPtr raw_deleter() const override {
@@ -91,6 +163,7 @@ class FakeAllocator final : public c10::DeviceAllocator {
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
     check_index(device);
     std::lock_guard<std::mutex> lock(mutex_);
+    settle_locked(Clock::now());
     return stats_;
   }
 
@@ -104,9 +177,12 @@ class FakeAllocator final : public c10::DeviceAllocator {
     stats_.num_device_free = 0;
   }
 
+  // Work still queued is counted after the reset, as on a device reset
+  // without a synchronize first.
   void resetPeakStats(c10::DeviceIndex device) override {
     check_index(device);
     std::lock_guard<std::mutex> lock(mutex_);
+    settle_locked(Clock::now());
     for (auto* array : stat_arrays()) {
       (*array)[0].reset_peak();
     }
@@ -136,19 +212,45 @@ class FakeAllocator final : public c10::DeviceAllocator {
   }
 
   void on_free(size_t nbytes) {
+    change(-static_cast<int64_t>(nbytes));
+  }
+
+  // An allocation (nbytes > 0) or a free (< 0): counted now on the
+  // synchronous device, when the device reaches it on the asynchronous one.
+  void change(int64_t nbytes) {
+    if (is_async()) {
+      const auto when = queue_point();
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.emplace_back(when, nbytes);
+      return;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
-    stats_.allocation[0].decrease(1);
-    stats_.segment[0].decrease(1);
-    stats_.active[0].decrease(1);
-    stats_.allocated_bytes[0].decrease(nbytes);
-    stats_.reserved_bytes[0].decrease(nbytes);
-    stats_.active_bytes[0].decrease(nbytes);
-    stats_.requested_bytes[0].decrease(nbytes);
-    stats_.num_device_free += 1;
+    apply(nbytes);
+  }
+
+  void settle_locked(Clock::time_point until) {
+    // In queue order; an event out of order (another thread) waits its turn.
+    while (!pending_.empty() && pending_.front().first <= until) {
+      apply(pending_.front().second);
+      pending_.pop_front();
+    }
+  }
+
+  void apply(int64_t nbytes) {
+    const auto size = static_cast<size_t>(nbytes < 0 ? -nbytes : nbytes);
+    for (auto* array : {&stats_.allocation, &stats_.segment, &stats_.active}) {
+      nbytes > 0 ? (*array)[0].increase(1) : (*array)[0].decrease(1);
+    }
+    for (auto* array : {&stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+                        &stats_.requested_bytes}) {
+      nbytes > 0 ? (*array)[0].increase(size) : (*array)[0].decrease(size);
+    }
+    (nbytes > 0 ? stats_.num_device_alloc : stats_.num_device_free) += 1;
   }
 
   std::mutex mutex_;
   c10::CachingDeviceAllocator::DeviceStats stats_;
+  std::deque<std::pair<Clock::time_point, int64_t>> pending_;
 };
 
 FakeAllocator g_allocator;
@@ -165,11 +267,18 @@ void FakeAllocator::release(void* ctx) {
 
 REGISTER_ALLOCATOR(kType, &g_allocator)
 
+// Wait until the device has done everything queued so far.
+void wait_for_queue() {
+  const auto until = done_at();
+  std::this_thread::sleep_until(until);
+  g_allocator.settle(std::max(until, Clock::now()));
+}
+
 // --------------------------------------------------------------- guard impl
 std::atomic<int64_t> g_sync_count{0};
 
 struct FakeEvent {
-  std::chrono::steady_clock::time_point when;
+  Clock::time_point when;  // when the device reaches the event
 };
 
 c10::Stream default_stream() {
@@ -209,34 +318,41 @@ struct FakeGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceIndex deviceCount() const noexcept override {
     return 1;
   }
-  // Work is synchronous, so events only carry a host timestamp.
+  // One stream: an event completes when the device reaches it in the queue.
   void record(void** event, const c10::Stream& /*stream*/, const c10::DeviceIndex device_index,
               const c10::EventFlag /*flag*/) const override {
     check_index(device_index);
     if (*event == nullptr) {
       *event = new FakeEvent{};
     }
-    static_cast<FakeEvent*>(*event)->when = std::chrono::steady_clock::now();
+    static_cast<FakeEvent*>(*event)->when = queue_point();
   }
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
     delete static_cast<FakeEvent*>(event);
   }
   void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
-  bool queryEvent(void* /*event*/) const override {
-    return true;
+  bool queryEvent(void* event) const override {
+    return event == nullptr || Clock::now() >= static_cast<FakeEvent*>(event)->when;
   }
-  void synchronizeEvent(void* /*event*/) const override {}
+  void synchronizeEvent(void* event) const override {
+    if (event != nullptr) {
+      std::this_thread::sleep_until(static_cast<FakeEvent*>(event)->when);
+    }
+  }
   double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/) const override {
     TORCH_CHECK(start != nullptr && end != nullptr, "both events must be recorded first");
     const auto delta = static_cast<FakeEvent*>(end)->when - static_cast<FakeEvent*>(start)->when;
     return std::chrono::duration<double, std::milli>(delta).count();
   }
   bool queryStream(const c10::Stream& /*stream*/) const override {
-    return true;
+    return queued_ns() == 0;
   }
-  void synchronizeStream(const c10::Stream& /*stream*/) const override {}
+  void synchronizeStream(const c10::Stream& /*stream*/) const override {
+    wait_for_queue();
+  }
   void synchronizeDevice(const c10::DeviceIndex device_index) const override {
     check_index(device_index);
+    wait_for_queue();
     g_sync_count.fetch_add(1);
   }
 };
@@ -333,10 +449,19 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 
 // copy_ between parityfake and the CPU (or within parityfake); the CPU copy
 // does the broadcasting, dtype conversion and striding.
-at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+// A copy is one kernel; unless non_blocking, a copy to or from the host also
+// waits for the device, as a blocking copy on CUDA does.
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) {
     return dst;
   }
+  if (t_kernel_depth == 0) {
+    enqueue_kernel();
+    if (!non_blocking && (self.is_cpu() || dst.is_cpu())) {
+      wait_for_queue();
+    }
+  }
+  KernelScope scope;
   host_alias(dst).copy_(host_alias(self));
   return dst;
 }
@@ -384,6 +509,17 @@ std::mutex g_unsupported_mutex;
 std::unordered_set<std::string> g_unsupported;
 std::atomic<bool> g_any_unsupported{false};
 
+// Ops whose result the host reads (a scalar, a data-dependent shape): they
+// wait for the device, as on CUDA.
+bool reads_on_host(const std::string& name) {
+  static const std::unordered_set<std::string> names = {
+      "aten::_local_scalar_dense", "aten::equal",   "aten::is_nonzero",
+      "aten::nonzero",             "aten::masked_select", "aten::_unique",
+      "aten::_unique2",            "aten::unique_dim",    "aten::unique_consecutive",
+      "aten::unique_dim_consecutive"};
+  return names.count(name) != 0;
+}
+
 bool is_unsupported(const std::string& name) {
   if (!g_any_unsupported.load()) {
     return false;
@@ -396,6 +532,13 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string& name = op.schema().operator_name().name;
   TORCH_CHECK_NOT_IMPLEMENTED(!is_unsupported(name), name, " is not supported on ",
                               c10::get_privateuse1_backend());
+  if (t_kernel_depth == 0) {
+    enqueue_kernel();
+    if (reads_on_host(name)) {
+      wait_for_queue();
+    }
+  }
+  KernelScope scope;
   // error_on_views: a view op that reached the fallback would silently
   // return a copy instead of an alias; fail loudly instead.
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
@@ -414,7 +557,24 @@ std::vector<std::string> get_unsupported() {
 }
 
 void synchronize() {
+  wait_for_queue();
   g_sync_count.fetch_add(1);
+}
+
+// The device time of one kernel; 0 makes the device synchronous. Waits for
+// the work queued under the old cost first.
+void set_kernel_cost_ns(int64_t cost_ns) {
+  TORCH_CHECK(cost_ns >= 0, "a kernel's cost must be >= 0 ns, got ", cost_ns);
+  wait_for_queue();
+  g_cost_ns.store(cost_ns);
+}
+
+int64_t kernel_cost_ns() {
+  return g_cost_ns.load();
+}
+
+int64_t kernel_count() {
+  return g_kernel_count.load();
 }
 
 int64_t sync_count() {
@@ -538,6 +698,10 @@ TORCH_LIBRARY(parityfake, m) {
   m.def("get_unsupported() -> str[]", &get_unsupported);
   m.def("synchronize() -> ()", &synchronize);
   m.def("sync_count() -> int", &sync_count);
+  m.def("set_kernel_cost_ns(int cost_ns) -> ()", &set_kernel_cost_ns);
+  m.def("kernel_cost_ns() -> int", &kernel_cost_ns);
+  m.def("kernel_count() -> int", &kernel_count);
+  m.def("queued_ns() -> int", &queued_ns);
   m.def("memory_stats() -> int[]", &memory_stats);
   m.def("reset_peak_memory_stats() -> ()", &reset_peak_memory_stats);
 }

@@ -14,6 +14,19 @@ that reach the fallback can be refused: composite ops such as ``aten::linear``
 decompose first (into ``aten::addmm`` and friends), as on a real backend, and
 the device's own kernels (allocation, copies, views) always work.
 
+With ``PARITY_FAKE_ASYNC_US`` set (or :func:`set_async_us`), the device is
+asynchronous, as CUDA and ``neuron`` are: each kernel (an op, a copy) costs that
+many microseconds of device time, which runs on after the op returns. Results are
+still computed at once on the host (so they stay the CPU's bit for bit); what is
+modelled is when the work is done: ``synchronize`` (here or through
+``torch.accelerator``) sleeps until the queued work's modelled end, blocking copies
+to or from the CPU and host reads (``.item()``, ``nonzero``) wait for it too,
+events carry device times, and memory counters count an allocation or a free when
+the device reaches it, so figures read without a synchronize miss queued work. It
+is an environment switch on the one device rather than a second device, because
+PrivateUse1 gives a process one backend name, and because parity must treat an
+asynchronous device exactly as the synchronous one: through its generic adapter.
+
 Importing this module builds the extension (once, cached under
 ``PARITY_FAKEDEVICE_BUILD_DIR`` or ``~/.cache/parity/fakedevice``) and registers
 the device.
@@ -38,6 +51,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import platform
 import sys
@@ -54,6 +68,7 @@ from torch.utils.backend_registration import (
 
 DEVICE_NAME = "parityfake"
 UNSUPPORTED_ENV = "PARITY_FAKE_UNSUPPORTED"
+ASYNC_ENV = "PARITY_FAKE_ASYNC_US"
 BUILD_DIR_ENV = "PARITY_FAKEDEVICE_BUILD_DIR"
 
 _SOURCE = Path(__file__).with_name("fakedevice.cpp")
@@ -185,6 +200,7 @@ def load() -> Path:
     if not hasattr(torch.Tensor, f"is_{DEVICE_NAME}"):
         generate_methods_for_privateuse1_backend()
     set_unsupported(_split(os.environ.get(UNSUPPORTED_ENV, "")))
+    set_async_us(_async_from_env(os.environ.get(ASYNC_ENV, "")))
     # Run backward passes on the calling thread rather than on autograd's
     # per-device worker thread (see the module docstring).
     torch._C._set_multithreading_enabled(False)
@@ -218,6 +234,62 @@ def set_unsupported(names: Iterable[str]) -> None:
 def unsupported() -> frozenset[str]:
     """The op names that currently raise NotImplementedError."""
     return frozenset(str(n) for n in torch.ops.parityfake.get_unsupported())
+
+
+# ------------------------------------------------------- asynchronous mode
+
+
+def _async_from_env(value: str) -> float:
+    if not value.strip():
+        return 0.0
+    try:
+        cost = float(value)
+    except ValueError:
+        cost = math.nan
+    if not math.isfinite(cost) or cost < 0:
+        raise ValueError(
+            f"{ASYNC_ENV}={value!r} is not a kernel cost in microseconds: set it to a "
+            "number >= 0 (e.g. 200), or unset it for a synchronous device"
+        )
+    return cost
+
+
+def set_async_us(microseconds: float) -> None:
+    """Give each kernel this much device time, run after the op returns (0: synchronous).
+
+    Waits for the work queued under the old setting first.
+    """
+    if not math.isfinite(microseconds) or microseconds < 0:
+        raise ValueError(
+            f"a kernel's cost must be a number of microseconds >= 0, got {microseconds}"
+        )
+    torch.ops.parityfake.set_kernel_cost_ns(round(microseconds * 1000))
+
+
+@contextlib.contextmanager
+def asynchronous(microseconds: float) -> Iterator[None]:
+    """Run a block on the asynchronous device; the previous setting comes back after."""
+    before = async_us()
+    set_async_us(microseconds)
+    try:
+        yield
+    finally:
+        set_async_us(before)
+
+
+def async_us() -> float:
+    """The device time of one kernel in microseconds; 0 when the device is synchronous."""
+    return int(torch.ops.parityfake.kernel_cost_ns()) / 1000
+
+
+def kernel_count() -> int:
+    """How many kernels (ops and copies, each counted once) the device has run."""
+    return int(torch.ops.parityfake.kernel_count())
+
+
+def queued_ns() -> int:
+    """Device time still queued: how long a synchronize would wait now."""
+    return int(torch.ops.parityfake.queued_ns())
 
 
 # ----------------------------------------------------------- device module
@@ -259,7 +331,7 @@ def set_device(device: DeviceLike) -> None:
 
 
 def synchronize(device: DeviceLike = None) -> None:
-    """Counted no-op (the device is synchronous); see :func:`sync_count`."""
+    """Wait until the queued work is done (counted; see :func:`sync_count`)."""
     _index(device)
     torch.ops.parityfake.synchronize()
 
