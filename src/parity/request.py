@@ -12,6 +12,7 @@ imports torch: bad input is refused before any heavy import.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -443,4 +444,149 @@ class RunRequest:
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
+        )
+
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([hms])", re.ASCII)
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0}
+CheckName = Literal["rollback", "recovery", "soak"]
+#: soak bounds: relative latency drift per hour; host RSS and device allocated growth in
+#: MiB per minute; the fraction of the run left out as warm-up
+DEFAULT_MAX_DRIFT = 0.10
+DEFAULT_MAX_GROWTH_MIB = 1.0
+DEFAULT_WARMUP = 0.1
+
+
+def parse_duration(text: str) -> float:
+    """``30s``, ``10m``, ``1h``, ``1h30m``, ``1.5h`` or plain seconds, in seconds."""
+    t = text.strip().lower()
+    try:
+        seconds = float(t) if t.isascii() else math.nan
+    except ValueError:
+        pos, seconds = 0, 0.0
+        for match in _DURATION.finditer(t):
+            if match.start() != pos:
+                break
+            seconds += float(match[1]) * _UNIT_S[match[2]]
+            pos = match.end()
+        if pos != len(t) or not t:
+            raise OptionError(
+                f"--duration {_show(text)} is not a duration: use e.g. 30s, 10m, 1h or 1h30m"
+            ) from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise OptionError(f"--duration {_show(text)} must be more than zero, e.g. 30s")
+    return seconds
+
+
+def _check_side(option: str, text: object) -> SideSpec:
+    side = _side(option, text, None)
+    if side.nproc is not None:
+        raise OptionError(
+            f"{option} {side} runs {side.nproc} processes: the checks run one process per "
+            "part; drop nproc"
+        )
+    return side
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckRequest:
+    """``parity check rollback | recovery | soak``: the workload, the side(s), the steps
+    around the checkpoint (rollback, recovery) or the duration and bounds (soak)."""
+
+    check: CheckName
+    workload: WorkloadSpec
+    #: rollback: the side that trains first; recovery and soak: the side checked
+    target: SideSpec
+    #: rollback: the side that resumes
+    baseline: SideSpec | None = None
+    k: int | None = None
+    m: int | None = None
+    duration_s: float | None = None
+    max_drift: float = DEFAULT_MAX_DRIFT
+    max_host_growth: float = DEFAULT_MAX_GROWTH_MIB
+    max_device_growth: float = DEFAULT_MAX_GROWTH_MIB
+    warmup: float = DEFAULT_WARMUP
+    out: str | None = None
+    timeout_s: float = 900.0
+
+    @classmethod
+    def from_options(
+        cls,
+        check: CheckName,
+        o: CompareOptions,
+        *,
+        side: object,
+        baseline: object = None,
+        k: object = None,
+        m: object = None,
+        duration: str | None = None,
+        bounds: Mapping[str, object] | None = None,
+    ) -> CheckRequest:
+        workload = _workload(o)
+        if workload is None:
+            raise OptionError(f"parity check {check} takes a workload, not a script")
+        bounds = dict(bounds or {})
+        unknown = sorted(
+            set(bounds) - {"max_drift", "max_host_growth", "max_device_growth", "warmup"}
+        )
+        if unknown:
+            raise OptionError(f"{unknown[0]} is not a soak bound")
+        values = {
+            key: float(
+                check_number(
+                    f"--{key.replace('_', '-')}",
+                    v,
+                    low=0,
+                    low_open=key != "warmup",
+                    high=0.9 if key == "warmup" else None,
+                )
+            )
+            for key, v in bounds.items()
+        }
+        return cls(
+            check=check,
+            workload=workload,
+            target=_check_side("--target" if check == "rollback" else "--device", side),
+            baseline=_check_side("--baseline", baseline or "cpu") if check == "rollback" else None,
+            k=_optional_int("--k", k),
+            m=_optional_int("--m", m),
+            duration_s=parse_duration(duration or "10m") if check == "soak" else None,
+            out=o.out,
+            timeout_s=_measure(o).timeout_s,
+            **values,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScaleRequest:
+    """``parity scale``: one side at several process counts, as torchrun jobs."""
+
+    workload: WorkloadSpec
+    side: SideSpec
+    counts: tuple[int, ...]
+    out: str | None = None
+    timeout_s: float = 900.0
+    torchrun: Torchrun = field(default_factory=Torchrun)
+
+    @classmethod
+    def from_options(cls, o: CompareOptions, *, side: object, counts: str) -> ScaleRequest:
+        workload = _workload(o)
+        if workload is None:
+            raise OptionError("parity scale takes a workload, not a script")
+        spec = _side("--device", side, None)
+        if spec.nproc is not None:
+            raise OptionError(f"side {spec} already sets nproc: --scaling chooses the counts")
+        items = [x.strip() for x in counts.split(",") if x.strip()]
+        if not items or not all(x.isascii() and x.isdigit() and int(x) >= 1 for x in items):
+            raise OptionError(
+                f"--scaling {_show(counts)} must be process counts of at least 1, e.g. 1,2,4"
+            )
+        measure = _measure(o)
+        return cls(
+            workload=workload,
+            side=spec,
+            counts=tuple(sorted({int(x) for x in items})),
+            out=o.out,
+            timeout_s=measure.timeout_s,
+            torchrun=measure.torchrun,
         )
