@@ -30,6 +30,7 @@ from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 
 if TYPE_CHECKING:
     from parity.workloads.frozen import Frozen
+    from parity.workloads.script import ScriptCommand
 
 INPUTS_FILE = "inputs.json"
 VERDICT_FILE = "verdict.json"
@@ -64,6 +65,22 @@ def _template(
     )
 
 
+def _script_template(argv: tuple[str, ...], timeout_s: float) -> tuple[JobTemplate, ScriptCommand]:
+    from parity.workloads.script import describe, parse_command, script_spec
+
+    command = parse_command(argv)
+    parts, description = describe(command)
+    template = JobTemplate(
+        workload=script_spec(command),
+        frozen=None,
+        fingerprint=parts.digest(),
+        parts=parts,
+        description=description,
+        timeout_s=timeout_s,
+    )
+    return template, command
+
+
 def _freeze(request: RunRequest | CompareRequest) -> Frozen:
     from parity.workloads import resolve
     from parity.workloads.frozen import freeze
@@ -80,20 +97,19 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
     check_fresh(out)
     orch = Orchestrator(out=out, progress=progress)
     if request.script:
-        from parity.workloads.script import script_template
-
-        template = script_template(request.script, request.timeout_s)
+        template, command = _script_template(request.script, request.timeout_s)
+        job = template.job("run", request.side, mode="script", script=command.plan(request.side))
     else:
         template = _template(_freeze(request), request, request.timeout_s)
+        job = template.job(
+            request.mode,
+            request.side,
+            mode=request.job_mode,
+            capture=request.mode == "run",  # the numerics probe, for a later diff
+            torchrun=request.torchrun,
+        )
     if out.is_dir():
         out.rmdir()
-    job = template.job(
-        request.mode if request.mode == "scan" else "run",
-        request.side,
-        mode=request.job_mode,
-        capture=request.mode == "run",  # the numerics probe, for a later diff
-        torchrun=request.torchrun,
-    )
     bundle = orch.run(job, out, label=request.mode)
     if request.mode == "run":
         index_quietly(out)
@@ -162,17 +178,16 @@ def _compare_script(
 ) -> CompareResult:
     """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
     and no fp64 reference (script mode has neither)."""
-    from parity.workloads.script import parse_command, script_template
-
-    command = parse_command(request.script)
+    plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
+    template, command = _script_template(request.script, plan.timeout_s)
     out = Path(request.out) if request.out else default_out(command.name)
     _start(request, out, resuming)
-    plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
-    template = script_template(request.script, plan.timeout_s)
     sides = {"baseline": request.baseline, "target": request.target}
     orch = Orchestrator(out=out, progress=progress)
     orch.rounds(
-        lambda role, k: template.job(role, sides[role], mode="script", repeat=k),
+        lambda role, k: template.job(
+            role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
+        ),
         plan,
         adaptive_stop(plan),
     )

@@ -95,9 +95,18 @@ class JobTemplate:
             parts=self.parts,
             description=self.description,
             mode=mode,
-            timeout_s=self.timeout_s,
-            **fields,  # type: ignore[arg-type]
+            **{"timeout_s": self.timeout_s, **fields},  # type: ignore[arg-type]
         )
+
+
+@dataclass(frozen=True)
+class Part:
+    """One job of a plan, where its bundle goes, its progress label and an event hook."""
+
+    job: Job
+    path: Path
+    label: str
+    hook: EventHook | None = None
 
 
 @dataclass
@@ -127,12 +136,15 @@ class Orchestrator:
             run_job(job, path, on_event=self._relay(label, hook))
         return load_bundle(path)
 
-    def parallel(self, work: Sequence[tuple[Job, Path, str]]) -> list[Bundle]:
-        """Independent jobs at the same time (parts that share no device)."""
-        if len(work) <= 1:
-            return [self.run(job, path, label=label) for job, path, label in work]
+    def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
+        """Independent jobs, at the same time when ``together`` (parts that share no
+        device, e.g. on the CPU), else one after the other."""
+        if not together or len(work) <= 1:
+            return [self.run(p.job, p.path, label=p.label, hook=p.hook) for p in work]
         with ThreadPoolExecutor(len(work)) as pool:
-            return list(pool.map(lambda w: self.run(w[0], w[1], label=w[2]), work))
+            return list(
+                pool.map(lambda p: self.run(p.job, p.path, label=p.label, hook=p.hook), work)
+            )
 
     def rounds(
         self,

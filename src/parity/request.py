@@ -212,6 +212,15 @@ def _side(option: str, text: object, nproc: int | None) -> SideSpec:
     return side
 
 
+def _check_script(argv: Sequence[str], *sides: SideSpec) -> None:
+    """A script command that exists and sides script mode can apply from outside."""
+    from parity.workloads.script import check_side, parse_command
+
+    parse_command(argv)
+    for side in sides:
+        check_side(side)
+
+
 def _measure(o: CompareOptions) -> MeasurePlan:
     base = MeasurePlan()
     nnodes = _optional_int("--nnodes", o.nnodes) or 1
@@ -284,6 +293,8 @@ class CompareRequest:
             raise OptionError("give --batch-size or --batch-sizes, not both")
         target_text = o.target if o.target is not None else _default_target()
         target = _side("--target", target_text, nproc)
+        if o.script:
+            _check_script(o.script, baseline, target)
         return cls(
             workload=workload,
             script=tuple(o.script),
@@ -435,6 +446,8 @@ class RunRequest:
             raise OptionError("parity scan takes a workload, not a script after --")
         if workload is None and o.out is None and mode == "run":
             raise OptionError("parity run needs --out DIR for the bundle")
+        if o.script:
+            _check_script(o.script, spec)
         measure = _measure(o)
         return cls(
             workload=workload,

@@ -12,115 +12,102 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from parity.bundle import load_bundle, write_json
-from parity.errors import UsageError
-from parity.judge.verdict import judge
-from parity.runner.job import Job
-from parity.runner.launch import EventHandler, run_job
-from parity.spec import WorkloadSpec, parse_side
-from parity.workloads import resolve
-from parity.workloads.frozen import freeze
+from parity.bundle import Bundle, SideRuns, write_doc
+from parity.errors import OptionError
+from parity.model.reports import LossCurves, ScalingPoint, ScalingReport
+from parity.orchestrate import JobTemplate, Orchestrator, ProgressSink, check_fresh, default_out
+from parity.request import ScaleRequest
 
-
-def parse_counts(text: str) -> list[int]:
-    try:
-        counts = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise UsageError(f"--scaling {text!r} must be process counts, e.g. 1,2,4") from None
-    if not counts or counts[0] < 1:
-        raise UsageError(f"--scaling {text!r} needs counts of at least 1, e.g. 1,2,4")
-    return counts
+SCALING_FILE = "scaling.json"
+DEFINITION = (
+    "strong scaling (same global batch): efficiency = T1 / (N x TN); all-reduce share = "
+    "1 - t(no_sync) / t(step)"
+)
 
 
-def scale(
-    wspec: WorkloadSpec,
-    side: str,
-    counts: list[int],
-    out: Path,
-    *,
-    timeout_s: float = 900.0,
-    torchrun: dict[str, Any] | None = None,
-    progress: EventHandler | None = None,
-) -> dict[str, Any]:
-    spec = parse_side(side)
-    if spec.nproc is not None:
-        raise UsageError(f"side {side!r} already sets nproc: --scaling chooses the counts")
-    workload = resolve(wspec)
+def _point(nproc: int, bundle: Bundle, wall_s: float) -> ScalingPoint:
+    metrics = bundle.metrics if bundle.ok else None
+    dist = metrics.distributed if metrics is not None else None
+    return ScalingPoint(
+        nproc=nproc,
+        status=bundle.status,
+        reason=bundle.manifest.reason,
+        wall_s=wall_s,
+        median_step_s=metrics.median_step_s if metrics is not None else None,
+        samples_per_s=metrics.throughput.samples_per_s if metrics is not None else None,
+        allreduce_share=dist.allreduce.share if dist is not None else None,
+    )
+
+
+def _with_efficiency(points: list[ScalingPoint], first: int) -> list[ScalingPoint]:
+    base = next((p for p in points if p.nproc == first and p.median_step_s), None)
+    if base is None or base.median_step_s is None:
+        return points
+    out = []
+    for p in points:
+        if p.median_step_s:
+            ratio = base.median_step_s / p.median_step_s
+            p = replace(p, speedup=ratio * first, efficiency=ratio * first / p.nproc)
+        out.append(p)
+    return out
+
+
+def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> ScalingReport:
+    from parity.judge.verdict import judge
+    from parity.workloads import resolve
+    from parity.workloads.frozen import freeze
+
+    workload = resolve(request.workload)
     if workload.kind != "train":
-        raise UsageError(
+        raise OptionError(
             f"--scaling needs a training workload (DDP); {workload.name} is {workload.kind}"
         )
-    bad = [n for n in counts if workload.batch_size % n]
+    bad = [n for n in request.counts if workload.batch_size % n]
     if bad:
-        raise UsageError(
-            f"batch size {workload.batch_size} does not split over {bad} "
-            "processes: choose a --batch-size divisible by every count"
+        raise OptionError(
+            f"batch size {workload.batch_size} does not split over {bad} processes: choose a "
+            "--batch-size divisible by every count"
         )
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(
-            f"output directory {out} already exists and is not empty: choose a new --out"
-        )
+    out = Path(request.out) if request.out else default_out(workload.name, "scaling")
+    check_fresh(out)
     frozen = freeze(workload)
-    points: list[dict[str, Any]] = []
-    for n in counts:
-        side_n = replace(spec, nproc=n if n > 1 else None)
-        job = Job(
-            role="run",
-            side=str(side_n),
-            workload=wspec.to_dict(),
-            frozen=str(frozen.path),
-            fingerprint=frozen.fingerprint,
-            parts=frozen.parts,
-            description=frozen.description,
-            settings=dict(torchrun or {}),
-        )
+    template = JobTemplate(
+        workload=request.workload,
+        frozen=str(frozen.path),
+        fingerprint=frozen.fingerprint,
+        parts=frozen.parts,
+        description=frozen.description,
+        timeout_s=request.timeout_s,
+    )
+    orch = Orchestrator(out=out, progress=progress)
+    points, bundles = [], {}
+    for n in request.counts:
+        side = replace(request.side, nproc=n if n > 1 else None)
         t0 = time.monotonic()
-        run_job(job, out / f"n{n}", timeout_s=timeout_s, on_event=progress)
-        bundle = load_bundle(out / f"n{n}")
-        point: dict[str, Any] = {
-            "nproc": n,
-            "status": bundle.status,
-            "reason": bundle.manifest.get("reason"),
-            "wall_s": time.monotonic() - t0,
-        }
-        if bundle.ok:
-            summary = bundle.metrics.get("summary") or {}
-            dist = bundle.metrics.get("distributed") or {}
-            point.update(
-                median_step_s=summary.get("median"),
-                samples_per_s=(bundle.metrics.get("throughput") or {}).get("samples_per_s"),
-                allreduce_share=(dist.get("allreduce") or {}).get("share"),
-                per_rank=dist.get("per_rank"),
-            )
-        points.append(point)
-    base = next((p for p in points if p["nproc"] == counts[0] and p.get("median_step_s")), None)
-    for p in points:
-        if base and p.get("median_step_s"):
-            ratio = base["median_step_s"] / p["median_step_s"]
-            p["speedup"] = ratio * counts[0]
-            p["efficiency"] = ratio * counts[0] / p["nproc"]
-    report: dict[str, Any] = {
-        "side": side,
-        "workload": frozen.description,
-        "points": points,
-        "definition": "strong scaling (same global batch): efficiency = "
-        "T1 / (N x TN); all-reduce share = 1 - t(no_sync) / t(step)",
-    }
-    ok = [p for p in points if p["status"] == "ok"]
-    if len(ok) >= 2:
-        verdict = judge(
-            load_bundle(out / f"n{ok[0]['nproc']}"), load_bundle(out / f"n{ok[-1]['nproc']}")
+        bundle = orch.run(
+            template.job("run", side, torchrun=request.torchrun), out / f"n{n}", label=f"nproc={n}"
         )
-        report["loss_curves"] = {
-            "baseline": f"n{ok[0]['nproc']}",
-            "target": f"n{ok[-1]['nproc']}",
-            "quality": verdict.quality,
-            "passed": verdict.passed,
-        }
-    report["passed"] = all(p["status"] == "ok" for p in points) and report.get(
-        "loss_curves", {}
-    ).get("passed", True)
-    write_json(out / "scaling.json", report)
+        bundles[n] = bundle
+        points.append(_point(n, bundle, time.monotonic() - t0))
+    points = _with_efficiency(points, request.counts[0])
+    ok = [n for n in request.counts if bundles[n].ok]
+    curves = None
+    if len(ok) >= 2:
+        verdict = judge(SideRuns.of(bundles[ok[0]]), SideRuns.of(bundles[ok[-1]]))
+        curves = LossCurves(
+            baseline=f"n{ok[0]}",
+            target=f"n{ok[-1]}",
+            quality=verdict.quality,
+            passed=verdict.passed,
+        )
+    report = ScalingReport(
+        side=str(request.side),
+        workload=workload.name,
+        points=tuple(points),
+        definition=DEFINITION,
+        loss_curves=curves,
+        passed=all(p.status == "ok" for p in points) and (curves is None or curves.passed),
+    )
+    write_doc(out / SCALING_FILE, report)
     return report

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from parity.errors import SpecError
+from parity.model.codec import omit_none
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
@@ -248,8 +249,14 @@ class WorkloadSpec:
     steps: int | None = None
     seed: int = 0
     overrides: tuple[tuple[str, str], ...] = field(default=())
+    #: script mode: the command after ``--`` (size ``script``)
+    script: tuple[str, ...] | None = omit_none()
 
     def __post_init__(self) -> None:
+        if self.script is not None:
+            if self.size != "script":
+                raise SpecError("a script's workload spec has size 'script'")
+            return
         if self.size not in SIZES:
             raise SpecError(f"size {self.size!r} is unknown: use one of {', '.join(SIZES)}")
         for knob in ("batch_size", "seq_len", "steps"):

@@ -1,358 +1,236 @@
-"""What the three checks share: inputs, running parts, ``check.json``, and ticking the
-verdict's "not yet proven" list.
+"""What the three checks share: setting up a check's directory and parts, writing
+``check.json``, the loss continuation gates, and ticking the verdict's "not yet proven"
+list from stored check results.
 
-A check directory (``--out``) holds one bundle per part (a fresh worker process each,
-through ``parity.runner.launch.run_job``), a ``checkpoint/`` where one was saved, and
-``check.json``, written last::
-
-    check         rollback | recovery | soak
-    item          the verdict's unproven item it proves when it passes
-    passed, exit_code, reason
-    workload      spec, name, size, fingerprint and its parts
-    sides         {target, baseline} (rollback) or {device}
-    settings      k, m, duration, bounds ...
-    gates         [{name, passed, detail, ...}]
-    figures       the numbers behind the gates
-    bundles       part -> bundle directory (relative)
-    evidence      one line, shown in a verdict that this check ticks
-
-A verdict ticks an item from the ``check.json`` files under ``OUT/checks/*/`` of a
-comparison (``parity compare --checks DIR,...`` copies them there; ``parity diff`` reads
-them beside the sides, or from its own ``--checks``), when the check passed and ran on
-the verdict's sides: the target (and for rollback the baseline) side specs must be equal,
-and rollback and recovery must have trained the same workload architecture (the
-fingerprint's ``config`` part; the step count differs by design). Soak runs inference or
-generation, so any workload of the target's side counts.
+A check directory (``--out``) holds one bundle per part (a fresh worker process each),
+a ``checkpoint/`` where one was saved, and ``check.json``, written last. A verdict ticks
+an item from the ``check.json`` files under ``OUT/checks/*/`` of a comparison (``parity
+compare --checks DIR,...`` copies them there; ``parity diff`` reads them beside the
+sides, or from its own ``--checks``), when the check passed and ran on the verdict's
+sides: the target (and for rollback the baseline) side specs must be equal, and rollback
+and recovery must have trained the same workload architecture (the fingerprint's
+``config`` part; the step count differs by design). Soak runs inference or generation,
+so any workload of the target's side counts.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 import shutil
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from statistics import NormalDist
-from typing import Any
-
-import numpy as np
 
 from parity import __version__
-from parity.bundle import Bundle, load_bundle, write_json
-from parity.errors import UsageError
-from parity.runner.job import Job
-from parity.runner.launch import EventHandler, run_job
-from parity.spec import SideSpec, WorkloadSpec, parse_side
-from parity.workloads import resolve
-from parity.workloads.base import Workload
-from parity.workloads.frozen import Frozen
+from parity.bundle import Bundle, read_doc, write_doc
+from parity.errors import BundleError, CheckError, OptionError
+from parity.judge import quality
+from parity.model.checks import (
+    ITEMS,
+    CheckFigures,
+    CheckGate,
+    CheckName,
+    CheckResult,
+    CheckSettings,
+    CheckSides,
+    CheckWorkload,
+    Continuation,
+    Gate,
+    PartRecord,
+)
+from parity.orchestrate import JobTemplate, Orchestrator, ProgressSink, check_fresh, default_out
+from parity.request import CheckRequest
+from parity.spec import WorkloadSpec
 
 CHECK_FILE = "check.json"
 CHECKS_DIR = "checks"
 CHECKPOINT_DIR = "checkpoint"
-ITEMS = {"rollback": "rollback path", "recovery": "failure recovery", "soak": "sustained load"}
-ProgressFn = Callable[[str, dict[str, Any]], None]
-
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([hms])")
-_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0}
 
 
-def parse_duration(text: str) -> float:
-    """``30s``, ``10m``, ``1h``, ``1h30m``, ``1.5h`` or plain seconds, in seconds."""
-    t = text.strip().lower()
-    try:
-        seconds = float(t)
-    except ValueError:
-        pos, seconds = 0, 0.0
-        for match in _DURATION.finditer(t):
-            if match.start() != pos:
-                break
-            seconds += float(match[1]) * _UNIT_S[match[2]]
-            pos = match.end()
-        if pos != len(t) or not t:
-            raise UsageError(
-                f"--duration {text!r} is not a duration: use e.g. 30s, 10m, 1h or 1h30m"
-            ) from None
-    if not (seconds > 0 and np.isfinite(seconds)):
-        raise UsageError(f"--duration {text!r} must be more than zero, e.g. 30s")
-    return seconds
+@dataclass(frozen=True)
+class CheckRun:
+    """A check under way: its directory, the workload's job template, the scheduler."""
+
+    request: CheckRequest
+    out: Path
+    template: JobTemplate
+    orch: Orchestrator
+    kind: str
+
+    @property
+    def checkpoint(self) -> Path:
+        return (self.out / CHECKPOINT_DIR).resolve()
 
 
-def fmt_duration(seconds: float) -> str:
-    for unit, size in (("h", 3600.0), ("m", 60.0)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
-    return f"{seconds:g}s"
+def start(
+    request: CheckRequest, progress: ProgressSink | None, *, steps: int | None = None
+) -> CheckRun:
+    """Resolve and freeze the workload (with ``steps`` if given), make the directory."""
+    from parity.workloads import resolve
+    from parity.workloads.frozen import freeze
 
-
-def check_side(text: str, option: str) -> SideSpec:
-    side = parse_side(text)
-    if side.nproc is not None:
-        raise UsageError(
-            f"{option} {text!r} runs {side.nproc} processes: the checks run one process per "
-            "part; drop nproc"
-        )
-    return side
-
-
-def prepare(wspec: WorkloadSpec) -> tuple[Workload, WorkloadSpec]:
-    """Resolve a workload; a user file's path made absolute for the workers."""
-    path, sep, attr = wspec.name.rpartition(":")
-    if sep and path.endswith(".py"):
-        wspec = replace(wspec, name=f"{Path(path).resolve()}:{attr}")
-    return resolve(wspec), wspec
-
-
-def fresh_out(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(
-            f"output directory {out} already exists and is not empty: choose a new --out"
-        )
-
-
-def default_out(check: str, workload: Workload) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    name = workload.name.replace(":", "_").replace("/", "_")
-    return Path("parity-runs") / f"{stamp}-{name}-{check}"
-
-
-@dataclass(kw_only=True)
-class Part:
-    """One fresh worker process of a check."""
-
-    name: str
-    side: SideSpec
-    settings: dict[str, Any]
-    on_event: EventHandler | None = None
-
-
-def resumed_part(side: SideSpec, checkpoint: Path) -> Part:
-    """The part that loads a checkpoint in a fresh process and trains on."""
-    return Part(
-        name="resumed", side=side, settings={"mode": "train_ckpt", "resume_from": str(checkpoint)}
-    )
-
-
-def make_job(part: Part, wspec: WorkloadSpec, frozen: Frozen) -> Job:
-    return Job(
-        role=part.name,
-        side=str(part.side),
-        workload=wspec.to_dict(),
+    spec = request.workload if steps is None else replace(request.workload, steps=steps)
+    workload = resolve(spec)
+    out = Path(request.out) if request.out else default_out(workload.name, request.check)
+    check_fresh(out)
+    frozen = freeze(workload)
+    out.mkdir(parents=True, exist_ok=True)
+    template = JobTemplate(
+        workload=spec,
         frozen=str(frozen.path),
         fingerprint=frozen.fingerprint,
         parts=frozen.parts,
         description=frozen.description,
-        settings=dict(part.settings),
+        timeout_s=request.timeout_s,
+    )
+    orch = Orchestrator(out=out, progress=progress)
+    return CheckRun(request=request, out=out, template=template, orch=orch, kind=workload.kind)
+
+
+def steps_for(request: CheckRequest) -> tuple[int, int]:
+    """K and M: given, else half of the workload's steps each (at least one)."""
+    from parity.workloads import resolve
+
+    workload = resolve(request.workload)
+    if workload.kind != "train":
+        raise OptionError(
+            f"{workload.name} is a {workload.kind} workload: rollback and recovery checkpoint "
+            "training, e.g. mlp-train or gpt-train"
+        )
+    k = request.k if request.k is not None else max(1, workload.steps // 2)
+    m = request.m if request.m is not None else max(1, workload.steps - k)
+    return k, m
+
+
+def parts_ran(bundles: dict[str, Bundle], expected_failed: tuple[str, ...] = ()) -> Gate:
+    bad = [
+        f"{name} failed: {b.manifest.reason}"
+        for name, b in bundles.items()
+        if not b.ok and name not in expected_failed
+    ]
+    return Gate(name="every part ran", passed=not bad, detail="; ".join(bad) or "ok")
+
+
+def continuation(
+    base: Bundle, resumed: Bundle, start: int, tol: dict[str, float], label: str
+) -> tuple[list[CheckGate], Continuation]:
+    """Gates on the resumed run against the uninterrupted one, from step ``start`` on:
+    every step's loss within the tolerance, and the trained model's outputs."""
+    lb, lr = list(base.losses), list(resumed.losses)
+    loss = quality.compare_losses(lb[start:], lr[start:], tol["final_loss_rel"])
+    every = loss.max_rel is not None and loss.max_rel <= tol["final_loss_rel"]
+    detail = loss.detail or (
+        f"max relative difference {loss.max_rel:.3g} (tolerance {tol['final_loss_rel']:g})"
+        + (
+            ""
+            if every or loss.first_step_outside_band is None
+            else f"; first step outside: {start + loss.first_step_outside_band}"
+        )
+    )
+    gates: list[CheckGate] = [
+        replace(
+            loss,
+            name=f"loss curve from step {start} ({label})",
+            passed=bool(loss.passed and every),
+            detail=detail,
+        )
+    ]
+    out_b, out_r = base.output_tensors(), resumed.output_tensors()
+    rmse: dict[str, float] = {}
+    for name in sorted(set(out_b) & set(out_r)):
+        if not out_b[name].is_floating_point():
+            continue
+        check = quality.compare_output(name, out_b[name], out_r[name], tol["outputs_rel_rmse"])
+        check = replace(
+            check,
+            name=f"trained model's {name}",
+            detail=check.detail
+            or f"relative RMSE {check.rel_rmse or 0.0:.3g} (tolerance {tol['outputs_rel_rmse']:g})",
+        )
+        if check.rel_rmse is not None:
+            rmse[check.name] = check.rel_rmse
+        gates.append(check)
+    return gates, Continuation(
+        continuation_steps=len(lb[start:]),
+        loss_max_rel_diff=loss.max_rel,
+        loss_final_rel_diff=loss.final_rel,
+        loss_tolerance=tol["final_loss_rel"],
+        bitwise_equal_losses=lb[start:] == lr[start:],
+        outputs_rel_rmse=rmse,
     )
 
 
-def run_parts(
-    parts: list[Part],
-    out: Path,
-    wspec: WorkloadSpec,
-    frozen: Frozen,
-    *,
-    timeout_s: float,
-    progress: ProgressFn | None = None,
-    concurrent: bool = False,
-) -> dict[str, Bundle]:
-    """Run independent parts (one fresh process each), at the same time if ``concurrent``."""
-
-    def one(part: Part) -> Bundle:
-        def on_event(event: dict[str, Any]) -> None:
-            if part.on_event is not None:
-                part.on_event(event)
-            if progress is not None:
-                progress(part.name, event)
-
-        run_job(
-            make_job(part, wspec, frozen), out / part.name, timeout_s=timeout_s, on_event=on_event
-        )
-        return load_bundle(out / part.name)
-
-    if concurrent and len(parts) > 1:
-        with ThreadPoolExecutor(len(parts)) as pool:
-            bundles = list(pool.map(one, parts))
-    else:
-        bundles = [one(p) for p in parts]
-    return {p.name: b for p, b in zip(parts, bundles, strict=True)}
-
-
-def all_cpu(*sides: SideSpec) -> bool:
-    """Parts on the CPU may run at the same time (no device memory to share)."""
-    return all(s.device == "cpu" for s in sides)
-
-
-@dataclass
-class CheckResult:
-    """A check's outcome; ``data`` is what ``check.json`` holds."""
-
-    out: Path
-    data: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.data.get("passed"))
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.passed else 1
-
-
 def finish(
-    check: str,
-    out: Path,
+    run: CheckRun,
     *,
-    workload: Workload,
-    wspec: WorkloadSpec,
-    frozen: Frozen,
-    sides: dict[str, str],
-    settings: dict[str, Any],
-    gates: list[dict[str, Any]],
-    figures: dict[str, Any],
+    sides: CheckSides,
+    settings: CheckSettings,
+    gates: list[CheckGate],
+    figures: CheckFigures,
     bundles: dict[str, Bundle],
     evidence: str,
 ) -> CheckResult:
     """Write ``check.json`` (last, atomically) and return the result."""
-    passed = bool(gates) and all(g["passed"] for g in gates)
-    failing = [g for g in gates if not g["passed"]]
-    data = {
-        "check": check,
-        "item": ITEMS[check],
-        "passed": passed,
-        "exit_code": 0 if passed else 1,
-        "reason": None
-        if passed
-        else "; ".join(f"{g['name']}: {g.get('detail', 'failed')}" for g in failing),
-        "parity_version": __version__,
-        "created_unix": time.time(),
-        "workload": {
-            "spec": wspec.to_dict(),
-            "name": workload.name,
-            "size": wspec.size,
-            "kind": workload.kind,
-            "fingerprint": frozen.fingerprint,
-            "parts": frozen.parts,
-        },
-        "sides": sides,
-        "settings": settings,
-        "gates": gates,
-        "figures": figures,
-        "bundles": {
-            name: {"path": b.path.name, "status": b.status, "reason": b.manifest.get("reason")}
+    check: CheckName = run.request.check
+    passed = bool(gates) and all(g.passed for g in gates)
+    failing = [g for g in gates if not g.passed]
+    spec: WorkloadSpec = run.template.workload
+    result = CheckResult(
+        check=check,
+        item=ITEMS[check],
+        passed=passed,
+        exit_code=0 if passed else 1,
+        reason=None if passed else "; ".join(f"{g.name}: {g.detail or 'failed'}" for g in failing),
+        parity_version=__version__,
+        created_unix=time.time(),
+        workload=CheckWorkload(
+            spec=spec,
+            name=run.template.description.name,
+            size=spec.size,
+            kind=run.template.description.kind,
+            fingerprint=run.template.fingerprint,
+            parts=run.template.parts,
+        ),
+        sides=sides,
+        settings=settings,
+        gates=tuple(gates),
+        figures=figures,
+        bundles={
+            name: PartRecord(path=b.path.name, status=b.status, reason=b.manifest.reason)
             for name, b in bundles.items()
         },
-        "evidence": evidence,
-    }
-    write_json(out / CHECK_FILE, data)
-    return CheckResult(out=out, data=data)
-
-
-def parts_ran(bundles: dict[str, Bundle], expected_failed: tuple[str, ...] = ()) -> dict[str, Any]:
-    bad = [
-        f"{name} failed: {b.manifest.get('reason')}"
-        for name, b in bundles.items()
-        if not b.ok and name not in expected_failed
-    ]
-    return {"name": "every part ran", "passed": not bad, "detail": "; ".join(bad) or "ok"}
-
-
-# -- statistics: a least-squares slope and its interval --------------------------------------
-
-
-def t_quantile(p: float, df: float) -> float:
-    """Student's t quantile (Cornish-Fisher expansion around the normal; within 1% of
-    the exact value from 3 degrees of freedom on)."""
-    z = NormalDist().inv_cdf(p)
-    g = (
-        (z**3 + z) / 4,
-        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+        evidence=evidence,
     )
-    return z + sum(gk / df ** (k + 1) for k, gk in enumerate(g))
+    write_doc(run.out / CHECK_FILE, result)
+    return result
 
 
-def slope_ci(
-    x: list[float] | np.ndarray, y: list[float] | np.ndarray, *, level: float = 0.95
-) -> dict[str, Any]:
-    """Least-squares slope of ``y`` over ``x`` with a t interval for autocorrelated noise.
-
-    Residuals of a time series are autocorrelated (a noisy neighbour slows several
-    windows in a row), which a plain t interval ignores. The lag-1 autocorrelation ``r``
-    of the residuals (bias-corrected by ``(1 + 3r) / n``, clamped to 0..0.95) widens the
-    standard error by ``sqrt((1 + r) / (1 - r))`` and leaves ``n (1 - r) / (1 + r) - 2``
-    degrees of freedom. Simulated AR(1) noise with 100 points: 96% coverage at r = 0,
-    92-94% at r = 0.5-0.8.
-    """
-    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n = xs.size
-    if n < 4 or float(np.ptp(xs)) == 0.0:
-        return {"slope": None, "low": None, "high": None, "n": int(n)}
-    xc = xs - xs.mean()
-    sxx = float((xc * xc).sum())
-    slope = float((xc * (ys - ys.mean())).sum() / sxx)
-    resid = ys - ys.mean() - slope * xc
-    ss = float((resid * resid).sum())
-    r = float((resid[1:] * resid[:-1]).sum() / ss) if ss > 0 else 0.0
-    r = min(max(r + (1 + 3 * r) / n, 0.0), 0.95)
-    se = math.sqrt(ss / (n - 2) / sxx) * math.sqrt((1 + r) / (1 - r))
-    df = max(1.0, n * (1 - r) / (1 + r) - 2)
-    half = t_quantile(1 - (1 - level) / 2, df) * se
-    return {
-        "slope": slope,
-        "low": slope - half,
-        "high": slope + half,
-        "n": int(n),
-        "level": level,
-        "autocorrelation": r,
-        "method": "least squares; t interval, effective n from the lag-1 autocorrelation",
-    }
+def loss_tolerances(a: CheckRequest) -> dict[str, float]:
+    return quality.tolerances(a.target, a.baseline or a.target)
 
 
 # -- the verdict's unproven list -------------------------------------------------------------
 
 
-def read_check(path: Path) -> dict[str, Any]:
-    """A ``check.json`` (or a directory holding one); UsageError names what is wrong."""
+def read_check(path: Path) -> CheckResult:
+    """A ``check.json`` (or a directory holding one); CheckError names what is wrong."""
     file = path / CHECK_FILE if path.is_dir() else path
+    if not file.is_file():
+        raise CheckError(f"{file} does not exist: pass a directory written by parity check")
     try:
-        data = json.loads(file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(
-            f"{file} is not a readable check result ({type(exc).__name__}): pass a directory "
-            "written by parity check"
-        ) from None
-    if (
-        not isinstance(data, dict)
-        or data.get("check") not in ITEMS
-        or not isinstance(data.get("passed"), bool)
-        or not isinstance(data.get("sides"), dict)
-    ):
-        raise UsageError(f"{file} is not a parity check result: rerun parity check")
-    return data
+        return read_doc(file, CheckResult)
+    except BundleError as exc:
+        raise CheckError(f"{exc} (not a parity check result: rerun parity check)") from None
 
 
-def read_checks(paths: list[Path]) -> list[dict[str, Any]]:
+def read_checks(paths: list[Path]) -> list[CheckResult]:
     return [read_check(p) for p in paths]
-
-
-def parse_check_dirs(text: str | None) -> list[Path]:
-    """``--checks DIR1,DIR2`` into paths (each must hold a check.json)."""
-    paths = [Path(p.strip()) for p in (text or "").split(",") if p.strip()]
-    read_checks(paths)  # validate before anything is written
-    return paths
 
 
 def store_checks(out: Path, paths: list[Path]) -> None:
     """Copy each ``check.json`` into ``OUT/checks/<check>[-N]/`` of a comparison."""
     for path in paths:
-        data = read_check(path)
-        name, n = str(data["check"]), 1
+        result = read_check(path)
+        name, n = result.check, 1
         dest = out / CHECKS_DIR / name
         while dest.exists():
             n += 1
@@ -372,27 +250,26 @@ def stored_checks(*roots: Path) -> list[Path]:
     return found
 
 
-def checked_items(checks: list[dict[str, Any]], baseline: Bundle, target: Bundle) -> dict[str, str]:
+def _proves(c: CheckResult, baseline: Bundle, target: Bundle) -> bool:
+    config = target.manifest.workload.parts.config
+    trained = c.workload.parts.config
+    if c.check == "rollback":
+        same = c.sides.target == target.side and c.sides.baseline == baseline.side
+        return same and trained == config
+    if c.check == "recovery":
+        return c.sides.device == target.side and trained == config
+    return c.sides.device == target.side
+
+
+def checked_items(checks: list[CheckResult], baseline: Bundle, target: Bundle) -> dict[str, str]:
     """The unproven items these checks prove for a verdict on ``baseline``/``target``."""
-    config = (target.manifest.get("workload", {}).get("parts") or {}).get("config")
     out: dict[str, list[str]] = {}
     for c in checks:
-        if not c.get("passed"):
+        if not c.passed or not _proves(c, baseline, target):
             continue
-        sides = c.get("sides") or {}
-        trained = ((c.get("workload") or {}).get("parts") or {}).get("config")
-        if c["check"] == "rollback":
-            ok = sides.get("target") == target.side and sides.get("baseline") == baseline.side
-            ok = ok and trained == config
-        elif c["check"] == "recovery":
-            ok = sides.get("device") == target.side and trained == config
-        else:
-            ok = sides.get("device") == target.side
-        if not ok:
-            continue
-        lines = out.setdefault(ITEMS[c["check"]], [])
-        if str(c.get("evidence")) not in lines:  # the same result given twice counts once
-            lines.append(str(c.get("evidence")))
+        lines = out.setdefault(c.item, [])
+        if c.evidence not in lines:  # the same result given twice counts once
+            lines.append(c.evidence)
     return {item: "; ".join(lines) for item, lines in out.items()}
 
 

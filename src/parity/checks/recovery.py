@@ -1,18 +1,14 @@
 """``parity check recovery``: kill a run after its checkpoint, resume it, compare.
 
-Parts (fresh worker processes in ``train_ckpt`` mode, workload of ``K + M`` steps):
+Parts (fresh workers in ``train_ckpt`` mode on a workload of ``K + M`` steps):
 
 ``uninterrupted``  the side's ``K + M`` steps
-``killed``         the same run, saving a checkpoint after step ``K``; it reports the
-                   checkpoint through ``events.jsonl`` and trains on, and **the parent
-                   sends SIGKILL to its process group** as soon as it reads that event
-                   (the worker never finishes on its own: after its last step it waits to
-                   be killed). Its bundle is recorded as failed (killed by SIGKILL).
-``resumed``        a fresh process loads the checkpoint and runs steps ``K .. K+M-1``
+``killed``         the same side, checkpointing after step ``K``; the parent sends SIGKILL
+                   as soon as the worker reports the checkpoint in ``events.jsonl``
+``resumed``        a fresh process loads the checkpoint and runs steps ``K ..``
 
-The gate: the kill landed after the checkpoint and left a verifiable checkpoint (sha256),
-and the resumed curve from step ``K`` on stays within the side's loss tolerance at every
-step, with the trained model's outputs within the output tolerance.
+The gates: the kill happened after a verified checkpoint at step ``K``, and the resumed
+curve continues as the uninterrupted one does (every step within the loss tolerance).
 """
 
 from __future__ import annotations
@@ -20,36 +16,35 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from parity.checks.common import (
-    CHECKPOINT_DIR,
-    CheckResult,
-    Part,
-    ProgressFn,
-    all_cpu,
-    check_side,
-    default_out,
+    continuation,
     finish,
-    fresh_out,
+    loss_tolerances,
     parts_ran,
-    prepare,
-    resumed_part,
-    run_parts,
+    start,
+    steps_for,
 )
-from parity.checks.rollback import continuation, steps_for
-from parity.judge import quality
-from parity.runner.checkpoint import CheckpointError, read_meta
-from parity.spec import WorkloadSpec
-from parity.workloads.frozen import freeze
+from parity.errors import CheckpointError
+from parity.model.checks import (
+    CheckFigures,
+    CheckGate,
+    CheckResult,
+    CheckSettings,
+    CheckSides,
+    Gate,
+    Kill,
+)
+from parity.model.job import CheckpointPlan, Event
+from parity.orchestrate import Part, ProgressSink
+from parity.request import CheckRequest
 
 AWAIT_KILL_S = 120.0
 
 
 class Killer:
-    """Sends SIGKILL to the worker once it reports its checkpoint (an ``on_event`` hook)."""
+    """Sends SIGKILL to the worker once it reports its checkpoint (an event hook)."""
 
     def __init__(self, final: Path) -> None:
         self.final = final
@@ -57,16 +52,15 @@ class Killer:
         self.checkpoint_step: int | None = None
         self.killed_after: int | None = None
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        if event.get("event") == "progress":
-            self.last_done = max(self.last_done, int(event.get("done") or 0))
-        if event.get("event") != "checkpoint" or self.killed_after is not None:
+    def __call__(self, event: Event) -> None:
+        if event.event == "progress" and event.done is not None:
+            self.last_done = max(self.last_done, event.done)
+        if event.event != "checkpoint" or self.killed_after is not None or event.pid is None:
             return
-        self.checkpoint_step = int(event["step"])
-        pid = int(event["pid"])
-        if self._ours(pid):
+        self.checkpoint_step = event.step
+        if self._ours(event.pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)  # the worker leads its own session
+                os.killpg(event.pid, signal.SIGKILL)  # the worker leads its own session
                 self.killed_after = self.last_done
 
     def _ours(self, pid: int) -> bool:
@@ -79,102 +73,92 @@ class Killer:
             return False
         return b"parity.runner.worker" in cmdline and f".{self.final.name}.tmp-".encode() in cmdline
 
-
-def recovery(
-    wspec: WorkloadSpec,
-    device: str,
-    *,
-    k: int | None = None,
-    m: int | None = None,
-    out: Path | None = None,
-    timeout_s: float = 900.0,
-    progress: ProgressFn | None = None,
-) -> CheckResult:
-    side = check_side(device, "--device")
-    workload, wspec = prepare(wspec)
-    k, m = steps_for(workload, k, m)
-    workload, wspec = prepare(replace(wspec, steps=k + m))
-    out = out or default_out("recovery", workload)
-    fresh_out(out)
-    frozen = freeze(workload)
-    out.mkdir(parents=True, exist_ok=True)
-    ckpt = (out / CHECKPOINT_DIR).resolve()
-    killer = Killer(out / "killed")
-    killed_settings = {
-        "mode": "train_ckpt",
-        "save_at": k,
-        "checkpoint_dir": str(ckpt),
-        "await_kill_s": min(AWAIT_KILL_S, timeout_s / 2),
-    }
-    bundles = run_parts(
-        [
-            Part(name="uninterrupted", side=side, settings={"mode": "train_ckpt"}),
-            Part(name="killed", side=side, settings=killed_settings, on_event=killer),
-        ],
-        out,
-        wspec,
-        frozen,
-        timeout_s=timeout_s,
-        progress=progress,
-        concurrent=all_cpu(side),
-    )
-    killed = bundles["killed"]
-    reason = str(killed.manifest.get("reason") or "")
-    try:
-        saved_step: int | None = int(read_meta(ckpt)["step"])
-    except CheckpointError as exc:
-        saved_step, reason = None, f"{reason}; checkpoint: {exc}"
-    kill_ok = killer.killed_after is not None and not killed.ok and "SIGKILL" in reason
-    kill_gate = {
-        "name": f"killed after the checkpoint at step {k}",
-        "passed": kill_ok and saved_step == k,
-        "detail": (
-            f"SIGKILL sent when step {killer.killed_after} was reported; the worker last "
-            f"reported step {killer.last_done}; checkpoint at step {saved_step} verified"
-            if kill_ok and saved_step == k
-            else f"the run was not killed as planned: {reason or killed.status}"
-        ),
-    }
-    if kill_gate["passed"]:
-        bundles |= run_parts(
-            [resumed_part(side, ckpt)],
-            out,
-            wspec,
-            frozen,
-            timeout_s=timeout_s,
-            progress=progress,
+    def kill(self) -> Kill:
+        return Kill(
+            signal="SIGKILL",
+            by="the parent, on the worker's checkpoint event",
+            sent_after_step=self.killed_after,
+            last_step_reported=self.last_done,
+            steps_lost=None
+            if self.killed_after is None
+            else max(0, self.last_done - (self.checkpoint_step or 0)),
         )
-    gates = [parts_ran(bundles, expected_failed=("killed",)), kill_gate]
-    figures: dict[str, Any] = {
-        "k": k,
-        "m": m,
-        "kill": {
-            "signal": "SIGKILL",
-            "by": "the parent, on the worker's checkpoint event",
-            "sent_after_step": killer.killed_after,
-            "last_step_reported": killer.last_done,
-            "steps_lost": max(0, killer.last_done - k) if killer.killed_after is not None else None,
-        },
-    }
-    tol = quality.tolerances(side, side)
-    if all(g["passed"] for g in gates):
-        more, fig = continuation(bundles["uninterrupted"], bundles["resumed"], k, tol, str(side))
+
+
+def _saved_step(checkpoint: Path) -> tuple[int | None, str]:
+    from parity.runner.checkpoint import read_meta
+
+    try:
+        return int(read_meta(checkpoint).step), ""
+    except CheckpointError as exc:
+        return None, f"; checkpoint: {exc}"
+
+
+def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> CheckResult:
+    k, m = steps_for(request)
+    run = start(request, progress, steps=k + m)
+    side, t = request.target, run.template
+    killer = Killer(run.out / "killed")
+    plan = CheckpointPlan(
+        save_at=k,
+        checkpoint_dir=str(run.checkpoint),
+        await_kill_s=min(AWAIT_KILL_S, request.timeout_s / 2),
+    )
+    parts = [
+        Part(
+            job=t.job("uninterrupted", side, mode="train_ckpt", checkpoint=CheckpointPlan()),
+            path=run.out / "uninterrupted",
+            label="uninterrupted",
+        ),
+        Part(
+            job=t.job("killed", side, mode="train_ckpt", checkpoint=plan),
+            path=run.out / "killed",
+            label="killed",
+            hook=killer,
+        ),
+    ]
+    done = run.orch.parallel(parts, together=side.device == "cpu")
+    bundles = {"uninterrupted": done[0], "killed": done[1]}
+    killed = bundles["killed"]
+    saved, note = _saved_step(run.checkpoint)
+    reason = (killed.manifest.reason or killed.status) + note
+    kill_ok = killer.killed_after is not None and not killed.ok and "SIGKILL" in reason
+    kill_gate = Gate(
+        name=f"killed after the checkpoint at step {k}",
+        passed=kill_ok and saved == k,
+        detail=(
+            f"SIGKILL sent when step {killer.killed_after} was reported; the worker last "
+            f"reported step {killer.last_done}; checkpoint at step {saved} verified"
+            if kill_ok and saved == k
+            else f"the run was not killed as planned: {reason}"
+        ),
+    )
+    if kill_gate.passed:
+        resumed = t.job(
+            "resumed",
+            side,
+            mode="train_ckpt",
+            checkpoint=CheckpointPlan(resume_from=str(run.checkpoint)),
+        )
+        bundles["resumed"] = run.orch.run(resumed, run.out / "resumed", label="resumed")
+    gates: list[CheckGate] = [parts_ran(bundles, expected_failed=("killed",)), kill_gate]
+    tol = loss_tolerances(request)
+    figures = CheckFigures(k=k, m=m, kill=killer.kill())
+    if all(g.passed for g in gates):
+        more, cont = continuation(bundles["uninterrupted"], bundles["resumed"], k, tol, str(side))
         gates += more
-        figures |= fig
+        figures = CheckFigures(k=k, m=m, kill=killer.kill(), continuation=cont)
+    worst = figures.continuation.loss_max_rel_diff if figures.continuation else None
     evidence = (
-        f"parity check recovery: {workload.name} ({wspec.size}) on {side} killed with SIGKILL "
-        f"after its checkpoint at step {k}, resumed in a fresh process for {m} steps: loss "
-        f"within {tol['final_loss_rel']:g} at every step "
-        f"(max relative difference {figures.get('loss_max_rel_diff') or 0.0:.2g})"
+        f"parity check recovery: {t.description.name} ({t.workload.size}) on {side} killed "
+        f"with SIGKILL after its checkpoint at step {k}, resumed in a fresh process for {m} "
+        f"steps: loss within {tol['final_loss_rel']:g} at every step (max relative "
+        f"difference {worst or 0.0:.2g})"
     )
     return finish(
-        "recovery",
-        out,
-        workload=workload,
-        wspec=wspec,
-        frozen=frozen,
-        sides={"device": str(side)},
-        settings={"k": k, "m": m, "steps": k + m, "tolerances": tol},
+        run,
+        sides=CheckSides(device=str(side)),
+        settings=CheckSettings(k=k, m=m, steps=k + m, tolerances=tol),
         gates=gates,
         figures=figures,
         bundles=bundles,

@@ -1,54 +1,41 @@
-"""``parity check soak``: sustained inference or generation, drift and growth slopes.
+"""``parity check soak``: sustained inference or generation, drift and leaks.
 
-One fresh worker (``soak`` mode, ``parity.runner.soak``) runs the workload's steps back to
-back for ``--duration`` and closes a window every ``duration / 100`` (0.1 s to 60 s):
-median step latency, current host RSS, device allocated bytes. The first ``--warmup``
-fraction of the run (allocator caches filling, clocks settling) is left out, then:
-
-- **latency drift**: the least-squares slope of the windows' median step latency over
-  time, relative to the median latency, per hour;
-- **host memory growth**: the slope of RSS over the steps done (bytes per step: a leak
-  grows per request, and a loaded machine changes the step rate, not the bytes per
-  step), stated in bytes per minute at the soak's mean throughput; the slope over time
-  is reported beside it;
-- **device memory growth**: the same for the device's allocated bytes (where the device
-  reports them; the CPU has no device allocator).
-
-Each slope has a 95% t interval that allows for autocorrelated windows (see
-``parity.checks.common.slope_ci``). A gate fails when the whole
-interval lies above its bound (``--max-drift`` per hour, ``--max-host-growth`` and
-``--max-device-growth`` in MiB per minute): the drift or growth is then beyond the bound
-with 95% confidence. An interval that reaches above the bound without lying above it
-passes and is flagged ``conclusive: false``: run longer to narrow it.
+One part in ``soak`` mode runs the workload for ``--duration``, summarising windows of
+steps (median latency, host RSS and device allocated bytes at each window's end). The
+gates are slopes with 95% intervals that allow for autocorrelation (``stats.slope_ci``):
+latency drift (relative per hour) and memory growth (MiB per minute at the soak's
+throughput); each fails when its interval lies wholly above its bound. The first
+``--warmup`` fraction of the run is left out. A short soak whose interval still reaches
+above a bound passes with ``conclusive: false``.
 """
 
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from parity.bundle import Bundle
-from parity.checks import DEFAULT_MAX_DRIFT, DEFAULT_MAX_GROWTH_MIB, DEFAULT_WARMUP
-from parity.checks.common import (
+from parity.checks.common import finish, parts_ran, start
+from parity.errors import OptionError
+from parity.model.checks import (
+    CheckFigures,
+    CheckGate,
     CheckResult,
-    Part,
-    ProgressFn,
-    check_side,
-    default_out,
-    finish,
-    fmt_duration,
-    fresh_out,
-    parts_ran,
-    prepare,
-    run_parts,
-    slope_ci,
+    CheckSettings,
+    CheckSides,
+    Gate,
+    Slope,
+    SlopeGate,
+    SoakFigures,
 )
-from parity.errors import UsageError
-from parity.spec import WorkloadSpec
-from parity.workloads.frozen import freeze
+from parity.model.job import SoakPlan
+from parity.model.metrics import SoakWindow
+from parity.orchestrate import ProgressSink
+from parity.request import CheckRequest
+from parity.stats import slope_ci
 
 MIB = 1024 * 1024
 MIN_WINDOWS = 8
@@ -58,186 +45,175 @@ def window_for(duration_s: float) -> float:
     return min(60.0, max(0.1, duration_s / 100))
 
 
+def fmt_duration(seconds: float) -> str:
+    for unit, size in (("h", 3600.0), ("m", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
 def _gate(
-    name: str, fit: dict[str, Any], scale: float, bound: float, unit: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    name: str, x: Sequence[float], y: Sequence[float], scale: float, bound: float, unit: str
+) -> SlopeGate:
     """A slope gate: fails when the interval (scaled to ``unit``) lies above ``bound``."""
-    if fit["slope"] is None:
-        figure = {"slope": None, "low": None, "high": None, "unit": unit, "bound": bound}
-        return {"name": name, "passed": False, "detail": "too few points for a slope"}, figure
-    slope, low, high = (float(fit[key] * scale) for key in ("slope", "low", "high"))
-    figure = {
-        "slope": slope,
-        "low": low,
-        "high": high,
-        "unit": unit,
-        "bound": bound,
-        "conclusive": high <= bound or low > bound,
-        "method": fit["method"],
-        "n": fit["n"],
-    }
+    fit = slope_ci(x, y)
+    if fit is None:
+        figure = Slope(slope=None, low=None, high=None, unit=unit, bound=bound)
+        return SlopeGate(
+            name=name, passed=False, detail="too few points for a slope", figure=figure
+        )
+    slope, low, high = fit.slope * scale, fit.low * scale, fit.high * scale
+    figure = Slope(
+        slope=slope,
+        low=low,
+        high=high,
+        unit=unit,
+        bound=bound,
+        conclusive=high <= bound or low > bound,
+        method=fit.method,
+        n=fit.n,
+    )
     passed = low <= bound
     detail = f"{slope:+.3g} {unit} [95% {low:+.3g}, {high:+.3g}], bound {bound:g}"
     if not passed:
         detail += ": beyond the bound"
     elif high > bound:
         detail += ": not excluded (run longer)"
-    return {"name": name, "passed": passed, "detail": detail, **figure}, figure
+    return SlopeGate(name=name, passed=passed, detail=detail, figure=figure)
 
 
-def analyse(
-    bundle: Bundle,
-    *,
-    warmup: float,
-    max_drift: float,
-    max_host_growth: float,
-    max_device_growth: float,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    soak = bundle.metrics.get("soak") or {}
-    windows = list(soak.get("windows") or [])
-    duration = float(soak.get("duration_s") or 0.0)
-    kept = [w for w in windows if w["t_s"] >= warmup * duration]
-    figures: dict[str, Any] = {
-        "duration_s": duration,
-        "steps": soak.get("steps"),
-        "windows": len(windows),
-        "windows_used": len(kept),
-        "warmup_s": warmup * duration,
-    }
-    if len(kept) < MIN_WINDOWS:
-        gate = {
-            "name": "enough windows",
-            "passed": False,
-            "detail": f"{len(kept)} windows after warm-up, at least {MIN_WINDOWS} needed: "
-            "run longer (a step took longer than a window)",
-        }
-        return [gate], figures
-    t = [float(w["t_s"]) for w in kept]
-    lat = [float(w["median_s"]) for w in kept]
-    ref = statistics.median(lat)
-    figures["median_step_s"] = ref
-    figures["first_last_window_median_s"] = [lat[0], lat[-1]]
-    gates = []
-    drift, figures["latency_drift"] = _gate(
-        "latency drift", slope_ci(t, lat), 3600.0 / ref, max_drift, "relative per hour"
+def _memory(
+    kept: Sequence[SoakWindow],
+    done: np.ndarray,
+    ends: list[float],
+    per_min: float,
+    bound: float,
+    host: bool,
+) -> SlopeGate | None:
+    values = [w.host_rss if host else w.device_allocated for w in kept]
+    if not all(isinstance(v, int) for v in values):
+        return None
+    ints = [int(v or 0) for v in values]
+    name = "host memory growth" if host else "device memory growth"
+    gate = _gate(
+        name, [float(d) for d in done], [float(v) for v in ints], per_min / MIB, bound, "MiB/min"
     )
-    gates.append(drift)
+    per_step = slope_ci([float(d) for d in done], [float(v) for v in ints])
+    by_time = slope_ci([x / 60.0 for x in ends], [float(v) for v in ints])
+    figure = replace(
+        gate.figure,
+        bytes_per_step=per_step.slope if per_step else None,
+        bytes_per_min_over_time=by_time.slope if by_time else None,
+        first_last_bytes=(ints[0], ints[-1]),
+    )
+    return SlopeGate(name=gate.name, passed=gate.passed, detail=gate.detail, figure=figure)
+
+
+def analyse(bundle: Bundle, request: CheckRequest) -> tuple[list[CheckGate], SoakFigures]:
+    """Gates and figures from a soak bundle's windows."""
+    soak = bundle.metrics.soak if bundle.metrics else None
+    windows = list(soak.windows) if soak else []
+    duration = soak.duration_s if soak else 0.0
+    kept = [w for w in windows if w.t_s >= request.warmup * duration]
+    figures = SoakFigures(
+        duration_s=duration,
+        steps=soak.steps if soak else None,
+        windows=len(windows),
+        windows_used=len(kept),
+        warmup_s=request.warmup * duration,
+    )
+    if len(kept) < MIN_WINDOWS:
+        detail = (
+            f"{len(kept)} windows after warm-up, at least {MIN_WINDOWS} needed: run longer "
+            "(a step took longer than a window)"
+        )
+        return [Gate(name="enough windows", passed=False, detail=detail)], figures
+    t = [w.t_s for w in kept]
+    lat = [w.median_s for w in kept]
+    ref = statistics.median(lat)
+    drift = _gate("latency drift", t, lat, 3600.0 / ref, request.max_drift, "relative per hour")
     # memory against steps done: a leak grows per request, and the machine's load changes
     # the step rate, not the bytes per step; stated per minute at the mean throughput
-    done = np.cumsum([int(w.get("steps") or 1) for w in windows])[len(windows) - len(kept) :]
-    ends = [float(w.get("end_s", w["t_s"])) for w in kept]
+    done = np.cumsum([w.steps or 1 for w in windows])[len(windows) - len(kept) :]
+    ends = [w.end_s for w in kept]
     span_min = (ends[-1] - ends[0]) / 60.0
     per_min = float(done[-1] - done[0]) / span_min if span_min > 0 else 0.0
-    figures["steps_per_min"] = per_min
-    for key, name, bound, label in (
-        ("host_rss", "host memory growth", max_host_growth, "host_rss_growth"),
-        ("device_allocated", "device memory growth", max_device_growth, "device_allocated_growth"),
-    ):
-        values = [w.get(key) for w in kept]
-        if not all(isinstance(x, int) for x in values):
-            figures[label] = {
-                "detail": "the host's current RSS is not readable here"
-                if key == "host_rss"
-                else f"{bundle.side} reports no allocated device memory (not measured)"
-            }
-            continue
-        per_step = slope_ci(done, values)
-        gate, fig = _gate(name, per_step, per_min / MIB, bound, "MiB/min")
-        by_time = slope_ci([x / 60.0 for x in ends], values)["slope"]
-        fig.update(
-            bytes_per_step=per_step["slope"],
-            bytes_per_min_over_time=by_time,
-            first_last_bytes=[values[0], values[-1]],
-        )
-        figures[label] = fig
-        gates.append(gate)
-    return gates, figures
+    host = _memory(kept, done, ends, per_min, request.max_host_growth, host=True)
+    device = _memory(kept, done, ends, per_min, request.max_device_growth, host=False)
+    missing = {}
+    if host is None:
+        missing["host_rss_growth"] = "the host's current RSS is not readable here"
+    if device is None:
+        missing["device_allocated_growth"] = f"{bundle.side} reports no allocated device memory"
+    figures = SoakFigures(
+        duration_s=duration,
+        steps=figures.steps,
+        windows=len(windows),
+        windows_used=len(kept),
+        warmup_s=figures.warmup_s,
+        median_step_s=ref,
+        first_last_window_median_s=(lat[0], lat[-1]),
+        steps_per_min=per_min,
+        latency_drift=drift.figure,
+        host_rss_growth=host.figure if host else None,
+        device_allocated_growth=device.figure if device else None,
+        not_measured=missing,
+    )
+    return [drift, *(g for g in (host, device) if g is not None)], figures
 
 
-def soak(
-    wspec: WorkloadSpec,
-    device: str,
-    duration_s: float,
-    *,
-    out: Path | None = None,
-    warmup: float = DEFAULT_WARMUP,
-    max_drift: float = DEFAULT_MAX_DRIFT,
-    max_host_growth: float = DEFAULT_MAX_GROWTH_MIB,
-    max_device_growth: float = DEFAULT_MAX_GROWTH_MIB,
-    timeout_s: float = 900.0,
-    progress: ProgressFn | None = None,
-) -> CheckResult:
-    side = check_side(device, "--device")
-    workload, wspec = prepare(wspec)
+def _pm(fig: Slope | None, unit: str, scale: float) -> str:
+    if fig is None or fig.slope is None or fig.low is None or fig.high is None:
+        return "not measured"
+    return f"{fig.slope * scale:+.3g}{unit} [{fig.low * scale:+.3g}, {fig.high * scale:+.3g}]"
+
+
+def soak(request: CheckRequest, *, progress: ProgressSink | None = None) -> CheckResult:
+    from parity.workloads import resolve
+
+    workload = resolve(request.workload)
     if workload.kind not in ("infer", "generate"):
-        raise UsageError(
+        raise OptionError(
             f"{workload.name} is a {workload.kind} workload: soak runs inference or "
             "generation, e.g. cnn-infer or gpt-generate"
         )
-    if not 0 <= warmup < 0.9:
-        raise UsageError(f"--warmup {warmup} must be a fraction from 0 to below 0.9, e.g. 0.1")
-    for option, value in (
-        ("--max-drift", max_drift),
-        ("--max-host-growth", max_host_growth),
-        ("--max-device-growth", max_device_growth),
-    ):
-        if not value >= 0:
-            raise UsageError(f"{option} {value} must be 0 or more")
-    out = out or default_out("soak", workload)
-    fresh_out(out)
-    frozen = freeze(workload)
-    window = window_for(duration_s)
-    settings = {"mode": "soak", "duration_s": duration_s, "window_s": window}
-    bundles = run_parts(
-        [Part(name="soak", side=side, settings=settings)],
-        out,
-        wspec,
-        frozen,
-        timeout_s=duration_s + timeout_s,
-        progress=progress,
+    duration = request.duration_s or 600.0
+    run = start(request, progress)
+    window = window_for(duration)
+    job = run.template.job(
+        "soak",
+        request.target,
+        mode="soak",
+        soak=SoakPlan(duration_s=duration, window_s=window),
+        timeout_s=duration + request.timeout_s,
     )
-    gates = [parts_ran(bundles)]
-    figures: dict[str, Any] = {}
-    if gates[0]["passed"]:
-        more, figures = analyse(
-            bundles["soak"],
-            warmup=warmup,
-            max_drift=max_drift,
-            max_host_growth=max_host_growth,
-            max_device_growth=max_device_growth,
-        )
+    bundles = {"soak": run.orch.run(job, run.out / "soak", label="soak")}
+    gates: list[CheckGate] = [parts_ran(bundles)]
+    figures = CheckFigures()
+    if gates[0].passed:
+        more, soak_figures = analyse(bundles["soak"], request)
         gates += more
-    drift = figures.get("latency_drift") or {}
-    host = figures.get("host_rss_growth") or {}
-    evidence = f"parity check soak: {workload.name} ({wspec.size}) on {side} for " + (
-        f"{fmt_duration(duration_s)}: latency drift {_pm(drift, '%/h', 100)}, "
-        f"host memory {_pm(host, ' MiB/min', 1)}"
+        figures = CheckFigures(soak=soak_figures)
+    soaked = figures.soak
+    evidence = (
+        f"parity check soak: {workload.name} ({request.workload.size}) on {request.target} for "
+        f"{fmt_duration(duration)}: latency drift "
+        f"{_pm(soaked.latency_drift if soaked else None, '%/h', 100)}, host memory "
+        f"{_pm(soaked.host_rss_growth if soaked else None, ' MiB/min', 1)}"
     )
     return finish(
-        "soak",
-        out,
-        workload=workload,
-        wspec=wspec,
-        frozen=frozen,
-        sides={"device": str(side)},
-        settings={
-            "duration_s": duration_s,
-            "window_s": window,
-            "warmup": warmup,
-            "max_drift_per_hour": max_drift,
-            "max_host_growth_mib_per_min": max_host_growth,
-            "max_device_growth_mib_per_min": max_device_growth,
-        },
+        run,
+        sides=CheckSides(device=str(request.target)),
+        settings=CheckSettings(
+            duration_s=duration,
+            window_s=window,
+            warmup=request.warmup,
+            max_drift_per_hour=request.max_drift,
+            max_host_growth_mib_per_min=request.max_host_growth,
+            max_device_growth_mib_per_min=request.max_device_growth,
+        ),
         gates=gates,
         figures=figures,
         bundles=bundles,
         evidence=evidence,
-    )
-
-
-def _pm(fig: dict[str, Any], unit: str, scale: float) -> str:
-    if fig.get("slope") is None:
-        return "not measured"
-    return (
-        f"{fig['slope'] * scale:+.3g}{unit} [{fig['low'] * scale:+.3g}, {fig['high'] * scale:+.3g}]"
     )
