@@ -158,7 +158,7 @@ class Orchestrator:
 
         start = time.monotonic()
         rounds = plan.repeats if plan.repeats is not None else plan.max_repeats
-        order = interleaved_order(rounds, ROLES)
+        order: list[tuple[Role, int]] = interleaved_order(rounds, ROLES)  # type: ignore[assignment]
         done: dict[Role, list[Bundle]] = {role: [] for role in ROLES}
         stop: Stop | None = None
         ran: list[str] = []

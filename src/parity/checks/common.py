@@ -37,6 +37,7 @@ from parity.model.checks import (
     Gate,
     PartRecord,
 )
+from parity.model.verdict import OutputCheck
 from parity.orchestrate import JobTemplate, Orchestrator, ProgressSink, check_fresh, default_out
 from parity.request import CheckRequest
 from parity.spec import WorkloadSpec
@@ -140,6 +141,8 @@ def continuation(
         if not out_b[name].is_floating_point():
             continue
         check = quality.compare_output(name, out_b[name], out_r[name], tol["outputs_rel_rmse"])
+        if not isinstance(check, OutputCheck):
+            continue
         check = replace(
             check,
             name=f"trained model's {name}",

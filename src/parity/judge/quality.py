@@ -54,7 +54,9 @@ def _tokens(name: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck:
     )
 
 
-def compare_output(name: str, base: torch.Tensor, target: torch.Tensor, tol: float) -> QualityCheck:
+def compare_output(
+    name: str, base: torch.Tensor, target: torch.Tensor, tol: float
+) -> OutputCheck | TokensCheck:
     label = f"output {name}"
     if base.shape != target.shape:
         detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
