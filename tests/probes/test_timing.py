@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from parity.judge.stats import detect_steady, summarize
 from parity.probes.fake import FakeClock
 from parity.probes.timing import StepTimer
+from parity.stats import detect_steady, summarize
 
 
 @pytest.fixture
