@@ -27,8 +27,8 @@ import time
 import numpy as np
 import pytest
 
-from parity.judge.speed import COMPLIANCE_LEVEL, COMPLIANCE_RUNS
-from parity.stats import Processes, prediction_interval, ratio_ci
+from parity.judge.speed import COMPLIANCE_RUNS, noise_interval
+from parity.stats import Processes, ratio_ci
 
 SEED = 15
 DRAWS = 1000
@@ -77,7 +77,7 @@ def _medians(rng: np.random.Generator, draws: int, m: int, phi: float, spread: f
 
 def _fails(run: float, target: Processes, baseline: Processes, key: str) -> bool:
     """The verdict's compliance rule (``parity.judge.speed``) for one run's median."""
-    pi = prediction_interval(target, other=baseline, level=COMPLIANCE_LEVEL, sided=SIDED[key])
+    pi = noise_interval(target, baseline, SIDED[key])
     assert pi is not None
     return not pi.contains(run / target.centre)
 

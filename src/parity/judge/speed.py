@@ -29,7 +29,7 @@ import statistics
 from typing import Any
 
 from parity.bundle import Bundle, SideRuns
-from parity.stats import Processes, Sided, prediction_interval, ratio_ci
+from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
 
 COMPLIANCE_LEVEL = 0.98
 #: (key of the run in ``SideRuns.compliance``, check name, sidedness, what it is)
@@ -100,6 +100,14 @@ def compliance(
     return checks
 
 
+def noise_interval(
+    target: Processes, baseline: Processes | None, sided: Sided
+) -> PredictionInterval | None:
+    """Where one more target process's median step falls, as a ratio to the target's step
+    time, by process-to-process variation alone (None: not estimable)."""
+    return prediction_interval(target, other=baseline, level=COMPLIANCE_LEVEL, sided=sided)
+
+
 def _check(
     name: str,
     what: str,
@@ -119,7 +127,7 @@ def _check(
         return {"name": name, "passed": False, "detail": "no steady-state samples"}
     ratio = statistics.median(samples) / target.centre
     seen = f"{what}'s median step was {ratio:.3f}x the target's"
-    pi = prediction_interval(target, other=baseline, level=COMPLIANCE_LEVEL, sided=sided)
+    pi = noise_interval(target, baseline, sided)
     if pi is None:
         return {
             "name": name,
