@@ -15,7 +15,7 @@ fraction of the run (allocator caches filling, clocks settling) is left out, the
   reports them; the CPU has no device allocator).
 
 Each slope has a 95% t interval that allows for autocorrelated windows (see
-``parity.checks.common.slope_ci``). A gate fails when the whole
+``parity.stats.slope_ci``). A gate fails when the whole
 interval lies above its bound (``--max-drift`` per hour, ``--max-host-growth`` and
 ``--max-device-growth`` in MiB per minute): the drift or growth is then beyond the bound
 with 95% confidence. An interval that reaches above the bound without lying above it
@@ -44,10 +44,10 @@ from parity.checks.common import (
     parts_ran,
     prepare,
     run_parts,
-    slope_ci,
 )
 from parity.errors import UsageError
 from parity.spec import WorkloadSpec
+from parity.stats import SlopeCI, slope_ci
 from parity.workloads.frozen import freeze
 
 MIB = 1024 * 1024
@@ -59,13 +59,13 @@ def window_for(duration_s: float) -> float:
 
 
 def _gate(
-    name: str, fit: dict[str, Any], scale: float, bound: float, unit: str
+    name: str, fit: SlopeCI | None, scale: float, bound: float, unit: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A slope gate: fails when the interval (scaled to ``unit``) lies above ``bound``."""
-    if fit["slope"] is None:
+    if fit is None:
         figure = {"slope": None, "low": None, "high": None, "unit": unit, "bound": bound}
         return {"name": name, "passed": False, "detail": "too few points for a slope"}, figure
-    slope, low, high = (float(fit[key] * scale) for key in ("slope", "low", "high"))
+    slope, low, high = (float(v * scale) for v in (fit.slope, fit.low, fit.high))
     figure = {
         "slope": slope,
         "low": low,
@@ -73,8 +73,8 @@ def _gate(
         "unit": unit,
         "bound": bound,
         "conclusive": high <= bound or low > bound,
-        "method": fit["method"],
-        "n": fit["n"],
+        "method": fit.method,
+        "n": fit.n,
     }
     passed = low <= bound
     detail = f"{slope:+.3g} {unit} [95% {low:+.3g}, {high:+.3g}], bound {bound:g}"
@@ -143,10 +143,10 @@ def analyse(
             continue
         per_step = slope_ci(done, values)
         gate, fig = _gate(name, per_step, per_min / MIB, bound, "MiB/min")
-        by_time = slope_ci([x / 60.0 for x in ends], values)["slope"]
+        by_time = slope_ci([x / 60.0 for x in ends], values)
         fig.update(
-            bytes_per_step=per_step["slope"],
-            bytes_per_min_over_time=by_time,
+            bytes_per_step=None if per_step is None else per_step.slope,
+            bytes_per_min_over_time=None if by_time is None else by_time.slope,
             first_last_bytes=[values[0], values[-1]],
         )
         figures[label] = fig

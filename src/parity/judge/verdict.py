@@ -4,7 +4,7 @@
    allowed each differing field by name, which the verdict then reports;
 2. every configuration difference between the sides (side spec and environment);
 3. both sides ran; quality: loss curve and outputs within tolerance;
-4. speed: median steady-state step time ratio with a bootstrap interval, throughput,
+4. speed: step time ratio over fresh processes with a t interval, throughput,
    first step apart; memory peaks.
 
 The verdict depends on the two bundles only, so ``parity diff A B`` on bundles made on
