@@ -154,7 +154,7 @@ class Orchestrator:
     ) -> Stop:
         """Rounds of one process per side, ABBA, until ``decide`` says stop (or, with
         ``plan.repeats``, that many rounds); ``side.json`` records how it ended."""
-        from parity.judge.stats import interleaved_order
+        from parity.stats import interleaved_order
 
         start = time.monotonic()
         rounds = plan.repeats if plan.repeats is not None else plan.max_repeats
@@ -188,7 +188,7 @@ def adaptive_stop(
 ) -> Callable[[dict[Role, list[Bundle]], int, float], Stop | None]:
     """The stopping rule of a comparison's rounds: fixed repeats, or precision, budget or
     the repeat cap on the speed ratio's interval; a failed side stops at once."""
-    from parity.judge.stats import ratio_ci, should_stop
+    from parity.stats import Processes, ratio_ci, should_stop
 
     def decide(done: dict[Role, list[Bundle]], rounds: int, elapsed: float) -> Stop | None:
         if any(not b.ok for bundles in done.values() for b in bundles):
@@ -212,8 +212,12 @@ def adaptive_stop(
                 reason="no_samples",
                 message="no steady-state samples: raise --steps so a run has more than one",
             )
+        ci = ratio_ci(
+            Processes.from_steps(usable["baseline"], "baseline"),
+            Processes.from_steps(usable["target"], "target"),
+        )
         decision = should_stop(
-            ratio_ci(usable["baseline"], usable["target"]),
+            ci,
             precision=plan.precision,
             elapsed_s=elapsed,
             budget_s=plan.budget_s,

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from parity import api
 from parity.bundle import Bundle
-from parity.checks.common import checked_items, parse_duration, slope_ci
+from parity.checks.common import checked_items, parse_duration
 from parity.checks.soak import analyse
 from parity.cli import app
 from parity.runner.checkpoint import (
@@ -46,16 +46,6 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(api.UsageError):
         parse_duration(text)
-
-
-def test_slope_interval_covers_the_truth() -> None:
-    rng = np.random.default_rng(1)
-    x = np.linspace(0, 10, 200)
-    fit = slope_ci(x, 2.0 * x + rng.normal(0, 1, x.size))
-    assert fit["low"] < 2.0 < fit["high"] and abs(fit["slope"] - 2.0) < 0.2
-    flat = slope_ci(x, rng.normal(0, 1, x.size))
-    assert flat["low"] < 0.0 < flat["high"]
-    assert slope_ci([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])["slope"] is None
 
 
 def test_reservoir_is_a_bounded_systematic_sample() -> None:

@@ -21,7 +21,6 @@ from parity.model.verdict import (
     Determinism,
     LossCheck,
     OutputCheck,
-    QualityCheck,
     TokensCheck,
 )
 from parity.spec import SideSpec

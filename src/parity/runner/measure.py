@@ -4,9 +4,10 @@ is known well enough or the time budget is spent; then the target's compliance r
 Order: round ``k`` runs one process per side, baseline first on even rounds and target
 first on odd ones (A B B A A B ...), so linear drift of the machine cancels from the
 ratio. With ``repeats`` fixed, exactly that many rounds run. Otherwise rounds continue
-until the bootstrap interval's half-width is within ``precision`` of the ratio, the
-``budget_s`` runs out, or ``max_repeats`` is reached (at least ``min_repeats`` rounds
-always run); ``side.json`` records which ended it.
+until the speed ratio's interval (``parity.stats.ratio_ci``) is no longer provisional and
+its half-width is within ``precision`` of the ratio, the ``budget_s`` runs out, or
+``max_repeats`` is reached (at least ``min_repeats`` rounds always run); ``side.json``
+records which ended it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from typing import Any
 
 from parity.bundle import MANIFEST, SIDE_FILE, load_bundle, repeat_name, write_json
 from parity.judge.speed import steady_samples
-from parity.judge.stats import interleaved_order, ratio_ci, should_stop
 from parity.runner.job import Job
 from parity.runner.launch import EventHandler, run_job
+from parity.stats import Processes, interleaved_order, ratio_ci, should_stop
 
 ROLES = ("baseline", "target")
 
@@ -140,7 +141,10 @@ def _decide(
             "reason": "no_samples",
             "message": "no steady-state samples: raise --steps so a run has more than one",
         }
-    ci = ratio_ci(usable["baseline"], usable["target"])
+    ci = ratio_ci(
+        Processes.from_steps(usable["baseline"], "baseline"),
+        Processes.from_steps(usable["target"], "target"),
+    )
     decision = should_stop(
         ci,
         precision=plan.precision,

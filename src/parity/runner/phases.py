@@ -20,7 +20,6 @@ from parity.bundle import MANIFEST, SCHEMA_VERSION, write_json
 from parity.devices import get_device
 from parity.devices.base import Device
 from parity.devices.specs import peak_flops
-from parity.judge.stats import detect_steady, summarize
 from parity.plugins import load_plugins
 from parity.probes import environment, memory
 from parity.probes.determinism import RefusalRecorder
@@ -33,6 +32,7 @@ from parity.probes.timing import StepTimer
 from parity.runner import distributed
 from parity.runner.job import EVENTS_FILE, Job
 from parity.spec import SideSpec, WorkloadSpec, parse_side
+from parity.stats import detect_steady, summarize
 from parity.workloads import resolve
 from parity.workloads.base import RunContext, RunNumerics, Workload
 from parity.workloads.frozen import read_frozen

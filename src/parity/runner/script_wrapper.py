@@ -215,7 +215,7 @@ def script_metrics(
     end_ns: int,
     memory: dict[str, Any],
 ) -> dict[str, Any]:
-    from parity.judge.stats import detect_steady, summarize
+    from parity.stats import detect_steady, summarize
 
     seconds = [s * NS for s in probe.samples_ns(script_start_ns)]
     rest = seconds[1:]
