@@ -32,10 +32,31 @@ ENV_VAR = "PARITY_REDACT"
 #: words of variable, flag and key names that hold credentials (``AWS_SECRET_ACCESS_KEY``,
 #: ``--api-token``, ``db.password``), and endings of compound words (``APIKEY``, ``PGPASSWORD``)
 SECRET_WORDS = frozenset(
-    (
-        "KEY KEYS SECRET SECRETS TOKEN TOKENS PASSWORD PASSWORDS PASSWD PWD PASS PASSPHRASE "
-        "CREDENTIAL CREDENTIALS AUTH BEARER SESSION COOKIE PRIVATE SIGNATURE CERT DSN CONNSTR"
-    ).split()
+    [
+        "KEY",
+        "KEYS",
+        "SECRET",
+        "SECRETS",
+        "TOKEN",
+        "TOKENS",
+        "PASSWORD",
+        "PASSWORDS",
+        "PASSWD",
+        "PWD",
+        "PASS",
+        "PASSPHRASE",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "AUTH",
+        "BEARER",
+        "SESSION",
+        "COOKIE",
+        "PRIVATE",
+        "SIGNATURE",
+        "CERT",
+        "DSN",
+        "CONNSTR",
+    ]
 )
 SECRET_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "CREDENTIALS")
 #: credential formats, anywhere in text
