@@ -32,7 +32,7 @@ ENV_VAR = "PARITY_REDACT"
 #: words of variable, flag and key names that hold credentials (``AWS_SECRET_ACCESS_KEY``,
 #: ``--api-token``, ``db.password``), and endings of compound words (``APIKEY``, ``PGPASSWORD``)
 SECRET_WORDS = frozenset(
-    [
+    {
         "KEY",
         "KEYS",
         "SECRET",
@@ -56,7 +56,7 @@ SECRET_WORDS = frozenset(
         "CERT",
         "DSN",
         "CONNSTR",
-    ]
+    }
 )
 SECRET_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "CREDENTIALS")
 #: credential formats, anywhere in text
