@@ -19,6 +19,7 @@ never judges.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +35,7 @@ from parity.bundle import (
     repeat_name,
     write_doc,
 )
-from parity.errors import OptionError
+from parity.errors import BundleError, OptionError
 from parity.model.job import Event, Job, Mode
 from parity.model.side import MeasurePlan, SideFile, Stop
 from parity.model.verdict import ROLES, Role
@@ -43,6 +44,7 @@ from parity.runner.launch import run_job
 from parity.spec import SideSpec, WorkloadSpec
 
 RUNS_DIR = Path("parity-runs")
+log = logging.getLogger("parity")
 #: ``(label, event)``: a side's or part's label, e.g. ``baseline r01``, and its event
 ProgressSink = Callable[[str, Event], None]
 EventHook = Callable[[Event], None]
@@ -131,9 +133,15 @@ class Orchestrator:
         return relay
 
     def run(self, job: Job, path: Path, *, label: str, hook: EventHook | None = None) -> Bundle:
-        """One job into ``path``; a complete bundle already there (resume) is reused."""
-        if not (path / MANIFEST).is_file():
-            run_job(job, path, on_event=self._relay(label, hook))
+        """One job into ``path``; a complete, verified bundle already there (resume) is
+        reused, an unverifiable one is removed and run again."""
+        if (path / MANIFEST).is_file():
+            try:
+                return load_bundle(path)
+            except BundleError as exc:
+                log.warning("parity: %s: running it again", exc)
+                shutil.rmtree(path)
+        run_job(job, path, on_event=self._relay(label, hook))
         return load_bundle(path)
 
     def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
