@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
 from parity.devices.base import Device
+from parity.model.manifest import FlagValue
 
 
 class CudaDevice(Device):
@@ -39,6 +40,12 @@ class CudaDevice(Device):
             return "tf32"
         return super().matmul_dtype(precision)
 
+    def conv_dtype(self, precision: str) -> str:
+        """fp32 convolutions run in TF32 while cuDNN's ``allow_tf32`` is on (the default)."""
+        if precision == "fp32" and torch.backends.cudnn.allow_tf32:
+            return "tf32"
+        return super().conv_dtype(precision)
+
     def environment_variables(self) -> tuple[str, ...]:
         return (
             "CUDA_VISIBLE_DEVICES",
@@ -49,7 +56,7 @@ class CudaDevice(Device):
             "TORCH_CUDNN_",
         )
 
-    def flags(self) -> dict[str, Any]:
+    def flags(self) -> dict[str, FlagValue]:
         return {
             "cuda_version": torch.version.cuda,
             "hip_version": torch.version.hip,
