@@ -121,7 +121,7 @@ def recovery(
     killed = bundles["killed"]
     reason = str(killed.manifest.get("reason") or "")
     try:
-        saved_step: int | None = int(read_meta(ckpt)["step"])
+        saved_step: int | None = read_meta(ckpt).step
     except CheckpointError as exc:
         saved_step, reason = None, f"{reason}; checkpoint: {exc}"
     kill_ok = killer.killed_after is not None and not killed.ok and "SIGKILL" in reason
