@@ -61,8 +61,12 @@ def _events(path: Path) -> list[Event]:
 
 def test_the_manifest_goes_from_incomplete_to_ok(tmp_path: Path, restore_torch: None) -> None:
     job = workload_job("mlp-train", "cpu+deterministic+emulate=matmul-bf16", mode="reference")
-    session = SideSession(job, tmp_path, started_ns=0)
+    session = SideSession(job, tmp_path, started_ns=time.perf_counter_ns())
     session.setup(join_group=False)
+    ready = session.startup()
+    assert ready[0] is None and ready[1] > 0  # no launch time in the job: not made up
+    time.sleep(0.01)
+    assert session.startup() == ready  # start-up ends with set-up, however long the run
     first = read_doc(tmp_path / MANIFEST, Manifest)
     assert first.status == "incomplete" and first.mode == "reference"
     assert first.environment is not None and first.resolved is not None

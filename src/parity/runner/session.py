@@ -118,6 +118,7 @@ class SideSession:
         self.refused: list[str] = []
         self._device: Device | None = None
         self._manifest: Manifest | None = None
+        self._ready_ns: int | None = None
 
     # -- set-up -------------------------------------------------------------------------
     def setup(self, *, join_group: bool = True) -> None:
@@ -157,6 +158,7 @@ class SideSession:
             pid=os.getpid(),
             distributed=self.dist,
         )
+        self._ready_ns = time.perf_counter_ns()
         self.write(MANIFEST, self._manifest)
 
     @property
@@ -177,11 +179,14 @@ class SideSession:
         return self.workload
 
     def startup(self) -> tuple[float | None, float]:
-        """Seconds from the parent's launch, and from the worker's first line, to now."""
-        now = time.perf_counter_ns()
+        """Seconds from the parent's launch, and from the worker's first line, to the end
+        of set-up (interpreter start, imports, device init, settings)."""
+        if self._ready_ns is None:
+            raise RuntimeError("the side is not set up yet: call SideSession.setup() first")
         spawned = self.job.spawned_ns
         # perf_counter is system-wide on Linux; elsewhere the parent's figure is meaningless
-        return ((now - spawned) * NS if spawned else None), (now - self.started_ns) * NS
+        launch = (self._ready_ns - spawned) * NS if spawned else None
+        return launch, (self._ready_ns - self.started_ns) * NS
 
     # -- phases and events --------------------------------------------------------------
     def enter(

@@ -8,6 +8,7 @@ import pytest
 
 from parity.bundle import CAPTURE_TENSORS, read_doc
 from parity.model.job import JOB_FILE, Event, Job
+from tests.conftest import FIXTURES
 from tests.fixtures.jobs import run, workload_job
 
 pytestmark = pytest.mark.slow
@@ -75,3 +76,24 @@ def test_a_generation_side_has_latency_figures(tmp_path: Path) -> None:
     assert gen.ttft_s.n == len(metrics.steady_samples) and gen.output_tokens > 1
     assert gen.tpot_s.p50 is not None and gen.tpot_s.p50 > 0
     assert metrics.throughput.tokens_per_s is not None
+
+
+def test_a_torchrun_side_merges_its_ranks(tmp_path: Path) -> None:
+    bundle = run(workload_job("mlp-train", "cpu+nproc=2"), tmp_path)
+    assert bundle.ok, bundle.manifest.reason
+    dist = bundle.manifest.distributed
+    assert dist is not None and dist.world_size == 2 and dist.rank == 0 and dist.backend == "gloo"
+    metrics = bundle.metrics
+    assert metrics is not None and metrics.distributed is not None
+    assert [r.rank for r in metrics.distributed.per_rank] == [0, 1]
+    assert all(r.median_step_s and r.median_step_s > 0 for r in metrics.distributed.per_rank)
+    assert metrics.distributed.allreduce.share is not None
+    assert len(bundle.losses) == 6 and bundle.ops is None  # no scan under torchrun
+
+
+def test_a_rank_that_dies_is_named(tmp_path: Path) -> None:
+    job = workload_job(f"{FIXTURES / 'workloads.py'}:KillRankOne", "cpu+nproc=2")
+    bundle = run(job, tmp_path)
+    assert bundle.status == "failed"
+    reason = bundle.manifest.reason or ""
+    assert reason.startswith("rank 1 killed by SIGKILL; torchrun stopped the other ranks"), reason
