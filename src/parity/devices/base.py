@@ -157,15 +157,27 @@ class Device:
         if callable(fn):
             fn()
             return
-        accel = getattr(torch, "accelerator", None)
+        accel = self._accelerator()
         if accel is not None and hasattr(accel, "synchronize"):
             accel.synchronize()
+
+    def _accelerator(self) -> ModuleType | None:
+        """``torch.accelerator`` where it drives this device type, else None (it would
+        report another device's figures)."""
+        accel: ModuleType | None = getattr(torch, "accelerator", None)
+        current = getattr(accel, "current_accelerator", None)
+        if not callable(current):
+            return None
+        try:
+            found = current()
+        except (RuntimeError, AssertionError):
+            return None
+        return accel if found is not None and found.type == self.type else None
 
     def reset_peak_memory(self) -> None:
         self.synchronize()
         if self._call("reset_peak_memory_stats") is None:
-            accel = getattr(torch, "accelerator", None)
-            fn = getattr(accel, "reset_peak_memory_stats", None)
+            fn = getattr(self._accelerator(), "reset_peak_memory_stats", None)
             if callable(fn):
                 with contextlib.suppress(RuntimeError, NotImplementedError):
                     fn()
@@ -187,7 +199,7 @@ class Device:
     def _memory_figure(self, fn_name: str) -> int | None:
         value = _try(self.module(), fn_name)
         if value is None:
-            value = _try(getattr(torch, "accelerator", None), fn_name)
+            value = _try(self._accelerator(), fn_name)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     # -- backend reports --------------------------------------------------------------
