@@ -4,28 +4,18 @@ gates, ticking the verdict's list, and bad input (exit 2, nothing written)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import torch
 from typer.testing import CliRunner
 
 from parity import api
 from parity.bundle import Bundle
-from parity.checks.common import checked_items, parse_duration
+from parity.checks.common import checked_items, parse_duration, slope_ci
 from parity.checks.soak import analyse
 from parity.cli import app
-from parity.runner.checkpoint import (
-    CheckpointError,
-    _decode,
-    _encode,
-    load_checkpoint,
-    save_checkpoint,
-)
-from parity.runner.soak import Reservoir
 from parity.spec import WorkloadSpec
 from parity.workloads import resolve
 from tests.judge.synthetic import side_dir
@@ -48,76 +38,14 @@ def test_bad_durations(text: str) -> None:
         parse_duration(text)
 
 
-def test_reservoir_is_a_bounded_systematic_sample() -> None:
-    r = Reservoir(cap=8)
-    for i in range(100):
-        r.add(float(i), float(i))
-    assert r.n <= 8 and r.stride == 16
-    assert list(r.t[: r.n]) == [0.0, 16.0, 32.0, 48.0, 64.0, 80.0, 96.0]
-
-
-def test_state_encoding_round_trips_without_pickle() -> None:
-    state = {
-        "state": {0: {"step": torch.tensor(3.0), "buf": torch.ones(2, 2)}},
-        "param_groups": [{"lr": 1e-3, "betas": (0.9, 0.999), "eps": math.inf, "params": [0]}],
-    }
-    tensors: dict[str, torch.Tensor] = {}
-    encoded = _encode(state, "optimizer", tensors)
-    text = json.dumps(encoded, allow_nan=False)  # plain JSON
-    back = _decode(json.loads(text), tensors)
-    assert back["param_groups"][0]["betas"] == (0.9, 0.999)
-    assert back["param_groups"][0]["eps"] == math.inf
-    assert torch.equal(back["state"][0]["buf"], torch.ones(2, 2))
-    with pytest.raises(CheckpointError, match="without pickle"):
-        _encode({"f": object()}, "x", {})
-
-
-def _trained(steps: int, seed: int = 0) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
-    torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for i in range(steps):
-        _step(model, opt, i)
-    return model, opt
-
-
-def _step(model: torch.nn.Module, opt: torch.optim.Optimizer, i: int) -> None:
-    g = torch.Generator().manual_seed(100 + i)
-    opt.zero_grad()
-    model(torch.randn(16, 4, generator=g)).pow(2).mean().backward()  # type: ignore[no-untyped-call]
-    opt.step()
-
-
-def test_checkpoint_resumes_bit_for_bit(tmp_path: Path) -> None:
-    model, opt = _trained(3)
-    cpu = torch.device("cpu")
-    path = save_checkpoint(
-        tmp_path / "ck", model, opt, step=3, losses=[1.0, None, 0.5], fingerprint="f",
-        side="cpu", device=cpu,
-    )  # fmt: skip
-    assert sorted(p.name for p in path.iterdir()) == [
-        "checkpoint.json",
-        "model.safetensors",
-        "optimizer.safetensors",
-    ]
-    fresh, fresh_opt = _trained(0, seed=7)
-    ck = load_checkpoint(path, fresh, fresh_opt, fingerprint="f", device=cpu)
-    assert (ck.step, ck.losses) == (3, [1.0, None, 0.5])
-    for i in (3, 4):
-        _step(model, opt, i)
-        _step(fresh, fresh_opt, i)
-    for a, b in zip(model.parameters(), fresh.parameters(), strict=True):
-        assert torch.equal(a, b)
-    with pytest.raises(CheckpointError, match="another workload"):
-        load_checkpoint(path, fresh, fresh_opt, fingerprint="g", device=cpu)
-    with pytest.raises(CheckpointError, match="already exists"):
-        save_checkpoint(path, model, opt, step=5, losses=[], fingerprint="f", side="cpu",
-                        device=cpu)  # fmt: skip
-    data = bytearray((path / "optimizer.safetensors").read_bytes())
-    data[-1] ^= 1
-    (path / "optimizer.safetensors").write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match="sha256"):
-        load_checkpoint(path, fresh, fresh_opt, fingerprint="f", device=cpu)
+def test_slope_interval_covers_the_truth() -> None:
+    rng = np.random.default_rng(1)
+    x = np.linspace(0, 10, 200)
+    fit = slope_ci(x, 2.0 * x + rng.normal(0, 1, x.size))
+    assert fit["low"] < 2.0 < fit["high"] and abs(fit["slope"] - 2.0) < 0.2
+    flat = slope_ci(x, rng.normal(0, 1, x.size))
+    assert flat["low"] < 0.0 < flat["high"]
+    assert slope_ci([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])["slope"] is None
 
 
 def _soak_bundle(windows: list[dict[str, Any]], duration: float) -> Bundle:

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
-import torch.nn.functional as F
-from torch import nn
 
 from parity.bundle import load_bundle, load_side
 from parity.errors import UsageError
@@ -21,9 +16,9 @@ from parity.runner.script import (
     parse_command,
     split_argv,
 )
-from parity.runner.script_wrapper import ScriptProbe
 from parity.spec import parse_side
 from tests.conftest import FIXTURES, run_cli
+from tests.runner.modes.test_script import FAILING
 
 SCRIPT = FIXTURES / "train_script.py"
 
@@ -82,74 +77,6 @@ def test_job_fingerprints_the_command_and_script_but_not_weights() -> None:
     assert make_job(other, "target", parse_side("cpu")).fingerprint != a.fingerprint
 
 
-@pytest.fixture
-def probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptProbe]:
-    ticks = itertools.count(0, 1_000_000)  # a fake clock: 1 ms per reading
-    monkeypatch.setattr(ScriptProbe, "clock", staticmethod(lambda: next(ticks)))
-    syncs: list[int] = []
-    p = ScriptProbe(lambda: syncs.append(1))
-    p.install()
-    try:
-        yield p
-    finally:
-        p.uninstall()
-    assert len(syncs) == len(p.step_ends_ns)
-
-
-def _loop(steps: int, *, second: bool = False, scaler: bool = False) -> list[float]:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-    head = nn.Linear(2, 2)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    opt2 = torch.optim.SGD(head.parameters(), lr=0.1)
-    amp = torch.amp.GradScaler("cpu", init_scale=1024.0) if scaler else None
-    x, y = torch.randn(16, 4), torch.randint(0, 2, (16,))
-    seen = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = F.cross_entropy(head(model(x)) if second else model(x), y)
-        seen.append(loss.item())
-        if amp is not None:
-            amp.scale(loss).backward()
-            amp.step(opt)
-            amp.update()
-        else:
-            loss.backward()
-            opt.step()
-        if second:
-            opt2.step()
-    return seen
-
-
-def test_probe_records_one_step_and_one_loss_per_optimizer_step(probe: ScriptProbe) -> None:
-    seen = _loop(3)
-    assert len(probe.step_ends_ns) == 3 and probe.backward_calls == 3
-    assert probe.losses() == pytest.approx(seen)
-    assert probe.first_call_ns is not None and probe._forward_handle is None
-    samples = probe.samples_ns(0)
-    assert len(samples) == 3 and all(s > 0 for s in samples)
-
-
-def test_a_second_optimizer_is_counted_but_is_no_step_boundary(probe: ScriptProbe) -> None:
-    _loop(2, second=True)
-    assert len(probe.step_ends_ns) == 2
-    assert probe.optimizer_steps == {"SGD": 4}
-
-
-def test_a_scaled_loss_is_recorded_unscaled(probe: ScriptProbe) -> None:
-    seen = _loop(2, scaler=True)
-    assert probe.losses() == pytest.approx(seen)
-
-
-def test_uninstall_restores_torch() -> None:
-    backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
-    p = ScriptProbe(lambda: None)
-    p.install()
-    assert torch.Tensor.backward is not backward
-    p.uninstall()
-    assert torch.Tensor.backward is backward and torch.autograd.backward is autograd_backward
-
-
 @pytest.mark.slow
 def test_script_mode_compares_an_unmodified_training_script(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
@@ -185,19 +112,6 @@ def _validate(bundle: Path) -> None:
 
     for name in ("manifest", "metrics", "numerics"):
         jsonschema.validate(json.loads((bundle / f"{name}.json").read_text()), schema(name))
-
-
-FAILING = """
-import os, sys, torch
-model = torch.nn.Linear(2, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(3):
-    loss = model(torch.ones(4, 2)).pow(2).mean()
-    loss.backward()
-    opt.step()
-    if step == 1 and os.environ["PARITY_PRECISION"] == "bf16":
-        sys.exit(4)
-"""
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ it, or the timeout) and the tail of its stderr.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
@@ -22,15 +21,32 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from parity.bundle import MANIFEST, SCHEMA_VERSION, finalize, temp_dir_for, write_json
-from parity.runner.job import ERROR_FILE, EVENTS_FILE, JOB_FILE, Job
+from parity import __version__
+from parity.bundle import (
+    MANIFEST,
+    METRICS,
+    OUTPUT_TENSORS,
+    OUTPUTS,
+    finalize,
+    read_doc,
+    temp_dir_for,
+    write_doc,
+)
+from parity.errors import BundleError
+from parity.model import SCHEMA_VERSION
+from parity.model.codec import decode, loads
+from parity.model.job import ERROR_FILE, EVENTS_FILE, JOB_FILE, Event, Job, WorkerError
+from parity.model.manifest import Manifest
+from parity.model.workload import WorkloadRef
 
-EventHandler = Callable[[dict[str, Any]], None]
+EventHandler = Callable[[Event], None]
 STDERR_TAIL_LINES = 25
 POLL_S = 0.05
+#: what a failed bundle does not keep: figures of a run that did not finish
+PARTIAL = (METRICS, OUTPUTS, OUTPUT_TENSORS)
 
 
 def _signal_name(rc: int) -> str:
@@ -55,7 +71,7 @@ class EventTail:
         self.path = path
         self.offset = 0
 
-    def poll(self) -> list[dict[str, Any]]:
+    def poll(self) -> list[Event]:
         try:
             with self.path.open("rb") as f:
                 f.seek(self.offset)
@@ -68,8 +84,8 @@ class EventTail:
         self.offset += end + 1
         out = []
         for line in chunk[: end + 1].splitlines():
-            with contextlib.suppress(json.JSONDecodeError):
-                out.append(json.loads(line))
+            with contextlib.suppress(ValueError, UnicodeDecodeError):  # a torn or odd line
+                out.append(decode(Event, loads(line.decode())))
         return out
 
 
@@ -77,19 +93,21 @@ def run_job(
     job: Job,
     final: Path,
     *,
-    timeout_s: float,
     on_event: EventHandler | None = None,
     env: dict[str, str] | None = None,
 ) -> Path:
-    """Run one side in a fresh process and leave a complete bundle at ``final``."""
+    """Run one side in a fresh process and leave a complete bundle at ``final``.
+
+    The worker is stopped after ``job.timeout_s``; ``on_event`` sees each event the
+    worker announces (phases, progress, checkpoints) as it happens."""
     tmp = temp_dir_for(final)
-    job.settings = {**job.settings, "timeout_s": timeout_s}
+    timeout_s = job.timeout_s
     child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
     tail = EventTail(tmp / EVENTS_FILE)
     last_phase = "start"
     with (tmp / "stdout.log").open("wb") as out, (tmp / "stderr.log").open("wb") as err:
-        job.spawned_ns = time.perf_counter_ns()
-        job.write(tmp / JOB_FILE)
+        job = replace(job, spawned_ns=time.perf_counter_ns())
+        write_doc(tmp / JOB_FILE, job)
         proc = subprocess.Popen(
             command(job, tmp),
             stdout=out,
@@ -120,11 +138,11 @@ def run_job(
     return finalize(tmp, final)
 
 
-def _relay(events: list[dict[str, Any]], on_event: EventHandler | None, phase: str) -> str:
+def _relay(events: list[Event], on_event: EventHandler | None, phase: str) -> str:
     """Pass events on; return the latest phase the worker announced."""
     for event in events:
-        if event.get("event") == "phase":
-            phase = str(event.get("phase"))
+        if event.event == "phase" and event.phase is not None:
+            phase = event.phase
         if on_event:
             on_event(event)
     return phase
@@ -142,13 +160,9 @@ def _die_with_parent() -> None:
 
 def command(job: Job, tmp: Path) -> list[str]:
     """The worker's command line: plain, or under torchrun for ``nproc=N`` / multi-node."""
-    from parity.spec import parse_side
-
     worker = ["-m", "parity.runner.worker", str(tmp)]
-    if job.settings.get("mode") == "script":  # script mode: the user's script, instrumented
-        worker = ["-m", "parity.runner.script_wrapper", str(tmp)]
-    nproc = parse_side(job.side, check_device=False).nproc or 1
-    nnodes = int(job.settings.get("nnodes") or 1)
+    nproc = job.side.nproc or 1
+    nnodes = job.torchrun.nnodes
     if nproc <= 1 and nnodes <= 1:
         return [sys.executable, "-X", "faulthandler", *worker]
     run = [
@@ -161,7 +175,7 @@ def command(job: Job, tmp: Path) -> list[str]:
         "--max-restarts=0",
         "--monitor-interval=0.5",
     ]
-    endpoint = job.settings.get("rdzv_endpoint")
+    endpoint = job.torchrun.rdzv_endpoint
     if nnodes <= 1 and not endpoint:
         run.append("--standalone")
     else:
@@ -219,11 +233,8 @@ def _failure_reason(
         return f"the worker was killed by {name}{hint} in phase '{phase}'"
     if rc != 0:
         return f"the worker exited with code {rc} in phase '{phase}'"
-    try:
-        status = json.loads((tmp / MANIFEST).read_text()).get("status")
-    except (OSError, json.JSONDecodeError):
-        status = None
-    if status != "ok":
+    manifest = _worker_manifest(tmp)
+    if manifest is None or not manifest.ok:
         return f"the worker exited without finishing its bundle (phase '{phase}')"
     return None
 
@@ -232,35 +243,47 @@ def _worker_error(path: Path, phase: str) -> str | None:
     if not path.is_file():
         return None
     try:
-        err = json.loads(path.read_text())
-        return f"{err['type']} in phase '{err['phase']}': {err['message']}"
-    except (json.JSONDecodeError, KeyError, OSError):
+        err = decode(WorkerError, loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, ValueError):
         return f"the worker failed in phase '{phase}' and its error report is unreadable"
+    return f"{err.type} in phase '{err.phase}': {err.message}"
+
+
+def _worker_manifest(tmp: Path) -> Manifest | None:
+    """The manifest the worker wrote, if it wrote one that decodes."""
+    if not (tmp / MANIFEST).is_file():
+        return None
+    try:
+        return read_doc(tmp / MANIFEST, Manifest)
+    except BundleError:
+        return None
+
+
+def failed_manifest(job: Job, reason: str, stderr: str, written: Manifest | None) -> Manifest:
+    """The ``failed`` manifest: what the worker had written (environment, resolved
+    settings, start time), or what the job says where it wrote nothing readable."""
+    if written is None:
+        written = Manifest(
+            schema_version=SCHEMA_VERSION,
+            parity_version=__version__,
+            status="failed",
+            reason=reason,
+            role=job.role,
+            repeat=job.repeat,
+            mode=job.mode,
+            side=job.side,
+            workload=WorkloadRef(
+                spec=job.workload,
+                fingerprint=job.fingerprint,
+                parts=job.parts,
+                description=job.description,
+            ),
+        )
+    return replace(written, status="failed", reason=reason, stderr_tail=stderr)
 
 
 def _write_failed(tmp: Path, job: Job, reason: str) -> None:
-    manifest: dict[str, Any] = {}
-    with contextlib.suppress(OSError, json.JSONDecodeError):
-        manifest = json.loads((tmp / MANIFEST).read_text())
-    if not isinstance(manifest, dict) or "side" not in manifest:
-        from parity import __version__
-        from parity.spec import parse_side
-
-        manifest = {
-            "schema_version": SCHEMA_VERSION,
-            "parity_version": __version__,
-            "role": job.role,
-            "repeat": job.repeat,
-            "side": parse_side(job.side, check_device=False).to_dict(),
-            "workload": {
-                "spec": job.workload,
-                "fingerprint": job.fingerprint,
-                "parts": job.parts,
-                "description": job.description,
-            },
-            "settings": job.settings,
-        }
-    manifest.update(status="failed", reason=reason, stderr_tail=stderr_tail(tmp / "stderr.log"))
-    for partial in ("metrics.json", "numerics.json", "numerics.safetensors"):
+    manifest = failed_manifest(job, reason, stderr_tail(tmp / "stderr.log"), _worker_manifest(tmp))
+    for partial in PARTIAL:
         (tmp / partial).unlink(missing_ok=True)
-    write_json(tmp / MANIFEST, manifest)
+    write_doc(tmp / MANIFEST, manifest)
