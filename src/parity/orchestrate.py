@@ -191,49 +191,61 @@ class Orchestrator:
 REFERENCE_DIR = "reference"
 
 
+Samples = dict[Role, list[list[float]]]
+
+
+def decide_stop(
+    plan: MeasurePlan, samples: Samples, rounds: int, elapsed: float, failed: bool
+) -> Stop | None:
+    """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
+    are each side's steady step times, one list per process."""
+    from parity.stats import Processes, ratio_ci, should_stop
+
+    if failed:
+        return Stop(
+            reason="failure",
+            message=f"a side failed in round {rounds}: no further repeats were run",
+        )
+    if plan.repeats is not None:
+        if rounds >= plan.repeats:
+            return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, as asked")
+        return None
+    if rounds < plan.min_repeats:
+        return None
+    usable = {role: [s for s in runs if s] for role, runs in samples.items()}
+    if not all(usable.values()):
+        return Stop(
+            reason="no_samples",
+            message="no steady-state samples: raise --steps so a run has more than one",
+        )
+    ci = ratio_ci(
+        Processes.from_steps(usable["baseline"], "baseline"),
+        Processes.from_steps(usable["target"], "target"),
+    )
+    decision = should_stop(
+        ci,
+        precision=plan.precision,
+        elapsed_s=elapsed,
+        budget_s=plan.budget_s,
+        repeats=rounds,
+        min_repeats=plan.min_repeats,
+        max_repeats=plan.max_repeats,
+    )
+    return None if decision is None else Stop(reason=decision.reason, message=decision.message)
+
+
 def adaptive_stop(
     plan: MeasurePlan,
 ) -> Callable[[dict[Role, list[Bundle]], int, float], Stop | None]:
-    """The stopping rule of a comparison's rounds: fixed repeats, or precision, budget or
-    the repeat cap on the speed ratio's interval; a failed side stops at once."""
-    from parity.stats import Processes, ratio_ci, should_stop
+    """The stopping rule of a comparison's rounds on its bundles (see ``decide_stop``)."""
 
     def decide(done: dict[Role, list[Bundle]], rounds: int, elapsed: float) -> Stop | None:
-        if any(not b.ok for bundles in done.values() for b in bundles):
-            return Stop(
-                reason="failure",
-                message=f"a side failed in round {rounds}: no further repeats were run",
-            )
-        if plan.repeats is not None:
-            if rounds >= plan.repeats:
-                return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, as asked")
-            return None
-        if rounds < plan.min_repeats:
-            return None
-        steady = {
+        failed = any(not b.ok for bundles in done.values() for b in bundles)
+        samples: Samples = {
             role: [list(b.metrics.steady_samples) for b in bundles if b.metrics]
             for role, bundles in done.items()
         }
-        usable = {role: [s for s in runs if s] for role, runs in steady.items()}
-        if not all(usable.values()):
-            return Stop(
-                reason="no_samples",
-                message="no steady-state samples: raise --steps so a run has more than one",
-            )
-        ci = ratio_ci(
-            Processes.from_steps(usable["baseline"], "baseline"),
-            Processes.from_steps(usable["target"], "target"),
-        )
-        decision = should_stop(
-            ci,
-            precision=plan.precision,
-            elapsed_s=elapsed,
-            budget_s=plan.budget_s,
-            repeats=rounds,
-            min_repeats=plan.min_repeats,
-            max_repeats=plan.max_repeats,
-        )
-        return None if decision is None else Stop(reason=decision.reason, message=decision.message)
+        return decide_stop(plan, samples, rounds, elapsed, failed)
 
     return decide
 

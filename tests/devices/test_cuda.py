@@ -6,7 +6,6 @@ XML file into its summary.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from collections.abc import Callable
@@ -20,7 +19,6 @@ import torch
 from parity.devices import get_device
 from parity.model.job import CheckpointPlan
 from parity.probes.timing import StepTimer
-from tests.conftest import run_cli
 from tests.fixtures.jobs import run, workload_job
 
 Record = Callable[[str, object], None]

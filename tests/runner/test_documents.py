@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from parity.bundle import OUTPUT_TENSORS, OUTPUTS, read_doc
-from parity.judge import stats
+from parity import stats
 from parity.model.codec import decode, dumps, loads
 from parity.model.manifest import Items
 from parity.model.metrics import Memory, MemoryPhase, Metrics

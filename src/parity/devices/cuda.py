@@ -9,7 +9,7 @@ side by the format its work really ran in (``judge.numerics.effective_precision`
 from __future__ import annotations
 
 import os
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 

@@ -7,7 +7,7 @@
 - :func:`numerics_probe` and :func:`write_capture`: ``capture.json`` and
   ``capture.safetensors``.
 
-Statistics come from :mod:`parity.judge.stats` (moving to ``parity.stats``): its
+Statistics come from :mod:`parity.stats`: its
 ``Summary`` and ``SteadyState`` become the model's in :func:`summary_of` and
 :func:`steady_of`, the only place that knows both.
 """
@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from parity.bundle import CAPTURE, CAPTURE_TENSORS, OUTPUT_TENSORS, OUTPUTS
-from parity.judge import stats  # moving to parity.stats: the one line to change
+from parity import stats
 from parity.model.manifest import Items
 from parity.model.metrics import Memory, Metrics, Phases, SteadyState, Summary, Throughput
 from parity.model.numerics import Capture, CheckpointEvents, OutputSummary, RunOutputs

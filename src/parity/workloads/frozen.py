@@ -38,7 +38,6 @@ from parity.workloads.base import Workload, seeded
 
 #: the layout of a frozen workload's directory (enters the cache key)
 FORMAT = "parity-frozen/2"
-FINGERPRINT_PARTS = FingerprintParts.names()
 META_FILE = "workload.json"
 __all__ = ["Frozen", "canonical", "freeze", "read_frozen"]
 
