@@ -40,7 +40,7 @@ from parity.model.job import Event, Job, Mode
 from parity.model.side import MeasurePlan, SideFile, Stop
 from parity.model.verdict import ROLES, Role
 from parity.model.workload import FingerprintParts, WorkloadDescription
-from parity.runner.launch import run_job
+from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
 
 RUNS_DIR = Path("parity-runs")
@@ -113,11 +113,22 @@ class Part:
 
 @dataclass
 class Orchestrator:
-    """Runs jobs into bundles under one output directory."""
+    """Runs jobs into bundles under one output directory; its launcher's zygote (forked
+    workers) lives until ``close()`` (or the end of a ``with`` block)."""
 
     out: Path
     progress: ProgressSink | None = None
     started: float = field(default_factory=time.monotonic)
+    launcher: Launcher = field(default_factory=Launcher)
+
+    def __enter__(self) -> Orchestrator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.launcher.close()
 
     def _relay(self, label: str, hook: EventHook | None) -> EventHook | None:
         sink = self.progress
@@ -141,7 +152,7 @@ class Orchestrator:
             except BundleError as exc:
                 log.warning("parity: %s: running it again", exc)
                 shutil.rmtree(path)
-        run_job(job, path, on_event=self._relay(label, hook))
+        run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
         return load_bundle(path)
 
     def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
@@ -260,6 +271,12 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
     if (dest / MANIFEST).is_file():  # resuming: the copy is already there
         return load_bundle(dest)
     cached = cache / template.fingerprint
+    if (cached / MANIFEST).is_file():
+        try:
+            load_bundle(cached)  # verified (no links, every file as written) before use
+        except BundleError as exc:  # edited, or written by another parity: make it again
+            log.warning("parity: the cached fp64 reference is unusable (%s): remaking it", exc)
+            shutil.rmtree(cached)
     if not (cached / MANIFEST).is_file():
         job = template.job("reference", SideSpec(device="cpu"), mode="reference")
         tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
@@ -271,7 +288,6 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
             tmp.rename(cached)
         except OSError:  # made by another process meanwhile
             shutil.rmtree(tmp, ignore_errors=True)
-    load_bundle(cached)  # verified (no links, every document decodes) before it is copied
     shutil.copytree(cached, dest)
     return load_bundle(dest)
 

@@ -172,7 +172,9 @@ def finish(
     bundles: dict[str, Bundle],
     evidence: str,
 ) -> CheckResult:
-    """Write ``check.json`` (last, atomically) and return the result."""
+    """Write ``check.json`` (last, atomically), end the check's worker launcher, and
+    return the result."""
+    run.orch.close()
     check: CheckName = run.request.check
     passed = bool(gates) and all(g.passed for g in gates)
     failing = [g for g in gates if not g.passed]

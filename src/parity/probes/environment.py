@@ -15,6 +15,7 @@ import re
 import socket
 import sys
 from collections.abc import Iterable, Mapping
+from functools import cache
 
 import torch
 
@@ -77,6 +78,7 @@ def relevant_env(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[
     return out
 
 
+@cache
 def pip_freeze_digest() -> PipFreeze:
     dists = sorted(
         {

@@ -25,8 +25,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from parity.bundle import CAPTURE, CAPTURE_TENSORS, OUTPUT_TENSORS, OUTPUTS
 from parity import stats
+from parity.bundle import CAPTURE, CAPTURE_TENSORS, OUTPUT_TENSORS, OUTPUTS
 from parity.model.manifest import Items
 from parity.model.metrics import Memory, Metrics, Phases, SteadyState, Summary, Throughput
 from parity.model.numerics import Capture, CheckpointEvents, OutputSummary, RunOutputs

@@ -1,10 +1,17 @@
-"""Launching a side: a fresh interpreter per run, a timeout, and a bundle either way.
+"""Launching a side: a fresh process per run, a timeout, and a bundle either way.
 
-Each side runs in a new ``python -m parity.runner.worker`` process (the ``spawn``
-semantics: nothing is inherited from the parent but the environment; TorchNeuron refuses
-to re-initialise in a fork), in its own session so that a timeout can stop the whole
-process group. Its stdout and stderr go straight to the bundle's log files, so even a
-segfault's last words are kept. The parent never touches a device.
+Each run is a new process in its own session (so that a timeout can stop the whole
+process group), with its stdout and stderr straight on the bundle's log files, so even a
+segfault's last words are kept. The parent never touches a device. A ``Launcher`` starts
+it one of two ways, and the manifest records which:
+
+- ``fork``: forked from a zygote (``runner.zygote``) that imported torch and the worker
+  once and touched no device, so a repeat does not pay for an interpreter and ``import
+  torch`` again; for one-process sides on devices that may be initialised in a forked
+  process (the CPU, CUDA: safe while the parent never initialised it);
+- ``spawn``: a new ``python -m parity.runner.worker`` (nothing inherited but the
+  environment): torchrun sides, devices whose runtime refuses a fork (TorchNeuron, XLA,
+  any plugin device), or when the zygote cannot start. ``PARITY_LAUNCHER=spawn`` forces it.
 
 Whatever happens, the side ends as a bundle under its final name: ``ok`` as the worker
 wrote it, or ``failed`` with the reason (the worker's exception, the signal that killed
@@ -23,6 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal, Protocol
 
 from parity import __version__
 from parity.bundle import (
@@ -41,6 +49,7 @@ from parity.model.codec import decode, loads
 from parity.model.job import ERROR_FILE, EVENTS_FILE, JOB_FILE, Event, Job, WorkerError
 from parity.model.manifest import Manifest
 from parity.model.workload import WorkloadRef
+from parity.runner.zygote import Zygote, ZygoteError
 
 EventHandler = Callable[[Event], None]
 STDERR_TAIL_LINES = 25
@@ -89,53 +98,166 @@ class EventTail:
         return out
 
 
+#: device types a forked worker may initialise (their runtime was never started in the
+#: zygote); every other device type is spawned
+FORK_SAFE = frozenset({"cpu", "cuda"})
+
+
+class Worker(Protocol):
+    """A started worker: ``poll`` gives its exit status (-N: signal N) once it ended."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def stop(self) -> int: ...
+
+
+class Spawned:
+    """A worker started as a new interpreter."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc, self.pid = proc, proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def stop(self) -> int:
+        """SIGTERM the worker's process group, then SIGKILL what is left."""
+        for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+            try:
+                return self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+        return self.proc.wait()
+
+
+class Forked:
+    """A worker forked by the zygote (it reaps it and reports the exit status)."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self.zygote, self.pid = zygote, pid
+
+    def poll(self) -> int | None:
+        return self.zygote.poll(self.pid)
+
+    def stop(self) -> int:
+        for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+            status = self.zygote.wait(self.pid, wait)
+            if status is not None:
+                return status
+        return -signal.SIGKILL
+
+
+class Launcher:
+    """Starts workers, forked from one zygote where the job allows it, else spawned.
+
+    The zygote starts with the first job that can use it and ends with ``close()``."""
+
+    def __init__(self, *, fork: bool | None = None) -> None:
+        if fork is None:
+            fork = os.environ.get("PARITY_LAUNCHER", "fork") != "spawn"
+        self.fork = fork
+        self.zygote: Zygote | None = None
+        self.broken: str | None = None
+
+    def how(self, job: Job) -> Literal["fork", "spawn"]:
+        """``fork`` or ``spawn`` for this job."""
+        one_process = (job.side.nproc or 1) <= 1 and job.torchrun.nnodes <= 1
+        if self.fork and self.broken is None and one_process and job.side.device in FORK_SAFE:
+            return "fork"
+        return "spawn"
+
+    def prepare(self, job: Job) -> Literal["fork", "spawn"]:
+        """How the job will start, with the zygote running where it forks (its start is
+        the comparison's set-up, not a repeat's start-up)."""
+        how = self.how(job)
+        if how == "fork" and (self.zygote is None or not self.zygote.alive):
+            try:
+                self.zygote = Zygote.start()
+            except ZygoteError as exc:  # spawn from now on
+                self.broken = str(exc)
+                return "spawn"
+        return how
+
+    def start(self, job: Job, tmp: Path, env: dict[str, str]) -> Worker:
+        out, err = tmp / "stdout.log", tmp / "stderr.log"
+        if job.launch == "fork" and self.zygote is not None:
+            try:
+                return Forked(self.zygote, self.zygote.fork(tmp, out, err, env))
+            except ZygoteError as exc:  # spawn from now on
+                self.broken = str(exc)
+                raise
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            proc = subprocess.Popen(
+                command(job, tmp),
+                stdout=stdout,
+                stderr=stderr,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        return Spawned(proc)
+
+    def close(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
+
+
 def run_job(
     job: Job,
     final: Path,
     *,
     on_event: EventHandler | None = None,
     env: dict[str, str] | None = None,
+    launcher: Launcher | None = None,
 ) -> Path:
     """Run one side in a fresh process and leave a complete bundle at ``final``.
 
     The worker is stopped after ``job.timeout_s``; ``on_event`` sees each event the
-    worker announces (phases, progress, checkpoints) as it happens."""
+    worker announces (phases, progress, checkpoints) as it happens. Without a
+    ``launcher`` the worker is spawned."""
+    launcher = launcher or Launcher(fork=False)
     tmp = temp_dir_for(final)
-    timeout_s = job.timeout_s
     child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
-    tail = EventTail(tmp / EVENTS_FILE)
-    last_phase = "start"
-    with (tmp / "stdout.log").open("wb") as out, (tmp / "stderr.log").open("wb") as err:
-        job = replace(job, spawned_ns=time.perf_counter_ns())
+    job = replace(job, launch=launcher.prepare(job), spawned_ns=time.perf_counter_ns())
+    write_doc(tmp / JOB_FILE, job)
+    try:
+        worker = launcher.start(job, tmp, child_env)
+    except ZygoteError:
+        job = replace(job, launch="spawn", spawned_ns=time.perf_counter_ns())
         write_doc(tmp / JOB_FILE, job)
-        proc = subprocess.Popen(
-            command(job, tmp),
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            env=child_env,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        deadline = time.monotonic() + timeout_s
-        timed_out = False
-        try:
-            while proc.poll() is None:
-                last_phase = _relay(tail.poll(), on_event, last_phase)
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    _stop(proc)
-                    break
-                time.sleep(POLL_S)
-        except BaseException:
-            _stop(proc)
-            raise
-        last_phase = _relay(tail.poll(), on_event, last_phase)  # what it said before exiting
-    rc = proc.wait()
-    reason = _failure_reason(tmp, rc, timed_out, timeout_s, last_phase)
+        worker = launcher.start(job, tmp, child_env)
+    rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
+    reason = _failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
     if reason is not None:
         _write_failed(tmp, job, reason)
     return finalize(tmp, final)
+
+
+def _watch(
+    worker: Worker, tail: EventTail, job: Job, on_event: EventHandler | None
+) -> tuple[int, bool, str]:
+    """Relay events until the worker ends or its time is up: (status, timed out, phase)."""
+    deadline = time.monotonic() + job.timeout_s
+    last_phase = "start"
+    try:
+        while (rc := worker.poll()) is None:
+            last_phase = _relay(tail.poll(), on_event, last_phase)
+            if time.monotonic() > deadline:
+                rc = worker.stop()
+                return rc, True, _relay(tail.poll(), on_event, last_phase)
+            time.sleep(POLL_S)
+    except BaseException:
+        worker.stop()
+        raise
+    return rc, False, _relay(tail.poll(), on_event, last_phase)  # what it said before exiting
 
 
 def _relay(events: list[Event], on_event: EventHandler | None, phase: str) -> str:
@@ -199,18 +321,6 @@ def torchrun_root_cause(stderr: str) -> str | None:
     rank, code = int(match[1]), int(match[2])
     how = f"killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}"
     return f"rank {rank} {how}; torchrun stopped the other ranks"
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the worker's process group, then SIGKILL what is left."""
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _failure_reason(

@@ -156,6 +156,7 @@ class SideSession:
             resolved=resolved,
             started_unix=time.time(),
             pid=os.getpid(),
+            launch=self.job.launch,
             distributed=self.dist,
         )
         self._ready_ns = time.perf_counter_ns()

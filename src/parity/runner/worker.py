@@ -56,7 +56,10 @@ def main(argv: list[str]) -> int:
         from parity.runner.session import SideSession
 
         job = read_job(tmp)
-        session = SideSession(job, tmp, started_ns=_T0)
+        # forked from a zygote, this module was imported before the job existed: the
+        # worker's own start is now
+        started = _T0 if job.spawned_ns <= _T0 else time.perf_counter_ns()
+        session = SideSession(job, tmp, started_ns=started)
         mode = mode_for(job.mode)
         session.setup(join_group=mode.join_group)
         mode.run(session)

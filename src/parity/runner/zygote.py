@@ -36,8 +36,17 @@ import time
 from pathlib import Path
 from typing import IO
 
-#: what the zygote imports before it forks: torch and the worker's own modules
-PRELOAD = ("torch", "parity.runner.worker")
+#: what the zygote imports before it forks: torch, the worker with its session and modes,
+#: the built-in workloads and the device adapters (never a plugin or a user's file: user
+#: code runs in the children only)
+PRELOAD = (
+    "torch",
+    "parity.runner.worker",
+    "parity.runner.session",
+    "parity.runner.modes",
+    "parity.workloads.registry",
+    "parity.devices.registry",
+)
 POLL_S = 0.05
 
 
@@ -117,6 +126,9 @@ def serve() -> None:
     _die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)
+    from parity.probes.environment import pip_freeze_digest
+
+    pip_freeze_digest()  # cached: the installed packages do not change under a comparison
     _say({"ready": True})
     children: set[int] = set()
     stdin = sys.stdin.buffer
