@@ -1,0 +1,226 @@
+"""Text layout that fits a width: wrapping at spaces and dots, never inside a word, and
+module names abbreviated from the middle (``bert.encoder.….attention.output.dense``).
+
+A line is a list of ``(text, style)`` spans; styles are names (``header``, ``muted``,
+``PASS``, ...) that the terminal maps to colours and plain text ignores. Every line made
+for a width is at most that width; ``width=None`` lays out at natural width (``--wide``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from parity.report.parts import Column, ColumnKind, Row, Table
+
+Span = tuple[str, str]
+Line = list[Span]
+GAP = 2
+ELLIPSIS = "…"
+# a break is allowed after a space, a slash, a plus or a comma, and after a dot that is
+# not inside a number (``1.5`` stays whole, ``blocks.0.mlp`` may break after each dot)
+_BREAK = re.compile(r"(?<=[/+,])(?=\S)|(?<=[^\d\s]\.)(?=\S)|(?<=\.)(?=[^\d\s])")
+
+
+def segments(word: str) -> list[str]:
+    """A word cut at the places it may break (each piece keeps its trailing separator)."""
+    return [s for s in _BREAK.split(word) if s]
+
+
+def min_width(text: str, kind: ColumnKind = "text") -> int:
+    """The narrowest width ``text`` can be laid out in without splitting a word."""
+    if not text:
+        return 0
+    if kind == "name":
+        parts = text.split(".")
+        if len(parts) < 3:
+            return max(len(s) for s in segments(text))
+        return min(len(text), len(parts[0]) + 3 + len(parts[-1]))
+    return max(len(s) for word in text.split() for s in segments(word))
+
+
+def abbreviate(name: str, width: int) -> str | None:
+    """A dotted name shortened from the middle to fit ``width``, keeping as many of its
+    last parts as fit, then of its first; None when not even first and last part fit."""
+    if len(name) <= width:
+        return name
+    parts = name.split(".")
+    n = len(parts)
+    for tail in range(n - 2, 0, -1):
+        for head in range(n - tail - 1, 0, -1):
+            short = ".".join([*parts[:head], ELLIPSIS, *parts[n - tail :]])
+            if len(short) <= width:
+                return short
+    return None
+
+
+def wrap(text: str, width: int | None, later: int | None = None) -> list[str]:
+    """``text`` in lines of at most ``width`` (``later`` for the lines after the first):
+    whole words where they fit, long words cut after dots and slashes; a piece longer
+    than the line is cut only as a last resort (narrower than ``min_width``)."""
+    if width is None or len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    line = ""
+
+    def room() -> int:
+        return width if not lines or later is None else later
+
+    for word in text.split():
+        sep = " " if line else ""
+        if len(line) + len(sep) + len(word) <= room():
+            line += sep + word
+            continue
+        if len(word) <= (later or width):
+            if line:
+                lines.append(line)
+            line = word
+            continue
+        for i, piece in enumerate(segments(word)):
+            sep = " " if line and i == 0 else ""
+            if len(line) + len(sep) + len(piece) <= room():
+                line += sep + piece
+                continue
+            if line:
+                lines.append(line)
+            while len(piece) > room():
+                cut = room()
+                lines.append(piece[:cut])
+                piece = piece[cut:]
+            line = piece
+    if line:
+        lines.append(line)
+    return lines or [""]
+
+
+def fit_cell(text: str, kind: ColumnKind, width: int | None) -> list[str]:
+    if width is None or len(text) <= width:
+        return [text]
+    if kind == "name":
+        short = abbreviate(text, width)
+        if short is not None:
+            return [short]
+    return wrap(text, width)
+
+
+def column_widths(
+    columns: Sequence[Column], rows: Sequence[Row], width: int | None
+) -> list[int] | None:
+    """Widths that fit ``width`` (natural where all fit), or None when even the narrowest
+    layout does not fit."""
+    cells = [[c.header for c in columns], *[list(r.cells) for r in rows]]
+    natural = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    if width is None:
+        return natural
+    room = width - GAP * (len(columns) - 1)
+    if sum(natural) <= room:
+        return natural
+    least = [
+        max(min_width(row[i], "text" if row is cells[0] else columns[i].kind) for row in cells)
+        for i in range(len(columns))
+    ]
+    if sum(least) > room:
+        return None
+    spare = room - sum(least)
+    want = [n - m for n, m in zip(natural, least, strict=True)]
+    total = sum(want)
+    got = [m + (w * spare) // total for m, w in zip(least, want, strict=True)]
+    extra = room - sum(got)
+    for i in sorted(range(len(got)), key=lambda i: got[i] - natural[i]):
+        if extra <= 0:
+            break
+        if got[i] < natural[i]:
+            got[i] += 1
+            extra -= 1
+    return got
+
+
+def _row_lines(
+    cells: Sequence[str], columns: Sequence[Column], widths: list[int], styles: list[str]
+) -> list[Line]:
+    fitted = [
+        fit_cell(cell, "text" if not col.kind else col.kind, w)
+        for cell, col, w in zip(cells, columns, widths, strict=True)
+    ]
+    out: list[Line] = []
+    for k in range(max(len(f) for f in fitted)):
+        line: Line = []
+        for i, (f, col, w) in enumerate(zip(fitted, columns, widths, strict=True)):
+            text = f[k] if k < len(f) else ""
+            text = text.rjust(w) if col.right else text.ljust(w)
+            if i:
+                line.append((" " * GAP, ""))
+            line.append((text, styles[i]))
+        out.append(_trim(line))
+    return out
+
+
+def _trim(line: Line) -> Line:
+    """No trailing spaces."""
+    while line and not line[-1][0].strip():
+        line = line[:-1]
+    if line:
+        text, style = line[-1]
+        line = [*line[:-1], (text.rstrip(), style)]
+    return line
+
+
+def _cell_styles(row: Row, columns: Sequence[Column]) -> list[str]:
+    styles = []
+    for cell, col in zip(row.cells, columns, strict=True):
+        if col.kind == "result":
+            styles.append(cell)
+        else:
+            styles.append("highlight" if row.highlight else "")
+    return styles
+
+
+def table_lines(table: Table, width: int | None, *, rule: str = "─") -> list[Line]:
+    """A table laid out for ``width``: title, header, a rule, rows, legend."""
+    out: list[Line] = []
+    if table.title:
+        out += [[(t, "title")] for t in wrap(table.title, width)]
+    widths = column_widths(table.columns, table.rows, width)
+    if widths is None:
+        out += _records(table, width)
+    else:
+        headers = [c.header for c in table.columns]
+        head_styles = ["header"] * len(headers)
+        out += _row_lines(headers, [_plain(c) for c in table.columns], widths, head_styles)
+        out.append(_trim([(f"{rule * w}{' ' * GAP}", "rule") for w in widths]))
+        for row in table.rows:
+            out += _row_lines(row.cells, table.columns, widths, _cell_styles(row, table.columns))
+    if table.legend:
+        out += [[(t, "muted")] for t in wrap(table.legend, width)]
+    return out
+
+
+def _plain(col: Column) -> Column:
+    return Column(header=col.header, kind="number" if col.right else "text")
+
+
+def _records(table: Table, width: int | None) -> list[Line]:
+    """Too narrow for columns: each row as ``header: value`` lines."""
+    out: list[Line] = []
+    for n, row in enumerate(table.rows):
+        if n:
+            out.append([])
+        styles = _cell_styles(row, table.columns)
+        for col, cell, style in zip(table.columns, row.cells, styles, strict=True):
+            label = f"{col.header}: " if col.header else ""
+            room = None if width is None else max(width - len(label), 1)
+            lines = fit_cell(cell, col.kind, room)
+            out.append([(label, "header"), (lines[0], style)])
+            out += [[(" " * len(label), ""), (x, style)] for x in lines[1:]]
+    return out
+
+
+def text_lines(text: str, width: int | None, style: str = "", indent: int = 0) -> list[Line]:
+    """A sentence wrapped to ``width``, continuation lines indented by ``indent``."""
+    later = None if width is None else max(width - indent, 1)
+    lines = wrap(text, width, later)
+    return [[(lines[0], style)], *[[(" " * indent + x, style)] for x in lines[1:]]]
+
+
+def width_of(line: Line) -> int:
+    return sum(len(text) for text, _ in line)
