@@ -17,6 +17,10 @@ Span = tuple[str, str]
 Line = list[Span]
 GAP = 2
 ELLIPSIS = "…"
+#: columns whose cells are abbreviated from the middle, and the separator of their parts
+SEPARATORS: dict[ColumnKind, str] = {"name": ".", "path": "/"}
+#: figures in one cell (``p50 / p90 / p99``): a number cell breaks only between them
+FIGURES = " / "
 # a break is allowed after a space, a slash, a plus or a comma, and after a dot that is
 # not inside a number (``1.5`` stays whole, ``blocks.0.mlp`` may break after each dot)
 _BREAK = re.compile(r"(?<=[/+,])(?=\S)|(?<=[^\d\s]\.)(?=\S)|(?<=\.)(?=[^\d\s])")
@@ -31,26 +35,35 @@ def min_width(text: str, kind: ColumnKind = "text") -> int:
     """The narrowest width ``text`` can be laid out in without splitting a word."""
     if not text:
         return 0
-    if kind == "name":
-        parts = text.split(".")
-        if len(parts) < 3:
-            return max(len(s) for s in segments(text))
-        return min(len(text), len(parts[0]) + 3 + len(parts[-1]))
+    if kind == "number":  # a figure and its unit stay on one line
+        *firsts, last = text.split(FIGURES)
+        return max([len(last), *(len(x) + len(" /") for x in firsts)])
+    if kind in SEPARATORS:
+        parts = text.split(SEPARATORS[kind])
+        if len(parts) >= 3:
+            return min(len(text), len(parts[0]) + 3 + len(parts[-1]))
     return max(len(s) for word in text.split() for s in segments(word))
 
 
-def abbreviate(name: str, width: int) -> str | None:
+def abbreviate(name: str, width: int, sep: str = ".") -> str | None:
     """A dotted name shortened from the middle to fit ``width``, keeping as many of its
-    last parts as fit, then of its first; None when not even first and last part fit."""
+    last parts as fit, then of its first; an index among the parts left out (the ``4`` of
+    ``layer.4``) is kept where it fits, so that sibling modules stay apart. None when not
+    even the first and the last part fit."""
     if len(name) <= width:
         return name
-    parts = name.split(".")
+    parts = name.split(sep)
     n = len(parts)
-    for tail in range(n - 2, 0, -1):
-        for head in range(n - tail - 1, 0, -1):
-            short = ".".join([*parts[:head], ELLIPSIS, *parts[n - tail :]])
-            if len(short) <= width:
-                return short
+    for with_index in (True, False):
+        for tail in range(n - 2, 0, -1):
+            for head in range(n - tail - 1, 0, -1):
+                index = [p for p in parts[head : n - tail] if p.isdigit()][-1:]
+                if with_index and not index:
+                    continue
+                kept = index if with_index else []
+                short = sep.join([*parts[:head], ELLIPSIS, *kept, *parts[n - tail :]])
+                if len(short) <= width:
+                    return short
     return None
 
 
@@ -96,11 +109,24 @@ def wrap(text: str, width: int | None, later: int | None = None) -> list[str]:
 def fit_cell(text: str, kind: ColumnKind, width: int | None) -> list[str]:
     if width is None or len(text) <= width:
         return [text]
-    if kind == "name":
-        short = abbreviate(text, width)
+    if kind == "number":
+        return _figures(text, width)
+    if kind in SEPARATORS:
+        short = abbreviate(text, width, SEPARATORS[kind])
         if short is not None:
             return [short]
     return wrap(text, width)
+
+
+def _figures(text: str, width: int) -> list[str]:
+    """Figures (``p50 / p90 / p99``) broken only between figures, never inside one."""
+    lines: list[str] = []
+    for figure in text.split(FIGURES):
+        if lines and len(lines[-1]) + len(FIGURES) + len(figure) <= width:
+            lines[-1] += FIGURES + figure
+        else:
+            lines.append(figure)
+    return [x + " /" if i < len(lines) - 1 else x for i, x in enumerate(lines)]
 
 
 def column_widths(
@@ -135,13 +161,31 @@ def column_widths(
     return got
 
 
-def _row_lines(
-    cells: Sequence[str], columns: Sequence[Column], widths: list[int], styles: list[str]
-) -> list[Line]:
+def _fit_rows(table: Table, widths: list[int]) -> list[list[list[str]]]:
+    """Each cell of each row as its lines; module names that would abbreviate to the same
+    text are wrapped at their dots instead, so that no two rows read alike."""
     fitted = [
-        fit_cell(cell, "text" if not col.kind else col.kind, w)
-        for cell, col, w in zip(cells, columns, widths, strict=True)
+        [
+            fit_cell(cell, col.kind, w)
+            for cell, col, w in zip(row.cells, table.columns, widths, strict=True)
+        ]
+        for row in table.rows
     ]
+    for i, (col, w) in enumerate(zip(table.columns, widths, strict=True)):
+        if col.kind not in SEPARATORS:
+            continue
+        seen: dict[str, set[str]] = {}
+        for row, cells in zip(table.rows, fitted, strict=True):
+            seen.setdefault(cells[i][0], set()).add(row.cells[i])
+        for row, cells in zip(table.rows, fitted, strict=True):
+            if len(seen[cells[i][0]]) > 1:
+                cells[i] = wrap(row.cells[i], w)
+    return fitted
+
+
+def _row_lines(
+    fitted: Sequence[list[str]], columns: Sequence[Column], widths: list[int], styles: list[str]
+) -> list[Line]:
     out: list[Line] = []
     for k in range(max(len(f) for f in fitted)):
         line: Line = []
@@ -184,33 +228,30 @@ def table_lines(table: Table, width: int | None, *, rule: str = "─") -> list[L
     if widths is None:
         out += _records(table, width)
     else:
-        headers = [c.header for c in table.columns]
-        head_styles = ["header"] * len(headers)
-        out += _row_lines(headers, [_plain(c) for c in table.columns], widths, head_styles)
+        headers = [wrap(c.header, w) for c, w in zip(table.columns, widths, strict=True)]
+        out += _row_lines(headers, table.columns, widths, ["header"] * len(headers))
         out.append(_trim([(f"{rule * w}{' ' * GAP}", "rule") for w in widths]))
-        for row in table.rows:
-            out += _row_lines(row.cells, table.columns, widths, _cell_styles(row, table.columns))
+        for row, cells in zip(table.rows, _fit_rows(table, widths), strict=True):
+            out += _row_lines(cells, table.columns, widths, _cell_styles(row, table.columns))
     if table.legend:
         out += [[(t, "muted")] for t in wrap(table.legend, width)]
     return out
 
 
-def _plain(col: Column) -> Column:
-    return Column(header=col.header, kind="number" if col.right else "text")
-
-
 def _records(table: Table, width: int | None) -> list[Line]:
-    """Too narrow for columns: each row as ``header: value`` lines."""
+    """Too narrow for columns: each row as its first cell, then ``header: value`` lines."""
     out: list[Line] = []
-    for n, row in enumerate(table.rows):
-        if n:
-            out.append([])
+    for row in table.rows:
         styles = _cell_styles(row, table.columns)
-        for col, cell, style in zip(table.columns, row.cells, styles, strict=True):
-            label = f"{col.header}: " if col.header else ""
+        cells = list(zip(table.columns, row.cells, styles, strict=True))
+        (col, cell, style), *rest = cells
+        head = f"{col.header}: {cell}" if col.header else cell
+        out += [[(x, style or "strong")] for x in fit_cell(head, "text", width)]
+        for col, cell, style in rest:
+            label = f"  {col.header}: " if col.header else "  "
             room = None if width is None else max(width - len(label), 1)
             lines = fit_cell(cell, col.kind, room)
-            out.append([(label, "header"), (lines[0], style)])
+            out.append([(label, "muted"), (lines[0], style)])
             out += [[(" " * len(label), ""), (x, style)] for x in lines[1:]]
     return out
 

@@ -16,9 +16,10 @@ from parity.report.fmt import Result
 
 #: how a sentence reads: plain, good news, bad news, a warning, or background
 Tone = Literal["plain", "good", "bad", "warn", "muted", "strong"]
-#: ``name``: a module or op name (abbreviated from the middle when narrow); ``number``:
-#: right-aligned; ``result``: a result word; ``text``: anything else
-ColumnKind = Literal["name", "text", "number", "result"]
+#: ``name``: a dotted module name and ``path``: a file path (both abbreviated from the
+#: middle when narrow); ``number``: a figure, right-aligned and never wrapped;
+#: ``result``: a result word; ``text``: anything else
+ColumnKind = Literal["name", "path", "text", "number", "result"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
