@@ -53,10 +53,18 @@ RECORD = {
     "metrics": {"host_peak_rss": 3 << 28, "tokens_per_s": 51000.0, "mfu": 0.31},
 }
 POINTS = [
-    {"time_unix": T0 + i, "id": f"c{i:012d}", "workload": "gpt-train", "size": "tiny",
-     "role": "target", "side": "neuron+bf16", "value": 0.01 * (1 + i / 10), "n": 3}
+    {
+        "time_unix": T0 + i,
+        "id": f"c{i:012d}",
+        "workload": "gpt-train",
+        "size": "tiny",
+        "role": "target",
+        "side": "neuron+bf16",
+        "value": 0.01 * (1 + i / 10),
+        "n": 3,
+    }
     for i in range(4)
-]  # fmt: skip
+]
 
 
 def out(render: Any, *args: object, width: int, wide: bool = False) -> str:

@@ -98,6 +98,10 @@ def sides(v: Verdict, runs: Sides | None) -> Section:
             parts.append(Sentence(text=info.stderr_tail, verbatim=True))
         for warning in info.noise_warnings:
             parts.append(Sentence(text=f"{role} step times: {warning}", tone="warn", brief=True))
+        if info.flops is not None and info.flops.error:
+            parts.append(
+                Sentence(text=f"{role} FLOPs not counted: {info.flops.error}", tone="warn")
+            )
         side = runs.of(role) if runs is not None else None
         parts += _capped(role, side)
     ok = all(s.status == "ok" for _, s in v.sides.items())
@@ -142,17 +146,20 @@ def fairness(v: Verdict) -> Section:
         fields = ", ".join(r.field.replace("_", " ") for r in contract.must_match)
         parts.append(
             Sentence(
-                text=f"both sides ran the same frozen workload (fingerprint "
-                f"{fair.fingerprint[:12]}): {fields or 'every part'} match",
+                text=f"both sides ran the same frozen workload: {fields or 'every part'} match",
                 tone="good",
                 brief=True,
             )
         )
     else:
-        for name, reason in fair.allowed.items():
-            parts.append(
-                Sentence(text=f"{name} differs between the sides, allowed: {reason}", tone="warn")
+        differ = ", ".join(fair.differing_fields) or "some fingerprint parts"
+        parts.append(
+            Sentence(
+                text=f"the sides ran different workloads: {differ} differ, each allowed by name",
+                tone="warn",
+                brief=True,
             )
+        )
         parts.append(_contract_table(v))
     if not contract.holds:
         parts.append(Sentence(text=f"the contract does not hold: {contract.note}", tone="bad"))

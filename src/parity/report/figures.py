@@ -219,7 +219,7 @@ def _price(c: SideCost) -> str:
     if p is None:
         return "not priced"
     name = f"{p.instance} " if p.instance else ""
-    return f"{name}{fmt.usd(p.usd_per_hour)}/h for {p.accelerators} ({p.source})"
+    return f"{name}{fmt.usd(p.usd_per_hour)}/h for {p.accelerators} accelerators ({p.source} price)"
 
 
 def _cost_table(v: Verdict, c: Cost) -> Table:

@@ -21,6 +21,7 @@ ELLIPSIS = "…"
 SEPARATORS: dict[ColumnKind, str] = {"name": ".", "path": "/"}
 #: figures in one cell (``p50 / p90 / p99``): a number cell breaks only between them
 FIGURES = " / "
+_FIGURE = re.compile(r"[-+$0-9]")
 # a break is allowed after a space, a slash, a plus or a comma, and after a dot that is
 # not inside a number (``1.5`` stays whole, ``blocks.0.mlp`` may break after each dot)
 _BREAK = re.compile(r"(?<=[/+,])(?=\S)|(?<=[^\d\s]\.)(?=\S)|(?<=\.)(?=[^\d\s])")
@@ -35,7 +36,7 @@ def min_width(text: str, kind: ColumnKind = "text") -> int:
     """The narrowest width ``text`` can be laid out in without splitting a word."""
     if not text:
         return 0
-    if kind == "number":  # a figure and its unit stay on one line
+    if kind == "number" and _figure_like(text):  # a figure and its unit stay on one line
         *firsts, last = text.split(FIGURES)
         return max([len(last), *(len(x) + len(" /") for x in firsts)])
     if kind in SEPARATORS:
@@ -109,13 +110,18 @@ def wrap(text: str, width: int | None, later: int | None = None) -> list[str]:
 def fit_cell(text: str, kind: ColumnKind, width: int | None) -> list[str]:
     if width is None or len(text) <= width:
         return [text]
-    if kind == "number":
+    if kind == "number" and _figure_like(text):
         return _figures(text, width)
     if kind in SEPARATORS:
         short = abbreviate(text, width, SEPARATORS[kind])
         if short is not None:
             return [short]
     return wrap(text, width)
+
+
+def _figure_like(text: str) -> bool:
+    """A cell that starts with a figure (``10.00 ms``, ``$4.10``), not with words."""
+    return bool(_FIGURE.match(text))
 
 
 def _figures(text: str, width: int) -> list[str]:
@@ -147,17 +153,29 @@ def column_widths(
     ]
     if sum(least) > room:
         return None
-    spare = room - sum(least)
-    want = [n - m for n, m in zip(natural, least, strict=True)]
-    total = sum(want)
-    got = [m + (w * spare) // total for m, w in zip(least, want, strict=True)]
-    extra = room - sum(got)
-    for i in sorted(range(len(got)), key=lambda i: got[i] - natural[i]):
-        if extra <= 0:
+    return _share(natural, least, room - sum(least))
+
+
+def _share(natural: list[int], least: list[int], spare: int) -> list[int]:
+    """Widths from the least up: the columns that need least to be whole first (a short
+    label never wraps for the sake of a long text), the rest of the room shared among the
+    others in proportion to what they lack."""
+    got = list(least)
+    want = {i: n - m for i, (n, m) in enumerate(zip(natural, least, strict=True)) if n > m}
+    for i in sorted(want, key=lambda i: want[i]):
+        if want[i] > spare // len(want):
             break
-        if got[i] < natural[i]:
-            got[i] += 1
-            extra -= 1
+        got[i] += want.pop(i)
+        spare -= got[i] - least[i]
+    total = sum(want.values())
+    for i, lack in want.items():
+        got[i] += lack * spare // total
+    left = spare - sum(lack * spare // total for lack in want.values()) if total else 0
+    for i in sorted(want, key=lambda i: got[i] - natural[i]):
+        if left <= 0:
+            break
+        got[i] += 1
+        left -= 1
     return got
 
 
