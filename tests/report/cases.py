@@ -60,12 +60,25 @@ def with_failed_target(verdict: Verdict) -> Verdict:
     )
 
 
+def with_long_names(verdict: Verdict) -> Verdict:
+    """Sides as real machines name them: long device names and side specs."""
+    cpu = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
+    baseline = replace(verdict.sides.baseline, device_name=cpu, spec="cpu+threads=32")
+    target = replace(
+        verdict.sides.target,
+        device_name="AWS Trainium2 NeuronCore-v3",
+        spec="neuron+bf16+compile=neuron",
+    )
+    return replace(verdict, sides=ByRole(baseline=baseline, target=target))
+
+
 def cases() -> dict[str, Verdict]:
     """Every golden verdict, and the variants, by name."""
     made = {name: golden(name) for name in GOLDEN_NAMES}
     made["layers"] = with_layers(made["passes"])
     made["tokens"] = with_tokens(made["passes"])
     made["failed-target"] = with_failed_target(made["passes"])
+    made["long-names"] = with_long_names(made["cheaper-but-slower"])
     return made
 
 
