@@ -16,19 +16,20 @@ raises ``parity.UsageError``; a side that fails is a result, not an exception.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parity.errors import UsageError
+from parity.model.codec import encode
+from parity.model.verdict import Role
 
 if TYPE_CHECKING:
     from parity.api import CompareResult
     from parity.bundle import Bundle, SideRuns
 
-ROLES = ("baseline", "target")
+ROLES: tuple[Role, Role] = ("baseline", "target")
 VIEWS = ("sides", "steps", "checks")
 
 
@@ -184,28 +185,12 @@ def _pandas() -> Any:
     return pandas
 
 
-def _esc(value: object) -> str:
-    return html.escape("-" if value is None else str(value))
-
-
-def _fmt(value: object, unit: str = "") -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}{unit}"
-    return _esc(value)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _step_rows(role: str, side: SideRuns) -> list[dict[str, Any]]:
     rows = []
     for bundle in side.repeats:
-        times = bundle.metrics.get("step_samples_s") or []
-        losses = bundle.numerics.get("losses") or []
-        steady = int(bundle.metrics.get("steady_from_step") or 1)
+        times = bundle.metrics.step_samples_s if bundle.metrics is not None else ()
+        steady = bundle.metrics.steady_from_step if bundle.metrics is not None else 1
+        losses = bundle.losses
         for i in range(max(len(times), len(losses))):
             rows.append(
                 {
@@ -237,7 +222,10 @@ class ComparisonResult:
 
     @property
     def verdict(self) -> dict[str, Any]:
-        return self.raw.verdict.to_dict()
+        """The verdict as plain JSON data (``verdict.json``)."""
+        data = encode(self.raw.verdict)
+        assert isinstance(data, dict)
+        return data
 
     @property
     def passed(self) -> bool:
@@ -251,12 +239,12 @@ class ComparisonResult:
     def speedup(self) -> float | None:
         """Baseline time over target time (> 1: the target is faster); None without one."""
         speed = self.raw.verdict.speed
-        return None if speed is None else speed.get("speedup")
+        return None if speed is None else speed.speedup
 
     def losses(self) -> dict[str, list[float | None]]:
         """Each side's loss curve (first successful repeat)."""
         return {
-            role: list(side.first.numerics.get("losses") or [])
+            role: list(side.first.losses)
             for role, side in (("baseline", self.raw.baseline), ("target", self.raw.target))
         }
 
@@ -269,46 +257,46 @@ class ComparisonResult:
             "verdict": self.verdict,
         }
 
+    def _side_row(self, role: Role) -> dict[str, Any]:
+        v = self.raw.verdict
+        side = v.sides.of(role)
+        phases = v.phases.of(role) if v.phases is not None else None
+        memory = v.memory.of(role).steps if v.memory is not None else None
+        losses = self.losses()[role]
+        return {
+            "role": role,
+            "side": side.spec,
+            "status": side.status,
+            "device": side.device_name,
+            "repeats_ok": side.repeats_ok,
+            "median_step_s": side.median_step_s,
+            "samples_per_s": side.throughput.samples_per_s if side.throughput else None,
+            "tokens_per_s": side.throughput.tokens_per_s if side.throughput else None,
+            "first_step_s": phases.first_step_s if phases else None,
+            "load_s": phases.load_s if phases else None,
+            "host_peak_rss": memory.host_peak_rss if memory else None,
+            "final_loss": losses[-1] if losses else None,
+        }
+
     def rows(self, view: str = "sides") -> list[dict[str, Any]]:
         """The rows behind ``to_dataframe(view)``, as plain dicts (no pandas needed)."""
-        v = self.verdict
+        v = self.raw.verdict
         if view == "sides":
-            out = []
-            for role in ROLES:
-                side, phases = v["sides"][role], (v.get("phases") or {}).get(role) or {}
-                memory = ((v.get("memory") or {}).get(role) or {}).get("steps") or {}
-                losses = self.losses()[role]
-                out.append(
-                    {
-                        "role": role,
-                        "side": side.get("spec"),
-                        "status": side.get("status"),
-                        "device": side.get("device_name"),
-                        "repeats_ok": side.get("repeats_ok"),
-                        "median_step_s": side.get("median_step_s"),
-                        "samples_per_s": (side.get("throughput") or {}).get("samples_per_s"),
-                        "tokens_per_s": (side.get("throughput") or {}).get("tokens_per_s"),
-                        "first_step_s": phases.get("first_step_s"),
-                        "load_s": phases.get("load_s"),
-                        "host_peak_rss": memory.get("host_peak_rss"),
-                        "final_loss": losses[-1] if losses else None,
-                    }
-                )
-            return out
+            return [self._side_row(role) for role in ROLES]
         if view == "steps":
             return _step_rows("baseline", self.raw.baseline) + _step_rows("target", self.raw.target)
         if view == "checks":
-            checks = [
-                {"section": "gate", "name": g["name"], "passed": g["passed"], "detail": g["detail"]}
-                for g in v["gates"]
+            checks: list[dict[str, Any]] = [
+                {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
+                for g in v.gates
             ]
-            for c in (v.get("quality") or {}).get("checks", []):
+            for c in v.quality.checks if v.quality is not None else ():
                 checks.append(
                     {
                         "section": "quality",
-                        "name": c.get("name"),
-                        "passed": c.get("passed"),
-                        "detail": c.get("detail") or ("gated" if c.get("gated", True) else ""),
+                        "name": c.name,
+                        "passed": c.passed,
+                        "detail": c.detail or ("gated" if c.gated else ""),
                     }
                 )
             return checks
@@ -320,55 +308,14 @@ class ComparisonResult:
         return _pandas().DataFrame(self.rows(view))
 
     def _repr_html_(self) -> str:
-        v = self.verdict
-        w = v.get("workload") or {}
-        state = "PASS" if self.passed else "FAIL"
-        color = "#1a7f37" if self.passed else "#cf222e"
-        parts = [
-            f'<div class="parity-result"><p><b style="color:{color}">{state}</b> '
-            f"{_esc(w.get('name'))} ({_esc(w.get('kind'))}): "
-            f"{_esc(v['sides']['baseline']['spec'])} &rarr; "
-            f"{_esc(v['sides']['target']['spec'])}</p>"
-        ]
-        note = (v.get("fairness") or {}).get("note")
-        if note:
-            parts.append(f"<p><i>{_esc(note)}</i></p>")
-        cols = ["side", "status", "median_step_s", "first_step_s", "final_loss"]
-        parts.append(
-            _table(
-                ["role", *cols],
-                [[_esc(r["role"]), *(_fmt(r[c]) for c in cols)] for r in self.rows("sides")],
-            )
-        )
-        parts.append(
-            _table(
-                ["check", "result", "detail"],
-                [
-                    [
-                        _esc(c["name"]),
-                        _esc({True: "pass", False: "FAIL"}.get(c["passed"], "-")),
-                        _esc(c["detail"]),
-                    ]
-                    for c in self.rows("checks")
-                ],
-            )
-        )
-        speed = v.get("speed")
-        if speed:
-            interval = speed.get("interval") or {}
-            parts.append(
-                f"<p>speedup {_fmt(speed.get('speedup'), 'x')} (step time ratio "
-                f"{_fmt(speed.get('ratio'))}, 95% interval {_fmt(interval.get('low'))} to "
-                f"{_fmt(interval.get('high'))})</p>"
-            )
-        elif v.get("withheld"):
-            parts.append(f"<p>{_esc(v['withheld'])}</p>")
-        parts.append(f"<p>bundles: <code>{_esc(self.out)}</code></p></div>")
-        return "".join(parts)
+        from parity.report.summary import summary_html
+
+        return summary_html(self.raw.verdict, out=self.out)
 
     def __repr__(self) -> str:
-        state = "passed" if self.passed else "failed"
-        return f"<ComparisonResult {state} out={str(self.out)!r}>"
+        from parity.report.summary import summary_text
+
+        return f"<ComparisonResult {summary_text(self.raw.verdict, out=self.out)}>"
 
 
 @dataclass(frozen=True)
@@ -387,16 +334,15 @@ class RunResult:
 
     @property
     def reason(self) -> str | None:
-        reason = self.bundle.manifest.get("reason")
-        return None if reason is None else str(reason)
+        return self.bundle.manifest.reason
 
     @property
     def median_step_s(self) -> float | None:
-        return (self.bundle.metrics.get("summary") or {}).get("median")
+        return self.bundle.metrics.median_step_s if self.bundle.metrics is not None else None
 
     @property
     def losses(self) -> list[float | None]:
-        return list(self.bundle.numerics.get("losses") or [])
+        return list(self.bundle.losses)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -405,38 +351,26 @@ class RunResult:
             "status": self.bundle.status,
             "reason": self.reason,
             "median_step_s": self.median_step_s,
-            "manifest": self.bundle.manifest,
-            "metrics": self.bundle.metrics,
-            "numerics": self.bundle.numerics,
+            "manifest": encode(self.bundle.manifest),
+            "metrics": encode(self.bundle.metrics),
+            "outputs": encode(self.bundle.outputs),
         }
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per step: time and loss."""
         from parity.bundle import SideRuns
 
-        return _step_rows("run", SideRuns(path=self.path, repeats=[self.bundle]))
+        return _step_rows("run", SideRuns.of(self.bundle))
 
     def to_dataframe(self) -> Any:
         return _pandas().DataFrame(self.rows())
 
     def _repr_html_(self) -> str:
-        state = "ok" if self.ok else f"FAILED: {self.reason}"
-        phases = self.bundle.metrics.get("phases") or {}
-        return (
-            f'<div class="parity-run"><p><b>{_esc(self.bundle.side)}</b> {_esc(state)}</p>'
-            + _table(
-                ["median step", "first step", "load", "steps"],
-                [
-                    [
-                        _fmt(self.median_step_s, " s"),
-                        _fmt(phases.get("first_step_s"), " s"),
-                        _fmt(phases.get("load_s"), " s"),
-                        _esc(len(self.bundle.metrics.get("step_samples_s") or [])),
-                    ]
-                ],
-            )
-            + f"<p>bundle: <code>{_esc(self.path)}</code></p></div>"
-        )
+        from parity.report.summary import run_html
+
+        return run_html(self.bundle)
 
     def __repr__(self) -> str:
-        return f"<RunResult {self.bundle.side} {self.bundle.status} path={str(self.path)!r}>"
+        from parity.report.summary import run_text
+
+        return run_text(self.bundle)
