@@ -386,8 +386,10 @@ def _type_name(tp: Any) -> str:
         return "None"
     origin = get_origin(tp)
     if origin is not None:
-        return origin.__name__ + "_" + "_".join(_type_name(a) for a in get_args(tp))
-    return str(getattr(tp, "__name__", tp))
+        return f"{getattr(origin, '__name__', origin)}_" + "_".join(
+            _type_name(a) for a in get_args(tp)
+        )
+    return f"{getattr(tp, '__name__', tp)}"
 
 
 def _dataclass_schema(

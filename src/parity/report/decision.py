@@ -73,7 +73,8 @@ def _mfu(side: SideInfo) -> str:
     f = side.flops
     if f is None or f.mfu is None or f.peak is None:
         return "no peak known"
-    return f"{f.mfu:.1%} of {f.peak.flops / 1e12:,.0f} TFLOP/s {f.peak.dtype}"
+    unit = f" per {f.peak.unit}" if f.peak.unit else ""
+    return f"{f.mfu:.1%} of {f.peak.flops / 1e12:,.0f} TFLOP/s {f.peak.dtype}{unit}"
 
 
 def sides(v: Verdict, runs: Sides | None) -> Section:

@@ -1,23 +1,24 @@
 """The history index (``parity.store``) as tables: ``parity ls``, ``show`` and ``trend``.
 
-The store hands back its rows as plain records (SQLite rows made dicts); this module
-turns them into view sections, which the terminal renderer fits to the width it has.
+The store hands back typed rows, records and trend points (``parity.model.history``);
+this module turns them into view sections, which the terminal renderer fits to the
+width it has.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import fields
 
 from rich.console import Console
 
+from parity.model.history import RunRecord, RunRow, TrendPoint
 from parity.report import fmt
 from parity.report.parts import Part, Section, Sentence, table
 from parity.report.terminal import print_sections
 
 SPARK = "▁▂▃▄▅▆▇█"
-Record = Mapping[str, Any]
 BYTES = ("host_peak_rss", "device_peak_allocated", "device_peak_reserved")
 
 
@@ -42,14 +43,14 @@ def fmt_metric(name: str, value: float | None) -> str:
     return fmt.number(float(value))
 
 
-def _figure(r: Record) -> str:
-    if r["type"] == "compare":
-        ratio = r.get("speed_ratio")
-        return "-" if ratio is None else f"ratio {fmt.ratio(ratio)} ({r.get('speed_verdict')})"
-    return f"median step {fmt.seconds(r.get('median_step_s'))}"
+def _figure(r: RunRow) -> str:
+    if r.type == "compare":
+        ratio = r.speed_ratio
+        return "-" if ratio is None else f"ratio {fmt.ratio(ratio)} ({r.speed_verdict})"
+    return f"median step {fmt.seconds(r.median_step_s)}"
 
 
-def runs_section(rows: Sequence[Record]) -> Section:
+def runs_section(rows: Sequence[RunRow]) -> Section:
     """``parity ls``: comparisons and runs, newest first."""
     made = table(
         [
@@ -63,13 +64,13 @@ def runs_section(rows: Sequence[Record]) -> Section:
         ],
         [
             (
-                str(r["id"]),
-                when(r["time_unix"]),
-                f"{r['workload']} ({r['size']})",
-                str(r["sides"]),
-                str(r["result"]),
+                r.id,
+                when(r.time_unix),
+                f"{r.workload} ({r.size})",
+                str(r.sides),
+                str(r.result),
                 _figure(r),
-                str(r["path"]),
+                r.path,
             )
             for r in rows
         ],
@@ -87,16 +88,16 @@ def _short(value: str) -> str:
     return value
 
 
-def record_sections(record: Record) -> tuple[Section, ...]:
+def record_sections(record: RunRecord) -> tuple[Section, ...]:
     """``parity show``: one comparison or run, its bundles and its figures."""
     skip = {"verdict", "bundles", "metrics", "type"}
-    fields = [
-        (key, when(value) if key.endswith("_unix") else _short(str(value)))
-        for key, value in record.items()
-        if key not in skip and value is not None
+    shown = [
+        (f.name, when(value) if f.name.endswith("_unix") else _short(str(value)))
+        for f in fields(record)
+        if f.name not in skip and (value := getattr(record, f.name)) is not None
     ]
-    parts: list[Part] = [table([("field", "text"), ("value", "text")], fields)]
-    bundles = record.get("bundles") or []
+    parts: list[Part] = [table([("field", "text"), ("value", "text")], shown)]
+    bundles = record.bundles
     if bundles:
         parts.append(
             table(
@@ -111,20 +112,20 @@ def record_sections(record: Record) -> tuple[Section, ...]:
                 ],
                 [
                     (
-                        str(b["id"]),
-                        str(b["role"]),
-                        str(b["run"]),
-                        str(b["status"]),
-                        str(b["side_spec"]),
-                        fmt.seconds((b.get("metrics") or {}).get("median_step_s")),
-                        str(b["path"]),
+                        b.id,
+                        str(b.role),
+                        str(b.run),
+                        b.status,
+                        str(b.side_spec),
+                        fmt.seconds(b.metrics.get("median_step_s")),
+                        b.path,
                     )
                     for b in bundles
                 ],
                 title="Bundles",
             )
         )
-    metrics = record.get("metrics") or {}
+    metrics = record.metrics
     if metrics:
         parts.append(
             table(
@@ -133,7 +134,7 @@ def record_sections(record: Record) -> tuple[Section, ...]:
                 title="Figures",
             )
         )
-    title = f"{record['type']} {record['id']}"
+    title = f"{record.type} {record.id}"
     return (Section(key="record", title=title, result="INFO", parts=tuple(parts)),)
 
 
@@ -147,17 +148,17 @@ def sparkline(values: Sequence[float]) -> str:
     )
 
 
-def trend_section(metric: str, points: Sequence[Record]) -> Section:
+def trend_section(metric: str, points: Sequence[TrendPoint]) -> Section:
     """``parity trend``: a metric over time, oldest first, with a sparkline per side."""
     rows = [
         (
-            when(p["time_unix"]),
-            str(p["id"]),
-            f"{p['workload']} ({p['size']})",
-            str(p["role"] or "-"),
-            str(p["side"]),
-            fmt_metric(metric, p["value"]),
-            str(p["n"]),
+            when(p.time_unix),
+            p.id,
+            f"{p.workload} ({p.size})",
+            str(p.role or "-"),
+            str(p.side),
+            fmt_metric(metric, p.value),
+            str(p.n),
         )
         for p in points
     ]
@@ -178,7 +179,7 @@ def trend_section(metric: str, points: Sequence[Record]) -> Section:
     ]
     by_side: dict[str, list[float]] = {}
     for p in points:
-        by_side.setdefault(f"{p['workload']} {p['side']}", []).append(float(p["value"]))
+        by_side.setdefault(f"{p.workload} {p.side}", []).append(p.value)
     for label, values in by_side.items():
         change = (values[-1] / values[0] - 1) if values[0] else None
         delta = "" if change is None or len(values) < 2 else f", last vs first {change:+.1%}"
@@ -189,15 +190,15 @@ def trend_section(metric: str, points: Sequence[Record]) -> Section:
     return Section(key="trend", title=title, result="INFO", parts=tuple(parts))
 
 
-def render_runs(rows: Sequence[Record], console: Console, *, wide: bool = False) -> None:
+def render_runs(rows: Sequence[RunRow], console: Console, *, wide: bool = False) -> None:
     print_sections([runs_section(rows)], console, wide=wide)
 
 
-def render_record(record: Record, console: Console, *, wide: bool = False) -> None:
+def render_record(record: RunRecord, console: Console, *, wide: bool = False) -> None:
     print_sections(record_sections(record), console, wide=wide)
 
 
 def render_trend(
-    metric: str, points: Sequence[Record], console: Console, *, wide: bool = False
+    metric: str, points: Sequence[TrendPoint], console: Console, *, wide: bool = False
 ) -> None:
     print_sections([trend_section(metric, points)], console, wide=wide)
