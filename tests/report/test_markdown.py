@@ -36,8 +36,8 @@ def test_every_verdict_fits_a_comment(name: str) -> None:
 
 def test_summary_has_the_decision_and_the_figures() -> None:
     text = render_markdown(CASES["passes"], html_name="report.html")
-    assert "#### Gates: PASS" in text and "| median step (steady) | 10.00 ms | 7.00 ms |" in text
-    assert "target/baseline step time 0.700 [0.692, 0.711] (95% interval)" in text
+    assert "#### Gates: PASS" in text and "| median step (steady) | 10.00 ms | 7.01 ms |" in text
+    assert "target/baseline step time 0.701 [0.684, 0.718] (95% interval)" in text
     assert "| precision | fp32 | bf16 |" in text
     assert "**Also in the report**: Memory, Phases, Compatibility, Not yet proven" in text
 

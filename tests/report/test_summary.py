@@ -16,7 +16,7 @@ CASES = cases()
 def test_a_comparison_shows_its_verdict_ratio_and_gates() -> None:
     text = summary_text(CASES["passes"], out=Path("/runs/x"))
     assert text.splitlines()[0] == "PASS: the target passes every gate"
-    assert "target/baseline step time 0.700 [0.692, 0.711] (95% interval)" in text
+    assert "target/baseline step time 0.701 [0.684, 0.718] (95% interval)" in text
     assert "loss curve" in text and "quality" in text and text.endswith("bundles: /runs/x")
     assert max(len(line) for line in text.splitlines()) <= 100
     html = summary_html(CASES["fails-quality"])

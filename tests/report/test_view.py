@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.bundle import METRICS, load_bundle, write_doc
+from parity.bundle import DIGEST, METRICS, load_bundle, seal, write_doc
 from parity.model.metrics import SteadyState
 from parity.report import fmt
 from parity.report.parts import Sentence, Table, View
@@ -120,6 +120,8 @@ def test_a_capped_steady_state_is_said_where_the_median_is(
     assert bundle.metrics is not None
     capped = SteadyState(start=5, capped=True, method="MSER", message="still trending at the cap")
     write_doc(bundle.path / METRICS, replace(bundle.metrics, steady_state=capped))
+    (bundle.path / DIGEST).unlink()
+    seal(bundle.path)  # as the worker's parent would have sealed it
     run = load_run(generate_run)
     sides = build_view(run.verdict, sides=run.sides).section("sides")
     assert sides is not None

@@ -51,6 +51,8 @@ class RunRecord:
     workload: str | None
     size: str | None
     time_unix: float | None
+    #: ``baseline -> target`` for a comparison, the side spec for a run
+    sides: str | None = None
     passed: bool | None = None
     exit_code: int | None = None
     verdict: Verdict | None = None
