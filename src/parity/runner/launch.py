@@ -26,6 +26,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -164,6 +165,7 @@ class Launcher:
         self.fork = fork
         self.zygote: Zygote | None = None
         self.broken: str | None = None
+        self.lock = threading.Lock()  # parts run from threads share one zygote
 
     def how(self, job: Job) -> Literal["fork", "spawn"]:
         """``fork`` or ``spawn`` for this job."""
@@ -176,12 +178,15 @@ class Launcher:
         """How the job will start, with the zygote running where it forks (its start is
         the comparison's set-up, not a repeat's start-up)."""
         how = self.how(job)
-        if how == "fork" and (self.zygote is None or not self.zygote.alive):
-            try:
-                self.zygote = Zygote.start()
-            except ZygoteError as exc:  # spawn from now on
-                self.broken = str(exc)
-                return "spawn"
+        with self.lock:
+            if how == "fork" and (self.zygote is None or not self.zygote.alive):
+                if self.zygote is not None:
+                    self.zygote.close()
+                try:
+                    self.zygote = Zygote.start()
+                except ZygoteError as exc:  # spawn from now on
+                    self.broken = str(exc)
+                    return "spawn"
         return how
 
     def start(self, job: Job, tmp: Path, env: dict[str, str]) -> Worker:

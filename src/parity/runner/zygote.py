@@ -171,6 +171,8 @@ class Zygote:
         self.pids: list[int] = []
         self.exits: dict[int, int] = {}
         self.changed = threading.Condition(self.lock)
+        #: one start at a time: replies come in order, so a start waits for its own
+        self.forking = threading.Lock()
         self.reader = threading.Thread(target=self._read, daemon=True, name="parity-zygote")
         self.reader.start()
 
@@ -226,7 +228,7 @@ class Zygote:
             "entry": entry,
         }
         assert self.proc.stdin is not None
-        with self.changed:
+        with self.forking, self.changed:
             known = len(self.pids)
             try:
                 self.proc.stdin.write((json.dumps(request) + "\n").encode())
