@@ -204,10 +204,12 @@ def log_comparison(
     """Log the comparison directory ``out`` as one MLflow run and return the run's id.
 
     ``tracking_uri`` None: MLflow's own default (``MLFLOW_TRACKING_URI``, ...). Raises
-    ``UsageError`` without the extra or without a verdict in ``out``, and MLflow's own
-    errors when the server refuses or cannot be reached.
+    ``UsageError`` without the extra, without a verdict in ``out`` or where nothing
+    listens at an http(s) URI, and MLflow's own errors when the server refuses the run.
     """
     out = Path(out)
+    if not (out / VERDICT).is_file():
+        raise UsageError(f"{out} holds no {VERDICT}: give the directory of a finished comparison")
     verdict = read_doc(out / VERDICT, Verdict)
     record = run_record(out, verdict)
     client = _client(tracking_uri)
