@@ -118,11 +118,10 @@ def _capped(role: str, side: SideRuns | None) -> list[Sentence]:
         steady = bundle.metrics.steady_state if bundle.metrics is not None else None
         if steady is None or not steady.capped:
             continue
-        why = steady.message or "the step time was still trending at the cap"
         out.append(
             Sentence(
-                text=f"{role} {bundle.path.name}: steady state not reached: {why}; its median "
-                "step includes steps that were still warming up",
+                text=f"{role} {bundle.path.name}: {steady.message}; its median step includes "
+                "steps that were still warming up",
                 tone="warn",
                 brief=True,
             )

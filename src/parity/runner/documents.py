@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -34,28 +33,6 @@ from parity.probes.emulate import EmulateMode
 from parity.probes.numerics import capture
 from parity.runner.session import NS, SideSession
 from parity.workloads.base import RunContext, RunNumerics, Workload
-
-
-def summary_of(s: stats.Summary) -> Summary:
-    """The statistics module's summary as the model's (with its noise judgement); an
-    unbounded IQR/median (a zero median) is written as the largest float JSON holds."""
-    return Summary(
-        n=s.n,
-        median=s.median,
-        iqr=s.iqr,
-        mean=s.mean,
-        stdev=s.stdev,
-        min=s.min,
-        max=s.max,
-        p10=s.p10,
-        p90=s.p90,
-        iqr_rel=s.iqr_rel if math.isfinite(s.iqr_rel) else sys.float_info.max,
-        noise=s.noise,
-    )
-
-
-def steady_of(s: stats.SteadyState) -> SteadyState:
-    return SteadyState(start=s.start, capped=s.capped, method=s.method, message=s.message)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,9 +55,9 @@ class Steps:
         summary = stats.summarize(rest[start:]) if rest[start:] else None
         return cls(
             seconds=seconds,
-            steady=steady_of(steady) if steady is not None else None,
+            steady=steady,
             warmup=start,
-            summary=summary_of(summary) if summary is not None else None,
+            summary=summary,
             warnings=tuple(summary.warnings()) if summary is not None else (),
         )
 
