@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from parity.probes.fake import FakeClock
 from parity.model.codec import encode
+from parity.probes.fake import FakeClock
 from parity.stats import (
     MIN_PROCESSES,
     Processes,
