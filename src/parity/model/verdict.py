@@ -20,6 +20,7 @@ from parity.model.metrics import (
     Phases,
     Throughput,
 )
+from parity.model.numerics import OutputKind
 from parity.model.side import Stop
 from parity.model.workload import WorkloadDescription
 
@@ -221,6 +222,8 @@ class OutputCheck(CheckBase):
     """A float output, target against baseline: relative RMSE within the tolerance."""
 
     kind: Literal["output"] = "output"
+    #: what the output holds (logits, embeddings, ...), from the baseline's bundle
+    output_kind: OutputKind | None = omit_none()
     rel_rmse: float | None = omit_none()
     max_abs: float | None = omit_none()
     mean_abs: float | None = omit_none()
@@ -232,6 +235,7 @@ class TokensCheck(CheckBase):
     """Integer outputs (generated tokens): agreement and the first differing position."""
 
     kind: Literal["tokens"] = "tokens"
+    output_kind: OutputKind | None = omit_none()
     agreement: float | None = None
     first_difference: tuple[int | None, ...] = ()
 
@@ -255,6 +259,8 @@ class ReferenceCheck(CheckBase):
     reference, cosine similarity with the baseline (``cosine``)."""
 
     kind: Literal["fp64", "cosine"] = "fp64"
+    #: an output's kind (None for the gradients)
+    output_kind: OutputKind | None = omit_none()
     k: float | None = omit_none()
     rmse_target: float | None = omit_none()
     rmse_baseline: float | None = omit_none()
