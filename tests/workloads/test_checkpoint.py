@@ -16,7 +16,7 @@ from parity import api
 from parity.errors import WorkloadError
 from parity.model.verdict import OutputCheck, ReferenceCheck, TokensCheck, Verdict
 from parity.model.workload import CheckpointSource
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareOptions, CompareRequest, RunRequest
 from parity.spec import SideSpec, Task, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext, RunNumerics
@@ -285,6 +285,24 @@ def test_compare_a_gpt2_checkpoint_training(gpt2: Path, tmp_path: Path) -> None:
     assert verdict.quality is not None
     checks = {c.name: c for c in verdict.quality.checks}
     assert checks["loss curve"].passed and checks["gradients (first backward)"].passed
+
+
+@pytest.mark.slow
+def test_run_a_checkpoint_writes_kinds_and_flops_in_the_bundle(bert: Path, tmp_path: Path) -> None:
+    data = tmp_path / "notes.txt"
+    data.write_text("".join(f"note {i}: a short text\n" for i in range(9)))
+    options = CompareOptions(
+        workload=f"hf:{bert}", task="classify", steps=2, data=str(data), out=str(tmp_path / "b")
+    )
+    bundle = api.run(RunRequest.from_options(options, side="cpu", mode="run"))
+    assert bundle.ok and bundle.outputs is not None and bundle.capture is not None
+    assert {k: v.kind for k, v in bundle.outputs.outputs.items()} == {"logits": "logits"}
+    assert {k: v.kind for k, v in bundle.capture.outputs.items()} == {"logits": "logits"}
+    assert bundle.metrics is not None and bundle.metrics.flops is not None
+    assert bundle.metrics.flops.method_name in ("meta", "cpu") and bundle.metrics.flops.per_step
+    description = bundle.manifest.workload.description
+    assert description.task == "classify" and description.data_file == str(data)
+    assert description.checkpoint == CheckpointSource(origin="directory", id="tiny-bert")
 
 
 def packaged_minilm(tmp_path: Path) -> Path:
