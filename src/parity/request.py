@@ -27,7 +27,6 @@ from parity.model.workload import FingerprintParts
 from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side, parse_task
 
 REQUEST_FILE = "request.json"
-#: the options that describe a workload (a script after ``--`` takes none of them)
 WORKLOAD_OPTIONS = ("workload", "size", "batch_size", "seq_len", "steps", "seed", "task", "data")
 COST_KNOBS = (
     "run_steps",
@@ -138,9 +137,7 @@ class CompareOptions:
     steps: object = None
     seed: object = None
     hf_config: tuple[str, ...] = ()
-    #: ``hf:PATH`` checkpoints: train, generate, infer, embed or classify
     task: str | None = None
-    #: ``FILE[:FIELD]``: a frozen sample of the team's own data
     data: str | None = None
     baseline: str | None = None
     target: str | None = None

@@ -207,14 +207,15 @@ class ParameterError:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CheckBase:
-    """What every quality check has: a name, whether it is gated, whether it passed
-    (None: reported, not gated), and a sentence where the figures alone do not say it."""
+    """What every quality check has: a name, whether it is gated, whether it passed (None:
+    reported, not gated), a sentence where the figures alone do not say it, an output's kind."""
 
     name: str
     gated: bool = True
     passed: bool | None
     detail: str | None = omit_none()
     tolerance: float | None = omit_none()
+    output_kind: OutputKind | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -222,8 +223,6 @@ class OutputCheck(CheckBase):
     """A float output, target against baseline: relative RMSE within the tolerance."""
 
     kind: Literal["output"] = "output"
-    #: what the output holds (logits, embeddings, ...), from the baseline's bundle
-    output_kind: OutputKind | None = omit_none()
     rel_rmse: float | None = omit_none()
     max_abs: float | None = omit_none()
     mean_abs: float | None = omit_none()
@@ -235,7 +234,6 @@ class TokensCheck(CheckBase):
     """Integer outputs (generated tokens): agreement and the first differing position."""
 
     kind: Literal["tokens"] = "tokens"
-    output_kind: OutputKind | None = omit_none()
     agreement: float | None = None
     first_difference: tuple[int | None, ...] = ()
 
@@ -259,8 +257,6 @@ class ReferenceCheck(CheckBase):
     reference, cosine similarity with the baseline (``cosine``)."""
 
     kind: Literal["fp64", "cosine"] = "fp64"
-    #: an output's kind (None for the gradients)
-    output_kind: OutputKind | None = omit_none()
     k: float | None = omit_none()
     rmse_target: float | None = omit_none()
     rmse_baseline: float | None = omit_none()
