@@ -24,9 +24,10 @@ from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
 from parity.model.verdict import CostInputs, JudgeInputs, Price
 from parity.model.workload import FingerprintParts
-from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side
+from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side, parse_task
 
 REQUEST_FILE = "request.json"
+WORKLOAD_OPTIONS = ("workload", "size", "batch_size", "seq_len", "steps", "seed", "task", "data")
 COST_KNOBS = (
     "run_steps",
     "engineering_hours",
@@ -136,6 +137,8 @@ class CompareOptions:
     steps: object = None
     seed: object = None
     hf_config: tuple[str, ...] = ()
+    task: str | None = None
+    data: str | None = None
     baseline: str | None = None
     target: str | None = None
     out: str | None = None
@@ -176,11 +179,7 @@ def _workload(o: CompareOptions) -> WorkloadSpec | None:
     from parity.workloads.names import check_workload_name
 
     if o.script:
-        given = [
-            name
-            for name in ("workload", "size", "batch_size", "seq_len", "steps", "seed")
-            if getattr(o, name) is not None
-        ]
+        given = [name for name in WORKLOAD_OPTIONS if getattr(o, name) is not None]
         if given or o.hf_config or o.batch_sizes is not None:
             shown = ", ".join("--" + n.replace("_", "-") for n in given) or "workload options"
             raise OptionError(
@@ -198,6 +197,8 @@ def _workload(o: CompareOptions) -> WorkloadSpec | None:
         steps=_optional_int("--steps", o.steps),
         seed=_optional_int("--seed", o.seed, low=0) or 0,
         overrides=parse_overrides(o.hf_config),
+        task=parse_task(o.task),
+        data=o.data,
     )
 
 
@@ -329,7 +330,9 @@ class CompareRequest:
                 f"parity.compare() got an unknown argument {unknown[0]!r}: use one of "
                 f"{', '.join(sorted(names))}"
             )
-        for key in ("workload", "size", "baseline", "target", "rdzv_endpoint"):
+        if isinstance(kwargs.get("data"), Path):
+            kwargs["data"] = str(kwargs["data"])
+        for key in ("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"):
             value = kwargs.get(key)
             if value is not None and not isinstance(value, str):
                 raise OptionError(f"{key} must be a string, got {_show(value)}")

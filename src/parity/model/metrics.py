@@ -83,13 +83,30 @@ class Peak:
     unit: str | None = omit_none()
 
 
+FlopMethod = Literal["meta", "cpu", "estimate"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FlopAttempt:
+    """A way of counting FLOPs that failed (or was skipped), and why."""
+
+    method: FlopMethod
+    error: str
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Flops:
-    """Model FLOPs per step, and what they achieved."""
+    """Model FLOPs per step, how they were found, and what they achieved."""
 
     per_step: float | None
+    #: how they were counted, in words
     method: str
+    #: why there is no count (every method failed)
     error: str | None = omit_none()
+    #: the method that gave ``per_step`` (see ``parity.probes.flops``)
+    method_name: FlopMethod | None = omit_none()
+    #: each method that failed before it, with its reason
+    tried: tuple[FlopAttempt, ...] | None = omit_none()
     achieved_flops: float | None = None
     mfu: float | None = None
     peak: Peak | None = None

@@ -28,7 +28,13 @@ from parity import stats
 from parity.bundle import CAPTURE, CAPTURE_TENSORS, OUTPUT_TENSORS, OUTPUTS
 from parity.model.manifest import Items
 from parity.model.metrics import Memory, Metrics, Phases, SteadyState, Summary, Throughput
-from parity.model.numerics import Capture, CheckpointEvents, OutputSummary, RunOutputs
+from parity.model.numerics import (
+    Capture,
+    CheckpointEvents,
+    OutputKind,
+    OutputSummary,
+    RunOutputs,
+)
 from parity.probes.emulate import EmulateMode
 from parity.probes.numerics import capture
 from parity.runner.session import NS, SideSession
@@ -114,7 +120,7 @@ def finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def output_summary(t: torch.Tensor) -> OutputSummary:
+def output_summary(t: torch.Tensor, kind: OutputKind | None = None) -> OutputSummary:
     f = t.double()
     n = f.numel()
     ok = bool(torch.isfinite(f).all()) if n else True
@@ -126,6 +132,7 @@ def output_summary(t: torch.Tensor) -> OutputSummary:
         std=float(f.std()) if n > 1 and ok else None,
         min=float(f.min()) if n and ok else None,
         max=float(f.max()) if n and ok else None,
+        kind=kind,
     )
 
 
@@ -141,7 +148,7 @@ def write_outputs(
     curve = numerics.losses if losses is None else losses
     outputs = RunOutputs(
         losses=tuple(finite(x) for x in curve),
-        outputs={name: output_summary(t) for name, t in tensors.items()},
+        outputs={name: output_summary(t, numerics.kind(name)) for name, t in tensors.items()},
         checkpoint=checkpoint,
     )
     session.write(OUTPUTS, outputs)
