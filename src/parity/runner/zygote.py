@@ -41,6 +41,10 @@ from typing import IO
 #: code runs in the children only)
 PRELOAD = (
     "torch",
+    # what the first optimizer, the FLOP counter and the compile probes import (seconds)
+    "torch._dynamo",
+    "torch.optim",
+    "torch.utils.flop_counter",
     "parity.runner.worker",
     "parity.runner.session",
     "parity.runner.modes",

@@ -8,7 +8,8 @@ and import (from the parent's launch), load and move to the device, the first st
 
 After the timed steps and ``runner.finish()``, none of which they touch: FLOPs (counted
 once per side, in its first repeat), the numerics probe (``job.capture``) and the op
-scan (single process only: under torchrun its extra steps would be collective).
+scan (the first repeat only, single process only: under torchrun its extra steps would be
+collective; the verdict reads each side's first repeat's census).
 """
 
 from __future__ import annotations
@@ -69,15 +70,15 @@ class Measure(Mode):
                 emulate=side.emulate,
             )
             write_capture(session, probe, tensors)
-        if session.dist is None:
+        job = session.job
+        if session.dist is None and job.repeat == 0 and not job.compliance:
             session.enter("scan")
-            job = session.job
             census = scan_after_steps(
                 loaded.runner,
                 loaded.model,
                 session.device,
                 start=loaded.workload.steps,
-                graphs=job.repeat == 0 and not job.compliance,
+                graphs=True,
                 environment=session.manifest.environment,
             )
             session.write(OPS, census)
