@@ -12,6 +12,7 @@ imports torch: bad input is refused before any heavy import.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -37,6 +38,40 @@ COST_KNOBS = (
 )
 
 
+DAY_S = 86400.0
+#: the declared upper bound of every numeric option (the lower bounds are where each is
+#: read): beyond these a value is a typo, or would overflow what it feeds (a seed is 64
+#: bits, a timeout a timer); plan files and the Python API share them
+HIGH: dict[str, float] = {
+    "--batch-size": 2**20,
+    "--batch-sizes": 2**20,
+    "--seq-len": 2**20,
+    "--steps": 10**7,
+    "--seed": 2**63 - 1,
+    "--repeats": 1000,
+    "--nproc": 4096,
+    "--nnodes": 4096,
+    "--scaling": 4096,
+    "--timeout": 30 * DAY_S,
+    "--budget": 30 * DAY_S,
+    "--duration": 30 * DAY_S,
+    "--target-loss": 1e30,
+    "--price": 1e7,
+    "--price accelerators": 4096,
+    "--k": 10**7,
+    "--m": 10**7,
+    "--max-drift": 1e6,
+    "--max-host-growth": 1e9,
+    "--max-device-growth": 1e9,
+    "--limit": 10**6,
+    "cost.run_steps": 10**12,
+    "cost.engineering_hours": 1e7,
+    "cost.engineering_rate": 1e6,
+    "cost.retry_fraction": 100,
+    "cost.checkpoint_overhead": 100,
+}
+
+
 def check_number(
     name: str,
     value: object,
@@ -46,25 +81,50 @@ def check_number(
     high: float | None = None,
     low_open: bool = False,
 ) -> float:
-    """``value`` as a finite number in range, or OptionError naming ``name``."""
+    """``value`` as a finite number in range (``high`` defaults to ``HIGH[name]``), or
+    OptionError naming ``name``."""
+    high = HIGH.get(name) if high is None else high
     kind = "a whole number" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise OptionError(f"{name} must be {kind}, got {_show(value)}")
     if integer and not isinstance(value, int):
         raise OptionError(f"{name} must be {kind}, got {_show(value)}")
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise OptionError(f"{name} must be a finite number, got {value}")
     if low is not None and (value <= low if low_open else value < low):
-        bound = f"more than {low:g}" if low_open else f"at least {low:g}"
-        raise OptionError(f"{name} must be {bound}, got {value:g}")
+        bound = f"more than {_number(low)}" if low_open else f"at least {_number(low)}"
+        raise OptionError(f"{name} must be {bound}, got {_number(value)}")
     if high is not None and value > high:
-        raise OptionError(f"{name} must be at most {high:g}, got {value:g}")
+        raise OptionError(f"{name} must be at most {_number(high)}, got {_number(value)}")
+    if low is None and high is not None and value < -high:  # no lower bound: a magnitude
+        raise OptionError(f"{name} must be at least {_number(-high)}, got {_number(value)}")
     return value
 
 
+def _number(value: float) -> str:
+    """A number as people write it: whole numbers in full up to 16 digits."""
+    try:
+        if float(value).is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return f"{value:g}"
+    except OverflowError:  # an int beyond any float
+        return f"{'-' if value < 0 else ''}a {int(value).bit_length()}-bit number"
+
+
 def _show(value: object) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _whole_numbers(option: str, text: str, example: str) -> list[int]:
+    """``1,8,32`` into whole numbers (ASCII digits only), each checked against its range."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not all(x.isascii() and x.isdigit() and len(x) <= 30 for x in items):
+        raise OptionError(f"{option} {_show(text)} must be whole numbers, e.g. {example}")
+    return [int(check_number(option, int(x), integer=True, low=1)) for x in items]
 
 
 def parse_price(text: str) -> tuple[str, Price]:
@@ -91,12 +151,11 @@ def parse_price(text: str) -> tuple[str, Price]:
 def parse_batch_sizes(text: str | Sequence[int]) -> tuple[int, ...]:
     """``1,8,32`` (or a list) into sorted distinct batch sizes of at least 1."""
     if isinstance(text, str):
-        items = [x.strip() for x in text.split(",") if x.strip()]
-        if not all(x.isascii() and x.isdigit() for x in items):
-            raise OptionError(f"--batch-sizes {_show(text)} must be whole numbers, e.g. 1,8,32")
-        values: Sequence[object] = [int(x) for x in items]
-    else:
+        values: Sequence[object] = _whole_numbers("--batch-sizes", text, "1,8,32")
+    elif isinstance(text, Sequence):
         values = list(text)
+    else:
+        raise OptionError(f"batch_sizes must be a list of whole numbers, got {_show(text)}")
     sizes = sorted({int(check_number("--batch-sizes", v, integer=True, low=1)) for v in values})
     if not sizes:
         raise OptionError("--batch-sizes needs at least one batch size, e.g. 1,8,32")
@@ -109,8 +168,8 @@ def _allow(items: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
     if isinstance(items, Mapping):
         pairs = [(str(k), str(v)) for k, v in items.items()]
     elif items is not None:
-        for item in [items] if isinstance(items, str) else items:
-            name, _, reason = str(item).partition("=")
+        for item in _strings("allow_diff", items):
+            name, _, reason = item.partition("=")
             pairs.append((name, reason))
     allow: dict[str, str] = {}
     for name, reason in pairs:
@@ -167,6 +226,40 @@ class CompareOptions:
             changes["prices"] = {**self.prices, **over.prices}
         return replace(self, **changes)
 
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> CompareOptions:
+        """Options from keyword arguments (the Python API's, the command line's), of any
+        type: each is checked for its type here, and for its value by the request."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise OptionError(
+                f"unknown option {_show(unknown[0])}: use one of {', '.join(sorted(names))}"
+            )
+        given = {k: v for k, v in kwargs.items() if v is not None}
+        for key in ("workload", "size", "baseline", "target", "rdzv_endpoint"):
+            if key in given and not isinstance(given[key], str):
+                raise OptionError(f"{key} must be a string, got {_show(given[key])}")
+        if "out" in given:
+            given["out"] = _path("out", given["out"])
+        if "script" in given:
+            given["script"] = _script(given["script"])
+        if "hf_config" in given:
+            given["hf_config"] = _strings("hf_config", given["hf_config"])
+        if "checks" in given:  # directories, also comma-separated
+            items = _strings("checks", given["checks"])
+            given["checks"] = tuple(p.strip() for i in items for p in i.split(",") if p.strip())
+        if "prices" in given:
+            given["prices"] = _prices(given["prices"])
+        for key in ("cost", "operational"):
+            if key in given and not isinstance(given[key], Mapping):
+                raise OptionError(
+                    f"{key} must be a mapping of names to values, got {_show(given[key])}"
+                )
+        if "compliance" in given:
+            _flag("compliance", given["compliance"])
+        return cls(**given)
+
 
 def _optional_int(name: str, value: object, low: int = 1) -> int | None:
     return None if value is None else int(check_number(name, value, integer=True, low=low))
@@ -182,7 +275,15 @@ def _workload(o: CompareOptions) -> WorkloadSpec | None:
             if getattr(o, name) is not None
         ]
         if given or o.hf_config or o.batch_sizes is not None:
-            shown = ", ".join("--" + n.replace("_", "-") for n in given) or "workload options"
+            shown = (
+                ", ".join(
+                    f"the workload {_show(o.workload)}"
+                    if n == "workload"
+                    else "--" + n.replace("_", "-")
+                    for n in given
+                )
+                or "workload options"
+            )
             raise OptionError(
                 f"{shown} cannot go with a script after --: the script brings its own model "
                 "and data; pass its options after --"
@@ -232,7 +333,7 @@ def _measure(o: CompareOptions) -> MeasurePlan:
         budget_s=base.budget_s
         if o.budget_s is None
         else check_number("--budget", o.budget_s, low=0, low_open=True),
-        compliance=base.compliance if o.compliance is None else bool(o.compliance),
+        compliance=base.compliance if o.compliance is None else _flag("compliance", o.compliance),
         timeout_s=base.timeout_s
         if o.timeout_s is None
         else check_number("--timeout", o.timeout_s, low=1),
@@ -240,7 +341,9 @@ def _measure(o: CompareOptions) -> MeasurePlan:
     )
 
 
-def _judge_inputs(o: CompareOptions) -> JudgeInputs:
+def judge_inputs(o: CompareOptions) -> JudgeInputs:
+    """What the judge takes from the options: allowed differences, the target loss,
+    prices and cost settings, operational answers (``parity diff`` uses it alone)."""
     unknown = sorted(set(o.cost) - set(COST_KNOBS))
     if unknown:
         raise OptionError(
@@ -287,7 +390,7 @@ class CompareRequest:
         baseline = _side("--baseline", o.baseline or "cpu", nproc)
         workload = _workload(o)
         measure = _measure(o)
-        judge = _judge_inputs(o)
+        judge = judge_inputs(o)
         batch_sizes = () if o.batch_sizes is None else parse_batch_sizes(o.batch_sizes)
         if batch_sizes and o.batch_size is not None:
             raise OptionError("give --batch-size or --batch-sizes, not both")
@@ -322,25 +425,7 @@ class CompareRequest:
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> CompareRequest:
         """The Python API's keyword arguments (``parity.compare(...)``)."""
-        names = {f.name for f in fields(CompareOptions)}
-        unknown = sorted(set(kwargs) - names)
-        if unknown:
-            raise OptionError(
-                f"parity.compare() got an unknown argument {unknown[0]!r}: use one of "
-                f"{', '.join(sorted(names))}"
-            )
-        for key in ("workload", "size", "baseline", "target", "rdzv_endpoint"):
-            value = kwargs.get(key)
-            if value is not None and not isinstance(value, str):
-                raise OptionError(f"{key} must be a string, got {_show(value)}")
-        if "out" in kwargs and kwargs["out"] is not None:
-            kwargs["out"] = str(kwargs["out"])
-        for key in ("script", "hf_config", "checks"):
-            if key in kwargs:
-                kwargs[key] = _strings(key, kwargs[key])
-        if "prices" in kwargs:
-            kwargs["prices"] = _prices(kwargs["prices"])
-        return cls.from_options(CompareOptions(**kwargs))
+        return cls.from_options(CompareOptions.from_kwargs(**kwargs))
 
     @classmethod
     def from_file(cls, out: Path) -> CompareRequest:
@@ -381,6 +466,32 @@ def _strings(name: str, value: object) -> tuple[str, ...]:
     if isinstance(value, Sequence) and all(isinstance(v, str | Path) for v in value):
         return tuple(str(v) for v in value)
     raise OptionError(f"{name} must be a list of strings, got {_show(value)}")
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise OptionError(f"{name} must be True or False, got {_show(value)}")
+    return value
+
+
+def _path(name: str, value: object) -> str:
+    if isinstance(value, str | os.PathLike):
+        text = os.fspath(value)
+        if isinstance(text, str) and text.strip() and "\0" not in text:
+            return text
+    raise OptionError(f"{name} must be a directory path, got {_show(value)}")
+
+
+def _script(value: object) -> tuple[str, ...]:
+    """A script's command as a list of strings (``["python", "train.py", ...]``)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise OptionError(
+            f"script must be a list of strings such as ['python', 'train.py'], got {_show(value)}"
+        )
+    argv = _strings("script", value)
+    if not argv:
+        raise OptionError("script is empty: give the command, e.g. ['python', 'train.py']")
+    return argv
 
 
 def _prices(value: object) -> dict[str, Price]:
@@ -439,6 +550,11 @@ class RunRequest:
         cls, o: CompareOptions, *, side: object, mode: Literal["run", "scan"]
     ) -> RunRequest:
         """``side`` is the ``--device`` spec; ``o`` the workload and run options."""
+        if o.workload is None and not o.script:
+            raise OptionError(
+                f"parity {mode} needs a workload (e.g. mlp-train)"
+                + (" or a script after --" if mode == "run" else "")
+            )
         nproc = _optional_int("--nproc", o.nproc)
         spec = _side("--device", side, nproc)
         workload = _workload(o)
@@ -589,16 +705,14 @@ class ScaleRequest:
         spec = _side("--device", side, None)
         if spec.nproc is not None:
             raise OptionError(f"side {spec} already sets nproc: --scaling chooses the counts")
-        items = [x.strip() for x in counts.split(",") if x.strip()]
-        if not items or not all(x.isascii() and x.isdigit() and int(x) >= 1 for x in items):
-            raise OptionError(
-                f"--scaling {_show(counts)} must be process counts of at least 1, e.g. 1,2,4"
-            )
+        items = _whole_numbers("--scaling", counts, "1,2,4")
+        if not items:
+            raise OptionError(f"--scaling {_show(counts)} names no process count, e.g. 1,2,4")
         measure = _measure(o)
         return cls(
             workload=workload,
             side=spec,
-            counts=tuple(sorted({int(x) for x in items})),
+            counts=tuple(sorted(set(items))),
             out=o.out,
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,

@@ -31,7 +31,7 @@ import sqlite3
 import statistics
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,25 +168,33 @@ class Store:
     @classmethod
     @contextmanager
     def open(cls, path: Path | str | None = None) -> Iterator[Store]:
+        """The index at ``path``, made where there is none; if it was made here and bad
+        input ends its use (a UsageError), it is removed again: nothing half-written."""
         path = Path(path) if path is not None else default_path()
+        made = [p for p in (path, *path.parents) if not p.exists()]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(path), timeout=30)
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, ValueError) as exc:
+            _remove(made)
             raise UsageError(
                 f"cannot open the index {path} ({exc}): choose another --store"
             ) from exc
-        with closing(conn):
-            conn.row_factory = sqlite3.Row
-            try:
-                conn.execute("PRAGMA foreign_keys = ON")
-                _migrate(conn, path)
-            except sqlite3.DatabaseError as exc:
-                raise UsageError(
-                    f"{path} is not a parity index ({exc}): delete it and run parity reindex "
-                    "DIRS, or choose another --store"
-                ) from exc
-            yield cls(conn, path)
+        try:
+            with closing(conn):
+                conn.row_factory = sqlite3.Row
+                try:
+                    conn.execute("PRAGMA foreign_keys = ON")
+                    _migrate(conn, path)
+                except sqlite3.DatabaseError as exc:
+                    raise UsageError(
+                        f"{path} is not a parity index ({exc}): delete it and run parity "
+                        "reindex DIRS, or choose another --store"
+                    ) from exc
+                yield cls(conn, path)
+        except UsageError:
+            _remove(made)
+            raise
 
     # -- writing -----------------------------------------------------------------------
 
@@ -575,6 +583,18 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     with conn:
         conn.executescript(SCHEMA)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _remove(made: list[Path]) -> None:
+    """Remove an index file (and the directories) that ``Store.open`` made."""
+    for p in made:
+        for extra in ("", "-journal", "-wal", "-shm") if p is made[0] else ("",):
+            target = p.with_name(p.name + extra)
+            with suppress(OSError):
+                if target.is_dir():
+                    target.rmdir()
+                else:
+                    target.unlink(missing_ok=True)
 
 
 def _walk(root: Path) -> Iterator[Path]:
