@@ -241,7 +241,7 @@ class CompareOptions:
             if key in given and not isinstance(given[key], str):
                 raise OptionError(f"{key} must be a string, got {_show(given[key])}")
         if "out" in given:
-            given["out"] = _path("out", given["out"])
+            given["out"] = check_path("out", given["out"])
         if "script" in given:
             given["script"] = _script(given["script"])
         if "hf_config" in given:
@@ -474,7 +474,7 @@ def _flag(name: str, value: object) -> bool:
     return value
 
 
-def _path(name: str, value: object) -> str:
+def check_path(name: str, value: object) -> str:
     if isinstance(value, str | os.PathLike):
         text = os.fspath(value)
         if isinstance(text, str) and text.strip() and "\0" not in text:

@@ -7,18 +7,29 @@
     >>> result.to_dataframe("steps")     # one row per step: time and loss
     >>> result                           # in a notebook: an HTML summary
 
-Both take the same inputs as the command line (a workload name, ``hf:ARCH``,
-``path/to/file.py:factory``, or ``script=[...]`` for script mode) and return result
-objects: ``to_dict()`` is plain JSON data, ``to_dataframe()`` a pandas view (pandas is
-optional: ``pip install pandas``), ``_repr_html_()`` what a notebook shows. Bad input
-raises ``parity.UsageError``; a side that fails is a result, not an exception.
+Both take what the command line takes, as keyword arguments named after the options
+(``parity.request.CompareOptions``: ``baseline``, ``target``, ``size``, ``batch_size``,
+``seq_len``, ``steps``, ``seed``, ``hf_config``, ``out``, ``repeats``, ``precision``,
+``budget_s``, ``compliance``, ``timeout_s``, ``nproc``, ``nnodes``, ``rdzv_endpoint``,
+``allow_diff``, ``target_loss``, ``prices``, ``cost``, ``operational``, ``checks``,
+``batch_sizes``), a workload name, ``hf:ARCH``, ``path/to/file.py:factory`` or
+``script=[...]`` (script mode), ``plan=`` (a plan file; the options given replace its
+values) and ``resume=`` (an interrupted comparison's directory). Bad input of any type
+raises a ``parity.UsageError`` subclass naming the option and the fix, before anything
+is written; a side that fails is a result, not an exception.
+
+``progress=`` says how the workers' progress is shown: by default one line per event on
+stderr (a tqdm bar per side and repeat in a notebook), ``False`` for silence, or a
+callable ``(label, event)`` of your own (``parity.progress``).
+
+Results: ``to_dict()`` is plain JSON data, ``to_dataframe()`` a pandas view (pandas is
+optional: ``pip install pandas``), ``_repr_html_()`` what a notebook shows.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,150 +38,74 @@ from parity.errors import UsageError
 if TYPE_CHECKING:
     from parity.api import CompareResult
     from parity.bundle import Bundle, SideRuns
+    from parity.model.verdict import Role, Verdict
+    from parity.request import CompareRequest
 
 ROLES = ("baseline", "target")
 VIEWS = ("sides", "steps", "checks")
 
 
-def _overrides(hf_config: Mapping[str, object] | Sequence[str] | None) -> tuple[str, ...]:
-    if hf_config is None:
-        return ()
-    if isinstance(hf_config, Mapping):
-        return tuple(
-            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in hf_config.items()
-        )
-    if isinstance(hf_config, str):
-        return (hf_config,)
-    return tuple(hf_config)
+def _request(workload: str | None, plan: object, options: dict[str, Any]) -> CompareRequest:
+    from parity.request import CompareOptions, CompareRequest, check_path
 
-
-def _spec(
-    workload: str,
-    size: str,
-    batch_size: int | None,
-    seq_len: int | None,
-    steps: int | None,
-    seed: int,
-    hf_config: Mapping[str, object] | Sequence[str] | None,
-) -> Any:
-    from parity.spec import WorkloadSpec, parse_overrides
-
-    return WorkloadSpec(
-        name=workload,
-        size=size,
-        batch_size=batch_size,
-        seq_len=seq_len,
-        steps=steps,
-        seed=seed,
-        overrides=parse_overrides(_overrides(hf_config)),
-    )
-
-
-def _allow(allow_diff: Mapping[str, str] | Sequence[str] | None) -> list[str] | None:
-    if allow_diff is None:
-        return None
-    if isinstance(allow_diff, Mapping):
-        return [f"{k}={v}" for k, v in allow_diff.items()]
-    return [allow_diff] if isinstance(allow_diff, str) else list(allow_diff)
+    given = CompareOptions.from_kwargs(workload=workload, **options)
+    if plan is not None:
+        return CompareRequest.from_plan(Path(check_path("plan", plan)), given)
+    return CompareRequest.from_options(given)
 
 
 def compare(
     workload: str | None = None,
     *,
-    script: Sequence[str] | None = None,
-    baseline: str = "cpu",
-    target: str | None = None,
-    size: str = "tiny",
-    batch_size: int | None = None,
-    seq_len: int | None = None,
-    steps: int | None = None,
-    seed: int = 0,
-    hf_config: Mapping[str, object] | Sequence[str] | None = None,
-    out: str | Path | None = None,
-    repeats: int | None = None,
-    compliance: bool = True,
-    budget_s: float | None = None,
-    precision: float | None = None,
-    timeout_s: float = 900.0,
-    allow_diff: Mapping[str, str] | Sequence[str] | None = None,
-    target_loss: float | None = None,
-) -> ComparisonResult:
+    plan: str | Path | None = None,
+    resume: str | Path | None = None,
+    progress: object = None,
+    **options: Any,
+) -> ComparisonResult | CurveResult:
     """Run a workload (or ``script``, a command with ``{device}`` placeholders) on a
     baseline and a target in fresh processes and judge them, as ``parity compare`` does.
 
     ``target`` defaults to the accelerator PyTorch reports, else ``cpu+bf16``;
     ``hf_config`` is ``{"n_layer": 4}`` or ``["n_layer=4"]``; ``allow_diff`` is
-    ``{"steps": "reason"}``; ``budget_s`` and ``precision`` default to the command's.
+    ``{"steps": "reason"}``; ``prices`` is ``{"target": "21.50:16"}``; ``batch_sizes``
+    (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size.
     """
     from parity import api
-    from parity.runner.measure import Plan
+    from parity.progress import resolve
+    from parity.request import check_path
 
-    if workload is not None and script is not None:
-        raise UsageError("give a workload or a script, not both")
-    try:
-        plan = Plan(repeats=repeats, compliance=compliance, timeout_s=timeout_s)
-        if budget_s is not None or precision is not None:
-            plan = replace(
-                plan,
-                budget_s=plan.budget_s if budget_s is None else budget_s,
-                precision=plan.precision if precision is None else precision,
-            )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    target = target if target is not None else api.default_target()
-    where = Path(out) if out is not None else None
-    if script is not None:
-        from parity.runner.script import compare_script
-
-        result = compare_script(
-            list(script),
-            baseline,
-            target,
-            out=where,
-            allow_diff=_allow(allow_diff),
-            plan=plan,
-            target_loss=target_loss,
-        )
-    else:
-        wspec = _spec(workload or "gpt-train", size, batch_size, seq_len, steps, seed, hf_config)
-        result = api.compare(
-            wspec,
-            baseline,
-            target,
-            out=where,
-            allow_diff=_allow(allow_diff),
-            plan=plan,
-            target_loss=target_loss,
-        )
-    return ComparisonResult(result)
+    given = bool(options) or workload is not None or plan is not None
+    request = _request(workload, plan, options) if given or resume is None else None
+    where = None if resume is None else Path(check_path("resume", resume))
+    if where is not None and request is not None:
+        api.check_resume(where, request)
+    with resolve(progress) as sink:
+        if where is not None:
+            return ComparisonResult(api.resume(where, progress=sink))
+        assert request is not None
+        if request.batch_sizes:
+            out, results = api.compare_curve(request, progress=sink)
+            return CurveResult(out, tuple(ComparisonResult(r) for r in results))
+        return ComparisonResult(api.compare(request, progress=sink))
 
 
 def run(
     workload: str | None = None,
     *,
     device: str,
-    out: str | Path,
-    script: Sequence[str] | None = None,
-    size: str = "tiny",
-    batch_size: int | None = None,
-    seq_len: int | None = None,
-    steps: int | None = None,
-    seed: int = 0,
-    hf_config: Mapping[str, object] | Sequence[str] | None = None,
-    timeout_s: float = 900.0,
+    progress: object = None,
+    **options: Any,
 ) -> RunResult:
-    """Run a workload (or ``script``) once on one side into the bundle ``out``."""
+    """Run a workload (or ``script``) once on one side (``device``, a side spec) into a
+    bundle (``out``; required for a script), as ``parity run`` does."""
     from parity import api
+    from parity.progress import resolve
+    from parity.request import CompareOptions, RunRequest
 
-    if (workload is None) == (script is None):
-        raise UsageError("give a workload or a script (one of the two)")
-    if script is not None:
-        from parity.runner.script import run_script
-
-        return RunResult(run_script(list(script), device, Path(out), timeout_s=timeout_s))
-    assert workload is not None
-    wspec = _spec(workload, size, batch_size, seq_len, steps, seed, hf_config)
-    return RunResult(api.run(wspec, device, Path(out), timeout_s=timeout_s))
+    given = CompareOptions.from_kwargs(workload=workload, **options)
+    request = RunRequest.from_options(given, side=device, mode="run")
+    with resolve(progress) as sink:
+        return RunResult(api.run(request, progress=sink))
 
 
 # -- result objects ---------------------------------------------------------------------
@@ -200,12 +135,17 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _losses(bundle: Bundle) -> list[float | None]:
+    return list(bundle.outputs.losses) if bundle.outputs is not None else []
+
+
 def _step_rows(role: str, side: SideRuns) -> list[dict[str, Any]]:
     rows = []
     for bundle in side.repeats:
-        times = bundle.metrics.get("step_samples_s") or []
-        losses = bundle.numerics.get("losses") or []
-        steady = int(bundle.metrics.get("steady_from_step") or 1)
+        metrics = bundle.metrics
+        times = list(metrics.step_samples_s) if metrics is not None else []
+        losses = _losses(bundle)
+        steady = metrics.steady_from_step if metrics is not None else 1
         for i in range(max(len(times), len(losses))):
             rows.append(
                 {
@@ -236,8 +176,8 @@ class ComparisonResult:
         return self.raw.report
 
     @property
-    def verdict(self) -> dict[str, Any]:
-        return self.raw.verdict.to_dict()
+    def verdict(self) -> Verdict:
+        return self.raw.verdict
 
     @property
     def passed(self) -> bool:
@@ -251,68 +191,70 @@ class ComparisonResult:
     def speedup(self) -> float | None:
         """Baseline time over target time (> 1: the target is faster); None without one."""
         speed = self.raw.verdict.speed
-        return None if speed is None else speed.get("speedup")
+        return None if speed is None else speed.speedup
 
     def losses(self) -> dict[str, list[float | None]]:
         """Each side's loss curve (first successful repeat)."""
         return {
-            role: list(side.first.numerics.get("losses") or [])
+            role: _losses(side.first)
             for role, side in (("baseline", self.raw.baseline), ("target", self.raw.target))
         }
 
     def to_dict(self) -> dict[str, Any]:
+        from parity.model.codec import encode
+
         return {
             "out": str(self.out),
             "report": str(self.report) if self.report else None,
             "passed": self.passed,
             "exit_code": self.exit_code,
-            "verdict": self.verdict,
+            "verdict": encode(self.verdict),
         }
 
     def rows(self, view: str = "sides") -> list[dict[str, Any]]:
         """The rows behind ``to_dataframe(view)``, as plain dicts (no pandas needed)."""
-        v = self.verdict
         if view == "sides":
-            out = []
-            for role in ROLES:
-                side, phases = v["sides"][role], (v.get("phases") or {}).get(role) or {}
-                memory = ((v.get("memory") or {}).get(role) or {}).get("steps") or {}
-                losses = self.losses()[role]
-                out.append(
-                    {
-                        "role": role,
-                        "side": side.get("spec"),
-                        "status": side.get("status"),
-                        "device": side.get("device_name"),
-                        "repeats_ok": side.get("repeats_ok"),
-                        "median_step_s": side.get("median_step_s"),
-                        "samples_per_s": (side.get("throughput") or {}).get("samples_per_s"),
-                        "tokens_per_s": (side.get("throughput") or {}).get("tokens_per_s"),
-                        "first_step_s": phases.get("first_step_s"),
-                        "load_s": phases.get("load_s"),
-                        "host_peak_rss": memory.get("host_peak_rss"),
-                        "final_loss": losses[-1] if losses else None,
-                    }
-                )
-            return out
+            return [self._side_row(role) for role in ("baseline", "target")]
         if view == "steps":
             return _step_rows("baseline", self.raw.baseline) + _step_rows("target", self.raw.target)
         if view == "checks":
-            checks = [
-                {"section": "gate", "name": g["name"], "passed": g["passed"], "detail": g["detail"]}
-                for g in v["gates"]
+            v = self.verdict
+            gates = [
+                {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
+                for g in v.gates
             ]
-            for c in (v.get("quality") or {}).get("checks", []):
-                checks.append(
-                    {
-                        "section": "quality",
-                        "name": c.get("name"),
-                        "passed": c.get("passed"),
-                        "detail": c.get("detail") or ("gated" if c.get("gated", True) else ""),
-                    }
-                )
-            return checks
+            checks = v.quality.checks if v.quality is not None else ()
+            return gates + [
+                {
+                    "section": "quality",
+                    "name": c.name,
+                    "passed": c.passed,
+                    "detail": c.detail or ("gated" if c.gated else ""),
+                }
+                for c in checks
+            ]
         raise UsageError(f"no view {view!r}: use one of {', '.join(VIEWS)}")
+
+    def _side_row(self, role: Role) -> dict[str, Any]:
+        v = self.verdict
+        side = v.sides.of(role)
+        phases = v.phases.of(role) if v.phases is not None else None
+        memory = v.memory.of(role).steps if v.memory is not None else None
+        losses = self.losses()[role]
+        return {
+            "role": role,
+            "side": side.spec,
+            "status": side.status,
+            "device": side.device_name,
+            "repeats_ok": side.repeats_ok,
+            "median_step_s": side.median_step_s,
+            "samples_per_s": side.throughput.samples_per_s if side.throughput else None,
+            "tokens_per_s": side.throughput.tokens_per_s if side.throughput else None,
+            "first_step_s": phases.first_step_s if phases is not None else None,
+            "load_s": phases.load_s if phases is not None else None,
+            "host_peak_rss": memory.host_peak_rss if memory is not None else None,
+            "final_loss": losses[-1] if losses else None,
+        }
 
     def to_dataframe(self, view: str = "sides") -> Any:
         """A pandas DataFrame: ``sides`` (one row per side), ``steps`` (one row per step
@@ -320,7 +262,7 @@ class ComparisonResult:
         return _pandas().DataFrame(self.rows(view))
 
     def _repr_html_(self) -> str:
-        v = self.verdict
+        v = self.to_dict()["verdict"]
         w = v.get("workload") or {}
         state = "PASS" if self.passed else "FAIL"
         color = "#1a7f37" if self.passed else "#cf222e"
@@ -387,41 +329,44 @@ class RunResult:
 
     @property
     def reason(self) -> str | None:
-        reason = self.bundle.manifest.get("reason")
-        return None if reason is None else str(reason)
+        return self.bundle.manifest.reason
 
     @property
     def median_step_s(self) -> float | None:
-        return (self.bundle.metrics.get("summary") or {}).get("median")
+        metrics = self.bundle.metrics
+        return metrics.median_step_s if metrics is not None else None
 
     @property
     def losses(self) -> list[float | None]:
-        return list(self.bundle.numerics.get("losses") or [])
+        return _losses(self.bundle)
 
     def to_dict(self) -> dict[str, Any]:
+        from parity.model.codec import encode
+
         return {
             "path": str(self.path),
             "side": self.bundle.side,
             "status": self.bundle.status,
             "reason": self.reason,
             "median_step_s": self.median_step_s,
-            "manifest": self.bundle.manifest,
-            "metrics": self.bundle.metrics,
-            "numerics": self.bundle.numerics,
+            "manifest": encode(self.bundle.manifest),
+            "metrics": encode(self.bundle.metrics),
+            "numerics": encode(self.bundle.outputs),
         }
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per step: time and loss."""
         from parity.bundle import SideRuns
 
-        return _step_rows("run", SideRuns(path=self.path, repeats=[self.bundle]))
+        return _step_rows("run", SideRuns.of(self.bundle))
 
     def to_dataframe(self) -> Any:
         return _pandas().DataFrame(self.rows())
 
     def _repr_html_(self) -> str:
         state = "ok" if self.ok else f"FAILED: {self.reason}"
-        phases = self.bundle.metrics.get("phases") or {}
+        metrics = self.to_dict()["metrics"] or {}
+        phases = metrics.get("phases") or {}
         return (
             f'<div class="parity-run"><p><b>{_esc(self.bundle.side)}</b> {_esc(state)}</p>'
             + _table(
@@ -431,7 +376,7 @@ class RunResult:
                         _fmt(self.median_step_s, " s"),
                         _fmt(phases.get("first_step_s"), " s"),
                         _fmt(phases.get("load_s"), " s"),
-                        _esc(len(self.bundle.metrics.get("step_samples_s") or [])),
+                        _esc(len(metrics.get("step_samples_s") or [])),
                     ]
                 ],
             )
@@ -440,3 +385,32 @@ class RunResult:
 
     def __repr__(self) -> str:
         return f"<RunResult {self.bundle.side} {self.bundle.status} path={str(self.path)!r}>"
+
+
+@dataclass(frozen=True)
+class CurveResult:
+    """What ``parity.compare(..., batch_sizes=[...])`` returns: one comparison per batch
+    size, and the directory holding them and ``curve.json``."""
+
+    out: Path
+    comparisons: tuple[ComparisonResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.comparisons)
+
+    @property
+    def exit_code(self) -> int:
+        return max((r.exit_code for r in self.comparisons), default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "comparisons": [r.to_dict() for r in self.comparisons],
+        }
+
+    def __repr__(self) -> str:
+        state = "passed" if self.passed else "failed"
+        return f"<CurveResult {state} {len(self.comparisons)} batch sizes out={str(self.out)!r}>"
