@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
-from parity.model.codec import DecodeError, decode, encode, loads
+from parity.model.codec import decode, encode, loads
 from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
 from parity.model.verdict import CostInputs, JudgeInputs, Price
@@ -289,7 +289,7 @@ def _workload(o: CompareOptions) -> WorkloadSpec | None:
                 "and data; pass its options after --"
             )
         return None
-    name = o.workload or "gpt-train"
+    name = "gpt-train" if o.workload is None else o.workload
     check_workload_name(name)
     return WorkloadSpec(
         name=name,
@@ -431,17 +431,49 @@ class CompareRequest:
     def from_file(cls, out: Path) -> CompareRequest:
         """The request an interrupted comparison stored in ``OUT/request.json``."""
         path = out / REQUEST_FILE
-        if not path.is_file():
-            raise ResumeError(
-                f"{out} holds no {REQUEST_FILE}: --resume takes the output directory of an "
-                "interrupted parity compare"
-            )
         try:
-            return decode(cls, loads(path.read_text()))
-        except (OSError, ValueError, DecodeError) as exc:
+            if not path.is_file():
+                raise ResumeError(
+                    f"{out} holds no {REQUEST_FILE}: pass --resume the output directory of an "
+                    "interrupted parity compare"
+                )
+            request = decode(cls, loads(path.read_text()))
+            request.check_ranges()
+        except (OSError, ValueError, RecursionError, UsageError) as exc:
+            if isinstance(exc, ResumeError):
+                raise
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise ResumeError(
-                f"{path} is not a valid request ({exc}): rerun the comparison"
+                f"{path} is not a valid request ({why}): rerun the comparison"
             ) from None
+        return request
+
+    def check_ranges(self) -> None:
+        """Every number in its declared range and the devices known: what ``from_options``
+        checks, for a request decoded from a file (OptionError naming the option)."""
+        from parity.devices.names import check_device_name
+
+        w, m = self.workload, self.measure
+        if w is not None:
+            knobs = (("--batch-size", w.batch_size), ("--seq-len", w.seq_len), ("--steps", w.steps))
+            for name, value in knobs:
+                _optional_int(name, value)
+            _optional_int("--seed", w.seed, low=0)
+        _optional_int("--repeats", m.repeats)
+        check_number("--precision", m.precision, low=0, low_open=True, high=0.999)
+        check_number("--budget", m.budget_s, low=0, low_open=True)
+        check_number("--timeout", m.timeout_s, low=1)
+        _optional_int("--nnodes", m.torchrun.nnodes)
+        for side in (self.baseline, self.target):
+            check_device_name(side.device, str(side))
+            _optional_int("--nproc", side.nproc)
+        for size in self.batch_sizes:
+            check_number("--batch-sizes", size, integer=True, low=1)
+        if self.judge.target_loss is not None:
+            check_number("--target-loss", self.judge.target_loss)
+        for price in self.judge.cost.prices.values():
+            check_number("--price", price.usd_per_hour, low=0, low_open=True)
+            check_number("--price accelerators", price.accelerators, integer=True, low=1)
 
     def with_batch_size(self, batch_size: int) -> CompareRequest:
         assert self.workload is not None
@@ -604,7 +636,7 @@ def parse_duration(text: str) -> float:
             ) from None
     if not (seconds > 0 and math.isfinite(seconds)):
         raise OptionError(f"--duration {_show(text)} must be more than zero, e.g. 30s")
-    return seconds
+    return check_number("--duration", seconds, low=0, low_open=True)
 
 
 def _check_side(option: str, text: object) -> SideSpec:
@@ -704,7 +736,9 @@ class ScaleRequest:
             raise OptionError("parity scale takes a workload, not a script")
         spec = _side("--device", side, None)
         if spec.nproc is not None:
-            raise OptionError(f"side {spec} already sets nproc: --scaling chooses the counts")
+            raise OptionError(
+                f"side {spec} already sets nproc: drop it, --scaling chooses the process counts"
+            )
         items = _whole_numbers("--scaling", counts, "1,2,4")
         if not items:
             raise OptionError(f"--scaling {_show(counts)} names no process count, e.g. 1,2,4")

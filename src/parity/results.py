@@ -45,13 +45,24 @@ ROLES = ("baseline", "target")
 VIEWS = ("sides", "steps", "checks")
 
 
-def _request(workload: str | None, plan: object, options: dict[str, Any]) -> CompareRequest:
+def _request(
+    workload: str | None, plan: object, resume: Path | None, options: dict[str, Any]
+) -> CompareRequest:
+    """The request: from the options (or a plan file and the options), or with
+    ``resume`` alone the stored one; options given with ``resume`` must match it."""
+    from parity import api
     from parity.request import CompareOptions, CompareRequest, check_path
 
     given = CompareOptions.from_kwargs(workload=workload, **options)
+    if resume is not None and plan is None and given == CompareOptions():
+        return CompareRequest.from_file(resume)
     if plan is not None:
-        return CompareRequest.from_plan(Path(check_path("plan", plan)), given)
-    return CompareRequest.from_options(given)
+        request = CompareRequest.from_plan(Path(check_path("plan", plan)), given)
+    else:
+        request = CompareRequest.from_options(given)
+    if resume is not None:
+        api.check_resume(resume, request)
+    return request
 
 
 def compare(
@@ -74,15 +85,11 @@ def compare(
     from parity.progress import resolve
     from parity.request import check_path
 
-    given = bool(options) or workload is not None or plan is not None
-    request = _request(workload, plan, options) if given or resume is None else None
     where = None if resume is None else Path(check_path("resume", resume))
-    if where is not None and request is not None:
-        api.check_resume(where, request)
+    request = _request(workload, plan, where, options)
     with resolve(progress) as sink:
         if where is not None:
             return ComparisonResult(api.resume(where, progress=sink))
-        assert request is not None
         if request.batch_sizes:
             out, results = api.compare_curve(request, progress=sink)
             return CurveResult(out, tuple(ComparisonResult(r) for r in results))

@@ -171,8 +171,10 @@ class Store:
         """The index at ``path``, made where there is none; if it was made here and bad
         input ends its use (a UsageError), it is removed again: nothing half-written."""
         path = Path(path) if path is not None else default_path()
-        made = [p for p in (path, *path.parents) if not p.exists()]
+        made: list[Path] = []
         try:
+            made = [p for p in (path, *path.parents) if not p.exists()]
+            _check_sqlite(path)
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(path), timeout=30)
         except (OSError, sqlite3.Error, ValueError) as exc:
@@ -353,9 +355,13 @@ class Store:
                     "hold them, e.g. parity reindex parity-runs"
                 )
         for d in dirs:
-            if not d.is_dir():
-                if d.exists():
-                    result.problems.append(f"{d} is not a directory")
+            try:
+                if not d.is_dir():
+                    if d.exists():
+                        result.problems.append(f"{d} is not a directory")
+                    continue
+            except OSError as exc:  # a name too long, no permission
+                result.problems.append(f"{d}: {exc.strerror or exc}")
                 continue
             for path in _walk(d):
                 try:
@@ -583,6 +589,15 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     with conn:
         conn.executescript(SCHEMA)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _check_sqlite(path: Path) -> None:
+    """Refuse a file that is something else: SQLite would take a short one for an empty
+    database and write over it."""
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                raise UsageError(f"{path} is not a parity index: choose another --store")
 
 
 def _remove(made: list[Path]) -> None:

@@ -13,49 +13,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from parity import __version__
 from parity.cli import check, compare, history, inspect, run, scale
 from parity.cli.common import Invocation, error_line
 from parity.errors import UsageError
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings={"max_content_width": 100, "help_option_names": ["-h", "--help"]},
-    help="Move a PyTorch workload between accelerators with evidence: "
-    "compatibility, numerics, performance and cost, side by side.",
-)
-app.command(short_help="compare a workload on a baseline and a target")(compare.compare)
-run.register(app)
-inspect.register(app)
-history.register(app)
-scale.register(app)
-app.add_typer(check.app, name="check", short_help="rollback, recovery and soak checks")
-
 #: the commands that take a script after ``--``
 SCRIPT_COMMANDS = ("compare", "run")
-
-
-def _version(value: bool) -> None:
-    if value:
-        print(f"parity {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _options(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
-    ] = False,
-) -> None:
-    """parity: does the target run it, give the same results, go faster, cost less?"""
 
 
 def split_script(args: list[str]) -> tuple[list[str], tuple[str, ...]]:
@@ -88,25 +57,80 @@ def _show_help_instead(exc: BaseException) -> bool:
     return True
 
 
+class ParityGroup(TyperGroup):
+    """The top-level command: splits off a script after ``--`` and turns every error
+    into its exit code and one line on stderr, however it is invoked (``main``, Typer's
+    test runner, ``python -m parity``)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        *,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> int:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            head, script = split_script(argv)
+            returned = super().main(
+                head, "parity", standalone_mode=False, obj=Invocation(script), **extra
+            )
+            code = returned if isinstance(returned, int) else 0
+            if code == 130:
+                sys.stderr.write("parity: interrupted\n")
+        except (Exception, KeyboardInterrupt) as exc:
+            code = 2 if _show_help_instead(exc) else _report(exc)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _report(exc: BaseException) -> int:
+    code, line = error_line(exc)
+    sys.stderr.write(line + "\n")
+    return code
+
+
+app = typer.Typer(
+    cls=ParityGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"max_content_width": 100, "help_option_names": ["-h", "--help"]},
+    help="Move a PyTorch workload between accelerators with evidence: "
+    "compatibility, numerics, performance and cost, side by side.",
+)
+app.command(short_help="compare a workload on a baseline and a target")(compare.compare)
+run.register(app)
+inspect.register(app)
+history.register(app)
+scale.register(app)
+app.add_typer(check.app, name="check", short_help="rollback, recovery and soak checks")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"parity {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    """parity: does the target run it, give the same results, go faster, cost less?"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on ``argv`` (default ``sys.argv[1:]``); the exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        args, script = split_script(args)
-        command = typer.main.get_command(app)
-        returned: object = command.main(
-            args=args, prog_name="parity", standalone_mode=False, obj=Invocation(script)
-        )
-    except (Exception, KeyboardInterrupt) as exc:
-        if _show_help_instead(exc):
-            return 2
-        code, line = error_line(exc)
-        sys.stderr.write(line + "\n")
-        return code
-    code = returned if isinstance(returned, int) else 0
-    if code == 130:
-        sys.stderr.write("parity: interrupted\n")
-    return code
+    command = typer.main.get_command(app)
+    assert isinstance(command, ParityGroup)
+    return command.main(argv, "parity", standalone_mode=False)
 
 
 __all__ = ["app", "main"]

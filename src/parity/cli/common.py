@@ -228,6 +228,11 @@ def script_of(ctx: typer.Context) -> tuple[str, ...]:
     return obj.script if isinstance(obj, Invocation) else ()
 
 
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the option ``name`` was given (an empty repeatable option was not)."""
+    return ctx.params.get(name) not in (None, (), [])
+
+
 def given_options(ctx: typer.Context, **extra: object) -> CompareOptions:
     """The command's parameters that fill ``CompareOptions`` (by name), the script after
     ``--`` and ``extra``, checked for type by ``CompareOptions.from_kwargs``."""
@@ -236,11 +241,11 @@ def given_options(ctx: typer.Context, **extra: object) -> CompareOptions:
     from parity.request import CompareOptions
 
     names = {f.name for f in fields(CompareOptions)}
-    given = {k: v for k, v in ctx.params.items() if k in names and v is not None}
+    values = {k: v for k, v in ctx.params.items() if k in names and given(ctx, k)}
     script = script_of(ctx)
     if script:
-        given["script"] = script
-    return CompareOptions.from_kwargs(**given, **extra)
+        values["script"] = script
+    return CompareOptions.from_kwargs(**values, **extra)
 
 
 def stdout(wide: bool = False) -> Console:
@@ -278,7 +283,7 @@ def error_line(exc: BaseException) -> tuple[int, str]:
         return 1, f"parity: {one_line(exc)}"
     if isinstance(exc, typer.TyperException):  # a usage error found while parsing
         ctx = getattr(exc, "ctx", None)
-        where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+        where = f" (see {ctx.command_path if ctx is not None else 'parity'} --help)"
         code = exc.exit_code if exc.exit_code in (1, 2) else 2
         return code, f"parity: error: {one_line(exc.format_message())}{where}"
     if isinstance(exc, KeyboardInterrupt):

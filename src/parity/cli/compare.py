@@ -79,17 +79,23 @@ Plan = Annotated[
 ]
 
 
-def build_request(ctx: typer.Context, plan: Path | None) -> CompareRequest | None:
-    """The request the options (and plan file) describe; None when nothing but
-    ``--resume`` (and output flags) was given."""
+def build_request(ctx: typer.Context, plan: Path | None, resume: Path | None) -> CompareRequest:
+    """The request the options (and plan file) describe; with ``--resume``, the stored
+    one, which the options given beside it must match (``api.check_resume``)."""
     from parity.request import CompareOptions, CompareRequest
 
     options = c.given_options(ctx)
+    if resume is not None and plan is None and options == CompareOptions():
+        return CompareRequest.from_file(resume)
     if plan is not None:
-        return CompareRequest.from_plan(plan, options)
-    if ctx.params.get("resume") is not None and options == CompareOptions():
-        return None
-    return CompareRequest.from_options(options)
+        request = CompareRequest.from_plan(plan, options)
+    else:
+        request = CompareRequest.from_options(options)
+    if resume is not None:
+        from parity import api
+
+        api.check_resume(resume, request)
+    return request
 
 
 MEASURING: dict[str, object] = {
@@ -117,7 +123,7 @@ def compare(
 
     Script mode: parity compare --target cpu+bf16 -- python train.py --device {device}
     runs an unmodified training script once per side (see docs/script-mode.md)."""
-    request = build_request(ctx, plan)
+    request = build_request(ctx, plan, resume)
     curve_out, results = _run(request, resume)
     if curve_out is not None:
         show_curve(curve_out, results, as_json=as_json, wide=wide)
@@ -126,20 +132,15 @@ def compare(
     raise typer.Exit(max(r.verdict.exit_code for r in results))
 
 
-def _run(
-    request: CompareRequest | None, resume: Path | None
-) -> tuple[Path | None, list[CompareResult]]:
+def _run(request: CompareRequest, resume: Path | None) -> tuple[Path | None, list[CompareResult]]:
     """The API call the request asks for, with the progress display: a resumed, a curve
     (the curve's directory and one result per batch size) or a plain comparison."""
     from parity import api
     from parity.progress import display
 
-    if resume is not None and request is not None:
-        api.check_resume(resume, request)
     with display(c.stderr()) as progress:
         if resume is not None:
             return None, [api.resume(resume, progress=progress)]
-        assert request is not None
         if request.batch_sizes:
             return api.compare_curve(request, progress=progress)
         return None, [api.compare(request, progress=progress)]

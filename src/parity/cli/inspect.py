@@ -44,7 +44,7 @@ def diff(
     from parity.request import judge_inputs
 
     o = c.given_options(ctx)
-    judging = any(ctx.params.get(k) is not None for k in ("allow_diff", "target_loss", "prices"))
+    judging = any(c.given(ctx, k) for k in ("allow_diff", "target_loss", "prices"))
     given = judge_inputs(o) if judging else None
     from parity import api
 

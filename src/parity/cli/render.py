@@ -72,11 +72,15 @@ def show_curve(out: Path, results: Sequence[CompareResult], *, as_json: bool, wi
     """A throughput-latency curve: each batch size's verdict, then where curve.json is."""
     import json
 
+    from parity.api import CURVE_FILE
+    from parity.bundle import read_doc
     from parity.model.codec import encode
+    from parity.model.reports import Curve
 
     if as_json:
+        curve = encode(read_doc(out / CURVE_FILE, Curve))
         verdicts = [encode(r.verdict) for r in results]
-        c.print_json(json.dumps({"out": str(out), "verdicts": verdicts}, indent=2))
+        c.print_json(json.dumps({"curve": curve, "verdicts": verdicts}, indent=2))
         return
     console = c.stdout(wide)
     for r in results:
