@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from parity.errors import PlanError, UsageError
+from parity.options import parse_price
 from parity.plan import TEMPLATE, load_plan, write_template
-from parity.request import CompareOptions, CompareRequest, parse_price
+from parity.request import CompareOptions, CompareRequest
 from tests.conftest import differences, run_cli
 from tests.fixtures.cli import invoke, snapshot, stub_api
 

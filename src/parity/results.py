@@ -51,7 +51,8 @@ def _request(
     """The request: from the options (or a plan file and the options), or with
     ``resume`` alone the stored one; options given with ``resume`` must match it."""
     from parity import api
-    from parity.request import CompareOptions, CompareRequest, check_path
+    from parity.options import check_path
+    from parity.request import CompareOptions, CompareRequest
 
     given = CompareOptions.from_kwargs(workload=workload, **options)
     if resume is not None and plan is None and given == CompareOptions():
@@ -82,8 +83,8 @@ def compare(
     (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size.
     """
     from parity import api
+    from parity.options import check_path
     from parity.progress import resolve
-    from parity.request import check_path
 
     where = None if resume is None else Path(check_path("resume", resume))
     request = _request(workload, plan, where, options)

@@ -30,7 +30,7 @@ def ls(
     wide: c.Wide = False,
 ) -> None:
     """List indexed comparisons and runs, newest first."""
-    from parity.request import check_number
+    from parity.options import check_number
     from parity.store import Store
 
     count = int(check_number("--limit", limit, integer=True, low=1))
