@@ -23,10 +23,11 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any, get_args, get_origin
+from unittest import mock
 
 import pytest
 import typer
@@ -35,7 +36,8 @@ from hypothesis import strategies as st
 
 from parity.cli import app
 from parity.plan import TEMPLATE
-from tests.fixtures.cli import invoke, snapshot, stub_api
+from parity.request import CompareOptions
+from tests.fixtures.cli import STUB, invoke, snapshot, stub_api
 
 EXAMPLES = int(os.environ.get("PARITY_FUZZ_EXAMPLES", "500"))
 FAST_ROOT = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
@@ -242,6 +244,66 @@ def test_the_tree_covers_every_command() -> None:
     assert {"--price", "--timeout", "--budget", "--target-loss", "--nproc"} <= {
         o for p in compare for o in p.opts
     }
+
+
+# -- the Python API ----------------------------------------------------------------------------
+
+API_NAMES = [f.name for f in fields(CompareOptions)] + ["plan", "resume", "progress", "colour"]
+ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(TEXT + PATHS[:10]),
+    st.lists(st.one_of(st.integers(-5, 5), st.sampled_from(TEXT[:20])), max_size=3),
+    st.dictionaries(
+        st.sampled_from(["target", "baseline", "steps", "idle_fraction", "gpu", ""]),
+        st.one_of(st.integers(-5, 5), st.floats(), st.sampled_from(TEXT[:20])),
+        max_size=3,
+    ),
+    st.builds(object),
+    st.just(Path("exists")),
+    st.just(print),
+)
+
+
+@pytest.mark.usefixtures("stubbed")
+@seed(20261130)
+@settings(max_examples=EXAMPLES // 2, derandomize=True, deadline=None, database=None)
+@given(
+    function=st.sampled_from(["compare", "run"]),
+    kwargs=st.dictionaries(st.sampled_from(API_NAMES), ODD_VALUES, max_size=4),
+    device=ODD_VALUES,
+)
+def test_the_python_api_raises_only_usage_errors(
+    function: str, kwargs: dict[str, Any], device: object
+) -> None:
+    """Wrong types and values are ``UsageError`` subclasses with a one-line message,
+    never ``TypeError``, ``AttributeError`` or ``ValueError``; nothing is written."""
+    import parity
+    from parity.errors import SideError, UsageError
+
+    if function == "run":
+        kwargs = {**kwargs, "device": device}
+    with sandbox() as (root, env), mock.patch.dict(os.environ, env):
+        before = snapshot(root)
+        try:
+            getattr(parity, function)(**kwargs)
+        except UsageError:
+            API_OUTCOMES["usage"] = API_OUTCOMES.get("usage", 0) + 1
+            assert snapshot(root) == before, (kwargs, set(snapshot(root)) ^ set(before))
+        except SideError as exc:  # validation passed: the stub refused to run it
+            API_OUTCOMES["stub"] = API_OUTCOMES.get("stub", 0) + 1
+            assert STUB in str(exc)
+
+
+API_OUTCOMES: dict[str, int] = {}
+
+
+def test_the_api_fuzzer_reached_both_outcomes() -> None:
+    if not API_OUTCOMES:
+        pytest.skip("the API fuzz test did not run in this session")
+    assert API_OUTCOMES.get("usage", 0) > 50 and API_OUTCOMES.get("stub", 0) > 5, API_OUTCOMES
 
 
 # -- real processes ----------------------------------------------------------------------------
