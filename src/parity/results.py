@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from parity.api import CompareResult
     from parity.bundle import Bundle, SideRuns
     from parity.model.verdict import Role, Verdict
+    from parity.progress import ProgressArg
     from parity.request import CompareRequest
 
 ROLES = ("baseline", "target")
@@ -71,7 +72,7 @@ def compare(
     *,
     plan: str | Path | None = None,
     resume: str | Path | None = None,
-    progress: object = None,
+    progress: ProgressArg = None,
     **options: Any,
 ) -> ComparisonResult | CurveResult:
     """Run a workload (or ``script``, a command with ``{device}`` placeholders) on a
@@ -101,7 +102,7 @@ def run(
     workload: str | None = None,
     *,
     device: str,
-    progress: object = None,
+    progress: ProgressArg = None,
     **options: Any,
 ) -> RunResult:
     """Run a workload (or ``script``) once on one side (``device``, a side spec) into a

@@ -261,7 +261,8 @@ def stderr() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def print_json(text: str) -> None:
+def write_out(text: str) -> None:
+    """Text for stdout as it is (JSON, Markdown): never wrapped, one final newline."""
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

@@ -37,7 +37,7 @@ def ls(
     with Store.open(store) as s:
         rows = s.runs(workload=workload, device=device, limit=count)
     if as_json:
-        c.print_json(json.dumps(rows, indent=2))
+        c.write_out(json.dumps(rows, indent=2))
         return
     from parity.report.history import runs_table
 
@@ -58,7 +58,7 @@ def show(
     with Store.open(store) as s:
         record = s.show(run_id)
     if as_json:
-        c.print_json(json.dumps(record, indent=2))
+        c.write_out(json.dumps(record, indent=2))
         return
     from parity.report.history import show_renderable
 
@@ -90,7 +90,7 @@ def trend(
     with Store.open(store) as s:
         points = s.trend(metric, workload=workload, device=device, side=side)
     if as_json:
-        c.print_json(json.dumps(points, indent=2))
+        c.write_out(json.dumps(points, indent=2))
         return
     from parity.report.history import trend_renderable
 

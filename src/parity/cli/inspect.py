@@ -82,7 +82,7 @@ def report(
     made = write_reports(run_dir, html=html, md=md, json_path=json_path)
     for kind, where in made.items():
         if isinstance(where, str):
-            c.print_json(where)
+            c.write_out(where)
         else:
             c.note(f"{kind}: {where}")
 
@@ -97,7 +97,7 @@ def schema(
     from parity.schemas import all_schemas
     from parity.schemas import schema as one_schema
 
-    c.print_json(json.dumps(one_schema(name.value) if name else all_schemas(), indent=2))
+    c.write_out(json.dumps(one_schema(name.value) if name else all_schemas(), indent=2))
 
 
 def env(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
@@ -110,7 +110,7 @@ def env(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
     assert isinstance(found, dict)
     data: dict[str, object] = {**found, "known_device_types": sorted(known_device_types())}
     if as_json:
-        c.print_json(json.dumps(data, indent=2))
+        c.write_out(json.dumps(data, indent=2))
         return
     rows = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in data.items()]
     table("parity env", ("setting", "value"), rows, wide=wide)
@@ -143,7 +143,7 @@ def workloads(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
                 )
             )  # fmt: skip
     if as_json:
-        c.print_json(json.dumps([r._asdict() for r in rows], indent=2))
+        c.write_out(json.dumps([r._asdict() for r in rows], indent=2))
         return
     columns = ("name", "kind", "size", "parameters", "batch", "seq", "steps", "description")
     cells = [

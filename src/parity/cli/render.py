@@ -35,7 +35,7 @@ def show_verdict(verdict: Verdict, console: Console, *, as_json: bool, wide: boo
     from parity.model.codec import dumps
 
     if as_json:
-        c.print_json(dumps(verdict))
+        c.write_out(dumps(verdict))
         return
     w, sides = verdict.workload, verdict.sides
     console.print(
@@ -80,7 +80,7 @@ def show_curve(out: Path, results: Sequence[CompareResult], *, as_json: bool, wi
     if as_json:
         curve = encode(read_doc(out / CURVE_FILE, Curve))
         verdicts = [encode(r.verdict) for r in results]
-        c.print_json(json.dumps({"curve": curve, "verdicts": verdicts}, indent=2))
+        c.write_out(json.dumps({"curve": curve, "verdicts": verdicts}, indent=2))
         return
     console = c.stdout(wide)
     for r in results:
@@ -112,7 +112,7 @@ def show_scan(bundle: Bundle, *, as_json: bool, wide: bool) -> tuple[int, int]:
         head = {"bundle": str(bundle.path), "status": bundle.status}
         body = encode(ops) if ops is not None else {}
         doc = {**head, "reason": bundle.manifest.reason, **(body if isinstance(body, dict) else {})}
-        c.print_json(json.dumps(doc, indent=2))
+        c.write_out(json.dumps(doc, indent=2))
         return found
     rows = [] if summary is None else [(k, str(v)) for k, v in _flat(encode(summary))]
     table(f"scan of {bundle.side}", ("finding", "count"), rows, wide=wide)
@@ -133,7 +133,7 @@ def show_check(result: CheckResult, *, as_json: bool) -> None:
     from parity.model.codec import dumps
 
     if as_json:
-        c.print_json(dumps(result))
+        c.write_out(dumps(result))
         return
     console = c.stdout()
     console.print(f"parity check {result.check}: {mark(result.passed)}", markup=False)
@@ -148,7 +148,7 @@ def show_scaling(report: ScalingReport, *, as_json: bool, wide: bool) -> None:
     from parity.model.codec import dumps
 
     if as_json:
-        c.print_json(dumps(report))
+        c.write_out(dumps(report))
         return
     rows = [
         (
