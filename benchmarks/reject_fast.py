@@ -93,9 +93,7 @@ def main() -> None:
         ratio = median / torch_s
         if name.startswith("parity"):
             worst = max(worst, ratio)
-        print(
-            f"{name:40} {median:8.3f}s {min(samples):8.3f}s {max(samples):8.3f}s {ratio:8.3f}"
-        )
+        print(f"{name:40} {median:8.3f}s {min(samples):8.3f}s {max(samples):8.3f}s {ratio:8.3f}")
     print(f"rounds: {rounds}; files left in the working directory: {leftover or 'none'}")
     for problem in sorted(problems):
         print(f"NOT A CLEAN REJECTION: {problem}")
