@@ -2,7 +2,7 @@
 
 parity: ``StepTimer.run`` over N steps, then what the worker does with the samples: drop the
 first (the first step is its own phase), find the steady start by MSER-5
-(``judge.stats.detect_steady``) and take the median of the rest (``judge.stats.summarize``).
+(``stats.detect_steady``) and take the median of the rest (``stats.summarize``).
 torch: ``Timer(...).blocked_autorange(min_run_time=...)``, whose median is over blocks of
 several calls each. The two alternate (A B B A ...) over a few pairs; each pair's ratio
 parity/torch is reported, and the median of those ratios is the figure.
@@ -19,8 +19,8 @@ import time
 from _common import load_line, make_matmul_step, noop, table
 from torch.utils.benchmark import Timer
 
-from parity.judge.stats import detect_steady, summarize
 from parity.probes.timing import StepTimer
+from parity.stats import detect_steady, summarize
 
 TOLERANCE = 0.03
 

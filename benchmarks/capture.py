@@ -30,7 +30,9 @@ from pathlib import Path
 import torch
 from parity.probes import memory
 from parity.probes.numerics import capture
-from parity.runner.phases import load_model, write_capture
+from parity.bundle import CAPTURE, CAPTURE_TENSORS, write_doc
+from parity.runner.load import load_model
+from safetensors.torch import save_file
 from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext
@@ -49,7 +51,8 @@ if mode == "plain":
     outs["loss"].backward()
 else:
     summary, tensors = capture(w, lambda: model, data, ctx)
-    write_capture(out, summary, tensors)
+    write_doc(out / CAPTURE, summary)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / CAPTURE_TENSORS))
 seconds = time.perf_counter() - t0
 print(json.dumps({"loaded": loaded, "peak": memory.host_peak_rss(), "seconds": seconds}))
 """

@@ -69,7 +69,8 @@ def test_comparison_result_dict_rows_and_html(comparison: ComparisonResult) -> N
         comparison.rows("nope")
     page = comparison._repr_html_()
     assert "PASS" in page and "cpu+bf16" in page and "<table>" in page and "<script" not in page
-    assert "passed" in repr(comparison)
+    assert "PASS: the target passes every gate" in repr(comparison)
+    assert "step time" in repr(comparison) and "loss curve" in repr(comparison)
 
 
 def test_dataframes_where_pandas_is_installed(comparison: ComparisonResult) -> None:

@@ -192,7 +192,7 @@ def test_a_passing_verdict_exits_0(monkeypatch: pytest.MonkeyPatch, result: Comp
     answer(monkeypatch, "compare", result)
     shown = invoke("compare", "mlp-train", "--target", "cpu+bf16")
     assert shown.exit_code == 0, shown.stderr
-    assert "parity verdict" in shown.stdout and "PASS" in shown.stdout
+    assert shown.stdout.startswith("PASS: the target passes every gate")
     assert f"bundles and verdict.json in {result.out}" in shown.stdout
     as_json = invoke("compare", "mlp-train", "--target", "cpu+bf16", "--json")
     assert json.loads(as_json.stdout) == encode(result.verdict)
@@ -205,7 +205,8 @@ def test_a_failing_gate_exits_1(monkeypatch: pytest.MonkeyPatch, result: Compare
     )
     answer(monkeypatch, "compare", dataclasses.replace(result, verdict=failed))
     shown = invoke("compare", "mlp-train", "--target", "cpu")
-    assert shown.exit_code == 1 and "FAIL  quality: planted" in shown.stdout
+    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: the target fails a gate")
+    assert "planted" in shown.stdout
 
 
 def test_run_shows_the_bundle_or_the_failure(

@@ -10,14 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from parity.cli import app
 from parity.errors import UsageError
+from parity.model.codec import encode
 from parity.store import SCHEMA_VERSION, Store, default_path, index_quietly
 from tests.fixtures.runs import STDERR, real_run, synthetic_run, write_bundle
 
-runner = CliRunner()
 DAY = 86400.0
 
 
@@ -62,10 +60,10 @@ def test_index_is_a_real_versioned_sqlite_file(store_file: Path) -> None:
 def test_ls_filters_and_orders_newest_first(store_file: Path) -> None:
     with Store.open(store_file) as s:
         rows = s.runs()
-        assert [r["type"] for r in rows] == ["run", "compare", "compare", "compare"]
-        assert [r["workload"] for r in rows[1:]] == ["gpt-generate", "gpt-train", "gpt-train"]
-        assert [r["sides"] for r in s.runs(workload="gpt-generate")] == ["cpu -> cpu+threads=1"]
-        assert {r["type"] for r in s.runs(device="cpu")} == {"run", "compare"}
+        assert [r.type for r in rows] == ["run", "compare", "compare", "compare"]
+        assert [r.workload for r in rows[1:]] == ["gpt-generate", "gpt-train", "gpt-train"]
+        assert [r.sides for r in s.runs(workload="gpt-generate")] == ["cpu -> cpu+threads=1"]
+        assert {r.type for r in s.runs(device="cpu")} == {"run", "compare"}
         assert len(s.runs(device="cpu+bf16")) == 3
         assert len(s.runs(device="test cpu")) == 4  # device name, case-insensitive
         assert s.runs(device="cuda") == []
@@ -75,18 +73,19 @@ def test_ls_filters_and_orders_newest_first(store_file: Path) -> None:
 def test_show_by_prefix_with_bundles_and_verdict(store_file: Path, runs: Path) -> None:
     with Store.open(store_file) as s:
         newest_compare = s.runs(workload="gpt-train")[0]
-        record = s.show(newest_compare["id"][:6])
-        assert record["type"] == "compare" and record["path"] == str((runs / "b").resolve())
-        assert record["verdict"] == json.loads((runs / "b" / "verdict.json").read_text())
-        assert [(b["role"], b["run"]) for b in record["bundles"]] == [
+        record = s.show(newest_compare.id[:6])
+        assert record.type == "compare" and record.path == str((runs / "b").resolve())
+        assert record.verdict is not None
+        assert encode(record.verdict) == json.loads((runs / "b" / "verdict.json").read_text())
+        assert [(b.role, b.run) for b in record.bundles] == [
             ("baseline", "r00"),
             ("baseline", "r01"),
             ("target", "r00"),
             ("target", "r01"),
         ]
-        assert record["bundles"][0]["metrics"]["median_step_s"] > 0
-        single = s.show(s.runs()[0]["id"])
-        assert single["type"] == "run" and single["metrics"]["tokens_per_s"] > 0
+        assert record.bundles[0].metrics["median_step_s"] > 0
+        single = s.show(s.runs()[0].id)
+        assert single.type == "run" and single.metrics["tokens_per_s"] > 0
         with pytest.raises(UsageError, match="no run 'zzz'"):
             s.show("zzz")
         with pytest.raises(UsageError, match="ambiguous"):
@@ -96,24 +95,24 @@ def test_show_by_prefix_with_bundles_and_verdict(store_file: Path, runs: Path) -
 def test_trend_per_side_over_time(store_file: Path) -> None:
     with Store.open(store_file) as s:
         points = s.trend("median_step_s", workload="gpt-train")
-        assert [(p["role"], p["n"]) for p in points] == [
+        assert [(p.role, p.n) for p in points] == [
             ("baseline", 2),
             ("target", 2),
             ("baseline", 2),
             ("target", 2),
         ]
-        times = [p["time_unix"] for p in points]
+        times = [p.time_unix for p in points]
         assert times == sorted(times)
-        base = [p["value"] for p in points if p["role"] == "baseline"]
-        targ = [p["value"] for p in points if p["role"] == "target"]
+        base = [p.value for p in points if p.role == "baseline"]
+        targ = [p.value for p in points if p.role == "target"]
         assert targ[0] < base[0] and targ[1] < targ[0]  # scale 0.9, then 0.8
-        assert [p["side"] for p in s.trend("tokens_per_s", side="cpu+bf16")] == ["cpu+bf16"] * 3
+        assert [p.side for p in s.trend("tokens_per_s", side="cpu+bf16")] == ["cpu+bf16"] * 3
         ttft = s.trend("ttft_p50_s")
-        assert [p["workload"] for p in ttft] == ["gpt-generate", "gpt-generate"]
+        assert [p.workload for p in ttft] == ["gpt-generate", "gpt-generate"]
         ratios = s.trend("speed_ratio", workload="gpt-train")
-        assert len(ratios) == 2 and ratios[1]["value"] < ratios[0]["value"] < 1
+        assert len(ratios) == 2 and ratios[1].value < ratios[0].value < 1
         speedup = s.trend("speedup", workload="gpt-train")
-        assert speedup[0]["value"] == pytest.approx(1 / ratios[0]["value"])
+        assert speedup[0].value == pytest.approx(1 / ratios[0].value)
         with pytest.raises(UsageError, match=r"unknown metric 'speed'.*median_step_s"):
             s.trend("speed")
 
@@ -123,21 +122,16 @@ def test_reindex_after_the_database_file_was_deleted(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # a bare reindex also reads ./parity-runs: keep it empty
     with Store.open(store_file) as s:
-        before = (s.runs(), s.trend("median_step_s"), s.show(s.runs()[1]["id"]))
+        before = (s.runs(), s.trend("median_step_s"), s.show(s.runs()[1].id))
     store_file.unlink()
     with Store.open(store_file) as s:
         assert s.runs() == []
         with pytest.raises(UsageError, match="nothing to reindex"):
             s.reindex([])
         s.reindex([runs])
-        after = (s.runs(), s.trend("median_step_s"), s.show(s.runs()[1]["id"]))
+        after = (s.runs(), s.trend("median_step_s"), s.show(s.runs()[1].id))
     # ids come from the bundles' content: the rebuilt index names every run the same
-    for old, new in zip(before[0], after[0], strict=True):
-        assert {k: v for k, v in old.items()} == new
-    assert before[1] == after[1]
-    assert {k: v for k, v in before[2].items() if k != "indexed_unix"} == {
-        k: v for k, v in after[2].items() if k != "indexed_unix"
-    }
+    assert before == after
 
 
 def test_reindex_forgets_vanished_runs_and_reports_broken_ones(
@@ -197,6 +191,11 @@ def test_default_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_cli_history_commands(tmp_path: Path, runs: Path) -> None:
+    from typer.testing import CliRunner
+
+    from parity.cli import app
+
+    runner = CliRunner()
     db = str(tmp_path / "cli.sqlite")
     result = runner.invoke(app, ["reindex", str(runs), "--store", db])
     assert result.exit_code == 0 and "3 comparison(s), 13 bundle(s)" in result.stdout
@@ -221,7 +220,7 @@ def test_compare_indexes_and_reports_what_it_wrote(
     assert (out / "report.html").is_file()
     assert f"report: {out / 'report.html'}" in STDERR["gpt-train"]
     with Store.open() as s:  # PARITY_STORE, which the test session points at a temp file
-        mine = [r for r in s.runs() if r["path"] == str(out.resolve())]
-        assert len(mine) == 1 and mine[0]["result"] == "PASS"
-        record = s.show(mine[0]["id"])
-        assert {b["role"] for b in record["bundles"]} == {"baseline", "target"}
+        mine = [r for r in s.runs() if r.path == str(out.resolve())]
+        assert len(mine) == 1 and mine[0].result == "PASS"
+        record = s.show(mine[0].id)
+        assert {b.role for b in record.bundles} == {"baseline", "target"}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from parity.bundle import Bundle, SideRuns, load_bundle, load_side, write_doc
 from parity.errors import OptionError, ResumeError
+from parity.model import SCHEMA_VERSION
 from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
 from parity.orchestrate import (
     REFERENCE_DIR,
@@ -95,7 +96,6 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
 
     out = Path(request.out) if request.out else default_out(request.name, request.mode)
     check_fresh(out)
-    orch = Orchestrator(out=out, progress=progress)
     if request.script:
         template, command = _script_template(request.script, request.timeout_s)
         job = template.job("run", request.side, mode="script", script=command.plan(request.side))
@@ -110,7 +110,8 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
         )
     if out.is_dir():
         out.rmdir()
-    bundle = orch.run(job, out, label=request.mode)
+    with Orchestrator(out=out, progress=progress) as orch:
+        bundle = orch.run(job, out, label=request.mode)
     if request.mode == "run":
         index_quietly(out)
     return bundle
@@ -150,11 +151,20 @@ def compare(
     workload = resolve(request.workload)
     out = Path(request.out) if request.out else default_out(workload.name)
     _start(request, out, resuming)
-    frozen = freeze(workload)
+    template = _template(freeze(workload), request, request.measure.timeout_s)
+    with Orchestrator(out=out, progress=progress) as orch:
+        reference = fp64_reference(orch, template, cache_root() / f"reference-v{SCHEMA_VERSION}")
+        _measure(request, orch, template)
+    return conclude(out, request.judge, reference=reference)
+
+
+def _measure(request: CompareRequest, orch: Orchestrator, template: JobTemplate) -> None:
+    """The rounds of both sides, then (unless a side failed) the target's compliance runs."""
+    from parity.workloads import resolve
+    from parity.workloads.frozen import freeze
+
+    assert request.workload is not None
     plan = request.measure
-    template = _template(frozen, request, plan.timeout_s)
-    orch = Orchestrator(out=out, progress=progress)
-    reference = fp64_reference(orch, template, cache_root() / "reference")
     sides = {"baseline": request.baseline, "target": request.target}
     stop = orch.rounds(
         lambda role, k: template.job(
@@ -165,12 +175,8 @@ def compare(
     )
     if plan.compliance and stop.reason != "failure":
         reseeded_spec = replace(request.workload, seed=request.workload.seed + 1)
-        reseeded = freeze(resolve(reseeded_spec))
-        reseeded_template = replace(
-            _template(reseeded, request, plan.timeout_s), workload=reseeded_spec
-        )
-        compliance_runs(orch, request.target, reseeded_template, template)
-    return conclude(out, request.judge, reference=reference)
+        reseeded = _template(freeze(resolve(reseeded_spec)), request, plan.timeout_s)
+        compliance_runs(orch, request.target, replace(reseeded, workload=reseeded_spec), template)
 
 
 def _compare_script(
@@ -183,14 +189,14 @@ def _compare_script(
     out = Path(request.out) if request.out else default_out(command.name)
     _start(request, out, resuming)
     sides = {"baseline": request.baseline, "target": request.target}
-    orch = Orchestrator(out=out, progress=progress)
-    orch.rounds(
-        lambda role, k: template.job(
-            role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
-        ),
-        plan,
-        adaptive_stop(plan),
-    )
+    with Orchestrator(out=out, progress=progress) as orch:
+        orch.rounds(
+            lambda role, k: template.job(
+                role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
+            ),
+            plan,
+            adaptive_stop(plan),
+        )
     return conclude(out, request.judge, reference=None)
 
 

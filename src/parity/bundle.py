@@ -10,15 +10,19 @@
     job.json, events.jsonl, stdout.log, stderr.log
 
 A bundle is written into a temporary sibling directory and renamed into place when it is
-complete (``finalize``), so a bundle under its final name is never half-written. Loading
-reads JSON and safetensors only: no file in a bundle is ever unpickled, a bundle holding
-any other kind of file (or a link) is refused, and every JSON document is decoded
-strictly into its typed model: a wrong or unknown key is a one-line ``BundleError``
-naming the file and the key path.
+complete (``finalize``), so a bundle under its final name is never half-written. Before
+the rename, the worker's logs are redacted (``parity.redact``) and ``digest.json`` is
+written last: the sha256 of every other file. Loading verifies it first and names the
+first file that differs, so a bundle edited after it was written (step times multiplied,
+a tensor swapped) is refused, not judged. Loading reads JSON and safetensors only: no
+file in a bundle is ever unpickled, a bundle holding any other kind of file (or a link)
+is refused, and every JSON document is decoded strictly into its typed model: a wrong or
+unknown key is a one-line ``BundleError`` naming the file and the key path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import uuid
@@ -51,6 +55,8 @@ CAPTURE = "capture.json"
 CAPTURE_TENSORS = "capture.safetensors"
 OPS = "ops.json"
 SIDE_FILE = "side.json"
+DIGEST = "digest.json"
+LOGS = (".log", ".jsonl")
 COMPLIANCE_RUNS = ("reseeded", "same-input")
 #: the documents an ``ok`` bundle of each mode must hold besides its manifest
 REQUIRED: Mapping[Mode, tuple[str, ...]] = {
@@ -83,10 +89,60 @@ def temp_dir_for(final: Path) -> Path:
     return tmp
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Digest:
+    """``digest.json``: the sha256 of every other file of a bundle, written last."""
+
+    algorithm: str = "sha256"
+    files: dict[str, str]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def seal(directory: Path) -> None:
+    """Redact the logs, then write ``digest.json`` over every other file."""
+    from parity.redact import redactor
+
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name != DIGEST)
+    for path in files:
+        if path.name.endswith(LOGS):
+            redactor().file(path)
+    write_doc(directory / DIGEST, Digest(files={p.name: _sha256(p) for p in files}))
+
+
 def finalize(tmp: Path, final: Path) -> Path:
-    """Rename a finished temporary bundle into place (atomic on one filesystem)."""
+    """Seal a finished temporary bundle and rename it into place (atomic on one
+    filesystem): a bundle under its final name is complete and verifiable."""
+    seal(tmp)
     os.replace(tmp, final)
     return final
+
+
+def verify(path: Path) -> None:
+    """The bundle's files are exactly those its digest lists, byte for byte."""
+    if not (path / DIGEST).is_file():
+        raise BundleError(
+            f"{path} has no {DIGEST}: it was not finished by parity (or was edited); rerun "
+            "that side"
+        )
+    digest = read_doc(path / DIGEST, Digest)
+    present = {p.name for p in path.iterdir() if p.name != DIGEST}
+    for name in sorted(present | set(digest.files)):
+        if name not in digest.files:
+            raise BundleError(f"{path / name} was added after the bundle was written: remove it")
+        if name not in present:
+            raise BundleError(f"{path / name} is missing from the bundle: rerun that side")
+        if _sha256(path / name) != digest.files[name]:
+            raise BundleError(
+                f"{path / name} differs from what parity wrote (its sha256 does not match "
+                f"{DIGEST}): the bundle was edited; rerun that side"
+            )
 
 
 def read_doc(path: Path, tp: type[T]) -> T:
@@ -218,6 +274,7 @@ def load_bundle(path: Path | str) -> Bundle:
             "by parity run or parity compare"
         )
     _check_version(path / MANIFEST)
+    verify(path)
     manifest = read_doc(path / MANIFEST, Manifest)
     parts = manifest.workload.parts
     if parts.digest() != manifest.workload.fingerprint:

@@ -19,6 +19,7 @@ never judges.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -34,15 +35,16 @@ from parity.bundle import (
     repeat_name,
     write_doc,
 )
-from parity.errors import OptionError
+from parity.errors import BundleError, OptionError
 from parity.model.job import Event, Job, Mode
 from parity.model.side import MeasurePlan, SideFile, Stop
 from parity.model.verdict import ROLES, Role
 from parity.model.workload import FingerprintParts, WorkloadDescription
-from parity.runner.launch import run_job
+from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
 
 RUNS_DIR = Path("parity-runs")
+log = logging.getLogger("parity")
 #: ``(label, event)``: a side's or part's label, e.g. ``baseline r01``, and its event
 ProgressSink = Callable[[str, Event], None]
 EventHook = Callable[[Event], None]
@@ -111,11 +113,22 @@ class Part:
 
 @dataclass
 class Orchestrator:
-    """Runs jobs into bundles under one output directory."""
+    """Runs jobs into bundles under one output directory; its launcher's zygote (forked
+    workers) lives until ``close()`` (or the end of a ``with`` block)."""
 
     out: Path
     progress: ProgressSink | None = None
     started: float = field(default_factory=time.monotonic)
+    launcher: Launcher = field(default_factory=Launcher)
+
+    def __enter__(self) -> Orchestrator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.launcher.close()
 
     def _relay(self, label: str, hook: EventHook | None) -> EventHook | None:
         sink = self.progress
@@ -131,9 +144,15 @@ class Orchestrator:
         return relay
 
     def run(self, job: Job, path: Path, *, label: str, hook: EventHook | None = None) -> Bundle:
-        """One job into ``path``; a complete bundle already there (resume) is reused."""
-        if not (path / MANIFEST).is_file():
-            run_job(job, path, on_event=self._relay(label, hook))
+        """One job into ``path``; a complete, verified bundle already there (resume) is
+        reused, an unverifiable one is removed and run again."""
+        if (path / MANIFEST).is_file():
+            try:
+                return load_bundle(path)
+            except BundleError as exc:
+                log.warning("parity: %s: running it again", exc)
+                shutil.rmtree(path)
+        run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
         return load_bundle(path)
 
     def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
@@ -154,11 +173,11 @@ class Orchestrator:
     ) -> Stop:
         """Rounds of one process per side, ABBA, until ``decide`` says stop (or, with
         ``plan.repeats``, that many rounds); ``side.json`` records how it ended."""
-        from parity.judge.stats import interleaved_order
+        from parity.stats import interleaved_order
 
         start = time.monotonic()
         rounds = plan.repeats if plan.repeats is not None else plan.max_repeats
-        order = interleaved_order(rounds, ROLES)
+        order: list[tuple[Role, int]] = interleaved_order(rounds, ROLES)  # type: ignore[assignment]
         done: dict[Role, list[Bundle]] = {role: [] for role in ROLES}
         stop: Stop | None = None
         ran: list[str] = []
@@ -183,45 +202,61 @@ class Orchestrator:
 REFERENCE_DIR = "reference"
 
 
+Samples = dict[Role, list[list[float]]]
+
+
+def decide_stop(
+    plan: MeasurePlan, samples: Samples, rounds: int, elapsed: float, failed: bool
+) -> Stop | None:
+    """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
+    are each side's steady step times, one list per process."""
+    from parity.stats import Processes, ratio_ci, should_stop
+
+    if failed:
+        return Stop(
+            reason="failure",
+            message=f"a side failed in round {rounds}: no further repeats were run",
+        )
+    if plan.repeats is not None:
+        if rounds >= plan.repeats:
+            return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, as asked")
+        return None
+    if rounds < plan.min_repeats:
+        return None
+    usable = {role: [s for s in runs if s] for role, runs in samples.items()}
+    if not all(usable.values()):
+        return Stop(
+            reason="no_samples",
+            message="no steady-state samples: raise --steps so a run has more than one",
+        )
+    ci = ratio_ci(
+        Processes.from_steps(usable["baseline"], "baseline"),
+        Processes.from_steps(usable["target"], "target"),
+    )
+    decision = should_stop(
+        ci,
+        precision=plan.precision,
+        elapsed_s=elapsed,
+        budget_s=plan.budget_s,
+        repeats=rounds,
+        min_repeats=plan.min_repeats,
+        max_repeats=plan.max_repeats,
+    )
+    return None if decision is None else Stop(reason=decision.reason, message=decision.message)
+
+
 def adaptive_stop(
     plan: MeasurePlan,
 ) -> Callable[[dict[Role, list[Bundle]], int, float], Stop | None]:
-    """The stopping rule of a comparison's rounds: fixed repeats, or precision, budget or
-    the repeat cap on the speed ratio's interval; a failed side stops at once."""
-    from parity.judge.stats import ratio_ci, should_stop
+    """The stopping rule of a comparison's rounds on its bundles (see ``decide_stop``)."""
 
     def decide(done: dict[Role, list[Bundle]], rounds: int, elapsed: float) -> Stop | None:
-        if any(not b.ok for bundles in done.values() for b in bundles):
-            return Stop(
-                reason="failure",
-                message=f"a side failed in round {rounds}: no further repeats were run",
-            )
-        if plan.repeats is not None:
-            if rounds >= plan.repeats:
-                return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, as asked")
-            return None
-        if rounds < plan.min_repeats:
-            return None
-        steady = {
+        failed = any(not b.ok for bundles in done.values() for b in bundles)
+        samples: Samples = {
             role: [list(b.metrics.steady_samples) for b in bundles if b.metrics]
             for role, bundles in done.items()
         }
-        usable = {role: [s for s in runs if s] for role, runs in steady.items()}
-        if not all(usable.values()):
-            return Stop(
-                reason="no_samples",
-                message="no steady-state samples: raise --steps so a run has more than one",
-            )
-        decision = should_stop(
-            ratio_ci(usable["baseline"], usable["target"]),
-            precision=plan.precision,
-            elapsed_s=elapsed,
-            budget_s=plan.budget_s,
-            repeats=rounds,
-            min_repeats=plan.min_repeats,
-            max_repeats=plan.max_repeats,
-        )
-        return None if decision is None else Stop(reason=decision.reason, message=decision.message)
+        return decide_stop(plan, samples, rounds, elapsed, failed)
 
     return decide
 
@@ -236,6 +271,12 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
     if (dest / MANIFEST).is_file():  # resuming: the copy is already there
         return load_bundle(dest)
     cached = cache / template.fingerprint
+    if (cached / MANIFEST).is_file():
+        try:
+            load_bundle(cached)  # verified (no links, every file as written) before use
+        except BundleError as exc:  # edited, or written by another parity: make it again
+            log.warning("parity: the cached fp64 reference is unusable (%s): remaking it", exc)
+            shutil.rmtree(cached)
     if not (cached / MANIFEST).is_file():
         job = template.job("reference", SideSpec(device="cpu"), mode="reference")
         tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
@@ -247,7 +288,6 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
             tmp.rename(cached)
         except OSError:  # made by another process meanwhile
             shutil.rmtree(tmp, ignore_errors=True)
-    load_bundle(cached)  # verified (no links, every document decodes) before it is copied
     shutil.copytree(cached, dest)
     return load_bundle(dest)
 

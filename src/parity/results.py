@@ -28,21 +28,21 @@ optional: ``pip install pandas``), ``_repr_html_()`` what a notebook shows.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parity.errors import UsageError
+from parity.model.codec import encode
+from parity.model.verdict import Role
 
 if TYPE_CHECKING:
     from parity.api import CompareResult
     from parity.bundle import Bundle, SideRuns
-    from parity.model.verdict import Role, Verdict
     from parity.progress import ProgressArg
     from parity.request import CompareRequest
 
-ROLES = ("baseline", "target")
+ROLES: tuple[Role, Role] = ("baseline", "target")
 VIEWS = ("sides", "steps", "checks")
 
 
@@ -128,33 +128,12 @@ def _pandas() -> Any:
     return pandas
 
 
-def _esc(value: object) -> str:
-    return html.escape("-" if value is None else str(value))
-
-
-def _fmt(value: object, unit: str = "") -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}{unit}"
-    return _esc(value)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _losses(bundle: Bundle) -> list[float | None]:
-    return list(bundle.outputs.losses) if bundle.outputs is not None else []
-
-
 def _step_rows(role: str, side: SideRuns) -> list[dict[str, Any]]:
     rows = []
     for bundle in side.repeats:
-        metrics = bundle.metrics
-        times = list(metrics.step_samples_s) if metrics is not None else []
-        losses = _losses(bundle)
-        steady = metrics.steady_from_step if metrics is not None else 1
+        times = bundle.metrics.step_samples_s if bundle.metrics is not None else ()
+        steady = bundle.metrics.steady_from_step if bundle.metrics is not None else 1
+        losses = bundle.losses
         for i in range(max(len(times), len(losses))):
             rows.append(
                 {
@@ -185,8 +164,11 @@ class ComparisonResult:
         return self.raw.report
 
     @property
-    def verdict(self) -> Verdict:
-        return self.raw.verdict
+    def verdict(self) -> dict[str, Any]:
+        """The verdict as plain JSON data (``verdict.json``)."""
+        data = encode(self.raw.verdict)
+        assert isinstance(data, dict)
+        return data
 
     @property
     def passed(self) -> bool:
@@ -205,47 +187,21 @@ class ComparisonResult:
     def losses(self) -> dict[str, list[float | None]]:
         """Each side's loss curve (first successful repeat)."""
         return {
-            role: _losses(side.first)
+            role: list(side.first.losses)
             for role, side in (("baseline", self.raw.baseline), ("target", self.raw.target))
         }
 
     def to_dict(self) -> dict[str, Any]:
-        from parity.model.codec import encode
-
         return {
             "out": str(self.out),
             "report": str(self.report) if self.report else None,
             "passed": self.passed,
             "exit_code": self.exit_code,
-            "verdict": encode(self.verdict),
+            "verdict": self.verdict,
         }
 
-    def rows(self, view: str = "sides") -> list[dict[str, Any]]:
-        """The rows behind ``to_dataframe(view)``, as plain dicts (no pandas needed)."""
-        if view == "sides":
-            return [self._side_row(role) for role in ("baseline", "target")]
-        if view == "steps":
-            return _step_rows("baseline", self.raw.baseline) + _step_rows("target", self.raw.target)
-        if view == "checks":
-            v = self.verdict
-            gates = [
-                {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
-                for g in v.gates
-            ]
-            checks = v.quality.checks if v.quality is not None else ()
-            return gates + [
-                {
-                    "section": "quality",
-                    "name": c.name,
-                    "passed": c.passed,
-                    "detail": c.detail or ("gated" if c.gated else ""),
-                }
-                for c in checks
-            ]
-        raise UsageError(f"no view {view!r}: use one of {', '.join(VIEWS)}")
-
     def _side_row(self, role: Role) -> dict[str, Any]:
-        v = self.verdict
+        v = self.raw.verdict
         side = v.sides.of(role)
         phases = v.phases.of(role) if v.phases is not None else None
         memory = v.memory.of(role).steps if v.memory is not None else None
@@ -259,11 +215,35 @@ class ComparisonResult:
             "median_step_s": side.median_step_s,
             "samples_per_s": side.throughput.samples_per_s if side.throughput else None,
             "tokens_per_s": side.throughput.tokens_per_s if side.throughput else None,
-            "first_step_s": phases.first_step_s if phases is not None else None,
-            "load_s": phases.load_s if phases is not None else None,
-            "host_peak_rss": memory.host_peak_rss if memory is not None else None,
+            "first_step_s": phases.first_step_s if phases else None,
+            "load_s": phases.load_s if phases else None,
+            "host_peak_rss": memory.host_peak_rss if memory else None,
             "final_loss": losses[-1] if losses else None,
         }
+
+    def rows(self, view: str = "sides") -> list[dict[str, Any]]:
+        """The rows behind ``to_dataframe(view)``, as plain dicts (no pandas needed)."""
+        v = self.raw.verdict
+        if view == "sides":
+            return [self._side_row(role) for role in ROLES]
+        if view == "steps":
+            return _step_rows("baseline", self.raw.baseline) + _step_rows("target", self.raw.target)
+        if view == "checks":
+            checks: list[dict[str, Any]] = [
+                {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
+                for g in v.gates
+            ]
+            for c in v.quality.checks if v.quality is not None else ():
+                checks.append(
+                    {
+                        "section": "quality",
+                        "name": c.name,
+                        "passed": c.passed,
+                        "detail": c.detail or ("gated" if c.gated else ""),
+                    }
+                )
+            return checks
+        raise UsageError(f"no view {view!r}: use one of {', '.join(VIEWS)}")
 
     def to_dataframe(self, view: str = "sides") -> Any:
         """A pandas DataFrame: ``sides`` (one row per side), ``steps`` (one row per step
@@ -271,55 +251,14 @@ class ComparisonResult:
         return _pandas().DataFrame(self.rows(view))
 
     def _repr_html_(self) -> str:
-        v = self.to_dict()["verdict"]
-        w = v.get("workload") or {}
-        state = "PASS" if self.passed else "FAIL"
-        color = "#1a7f37" if self.passed else "#cf222e"
-        parts = [
-            f'<div class="parity-result"><p><b style="color:{color}">{state}</b> '
-            f"{_esc(w.get('name'))} ({_esc(w.get('kind'))}): "
-            f"{_esc(v['sides']['baseline']['spec'])} &rarr; "
-            f"{_esc(v['sides']['target']['spec'])}</p>"
-        ]
-        note = (v.get("fairness") or {}).get("note")
-        if note:
-            parts.append(f"<p><i>{_esc(note)}</i></p>")
-        cols = ["side", "status", "median_step_s", "first_step_s", "final_loss"]
-        parts.append(
-            _table(
-                ["role", *cols],
-                [[_esc(r["role"]), *(_fmt(r[c]) for c in cols)] for r in self.rows("sides")],
-            )
-        )
-        parts.append(
-            _table(
-                ["check", "result", "detail"],
-                [
-                    [
-                        _esc(c["name"]),
-                        _esc({True: "pass", False: "FAIL"}.get(c["passed"], "-")),
-                        _esc(c["detail"]),
-                    ]
-                    for c in self.rows("checks")
-                ],
-            )
-        )
-        speed = v.get("speed")
-        if speed:
-            interval = speed.get("interval") or {}
-            parts.append(
-                f"<p>speedup {_fmt(speed.get('speedup'), 'x')} (step time ratio "
-                f"{_fmt(speed.get('ratio'))}, 95% interval {_fmt(interval.get('low'))} to "
-                f"{_fmt(interval.get('high'))})</p>"
-            )
-        elif v.get("withheld"):
-            parts.append(f"<p>{_esc(v['withheld'])}</p>")
-        parts.append(f"<p>bundles: <code>{_esc(self.out)}</code></p></div>")
-        return "".join(parts)
+        from parity.report.summary import summary_html
+
+        return summary_html(self.raw.verdict, out=self.out)
 
     def __repr__(self) -> str:
-        state = "passed" if self.passed else "failed"
-        return f"<ComparisonResult {state} out={str(self.out)!r}>"
+        from parity.report.summary import summary_text
+
+        return f"<ComparisonResult {summary_text(self.raw.verdict, out=self.out)}>"
 
 
 @dataclass(frozen=True)
@@ -342,16 +281,13 @@ class RunResult:
 
     @property
     def median_step_s(self) -> float | None:
-        metrics = self.bundle.metrics
-        return metrics.median_step_s if metrics is not None else None
+        return self.bundle.metrics.median_step_s if self.bundle.metrics is not None else None
 
     @property
     def losses(self) -> list[float | None]:
-        return _losses(self.bundle)
+        return list(self.bundle.losses)
 
     def to_dict(self) -> dict[str, Any]:
-        from parity.model.codec import encode
-
         return {
             "path": str(self.path),
             "side": self.bundle.side,
@@ -360,7 +296,7 @@ class RunResult:
             "median_step_s": self.median_step_s,
             "manifest": encode(self.bundle.manifest),
             "metrics": encode(self.bundle.metrics),
-            "numerics": encode(self.bundle.outputs),
+            "outputs": encode(self.bundle.outputs),
         }
 
     def rows(self) -> list[dict[str, Any]]:
@@ -373,27 +309,14 @@ class RunResult:
         return _pandas().DataFrame(self.rows())
 
     def _repr_html_(self) -> str:
-        state = "ok" if self.ok else f"FAILED: {self.reason}"
-        metrics = self.to_dict()["metrics"] or {}
-        phases = metrics.get("phases") or {}
-        return (
-            f'<div class="parity-run"><p><b>{_esc(self.bundle.side)}</b> {_esc(state)}</p>'
-            + _table(
-                ["median step", "first step", "load", "steps"],
-                [
-                    [
-                        _fmt(self.median_step_s, " s"),
-                        _fmt(phases.get("first_step_s"), " s"),
-                        _fmt(phases.get("load_s"), " s"),
-                        _esc(len(metrics.get("step_samples_s") or [])),
-                    ]
-                ],
-            )
-            + f"<p>bundle: <code>{_esc(self.path)}</code></p></div>"
-        )
+        from parity.report.summary import run_html
+
+        return run_html(self.bundle)
 
     def __repr__(self) -> str:
-        return f"<RunResult {self.bundle.side} {self.bundle.status} path={str(self.path)!r}>"
+        from parity.report.summary import run_text
+
+        return run_text(self.bundle)
 
 
 @dataclass(frozen=True)

@@ -80,16 +80,14 @@ def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Sca
         description=frozen.description,
         timeout_s=request.timeout_s,
     )
-    orch = Orchestrator(out=out, progress=progress)
     points, bundles = [], {}
-    for n in request.counts:
-        side = replace(request.side, nproc=n if n > 1 else None)
-        t0 = time.monotonic()
-        bundle = orch.run(
-            template.job("run", side, torchrun=request.torchrun), out / f"n{n}", label=f"nproc={n}"
-        )
-        bundles[n] = bundle
-        points.append(_point(n, bundle, time.monotonic() - t0))
+    with Orchestrator(out=out, progress=progress) as orch:
+        for n in request.counts:
+            side = replace(request.side, nproc=n if n > 1 else None)
+            t0 = time.monotonic()
+            job = template.job("run", side, torchrun=request.torchrun)
+            bundles[n] = orch.run(job, out / f"n{n}", label=f"nproc={n}")
+            points.append(_point(n, bundles[n], time.monotonic() - t0))
     points = _with_efficiency(points, request.counts[0])
     ok = [n for n in request.counts if bundles[n].ok]
     curves = None

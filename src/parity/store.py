@@ -24,20 +24,23 @@ Schema (``PRAGMA user_version`` holds ``SCHEMA_VERSION``)::
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import sqlite3
 import statistics
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
 
-from parity.bundle import COMPLIANCE_RUNS, MANIFEST, Bundle, load_bundle, load_side
+from parity.bundle import COMPLIANCE_RUNS, MANIFEST, Bundle, load_bundle, load_side, read_doc
 from parity.errors import BundleError, UsageError
+from parity.model.codec import decode, dumps, loads
+from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
+from parity.model.metrics import Metrics
+from parity.model.verdict import Verdict
 
 SCHEMA_VERSION = 1
 ROLES = ("baseline", "target")
@@ -87,26 +90,40 @@ COMPARISON_METRICS = {
     "speed_low": "lower end of the ratio's interval",
     "speed_high": "upper end of the ratio's interval",
 }
-#: bundle-level figures: name -> (path in metrics.json, what it is)
-BUNDLE_METRICS: dict[str, tuple[tuple[str, ...], str]] = {
-    "median_step_s": (("summary", "median"), "median steady-state step time"),
-    "iqr_s": (("summary", "iqr"), "IQR of the steady-state step times"),
-    "samples_per_s": (("throughput", "samples_per_s"), "throughput, samples"),
-    "tokens_per_s": (("throughput", "tokens_per_s"), "throughput, tokens"),
-    "start_import_s": (("phases", "start_import_s"), "process start and import"),
-    "load_s": (("phases", "load_s"), "load and move to the device"),
-    "first_step_s": (("phases", "first_step_s"), "first step (compile, capture)"),
-    "warmup_s": (("phases", "warmup_s"), "warm-up until steady"),
-    "host_peak_rss": (("memory", "steps", "host_peak_rss"), "host peak RSS, bytes"),
-    "device_peak_allocated": (("memory", "steps", "device", "allocated"), "bytes"),
-    "device_peak_reserved": (("memory", "steps", "device", "reserved"), "bytes"),
-    "achieved_flops": (("flops", "achieved_flops"), "achieved FLOP/s"),
-    "mfu": (("flops", "mfu"), "model FLOPs utilisation"),
+Figure = Callable[[Metrics], "float | int | None"]
+
+
+def _latency(m: Metrics, q: str) -> float | None:
+    return getattr(m.inference.latency_s, q) if m.inference else None
+
+
+def _generation(m: Metrics, what: str, q: str) -> float | None:
+    return getattr(getattr(m.generation, f"{what}_s"), q) if m.generation else None
+
+
+#: bundle-level figures: name -> (how to read it from the metrics, what it is)
+BUNDLE_METRICS: dict[str, tuple[Figure, str]] = {
+    "median_step_s": (lambda m: m.summary.median if m.summary else None, "median steady step"),
+    "iqr_s": (lambda m: m.summary.iqr if m.summary else None, "IQR of the steady steps"),
+    "samples_per_s": (lambda m: m.throughput.samples_per_s, "throughput, samples"),
+    "tokens_per_s": (lambda m: m.throughput.tokens_per_s, "throughput, tokens"),
+    "start_import_s": (lambda m: m.phases.start_import_s, "process start and import"),
+    "load_s": (lambda m: m.phases.load_s, "load and move to the device"),
+    "first_step_s": (lambda m: m.phases.first_step_s, "first step (compile, capture)"),
+    "warmup_s": (lambda m: m.phases.warmup_s, "warm-up until steady"),
+    "host_peak_rss": (lambda m: m.memory.steps.host_peak_rss, "host peak RSS, bytes"),
+    "device_peak_allocated": (lambda m: m.memory.steps.device.allocated, "bytes"),
+    "device_peak_reserved": (lambda m: m.memory.steps.device.reserved, "bytes"),
+    "achieved_flops": (lambda m: m.flops.achieved_flops if m.flops else None, "FLOP/s"),
+    "mfu": (lambda m: m.flops.mfu if m.flops else None, "model FLOPs utilisation"),
 }
 for _q in ("p50", "p90", "p99"):
-    BUNDLE_METRICS[f"latency_{_q}_s"] = (("inference", "latency_s", _q), f"step latency {_q}")
+    BUNDLE_METRICS[f"latency_{_q}_s"] = (partial(_latency, q=_q), f"step latency {_q}")
     for _m in ("ttft", "tpot", "itl", "e2e"):
-        BUNDLE_METRICS[f"{_m}_{_q}_s"] = (("generation", f"{_m}_s", _q), f"{_m.upper()} {_q}")
+        BUNDLE_METRICS[f"{_m}_{_q}_s"] = (
+            partial(_generation, what=_m, q=_q),
+            f"{_m.upper()} {_q}",
+        )
 
 
 def default_path() -> Path:
@@ -121,30 +138,15 @@ def content_id(prefix: str, path: Path) -> str:
     return prefix + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
-def _dig(node: Any, path: Iterable[str]) -> Any:
-    for key in path:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    value = float(value)
-    return value if value == value and abs(value) != float("inf") else None
-
-
 def bundle_metrics(bundle: Bundle) -> dict[str, float]:
     """The figures of an ``ok`` bundle that ``trend`` can follow, by name."""
-    if not bundle.ok:
+    if not bundle.ok or bundle.metrics is None:
         return {}
     out = {}
-    for name, (path, _) in BUNDLE_METRICS.items():
-        value = _number(_dig(bundle.metrics, path))
+    for name, (read, _) in BUNDLE_METRICS.items():
+        value = read(bundle.metrics)
         if value is not None:
-            out[name] = value
+            out[name] = float(value)
     return out
 
 
@@ -207,9 +209,7 @@ class Store:
         bundle = load_bundle(path)
         m = bundle.manifest
         bid = content_id("b", path / MANIFEST)
-        spec = m["side"].get("spec") if isinstance(m["side"], dict) else None
-        env = m.get("environment") or {}
-        desc = m["workload"].get("description") or {}
+        env, desc = m.environment, m.workload.description
         now = time.time()
         with self.conn:
             self.conn.execute("DELETE FROM bundles WHERE path = ? AND id != ?", (str(path), bid))
@@ -228,22 +228,22 @@ class Store:
                     bid,
                     str(path),
                     comparison_id,
-                    role or m.get("role"),
+                    role or m.role,
                     path.name,
-                    m.get("status"),
-                    m.get("reason"),
-                    spec,
-                    _dig(m, ("side", "device")),
-                    _dig(env, ("device", "name")),
-                    desc.get("name"),
-                    desc.get("size"),
-                    desc.get("kind"),
-                    m["workload"].get("fingerprint"),
-                    m.get("parity_version"),
-                    _dig(env, ("torch", "version")),
-                    env.get("hostname"),
-                    _number(m.get("started_unix")),
-                    _number(m.get("finished_unix")),
+                    m.status,
+                    m.reason,
+                    str(m.side),
+                    m.side.device,
+                    env.device.name if env else None,
+                    desc.name,
+                    desc.size,
+                    desc.kind,
+                    m.workload.fingerprint,
+                    m.parity_version,
+                    env.torch.version if env else None,
+                    env.hostname if env else None,
+                    m.started_unix,
+                    m.finished_unix,
                     now,
                 ),
             )
@@ -258,27 +258,16 @@ class Store:
         """Index a comparison directory (``verdict.json`` and both sides); returns its id."""
         path = path.resolve()
         file = path / VERDICT
-        try:
-            verdict = json.loads(file.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BundleError(f"{file} cannot be read as JSON ({exc})") from exc
-        if not isinstance(verdict, dict) or not isinstance(verdict.get("sides"), dict):
-            raise BundleError(f"{file} is not a parity verdict")
+        verdict = read_doc(file, Verdict)
         cid = content_id("c", file)
         sides = {role: load_side(path / role) for role in ROLES if (path / role).is_dir()}
         finished = [
             t
             for side in sides.values()
             for b in [*side.repeats, *side.compliance.values()]
-            if (t := _number(b.manifest.get("finished_unix"))) is not None
+            if (t := b.manifest.finished_unix) is not None
         ]
-        w = verdict.get("workload") or {}
-        speed: dict[str, Any] = verdict["speed"] if isinstance(verdict.get("speed"), dict) else {}
-        interval = speed.get("interval") or {}
-
-        def side(role: str, key: str) -> Any:
-            return (verdict["sides"].get(role) or {}).get(key)
-
+        w, speed = verdict.workload, verdict.speed
         with self.conn:
             self.conn.execute(
                 "DELETE FROM comparisons WHERE path = ? AND id != ?", (str(path), cid)
@@ -294,21 +283,21 @@ class Store:
                     str(path),
                     max(finished) if finished else file.stat().st_mtime,
                     time.time(),
-                    w.get("name"),
-                    w.get("size"),
-                    w.get("kind"),
-                    w.get("fingerprint"),
-                    side("baseline", "spec"),
-                    side("target", "spec"),
-                    side("baseline", "device_name"),
-                    side("target", "device_name"),
-                    None if verdict.get("passed") is None else int(bool(verdict["passed"])),
-                    verdict.get("exit_code"),
-                    _number(speed.get("ratio")),
-                    _number(interval.get("low")),
-                    _number(interval.get("high")),
-                    speed.get("verdict"),
-                    json.dumps(verdict),
+                    w.name,
+                    w.size,
+                    w.kind,
+                    w.fingerprint,
+                    verdict.sides.baseline.spec,
+                    verdict.sides.target.spec,
+                    verdict.sides.baseline.device_name,
+                    verdict.sides.target.device_name,
+                    int(verdict.passed),
+                    verdict.exit_code,
+                    speed.ratio if speed else None,
+                    speed.interval.low if speed else None,
+                    speed.interval.high if speed else None,
+                    speed.verdict if speed else None,
+                    dumps(verdict, indent=None),
                 ),
             )
         for role, runs in sides.items():
@@ -379,9 +368,9 @@ class Store:
 
     def runs(
         self, *, workload: str | None = None, device: str | None = None, limit: int = 50
-    ) -> list[dict[str, Any]]:
+    ) -> list[RunRow]:
         """Comparisons and stand-alone bundles, newest first."""
-        rows: list[dict[str, Any]] = []
+        rows: list[RunRow] = []
         for r in self.conn.execute("SELECT * FROM comparisons").fetchall():
             if not _matches(r["workload"], workload):
                 continue
@@ -391,18 +380,18 @@ class Store:
             ):
                 continue
             rows.append(
-                {
-                    "id": r["id"],
-                    "type": "compare",
-                    "time_unix": r["time_unix"],
-                    "workload": r["workload"],
-                    "size": r["size"],
-                    "sides": f"{r['baseline_spec']} -> {r['target_spec']}",
-                    "result": "PASS" if r["passed"] else "FAIL",
-                    "speed_ratio": r["speed_ratio"],
-                    "speed_verdict": r["speed_verdict"],
-                    "path": r["path"],
-                }
+                RunRow(
+                    id=r["id"],
+                    type="compare",
+                    time_unix=r["time_unix"],
+                    workload=r["workload"],
+                    size=r["size"],
+                    sides=f"{r['baseline_spec']} -> {r['target_spec']}",
+                    result="PASS" if r["passed"] else "FAIL",
+                    speed_ratio=r["speed_ratio"],
+                    speed_verdict=r["speed_verdict"],
+                    path=r["path"],
+                )
             )
         alone = self.conn.execute(
             "SELECT b.*, m.value AS median FROM bundles b LEFT JOIN metrics m "
@@ -414,19 +403,19 @@ class Store:
             if device and not _device_matches(r["side_spec"], r["device_name"], device):
                 continue
             rows.append(
-                {
-                    "id": r["id"],
-                    "type": "run",
-                    "time_unix": r["finished_unix"] or r["started_unix"] or r["indexed_unix"],
-                    "workload": r["workload"],
-                    "size": r["size"],
-                    "sides": r["side_spec"],
-                    "result": r["status"],
-                    "median_step_s": r["median"],
-                    "path": r["path"],
-                }
+                RunRow(
+                    id=r["id"],
+                    type="run",
+                    time_unix=r["finished_unix"] or r["started_unix"] or r["indexed_unix"],
+                    workload=r["workload"],
+                    size=r["size"],
+                    sides=r["side_spec"],
+                    result=r["status"],
+                    median_step_s=r["median"],
+                    path=r["path"],
+                )
             )
-        rows.sort(key=lambda x: x["time_unix"] or 0.0, reverse=True)
+        rows.sort(key=lambda x: x.time_unix or 0.0, reverse=True)
         return rows[:limit]
 
     def resolve(self, ident: str) -> tuple[str, str]:
@@ -453,26 +442,53 @@ class Store:
             )
         return hits[0]
 
-    def show(self, ident: str) -> dict[str, Any]:
+    def show(self, ident: str) -> RunRecord:
         """One comparison (with its bundles and verdict) or one bundle (with its figures)."""
         table, rid = self.resolve(ident)
-        row = dict(self.conn.execute(f"SELECT * FROM {table} WHERE id = ?", (rid,)).fetchone())
+        r = self.conn.execute(f"SELECT * FROM {table} WHERE id = ?", (rid,)).fetchone()
         if table == "comparisons":
-            row["type"] = "compare"
-            row["passed"] = None if row["passed"] is None else bool(row["passed"])
-            row["verdict"] = json.loads(row["verdict"])
-            row["bundles"] = [
-                {**dict(b), "metrics": self._metrics(b["id"])}
-                for b in self.conn.execute(
-                    "SELECT id, role, run, status, side_spec, device_name, path FROM bundles "
-                    "WHERE comparison_id = ? ORDER BY role, run",
-                    (rid,),
+            bundles = tuple(
+                BundleRow(
+                    id=b["id"],
+                    role=b["role"],
+                    run=b["run"],
+                    status=b["status"],
+                    side_spec=b["side_spec"],
+                    device_name=b["device_name"],
+                    path=b["path"],
+                    metrics=self._metrics(b["id"]),
                 )
-            ]
-        else:
-            row["type"] = "run"
-            row["metrics"] = self._metrics(rid)
-        return row
+                for b in self.conn.execute(
+                    "SELECT * FROM bundles WHERE comparison_id = ? ORDER BY role, run", (rid,)
+                )
+            )
+            return RunRecord(
+                id=rid,
+                type="compare",
+                path=r["path"],
+                workload=r["workload"],
+                size=r["size"],
+                time_unix=r["time_unix"],
+                sides=f"{r['baseline_spec']} -> {r['target_spec']}",
+                passed=bool(r["passed"]),
+                exit_code=r["exit_code"],
+                verdict=decode(Verdict, loads(r["verdict"])),
+                bundles=bundles,
+            )
+        return RunRecord(
+            id=rid,
+            type="run",
+            path=r["path"],
+            workload=r["workload"],
+            size=r["size"],
+            time_unix=r["finished_unix"] or r["started_unix"],
+            sides=r["side_spec"],
+            status=r["status"],
+            reason=r["reason"],
+            side_spec=r["side_spec"],
+            device_name=r["device_name"],
+            metrics=self._metrics(rid),
+        )
 
     def _metrics(self, bundle_id: str) -> dict[str, float]:
         return {
@@ -493,7 +509,7 @@ class Store:
         workload: str | None = None,
         device: str | None = None,
         side: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[TrendPoint]:
         """A metric over time, oldest first: one point per comparison and side (the median
         over its ok repeats; compliance runs left out) or per stand-alone run."""
         if metric in COMPARISON_METRICS:
@@ -527,25 +543,25 @@ class Store:
         for (run_id, role), members in groups.items():
             first = members[0]
             points.append(
-                {
-                    "id": run_id,
-                    "time_unix": first["comparison_time"]
+                TrendPoint(
+                    id=run_id,
+                    time_unix=first["comparison_time"]
                     or first["finished_unix"]
                     or first["started_unix"],
-                    "workload": first["workload"],
-                    "size": first["size"],
-                    "role": role or None,
-                    "side": first["side_spec"],
-                    "value": statistics.median(m["value"] for m in members),
-                    "n": len(members),
-                }
+                    workload=first["workload"],
+                    size=first["size"],
+                    role=role or None,
+                    side=first["side_spec"],
+                    value=statistics.median(m["value"] for m in members),
+                    n=len(members),
+                )
             )
-        points.sort(key=lambda p: (p["time_unix"] or 0.0, p["role"] or ""))
+        points.sort(key=lambda p: (p.time_unix or 0.0, p.role or ""))
         return points
 
     def _comparison_trend(
         self, metric: str, workload: str | None, device: str | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[TrendPoint]:
         points = []
         for r in self.conn.execute("SELECT * FROM comparisons ORDER BY time_unix").fetchall():
             if not _matches(r["workload"], workload):
@@ -560,16 +576,16 @@ class Store:
             if value is None:
                 continue
             points.append(
-                {
-                    "id": r["id"],
-                    "time_unix": r["time_unix"],
-                    "workload": r["workload"],
-                    "size": r["size"],
-                    "role": "target/baseline",
-                    "side": f"{r['target_spec']} / {r['baseline_spec']}",
-                    "value": value,
-                    "n": 1,
-                }
+                TrendPoint(
+                    id=r["id"],
+                    time_unix=r["time_unix"],
+                    workload=r["workload"],
+                    size=r["size"],
+                    role="target/baseline",
+                    side=f"{r['target_spec']} / {r['baseline_spec']}",
+                    value=float(value),
+                    n=1,
+                )
             )
         return points
 

@@ -6,10 +6,10 @@ XML file into its summary.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -17,8 +17,9 @@ import pytest
 import torch
 
 from parity.devices import get_device
+from parity.model.job import CheckpointPlan
 from parity.probes.timing import StepTimer
-from tests.conftest import run_cli
+from tests.fixtures.jobs import run, workload_job
 
 Record = Callable[[str, object], None]
 
@@ -34,9 +35,20 @@ def test_cuda_adapter_reads_memory_after_sync() -> None:
     dev.reset_peak_memory()
     x = torch.ones(1024, 1024, device="cuda")
     peaks = dev.memory_peaks()
-    assert peaks["allocated"] is not None and peaks["allocated"] >= x.numel() * 4
+    assert peaks.allocated is not None and peaks.allocated >= x.numel() * 4
+    now = dev.memory_allocated()
+    assert now is not None and now >= x.numel() * 4
     assert dev.name().startswith("NVIDIA") or torch.version.hip
-    assert dev.environment()["flags"]["cuda_version"] or torch.version.hip
+    assert dev.environment().flags["cuda_version"] or torch.version.hip
+
+
+def test_cuda_rng_state_round_trips() -> None:
+    dev = get_device("cuda", 0)
+    state = dev.rng_state()
+    assert state is not None
+    a = torch.rand(4, device="cuda")
+    dev.set_rng_state(state)
+    assert torch.equal(torch.rand(4, device="cuda"), a)
 
 
 def _matmuls_of(ms: float) -> tuple[Callable[[int], None], int]:
@@ -153,23 +165,30 @@ def test_recorded_fp32_math_is_what_the_gpu_does(
 
 
 @pytest.mark.slow
-def test_cpu_against_cuda_end_to_end(tmp_path: Path) -> None:
-    cmp = run_cli(
-        "compare",
-        "mlp-train",
-        "--baseline",
-        "cpu",
-        "--target",
-        "cuda",
-        "--repeats",
-        "2",
-        "--out",
-        str(tmp_path / "c"),
-        "--json",
+def test_a_cuda_side_runs_in_a_worker(tmp_path: Path) -> None:
+    bundle = run(workload_job("cnn-infer", "cuda", capture=True), tmp_path)
+    assert bundle.ok, bundle.manifest.reason
+    assert bundle.metrics is not None and bundle.capture is not None
+    peaks = bundle.metrics.memory.steps.device
+    assert peaks.allocated is not None and peaks.allocated > 0
+    resolved = bundle.manifest.resolved
+    assert resolved is not None and resolved.matmul == "fp32"
+    # cuDNN convolutions run fp32 in TF32 by default: the manifest says so
+    assert resolved.conv == "tf32"
+    assert bundle.capture.available and bundle.capture.layers
+
+
+@pytest.mark.slow
+def test_a_cuda_checkpoint_restores_the_device_generator(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    first = workload_job("mlp-train", "cuda", mode="train_ckpt", steps=6)
+    saved = run(
+        replace(first, checkpoint=CheckpointPlan(stop_at=3, save_at=3, checkpoint_dir=str(ckpt))),
+        tmp_path,
+        "first",
     )
-    assert cmp.returncode in (0, 1), cmp.stderr
-    v = json.loads(cmp.stdout)
-    assert v["sides"]["target"]["status"] == "ok"
-    assert v["quality"]["passed"], v["quality"]
-    mem = v["memory"]["target"]["steps"]["device"]
-    assert mem["allocated"] and mem["allocated"] > 0
+    assert saved.ok, saved.manifest.reason
+    resumed = run(replace(first, checkpoint=CheckpointPlan(resume_from=str(ckpt))), tmp_path, "b")
+    whole = run(first, tmp_path, "whole")
+    assert resumed.ok and whole.ok
+    assert resumed.losses == pytest.approx(whole.losses, rel=1e-5)

@@ -7,7 +7,6 @@ from typing import Any
 
 from parity.bundle import Bundle
 from parity.judge.compat import compatibility, side_summary
-from parity.report.ops import compatibility_renderables, scan_renderables
 
 
 def _env(python: str, torch: str, packages: dict[str, str | None]) -> dict[str, Any]:
@@ -104,12 +103,3 @@ def test_differing_backend_package_versions_are_a_mismatch() -> None:
 def test_a_scan_that_failed_still_summarises() -> None:
     s = side_summary({"schema_version": 1, "scan_error": {"type": "E"}, "clean": False})
     assert s["scanned"] and s["scan_error"] == {"type": "E"} and s["unsupported"] == []
-
-
-def test_renderers_accept_both_documents() -> None:
-    a = _bundle(_env("3.11.7", "2.13.0", {}), _ops())
-    b = _bundle(_env("3.11.7", "2.13.0", {}), _ops())
-    v = {"compatibility": compatibility(a, b), "sides": {"baseline": {"spec": "cpu"}}}
-    assert len(compatibility_renderables(v)) > 4
-    assert compatibility_renderables({}) == []
-    assert len(scan_renderables(_ops())) > 4

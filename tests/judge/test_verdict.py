@@ -1,135 +1,128 @@
+"""The verdict from typed bundles: quality first, fairness refused or allowed, the resolved
+settings and the environment compared, failures carried with their reasons."""
+
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
-from safetensors.torch import save_file
 
-from parity.bundle import SCHEMA_VERSION, Bundle, load_bundle, write_json
+from parity.bundle import SideRuns, load_bundle
 from parity.errors import ContractError
 from parity.judge.verdict import judge
-from parity.workloads.frozen import fingerprint
-
-PARTS = {
-    "config": "c",
-    "weights": "w",
-    "data": "d",
-    "batch_size": 8,
-    "seq_len": 16,
-    "steps": 20,
-    "seed": 0,
-    "quality": "q",
-}
+from parity.model.verdict import JudgeInputs, LossCheck, TokensCheck
+from tests.fixtures import bundles
 
 
-def bundle(
+def side(
     path: Path,
     *,
-    side: str = "cpu",
+    spec: str = "cpu",
     status: str = "ok",
-    parts: dict[str, Any] | None = None,
+    parts: dict[str, object] | None = None,
     losses: list[float] | None = None,
     out: torch.Tensor | None = None,
     step_s: float = 0.01,
-    env: dict[str, Any] | None = None,
-) -> Bundle:
-    from parity.spec import parse_side
-
-    path.mkdir(parents=True)
-    parts = {**PARTS, **(parts or {})}
-    write_json(
-        path / "manifest.json",
-        {
-            "schema_version": SCHEMA_VERSION,
-            "status": status,
-            "reason": None if status == "ok" else "planted",
-            "side": parse_side(side).to_dict(),
-            "workload": {
-                "fingerprint": fingerprint(parts),
-                "parts": parts,
-                "description": {"name": "w", "size": "tiny", "kind": "train"},
-            },
-            "environment": env or {"torch": {"version": "2.13.0"}},
-        },
+    torch_version: str = "2.13.0",
+) -> SideRuns:
+    work = bundles.workload_ref(fingerprint_parts=bundles.parts(**(parts or {})))
+    man = bundles.manifest(role="x", spec=spec, workload=work, status=status)  # type: ignore[arg-type]
+    env = man.environment
+    assert env is not None
+    man = replace(man, environment=replace(env, torch=replace(env.torch, version=torch_version)))
+    samples = [step_s * 10] + [step_s * (1 + 0.01 * (i % 3)) for i in range(30)]
+    bundles.write_bundle(
+        path,
+        man,
+        run_metrics=bundles.metrics(samples) if status == "ok" else None,
+        losses=list(losses or [2.0, 1.5, 1.0]),
+        tensors={"logits": out if out is not None else torch.ones(4, 3)},
     )
-    if status == "ok":
-        samples = [step_s * 10] + [step_s * (1 + 0.01 * (i % 3)) for i in range(30)]
-        write_json(
-            path / "metrics.json",
-            {
-                "step_samples_s": samples,
-                "steady_from_step": 1,
-                "summary": {"median": step_s},
-                "throughput": {"samples_per_s": 8 / step_s},
-                "memory": {"steps": {"device": {"allocated": None}, "host_peak_rss": 1}},
-                "phases": {"first_step_s": step_s * 10},
-            },
-        )
-        write_json(path / "numerics.json", {"losses": losses or [2.0, 1.5, 1.0]})
-        save_file(
-            {"logits": out if out is not None else torch.ones(4, 3)},
-            str(path / "numerics.safetensors"),
-        )
-    return load_bundle(path)
+    return SideRuns.of(load_bundle(path))
 
 
 def test_same_results_pass(tmp_path: Path) -> None:
-    v = judge(bundle(tmp_path / "a"), bundle(tmp_path / "b", side="cpu+bf16", step_s=0.005))
+    v = judge(side(tmp_path / "a"), side(tmp_path / "b", spec="cpu+bf16", step_s=0.005))
     assert v.passed and v.exit_code == 0
-    assert v.config_differences == [{"setting": "precision", "baseline": "fp32", "target": "bf16"}]
-    assert v.speed is not None and v.speed["verdict"] == "faster"
-    assert v.speed["ratio"] == pytest.approx(0.5, rel=0.05)
+    assert [(d.setting, d.baseline, d.target) for d in v.config_differences] == [
+        ("precision", "fp32", "bf16")
+    ]
+    assert v.speed is not None and v.speed.verdict == "faster"
+    assert v.speed.ratio == pytest.approx(0.5, rel=0.05)
+    assert v.sides.target.median_step_s == pytest.approx(v.speed.target_median_s)
 
 
-def test_quality_failure_fails_the_gate(tmp_path: Path) -> None:
+def test_quality_failure_fails_the_gate_and_withholds_speed(tmp_path: Path) -> None:
     v = judge(
-        bundle(tmp_path / "a"),
-        bundle(tmp_path / "b", losses=[2.0, 1.5, 1.3], out=torch.ones(4, 3) * 1.1),
+        side(tmp_path / "a"),
+        side(tmp_path / "b", losses=[2.0, 1.5, 1.3], out=torch.ones(4, 3) * 1.1),
     )
     assert not v.passed and v.exit_code == 1
-    failing = {c["name"] for c in v.quality["checks"] if not c["passed"]}
-    assert failing == {"loss curve", "output logits"}
+    assert v.quality is not None and set(v.quality.failing) == {"loss curve", "output logits"}
+    assert v.speed is None and v.cost is None and v.withheld is not None
 
 
 def test_fp32_tolerance_is_tighter_than_bf16(tmp_path: Path) -> None:
     off = torch.ones(4, 3) * 1.01
-    assert not judge(bundle(tmp_path / "a"), bundle(tmp_path / "b", out=off)).passed
-    assert judge(bundle(tmp_path / "c"), bundle(tmp_path / "d", side="cpu+bf16", out=off)).passed
+    assert not judge(side(tmp_path / "a"), side(tmp_path / "b", out=off)).passed
+    assert judge(side(tmp_path / "c"), side(tmp_path / "d", spec="cpu+bf16", out=off)).passed
 
 
-def test_failed_side_fails_with_reason(tmp_path: Path) -> None:
-    v = judge(bundle(tmp_path / "a"), bundle(tmp_path / "b", status="failed"))
-    assert v.exit_code == 1
-    assert "target failed: planted" in v.gates[0]["detail"]
+def test_a_failed_side_fails_with_its_reason(tmp_path: Path) -> None:
+    v = judge(side(tmp_path / "a"), side(tmp_path / "b", status="failed"))
+    assert v.exit_code == 1 and v.quality is None
+    assert "target failed: planted failure" in v.gates[0].detail
+    assert v.sides.target.stderr_tail == "RuntimeError: planted"
 
 
 def test_different_workloads_are_refused_naming_fields(tmp_path: Path) -> None:
-    a = bundle(tmp_path / "a")
-    b = bundle(tmp_path / "b", parts={"steps": 30, "seed": 1})
+    a = side(tmp_path / "a")
+    b = side(tmp_path / "b", parts={"steps": 30, "seed": 1})
     with pytest.raises(ContractError, match=r"steps, seed differ.*--allow-diff steps="):
         judge(a, b)
     with pytest.raises(ContractError, match="seed differ"):
-        judge(a, b, allow={"steps": "shorter run"})
-    v = judge(a, b, allow={"steps": "shorter run", "seed": "reseeded"})
-    assert v.fairness["allowed"] == {"steps": "shorter run", "seed": "reseeded"}
-    assert not v.fairness["fingerprint_match"]
+        judge(a, b, inputs=JudgeInputs(allow={"steps": "shorter run"}))
+    v = judge(a, b, inputs=JudgeInputs(allow={"steps": "shorter run", "seed": "reseeded"}))
+    assert v.fairness.allowed == {"steps": "shorter run", "seed": "reseeded"}
+    assert not v.fairness.fingerprint_match and v.contract.holds
 
 
 def test_environment_differences_are_listed(tmp_path: Path) -> None:
-    v = judge(
-        bundle(tmp_path / "a", env={"torch": {"version": "2.13.0"}}),
-        bundle(tmp_path / "b", env={"torch": {"version": "2.14.0"}}),
+    v = judge(side(tmp_path / "a"), side(tmp_path / "b", torch_version="2.14.0"))
+    assert [(d.field, d.baseline, d.target) for d in v.environment_differences] == [
+        ("torch", "2.13.0", "2.14.0")
+    ]
+
+
+def test_resolved_settings_differences_show_what_specs_do_not(tmp_path: Path) -> None:
+    a, b = side(tmp_path / "a", spec="cpu+compile"), side(tmp_path / "b", spec="cpu+compile")
+    first = b.first
+    resolved = first.manifest.resolved
+    assert resolved is not None
+    # the same side spec, but the target's worker ran another backend and TF32 matmuls
+    other = replace(resolved, compile_backend="neuron", matmul="tf32")
+    from parity.bundle import MANIFEST, seal, write_doc
+
+    (first.path / "digest.json").unlink()
+    write_doc(first.path / MANIFEST, replace(first.manifest, resolved=other))
+    seal(first.path)
+    v = judge(a, SideRuns.of(load_bundle(first.path)))
+    shown = {(d.setting, d.baseline, d.target) for d in v.config_differences}
+    assert ("compile_backend", "default", "neuron") in shown or any(
+        d.setting == "compile_backend" and d.target == "neuron" for d in v.config_differences
     )
-    assert {"field": "torch", "baseline": "2.13.0", "target": "2.14.0"} in v.environment_differences
+    assert any(d.setting == "matmul" and d.target == "tf32" for d in v.config_differences)
 
 
 def test_tokens_are_reported_not_gated(tmp_path: Path) -> None:
-    a = bundle(tmp_path / "a", out=torch.tensor([[1, 2, 3], [4, 5, 6]]))
-    b = bundle(tmp_path / "b", out=torch.tensor([[1, 2, 9], [4, 5, 6]]))
+    a = side(tmp_path / "a", out=torch.tensor([[1, 2, 3], [4, 5, 6]]))
+    b = side(tmp_path / "b", out=torch.tensor([[1, 2, 9], [4, 5, 6]]))
     v = judge(a, b)
-    tokens = next(c for c in v.quality["checks"] if c["kind"] == "tokens")
-    assert tokens["agreement"] == pytest.approx(5 / 6)
-    assert tokens["first_difference"] == [2, None]
+    assert v.quality is not None
+    tokens = next(c for c in v.quality.checks if isinstance(c, TokensCheck))
+    assert tokens.agreement == pytest.approx(5 / 6) and tokens.first_difference == (2, None)
+    assert not tokens.gated and tokens.passed is None
     assert v.passed
+    assert any(isinstance(c, LossCheck) for c in v.quality.checks)

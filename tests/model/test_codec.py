@@ -171,3 +171,21 @@ def test_dataclasses_without_hooks_fail_loudly_for_unknown_types() -> None:
     with pytest.raises(TypeError, match="cannot decode"):
         decode(Odd, {"x": 1})
     assert dataclasses.is_dataclass(Odd)
+
+
+def test_generic_instantiations_get_their_own_schemas() -> None:
+    @dataclass(frozen=True, kw_only=True)
+    class Two:
+        a: ByRole[int]
+        b: ByRole[str | None]
+
+    schema = json_schema(Two)
+    defs = schema["$defs"]
+    assert isinstance(defs, dict) and {"ByRole_int", "ByRole_str_or_None"} <= set(defs)
+    jsonschema.validate(
+        {"a": {"baseline": 1, "target": 2}, "b": {"baseline": None, "target": "x"}}, schema
+    )
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            {"a": {"baseline": "x", "target": 2}, "b": {"baseline": None, "target": "x"}}, schema
+        )

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
-import json
+import pytest
+import torch
 
 from parity.devices import get_device
+from parity.model.codec import decode, dumps, loads
+from parity.model.manifest import Environment
 from parity.probes.environment import REDACTED, collect, looks_secret, relevant_env
 
 PLANTED = {
@@ -33,10 +36,18 @@ def test_secret_detection() -> None:
     assert not looks_secret("OMP_NUM_THREADS", "4")
 
 
-def test_collect_has_the_manifest_fields(monkeypatch: object) -> None:
-    data = collect(get_device("cpu"))
-    for key in ("python", "torch", "device", "cpu", "pip_freeze", "env", "flags"):
-        assert key in data
-    assert data["device"]["type"] == "cpu" and data["device"]["count"] == 1
-    assert len(data["pip_freeze"]["sha256"]) == 64
-    json.dumps(data)  # serialisable
+def test_collect_has_the_manifest_fields() -> None:
+    env = collect(get_device("cpu"))
+    assert env.device.type == "cpu" and env.device.count == 1
+    assert len(env.pip_freeze.sha256) == 64 and env.pip_freeze.packages > 0
+    assert env.flags.num_threads == torch.get_num_threads()
+    assert decode(Environment, loads(dumps(env))) == env  # what the manifest holds
+
+
+def test_planted_secrets_never_reach_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in PLANTED.items():
+        monkeypatch.setenv(name, value)
+    text = dumps(collect(get_device("cpu")))
+    for name in ("AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "NCCL_IB_AUTH_KEY", "TORCH_PROXY"):
+        assert PLANTED[name] not in text
+    assert "s3cretpass" not in text and "HOME" not in loads(text)["env"]  # type: ignore[index]

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from parity.model.ops import Fullgraph
 from parity.probes.graphs import CallCapture, fullgraph, graph_probes, unwrap
 
 HERE = Path(__file__).resolve()
@@ -34,18 +35,19 @@ def test_a_planted_graph_break_is_counted_with_its_reason_and_line() -> None:
             model(torch.randn(n, 4))
     assert len(cap.calls) == 2
     result = graph_probes(model, cap.calls)
-    assert result["backend"] == "eager" and result["ran_on"] == "cpu"
-    explain = result["explain"]
-    assert explain["graph_breaks"] == 1 and explain["graphs"] == 2
-    (reason,) = explain["reasons"]
-    assert "graph_break()" in reason["reason"]
-    assert reason["where"].endswith(f"test_graphs.py:{_line('MARK: break')}")
-    assert result["fullgraph"]["passed"] is False
-    assert "graph_break" in result["fullgraph"]["error"]
+    assert result.backend == "eager" and result.ran_on == "cpu"
+    explain = result.explain
+    assert explain is not None and explain.graph_breaks == 1 and explain.graphs == 2
+    (reason,) = explain.reasons
+    assert "graph_break()" in reason.reason
+    assert reason.where is not None
+    assert reason.where.endswith(f"test_graphs.py:{_line('MARK: break')}")
+    assert result.fullgraph is not None and result.fullgraph.passed is False
+    assert "graph_break" in str(result.fullgraph.error)
     # a second batch size recompiles both graphs once
-    rec = result["recompilations"]
-    assert rec["calls"] == 2 and rec["recompilations"] >= 1
-    assert any("size mismatch" in r["reason"] for r in rec["reasons"])
+    rec = result.recompilations
+    assert rec is not None and rec.calls == 2 and (rec.recompilations or 0) >= 1
+    assert any("size mismatch" in r.reason for r in rec.reasons)
 
 
 def test_a_clean_model_compiles_as_one_graph() -> None:
@@ -56,14 +58,14 @@ def test_a_clean_model_compiles_as_one_graph() -> None:
         model(torch.randn(2, 4))
         model(torch.randn(2, 4))
     result = graph_probes(compiled, cap.calls)  # type: ignore[arg-type]
-    assert result["explain"]["graph_breaks"] == 0
-    assert result["fullgraph"]["passed"] is True  # inferred: one graph, no break
-    assert result["recompilations"]["recompilations"] == 0
+    assert result.explain is not None and result.explain.graph_breaks == 0
+    assert result.fullgraph == Fullgraph(passed=True, error=None, inferred_from="explain")
+    assert result.recompilations is not None and result.recompilations.recompilations == 0
 
 
 def test_no_forward_call_skips_the_probes() -> None:
     result = graph_probes(nn.Linear(2, 2), [])
-    assert "skipped" in result and "explain" not in result
+    assert result.skipped is not None and result.explain is None
 
 
 def test_capture_keeps_only_the_first_calls_and_unhooks() -> None:
@@ -77,4 +79,4 @@ def test_capture_keeps_only_the_first_calls_and_unhooks() -> None:
 
 def test_the_fullgraph_probe_compiles_a_clean_forward() -> None:
     model = nn.Linear(3, 2)
-    assert fullgraph(model, ((torch.ones(1, 3),), {})) == {"passed": True, "error": None}
+    assert fullgraph(model, ((torch.ones(1, 3),), {})) == Fullgraph(passed=True, error=None)

@@ -85,15 +85,15 @@ def test_inventory_has_phases_dtypes_shapes_and_counts_per_step() -> None:
     with optimizer_phase(mode):
         _train("cpu", mode)
     rows = mode.inventory(2)
-    phases = {r["phase"] for r in rows}
+    phases = {r.phase for r in rows}
     assert phases == {"forward", "backward", "optimizer"}
-    addmm = [r for r in rows if r["op"] == "aten::addmm.default" and r["phase"] == "forward"]
-    assert addmm and addmm[0]["dtypes"] == ["float32"] * 3
-    assert addmm[0]["count_per_step"] == [2, 2]
-    assert addmm[0]["shapes"][0] == "[8] [4,6] [6,8]"
-    gelu_bwd = [r for r in rows if r["op"].startswith("aten::gelu_backward")]
-    assert gelu_bwd and gelu_bwd[0]["phase"] == "backward"
-    assert any(r["op"].startswith("aten::addcdiv_") for r in rows if r["phase"] == "optimizer")
+    addmm = [r for r in rows if r.op == "aten::addmm.default" and r.phase == "forward"]
+    assert addmm and addmm[0].dtypes == ("float32",) * 3
+    assert addmm[0].count_per_step == (2, 2)
+    assert addmm[0].shapes[0] == "[8] [4,6] [6,8]"
+    gelu_bwd = [r for r in rows if r.op.startswith("aten::gelu_backward")]
+    assert gelu_bwd and gelu_bwd[0].phase == "backward"
+    assert any(r.op.startswith("aten::addcdiv_") for r in rows if r.phase == "optimizer")
     # on the CPU nothing is a host sync, a copy or a fallback
     assert not mode.findings("host_sync") and not mode.findings("device_mismatch")
 
@@ -111,18 +111,18 @@ def test_every_unsupported_op_runs_on_the_cpu_and_is_listed(unsupported: None) -
     # the CPU crutch gives the CPU's numbers, in-place optimizer updates included
     for a, b in zip(expected, got, strict=True):
         assert torch.equal(a, b)
-    found = {f["op"]: f for f in mode.findings("unsupported")}
+    found = {f.op: f for f in mode.findings("unsupported")}
     assert sorted(found) == sorted(want)
     forward_line = _line("MARK: train forward")
-    assert found["aten::gelu"]["phase"] == "forward"
-    assert found["aten::gelu"]["source"]["line"] == forward_line
+    assert found["aten::gelu"].phase == "forward"
+    assert found["aten::gelu"].source.line == forward_line
     # a backward op points at the forward line that made its autograd node
-    assert found["aten::gelu_backward"]["phase"] == "backward"
-    assert found["aten::gelu_backward"]["autograd_node"] == "GeluBackward0"
-    assert found["aten::gelu_backward"]["source"]["line"] == forward_line
-    assert found["aten::addcdiv_"]["phase"] == "optimizer"
-    assert found["aten::addcdiv_"]["dtypes"] == ["float32,float32,float32"]
-    assert "is not supported on parityfake" in found["aten::mm"]["detail"]
+    assert found["aten::gelu_backward"].phase == "backward"
+    assert found["aten::gelu_backward"].autograd_node == "GeluBackward0"
+    assert found["aten::gelu_backward"].source.line == forward_line
+    assert found["aten::addcdiv_"].phase == "optimizer"
+    assert found["aten::addcdiv_"].dtypes == ("float32,float32,float32",)
+    assert "is not supported on parityfake" in found["aten::mm"].detail
 
 
 @needs_fake
@@ -138,7 +138,7 @@ def test_out_and_inplace_ops_write_back_into_device_tensors(unsupported: None) -
     assert r is out and out.device.type == DEV and torch.equal(out.cpu(), a + b)
     assert torch.equal(da.cpu(), a * 3)
     assert s.device.type == DEV and torch.equal(s.cpu(), a * 3 + b)
-    assert {f["op"] for f in mode.findings("unsupported")} == {"aten::add", "aten::mul_"}
+    assert {f.op for f in mode.findings("unsupported")} == {"aten::add", "aten::mul_"}
 
 
 @needs_fake
@@ -161,12 +161,12 @@ def test_host_syncs_and_copies_have_their_lines() -> None:
         x[x > 0]  # MARK: mask
         x.cpu()  # MARK: to cpu
         torch.ones(2).to(DEV)  # MARK: to device
-    syncs = {f["source"]["line"]: f for f in mode.findings("host_sync")}
-    assert syncs[_line("MARK: item")]["op"] == "aten::_local_scalar_dense"
-    assert syncs[_line("MARK: nonzero")]["op"] == "aten::nonzero"
-    assert "boolean-mask" in syncs[_line("MARK: mask")]["detail"]
-    assert "copy to the host" in syncs[_line("MARK: to cpu")]["detail"]
-    copies = {f["source"]["line"]: f["detail"] for f in mode.findings("copy")}
+    syncs = {f.source.line: f for f in mode.findings("host_sync")}
+    assert syncs[_line("MARK: item")].op == "aten::_local_scalar_dense"
+    assert syncs[_line("MARK: nonzero")].op == "aten::nonzero"
+    assert "boolean-mask" in syncs[_line("MARK: mask")].detail
+    assert "copy to the host" in syncs[_line("MARK: to cpu")].detail
+    copies = {f.source.line: f.detail for f in mode.findings("copy")}
     assert copies[_line("MARK: to cpu")] == "device to host"
     assert copies[_line("MARK: to device")] == "host to device"
     assert not mode.findings("device_mismatch")
@@ -180,7 +180,7 @@ def test_custom_ops_are_flagged_and_listed_first() -> None:
         torch.ops.parity_test.scale(torch.ones(3), 2.0)  # MARK: custom
         torch.relu(torch.ones(3))
     custom = mode.findings("custom_op")
-    assert [c["op"] for c in custom] == ["parity_test::scale"]
-    assert custom[0]["source"]["line"] == _line("MARK: custom")
+    assert [c.op for c in custom] == ["parity_test::scale"]
+    assert custom[0].source.line == _line("MARK: custom")
     rows = mode.inventory(1)
-    assert rows[0]["op"] == "parity_test::scale.default" and rows[0]["custom"]
+    assert rows[0].op == "parity_test::scale.default" and rows[0].custom

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from parity.devices import get_device
-from parity.judge.stats import detect_steady, summarize
 from parity.probes.fake import FakeClock
 from parity.probes.timing import StepTimer
+from parity.stats import detect_steady, summarize
 from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice
 
 if HAVE_FAKEDEVICE:

@@ -1,6 +1,7 @@
-"""The HTML report in a real headless Chromium: no console errors, no requests, and
-every plot drawn with data. Screenshots go to the test's temporary directory, or to
-``$PARITY_SCREENSHOTS`` when set.
+"""The HTML report in a real headless Chromium at 1400 and 800 px: no console errors, no
+requests, every plot drawn with data, every section's heading on screen, and no
+horizontal page scroll. Screenshots are checked against what the page says it drew, and
+go to the test's temporary directory, or to ``$PARITY_SCREENSHOTS`` when set.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them) and the
 ``selenium`` package (the ``dev`` extra); skips with the reason when one is missing.
@@ -9,7 +10,6 @@ Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them) 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import tempfile
@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
-from parity.report import plots
-from parity.report.run import write_reports
-from tests.fixtures.runs import LATER_SECTIONS, real_run, synthetic_run
+from parity.report.run import load_run, write_reports
+from parity.report.view import build_view
+from tests.fixtures.runs import synthetic_run, with_layers, write_verdict
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+WIDTHS = (1400, 800)
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -35,7 +36,8 @@ FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
-    "--window-size=1280,900",
+    "--hide-scrollbars",
+    "--force-device-scale-factor=1",
 )
 
 pytestmark = [
@@ -66,6 +68,17 @@ return Array.from(document.querySelectorAll('figure.plot')).map(function (fig) {
           height: box.height, series: series.length, drawn: drawn.length};
 });
 """
+# how far the page reaches sideways, and where each section heading sits
+LAYOUT = """
+var root = document.documentElement;
+return {scroll: root.scrollWidth, client: root.clientWidth,
+  headings: Array.from(document.querySelectorAll('section > h2')).map(function (h) {
+    var r = h.getBoundingClientRect();
+    return {text: h.firstChild.textContent.trim(), left: r.left + window.scrollX,
+            right: r.right + window.scrollX, top: r.top + window.scrollY,
+            bottom: r.bottom + window.scrollY};
+  })};
+"""
 
 
 @pytest.fixture(scope="module")
@@ -87,49 +100,74 @@ def browser() -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def _synthetic_full(factory: pytest.TempPathFactory) -> Path:
-    return synthetic_run(factory.mktemp("b") / "full", extra=LATER_SECTIONS)
+def _train_with_layers(root: Path) -> Path:
+    """A training comparison with a 112-module localisation (a long table)."""
+    out = synthetic_run(root / "train")
+    write_verdict(out, with_layers(load_run(out).verdict))
+    return out
 
 
-def _synthetic_generate(factory: pytest.TempPathFactory) -> Path:
-    return synthetic_run(factory.mktemp("b") / "generate", kind="generate")
+def _generate(root: Path) -> Path:
+    return synthetic_run(root / "generate", kind="generate")
 
 
-def _real_train(factory: pytest.TempPathFactory) -> Path:
-    return real_run(factory, "gpt-train")
-
-
-CASES: dict[str, tuple[Callable[[pytest.TempPathFactory], Path], set[str]]] = {
-    "synthetic-full": (
-        _synthetic_full,
+CASES: dict[str, tuple[Callable[[Path], Path], set[str]]] = {
+    "train-layers": (
+        _train_with_layers,
         {"loss", "step-times", "speed", "memory", "phases", "layers", "cost"},
     ),
-    "synthetic-generate": (
-        _synthetic_generate,
-        {"step-times", "speed", "latency", "memory", "phases"},
-    ),
-    "real-gpt-train": (_real_train, {"loss", "step-times", "speed", "memory", "phases"}),
+    "generate": (_generate, {"step-times", "speed", "latency", "memory", "phases", "cost"}),
 }
 
 
+def overflow(browser: Any) -> int:
+    """How many pixels the page reaches past the viewport sideways (0: none)."""
+    layout = browser.execute_script(LAYOUT)
+    return int(layout["scroll"]) - int(layout["client"])
+
+
+def inked(shot: Path, box: dict[str, float]) -> float:
+    """The share of dark pixels inside ``box`` of a screenshot: text drawn there."""
+    from PIL import Image
+
+    with Image.open(shot) as image:
+        gray = image.convert("L").crop(
+            (int(box["left"]), int(box["top"]), int(box["right"]), int(box["bottom"]))
+        )
+        counts: list[int] = gray.histogram()
+    return sum(counts[:128]) / max(sum(counts), 1)
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[str]]]:
+    """Each case's report and the section titles its view has."""
+    made = {}
+    for case, (make, _) in CASES.items():
+        run_dir = make(tmp_path_factory.mktemp(case))
+        page = run_dir / "report.html"
+        write_reports(run_dir, html=page)
+        run = load_run(run_dir)
+        titles = [s.title for s in build_view(run.verdict, sides=run.sides).sections]
+        made[case] = (page, titles)
+    return made
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("case", list(CASES))
 def test_report_renders_in_chromium(
-    case: str, browser: Any, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+    case: str,
+    width: int,
+    browser: Any,
+    pages: dict[str, tuple[Path, list[str]]],
+    tmp_path: Path,
 ) -> None:
-    make, expected = CASES[case]
-    run = make(tmp_path_factory)
-    verdict = json.loads((run / "verdict.json").read_text())
-    if plots.layer_table(verdict.get("numerics"))[0]:  # a verdict with a per-layer table
-        expected = expected | {"layers"}
-    page = tmp_path / "report.html"
-    write_reports(run, html=page)
+    page, titles = pages[case]
     assert "http" not in page.read_text().lower()
-
+    browser.set_window_size(width, 900)
     browser.get_log("browser")  # drop anything from earlier pages
     browser.get(page.as_uri())
     assert browser.execute_script("return document.readyState") == "complete"
     assert browser.title.startswith("parity: ")
-
     errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
     assert errors == [], errors
     requests = browser.execute_script(
@@ -138,19 +176,43 @@ def test_report_renders_in_chromium(
     assert requests == [], f"the report fetched {requests}"
 
     figures = browser.execute_script(INSPECT)
-    assert {f["key"] for f in figures} == expected
+    assert {f["key"] for f in figures} == CASES[case][1]
     for f in figures:
         assert f["points"] > 0, f
-        assert f["width"] > 300 and f["height"] > 60, f
+        assert f["width"] > min(300, width / 3) and f["height"] > 60, f
         assert f["series"] > 0 and f["drawn"] > 0, f
 
+    assert overflow(browser) <= 0, f"the page scrolls sideways at {width} px"
     height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1280, min(int(height) + 120, 16000))
-    shot = tmp_path / f"report-{case}.png"
+    browser.set_window_size(width, min(int(height) + 200, 16000))
+    layout = browser.execute_script(LAYOUT)
+    shot = tmp_path / f"report-{case}-{width}.png"
     assert browser.save_screenshot(str(shot))
-    assert shot.stat().st_size > 50_000
+    from PIL import Image
+
+    with Image.open(shot) as image:
+        shot_width = image.size[0]
+    assert shot_width == width == layout["client"], "the screenshot is the window, no wider"
+    headings = {h["text"]: h for h in layout["headings"]}
+    assert list(headings) == titles, "every section of the view has its heading"
+    for title, box in headings.items():
+        assert box["left"] >= 0 and box["right"] <= layout["client"], title
+        assert inked(shot, box) > 0.02, f"the heading {title!r} is not drawn in the screenshot"
     keep = os.environ.get("PARITY_SCREENSHOTS")
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(keep) / shot.name)
-    browser.set_window_size(1280, 900)
+
+
+def test_the_overflow_check_catches_a_page_that_scrolls_sideways(
+    browser: Any, pages: dict[str, tuple[Path, list[str]]]
+) -> None:
+    page, _ = pages["train-layers"]
+    browser.set_window_size(800, 900)
+    browser.get(page.as_uri())
+    assert overflow(browser) <= 0
+    browser.execute_script(
+        "var d = document.createElement('div'); d.style.width = '2000px'; d.textContent = 'x';"
+        "document.querySelector('main').appendChild(d);"
+    )
+    assert overflow(browser) > 0

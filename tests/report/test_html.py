@@ -1,159 +1,118 @@
-"""The HTML report: self-contained, in the verdict's order, robust to what it does not know."""
+"""The HTML report: every section of the view as tables and sentences, plots inline,
+nothing external, long tables scrolling inside their card."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from parity.cli import app
-from parity.errors import BundleError, UsageError
-from parity.report.html import esc, section_keys
-from parity.report.run import load_run, report_after_compare, write_reports
-from tests.fixtures.runs import LATER_SECTIONS, synthetic_run
+from parity.model.verdict import ByRole, Verdict
+from parity.report.html import esc, render_html
+from parity.report.markdown import render_markdown
+from parity.report.run import Run, load_run
+from parity.report.terminal import render_terminal
+from parity.report.view import Sides, build_view
+from tests.fixtures.runs import synthetic_run, with_layers, write_verdict
+from tests.report.cases import cases, printed
 
-runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return synthetic_run(tmp_path_factory.mktemp("html") / "run", extra=LATER_SECTIONS)
+CASES = cases()
 
 
 def sections_of(page: str) -> list[str]:
     return re.findall(r'<section id="[^"]+" data-section="([^"]+)"', page)
 
 
-def test_sections_follow_the_verdict_order_and_unknown_ones_render(full_run: Path) -> None:
-    page = write_reports(full_run, html=full_run / "r.html")["html"]
-    assert isinstance(page, Path)
-    text = page.read_text()
-    verdict = json.loads((full_run / "verdict.json").read_text())
-    assert sections_of(text) == section_keys(verdict)
-    order = sections_of(text)
-    assert order[:3] == ["fairness", "differences", "gates"]
-    assert order.index("quality") < order.index("speed") < order.index("memory")
-    assert order[-1] == "brand_new_section" and {"numerics", "cost", "unproven"} <= set(order)
-    assert "rollback path" in text and ">42<" in text
+def page_of(verdict: Verdict) -> str:
+    """The report of a verdict whose bundles are gone: every section, the plots that need
+    no raw samples."""
+    sides: Sides = ByRole(baseline=None, target=None)
+    return render_html(Run(path=Path("nowhere"), verdict=verdict, sides=sides))
 
 
-def test_every_plot_is_there_with_data_and_nothing_is_external(full_run: Path) -> None:
-    text = load_and_render(full_run)
-    plots = dict(re.findall(r'data-plot="([\w-]+)" data-points="(\d+)"', text))
-    assert set(plots) == {
-        "loss",
-        "step-times",
-        "speed",
-        "memory",
-        "phases",
-        "layers",
-        "cost",
-    }
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = synthetic_run(tmp_path_factory.mktemp("html") / "run")
+    write_verdict(out, with_layers(load_run(out).verdict))
+    return out
+
+
+@pytest.fixture(scope="module")
+def full_page(full_run: Path) -> str:
+    return render_html(load_run(full_run))
+
+
+def test_sections_are_the_views_with_headings_and_result_words(
+    full_run: Path, full_page: str
+) -> None:
+    run = load_run(full_run)
+    view = build_view(run.verdict, sides=run.sides, layer_rows=None)
+    assert sections_of(full_page) == [s.key for s in view.sections]
+    for s in view.sections:
+        assert (
+            f'<h2>{esc(s.title)} <span class="badge {s.result.lower()}">{s.result}</span></h2>'
+            in full_page
+        )
+    assert "<nav>" in full_page and 'href="#sec-numerics"' in full_page
+
+
+def test_no_raw_dumps_and_no_empty_sections(full_page: str) -> None:
+    text = re.sub(r"<svg.*?</svg>|<style>.*?</style>", "", full_page, flags=re.S)
+    for raw in ("usd_per_accelerator_hour", "target_clean", "scanned", 'class="kv"', "{", "}"):
+        assert raw not in text, raw
+    assert ">Withheld<" not in full_page
+    assert "price</td>" in full_page and "cost per successful run</td>" in full_page
+    assert "python</td>" in full_page and ">same</th>" in full_page
+
+
+def test_every_plot_is_there_with_data_and_nothing_is_external(full_page: str) -> None:
+    plots = dict(re.findall(r'data-plot="([\w-]+)" data-points="(\d+)"', full_page))
+    assert set(plots) == {"loss", "step-times", "speed", "memory", "phases", "layers", "cost"}
     assert all(int(n) > 0 for n in plots.values())
-    assert "http" not in text.lower()
-    assert "<script" not in text and "src=" not in text
-    ids = re.findall(r'\bid="([^"]+)"', text)
+    assert "http" not in full_page.lower()
+    assert "<script" not in full_page and "src=" not in full_page
+    ids = re.findall(r'\bid="([^"]+)"', full_page)
     assert len(ids) == len(set(ids)), "element ids must be unique across plots"
 
 
-def load_and_render(run: Path) -> str:
-    made = write_reports(run, html=Path("-"))
-    assert isinstance(made["html"], str)
-    return made["html"]
+def test_a_long_table_scrolls_in_its_card_with_the_name_column_fixed(full_page: str) -> None:
+    assert "all 112 leaf modules" in full_page
+    assert full_page.count('<div class="scroll tall">') == 1
+    assert "th:first-child, td:first-child { position: sticky; left: 0;" in full_page
+    assert '<tr class="hl"><td>bert.encoder.layer.4.attention.self.value</td>' in full_page
 
 
-def test_generation_run_has_latency_plots(tmp_path: Path) -> None:
-    text = load_and_render(synthetic_run(tmp_path / "g", kind="generate"))
-    assert 'data-plot="latency"' in text and "TTFT p50 / p90 / p99" in text
-    assert 'data-plot="loss"' not in text
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_verdict_renders_without_its_bundles(name: str) -> None:
+    page = page_of(CASES[name])
+    assert sections_of(page) == [s.key for s in build_view(CASES[name], layer_rows=None).sections]
+    assert "http" not in page.lower()
 
 
-def test_failed_side_reports_reason_without_plots_that_need_it(tmp_path: Path) -> None:
-    run = synthetic_run(tmp_path / "f", target_status="failed")
-    text = load_and_render(run)
-    assert "FAIL: the target fails a gate" in text and "planted failure" in text
-    # the stderr tail holds a URL: it is shown, but never as the literal text
-    assert "h&#116;tps://example.invalid/help" in text and "http" not in text
-    assert "No speed verdict" in text and 'data-plot="step-times"' in text
-    assert 'data-plot="speed"' not in text
+def test_the_vocabulary_is_the_same_in_terminal_markdown_and_html() -> None:
+    v = CASES["tokens"]
+    lines = printed(lambda c: render_terminal(v, c), 120).splitlines()
+    term = next(x for x in lines if "generated tokens" in x)
+    md = next(x for x in render_markdown(v).splitlines() if "generated tokens" in x)
+    page = page_of(v)
+    row = page[page.index("<td>generated tokens</td>") :].split("</tr>")[0]
+    assert "INFO" in term and "| INFO |" in md and '<span class="badge info">INFO</span>' in row
+    for text in (term, md, row):
+        assert "PASS" not in text and "info" not in text.replace("badge info", "")
 
 
-def test_missing_bundles_cost_plots_not_the_report(tmp_path: Path) -> None:
-    run = synthetic_run(tmp_path / "m")
-    verdict = json.loads((run / "verdict.json").read_text())
-    only = tmp_path / "only-verdict"
-    only.mkdir()
-    (only / "verdict.json").write_text(json.dumps(verdict))
-    shutil.rmtree(run)
-    text = load_and_render(only)
-    assert "could not be read" in text
-    assert 'data-plot="speed"' in text and 'data-plot="loss"' not in text
+def test_a_failed_side_shows_its_reason_and_an_escaped_stderr() -> None:
+    page = page_of(CASES["failed-target"])
+    assert "FAIL: the target fails a gate" in page and "RuntimeError: planted" in page
+    assert "h&#116;tps://example.invalid/help" in page and "http" not in page
+    assert 'data-section="speed"' in page and "WITHHELD" in page
 
 
-def test_a_malformed_section_costs_that_section_only(full_run: Path, tmp_path: Path) -> None:
-    verdict = json.loads((full_run / "verdict.json").read_text())
-    verdict["speed"] = {"ratio": 1.1, "interval": "not an object", "compliance": 7}
-    run = tmp_path / "bad"
-    run.mkdir()
-    (run / "verdict.json").write_text(json.dumps(verdict))
-    text = load_and_render(run)
-    assert "could not be rendered" in text and 'data-section="phases"' in text
-
-
-def test_markdown_and_json_outputs(full_run: Path, tmp_path: Path) -> None:
-    made = write_reports(
-        full_run, html=tmp_path / "a.html", md=tmp_path / "a.md", json_path=tmp_path / "a.json"
-    )
-    assert set(made) == {"html", "md", "json"}
-    assert json.loads((tmp_path / "a.json").read_text()) == json.loads(
-        (full_run / "verdict.json").read_text()
-    )
-    assert "`a.html`" in (tmp_path / "a.md").read_text()
-
-
-def test_default_is_report_html_in_the_run(tmp_path: Path) -> None:
-    run = synthetic_run(tmp_path / "d")
-    assert write_reports(run) == {"html": run / "report.html"}
-
-
-def test_cli_report(full_run: Path, tmp_path: Path) -> None:
-    result = runner.invoke(
-        app, ["report", str(full_run), "--md", "-", "--html", str(tmp_path / "x.html")]
-    )
-    assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("### parity: PASS")
-    assert (tmp_path / "x.html").is_file() and "html: " in result.stderr
-    bad = runner.invoke(app, ["report", str(tmp_path / "nowhere")])
-    assert bad.exit_code == 2 and "holds no verdict.json" in bad.stderr
-
-
-def test_not_a_run(tmp_path: Path) -> None:
-    with pytest.raises(BundleError, match=r"holds no verdict\.json"):
-        load_run(tmp_path)
-    (tmp_path / "verdict.json").write_text("[1, 2]")
-    with pytest.raises(BundleError, match="not a parity verdict"):
-        load_run(tmp_path)
-
-
-def test_without_matplotlib_one_line_names_the_extra(
-    full_run: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-        monkeypatch.delitem(sys.modules, name)
-    for name in ("parity.report.html", "parity.report.plots"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(UsageError, match=r"pip install 'parity\[report\]'"):
-        write_reports(full_run, html=Path("-"))
-    # markdown needs no extra; after a comparison the missing extra only warns
-    assert write_reports(full_run, md=Path("-"))["md"]
-    assert report_after_compare(full_run) is None
-    assert "parity[report]" in caplog.text
+def test_generation_run_has_latency_plots_and_percentiles(tmp_path: Path) -> None:
+    page = render_html(load_run(synthetic_run(tmp_path / "g", kind="generate")))
+    assert 'data-plot="latency"' in page and "Latency percentiles" in page
+    assert "p99 over fewer than 100 samples" in page and 'data-plot="loss"' not in page
 
 
 def test_escape_breaks_http_only_in_the_source() -> None:

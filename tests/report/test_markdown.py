@@ -2,59 +2,69 @@
 
 from __future__ import annotations
 
-import copy
-import json
-from pathlib import Path
-from typing import Any
+import re
+from dataclasses import replace
 
 import pytest
 
+from parity.model.verdict import Gate, OutputCheck
 from parity.report.markdown import MAX_LINES, render_markdown
-from tests.fixtures.runs import LATER_SECTIONS, synthetic_run
+from tests.report.cases import cases
+
+CASES = cases()
 
 
-@pytest.fixture(scope="module")
-def verdict(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    run = synthetic_run(tmp_path_factory.mktemp("md") / "run", extra=LATER_SECTIONS)
-    data: dict[str, Any] = json.loads((run / "verdict.json").read_text())
-    return data
-
-
-def test_summary_has_the_decision_and_the_figures(verdict: dict[str, Any]) -> None:
-    text = render_markdown(verdict, html_name="report.html")
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_verdict_fits_a_comment(name: str) -> None:
+    text = render_markdown(CASES[name], html_name="report.html")
     lines = text.splitlines()
-    assert lines[0] == "### parity: PASS: the target passes every gate"
-    assert "| median step (steady) |" in text and "**Speed**: target/baseline" in text
-    assert "- PASS both sides ran: ok" in text and "- precision: fp32 -> bf16" in text
-    assert "numerics" in lines[-3] and "cost" in lines[-3] and "`report.html`" in lines[-3]
     assert len(lines) <= MAX_LINES
+    assert lines[0] == f"### parity: {'PASS' if CASES[name].passed else 'FAIL'}: " + (
+        "the target passes every gate" if CASES[name].passed else "the target fails a gate"
+    )
+    assert lines[-1].endswith("`report.html`</sub>")
+    blocks: list[list[str]] = [[]]
+    for line in lines:
+        if line.startswith("|"):
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])
+    for block in blocks:
+        pipes = {len(re.findall(r"(?<!\\)\|", line)) for line in block}
+        assert len(pipes) <= 1, block  # every row has the header's cells
 
 
-def test_long_verdicts_are_cut_to_60_lines(verdict: dict[str, Any]) -> None:
-    big = copy.deepcopy(verdict)
-    big["gates"] += [{"name": f"gate {i}", "passed": False, "detail": "x|y"} for i in range(50)]
-    big["quality"]["checks"] += [
-        {
-            "name": f"output {i}",
-            "kind": "output",
-            "passed": True,
-            "rel_rmse": 1e-3,
-            "tolerance": 1e-2,
-        }
+def test_summary_has_the_decision_and_the_figures() -> None:
+    text = render_markdown(CASES["passes"], html_name="report.html")
+    assert "#### Gates: PASS" in text and "| median step (steady) | 10.00 ms | 7.01 ms |" in text
+    assert "target/baseline step time 0.701 [0.684, 0.718] (95% interval)" in text
+    assert "| precision | fp32 | bf16 |" in text
+    assert "**Also in the report**: Memory, Phases, Compatibility, Not yet proven" in text
+
+
+def test_failed_and_withheld_are_bold_and_ungated_is_info() -> None:
+    failed = render_markdown(CASES["fails-quality"])
+    assert "#### Speed: **WITHHELD**" in failed and "| loss curve | **FAIL** |" in failed
+    tokens = render_markdown(CASES["tokens"])
+    assert re.search(r"\| generated tokens \| INFO \|", tokens)
+
+
+def test_long_verdicts_are_cut_with_a_count() -> None:
+    v = CASES["passes"]
+    assert v.quality is not None
+    gates = tuple(Gate(name=f"gate {i}", passed=False, detail="x|y") for i in range(50))
+    checks = tuple(
+        OutputCheck(name=f"output {i}", passed=True, rel_rmse=1e-3, tolerance=1e-2)
         for i in range(50)
-    ]
-    big["environment_differences"] = [
-        {"field": f"f{i}", "baseline": "a\nb", "target": "c"} for i in range(30)
-    ]
-    big["sides"]["target"]["noise_warnings"] = [f"noisy {i}" for i in range(20)]
-    big["passed"] = False
+    )
+    big = replace(v, gates=gates, quality=replace(v.quality, checks=checks))
     text = render_markdown(big)
     assert len(text.splitlines()) <= MAX_LINES
-    assert "... and 47 more" in text and "x\\|y" in text
+    assert "| ... and 43 more |  |  |" in text and "x\\|y" in text
+    assert text.startswith("### parity: FAIL")
 
 
-def test_failed_side_and_no_speed(tmp_path: Path) -> None:
-    run = synthetic_run(tmp_path / "f", target_status="failed")
-    text = render_markdown(json.loads((run / "verdict.json").read_text()))
-    assert text.startswith("### parity: FAIL") and "no verdict" in text
-    assert "- target failed: r00: planted failure" in text
+def test_a_failed_side_says_why() -> None:
+    text = render_markdown(CASES["failed-target"])
+    assert "#### Speed: **WITHHELD**" in text and "the target did not run to the end" in text
+    assert "target failed: r01: the worker raised RuntimeError" in text

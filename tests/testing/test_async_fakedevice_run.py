@@ -20,12 +20,14 @@ from typing import Any
 import pytest
 import torch
 
-from parity.runner.phases import load_model
+from parity import api
+from parity.request import CompareOptions, RunRequest
+from parity.runner.load import load_model
 from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext
 from parity.workloads.frozen import materialize
-from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice, run_cli
+from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice
 
 if HAVE_FAKEDEVICE:
     from parity.testing import fakedevice
@@ -80,19 +82,14 @@ def replica() -> Replica:
 @pytest.fixture(scope="module")
 def metrics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("async") / "run"
-    run = run_cli(
-        "run",
-        SPEC.name,
-        "--steps",
-        str(SPEC.steps),
+    options = CompareOptions(workload=SPEC.name, steps=SPEC.steps, out=str(out))
+    env = {"PARITY_PLUGINS": "parity.testing.fakedevice", "PARITY_FAKE_ASYNC_US": str(COST_US)}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
         # one thread: two threads on a busy two-core machine launch kernels slowly
-        "--device",
-        f"{DEV}+threads=1",
-        "--out",
-        str(out),
-        env={"PARITY_PLUGINS": "parity.testing.fakedevice", "PARITY_FAKE_ASYNC_US": str(COST_US)},
-    )
-    assert run.returncode == 0, run.stderr
+        bundle = api.run(RunRequest.from_options(options, side=f"{DEV}+threads=1", mode="run"))
+    assert bundle.ok, bundle.manifest.reason
     assert json.loads((out / "manifest.json").read_text())["status"] == "ok"
     result: dict[str, Any] = json.loads((out / "metrics.json").read_text())
     return result

@@ -1,75 +1,62 @@
-"""parity's own compare against a PrivateUse1 device: only the device string changes."""
+"""parity's own worker against a PrivateUse1 device: only the device string changes."""
 
 from __future__ import annotations
 
-import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.fixtures.jobs import run, workload_job
 
 PLUGIN = {"PARITY_PLUGINS": "parity.testing.fakedevice"}
+needs_fake = pytest.mark.skipif(
+    shutil.which(os.environ.get("CXX", "c++")) is None or shutil.which("ninja") is None,
+    reason="building the parityfake extension needs a C++ compiler and ninja",
+)
 
 
 @pytest.mark.slow
-def test_compare_cpu_against_the_privateuse1_device(tmp_path: Path) -> None:
-    cmp = run_cli(
-        "compare",
-        "gpt-train",
-        "--baseline",
-        "cpu",
-        "--target",
-        "parityfake",
-        "--repeats",
-        "1",
-        "--no-compliance",
-        "--out",
-        str(tmp_path / "c"),
-        "--json",
-        env=PLUGIN,
-    )
-    assert cmp.returncode == 0, cmp.stderr
-    v = json.loads(cmp.stdout)
-    assert v["sides"]["target"]["device_name"] == "parity fake accelerator"
-    assert v["config_differences"] == [
-        {"setting": "device", "baseline": "cpu", "target": "parityfake"}
-    ]
+@needs_fake
+def test_a_side_on_the_privateuse1_device_matches_the_cpu(tmp_path: Path) -> None:
+    cpu = run(workload_job("gpt-train", "cpu"), tmp_path, "cpu", env=PLUGIN)
+    fake = run(workload_job("gpt-train", "parityfake", capture=True), tmp_path, "fake", env=PLUGIN)
+    assert cpu.ok and fake.ok, fake.manifest.reason
+    env = fake.manifest.environment
+    assert env is not None and env.device.name == "parity fake accelerator"
+    assert fake.manifest.side.device == "parityfake"
     # every op runs the CPU kernel: the numbers are the CPU's, bit for bit
-    loss = next(c for c in v["quality"]["checks"] if c["kind"] == "loss")
-    assert loss["max_rel"] == 0.0
-    assert v["memory"]["target"]["steps"]["device"]["allocated"] > 0
+    assert fake.losses == cpu.losses
+    assert fake.metrics is not None and cpu.metrics is not None
+    allocated = fake.metrics.memory.steps.device.allocated
+    assert allocated is not None and allocated > 0
+    assert cpu.metrics.memory.steps.device.allocated is None  # the CPU has no allocator
+    assert fake.capture is not None and fake.capture.available
 
 
 @pytest.mark.slow
-def test_an_unsupported_op_fails_the_target_with_its_name(tmp_path: Path) -> None:
+@needs_fake
+def test_an_unsupported_op_fails_the_side_with_its_name(tmp_path: Path) -> None:
     env = {**PLUGIN, "PARITY_FAKE_UNSUPPORTED": "aten::gelu"}
-    cmp = run_cli(
-        "compare",
-        "mlp-train",
-        "--target",
-        "parityfake",
-        "--repeats",
-        "1",
-        "--out",
-        str(tmp_path / "c"),
-        "--json",
-        env=env,
-    )
-    assert cmp.returncode == 1
-    reason = json.loads(cmp.stdout)["sides"]["target"]["reason"]
+    bundle = run(workload_job("mlp-train", "parityfake"), tmp_path, env=env)
+    assert bundle.status == "failed"
+    reason = bundle.manifest.reason or ""
     assert "NotImplementedError" in reason and "aten::gelu is not supported" in reason
+    # the failure scan lists the op with the line that called it
+    assert bundle.ops is not None and [u.op for u in bundle.ops.unsupported] == ["aten::gelu"]
 
 
-def test_the_device_is_unknown_without_the_plugin(tmp_path: Path) -> None:
-    cmp = run_cli(
-        "compare",
-        "mlp-train",
-        "--target",
-        "parityfake",
-        "--out",
-        str(tmp_path / "c"),
-        env={"PARITY_PLUGINS": ""},
+def test_the_device_is_unknown_without_the_plugin() -> None:
+    code = "from parity.spec import parse_side; parse_side('parityfake')"
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PARITY_PLUGINS": ""},
+        timeout=120,
     )
-    assert cmp.returncode == 2
-    assert "unknown device 'parityfake'" in cmp.stderr
+    assert proc.returncode == 1
+    assert "unknown device 'parityfake'" in proc.stderr

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from parity.errors import WorkloadError
 from parity.spec import WorkloadSpec
 from parity.workloads import resolve
-from parity.workloads.frozen import FINGERPRINT_PARTS, freeze, hash_tensors, read_frozen
+from parity.workloads.frozen import freeze, hash_tensors, read_frozen
 
 SCRIPT = """
 import json, sys
@@ -18,9 +19,10 @@ from pathlib import Path
 from parity.spec import WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.frozen import freeze
+from parity.model.codec import encode
 spec = WorkloadSpec(name=sys.argv[1], seed=int(sys.argv[2]))
 f = freeze(resolve(spec), Path(sys.argv[3]))
-print(json.dumps({"fingerprint": f.fingerprint, "parts": f.parts}))
+print(json.dumps({"fingerprint": f.fingerprint, "parts": encode(f.parts)}))
 """
 
 
@@ -61,15 +63,16 @@ def test_any_change_changes_the_fingerprint(
     base = freeze(resolve(WorkloadSpec(name="gpt-train")), tmp_path)
     other = freeze(resolve(WorkloadSpec(name="gpt-train", **change)), tmp_path)  # type: ignore[arg-type]
     assert other.fingerprint != base.fingerprint
-    differing = {p for p in FINGERPRINT_PARTS if base.parts[p] != other.parts[p]}
-    assert parts <= differing
+    assert parts <= set(base.parts.differing(other.parts))
 
 
 def test_frozen_files_are_what_both_sides_load(tmp_path: Path) -> None:
     frozen = freeze(resolve(WorkloadSpec(name="mlp-train")), tmp_path)
     weights, data = frozen.load()
-    assert hash_tensors(weights) == frozen.parts["weights"]
-    assert hash_tensors(data) == frozen.parts["data"]
+    assert hash_tensors(weights) == frozen.parts.weights
+    assert hash_tensors(data) == frozen.parts.data
+    assert frozen.parts.digest() == frozen.fingerprint
+    assert frozen.description == resolve(WorkloadSpec(name="mlp-train")).describe()
     again = freeze(resolve(WorkloadSpec(name="mlp-train")), tmp_path)
     assert again.path == frozen.path  # cached, not rebuilt
     assert read_frozen(frozen.path).fingerprint == frozen.fingerprint
@@ -81,3 +84,16 @@ def test_hash_covers_dtype_and_shape() -> None:
     assert hash_tensors({"x": x}) != hash_tensors({"x": x.view(2, 2)})
     assert hash_tensors({"x": x}) != hash_tensors({"x": x.double()[:2]})
     assert hash_tensors({"x": x}) != hash_tensors({"y": x})
+
+
+def test_an_edited_frozen_workload_is_refused(tmp_path: Path) -> None:
+    frozen = freeze(resolve(WorkloadSpec(name="mlp-train")), tmp_path)
+    meta = json.loads((frozen.path / "workload.json").read_text())
+    meta["parts"]["steps"] = 1
+    (frozen.path / "workload.json").write_text(json.dumps(meta))
+    with pytest.raises(WorkloadError, match="does not match its parts"):
+        read_frozen(frozen.path)
+    meta["parts"]["extra"] = 1
+    (frozen.path / "workload.json").write_text(json.dumps(meta))
+    with pytest.raises(WorkloadError, match=r"\$\.parts\.extra"):
+        read_frozen(frozen.path)

@@ -118,8 +118,8 @@ def test_hf_config_overrides_enter_config_and_fingerprint() -> None:
     ] == pytest.approx(0.1)
     root = freeze(base).parts
     assert (
-        freeze(resolve(WorkloadSpec(name="hf:gpt2", overrides=(("n_layer", "3"),)))).parts["config"]
-        != root["config"]
+        freeze(resolve(WorkloadSpec(name="hf:gpt2", overrides=(("n_layer", "3"),)))).parts.config
+        != root.config
     )
 
 

@@ -37,6 +37,7 @@ from parity.model.checks import (
     Gate,
     PartRecord,
 )
+from parity.model.verdict import OutputCheck
 from parity.orchestrate import JobTemplate, Orchestrator, ProgressSink, check_fresh, default_out
 from parity.request import CheckRequest
 from parity.spec import WorkloadSpec
@@ -140,6 +141,8 @@ def continuation(
         if not out_b[name].is_floating_point():
             continue
         check = quality.compare_output(name, out_b[name], out_r[name], tol["outputs_rel_rmse"])
+        if not isinstance(check, OutputCheck):
+            continue
         check = replace(
             check,
             name=f"trained model's {name}",
@@ -169,7 +172,9 @@ def finish(
     bundles: dict[str, Bundle],
     evidence: str,
 ) -> CheckResult:
-    """Write ``check.json`` (last, atomically) and return the result."""
+    """Write ``check.json`` (last, atomically), end the check's worker launcher, and
+    return the result."""
+    run.orch.close()
     check: CheckName = run.request.check
     passed = bool(gates) and all(g.passed for g in gates)
     failing = [g for g in gates if not g.passed]

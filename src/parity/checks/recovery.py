@@ -64,14 +64,15 @@ class Killer:
                 self.killed_after = self.last_done
 
     def _ours(self, pid: int) -> bool:
-        """The pid is still this part's worker (Linux: its command line names its bundle)."""
+        """The pid is still this part's worker (Linux: its stdout is this part's log in the
+        bundle being written; forked or spawned, every worker's is)."""
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stdout = os.readlink(f"/proc/{pid}/fd/1")
         except FileNotFoundError:
             return not Path("/proc/self").exists()  # no /proc: the worker is still polled
         except OSError:
             return False
-        return b"parity.runner.worker" in cmdline and f".{self.final.name}.tmp-".encode() in cmdline
+        return f".{self.final.name}.tmp-" in stdout
 
     def kill(self) -> Kill:
         return Kill(

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
 
     from parity.request import CompareOptions
 
-#: ``--wide``: tables as wide as their content, never wrapped or shortened
-WIDE_COLUMNS = 1000
-
 # -- the workload -----------------------------------------------------------------------------
 
 WorkloadArg = Annotated[
@@ -248,11 +245,11 @@ def given_options(ctx: typer.Context, **extra: object) -> CompareOptions:
     return CompareOptions.from_kwargs(**values, **extra)
 
 
-def stdout(wide: bool = False) -> Console:
-    """A console on stdout; ``wide``: as wide as the content needs."""
+def stdout() -> Console:
+    """A console on stdout (the renderers fit its width, or ignore it with ``--wide``)."""
     from rich.console import Console
 
-    return Console(width=WIDE_COLUMNS if wide else None, highlight=False)
+    return Console(highlight=False)
 
 
 def stderr() -> Console:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +9,7 @@ from typing import Annotated
 import typer
 
 from parity.cli import common as c
+from parity.model.codec import dumps
 
 WorkloadFilter = Annotated[
     str | None, typer.Option("--workload", metavar="NAME", help="only this workload")
@@ -37,11 +37,11 @@ def ls(
     with Store.open(store) as s:
         rows = s.runs(workload=workload, device=device, limit=count)
     if as_json:
-        c.write_out(json.dumps(rows, indent=2))
+        c.write_out(dumps(rows))
         return
-    from parity.report.history import runs_table
+    from parity.report.history import render_runs
 
-    c.stdout(wide).print(runs_table(rows))
+    render_runs(rows, c.stdout(), wide=wide)
 
 
 def show(
@@ -58,11 +58,11 @@ def show(
     with Store.open(store) as s:
         record = s.show(run_id)
     if as_json:
-        c.write_out(json.dumps(record, indent=2))
+        c.write_out(dumps(record))
         return
-    from parity.report.history import show_renderable
+    from parity.report.history import render_record
 
-    c.stdout(wide).print(show_renderable(record))
+    render_record(record, c.stdout(), wide=wide)
 
 
 def trend(
@@ -90,11 +90,11 @@ def trend(
     with Store.open(store) as s:
         points = s.trend(metric, workload=workload, device=device, side=side)
     if as_json:
-        c.write_out(json.dumps(points, indent=2))
+        c.write_out(dumps(points))
         return
-    from parity.report.history import trend_renderable
+    from parity.report.history import render_trend
 
-    c.stdout(wide).print(trend_renderable(metric, points))
+    render_trend(metric, points, c.stdout(), wide=wide)
 
 
 def reindex(

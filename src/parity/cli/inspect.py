@@ -7,13 +7,16 @@ import json
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
 from parity.cli import common as c
 from parity.cli.render import show_verdict, table
 from parity.schemas import SCHEMAS
+
+if TYPE_CHECKING:
+    from parity.report.parts import ColumnKind
 
 SchemaName = Enum("SchemaName", {name: name for name in SCHEMAS})  # type: ignore[misc]
 
@@ -55,7 +58,7 @@ def diff(
         reference=reference,
         checks=[Path(p) for p in o.checks] or None,
     )
-    show_verdict(verdict, c.stdout(wide), as_json=as_json, wide=wide)
+    show_verdict(verdict, c.stdout(), as_json=as_json, wide=wide)
     raise typer.Exit(verdict.exit_code)
 
 
@@ -113,7 +116,7 @@ def env(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
         c.write_out(json.dumps(data, indent=2))
         return
     rows = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in data.items()]
-    table("parity env", ("setting", "value"), rows, wide=wide)
+    table("parity env", [("setting", "name"), ("value", "text")], rows, wide=wide)
 
 
 class WorkloadRow(NamedTuple):
@@ -145,7 +148,9 @@ def workloads(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
     if as_json:
         c.write_out(json.dumps([r._asdict() for r in rows], indent=2))
         return
-    columns = ("name", "kind", "size", "parameters", "batch", "seq", "steps", "description")
+    columns: list[tuple[str, ColumnKind]] = [("name", "name"), ("kind", "text"), ("size", "text")]
+    columns += [(h, "number") for h in ("parameters", "batch", "seq", "steps")]
+    columns.append(("description", "text"))
     cells = [
         (r.name, r.kind, r.size, f"{r.parameters / 1e6:.2f}M", str(r.batch_size), *tail)
         for r in rows

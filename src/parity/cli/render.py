@@ -1,9 +1,9 @@
-"""What the commands print: verdicts, bundles, check results, scaling, plain tables.
+"""What the commands print: verdicts, curves, bundles, scans, check results, scaling and
+plain tables, through ``parity.report``'s view and width-aware layout.
 
-``show_verdict`` is the one place a verdict reaches the terminal. Until ``parity.report``
-renders a typed ``Verdict`` (the report branch), it prints the headline, the gates and
-the verdict's JSON; the merge replaces its body with a call to the terminal renderer.
-JSON output goes to stdout unwrapped; tables fit the terminal unless ``--wide``.
+``show_verdict`` is the one place a verdict reaches the terminal. JSON goes to stdout as
+it is; everything else fits the terminal's width (plain aligned text when stdout is not
+a terminal), or its natural width with ``--wide``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from parity.model.checks import CheckResult
     from parity.model.reports import ScalingReport
     from parity.model.verdict import Verdict
+    from parity.report.decision import Sides
+    from parity.report.parts import ColumnKind
 
 
 def mark(passed: bool | None) -> str:
@@ -29,36 +31,35 @@ def mark(passed: bool | None) -> str:
     return "INFO" if passed is None else "PASS" if passed else "FAIL"
 
 
-def show_verdict(verdict: Verdict, console: Console, *, as_json: bool, wide: bool) -> None:
-    """A verdict: its JSON, or the terminal report (for now the headline, the gates and
-    the JSON; ``wide`` will reach the report's tables)."""
-    from parity.model.codec import dumps
-
+def show_verdict(
+    verdict: Verdict,
+    console: Console,
+    *,
+    as_json: bool,
+    wide: bool,
+    sides: Sides | None = None,
+) -> None:
+    """A verdict: its JSON, or the terminal report (``sides``: the bundles behind it)."""
     if as_json:
+        from parity.model.codec import dumps
+
         c.write_out(dumps(verdict))
         return
-    w, sides = verdict.workload, verdict.sides
-    console.print(
-        f"parity verdict: {w.name} ({w.size}, {w.kind}): "
-        f"{sides.baseline.spec} -> {sides.target.spec}",
-        markup=False,
-        soft_wrap=True,
-    )
-    for gate in verdict.gates:
-        console.print(f"  {mark(gate.passed)}  {gate.name}: {gate.detail}", markup=False)
-    console.print(dumps(verdict), markup=False, soft_wrap=True)
-    console.print(
-        "PASS: the target passes every gate"
-        if verdict.passed
-        else "FAIL: the target fails a gate (exit code 1)",
-        markup=False,
-    )
+    from parity.report.terminal import render_terminal
+
+    render_terminal(verdict, console, sides=sides, wide=wide)
+
+
+def _sides(result: CompareResult) -> Sides:
+    from parity.model.verdict import ByRole
+
+    return ByRole(baseline=result.baseline, target=result.target)
 
 
 def show_result(result: CompareResult, *, as_json: bool, wide: bool) -> None:
     """A comparison: the verdict, where the bundles are, where the report is."""
-    console = c.stdout(wide)
-    show_verdict(result.verdict, console, as_json=as_json, wide=wide)
+    console = c.stdout()
+    show_verdict(result.verdict, console, as_json=as_json, wide=wide, sides=_sides(result))
     where = f"bundles and verdict.json in {result.out}"
     if result.report is not None:
         where += f"; report: {result.report}"
@@ -69,7 +70,7 @@ def show_result(result: CompareResult, *, as_json: bool, wide: bool) -> None:
 
 
 def show_curve(out: Path, results: Sequence[CompareResult], *, as_json: bool, wide: bool) -> None:
-    """A throughput-latency curve: each batch size's verdict, then where curve.json is."""
+    """A throughput-latency curve: each batch size's verdict, the curve, where it is."""
     import json
 
     from parity.api import CURVE_FILE
@@ -77,14 +78,19 @@ def show_curve(out: Path, results: Sequence[CompareResult], *, as_json: bool, wi
     from parity.model.codec import encode
     from parity.model.reports import Curve
 
+    curve = read_doc(out / CURVE_FILE, Curve)
     if as_json:
-        curve = encode(read_doc(out / CURVE_FILE, Curve))
         verdicts = [encode(r.verdict) for r in results]
-        c.write_out(json.dumps({"curve": curve, "verdicts": verdicts}, indent=2))
+        c.write_out(json.dumps({"curve": encode(curve), "verdicts": verdicts}, indent=2))
         return
-    console = c.stdout(wide)
+    from parity.report.curve import render_curve
+
+    console = c.stdout()
     for r in results:
-        show_verdict(r.verdict, console, as_json=False, wide=wide)
+        show_verdict(r.verdict, console, as_json=False, wide=wide, sides=_sides(r))
+        console.print()
+    points = list(zip(curve.batch_sizes, (r.verdict for r in results), strict=True))
+    render_curve(points, console, wide=wide)
     console.print(f"bundles, verdicts and curve.json in {out}", markup=False, soft_wrap=True)
 
 
@@ -100,7 +106,7 @@ def show_run(bundle: Bundle) -> None:
 
 
 def show_scan(bundle: Bundle, *, as_json: bool, wide: bool) -> tuple[int, int]:
-    """``parity scan``: ops.json (JSON) or its summary; returns (unsupported, fallbacks)."""
+    """``parity scan``: ops.json (JSON) or what it found; returns (unsupported, fallbacks)."""
     import json
 
     from parity.model.codec import encode
@@ -109,23 +115,21 @@ def show_scan(bundle: Bundle, *, as_json: bool, wide: bool) -> tuple[int, int]:
     summary = ops.summary if ops is not None else None
     found = (summary.unsupported, summary.fallbacks) if summary is not None else (0, 0)
     if as_json:
-        head = {"bundle": str(bundle.path), "status": bundle.status}
         body = encode(ops) if ops is not None else {}
-        doc = {**head, "reason": bundle.manifest.reason, **(body if isinstance(body, dict) else {})}
-        c.write_out(json.dumps(doc, indent=2))
+        doc = {
+            "bundle": str(bundle.path),
+            "status": bundle.status,
+            "reason": bundle.manifest.reason,
+        }
+        c.write_out(json.dumps({**doc, **(body if isinstance(body, dict) else {})}, indent=2))
         return found
-    rows = [] if summary is None else [(k, str(v)) for k, v in _flat(encode(summary))]
-    table(f"scan of {bundle.side}", ("finding", "count"), rows, wide=wide)
-    for op in ops.unsupported if ops is not None else ():
-        c.stdout(wide).print(f"  unsupported: {op.op}", markup=False, soft_wrap=True)
-    c.stdout().print(f"bundle and ops.json in {bundle.path}", markup=False, soft_wrap=True)
+    console = c.stdout()
+    if ops is not None:
+        from parity.report.ops import render_scan
+
+        render_scan(ops, console, wide=wide)
+    console.print(f"bundle and ops.json in {bundle.path}", markup=False, soft_wrap=True)
     return found
-
-
-def _flat(data: object) -> list[tuple[str, object]]:
-    if not isinstance(data, dict):
-        return []
-    return [(k, "-" if v is None else v) for k, v in data.items()]
 
 
 def show_check(result: CheckResult, *, as_json: bool) -> None:
@@ -151,19 +155,19 @@ def show_scaling(report: ScalingReport, *, as_json: bool, wide: bool) -> None:
         c.write_out(dumps(report))
         return
     rows = [
-        (
-            str(p.nproc),
-            p.status,
-            _fmt(p.median_step_s, " s"),
-            _fmt(p.samples_per_s, ""),
-            _fmt(p.speedup, "x"),
-            _pct(p.efficiency),
-            _pct(p.allreduce_share),
-        )
+        (str(p.nproc), p.status, _fmt(p.median_step_s, " s"), _fmt(p.samples_per_s, ""), *rest)
         for p in report.points
+        for rest in [(_fmt(p.speedup, "x"), _pct(p.efficiency), _pct(p.allreduce_share))]
     ]
     columns = ("nproc", "status", "median step", "samples/s", "speedup", "efficiency")
-    table(f"scaling {report.workload} on {report.side}", (*columns, "all-reduce"), rows, wide=wide)
+    kinds: list[ColumnKind] = ["number", "result", "number", "number", "number", "number"]
+    table(
+        f"scaling {report.workload} on {report.side}",
+        list(zip((*columns, "all-reduce"), (*kinds, "number"), strict=True)),
+        rows,
+        wide=wide,
+        legend=report.definition,
+    )
     for p in report.points:
         if p.status != "ok":
             c.note(f"nproc={p.nproc} failed: {p.reason}")
@@ -171,7 +175,6 @@ def show_scaling(report: ScalingReport, *, as_json: bool, wide: bool) -> None:
         lc = report.loss_curves
         gate = "within the gate" if lc.passed else "OUTSIDE the gate"
         c.stdout().print(f"loss curves {lc.baseline} vs {lc.target}: {gate}", markup=False)
-    c.stdout().print(report.definition, markup=False, soft_wrap=True)
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -184,19 +187,18 @@ def _pct(value: float | None) -> str:
 
 def table(
     title: str,
-    columns: Sequence[str],
-    rows: Sequence[Sequence[str]],
+    columns: Sequence[tuple[str, ColumnKind]],
+    rows: Sequence[tuple[str, ...]],
     *,
     wide: bool,
-    console: Console | None = None,
+    legend: str | None = None,
 ) -> None:
-    """A plain table: wrapped at spaces to fit the terminal, or full width (``wide``)."""
-    from rich.table import Table
-    from rich.text import Text
+    """A table in the report's layout: fits the terminal (wrapping at spaces, names
+    shortened in the middle), plain when piped, natural width with ``wide``."""
+    from parity.report.parts import Section
+    from parity.report.parts import table as make_table
+    from parity.report.terminal import print_sections
 
-    t = Table(title=Text(title), title_justify="left")
-    for col in columns:
-        t.add_column(Text(col), overflow="fold")
-    for row in rows:
-        t.add_row(*(Text(cell) for cell in row))
-    (console or c.stdout(wide)).print(t)
+    made = make_table(columns, rows, legend=legend)
+    section = Section(key="table", title=title, result="INFO", parts=(made,))
+    print_sections([section], c.stdout(), wide=wide)

@@ -17,6 +17,18 @@ from typing import Any, ClassVar
 
 import torch
 
+from parity.devices.tracking import OpTracker
+from parity.model.manifest import DeviceInfo, FlagValue
+from parity.model.metrics import DevicePeaks
+
+#: device types whose tensors live in host memory (the CPU, and meta: no memory at all)
+HOST_TYPES = frozenset({"cpu", "meta"})
+
+
+def is_host(device: torch.device | str) -> bool:
+    """Whether tensors on this device live in host memory (so no copy, no sync, no queue)."""
+    return torch.device(device).type in HOST_TYPES
+
 
 class Device:
     """A generic device adapter for a device type and optional index."""
@@ -93,6 +105,14 @@ class Device:
         if self.index is not None:
             self._call("set_device", self.index)
 
+    def for_rank(self, local_rank: int) -> Device:
+        """The device a torchrun process of this local rank uses: one device each."""
+        return type(self)(self.type, local_rank)
+
+    def ddp_device_ids(self, local_rank: int) -> list[int] | None:
+        """``device_ids`` for ``DistributedDataParallel`` (None: the module's own device)."""
+        return [local_rank]
+
     def enable_determinism(self) -> list[str]:
         """Device-specific settings for ``+deterministic``; returns what was set."""
         return []
@@ -107,6 +127,28 @@ class Device:
             return precision
         return "fp32" if torch.get_float32_matmul_precision() == "highest" else "tf32"
 
+    def conv_dtype(self, precision: str) -> str:
+        """The format convolutions run in for a side's precision."""
+        return precision
+
+    # -- random state -----------------------------------------------------------------
+    def rng_state(self) -> torch.Tensor | None:
+        """The device generator's state (beside the CPU's), or None where there is none."""
+        fn = getattr(self.module(), "get_rng_state", None)
+        if not callable(fn):
+            return None
+        try:
+            state = fn()
+        except Exception:  # a backend without RNG state access
+            return None
+        return state if isinstance(state, torch.Tensor) else None
+
+    def set_rng_state(self, state: torch.Tensor) -> None:
+        """Restore what :meth:`rng_state` returned."""
+        fn = getattr(self.module(), "set_rng_state", None)
+        if callable(fn):
+            fn(state)
+
     # -- timing and memory ------------------------------------------------------------
     def synchronize(self) -> None:
         """Wait until the device has finished all queued work."""
@@ -115,62 +157,81 @@ class Device:
         if callable(fn):
             fn()
             return
-        accel = getattr(torch, "accelerator", None)
+        accel = self._accelerator()
         if accel is not None and hasattr(accel, "synchronize"):
             accel.synchronize()
+
+    def _accelerator(self) -> ModuleType | None:
+        """``torch.accelerator`` where it drives this device type, else None (it would
+        report another device's figures)."""
+        accel: ModuleType | None = getattr(torch, "accelerator", None)
+        current = getattr(accel, "current_accelerator", None)
+        if not callable(current):
+            return None
+        try:
+            found = current()
+        except (RuntimeError, AssertionError):
+            return None
+        return accel if found is not None and found.type == self.type else None
 
     def reset_peak_memory(self) -> None:
         self.synchronize()
         if self._call("reset_peak_memory_stats") is None:
-            accel = getattr(torch, "accelerator", None)
-            fn = getattr(accel, "reset_peak_memory_stats", None)
+            fn = getattr(self._accelerator(), "reset_peak_memory_stats", None)
             if callable(fn):
                 with contextlib.suppress(RuntimeError, NotImplementedError):
                     fn()
 
-    def memory_peaks(self) -> dict[str, int | None]:
+    def memory_peaks(self) -> DevicePeaks:
         """Peak allocated and reserved bytes since the last reset, read after a synchronize."""
         self.synchronize()
-        peaks: dict[str, int | None] = {"allocated": None, "reserved": None}
-        for key, fn_name in (
-            ("allocated", "max_memory_allocated"),
-            ("reserved", "max_memory_reserved"),
-        ):
-            value = _try(self.module(), fn_name)
-            if value is None:
-                value = _try(getattr(torch, "accelerator", None), fn_name)
-            peaks[key] = value
-        if peaks["allocated"] is None:
+        allocated = self._memory_figure("max_memory_allocated")
+        if allocated is None:
             stats = _try(self.module(), "memory_stats")
             if isinstance(stats, Mapping):
-                peaks["allocated"] = find_peak(stats)
-        return peaks
+                allocated = find_peak(stats)
+        return DevicePeaks(allocated=allocated, reserved=self._memory_figure("max_memory_reserved"))
+
+    def memory_allocated(self) -> int | None:
+        """Bytes the device's allocator holds for tensors now (None: it cannot say)."""
+        return self._memory_figure("memory_allocated")
+
+    def _memory_figure(self, fn_name: str) -> int | None:
+        value = _try(self.module(), fn_name)
+        if value is None:
+            value = _try(self._accelerator(), fn_name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    # -- backend reports --------------------------------------------------------------
+    def op_tracker(self) -> OpTracker:
+        """What the backend reports of ops it ran elsewhere (the generic one: nothing)."""
+        return OpTracker()
 
     # -- reporting --------------------------------------------------------------------
-    def environment(self) -> dict[str, Any]:
+    def environment(self) -> DeviceInfo:
         """Device facts for the manifest: name, count, backend package versions, flags."""
-        return {
-            "type": self.type,
-            "name": self.name(),
-            "count": self.count(),
-            "backend_packages": package_versions(self.backend_packages),
-            "flags": self.flags(),
-        }
+        return DeviceInfo(
+            type=self.type,
+            name=self.name(),
+            count=self.count(),
+            backend_packages=package_versions(self.backend_packages),
+            flags=self.flags(),
+        )
 
-    def flags(self) -> dict[str, Any]:
+    def flags(self) -> dict[str, FlagValue]:
         """Settings that change numerics (TF32 and the like)."""
         return {}
 
 
-def _try(mod: object, name: str) -> int | None:
+def _try(mod: object, name: str) -> object:
     fn = getattr(mod, name, None)
     if not callable(fn):
         return None
     try:
-        value = fn()
+        value: object = fn()
     except (RuntimeError, NotImplementedError, AssertionError, TypeError):
         return None
-    return value if isinstance(value, int) else None
+    return value
 
 
 def find_peak(stats: Mapping[str, Any]) -> int | None:

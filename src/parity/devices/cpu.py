@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import platform
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
 from parity.devices.base import Device
+from parity.model.manifest import FlagValue
+from parity.model.metrics import DevicePeaks
 
 
 class CpuDevice(Device):
@@ -30,17 +32,32 @@ class CpuDevice(Device):
     def reset_peak_memory(self) -> None:
         """The host's peak is tracked by ``parity.probes.memory``, not here."""
 
-    def memory_peaks(self) -> dict[str, int | None]:
-        return {"allocated": None, "reserved": None}
+    def memory_peaks(self) -> DevicePeaks:
+        return DevicePeaks()
+
+    def memory_allocated(self) -> int | None:
+        """No device allocator: host memory is read by ``parity.probes.memory``."""
+        return None
+
+    def rng_state(self) -> None:
+        """The CPU generator is the host's, saved with every checkpoint anyway."""
+        return None
+
+    def for_rank(self, local_rank: int) -> Device:
+        """Every rank shares the one CPU."""
+        return self
+
+    def ddp_device_ids(self, local_rank: int) -> list[int] | None:
+        return None
 
     def environment_variables(self) -> tuple[str, ...]:
         return ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_", "KMP_", "GOMP_")
 
-    def flags(self) -> dict[str, Any]:
+    def flags(self) -> dict[str, FlagValue]:
         return {
             "num_threads": torch.get_num_threads(),
             "num_interop_threads": torch.get_num_interop_threads(),
-            "mkldnn_enabled": torch.backends.mkldnn.enabled,
+            "mkldnn_enabled": bool(torch.backends.mkldnn.enabled),
             "float32_matmul_precision": torch.get_float32_matmul_precision(),
         }
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 import torch
 
 from parity.devices.base import Device
+from parity.model.manifest import FlagValue
 
 
 class CudaDevice(Device):
@@ -45,6 +46,12 @@ class CudaDevice(Device):
             return "tf32" if fp32_math("matmul") == "tf32" else "fp32"
         return super().matmul_dtype(precision)
 
+    def conv_dtype(self, precision: str) -> str:
+        """fp32 convolutions run in TF32 while cuDNN's TF32 mode is on (the default)."""
+        if precision == "fp32":
+            return "tf32" if fp32_math("conv") == "tf32" else "fp32"
+        return super().conv_dtype(precision)
+
     def environment_variables(self) -> tuple[str, ...]:
         return (
             "CUDA_VISIBLE_DEVICES",
@@ -56,7 +63,7 @@ class CudaDevice(Device):
             "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
         )
 
-    def flags(self) -> dict[str, Any]:
+    def flags(self) -> dict[str, FlagValue]:
         return {
             "cuda_version": torch.version.cuda,
             "hip_version": torch.version.hip,

@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 
 from parity.errors import SpecError
 
-BUILTIN = ("cpu", "cuda", "neuron", "xpu", "mps")
+BUILTIN = ("cpu", "cuda", "neuron", "xpu", "mps", "xla")
 
 
 def _others_possible() -> bool:

@@ -15,6 +15,7 @@ from parity.devices.base import Device
 from parity.devices.cpu import CpuDevice
 from parity.devices.cuda import CudaDevice
 from parity.devices.neuron import NeuronDevice
+from parity.devices.xla import XlaDevice
 from parity.plugins import load_plugins
 
 
@@ -62,3 +63,4 @@ register_device("cuda", CudaDevice)
 register_device("neuron", NeuronDevice)
 register_device("xpu", XpuDevice)
 register_device("mps", MpsDevice)
+register_device("xla", XlaDevice)

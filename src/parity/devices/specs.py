@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.errors import UsageError
+from parity.model.metrics import Peak
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -76,7 +77,7 @@ def framework_unit(device_name: str) -> FrameworkUnit | None:
     )
 
 
-def peak_flops(device_name: str, dtype: str) -> dict[str, Any] | None:
+def peak_flops(device_name: str, dtype: str) -> Peak | None:
     """Peak FLOP/s of one framework device for the dtype its matmuls run in, with the
     unit it is per and the source."""
     found = lookup(device_name)
@@ -86,15 +87,15 @@ def peak_flops(device_name: str, dtype: str) -> dict[str, Any] | None:
     value = entry.get("peak_flops", {}).get(dtype)
     if value is None:
         return None
-    return {
-        "device": label,
-        "dtype": dtype,
-        "flops": float(value),
-        "unit": str(entry["unit"]),
-        "source": entry.get("source"),
-        "source_url": entry.get("source_url"),
-        "date": entry.get("date"),
-    }
+    return Peak(
+        device=label,
+        dtype=dtype,
+        flops=float(value),
+        unit=str(entry["unit"]),
+        source=entry.get("source"),
+        source_url=entry.get("source_url"),
+        date=entry.get("date"),
+    )
 
 
 @cache

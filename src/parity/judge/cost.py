@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from parity.bundle import Bundle, SideRuns
 from parity.errors import UsageError
-from parity.judge.speed import pooled_median
+from parity.judge.speed import side_step_time
 from parity.model.verdict import (
     ByRole,
     Convergence,
@@ -104,7 +104,7 @@ def _training(
 
 
 def _serving(side: SideRuns, inputs: CostInputs, head: SideCost) -> SideCost:
-    median = pooled_median(side)
+    median = side_step_time(side)
     metrics = side.first.metrics
     items = metrics.items_per_step if metrics is not None else None
     tokens_per_s = items.tokens / median if items and items.tokens and median else None

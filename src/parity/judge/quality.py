@@ -21,7 +21,6 @@ from parity.model.verdict import (
     Determinism,
     LossCheck,
     OutputCheck,
-    QualityCheck,
     TokensCheck,
 )
 from parity.spec import SideSpec
@@ -54,7 +53,9 @@ def _tokens(name: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck:
     )
 
 
-def compare_output(name: str, base: torch.Tensor, target: torch.Tensor, tol: float) -> QualityCheck:
+def compare_output(
+    name: str, base: torch.Tensor, target: torch.Tensor, tol: float
+) -> OutputCheck | TokensCheck:
     label = f"output {name}"
     if base.shape != target.shape:
         detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"

@@ -7,7 +7,7 @@ checks them.
    environment);
 3. both sides ran; quality: loss curve and outputs within tolerance, numerics against
    the fp64 reference;
-4. only then speed (the median steady step time ratio with its interval) and cost.
+4. only then speed (the step time ratio over fresh processes with a t interval) and cost.
 
 The verdict depends on the bundles and the judge's inputs only (prices are resolved
 before judging), so ``parity diff A B`` on bundles made on different machines gives the
@@ -23,7 +23,7 @@ from parity.errors import ContractError
 from parity.judge import compat, decision, quality
 from parity.judge.cost import judge_cost
 from parity.judge.numerics import judge_numerics
-from parity.judge.speed import judge_speed, pooled_median
+from parity.judge.speed import judge_speed, side_step_time
 from parity.model.metrics import Throughput
 from parity.model.verdict import (
     ByRole,
@@ -48,7 +48,7 @@ def _side_info(side: SideRuns) -> SideInfo:
         (f"{b.path.name}: " if b.path != side.path else "") + str(b.manifest.reason) for b in failed
     )
     metrics = first.metrics
-    median = pooled_median(side)
+    median = side_step_time(side)
     items = metrics.items_per_step if metrics is not None else None
     throughput = metrics.throughput if metrics is not None else None
     if items is not None and median:

@@ -355,7 +355,7 @@ def _schema(tp: Any, defs: dict[str, Json]) -> Schema:
         own: Schema = tp.__codec_schema__()
         return own
     if isinstance(origin, type) and dataclasses.is_dataclass(origin):
-        name = origin.__name__ + "_" + "_".join(getattr(a, "__name__", "x") for a in get_args(tp))
+        name = origin.__name__ + "_" + "_".join(_type_name(a) for a in get_args(tp))
         if name not in defs:
             defs[name] = {}
             defs[name] = _dataclass_schema(origin, defs, _bindings(origin, get_args(tp)))
@@ -376,6 +376,20 @@ def _schema(tp: Any, defs: dict[str, Json]) -> Schema:
     if tp in simple:
         return dict(simple[tp])
     raise TypeError(f"no schema for type {tp!r}")
+
+
+def _type_name(tp: Any) -> str:
+    """A name for a type argument, for ``$defs`` (``ByRole_float_or_None``)."""
+    if _is_union(tp):
+        return "_or_".join(_type_name(a) for a in get_args(tp))
+    if tp is type(None):
+        return "None"
+    origin = get_origin(tp)
+    if origin is not None:
+        return f"{getattr(origin, '__name__', origin)}_" + "_".join(
+            _type_name(a) for a in get_args(tp)
+        )
+    return f"{getattr(tp, '__name__', tp)}"
 
 
 def _dataclass_schema(

@@ -80,6 +80,8 @@ class Job:
     repeat: int = 0
     #: ``perf_counter_ns`` in the parent when it launched the worker
     spawned_ns: int = 0
+    #: how the worker was started: forked from the zygote, or a new interpreter
+    launch: Literal["fork", "spawn"] = "spawn"
     timeout_s: float = 900.0
     #: run the numerics probe (first repeat of a comparison, a single run)
     capture: bool = False

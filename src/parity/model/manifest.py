@@ -147,6 +147,8 @@ class Manifest:
     started_unix: float | None = None
     finished_unix: float | None = None
     pid: int | None = None
+    #: how the worker was started: forked from the zygote, or a new interpreter
+    launch: Literal["fork", "spawn"] | None = omit_none()
     distributed: DistInfo | None = omit_none()
 
     @property

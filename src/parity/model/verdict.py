@@ -369,19 +369,32 @@ class NumericsSection:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Interval:
+    """The speed ratio's interval; ``provisional`` with too few processes per side to
+    estimate the process-to-process spread (then it is no precision claim)."""
+
     low: float
     high: float
     confidence: float
     half_width_rel: float
     method: str
+    df: float | None = omit_none()
+    provisional: bool = False
+    #: standard deviation of each side's log process medians (None: one process)
+    spread: ByRole[float | None] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComplianceCheck:
+    """A compliance run against what process-to-process variation explains (``passed``
+    None: not judged, the variation is unknown with one process per side)."""
+
     name: str
-    passed: bool
+    passed: bool | None
     detail: str
     ratio: float | None = omit_none()
+    low: float | None = omit_none()
+    high: float | None = omit_none()
+    level: float | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -75,6 +75,10 @@ class WorkloadDescription:
     steps: int | None = None
     seed: int | None = None
     quality: QualitySpec
+    #: versions of the libraries that build the model (``transformers`` for ``hf:``): they
+    #: key the frozen cache, not the fingerprint (the weights' hash says whether two
+    #: versions built the same model)
+    packages: dict[str, str] | None = omit_none()
     #: script mode: the contract is unverified, and why
     contract: str | None = omit_none()
 

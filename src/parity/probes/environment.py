@@ -15,13 +15,14 @@ import re
 import socket
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
+from functools import cache
 
 import torch
 
 from parity import __version__
 from parity.devices.base import Device
 from parity.devices.cpu import cpu_model
+from parity.model.manifest import CpuInfo, Environment, GlobalFlags, PipFreeze, TorchInfo
 
 ALLOWED_PREFIXES = (
     "PARITY_",
@@ -77,7 +78,8 @@ def relevant_env(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[
     return out
 
 
-def pip_freeze_digest() -> dict[str, Any]:
+@cache
+def pip_freeze_digest() -> PipFreeze:
     dists = sorted(
         {
             f"{d.metadata['Name']}=={d.version}".lower()
@@ -85,30 +87,32 @@ def pip_freeze_digest() -> dict[str, Any]:
             if d.metadata["Name"]
         }
     )
-    return {"sha256": hashlib.sha256("\n".join(dists).encode()).hexdigest(), "packages": len(dists)}
+    return PipFreeze(
+        sha256=hashlib.sha256("\n".join(dists).encode()).hexdigest(), packages=len(dists)
+    )
 
 
-def collect(device: Device) -> dict[str, Any]:
+def collect(device: Device) -> Environment:
     """Everything about this process's environment that can change a result."""
-    return {
-        "parity": __version__,
-        "python": platform.python_version(),
-        "python_implementation": platform.python_implementation(),
-        "executable": sys.executable,
-        "platform": platform.platform(),
-        "hostname": socket.gethostname(),
-        "cpu": {"model": cpu_model(), "logical_cores": os.cpu_count()},
-        "torch": {
-            "version": torch.__version__,
-            "git_version": getattr(torch.version, "git_version", None),
-            "debug": bool(torch.version.debug),
-        },
-        "device": device.environment(),
-        "flags": {
-            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "num_threads": torch.get_num_threads(),
-        },
-        "pip_freeze": pip_freeze_digest(),
-        "env": relevant_env(os.environ, device.environment_variables()),
-    }
+    return Environment(
+        parity=__version__,
+        python=platform.python_version(),
+        python_implementation=platform.python_implementation(),
+        executable=sys.executable,
+        platform=platform.platform(),
+        hostname=socket.gethostname(),
+        cpu=CpuInfo(model=cpu_model(), logical_cores=os.cpu_count()),
+        torch=TorchInfo(
+            version=str(torch.__version__),
+            git_version=getattr(torch.version, "git_version", None),
+            debug=bool(torch.version.debug),
+        ),
+        device=device.environment(),
+        flags=GlobalFlags(
+            deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
+            float32_matmul_precision=torch.get_float32_matmul_precision(),
+            num_threads=torch.get_num_threads(),
+        ),
+        pip_freeze=pip_freeze_digest(),
+        env=relevant_env(os.environ, device.environment_variables()),
+    )

@@ -10,16 +10,20 @@ says so.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from dataclasses import replace
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from parity.devices.specs import peak_flops
+from parity.model.metrics import Flops, Peak
 from parity.spec import SideSpec
 from parity.workloads.base import RunContext, Workload
 
+METHOD = "torch.utils.flop_counter on meta tensors"
 
-def count_flops(workload: Workload, data: dict[str, torch.Tensor]) -> dict[str, Any]:
+
+def count_flops(workload: Workload, data: dict[str, torch.Tensor]) -> Flops:
     """FLOPs of one step of ``workload`` (its second step: the first may differ)."""
     try:
         with torch.device("meta"), warnings.catch_warnings():
@@ -35,28 +39,22 @@ def count_flops(workload: Workload, data: dict[str, torch.Tensor]) -> dict[str, 
                 runner.step(1)
         total = int(counter.get_total_flops())
     except Exception as exc:  # any op without a meta kernel, any user-workload quirk
-        return {
-            "per_step": None,
-            "method": "torch.utils.flop_counter on meta tensors",
-            "error": f"{type(exc).__name__}: {exc}"[:300],
-        }
-    return {"per_step": total, "method": "torch.utils.flop_counter on meta tensors"}
+        return Flops(per_step=None, method=METHOD, error=f"{type(exc).__name__}: {exc}"[:300])
+    return Flops(per_step=float(total), method=METHOD)
 
 
-def mfu(
-    flops_per_step: int | None, median_step_s: float | None, peak: dict[str, Any] | None
-) -> dict[str, Any]:
+def peak(device_name: str, dtype: str) -> Peak | None:
+    """The peak FLOP/s of a device (by its exact name) for a dtype, from ``specs.toml``."""
+    return peak_flops(device_name, dtype)
+
+
+def mfu(flops: Flops, median_step_s: float | None, peak: Peak | None, *, devices: int = 1) -> Flops:
     """Achieved FLOP/s, and MFU where the device's peak for the dtype is known.
 
-    The peak is one framework device's (a GPU, a logical NeuronCore); ``peak_unit`` says
-    which, so an MFU figure never leaves without the unit it is per."""
-    unit = peak.get("unit") if peak else None
-    if not flops_per_step or not median_step_s:
-        return {"achieved_flops": None, "mfu": None, "peak": peak, "peak_unit": unit}
-    achieved = flops_per_step / median_step_s
-    return {
-        "achieved_flops": achieved,
-        "mfu": achieved / peak["flops"] if peak else None,
-        "peak": peak,
-        "peak_unit": unit,
-    }
+    ``devices``: the step's FLOPs are spread over this many framework devices (a torchrun
+    side's ranks), so MFU is per device."""
+    if not flops.per_step or not median_step_s:
+        return replace(flops, achieved_flops=None, mfu=None, peak=peak)
+    achieved = flops.per_step / median_step_s
+    share = achieved / peak.flops / devices if peak is not None else None
+    return replace(flops, achieved_flops=achieved, mfu=share, peak=peak)

@@ -17,14 +17,23 @@ import contextlib
 import copy
 import traceback
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves, tree_map
 
-from parity.probes.source import is_user_file, where
+from parity.devices.base import is_host
+from parity.model.ops import (
+    BreakReason,
+    Explain,
+    Fullgraph,
+    GraphProbes,
+    Recompilations,
+    RecompileReason,
+)
+from parity.probes.source import is_user_file, where_line
 
 Call = tuple[tuple[Any, ...], dict[str, Any]]
 MAX_CALLS = 8
@@ -73,9 +82,9 @@ def _first_lines(exc: BaseException, lines: int = 3, limit: int = 500) -> str:
 def _user_location(stack: list[traceback.FrameSummary] | None) -> str | None:
     for frame in reversed(stack or []):
         if is_user_file(frame.filename):
-            return where({"file": frame.filename, "line": frame.lineno})
+            return where_line(frame.filename, frame.lineno or 0)
     if stack:
-        return where({"file": stack[-1].filename, "line": stack[-1].lineno})
+        return where_line(stack[-1].filename, stack[-1].lineno or 0)
     return None
 
 
@@ -86,7 +95,7 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def explain(module: nn.Module, call: Call) -> dict[str, Any]:
+def explain(module: nn.Module, call: Call) -> Explain:
     """``torch._dynamo.explain`` on one call: graphs, breaks and their reasons."""
     args, kwargs = call
     out = torch._dynamo.explain(module)(*args, **kwargs)
@@ -95,18 +104,18 @@ def explain(module: nn.Module, call: Call) -> dict[str, Any]:
         lines = str(r.reason).strip().splitlines()
         key = (lines[0] if lines else str(r.reason), _user_location(r.user_stack))
         reasons[key] = reasons.get(key, 0) + 1
-    return {
-        "graphs": out.graph_count,
-        "graph_breaks": out.graph_break_count,
-        "ops_in_graphs": out.op_count,
-        "reasons": [
-            {"reason": reason, "where": loc, "count": n}
+    return Explain(
+        graphs=out.graph_count,
+        graph_breaks=out.graph_break_count,
+        ops_in_graphs=out.op_count,
+        reasons=tuple(
+            BreakReason(reason=reason, where=loc, count=n)
             for (reason, loc), n in list(reasons.items())[:MAX_REASONS]
-        ],
-    }
+        ),
+    )
 
 
-def fullgraph(module: nn.Module, call: Call) -> dict[str, Any]:
+def fullgraph(module: nn.Module, call: Call) -> Fullgraph:
     """Whether the forward compiles as one graph (``fullgraph=True``)."""
     args, kwargs = call
     torch._dynamo.reset()
@@ -114,13 +123,13 @@ def fullgraph(module: nn.Module, call: Call) -> dict[str, Any]:
     try:
         compiled(*args, **kwargs)
     except Exception as exc:
-        return {"passed": False, "error": _first_lines(exc)}
+        return Fullgraph(passed=False, error=_first_lines(exc))
     finally:
         torch._dynamo.reset()
-    return {"passed": True, "error": None}
+    return Fullgraph(passed=True, error=None)
 
 
-def recompilations(module: nn.Module, calls: list[Call]) -> dict[str, Any]:
+def recompilations(module: nn.Module, calls: list[Call]) -> Recompilations:
     """Compile once, call with every captured input: how often Dynamo recompiles, and why."""
     from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
 
@@ -134,19 +143,19 @@ def recompilations(module: nn.Module, calls: list[Call]) -> dict[str, Any]:
     finally:
         torch._dynamo.reset()
     reasons = [
-        {
-            "function": f"{m.co_name} ({m.co_filename}:{m.co_firstlineno})",
-            "reason": str(m.recompile_reason).splitlines()[0],
-        }
+        RecompileReason(
+            function=f"{m.co_name} ({m.co_filename}:{m.co_firstlineno})",
+            reason=str(m.recompile_reason).splitlines()[0],
+        )
         for m in metrics
         if getattr(m, "recompile_reason", None)
     ]
-    return {
-        "calls": len(calls),
-        "compilations": len(metrics),
-        "recompilations": len(reasons),
-        "reasons": reasons[:MAX_REASONS],
-    }
+    return Recompilations(
+        calls=len(calls),
+        compilations=len(metrics),
+        recompilations=len(reasons),
+        reasons=tuple(reasons[:MAX_REASONS]),
+    )
 
 
 def _on_cpu(module: nn.Module, calls: list[Call]) -> tuple[nn.Module, list[Call]]:
@@ -157,11 +166,32 @@ def _on_cpu(module: nn.Module, calls: list[Call]) -> tuple[nn.Module, list[Call]
     return cpu_module, [tree_map(to_cpu, c) for c in calls]
 
 
-def _guard(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _explain(module: nn.Module, call: Call) -> Explain:
     try:
-        return fn()
+        return explain(module, call)
     except Exception as exc:
-        return {"error": _first_lines(exc)}
+        return Explain(error=_first_lines(exc))
+
+
+def _fullgraph(module: nn.Module, call: Call) -> Fullgraph:
+    try:
+        return fullgraph(module, call)
+    except Exception as exc:
+        return Fullgraph(error=_first_lines(exc))
+
+
+def _recompilations(module: nn.Module, calls: list[Call]) -> Recompilations:
+    if _same_calls(calls):
+        return Recompilations(
+            calls=len(calls),
+            compilations=None,
+            recompilations=0,
+            note="not compiled: every captured call has the same shapes and arguments",
+        )
+    try:
+        return recompilations(module, calls)
+    except Exception as exc:
+        return Recompilations(error=_first_lines(exc))
 
 
 def _signature(call: Call) -> tuple[Any, ...] | None:
@@ -182,50 +212,56 @@ def _same_calls(calls: list[Call]) -> bool:
     return first is not None and all(_signature(c) == first for c in calls[1:])
 
 
-def graph_probes(model: nn.Module, calls: list[Call]) -> dict[str, Any]:
+def graph_probes(model: nn.Module, calls: list[Call]) -> GraphProbes:
     """Explain, fullgraph and recompilation probes; never raises.
 
     If Dynamo cannot trace the forward on the device (an op without a kernel there, or
     without a fake-tensor kernel), that is reported as ``device_error`` and the probes
     run on a CPU copy, so that the graph breaks of the code are still counted.
     """
-    result: dict[str, Any] = {"backend": BACKEND, "note": NOTE, "ran_on": None}
     if not calls:
-        result["skipped"] = "the model's forward was not called in the scanned steps"
-        return result
+        return GraphProbes(
+            backend=BACKEND,
+            note=NOTE,
+            skipped="the model's forward was not called in the scanned steps",
+        )
     module = unwrap(model)
     device = next((p.device for p in module.parameters()), None)
-    result["ran_on"] = str(device) if device is not None else None
+    ran_on = str(device) if device is not None else None
+    device_error: str | None = None
     with _quiet():
         try:
-            result["explain"] = explain(module, calls[0])
+            ex = explain(module, calls[0])
         except Exception as exc:
             torch._dynamo.reset()
-            if device is None or device.type == "cpu":
-                result["explain"] = {"error": _first_lines(exc)}
+            if device is None or is_host(device):
+                ex = Explain(error=_first_lines(exc))
             else:
-                result["device_error"] = _first_lines(exc)
+                device_error = _first_lines(exc)
                 try:
                     module, calls = _on_cpu(module, calls)
                 except Exception as copy_exc:
-                    result["skipped"] = f"no CPU copy of the model: {_first_lines(copy_exc)}"
-                    return result
-                result["ran_on"] = "cpu (a copy: tracing on the device failed, see device_error)"
-                result["explain"] = _guard(lambda: explain(module, calls[0]))
-        ex = result.get("explain") or {}
-        if ex.get("graphs") == 1 and ex.get("graph_breaks") == 0:
+                    return GraphProbes(
+                        backend=BACKEND,
+                        note=NOTE,
+                        ran_on=ran_on,
+                        device_error=device_error,
+                        skipped=f"no CPU copy of the model: {_first_lines(copy_exc)}",
+                    )
+                ran_on = "cpu (a copy: tracing on the device failed, see device_error)"
+                ex = _explain(module, calls[0])
+        if ex.graphs == 1 and ex.graph_breaks == 0:
             # one graph and no break is what fullgraph=True asks for: no second compile
-            result["fullgraph"] = {"passed": True, "error": None, "inferred_from": "explain"}
+            full = Fullgraph(passed=True, error=None, inferred_from="explain")
         else:
-            result["fullgraph"] = _guard(lambda: fullgraph(module, calls[0]))
-        if _same_calls(calls):
-            result["recompilations"] = {
-                "calls": len(calls),
-                "compilations": None,
-                "recompilations": 0,
-                "reasons": [],
-                "note": "not compiled: every captured call has the same shapes and arguments",
-            }
-        else:
-            result["recompilations"] = _guard(lambda: recompilations(module, calls))
-    return result
+            full = _fullgraph(module, calls[0])
+        recompiled = _recompilations(module, calls)
+    return GraphProbes(
+        backend=BACKEND,
+        note=NOTE,
+        ran_on=ran_on,
+        device_error=device_error,
+        explain=ex,
+        fullgraph=full,
+        recompilations=recompiled,
+    )

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+
+from parity.model.metrics import Generation, Inference, Percentiles
 
 QUANTILES = (50, 90, 99)
 DEFINITIONS = {
@@ -28,20 +29,15 @@ DEFINITIONS = {
 }
 
 
-def percentiles(values: Sequence[float]) -> dict[str, float | int | None]:
+def percentiles(values: Sequence[float]) -> Percentiles:
     if len(values) == 0:
-        empty: dict[str, float | int | None] = {f"p{q}": None for q in QUANTILES}
-        return {**empty, "n": 0, "mean": None}
+        return Percentiles(p50=None, p90=None, p99=None, mean=None, n=0)
     x = np.asarray(values, dtype=np.float64)
-    out: dict[str, float | int | None] = {
-        f"p{q}": float(v) for q, v in zip(QUANTILES, np.percentile(x, QUANTILES), strict=True)
-    }
-    out["mean"] = float(x.mean())
-    out["n"] = int(x.size)
-    return out
+    p50, p90, p99 = (float(v) for v in np.percentile(x, QUANTILES))
+    return Percentiles(p50=p50, p90=p90, p99=p99, mean=float(x.mean()), n=int(x.size))
 
 
-def generation_metrics(token_times_ns: Sequence[Sequence[int]], batch_size: int) -> dict[str, Any]:
+def generation_metrics(token_times_ns: Sequence[Sequence[int]], batch_size: int) -> Generation:
     """Figures over the given steps (pass the steady-state steps only)."""
     ttft: list[float] = []
     tpot: list[float] = []
@@ -59,17 +55,19 @@ def generation_metrics(token_times_ns: Sequence[Sequence[int]], batch_size: int)
             itl.extend(b - a for a, b in itertools.pairwise(s))
         if s[-1] > 0:
             rate.append(batch_size * len(s) / s[-1])
-    return {
-        "ttft_s": percentiles(ttft),
-        "tpot_s": percentiles(tpot),
-        "itl_s": percentiles(itl),
-        "e2e_s": percentiles(e2e),
-        "output_tokens_per_s": percentiles(rate),
-        "output_tokens": len(token_times_ns[0]) if token_times_ns else 0,
-        "requests_per_step": batch_size,
-        "definitions": {k: DEFINITIONS[k] for k in ("ttft", "tpot", "itl", "e2e")},
-    }
+    return Generation(
+        ttft_s=percentiles(ttft),
+        tpot_s=percentiles(tpot),
+        itl_s=percentiles(itl),
+        e2e_s=percentiles(e2e),
+        output_tokens_per_s=percentiles(rate),
+        output_tokens=len(token_times_ns[0]) if token_times_ns else 0,
+        requests_per_step=batch_size,
+        definitions={k: DEFINITIONS[k] for k in ("ttft", "tpot", "itl", "e2e")},
+    )
 
 
-def step_latency(samples_s: Sequence[float]) -> dict[str, Any]:
-    return {"latency_s": percentiles(samples_s), "definitions": {"latency": DEFINITIONS["latency"]}}
+def step_latency(samples_s: Sequence[float]) -> Inference:
+    return Inference(
+        latency_s=percentiles(samples_s), definitions={"latency": DEFINITIONS["latency"]}
+    )

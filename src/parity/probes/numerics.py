@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from parity.model.numerics import Capture, LayerRecord, TensorSummary
 from parity.workloads.base import RunContext, Workload
 
 LAYER_SAMPLE = 256
@@ -49,10 +50,11 @@ def take(name: str, t: torch.Tensor, k: int) -> torch.Tensor:
     return flat.index_select(0, idx).to(keep).cpu()
 
 
-def summarize(t: torch.Tensor) -> dict[str, Any]:
+def summarize(t: torch.Tensor, *, sampled: bool | None = None) -> TensorSummary:
     x = t.detach().float()
+    dtype, shape = str(t.dtype).removeprefix("torch."), tuple(t.shape)
     if x.numel() == 0:
-        return {"numel": 0, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
+        return TensorSummary(shape=shape, dtype=dtype, numel=0, sampled=sampled)
     finite = torch.isfinite(x)
     xf = torch.where(finite, x, torch.zeros_like(x))
     stats = torch.stack(
@@ -65,18 +67,24 @@ def summarize(t: torch.Tensor) -> dict[str, Any]:
             finite.float().mean(),
         ]
     ).cpu()
-    mean, std, absmax, lo, hi, frac = (float(v) for v in stats)
-    return {
-        "shape": list(t.shape),
-        "dtype": str(t.dtype).removeprefix("torch."),
-        "numel": x.numel(),
-        "mean": mean,
-        "std": std,
-        "absmax": absmax,
-        "min": lo,
-        "max": hi,
-        "finite_fraction": frac,
-    }
+    mean, std, absmax, lo, hi, frac = (_finite(float(v)) for v in stats)
+    return TensorSummary(
+        shape=shape,
+        dtype=dtype,
+        numel=x.numel(),
+        mean=mean,
+        std=std,
+        absmax=absmax,
+        min=lo,
+        max=hi,
+        finite_fraction=frac,
+        sampled=sampled,
+    )
+
+
+def _finite(value: float) -> float | None:
+    """A statistic JSON can hold (a float32 overflow of huge finite values is none)."""
+    return value if value == value and abs(value) != float("inf") else None
 
 
 def _first_tensor(value: Any) -> torch.Tensor | None:
@@ -99,8 +107,10 @@ class LayerRecorder:
     """Forward hooks on every module; records the first call of each, in order."""
 
     def __init__(self, model: nn.Module) -> None:
-        self.layers: list[dict[str, Any]] = []
+        self.layers: list[LayerRecord] = []
+        self.seen: set[str] = set()
         self.tensors: dict[str, torch.Tensor] = {}
+        self.model = model
         self.handles = [
             module.register_forward_hook(self._hook(name or "(model)"))
             for name, module in model.named_modules()
@@ -108,23 +118,25 @@ class LayerRecorder:
 
     def _hook(self, name: str) -> Callable[..., None]:
         def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
-            if any(layer["name"] == name for layer in self.layers):
+            if name in self.seen:
                 return
             out = _first_tensor(output)
             if out is None or not out.is_floating_point():
                 return
-            entry: dict[str, Any] = {
-                "name": name,
-                "type": type(module).__name__,
-                "leaf": next(module.children(), None) is None,
-                "out": summarize(out),
-            }
+            self.seen.add(name)
             self.tensors[f"layer.out.{name}"] = take(f"out.{name}", out, LAYER_SAMPLE)
             inp = _first_tensor(args)
-            if inp is not None and inp.is_floating_point():
-                entry["in"] = summarize(inp)
+            has_input = inp is not None and inp.is_floating_point()
+            if inp is not None and has_input:
                 self.tensors[f"layer.in.{name}"] = take(f"in.{name}", inp, LAYER_SAMPLE)
-            self.layers.append(entry)
+            record = LayerRecord(
+                name=name,
+                type=type(module).__name__,
+                leaf=next(module.children(), None) is None,
+                output=summarize(out),
+                input=summarize(inp) if inp is not None and has_input else None,
+            )
+            self.layers.append(record)
 
         return hook
 
@@ -141,9 +153,12 @@ def capture(
     *,
     compile_fn: Callable[[nn.Module], nn.Module] | None = None,
     mode: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
-) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """Run the probe; return JSON summaries and the sampled tensors to store."""
-    summary: dict[str, Any] = {"outputs": {}, "gradients": {}, "layers": []}
+) -> tuple[Capture, dict[str, torch.Tensor]]:
+    """Run the probe; return its summaries and the sampled tensors to store.
+
+    A workload without a probe raises ``NotImplementedError`` (the caller records why)."""
+    outs: dict[str, TensorSummary] = {}
+    grads: dict[str, TensorSummary] = {}
     tensors: dict[str, torch.Tensor] = {}
     model = fresh_model()
     recorder = None if compile_fn is not None else LayerRecorder(model)
@@ -155,7 +170,7 @@ def capture(
         if recorder is not None:
             recorder.close()
     for name, value in outputs.items():
-        summary["outputs"][name] = summarize(value) | {"sampled": value.numel() > OUTPUT_SAMPLE}
+        outs[name] = summarize(value, sampled=value.numel() > OUTPUT_SAMPLE)
         tensors[f"output.{name}"] = take(f"output.{name}", value, OUTPUT_SAMPLE)
     loss = outputs.get("loss")
     if workload.kind == "train" and loss is not None and loss.requires_grad:
@@ -163,17 +178,18 @@ def capture(
             loss.backward()  # type: ignore[no-untyped-call]
         for name, p in model.named_parameters():
             if p.grad is not None:
-                summary["gradients"][name] = summarize(p.grad)
+                grads[name] = summarize(p.grad)
                 tensors[f"grad.{name}"] = take(f"grad.{name}", p.grad, LAYER_SAMPLE)
+    eager = recorder is None
     if recorder is None:  # compiled: the per-module pass runs eagerly on a fresh copy
-        eager = fresh_model()
-        recorder = LayerRecorder(eager)
+        recorder = LayerRecorder(fresh_model())
         try:
             with torch.no_grad(), mode(), ctx.autocast():
-                workload.probe(eager, data)
+                workload.probe(recorder.model, data)
         finally:
             recorder.close()
-        summary["layers_eager"] = True
-    summary["layers"] = recorder.layers
     tensors.update(recorder.tensors)
-    return summary, tensors
+    capture = Capture(
+        outputs=outs, gradients=grads, layers=tuple(recorder.layers), layers_eager=eager
+    )
+    return capture, tensors

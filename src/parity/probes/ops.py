@@ -32,13 +32,19 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
 
+from parity.devices.base import is_host
+from parity.model.ops import Finding, InventoryRow, OpPhase
 from parity.probes.source import Source, user_frame, user_frame_from_traceback, where
+
+#: what a finding is: an op the device refused, a custom op, a host sync, a host-device
+#: copy, or an output that turned up on another device than the inputs
+FindingKind = Literal["unsupported", "custom_op", "host_sync", "copy", "device_mismatch"]
 
 MAX_EVENTS = 300
 MAX_SHAPES = 4
@@ -112,7 +118,7 @@ def is_unsupported_error(exc: BaseException) -> bool:
 
 
 def _on_device(t: torch.Tensor) -> bool:
-    return t.device.type not in ("cpu", "meta")
+    return not is_host(t.device)
 
 
 def _short_dtype(t: torch.Tensor) -> str:
@@ -129,7 +135,7 @@ class _Entry:
     """One inventory row: op, phase and dtypes; shapes and counts per step."""
 
     op: str
-    phase: str
+    phase: OpPhase
     dtypes: str
     namespace: str
     shapes: list[str] = field(default_factory=list)
@@ -141,9 +147,9 @@ class _Entry:
 class _Event:
     """A finding at one source line: an unsupported op, a host sync, a copy, ..."""
 
-    kind: str
+    kind: FindingKind
     op: str
-    phase: str
+    phase: OpPhase
     source: Source | None
     detail: str
     dtypes: set[str] = field(default_factory=set)
@@ -191,7 +197,7 @@ class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._record(func, tensors, out, on_device, ran_on_cpu, explicit_device="device" in kwargs)
         return out
 
-    def _phase(self) -> str:
+    def _phase(self) -> OpPhase:
         if torch._C._current_autograd_node() is not None:
             return "backward"
         return "optimizer" if self.in_optimizer else "forward"
@@ -209,7 +215,7 @@ class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 copy = x.detach().to("cpu")
                 moved[id(copy)] = x
                 return copy
-            if isinstance(x, torch.device) and x.type not in ("cpu", "meta"):
+            if isinstance(x, torch.device) and not is_host(x):
                 return torch.device("cpu")
             return x
 
@@ -238,7 +244,7 @@ class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 return x
             if id(x) in moved:  # an in-place or out= op returns its argument
                 return moved[id(x)]
-            return x.to(target) if target is not None and x.device.type == "cpu" else x
+            return x.to(target) if target is not None and is_host(x.device) else x
 
         return tree_map(back, out)
 
@@ -290,7 +296,9 @@ class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                     f"{', '.join(sorted(map(str, stray)))}: the backend may have run it elsewhere",
                 )
 
-    def _event(self, kind: str, func: Any, tensors: list[torch.Tensor], detail: str) -> None:
+    def _event(
+        self, kind: FindingKind, func: Any, tensors: list[torch.Tensor], detail: str
+    ) -> None:
         node = torch._C._current_autograd_node()
         source = None
         if node is not None:
@@ -313,39 +321,39 @@ class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         event.count += 1
 
     # -- results ----------------------------------------------------------------------
-    def inventory(self, steps: int) -> list[dict[str, Any]]:
+    def inventory(self, steps: int) -> tuple[InventoryRow, ...]:
         rows = sorted(
             self.entries.values(),
             key=lambda e: (e.namespace in TORCH_NAMESPACES, e.phase, e.op, e.dtypes),
         )
-        return [
-            {
-                "op": e.op,
-                "phase": e.phase,
-                "dtypes": e.dtypes.split(",") if e.dtypes else [],
-                "shapes": e.shapes,
-                "distinct_shapes": len(e.distinct_shapes),
-                "count_per_step": [e.counts.get(k, 0) for k in range(steps)],
-                "custom": e.namespace not in TORCH_NAMESPACES,
-            }
+        return tuple(
+            InventoryRow(
+                op=e.op,
+                phase=e.phase,
+                dtypes=tuple(e.dtypes.split(",")) if e.dtypes else (),
+                shapes=tuple(e.shapes),
+                distinct_shapes=len(e.distinct_shapes),
+                count_per_step=tuple(e.counts.get(k, 0) for k in range(steps)),
+                custom=e.namespace not in TORCH_NAMESPACES,
+            )
             for e in rows
-        ]
+        )
 
-    def findings(self, kind: str) -> list[dict[str, Any]]:
-        return [
-            {
-                "op": e.op,
-                "phase": e.phase,
-                "dtypes": sorted(e.dtypes),
-                "where": where(e.source),
-                "source": e.source,
-                "autograd_node": e.node,
-                "count": e.count,
-                "detail": e.detail,
-            }
+    def findings(self, kind: FindingKind) -> tuple[Finding, ...]:
+        return tuple(
+            Finding(
+                op=e.op,
+                phase=e.phase,
+                dtypes=tuple(sorted(e.dtypes)),
+                where=where(e.source),
+                source=e.source,
+                autograd_node=e.node,
+                count=e.count,
+                detail=e.detail,
+            )
             for e in self.events.values()
             if e.kind == kind
-        ]
+        )
 
 
 def _device_kwarg(kwargs: dict[str, Any]) -> torch.device | None:
@@ -353,7 +361,7 @@ def _device_kwarg(kwargs: dict[str, Any]) -> torch.device | None:
     if value is None:
         return None
     dev = torch.device(value)
-    return dev if dev.type not in ("cpu", "meta") else None
+    return None if is_host(dev) else dev
 
 
 def _host_sync(name: str, func: Any, tensors: list[torch.Tensor], out: Any) -> str | None:
@@ -385,8 +393,8 @@ def _host_copy(name: str, tensors: list[torch.Tensor], out: Any) -> str | None:
         return None
     if dst is None:
         return None
-    if _on_device(src) and dst.device.type == "cpu":
+    if _on_device(src) and is_host(dst.device):
         return "device to host"
-    if src.device.type == "cpu" and _on_device(dst):
+    if is_host(src.device) and _on_device(dst):
         return "host to device"
     return None

@@ -10,11 +10,12 @@ import re
 import sys
 import sysconfig
 from types import FrameType
-from typing import Any
 
 import torch
 
-Source = dict[str, Any]
+from parity.model.ops import SourceLine
+
+Source = SourceLine
 
 
 def _internal_roots() -> tuple[tuple[str, ...], tuple[str, ...], str]:
@@ -66,7 +67,7 @@ def is_user_file(filename: str) -> bool:
 def _source(filename: str, line: int, function: str, code: str | None = None) -> Source:
     if code is None:
         code = linecache.getline(filename, line).strip() or None
-    return {"file": filename, "line": line, "function": function, "code": code}
+    return SourceLine(file=filename, line=line, function=function, code=code)
 
 
 def user_frame(frame: FrameType | None = None) -> Source | None:
@@ -96,11 +97,16 @@ def user_frame_from_traceback(lines: list[str]) -> Source | None:
 
 def where(source: Source | None) -> str:
     """``file:line`` with the file relative to the working directory where shorter."""
-    if not source:
+    if source is None:
         return "unknown"
-    path = str(source["file"])
+    return where_line(source.file, source.line)
+
+
+def where_line(file: str, line: int) -> str:
+    """``file:line`` with the file relative to the working directory where shorter."""
+    path = file
     with contextlib.suppress(ValueError):
         rel = os.path.relpath(path)
         if len(rel) < len(path):
             path = rel
-    return f"{path}:{source['line']}"
+    return f"{path}:{line}"

@@ -1,17 +1,25 @@
-"""The history index (``parity.store``) as Rich tables: ``ls``, ``show`` and ``trend``."""
+"""The history index (``parity.store``) as tables: ``parity ls``, ``show`` and ``trend``.
+
+The store hands back typed rows, records and trend points (``parity.model.history``);
+this module turns them into view sections, which the terminal renderer fits to the
+width it has.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import fields
 
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
+from rich.console import Console
 
-from parity.report.terminal import fmt_bytes, fmt_s
+from parity.model.history import RunRecord, RunRow, TrendPoint
+from parity.report import fmt
+from parity.report.parts import Part, Section, Sentence, table
+from parity.report.terminal import print_sections
 
 SPARK = "▁▂▃▄▅▆▇█"
+BYTES = ("host_peak_rss", "device_peak_allocated", "device_peak_reserved")
 
 
 def when(unix: float | None) -> str:
@@ -21,78 +29,116 @@ def when(unix: float | None) -> str:
 def fmt_metric(name: str, value: float | None) -> str:
     """A figure formatted by what its name says it is."""
     if value is None:
-        return "-"
+        return fmt.DASH
     if name.endswith("_per_s"):
-        return f"{value:,.1f}/s"
+        return fmt.per_second(value)
     if name.endswith("_s"):
-        return fmt_s(value)
-    if name in ("host_peak_rss", "device_peak_allocated", "device_peak_reserved"):
-        return fmt_bytes(int(value))
+        return fmt.seconds(value)
+    if name in BYTES:
+        return fmt.nbytes(value)
     if name == "mfu":
         return f"{value:.1%}"
     if name == "achieved_flops":
-        return f"{value / 1e9:,.1f} GFLOP/s"
-    return f"{value:.4g}"
+        return fmt.flops(value)
+    return fmt.number(float(value))
 
 
-def runs_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="parity history (newest first)", title_justify="left")
-    for col in ("id", "when", "type", "workload", "sides", "result", "figure", "path"):
-        table.add_column(col, overflow="fold", no_wrap=col in ("id", "when"))
-    for r in rows:
-        if r["type"] == "compare":
-            ratio = r.get("speed_ratio")
-            figure = "-" if ratio is None else f"ratio {ratio:.3f} ({r.get('speed_verdict')})"
-        else:
-            figure = f"median step {fmt_s(r.get('median_step_s'))}"
-        result = str(r["result"])
-        style = "green" if result in ("PASS", "ok") else "red"
-        table.add_row(
-            r["id"],
-            when(r["time_unix"]),
-            r["type"],
-            f"{r['workload']} ({r['size']})",
-            str(r["sides"]),
-            Text(result, style=style),
-            figure,
-            r["path"],
-        )
-    return table
+def _figure(r: RunRow) -> str:
+    if r.type == "compare":
+        ratio = r.speed_ratio
+        return "-" if ratio is None else f"ratio {fmt.ratio(ratio)} ({r.speed_verdict})"
+    return f"median step {fmt.seconds(r.median_step_s)}"
 
 
-def show_renderable(record: dict[str, Any]) -> RenderableType:
-    head = Table(show_header=False, title=f"{record['type']} {record['id']}", title_justify="left")
-    skip = {"verdict", "bundles", "metrics", "type"}
-    for key, value in record.items():
-        if key in skip or value is None:
-            continue
-        text = when(value) if key.endswith("_unix") else str(value)
-        head.add_row(key, text)
-    parts: list[RenderableType] = [head]
-    if record.get("bundles"):
-        bundles = Table(title="bundles", title_justify="left")
-        for col in ("id", "role", "run", "status", "side", "median step", "path"):
-            bundles.add_column(col, overflow="fold")
-        for b in record["bundles"]:
-            bundles.add_row(
-                b["id"],
-                str(b["role"]),
-                str(b["run"]),
-                str(b["status"]),
-                str(b["side_spec"]),
-                fmt_s((b.get("metrics") or {}).get("median_step_s")),
-                b["path"],
+def runs_section(rows: Sequence[RunRow]) -> Section:
+    """``parity ls``: comparisons and runs, newest first."""
+    made = table(
+        [
+            ("id", "text"),
+            ("when", "text"),
+            ("workload", "text"),
+            ("sides", "text"),
+            ("result", "result"),
+            ("figure", "text"),
+            ("path", "path"),
+        ],
+        [
+            (
+                r.id,
+                when(r.time_unix),
+                f"{r.workload} ({r.size})",
+                str(r.sides),
+                str(r.result),
+                _figure(r),
+                r.path,
             )
-        parts.append(bundles)
-    if record.get("metrics"):
-        figures = Table(title="figures", title_justify="left", show_header=False)
-        for name, value in record["metrics"].items():
-            figures.add_row(name, fmt_metric(name, value))
-        parts.append(figures)
-    return Group(*parts)
+            for r in rows
+        ],
+        legend="id: c... a comparison (result PASS or FAIL), b... a single run (ok or failed); "
+        "ratio: target/baseline step time",
+    )
+    parts: tuple[Part, ...] = (made,) if rows else (Sentence(text="no runs indexed yet"),)
+    return Section(key="runs", title="parity history (newest first)", result="INFO", parts=parts)
 
 
-def sparkline(values: list[float]) -> str:
+def _short(value: str) -> str:
+    """A digest shown by its first 12 digits, as ids are (``--json`` has it whole)."""
+    if len(value) >= 32 and all(c in "0123456789abcdef" for c in value):
+        return value[:12] + "…"
+    return value
+
+
+def record_sections(record: RunRecord) -> tuple[Section, ...]:
+    """``parity show``: one comparison or run, its bundles and its figures."""
+    skip = {"verdict", "bundles", "metrics", "type"}
+    shown = [
+        (f.name, when(value) if f.name.endswith("_unix") else _short(str(value)))
+        for f in fields(record)
+        if f.name not in skip and (value := getattr(record, f.name)) is not None
+    ]
+    parts: list[Part] = [table([("field", "text"), ("value", "text")], shown)]
+    bundles = record.bundles
+    if bundles:
+        parts.append(
+            table(
+                [
+                    ("id", "text"),
+                    ("role", "text"),
+                    ("run", "text"),
+                    ("status", "text"),
+                    ("side", "text"),
+                    ("median step", "number"),
+                    ("path", "path"),
+                ],
+                [
+                    (
+                        b.id,
+                        str(b.role),
+                        str(b.run),
+                        b.status,
+                        str(b.side_spec),
+                        fmt.seconds(b.metrics.get("median_step_s")),
+                        b.path,
+                    )
+                    for b in bundles
+                ],
+                title="Bundles",
+            )
+        )
+    metrics = record.metrics
+    if metrics:
+        parts.append(
+            table(
+                [("figure", "text"), ("value", "number")],
+                [(name, fmt_metric(name, value)) for name, value in metrics.items()],
+                title="Figures",
+            )
+        )
+    title = f"{record.type} {record.id}"
+    return (Section(key="record", title=title, result="INFO", parts=tuple(parts)),)
+
+
+def sparkline(values: Sequence[float]) -> str:
     if not values:
         return ""
     lo, hi = min(values), max(values)
@@ -102,28 +148,57 @@ def sparkline(values: list[float]) -> str:
     )
 
 
-def trend_renderable(metric: str, points: list[dict[str, Any]]) -> RenderableType:
-    table = Table(title=f"{metric} over time (oldest first)", title_justify="left")
-    for col in ("when", "id", "workload", "role", "side", metric, "n"):
-        table.add_column(col, overflow="fold")
-    for p in points:
-        table.add_row(
-            when(p["time_unix"]),
-            p["id"],
-            f"{p['workload']} ({p['size']})",
-            str(p["role"] or "-"),
-            str(p["side"]),
-            fmt_metric(metric, p["value"]),
-            str(p["n"]),
+def trend_section(metric: str, points: Sequence[TrendPoint]) -> Section:
+    """``parity trend``: a metric over time, oldest first, with a sparkline per side."""
+    rows = [
+        (
+            when(p.time_unix),
+            p.id,
+            f"{p.workload} ({p.size})",
+            str(p.role or "-"),
+            str(p.side),
+            fmt_metric(metric, p.value),
+            str(p.n),
         )
-    lines: list[RenderableType] = [table]
+        for p in points
+    ]
+    parts: list[Part] = [
+        table(
+            [
+                ("when", "text"),
+                ("id", "text"),
+                ("workload", "text"),
+                ("role", "text"),
+                ("side", "text"),
+                (metric, "number"),
+                ("n", "number"),
+            ],
+            rows,
+            legend="n: the repeats whose median is the point",
+        )
+    ]
     by_side: dict[str, list[float]] = {}
     for p in points:
-        by_side.setdefault(f"{p['workload']} {p['side']}", []).append(p["value"])
+        by_side.setdefault(f"{p.workload} {p.side}", []).append(p.value)
     for label, values in by_side.items():
         change = (values[-1] / values[0] - 1) if values[0] else None
         delta = "" if change is None or len(values) < 2 else f", last vs first {change:+.1%}"
-        lines.append(
-            Text(f"{label}: {sparkline(values)}  ({len(values)} runs{delta})", style="dim")
+        parts.append(
+            Sentence(text=f"{label}: {sparkline(values)} ({len(values)} runs{delta})", tone="muted")
         )
-    return Group(*lines)
+    title = f"{metric} over time (oldest first)"
+    return Section(key="trend", title=title, result="INFO", parts=tuple(parts))
+
+
+def render_runs(rows: Sequence[RunRow], console: Console, *, wide: bool = False) -> None:
+    print_sections([runs_section(rows)], console, wide=wide)
+
+
+def render_record(record: RunRecord, console: Console, *, wide: bool = False) -> None:
+    print_sections(record_sections(record), console, wide=wide)
+
+
+def render_trend(
+    metric: str, points: Sequence[TrendPoint], console: Console, *, wide: bool = False
+) -> None:
+    print_sections([trend_section(metric, points)], console, wide=wide)

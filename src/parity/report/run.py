@@ -9,18 +9,18 @@ the verdict says its bundles were.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from parity.bundle import SideRuns, load_side
 from parity.errors import BundleError, UsageError
+from parity.model.codec import DecodeError, decode, dumps, loads
+from parity.model.verdict import ROLES, ByRole, Role, Verdict
+from parity.report.view import Sides
 
-ROLES = ("baseline", "target")
 VERDICT = "verdict.json"
 DEFAULT_HTML = "report.html"
 REPORT_EXTRA = (
@@ -30,14 +30,29 @@ REPORT_EXTRA = (
 log = logging.getLogger("parity")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
     """A comparison read back: its verdict and, where they load, each side's bundles."""
 
     path: Path
-    verdict: dict[str, Any]
-    sides: dict[str, SideRuns | None] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    verdict: Verdict
+    sides: Sides
+    problems: tuple[str, ...] = ()
+
+
+def read_verdict(path: Path) -> Verdict:
+    """``verdict.json`` decoded strictly; BundleError names the file and the key path."""
+    try:
+        raw = loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(f"{path} is not valid JSON ({exc}): rerun the comparison") from None
+    try:
+        return decode(Verdict, raw)
+    except DecodeError as exc:
+        raise BundleError(
+            f"{path} is not a parity verdict this version reads ({exc.path} {exc.message}): "
+            "rerun the comparison, or parity diff its bundles"
+        ) from None
 
 
 def load_run(path: Path | str) -> Run:
@@ -49,23 +64,16 @@ def load_run(path: Path | str) -> Run:
             f"{path} holds no {VERDICT}: pass the --out directory of a parity compare "
             "(for --batch-sizes, one of its bsN directories)"
         )
-    try:
-        verdict = json.loads(file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BundleError(f"{file} is not valid JSON ({exc}): rerun the comparison") from exc
-    if not isinstance(verdict, dict) or not isinstance(verdict.get("sides"), dict):
-        raise BundleError(f"{file} is not a parity verdict (no 'sides'): rerun the comparison")
-    run = Run(path=path, verdict=verdict)
-    for role in ROLES:
-        run.sides[role] = _load_side(path, role, verdict, run.problems)
-    return run
+    verdict = read_verdict(file)
+    problems: list[str] = []
+    found = {role: _load_side(path, role, verdict, problems) for role in ROLES}
+    sides = ByRole(baseline=found["baseline"], target=found["target"])
+    return Run(path=path, verdict=verdict, sides=sides, problems=tuple(problems))
 
 
-def _load_side(
-    path: Path, role: str, verdict: dict[str, Any], problems: list[str]
-) -> SideRuns | None:
-    recorded = (verdict["sides"].get(role) or {}).get("bundle")
-    candidates = [path / role] + ([Path(recorded)] if isinstance(recorded, str) else [])
+def _load_side(path: Path, role: Role, verdict: Verdict, problems: list[str]) -> SideRuns | None:
+    recorded = verdict.sides.of(role).bundle
+    candidates = list(dict.fromkeys([path / role, Path(recorded)]))
     errors = []
     for candidate in candidates:
         if not candidate.exists():
@@ -93,9 +101,11 @@ def write_text(path: Path, text: str) -> Path:
 def html_report(run: Run) -> str:
     """The HTML report; UsageError naming the extra when matplotlib is missing."""
     try:
-        from parity.report.html import render_html
+        import parity.report.plots  # noqa: F401  (matplotlib comes with the report extra)
     except ImportError as exc:
         raise UsageError(REPORT_EXTRA) from exc
+    from parity.report.html import render_html
+
     return render_html(run)
 
 
@@ -123,9 +133,9 @@ def write_reports(
             text = html_report(run)
         elif kind == "md":
             name = html.name if isinstance(html, Path) and str(html) != "-" else None
-            text = render_markdown(run.verdict, html_name=name)
+            text = render_markdown(run.verdict, sides=run.sides, html_name=name)
         else:
-            text = json.dumps(run.verdict, indent=2) + "\n"
+            text = dumps(run.verdict) + "\n"
         made[kind] = text if str(target) == "-" else write_text(target, text)
     return made
 

@@ -1,4 +1,4 @@
-"""Training checkpoints without pickle, and the worker's ``train_ckpt`` mode.
+"""Training checkpoints without pickle: the file format, saving and loading.
 
 A checkpoint is a directory written to a temporary sibling and renamed into place, so it
 is complete or absent, never half-written::
@@ -8,85 +8,70 @@ is complete or absent, never half-written::
                             (``state.<param index>.exp_avg``, ...)
     checkpoint.json         format, step, the loss curve so far, the optimizer state dict
                             with each tensor replaced by ``{"__tensor__": path}``, the RNG
-                            state keys, who saved it, and the sha256 of both files
+                            state keys (the CPU's and the device's, as its adapter gives
+                            them), who saved it, and the sha256 of both files
 
 Nothing is ever unpickled: ``torch.save``/``torch.load`` are not used. Loading verifies
 the format, the workload fingerprint and both files' sha256 before it touches the model.
-
-The ``train_ckpt`` mode (``parity check rollback`` and ``recovery``) runs the workload's
-training steps ``start .. stop-1`` (settings ``stop_at``; ``resume_from`` a checkpoint
-directory sets ``start``), saves a checkpoint after step ``save_at`` into
-``checkpoint_dir`` and reports it as a ``checkpoint`` event (with the worker's pid, for a
-parent that kills it), and with ``await_kill_s`` waits to be killed after its last step
-instead of finishing. The runner must expose ``model`` and ``optimizer`` (``TrainRunner``
-does) and may expose ``losses``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import math
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from parity.bundle import MANIFEST, write_json
+from parity.bundle import write_doc
 from parity.devices.base import Device
-from parity.probes import memory
-from parity.probes.timing import StepTimer
-from parity.runner.job import Job
-from parity.workloads.base import RunNumerics, StepRunner, Workload
+from parity.model.codec import Json, decode, loads
 
-FORMAT = "parity-checkpoint/1"
+FORMAT: Final = "parity-checkpoint/1"
 MODEL_FILE = "model.safetensors"
 OPTIMIZER_FILE = "optimizer.safetensors"
 META_FILE = "checkpoint.json"
 _MARKERS = ("__tensor__", "__dict__", "__tuple__", "__float__")
 IMPLEMENTATION_FLAGS = ("foreach", "fused", "capturable", "differentiable")
 
-Emit = Callable[..., None]
-
 
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be written or read back safely."""
 
 
-@dataclass(kw_only=True)
-class ModeRun:
-    """What ``run_side`` hands a check mode once the model, data and runner are ready."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RngKeys:
+    """Where the generator states are in ``optimizer.safetensors``."""
 
-    job: Job
-    out: Path
-    manifest: dict[str, Any]
-    workload: Workload
-    runner: StepRunner
-    device: Device
-    mode: contextlib.AbstractContextManager[Any]
-    emit: Emit
-    set_phase: Callable[[str], None]
-    startup: dict[str, float | None] = field(default_factory=dict)
-    load_ns: int = 0
+    cpu: str
+    #: the device type whose generator was saved too, as ``rng.device`` (None: only the
+    #: CPU's)
+    device_type: str | None
 
 
-def run_check_mode(run: ModeRun) -> None:
-    """Dispatch the worker modes of ``parity check``."""
-    if run.job.settings.get("mode") == "soak":
-        from parity.runner.soak import run_soak
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckpointMeta:
+    """``checkpoint.json``."""
 
-        run_soak(run)
-    else:
-        run_train_ckpt(run)
+    format: Literal["parity-checkpoint/1"]
+    step: int
+    losses: tuple[float | None, ...]
+    fingerprint: str
+    side: str
+    optimizer_class: str
+    #: the optimizer's state dict with tensors replaced by references (see ``_encode``)
+    optimizer: Json
+    rng: RngKeys
+    sha256: dict[str, str]
+    saved_unix: float
 
 
 # -- encoding a state dict as JSON plus named tensors --------------------------------------
@@ -155,15 +140,6 @@ def model_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu").contiguous().clone() for k, v in model.state_dict().items()}
 
 
-def _rng_state(device: torch.device) -> tuple[dict[str, torch.Tensor], str | None]:
-    tensors = {"cpu": torch.random.get_rng_state()}
-    if device.type != "cpu":
-        with contextlib.suppress(Exception):  # a backend without RNG state access
-            tensors[device.type] = torch.get_device_module(device.type).get_rng_state()
-            return tensors, device.type
-    return tensors, None
-
-
 def save_checkpoint(
     final: Path,
     model: nn.Module,
@@ -173,7 +149,7 @@ def save_checkpoint(
     losses: list[float | None],
     fingerprint: str,
     side: str,
-    device: torch.device,
+    device: Device,
 ) -> Path:
     """Write a checkpoint directory atomically; returns ``final``."""
     if final.exists():
@@ -185,26 +161,27 @@ def save_checkpoint(
         save_file(model_tensors(unwrap(model)), str(tmp / MODEL_FILE))
         opt_tensors: dict[str, torch.Tensor] = {}
         encoded = _encode(optimizer.state_dict(), "optimizer", opt_tensors)
-        rng, rng_device = _rng_state(device)
-        for name, t in rng.items():
-            opt_tensors[f"rng.{name}"] = t.contiguous()
+        opt_tensors["rng.cpu"] = torch.random.get_rng_state().contiguous()
+        device_rng = device.rng_state()
+        if device_rng is not None:
+            opt_tensors["rng.device"] = device_rng.detach().cpu().contiguous()
         save_file(opt_tensors, str(tmp / OPTIMIZER_FILE))
-        meta = {
-            "format": FORMAT,
-            "step": step,
-            "losses": losses,
-            "fingerprint": fingerprint,
-            "side": side,
-            "optimizer_class": type(optimizer).__name__,
-            "optimizer": encoded,
-            "rng": {"cpu": "rng.cpu", "device_type": rng_device},
-            "sha256": {
+        meta = CheckpointMeta(
+            format=FORMAT,
+            step=step,
+            losses=tuple(losses),
+            fingerprint=fingerprint,
+            side=side,
+            optimizer_class=type(optimizer).__name__,
+            optimizer=encoded,
+            rng=RngKeys(cpu="rng.cpu", device_type=device.type if device_rng is not None else None),
+            sha256={
                 MODEL_FILE: _sha256(tmp / MODEL_FILE),
                 OPTIMIZER_FILE: _sha256(tmp / OPTIMIZER_FILE),
             },
-            "saved_unix": time.time(),
-        }
-        write_json(tmp / META_FILE, meta)
+            saved_unix=time.time(),
+        )
+        write_doc(tmp / META_FILE, meta)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -220,17 +197,15 @@ class Checkpoint:
     side: str
 
 
-def read_meta(path: Path) -> dict[str, Any]:
+def read_meta(path: Path) -> CheckpointMeta:
     """``checkpoint.json`` after checking the format and both files' sha256."""
     try:
-        meta = json.loads((path / META_FILE).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path} is not a readable parity checkpoint ({exc})") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{path / META_FILE} is not a {FORMAT} checkpoint")
+        meta = decode(CheckpointMeta, loads((path / META_FILE).read_text()))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # DecodeError names the key
+        raise CheckpointError(f"{path} is not a readable {FORMAT} checkpoint ({exc})") from exc
     for name in (MODEL_FILE, OPTIMIZER_FILE):
         file = path / name
-        if not file.is_file() or _sha256(file) != meta.get("sha256", {}).get(name):
+        if not file.is_file() or _sha256(file) != meta.sha256.get(name):
             raise CheckpointError(f"{file} is missing or does not match its sha256: corrupt")
     return meta
 
@@ -241,123 +216,30 @@ def load_checkpoint(
     optimizer: torch.optim.Optimizer,
     *,
     fingerprint: str,
-    device: torch.device,
+    device: Device,
 ) -> Checkpoint:
     """Restore model, optimizer and RNG state from a checkpoint directory."""
     meta = read_meta(path)
-    if meta.get("fingerprint") != fingerprint:
+    if meta.fingerprint != fingerprint:
         raise CheckpointError(
             f"checkpoint {path} was saved by another workload (fingerprint "
-            f"{str(meta.get('fingerprint'))[:12]}): resume the workload that saved it"
+            f"{meta.fingerprint[:12]}): resume the workload that saved it"
         )
-    if meta.get("optimizer_class") != type(optimizer).__name__:
+    if meta.optimizer_class != type(optimizer).__name__:
         raise CheckpointError(
-            f"checkpoint {path} holds {meta.get('optimizer_class')} state, the runner uses "
+            f"checkpoint {path} holds {meta.optimizer_class} state, the runner uses "
             f"{type(optimizer).__name__}"
         )
     unwrap(model).load_state_dict(load_file(str(path / MODEL_FILE)), strict=True)
     tensors = load_file(str(path / OPTIMIZER_FILE))
-    state = _decode(meta["optimizer"], tensors)
+    state = _decode(meta.optimizer, tensors)
     # hyperparameters come from the checkpoint; how this side implements the update
     # (fused, foreach, capturable kernels) stays this side's
     for saved, current in zip(state.get("param_groups", []), optimizer.param_groups, strict=False):
         saved.update({k: current[k] for k in IMPLEMENTATION_FLAGS if k in current})
     optimizer.load_state_dict(state)
-    torch.random.set_rng_state(tensors["rng.cpu"])
-    rng_device = (meta.get("rng") or {}).get("device_type")
-    if rng_device is not None and rng_device == device.type:
-        torch.get_device_module(device.type).set_rng_state(tensors[f"rng.{rng_device}"])
-    return Checkpoint(
-        path=path, step=int(meta["step"]), losses=list(meta["losses"]), side=str(meta["side"])
-    )
-
-
-# -- the worker mode -------------------------------------------------------------------------
-
-
-def training_parts(runner: StepRunner) -> tuple[nn.Module, torch.optim.Optimizer]:
-    model, optimizer = getattr(runner, "model", None), getattr(runner, "optimizer", None)
-    if not isinstance(model, nn.Module) or not isinstance(optimizer, torch.optim.Optimizer):
-        raise CheckpointError(
-            f"{type(runner).__name__} exposes no model and optimizer to checkpoint: use "
-            "parity.workloads.loops.TrainRunner or set runner.model and runner.optimizer"
-        )
-    return model, optimizer
-
-
-def losses_so_far(runner: StepRunner) -> list[float | None]:
-    values = getattr(runner, "losses", None) or []
-    out: list[float | None] = []
-    for v in values:
-        x = float(v.float().item() if isinstance(v, torch.Tensor) else v)
-        out.append(x if math.isfinite(x) else None)
-    return out
-
-
-def run_train_ckpt(run: ModeRun) -> None:
-    from parity.runner.phases import build_metrics, write_numerics
-
-    s, workload, device = run.job.settings, run.workload, run.device
-    model, optimizer = training_parts(run.runner)
-    start, before = 0, []
-    restored: dict[str, Any] | None = None
-    if s.get("resume_from"):
-        run.set_phase("restore")
-        run.emit("phase", phase="restore")
-        ckpt = load_checkpoint(
-            Path(s["resume_from"]),
-            model,
-            optimizer,
-            fingerprint=run.job.fingerprint,
-            device=device.torch_device,
-        )
-        start, before = ckpt.step, ckpt.losses
-        restored = {"from": str(ckpt.path), "step": ckpt.step, "saved_by": ckpt.side}
-    stop = int(s.get("stop_at") or workload.steps)
-    save_at = s.get("save_at")
-    if not start < stop <= workload.steps:
-        raise CheckpointError(f"steps {start}..{stop} are outside the workload's {workload.steps}")
-    saved: dict[str, Any] | None = None
-    device.reset_peak_memory()
-    memory.reset_host_peak()
-    timer = StepTimer(run.runner.step, device.synchronize)
-    samples: list[int] = []
-    with run.mode:
-        run.set_phase("steps")
-        run.emit("phase", phase="steps", steps=stop)
-        for i in range(start, stop):
-            samples += timer.run(i, 1)
-            run.emit("progress", done=i + 1, steps=stop)
-            if save_at is not None and i + 1 == int(save_at):
-                run.set_phase("checkpoint")
-                path = save_checkpoint(
-                    Path(s["checkpoint_dir"]),
-                    model,
-                    optimizer,
-                    step=i + 1,
-                    losses=before + losses_so_far(run.runner),
-                    fingerprint=run.job.fingerprint,
-                    side=run.job.side,
-                    device=device.torch_device,
-                )
-                saved = {"to": str(path), "step": i + 1}
-                run.emit("checkpoint", step=i + 1, path=str(path), pid=os.getpid())
-                run.set_phase("steps")
-        mem_steps = {"device": device.memory_peaks(), "host_peak_rss": memory.host_peak_rss()}
-        if s.get("await_kill_s"):
-            run.set_phase("awaiting kill")
-            run.emit("phase", phase="awaiting kill")
-            time.sleep(float(s["await_kill_s"]))
-            raise CheckpointError(f"not killed within {s['await_kill_s']} s after its last step")
-        run.set_phase("finish")
-        numerics = run.runner.finish()
-    metrics = build_metrics(samples, workload, run.startup, run.load_ns, {"steps": mem_steps})
-    metrics["mode"] = "train_ckpt"
-    write_json(run.out / "metrics.json", metrics)
-    # the whole curve: the steps before the checkpoint as it recorded them, then this run's
-    curve = [math.nan if x is None else x for x in before] + list(numerics.losses)
-    extra = {**numerics.extra, "checkpoint": {"start": start, "restored": restored, "saved": saved}}
-    write_numerics(run.out, RunNumerics(losses=curve, outputs=numerics.outputs, extra=extra))
-    run.manifest.update(status="ok", reason=None, finished_unix=time.time())
-    run.emit("phase", phase="done")
-    write_json(run.out / MANIFEST, run.manifest)
+    torch.random.set_rng_state(tensors[meta.rng.cpu])
+    # the device's generator only where the same kind of device saved it
+    if meta.rng.device_type == device.type and "rng.device" in tensors:
+        device.set_rng_state(tensors["rng.device"])
+    return Checkpoint(path=path, step=meta.step, losses=list(meta.losses), side=meta.side)

@@ -1,10 +1,17 @@
-"""Launching a side: a fresh interpreter per run, a timeout, and a bundle either way.
+"""Launching a side: a fresh process per run, a timeout, and a bundle either way.
 
-Each side runs in a new ``python -m parity.runner.worker`` process (the ``spawn``
-semantics: nothing is inherited from the parent but the environment; TorchNeuron refuses
-to re-initialise in a fork), in its own session so that a timeout can stop the whole
-process group. Its stdout and stderr go straight to the bundle's log files, so even a
-segfault's last words are kept. The parent never touches a device.
+Each run is a new process in its own session (so that a timeout can stop the whole
+process group), with its stdout and stderr straight on the bundle's log files, so even a
+segfault's last words are kept. The parent never touches a device. A ``Launcher`` starts
+it one of two ways, and the manifest records which:
+
+- ``fork``: forked from a zygote (``runner.zygote``) that imported torch and the worker
+  once and touched no device, so a repeat does not pay for an interpreter and ``import
+  torch`` again; for one-process sides on devices that may be initialised in a forked
+  process (the CPU, CUDA: safe while the parent never initialised it);
+- ``spawn``: a new ``python -m parity.runner.worker`` (nothing inherited but the
+  environment): torchrun sides, devices whose runtime refuses a fork (TorchNeuron, XLA,
+  any plugin device), or when the zygote cannot start. ``PARITY_LAUNCHER=spawn`` forces it.
 
 Whatever happens, the side ends as a bundle under its final name: ``ok`` as the worker
 wrote it, or ``failed`` with the reason (the worker's exception, the signal that killed
@@ -14,23 +21,42 @@ it, or the timeout) and the tail of its stderr.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Literal, Protocol
 
-from parity.bundle import MANIFEST, SCHEMA_VERSION, finalize, temp_dir_for, write_json
-from parity.runner.job import ERROR_FILE, EVENTS_FILE, JOB_FILE, Job
+from parity import __version__
+from parity.bundle import (
+    MANIFEST,
+    METRICS,
+    OUTPUT_TENSORS,
+    OUTPUTS,
+    finalize,
+    read_doc,
+    temp_dir_for,
+    write_doc,
+)
+from parity.errors import BundleError
+from parity.model import SCHEMA_VERSION
+from parity.model.codec import decode, loads
+from parity.model.job import ERROR_FILE, EVENTS_FILE, JOB_FILE, Event, Job, WorkerError
+from parity.model.manifest import Manifest
+from parity.model.workload import WorkloadRef
+from parity.runner.zygote import Zygote, ZygoteError
 
-EventHandler = Callable[[dict[str, Any]], None]
+EventHandler = Callable[[Event], None]
 STDERR_TAIL_LINES = 25
 POLL_S = 0.05
+#: what a failed bundle does not keep: figures of a run that did not finish
+PARTIAL = (METRICS, OUTPUTS, OUTPUT_TENSORS)
 
 
 def _signal_name(rc: int) -> str:
@@ -55,7 +81,7 @@ class EventTail:
         self.path = path
         self.offset = 0
 
-    def poll(self) -> list[dict[str, Any]]:
+    def poll(self) -> list[Event]:
         try:
             with self.path.open("rb") as f:
                 f.seek(self.offset)
@@ -68,63 +94,182 @@ class EventTail:
         self.offset += end + 1
         out = []
         for line in chunk[: end + 1].splitlines():
-            with contextlib.suppress(json.JSONDecodeError):
-                out.append(json.loads(line))
+            with contextlib.suppress(ValueError, UnicodeDecodeError):  # a torn or odd line
+                out.append(decode(Event, loads(line.decode())))
         return out
+
+
+#: device types a forked worker may initialise (their runtime was never started in the
+#: zygote); every other device type is spawned
+FORK_SAFE = frozenset({"cpu", "cuda"})
+
+
+class Worker(Protocol):
+    """A started worker: ``poll`` gives its exit status (-N: signal N) once it ended."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def stop(self) -> int: ...
+
+
+class Spawned:
+    """A worker started as a new interpreter."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc, self.pid = proc, proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def stop(self) -> int:
+        """SIGTERM the worker's process group, then SIGKILL what is left."""
+        for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+            try:
+                return self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+        return self.proc.wait()
+
+
+class Forked:
+    """A worker forked by the zygote (it reaps it and reports the exit status)."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self.zygote, self.pid = zygote, pid
+
+    def poll(self) -> int | None:
+        return self.zygote.poll(self.pid)
+
+    def stop(self) -> int:
+        for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+            status = self.zygote.wait(self.pid, wait)
+            if status is not None:
+                return status
+        return -signal.SIGKILL
+
+
+class Launcher:
+    """Starts workers, forked from one zygote where the job allows it, else spawned.
+
+    The zygote starts with the first job that can use it and ends with ``close()``."""
+
+    def __init__(self, *, fork: bool | None = None) -> None:
+        if fork is None:
+            fork = os.environ.get("PARITY_LAUNCHER", "fork") != "spawn"
+        self.fork = fork
+        self.zygote: Zygote | None = None
+        self.broken: str | None = None
+        self.lock = threading.Lock()  # parts run from threads share one zygote
+
+    def how(self, job: Job) -> Literal["fork", "spawn"]:
+        """``fork`` or ``spawn`` for this job."""
+        one_process = (job.side.nproc or 1) <= 1 and job.torchrun.nnodes <= 1
+        if self.fork and self.broken is None and one_process and job.side.device in FORK_SAFE:
+            return "fork"
+        return "spawn"
+
+    def prepare(self, job: Job) -> Literal["fork", "spawn"]:
+        """How the job will start, with the zygote running where it forks (its start is
+        the comparison's set-up, not a repeat's start-up)."""
+        how = self.how(job)
+        with self.lock:
+            if how == "fork" and (self.zygote is None or not self.zygote.alive):
+                if self.zygote is not None:
+                    self.zygote.close()
+                try:
+                    self.zygote = Zygote.start()
+                except ZygoteError as exc:  # spawn from now on
+                    self.broken = str(exc)
+                    return "spawn"
+        return how
+
+    def start(self, job: Job, tmp: Path, env: dict[str, str]) -> Worker:
+        out, err = tmp / "stdout.log", tmp / "stderr.log"
+        if job.launch == "fork" and self.zygote is not None:
+            try:
+                return Forked(self.zygote, self.zygote.fork(tmp, out, err, env))
+            except ZygoteError as exc:  # spawn from now on
+                self.broken = str(exc)
+                raise
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            proc = subprocess.Popen(
+                command(job, tmp),
+                stdout=stdout,
+                stderr=stderr,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        return Spawned(proc)
+
+    def close(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
 
 
 def run_job(
     job: Job,
     final: Path,
     *,
-    timeout_s: float,
     on_event: EventHandler | None = None,
     env: dict[str, str] | None = None,
+    launcher: Launcher | None = None,
 ) -> Path:
-    """Run one side in a fresh process and leave a complete bundle at ``final``."""
+    """Run one side in a fresh process and leave a complete bundle at ``final``.
+
+    The worker is stopped after ``job.timeout_s``; ``on_event`` sees each event the
+    worker announces (phases, progress, checkpoints) as it happens. Without a
+    ``launcher`` the worker is spawned."""
+    launcher = launcher or Launcher(fork=False)
     tmp = temp_dir_for(final)
-    job.settings = {**job.settings, "timeout_s": timeout_s}
     child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
-    tail = EventTail(tmp / EVENTS_FILE)
-    last_phase = "start"
-    with (tmp / "stdout.log").open("wb") as out, (tmp / "stderr.log").open("wb") as err:
-        job.spawned_ns = time.perf_counter_ns()
-        job.write(tmp / JOB_FILE)
-        proc = subprocess.Popen(
-            command(job, tmp),
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            env=child_env,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        deadline = time.monotonic() + timeout_s
-        timed_out = False
-        try:
-            while proc.poll() is None:
-                last_phase = _relay(tail.poll(), on_event, last_phase)
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    _stop(proc)
-                    break
-                time.sleep(POLL_S)
-        except BaseException:
-            _stop(proc)
-            raise
-        last_phase = _relay(tail.poll(), on_event, last_phase)  # what it said before exiting
-    rc = proc.wait()
-    reason = _failure_reason(tmp, rc, timed_out, timeout_s, last_phase)
+    job = replace(job, launch=launcher.prepare(job), spawned_ns=time.perf_counter_ns())
+    write_doc(tmp / JOB_FILE, job)
+    try:
+        worker = launcher.start(job, tmp, child_env)
+    except ZygoteError:
+        job = replace(job, launch="spawn", spawned_ns=time.perf_counter_ns())
+        write_doc(tmp / JOB_FILE, job)
+        worker = launcher.start(job, tmp, child_env)
+    rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
+    reason = _failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
     if reason is not None:
         _write_failed(tmp, job, reason)
     return finalize(tmp, final)
 
 
-def _relay(events: list[dict[str, Any]], on_event: EventHandler | None, phase: str) -> str:
+def _watch(
+    worker: Worker, tail: EventTail, job: Job, on_event: EventHandler | None
+) -> tuple[int, bool, str]:
+    """Relay events until the worker ends or its time is up: (status, timed out, phase)."""
+    deadline = time.monotonic() + job.timeout_s
+    last_phase = "start"
+    try:
+        while (rc := worker.poll()) is None:
+            last_phase = _relay(tail.poll(), on_event, last_phase)
+            if time.monotonic() > deadline:
+                rc = worker.stop()
+                return rc, True, _relay(tail.poll(), on_event, last_phase)
+            time.sleep(POLL_S)
+    except BaseException:
+        worker.stop()
+        raise
+    return rc, False, _relay(tail.poll(), on_event, last_phase)  # what it said before exiting
+
+
+def _relay(events: list[Event], on_event: EventHandler | None, phase: str) -> str:
     """Pass events on; return the latest phase the worker announced."""
     for event in events:
-        if event.get("event") == "phase":
-            phase = str(event.get("phase"))
+        if event.event == "phase" and event.phase is not None:
+            phase = event.phase
         if on_event:
             on_event(event)
     return phase
@@ -142,13 +287,9 @@ def _die_with_parent() -> None:
 
 def command(job: Job, tmp: Path) -> list[str]:
     """The worker's command line: plain, or under torchrun for ``nproc=N`` / multi-node."""
-    from parity.spec import parse_side
-
     worker = ["-m", "parity.runner.worker", str(tmp)]
-    if job.settings.get("mode") == "script":  # script mode: the user's script, instrumented
-        worker = ["-m", "parity.runner.script_wrapper", str(tmp)]
-    nproc = parse_side(job.side, check_device=False).nproc or 1
-    nnodes = int(job.settings.get("nnodes") or 1)
+    nproc = job.side.nproc or 1
+    nnodes = job.torchrun.nnodes
     if nproc <= 1 and nnodes <= 1:
         return [sys.executable, "-X", "faulthandler", *worker]
     run = [
@@ -161,7 +302,7 @@ def command(job: Job, tmp: Path) -> list[str]:
         "--max-restarts=0",
         "--monitor-interval=0.5",
     ]
-    endpoint = job.settings.get("rdzv_endpoint")
+    endpoint = job.torchrun.rdzv_endpoint
     if nnodes <= 1 and not endpoint:
         run.append("--standalone")
     else:
@@ -187,18 +328,6 @@ def torchrun_root_cause(stderr: str) -> str | None:
     return f"rank {rank} {how}; torchrun stopped the other ranks"
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the worker's process group, then SIGKILL what is left."""
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def _failure_reason(
     tmp: Path, rc: int, timed_out: bool, timeout_s: float, phase: str
 ) -> str | None:
@@ -219,11 +348,8 @@ def _failure_reason(
         return f"the worker was killed by {name}{hint} in phase '{phase}'"
     if rc != 0:
         return f"the worker exited with code {rc} in phase '{phase}'"
-    try:
-        status = json.loads((tmp / MANIFEST).read_text()).get("status")
-    except (OSError, json.JSONDecodeError):
-        status = None
-    if status != "ok":
+    manifest = _worker_manifest(tmp)
+    if manifest is None or not manifest.ok:
         return f"the worker exited without finishing its bundle (phase '{phase}')"
     return None
 
@@ -232,35 +358,47 @@ def _worker_error(path: Path, phase: str) -> str | None:
     if not path.is_file():
         return None
     try:
-        err = json.loads(path.read_text())
-        return f"{err['type']} in phase '{err['phase']}': {err['message']}"
-    except (json.JSONDecodeError, KeyError, OSError):
+        err = decode(WorkerError, loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, ValueError):
         return f"the worker failed in phase '{phase}' and its error report is unreadable"
+    return f"{err.type} in phase '{err.phase}': {err.message}"
+
+
+def _worker_manifest(tmp: Path) -> Manifest | None:
+    """The manifest the worker wrote, if it wrote one that decodes."""
+    if not (tmp / MANIFEST).is_file():
+        return None
+    try:
+        return read_doc(tmp / MANIFEST, Manifest)
+    except BundleError:
+        return None
+
+
+def failed_manifest(job: Job, reason: str, stderr: str, written: Manifest | None) -> Manifest:
+    """The ``failed`` manifest: what the worker had written (environment, resolved
+    settings, start time), or what the job says where it wrote nothing readable."""
+    if written is None:
+        written = Manifest(
+            schema_version=SCHEMA_VERSION,
+            parity_version=__version__,
+            status="failed",
+            reason=reason,
+            role=job.role,
+            repeat=job.repeat,
+            mode=job.mode,
+            side=job.side,
+            workload=WorkloadRef(
+                spec=job.workload,
+                fingerprint=job.fingerprint,
+                parts=job.parts,
+                description=job.description,
+            ),
+        )
+    return replace(written, status="failed", reason=reason, stderr_tail=stderr)
 
 
 def _write_failed(tmp: Path, job: Job, reason: str) -> None:
-    manifest: dict[str, Any] = {}
-    with contextlib.suppress(OSError, json.JSONDecodeError):
-        manifest = json.loads((tmp / MANIFEST).read_text())
-    if not isinstance(manifest, dict) or "side" not in manifest:
-        from parity import __version__
-        from parity.spec import parse_side
-
-        manifest = {
-            "schema_version": SCHEMA_VERSION,
-            "parity_version": __version__,
-            "role": job.role,
-            "repeat": job.repeat,
-            "side": parse_side(job.side, check_device=False).to_dict(),
-            "workload": {
-                "spec": job.workload,
-                "fingerprint": job.fingerprint,
-                "parts": job.parts,
-                "description": job.description,
-            },
-            "settings": job.settings,
-        }
-    manifest.update(status="failed", reason=reason, stderr_tail=stderr_tail(tmp / "stderr.log"))
-    for partial in ("metrics.json", "numerics.json", "numerics.safetensors"):
+    manifest = failed_manifest(job, reason, stderr_tail(tmp / "stderr.log"), _worker_manifest(tmp))
+    for partial in PARTIAL:
         (tmp / partial).unlink(missing_ok=True)
-    write_json(tmp / MANIFEST, manifest)
+    write_doc(tmp / MANIFEST, manifest)

@@ -18,12 +18,13 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast, get_args
 
 import torch
 from torch import nn
 
 from parity.errors import WorkloadError
+from parity.model.workload import Kind, QualitySpec, WorkloadDescription
 from parity.spec import SideSpec, WorkloadSpec
 
 KINDS = ("train", "infer", "generate")
@@ -53,7 +54,6 @@ class RunNumerics:
 
     losses: list[float] = field(default_factory=list)
     outputs: dict[str, torch.Tensor] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class StepRunner(ABC):
@@ -149,25 +149,35 @@ class Workload(ABC):
         }
 
     # -- derived ----------------------------------------------------------------------
-    def describe(self) -> dict[str, Any]:
-        """Everything that defines this workload, as JSON (enters the fingerprint)."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "size": self.spec.size,
-            "config": self.config,
-            "batch_size": self.batch_size,
-            "seq_len": self.seq_len,
-            "steps": self.steps,
-            "seed": self.seed,
-            "quality": self.quality(),
-        }
+    def describe(self) -> WorkloadDescription:
+        """Everything that defines this workload (enters the fingerprint)."""
+        quality = self.quality()
+        return WorkloadDescription(
+            name=self.name,
+            kind=_kind(self.name, self.kind),
+            size=self.spec.size,
+            config=self.config,
+            batch_size=self.batch_size,
+            seq_len=self.seq_len,
+            steps=self.steps,
+            seed=self.seed,
+            quality=QualitySpec(
+                kind=_kind(self.name, quality["kind"]), checks=tuple(quality["checks"])
+            ),
+        )
 
     def parameter_count(self) -> int:
         """Parameters of the model, counted on the meta device (no memory, no init)."""
         with torch.device("meta"):
             model = self.build_model()
         return sum(p.numel() for p in model.parameters())
+
+
+def _kind(name: str, kind: str) -> Kind:
+    for known in get_args(Kind):
+        if kind == known:
+            return cast(Kind, known)
+    raise WorkloadError(f"workload {name} has kind {kind!r}: use one of {', '.join(KINDS)}")
 
 
 def batches(data: torch.Tensor, i: int) -> torch.Tensor:

@@ -21,28 +21,25 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 
 from parity import __version__
+from parity.errors import WorkloadError
+from parity.model.codec import decode, encode, loads
+from parity.model.workload import (
+    FingerprintParts,
+    WorkloadDescription,
+    canonical,
+    sha256_json,
+)
 from parity.workloads.base import Workload, seeded
 
-FINGERPRINT_PARTS = (
-    "config",
-    "weights",
-    "data",
-    "batch_size",
-    "seq_len",
-    "steps",
-    "seed",
-    "quality",
-)
-
-
-def canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+#: the layout of a frozen workload's directory (enters the cache key)
+FORMAT = "parity-frozen/2"
+META_FILE = "workload.json"
+__all__ = ["Frozen", "canonical", "freeze", "read_frozen"]
 
 
 def hash_tensors(tensors: dict[str, torch.Tensor]) -> str:
@@ -54,24 +51,27 @@ def hash_tensors(tensors: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
-def fingerprint_parts(workload: Workload, weights: str, data: str) -> dict[str, Any]:
+def fingerprint_parts(workload: Workload, weights: str, data: str) -> FingerprintParts:
     d = workload.describe()
-    return {
-        "config": hashlib.sha256(
-            canonical({"name": d["name"], "kind": d["kind"], "config": d["config"]})
-        ).hexdigest(),
-        "weights": weights,
-        "data": data,
-        "batch_size": d["batch_size"],
-        "seq_len": d["seq_len"],
-        "steps": d["steps"],
-        "seed": d["seed"],
-        "quality": hashlib.sha256(canonical(d["quality"])).hexdigest(),
-    }
+    return FingerprintParts(
+        config=sha256_json({"name": d.name, "kind": d.kind, "config": d.config}),
+        weights=weights,
+        data=data,
+        batch_size=d.batch_size,
+        seq_len=d.seq_len,
+        steps=d.steps,
+        seed=d.seed,
+        quality=sha256_json(encode(d.quality)),
+    )
 
 
-def fingerprint(parts: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical({k: parts[k] for k in FINGERPRINT_PARTS})).hexdigest()
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FrozenMeta:
+    """``workload.json``: what the frozen weights and data are of."""
+
+    fingerprint: str
+    parts: FingerprintParts
+    description: WorkloadDescription
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,8 @@ class Frozen:
 
     path: Path
     fingerprint: str
-    parts: dict[str, Any]
-    description: dict[str, Any]
+    parts: FingerprintParts
+    description: WorkloadDescription
 
     @property
     def weights_file(self) -> Path:
@@ -94,13 +94,6 @@ class Frozen:
     def load(self) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         return load_file(str(self.weights_file)), load_file(str(self.data_file))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fingerprint": self.fingerprint,
-            "parts": self.parts,
-            "description": self.description,
-        }
-
 
 def cache_root() -> Path:
     root = os.environ.get("PARITY_CACHE_DIR")
@@ -111,7 +104,7 @@ def cache_key(workload: Workload) -> str:
     source = inspect.getsourcefile(type(workload)) or ""
     code = Path(source).read_bytes() if source and Path(source).is_file() else b""
     return hashlib.sha256(
-        canonical([workload.describe(), torch.__version__, __version__])
+        canonical([encode(workload.describe()), torch.__version__, __version__, FORMAT])
         + hashlib.sha256(code).digest()
     ).hexdigest()[:24]
 
@@ -139,7 +132,7 @@ def freeze(workload: Workload, root: Path | None = None) -> Frozen:
     """Freeze a workload into the cache (or reuse the cached copy) and return it."""
     root = root or cache_root() / "frozen"
     final = root / f"{workload.name.replace('/', '_').replace(':', '_')}-{cache_key(workload)}"
-    if (final / "workload.json").is_file():
+    if (final / META_FILE).is_file():
         return read_frozen(final)
     weights, data = materialize(workload)
     parts = fingerprint_parts(workload, hash_tensors(weights), hash_tensors(data))
@@ -148,12 +141,8 @@ def freeze(workload: Workload, root: Path | None = None) -> Frozen:
     try:
         save_file(weights, str(tmp / "weights.safetensors"))
         save_file(data, str(tmp / "data.safetensors"))
-        meta = {
-            "fingerprint": fingerprint(parts),
-            "parts": parts,
-            "description": workload.describe(),
-        }
-        (tmp / "workload.json").write_text(json.dumps(meta, indent=2))
+        meta = FrozenMeta(fingerprint=parts.digest(), parts=parts, description=workload.describe())
+        (tmp / META_FILE).write_text(json.dumps(encode(meta), indent=2))
         try:
             os.replace(tmp, final)
         except OSError:  # another process froze the same workload first
@@ -165,10 +154,19 @@ def freeze(workload: Workload, root: Path | None = None) -> Frozen:
 
 
 def read_frozen(path: Path) -> Frozen:
-    meta = json.loads((path / "workload.json").read_text())
+    """A frozen workload's directory, its ``workload.json`` decoded strictly."""
+    file = path / META_FILE
+    try:
+        meta = decode(FrozenMeta, loads(file.read_text()))
+    except (OSError, ValueError) as exc:  # a DecodeError names the key path
+        raise WorkloadError(
+            f"frozen workload {file} is unreadable ({exc}): delete {path} to rebuild it"
+        ) from None
+    if meta.parts.digest() != meta.fingerprint:
+        raise WorkloadError(
+            f"frozen workload {file} has a fingerprint that does not match its parts: delete "
+            f"{path} to rebuild it"
+        )
     return Frozen(
-        path=path,
-        fingerprint=meta["fingerprint"],
-        parts=meta["parts"],
-        description=meta["description"],
+        path=path, fingerprint=meta.fingerprint, parts=meta.parts, description=meta.description
     )

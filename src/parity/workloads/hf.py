@@ -24,7 +24,7 @@ import importlib
 import inspect
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, ClassVar
 
@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from parity.errors import WorkloadError
+from parity.model.workload import WorkloadDescription
 from parity.spec import WorkloadSpec
 from parity.workloads.base import RunContext, StepRunner, Workload, batches
 from parity.workloads.gpt import corpus_windows
@@ -343,10 +344,10 @@ class HfWorkload(Workload):
         model: nn.Module = getattr(tf, self.config["model"])(self.hf_config())
         return model
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> WorkloadDescription:
         # the library version keys the frozen cache, not the fingerprint: the weights'
         # hash already says whether two versions built the same model
-        return {**super().describe(), "transformers": self.transformers_version}
+        return replace(super().describe(), packages={"transformers": self.transformers_version})
 
     # -- data -------------------------------------------------------------------------
     @property

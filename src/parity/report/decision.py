@@ -1,0 +1,267 @@
+"""The view's decision sections: the headline, the gates, the sides, fairness, what
+differs between the sides, and what the comparison has not proven.
+
+Each function reads the typed verdict and returns a ``Section`` (or None when it would
+be empty); none formats a number itself (``parity.report.fmt`` does).
+"""
+
+from __future__ import annotations
+
+import json
+
+from parity.bundle import SideRuns
+from parity.model.codec import Json
+from parity.model.verdict import ByRole, SideInfo, Verdict
+from parity.report import fmt
+from parity.report.parts import Part, Row, Section, Sentence, table
+
+Sides = ByRole[SideRuns | None]
+
+
+def headline(v: Verdict) -> tuple[str, str]:
+    """The report's title and the line under it."""
+    title = "PASS: the target passes every gate" if v.passed else "FAIL: the target fails a gate"
+    w = v.workload
+    what = ", ".join(x for x in (w.size, w.kind) if x)
+    subtitle = (
+        f"{w.name or 'workload'}{f' ({what})' if what else ''}: baseline {v.sides.baseline.spec} "
+        f"against target {v.sides.target.spec}; fingerprint {w.fingerprint[:12]}"
+    )
+    return title, subtitle
+
+
+def gates(v: Verdict) -> Section:
+    rows = [
+        Row(cells=(g.name, fmt.result_of(g.passed), g.detail), highlight=not g.passed)
+        for g in v.gates
+    ]
+    gate_table = table(
+        [("gate", "text"), ("result", "result"), ("detail", "text")], rows, brief=True
+    )
+    return Section(
+        key="gates", title="Gates", result="PASS" if v.passed else "FAIL", parts=(gate_table,)
+    )
+
+
+def _side_rows(a: SideInfo, b: SideInfo) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [
+        ("status", a.status, b.status),
+        ("device", a.device_name or fmt.DASH, b.device_name or fmt.DASH),
+        ("repeats ok", f"{a.repeats_ok}/{a.repeats}", f"{b.repeats_ok}/{b.repeats}"),
+        ("median step (steady)", fmt.seconds(a.median_step_s), fmt.seconds(b.median_step_s)),
+    ]
+    for unit in ("samples", "tokens"):
+        values = [
+            None if s.throughput is None else getattr(s.throughput, f"{unit}_per_s") for s in (a, b)
+        ]
+        if any(x is not None for x in values):
+            rows.append((f"throughput ({unit})", *(fmt.rate(x, unit) for x in values)))
+    fa, fb = a.flops, b.flops
+    if (fa and fa.achieved_flops) or (fb and fb.achieved_flops):
+        rows.append(
+            (
+                "achieved FLOP/s",
+                fmt.flops(fa.achieved_flops if fa else None),
+                fmt.flops(fb.achieved_flops if fb else None),
+            )
+        )
+        rows.append(("MFU", _mfu(a), _mfu(b)))
+    return rows
+
+
+def _mfu(side: SideInfo) -> str:
+    f = side.flops
+    if f is None or f.mfu is None or f.peak is None:
+        return "no peak known"
+    unit = f" per {f.peak.unit}" if f.peak.unit else ""
+    return f"{f.mfu:.1%} of {f.peak.flops / 1e12:,.0f} TFLOP/s {f.peak.dtype}{unit}"
+
+
+def sides(v: Verdict, runs: Sides | None) -> Section:
+    """Each side: what ran, whether it ended well, its pooled headline figures, and the
+    warnings recorded with those figures (noise, a capped steady state)."""
+    a, b = v.sides.baseline, v.sides.target
+    legend = (
+        "median step: the median steady-state step over every successful repeat, the "
+        "figure the speed ratio compares; throughput and FLOP/s follow from it"
+    )
+    parts: list[Part] = [
+        table(
+            [("", "text"), (f"baseline {a.spec}", "number"), (f"target {b.spec}", "number")],
+            _side_rows(a, b),
+            legend=legend,
+            brief=True,
+        )
+    ]
+    for role, info in v.sides.items():
+        if info.status != "ok" and info.stderr_tail:
+            parts.append(Sentence(text=f"the {role}'s stderr ends with:", tone="bad"))
+            parts.append(Sentence(text=info.stderr_tail, verbatim=True))
+        for warning in info.noise_warnings:
+            parts.append(Sentence(text=f"{role} step times: {warning}", tone="warn", brief=True))
+        if info.flops is not None and info.flops.error:
+            parts.append(
+                Sentence(text=f"{role} FLOPs not counted: {info.flops.error}", tone="warn")
+            )
+        side = runs.of(role) if runs is not None else None
+        parts += _capped(role, side)
+    ok = all(s.status == "ok" for _, s in v.sides.items())
+    return Section(key="sides", title="Sides", result="PASS" if ok else "FAIL", parts=tuple(parts))
+
+
+def _capped(role: str, side: SideRuns | None) -> list[Sentence]:
+    """A steady state that was never reached within the cap, per repeat (in metrics.json)."""
+    if side is None:
+        return []
+    out = []
+    for bundle in side.ok:
+        steady = bundle.metrics.steady_state if bundle.metrics is not None else None
+        if steady is None or not steady.capped:
+            continue
+        why = steady.message or "the step time was still trending at the cap"
+        out.append(
+            Sentence(
+                text=f"{role} {bundle.path.name}: steady state not reached: {why}; its median "
+                "step includes steps that were still warming up",
+                tone="warn",
+                brief=True,
+            )
+        )
+    return out
+
+
+def fairness(v: Verdict) -> Section:
+    """Both sides ran the same frozen workload, or what differs and why that is allowed."""
+    fair, contract = v.fairness, v.contract
+    parts: list[Part] = []
+    if fair.verified is False:
+        parts.append(
+            Sentence(
+                text=f"{fair.note or 'script mode'}: both sides ran the same command, but parity "
+                "did not see their weights and data (the contract is unverified)",
+                tone="warn",
+                brief=True,
+            )
+        )
+    elif fair.fingerprint_match:
+        fields = ", ".join(r.field.replace("_", " ") for r in contract.must_match)
+        parts.append(
+            Sentence(
+                text=f"both sides ran the same frozen workload: {fields or 'every part'} match",
+                tone="good",
+                brief=True,
+            )
+        )
+    else:
+        differ = ", ".join(fair.differing_fields) or "some fingerprint parts"
+        parts.append(
+            Sentence(
+                text=f"the sides ran different workloads: {differ} differ, each allowed by name",
+                tone="warn",
+                brief=True,
+            )
+        )
+        parts.append(_contract_table(v))
+    if not contract.holds:
+        parts.append(Sentence(text=f"the contract does not hold: {contract.note}", tone="bad"))
+    if contract.may_differ:
+        parts.append(
+            Sentence(
+                text="settings that may differ between the sides: "
+                + ", ".join(contract.may_differ),
+                tone="muted",
+            )
+        )
+    return Section(key="fairness", title="Fairness", result="INFO", parts=tuple(parts))
+
+
+def _contract_table(v: Verdict) -> Part:
+    rows = [
+        Row(
+            cells=(
+                r.field,
+                fmt.number(r.baseline),
+                fmt.number(r.target),
+                "yes" if r.matches else "no",
+                r.allowed or ("-" if r.matches else "not allowed"),
+            ),
+            highlight=not r.matches,
+        )
+        for r in v.contract.must_match
+    ]
+    return table(
+        [
+            ("fingerprint part", "text"),
+            ("baseline", "text"),
+            ("target", "text"),
+            ("same", "text"),
+            ("allowed because", "text"),
+        ],
+        rows,
+        title="What must match",
+    )
+
+
+def _json(value: Json) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def differences(v: Verdict) -> Section | None:
+    """Settings the sides were asked to run differently, and environments that differ."""
+    parts: list[Part] = []
+    if v.config_differences:
+        parts.append(
+            table(
+                [("setting", "text"), ("baseline", "text"), ("target", "text")],
+                [(d.setting, d.baseline, d.target) for d in v.config_differences],
+                title="Configuration changes",
+                brief=True,
+            )
+        )
+    if v.environment_differences:
+        parts.append(
+            table(
+                [("environment", "text"), ("baseline", "text"), ("target", "text")],
+                [(d.field, _json(d.baseline), _json(d.target)) for d in v.environment_differences],
+                title="Environment differences",
+                brief=True,
+            )
+        )
+    if not parts:
+        return None
+    return Section(
+        key="differences", title="Differences between the sides", result="INFO", parts=tuple(parts)
+    )
+
+
+def unproven(v: Verdict) -> Section | None:
+    """What this comparison does not show, how to check it, and the operational questions."""
+    parts: list[Part] = []
+    if v.unproven:
+        parts.append(
+            table(
+                [("item", "text"), ("status", "text"), ("evidence, or how to check", "text")],
+                [
+                    (u.item, "checked", u.evidence or "-")
+                    if u.checked
+                    else (u.item, "open", u.how_to_check)
+                    for u in v.unproven
+                ],
+                title="Not proven by this comparison",
+            )
+        )
+    answered = [(o.item, o.answer or "-") for o in v.operational if o.answered]
+    if answered:
+        parts.append(
+            table([("question", "text"), ("answer", "text")], answered, title="Operations")
+        )
+    open_items = [o.item for o in v.operational if not o.answered]
+    if open_items:
+        parts.append(
+            Sentence(
+                text="operational questions not answered: " + ", ".join(open_items), tone="muted"
+            )
+        )
+    if not parts:
+        return None
+    return Section(key="unproven", title="Not yet proven", result="INFO", parts=tuple(parts))

@@ -1,0 +1,279 @@
+"""The view's measured sections: speed (with latency percentiles and the compliance
+runs), memory, phases and cost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from parity.model.metrics import Generation, Inference, MemoryPhase, Percentiles, Phases
+from parity.model.verdict import ByRole, Cost, SideCost, SideInfo, Speed, Verdict
+from parity.report import fmt
+from parity.report.parts import ColumnKind, Part, Row, Section, Sentence, Table, table
+
+LATENCY: tuple[tuple[str, str, Callable[[float | None], str]], ...] = (
+    ("ttft_s", "TTFT", fmt.seconds),
+    ("tpot_s", "TPOT", fmt.seconds),
+    ("itl_s", "ITL", fmt.seconds),
+    ("e2e_s", "end to end", fmt.seconds),
+    ("output_tokens_per_s", "output tokens/s", fmt.per_second),
+    ("latency_s", "latency", fmt.seconds),
+)
+
+
+def speed(v: Verdict) -> Section:
+    """The ratio with its interval, or why there is none; latency and compliance runs."""
+    s = v.speed
+    if s is None:
+        why = v.withheld
+        if why is None:
+            failed = [role for role, info in v.sides.items() if info.status != "ok"]
+            why = (
+                f"no speed or cost verdict: the {' and the '.join(failed)} did not run to the end"
+                if failed
+                else "no speed or cost verdict: a side gave no steady-state samples"
+            )
+        parts: list[Part] = [Sentence(text=why, tone="bad", brief=True)]
+        return Section(key="speed", title="Speed", result="WITHHELD", parts=tuple(parts))
+    parts = _ratio(s)
+    if s.compliance:
+        parts.append(
+            table(
+                [("check", "text"), ("result", "result"), ("ratio", "number"), ("detail", "text")],
+                [
+                    Row(
+                        cells=(c.name, fmt.result_of(c.passed), fmt.ratio(c.ratio), c.detail),
+                        highlight=not c.passed,
+                    )
+                    for c in s.compliance
+                ],
+                title="Compliance runs",
+                legend="ratio: the run's median step over the target's",
+            )
+        )
+    parts += latency(v.sides)
+    return Section(
+        key="speed",
+        title="Speed",
+        result="INFO",
+        parts=tuple(parts),
+        plots=("speed", "step-times", "latency"),
+    )
+
+
+def _ratio(s: Speed) -> list[Part]:
+    ci = s.interval
+    parts: list[Part] = [
+        Sentence(
+            text=f"target/baseline step time {fmt.ratio(s.ratio)} [{fmt.ratio(ci.low)}, "
+            f"{fmt.ratio(ci.high)}] ({ci.confidence:.0%} interval), speedup "
+            f"{fmt.times(s.speedup)}: {s.verdict}",
+            tone="strong",
+            brief=True,
+        ),
+        Sentence(
+            text=f"the ratio of the pooled median steps over {s.repeats.baseline} baseline and "
+            f"{s.repeats.target} target repeats; interval: {ci.method}",
+            tone="muted",
+        ),
+    ]
+    if s.stop is not None:
+        parts.append(Sentence(text=f"measuring ended: {s.stop.message}", tone="muted"))
+    if s.note:
+        parts.append(Sentence(text=s.note, tone="warn", brief=True))
+    if not s.reliable:
+        parts.append(
+            Sentence(
+                text="the speed claim is unreliable: "
+                f"{', '.join(s.unreliable_because)} failed; rerun on an idle machine",
+                tone="bad",
+                brief=True,
+            )
+        )
+    return parts
+
+
+def _percentiles(info: SideInfo, key: str) -> Percentiles | None:
+    section: Generation | Inference | None = info.generation or info.inference
+    value = getattr(section, key, None) if section is not None else None
+    return value if isinstance(value, Percentiles) else None
+
+
+def latency(sides: ByRole[SideInfo]) -> list[Part]:
+    """p50 / p90 / p99 of each latency figure per side, with the samples behind them."""
+    rows = []
+    marked = False
+    for key, label, unit in LATENCY:
+        a, b = _percentiles(sides.baseline, key), _percentiles(sides.target, key)
+        if a is None and b is None:
+            continue
+        counts = " / ".join(fmt.DASH if p is None else str(p.n) for p in (a, b))
+        rows.append((label, fmt.percentiles(a, unit), fmt.percentiles(b, unit), counts))
+        marked = marked or any(p is not None and p.n < fmt.P99_MIN_SAMPLES for p in (a, b))
+    if not rows:
+        return []
+    legend = (
+        "p50 / p90 / p99 over the steady steps of each side's first repeat; "
+        "samples: baseline / target"
+    )
+    parts: list[Part] = [
+        table(
+            [
+                ("latency", "text"),
+                (f"baseline {sides.baseline.spec}", "number"),
+                (f"target {sides.target.spec}", "number"),
+                ("samples", "number"),
+            ],
+            rows,
+            title="Latency percentiles",
+            legend=f"{legend}; {fmt.P99_LEGEND}" if marked else legend,
+            brief=True,
+        )
+    ]
+    definitions: dict[str, str] = {}
+    for _, info in sides.items():
+        section = info.generation or info.inference
+        if section is not None:
+            definitions.update(section.definitions)
+    parts += [
+        Sentence(text=f"{name.upper()}: {text}", tone="muted") for name, text in definitions.items()
+    ]
+    return parts
+
+
+MEMORY: tuple[tuple[str, Callable[[MemoryPhase], int | None]], ...] = (
+    ("host peak RSS", lambda m: m.host_peak_rss),
+    ("device peak allocated", lambda m: m.device.allocated),
+    ("device peak reserved", lambda m: m.device.reserved),
+)
+
+
+def _memory_rows(phase: str, a: MemoryPhase | None, b: MemoryPhase | None) -> list[tuple[str, ...]]:
+    rows = []
+    for label, get in MEMORY:
+        values = [None if m is None else get(m) for m in (a, b)]
+        if any(x is not None for x in values):
+            rows.append((f"{phase}: {label}", *(fmt.nbytes(x) for x in values)))
+    return rows
+
+
+def memory(v: Verdict) -> Section | None:
+    m = v.memory
+    if m is None:
+        return None
+    rows: list[tuple[str, ...]] = []
+    for phase in ("load", "first_step", "steps"):
+        a, b = getattr(m.baseline, phase), getattr(m.target, phase)
+        rows += _memory_rows(phase.replace("_", " "), a, b)
+    if not rows:
+        return None
+    legend = (
+        "peaks per phase of each side's first repeat, read after a synchronize; device "
+        "figures are absent where the device reports none"
+    )
+    return _by_role(v, "memory", "peak", rows, legend)
+
+
+def _role_columns(v: Verdict, first: str) -> list[tuple[str, ColumnKind]]:
+    return [
+        (first, "text"),
+        (f"baseline {v.sides.baseline.spec}", "number"),
+        (f"target {v.sides.target.spec}", "number"),
+    ]
+
+
+def _by_role(v: Verdict, key: str, label: str, rows: list[tuple[str, ...]], legend: str) -> Section:
+    """A section of one table: a figure per row, baseline and target side by side."""
+    made = table(_role_columns(v, label), rows, legend=legend)
+    return Section(key=key, title=key.title(), result="INFO", parts=(made,), plots=(key,))
+
+
+def _phase_rows(a: Phases, b: Phases) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [
+        ("start + import", fmt.seconds(a.start_import_s), fmt.seconds(b.start_import_s)),
+        ("load + move", fmt.seconds(a.load_s), fmt.seconds(b.load_s)),
+        ("first step", fmt.seconds(a.first_step_s), fmt.seconds(b.first_step_s)),
+    ]
+    for label, time, steps in (
+        ("warm-up", "warmup_s", "warmup_steps"),
+        ("steady state", "steady_s", "steady_steps"),
+    ):
+        rows.append(
+            (
+                label,
+                *(f"{fmt.seconds(getattr(p, time))} ({getattr(p, steps)} steps)" for p in (a, b)),
+            )
+        )
+    return rows
+
+
+def phases(v: Verdict) -> Section | None:
+    p = v.phases
+    if p is None:
+        return None
+    legend = "wall time of each phase of each side's first repeat"
+    return _by_role(v, "phases", "phase", _phase_rows(p.baseline, p.target), legend)
+
+
+def _price(c: SideCost) -> str:
+    p = c.price
+    if p is None:
+        return "not priced"
+    name = f"{p.instance} " if p.instance else ""
+    return f"{name}{fmt.usd(p.usd_per_hour)}/h for {p.accelerators} accelerators ({p.source} price)"
+
+
+def _cost_table(v: Verdict, c: Cost) -> Table:
+    a, b = c.baseline, c.target
+    unit = c.unit or "unit"
+    rows: list[tuple[str, ...]] = [
+        ("price", _price(a), _price(b)),
+        (
+            "per accelerator-hour",
+            fmt.usd(a.usd_per_accelerator_hour),
+            fmt.usd(b.usd_per_accelerator_hour),
+        ),
+    ]
+    if a.overhead is not None or b.overhead is not None:
+        rows.append(("overhead factor", fmt.times(a.overhead), fmt.times(b.overhead)))
+    if a.success_rate is not None or b.success_rate is not None:
+        rows.append(("basis", a.basis or fmt.DASH, b.basis or fmt.DASH))
+        rows.append(("time per run", fmt.seconds(a.run_seconds), fmt.seconds(b.run_seconds)))
+        rows.append(("success rate", fmt.share(a.success_rate), fmt.share(b.success_rate)))
+    rows.append((f"cost per {unit}", fmt.usd(a.unit_cost), fmt.usd(b.unit_cost)))
+    return table(
+        _role_columns(v, ""),
+        rows,
+        legend="overhead factor: retries, checkpoints and idle time on top of the measured run",
+    )
+
+
+def cost(v: Verdict) -> Section | None:
+    c = v.cost
+    if c is None:
+        return None
+    if not c.available:
+        parts: list[Part] = [
+            Sentence(text=f"no cost verdict: {c.reason}", tone="muted", brief=True)
+        ]
+        return Section(key="cost", title="Cost", result="INFO", parts=tuple(parts))
+    unit = c.unit or "unit"
+    parts = [_cost_table(v, c)]
+    if c.cost_ratio is not None:
+        parts.append(
+            Sentence(
+                text=f"the target costs {fmt.times(c.cost_ratio)} the baseline per {unit} "
+                f"({c.verdict}); break-even target price {fmt.usd(c.break_even_usd_per_hour)}/h "
+                "per instance",
+                tone="strong",
+                brief=True,
+            )
+        )
+    if c.sensitivity is not None:
+        parts.append(Sentence(text=c.sensitivity.text, tone="muted"))
+    if c.engineering is not None:
+        repay = c.engineering.units_to_repay
+        paid = f"repaid after {repay:,.0f} x {unit}" if repay else "never repaid"
+        parts.append(
+            Sentence(text=f"engineering {fmt.usd(c.engineering.usd)} one-off: {paid}", tone="muted")
+        )
+    return Section(key="cost", title="Cost", result="INFO", parts=tuple(parts), plots=("cost",))

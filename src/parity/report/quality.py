@@ -1,0 +1,249 @@
+"""The view's quality and numerics sections: every check with its result word and figure,
+determinism and convergence, and where the target's numbers start to differ from fp64."""
+
+from __future__ import annotations
+
+from parity.model.verdict import (
+    Determinism,
+    LayerRow,
+    Localisation,
+    LossCheck,
+    NumericsSection,
+    OutputCheck,
+    QualityCheck,
+    ReferenceCheck,
+    TokensCheck,
+    Verdict,
+)
+from parity.report import fmt
+from parity.report.parts import Part, Row, Section, Sentence, table
+
+#: rows of the per-module table in a short report (the HTML shows every row)
+LAYER_ROWS = 12
+CHECK_LEGEND = (
+    "PASS/FAIL: a gated check; INFO: reported, not gated. tolerance: the largest relative "
+    "difference that passes"
+)
+
+
+def _loss(c: LossCheck) -> str:
+    if c.final_rel is None:
+        return c.detail or fmt.DASH
+    text = (
+        f"final {fmt.number(c.final_baseline)} vs {fmt.number(c.final_target)} (rel "
+        f"{fmt.sci(c.final_rel)}, max over steps {fmt.sci(c.max_rel)})"
+    )
+    if c.first_step_outside_band is not None:
+        text += f"; first step outside the band: {c.first_step_outside_band}"
+    return text
+
+
+def _output(c: OutputCheck) -> str:
+    if c.rel_rmse is None:
+        return c.detail or fmt.DASH
+    text = f"rel RMSE {fmt.sci(c.rel_rmse)}, max abs {fmt.sci(c.max_abs)}"
+    return text + ("" if c.cosine is None else f", cosine {c.cosine:.4f}")
+
+
+def _tokens(c: TokensCheck) -> str:
+    if c.agreement is None:
+        return c.detail or fmt.DASH
+    text = f"{c.agreement:.0%} of tokens agree"
+    firsts = [str(i) for i in c.first_difference if i is not None]
+    return text + (f"; first difference at position {', '.join(firsts)}" if firsts else "")
+
+
+def _reference(c: ReferenceCheck) -> str:
+    if c.kind == "cosine":
+        if c.cosine is None:
+            return c.detail or fmt.DASH
+        return f"cosine {c.cosine:.4f} with the baseline (no fp64 reference)"
+    if c.rmse_target is None:
+        return c.detail or fmt.DASH
+    text = (
+        f"RMSE vs fp64 {fmt.sci(c.rmse_target)}, bound {fmt.sci(c.bound)} ({fmt.number(c.k)}x "
+        f"the baseline's {fmt.sci(c.rmse_baseline)} + tol/10)"
+    )
+    if c.rule:
+        text += f", passes by {c.rule}"
+    if c.min_atol is not None:
+        text += f"; smallest passing atol {fmt.sci(c.min_atol)}"
+    return text
+
+
+def figure(check: QualityCheck) -> str:
+    """The figures of a check in one phrase; its detail where the figures leave it unsaid."""
+    if isinstance(check, LossCheck):
+        text = _loss(check)
+    elif isinstance(check, OutputCheck):
+        text = _output(check)
+    elif isinstance(check, TokensCheck):
+        text = _tokens(check)
+    else:
+        text = _reference(check)
+    if check.detail and check.detail not in text:
+        text += f" ({check.detail})"
+    return text
+
+
+def check_rows(checks: tuple[QualityCheck, ...]) -> list[Row]:
+    return [
+        Row(
+            cells=(
+                c.name,
+                fmt.result_of(c.passed, gated=c.gated),
+                figure(c),
+                fmt.tolerance(c.tolerance),
+            ),
+            highlight=c.gated and not c.passed,
+        )
+        for c in checks
+    ]
+
+
+def _determinism(role: str, d: Determinism) -> Sentence:
+    if not d.checked:
+        return Sentence(text=f"determinism ({role}): not checked ({d.detail})", tone="muted")
+    if d.bitwise_equal:
+        text = "bitwise equal across two fresh processes"
+    else:
+        text = (
+            f"not bitwise equal across two fresh processes: max output difference "
+            f"{fmt.sci(d.max_abs_output_diff)}, max loss difference {fmt.sci(d.max_abs_loss_diff)}"
+        )
+    return Sentence(text=f"determinism ({role}): {text}", tone="muted")
+
+
+def quality(v: Verdict) -> Section | None:
+    q = v.quality
+    if q is None:
+        return None
+    parts: list[Part] = [
+        table(
+            [("check", "text"), ("result", "result"), ("figure", "text"), ("tolerance", "number")],
+            check_rows(q.checks),
+            legend=CHECK_LEGEND,
+            brief=True,
+        ),
+        Sentence(text=f"method: {q.method}", tone="muted"),
+    ]
+    if q.determinism is not None:
+        parts += [_determinism(role, d) for role, d in q.determinism.items()]
+    if q.convergence is not None:
+        for role, conv in q.convergence.items():
+            mean = conv.mean_time_s
+            reached = f"{fmt.seconds(mean)} mean" if mean is not None else "never reached"
+            parts.append(
+                Sentence(
+                    text=f"time to loss {conv.target_loss:g} ({role}): {reached}, "
+                    f"{conv.success_rate:.0%} of {len(conv.runs)} runs converged"
+                )
+            )
+    n = v.numerics
+    if n is not None and not n.available:
+        parts.append(Sentence(text=f"fp64 numerics: not run ({n.reason})", tone="muted"))
+    return Section(
+        key="quality",
+        title="Quality: the target against the baseline",
+        result="PASS" if q.passed else "FAIL",
+        parts=tuple(parts),
+        plots=("loss",),
+    )
+
+
+def numerics(v: Verdict, *, layer_rows: int | None = LAYER_ROWS) -> Section | None:
+    """fp64 localisation: the per-module table, the first divergence, the top amplifiers.
+    Its gates are quality checks (shown there)."""
+    n = v.numerics
+    if n is None or not n.available:
+        return None
+    parts: list[Part] = [
+        Sentence(
+            text=f"target precision {n.precision}: a gate passes within {fmt.number(n.k)}x the "
+            f"baseline's error against fp64 + {fmt.sci(n.tolerance / 10)}",
+            tone="muted",
+        )
+    ]
+    if n.reference is not None and not n.reference.available:
+        parts.append(Sentence(text=f"no fp64 reference: {n.reference.reason}", tone="warn"))
+    if n.layers is not None:
+        parts += _localisation(n, n.layers, layer_rows)
+    return Section(
+        key="numerics",
+        title="Numerics against fp64",
+        result=fmt.result_of(n.passed),
+        parts=tuple(parts),
+        plots=("layers",),
+    )
+
+
+def shown_layers(loc: Localisation, limit: int | None) -> tuple[list[LayerRow], int]:
+    """The leaf rows a table shows, in execution order: a window from just before the first
+    divergence, plus every module named as an amplifier; and how many leaf rows exist."""
+    leaves = [r for r in loc.table if r.leaf]
+    if limit is None or len(leaves) <= limit:
+        return leaves, len(leaves)
+    start = next((i for i, r in enumerate(leaves) if r.module == loc.first_divergence), 0)
+    begin = max(0, min(start - 2, len(leaves) - limit))
+    named = set(loc.top_amplification) | {loc.first_divergence}
+    keep = {r.module for r in leaves[begin : begin + limit]} | named
+    return [r for r in leaves if r.module in keep], len(leaves)
+
+
+def _flag(row: LayerRow, loc: Localisation) -> str:
+    flags = []
+    if row.module == loc.first_divergence:
+        flags.append("first")
+    if row.module in loc.top_amplification:
+        flags.append(f"top {loc.top_amplification.index(row.module) + 1}")
+    return ", ".join(flags)
+
+
+def _localisation(n: NumericsSection, loc: Localisation, limit: int | None) -> list[Part]:
+    rows, total = shown_layers(loc, limit)
+    count = f"all {total}" if len(rows) == total else f"{len(rows)} of {total}"
+    parts: list[Part] = [
+        table(
+            [
+                ("module", "name"),
+                ("type", "text"),
+                ("baseline err", "number"),
+                ("target err", "number"),
+                ("x input", "number"),
+                ("flag", "text"),
+            ],
+            [
+                Row(
+                    cells=(
+                        r.module,
+                        r.type or fmt.DASH,
+                        fmt.sci(r.baseline_error),
+                        fmt.sci(r.target_error),
+                        f"{r.amplification:.1f}",
+                        _flag(r, loc),
+                    ),
+                    highlight=r.module == loc.first_divergence,
+                )
+                for r in rows
+            ],
+            title=f"Per-module error against fp64 (target {n.precision}): {count} leaf modules",
+            legend="err: relative error against fp64; x input: the target's error over the "
+            "error its input carried; flag: first = first diverging module, top N = the Nth "
+            "largest amplifier",
+        )
+    ]
+    first = loc.first_divergence
+    parts.append(
+        Sentence(
+            text=f"first diverging module: {first} ({loc.rule})"
+            if first
+            else f"no module diverges ({loc.rule})",
+            tone="bad" if first else "good",
+            brief=True,
+        )
+    )
+    if loc.top_amplification:
+        parts.append(
+            Sentence(text="top error amplifiers: " + ", ".join(loc.top_amplification), tone="muted")
+        )
+    return parts

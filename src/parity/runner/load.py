@@ -1,0 +1,120 @@
+"""The load phase every mode but ``reference`` and ``script`` shares: frozen weights and
+data onto the side's device, sharded and wrapped under torchrun, compiled with
+``+compile``, and a runner for the workload's steps.
+
+The model is built on the CPU and the frozen weights are copied into it. (Building on the
+meta device would skip initialisation, but its first use costs about a second of one-off
+set-up in torch, more than initialising a small model.)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from parity.model.metrics import MemoryPhase
+from parity.probes import memory
+from parity.runner import distributed
+from parity.runner.session import NS, SideSession
+from parity.workloads.base import RunContext, StepRunner, Workload
+from parity.workloads.frozen import read_frozen
+
+Tensors = dict[str, torch.Tensor]
+
+
+def frozen_inputs(session: SideSession) -> tuple[Tensors, Tensors]:
+    """The frozen weights and data on the CPU, after checking they are the job's."""
+    if session.job.frozen is None:
+        raise RuntimeError(f"a {session.job.mode} job needs a frozen workload, and has none")
+    frozen = read_frozen(Path(session.job.frozen))
+    if frozen.fingerprint != session.job.fingerprint:
+        raise RuntimeError("the frozen workload changed on disk since the parent froze it")
+    return frozen.load()
+
+
+def load_model(workload: Workload, weights: Tensors) -> nn.Module:
+    """The workload's model on the CPU with the frozen weights in it."""
+    model = workload.build_model()
+    model.load_state_dict(weights, strict=True)
+    return model
+
+
+def compile_module(model: nn.Module, *, backend: str) -> nn.Module:
+    compiled: nn.Module = torch.compile(model, backend=backend)  # type: ignore[assignment]
+    return compiled
+
+
+def memory_phase(session: SideSession) -> MemoryPhase:
+    """The device's and the host's peaks since the last reset (after a synchronize)."""
+    return MemoryPhase(device=session.device.memory_peaks(), host_peak_rss=memory.host_peak_rss())
+
+
+def reset_peaks(session: SideSession) -> None:
+    session.device.reset_peak_memory()
+    memory.reset_host_peak()
+
+
+@dataclass(kw_only=True)
+class Loaded:
+    """A workload ready to step on the side's device."""
+
+    workload: Workload
+    weights: Tensors
+    #: this process's data on the device (its shard under torchrun)
+    data: Tensors
+    #: the whole global batch on the device (FLOPs, the numerics probe)
+    full_data: Tensors
+    model: nn.Module
+    runner: StepRunner
+    ctx: RunContext
+    load_s: float
+    memory: MemoryPhase
+
+    def fresh_model(self) -> nn.Module:
+        """Another copy of the model with the frozen weights, on the device (not compiled)."""
+        return load_model(self.workload, self.weights).to(self.ctx.device)
+
+
+def load(session: SideSession) -> Loaded:
+    """The load phase (timed apart): model and data onto the device, and a runner."""
+    session.enter("load")
+    workload, device, side = session.require_workload(), session.device, session.job.side
+    memory.reset_host_peak()
+    t0 = time.perf_counter_ns()
+    weights, cpu_data = frozen_inputs(session)
+    model = load_model(workload, weights).to(device.torch_device)
+    full_data = {k: v.to(device.torch_device) for k, v in cpu_data.items()}
+    data = full_data
+    if session.dist is not None:  # the global batch stays the workload's: each rank a slice
+        data = distributed.shard(full_data, workload.batch_size, session.dist)
+        if workload.kind == "train":
+            model = distributed.wrap(model, device, session.dist, side.fsdp)
+    device.synchronize()
+    load_s = (time.perf_counter_ns() - t0) * NS
+    mem = memory_phase(session)
+    ctx = RunContext(
+        device=device.torch_device,
+        side=side,
+        autocast_type=device.autocast_type,
+        synchronize=device.synchronize,
+    )
+    resolved = session.manifest.resolved
+    if resolved is not None and resolved.compile_backend is not None:
+        ctx.compile_fn = partial(compile_module, backend=resolved.compile_backend)
+        model = ctx.compile_fn(model)
+    return Loaded(
+        workload=workload,
+        weights=weights,
+        data=data,
+        full_data=full_data,
+        model=model,
+        runner=workload.make_runner(model, data, ctx),
+        ctx=ctx,
+        load_s=load_s,
+        memory=mem,
+    )

@@ -1,0 +1,125 @@
+"""Verdicts the report tests render: every golden file, and variants that add what the
+golden files lack (a 112-module localisation with long names, an ungated tokens check,
+a failed side with a stderr tail), plus helpers that read a view's texts back."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+
+from parity.model.codec import decode
+from parity.model.verdict import ByRole, Gate, SideInfo, TokensCheck, Verdict
+from parity.report.layout import segments
+from parity.report.parts import Sentence, Table, View
+from tests.fixtures.runs import STDERR_TAIL, with_layers
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+GOLDEN_NAMES = sorted(p.stem.removeprefix("verdict-") for p in GOLDEN.glob("verdict-*.json"))
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def golden(name: str) -> Verdict:
+    return decode(Verdict, json.loads((GOLDEN / f"verdict-{name}.json").read_text()))
+
+
+def with_tokens(verdict: Verdict) -> Verdict:
+    """The verdict with an ungated tokens check (reported, not gated)."""
+    assert verdict.quality is not None
+    check = TokensCheck(
+        name="generated tokens", gated=False, passed=None, agreement=0.9, first_difference=(3,)
+    )
+    quality = replace(verdict.quality, checks=(*verdict.quality.checks, check))
+    return replace(verdict, quality=quality)
+
+
+def with_failed_target(verdict: Verdict) -> Verdict:
+    target = replace(
+        verdict.sides.target,
+        status="failed",
+        reason="r01: the worker raised RuntimeError at bert.encoder.layer.3.attention.self.query",
+        stderr_tail=STDERR_TAIL,
+    )
+    sides: ByRole[SideInfo] = ByRole(baseline=verdict.sides.baseline, target=target)
+    gate = Gate(name="both sides ran", passed=False, detail=f"target failed: {target.reason}")
+    return replace(
+        verdict,
+        sides=sides,
+        gates=(gate,),
+        quality=None,
+        numerics=None,
+        speed=None,
+        cost=None,
+        memory=None,
+        phases=None,
+    )
+
+
+def with_long_names(verdict: Verdict) -> Verdict:
+    """Sides as real machines name them: long device names and side specs."""
+    cpu = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
+    baseline = replace(verdict.sides.baseline, device_name=cpu, spec="cpu+threads=32")
+    target = replace(
+        verdict.sides.target,
+        device_name="AWS Trainium2 NeuronCore-v3",
+        spec="neuron+bf16+compile=neuron",
+    )
+    return replace(verdict, sides=ByRole(baseline=baseline, target=target))
+
+
+def cases() -> dict[str, Verdict]:
+    """Every golden verdict, and the variants, by name."""
+    made = {name: golden(name) for name in GOLDEN_NAMES}
+    made["layers"] = with_layers(made["passes"])
+    made["tokens"] = with_tokens(made["passes"])
+    made["failed-target"] = with_failed_target(made["passes"])
+    made["long-names"] = with_long_names(made["cheaper-but-slower"])
+    return made
+
+
+def view_texts(view: View) -> tuple[list[str], list[str]]:
+    """(texts, names): every text the view holds, and the module names of name columns."""
+    texts = [view.title, view.subtitle, *view.notes]
+    names: list[str] = []
+    for section in view.sections:
+        texts.append(section.title)
+        for part in section.parts:
+            if isinstance(part, Sentence):
+                if not part.verbatim:
+                    texts.append(part.text)
+                continue
+            texts += [x for x in (part.title, part.legend) if x]
+            texts += [c.header for c in part.columns]
+            for row in part.rows:
+                for cell, col in zip(row.cells, part.columns, strict=True):
+                    (names if col.kind == "name" else texts).append(cell)
+    return texts, names
+
+
+def atoms(text: str) -> list[str]:
+    """The pieces of ``text`` that a line break must never cut."""
+    return [s for word in text.split() for s in segments(word)]
+
+
+def tables(view: View) -> list[Table]:
+    return [p for s in view.sections for p in s.parts if isinstance(p, Table)]
+
+
+def printed(draw: Callable[[Console], None], width: int, *, terminal: bool = False) -> str:
+    """What ``draw`` prints on a console of ``width`` columns: a colour terminal, or a
+    pipe (no terminal, no colour)."""
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        force_terminal=terminal,
+        color_system="standard" if terminal else None,
+        legacy_windows=False,
+    )
+    draw(console)
+    return buf.getvalue()

@@ -1,0 +1,47 @@
+"""Speed, latency, memory, phases and cost as the view shows them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from parity.model.verdict import ComplianceCheck
+from parity.report.figures import cost, memory, phases, speed
+from parity.report.parts import Sentence, Table
+from tests.report.cases import golden
+
+
+def test_speed_with_failed_compliance_is_unreliable() -> None:
+    v = golden("passes")
+    assert v.speed is not None
+    check = ComplianceCheck(name="re-seeded run", passed=False, detail="12% off", ratio=1.12)
+    s = replace(v.speed, reliable=False, unreliable_because=("re-seeded run",), compliance=(check,))
+    made = speed(replace(v, speed=s))
+    texts = [p.text for p in made.parts if isinstance(p, Sentence)]
+    assert "the speed claim is unreliable: re-seeded run failed; rerun on an idle machine" in texts
+    table = next(p for p in made.parts if isinstance(p, Table))
+    assert table.rows[0].cells == ("re-seeded run", "FAIL", "1.120", "12% off")
+
+
+def test_cost_without_prices_is_one_sentence() -> None:
+    v = golden("passes")
+    assert v.cost is not None
+    made = cost(replace(v, cost=replace(v.cost, available=False, reason="no price for neuron")))
+    assert made is not None and [p.text for p in made.parts if isinstance(p, Sentence)] == [
+        "no cost verdict: no price for neuron"
+    ]
+    assert cost(replace(v, cost=None)) is None
+
+
+def test_memory_and_phases_rows() -> None:
+    v = golden("passes")
+    mem, ph = memory(v), phases(v)
+    assert mem is not None and ph is not None
+    mem_rows = [r.cells[0] for r in mem.parts[0].rows]  # type: ignore[union-attr]
+    assert mem_rows == [
+        "load: host peak RSS",
+        "steps: host peak RSS",
+        "steps: device peak allocated",
+    ]
+    steady = ph.parts[0].rows[-1].cells  # type: ignore[union-attr]
+    assert steady[0] == "steady state" and steady[1].endswith("(39 steps)")
+    assert memory(replace(v, memory=None)) is None

@@ -1,0 +1,81 @@
+"""The zygote: forked workers that start fast, keep their own logs and sessions, report
+their exit, and die with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from parity.runner.zygote import Zygote
+
+ENTRY = "tests.runner.zygote_entries"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[Zygote]:
+    z = Zygote.start()
+    yield z
+    z.close()
+
+
+def _job(tmp_path: Path, name: str, action: str) -> Path:
+    job = tmp_path / name
+    job.mkdir()
+    (job / "action").write_text(action)
+    return job
+
+
+def _fork(z: Zygote, job: Path) -> int:
+    env = {**os.environ, "ZYGOTE_MARKER": job.name}
+    return z.fork(job, job / "stdout.log", job / "stderr.log", env, entry=ENTRY)
+
+
+def test_a_child_starts_fast_with_torch_loaded_and_its_own_logs(
+    zygote: Zygote, tmp_path: Path
+) -> None:
+    job = _job(tmp_path, "a", "ok")
+    t0 = time.monotonic()
+    pid = _fork(zygote, job)
+    assert zygote.wait(pid, 60) == 0
+    took = time.monotonic() - t0
+    seen = (job / "seen.txt").read_text()
+    assert "'torch_loaded': True" in seen and f"'sid': {pid}" in seen
+    assert "'marker': 'a'" in seen
+    assert "child" in (job / "stdout.log").read_text()
+    assert "to stderr" in (job / "stderr.log").read_text()
+    assert took < 5.0  # no interpreter start, no import torch (about 4 s here)
+
+
+def test_exit_codes_and_exceptions_come_back(zygote: Zygote, tmp_path: Path) -> None:
+    assert zygote.wait(_fork(zygote, _job(tmp_path, "b", "exit5")), 60) == 5
+    raised = _job(tmp_path, "c", "raise")
+    assert zygote.wait(_fork(zygote, raised), 60) == 71
+    assert "RuntimeError: planted" in (raised / "stderr.log").read_text()
+
+
+def test_a_child_killed_by_its_group_reports_the_signal(zygote: Zygote, tmp_path: Path) -> None:
+    pid = _fork(zygote, _job(tmp_path, "d", "sleep"))
+    assert zygote.wait(pid, 0.5) is None
+    os.killpg(pid, signal.SIGKILL)
+    assert zygote.wait(pid, 30) == -signal.SIGKILL
+
+
+def test_children_die_with_the_zygote(tmp_path: Path) -> None:
+    z = Zygote.start()
+    pid = _fork(z, _job(tmp_path, "e", "sleep"))
+    assert z.wait(pid, 0.5) is None
+    z.close()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail("the child outlived its zygote")

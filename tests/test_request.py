@@ -1,0 +1,198 @@
+"""One request from every input surface, validated once (no torch for bad input)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from parity.errors import OptionError, PlanError, ResumeError, SpecError, WorkloadError
+from parity.model.codec import decode, encode
+from parity.request import (
+    CheckRequest,
+    CompareOptions,
+    CompareRequest,
+    RunRequest,
+    ScaleRequest,
+    parse_batch_sizes,
+    parse_duration,
+    parse_price,
+)
+
+PLAN = """
+[workload]
+name = "mlp-train"
+steps = 12
+
+[baseline]
+side = "cpu"
+price_per_hour = 3.0
+
+[target]
+side = "cpu+bf16"
+
+[measure]
+repeats = 3
+budget_s = 45
+
+[cost]
+idle_fraction = 0.2
+
+[allow_diff]
+seed = "reseeded on purpose"
+"""
+
+
+def test_options_become_a_typed_request() -> None:
+    r = CompareRequest.from_options(
+        CompareOptions(
+            workload="gpt-train",
+            target="cpu+bf16",
+            steps=7,
+            nproc=2,
+            prices={"target": parse_price("target=21.5:16")[1]},
+            allow_diff=["seed=why"],
+        )
+    )
+    assert r.workload is not None and r.workload.steps == 7
+    assert r.baseline.nproc == 2 and r.target.nproc == 2 and r.target.precision == "bf16"
+    assert r.judge.allow == {"seed": "why"}
+    assert r.judge.cost.prices["target"].accelerators == 16
+    assert decode(CompareRequest, json.loads(json.dumps(encode(r)))) == r
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "words"),
+    [
+        (CompareOptions(target="nope"), SpecError, "unknown device 'nope'"),
+        (CompareOptions(target="cpu+turbo"), SpecError, "unknown option"),
+        (CompareOptions(target="cpu+threads=²"), SpecError, "whole number"),
+        (CompareOptions(workload="nope", target="cpu"), WorkloadError, "unknown workload"),
+        (CompareOptions(workload="hf:", target="cpu"), WorkloadError, "names nothing"),
+        (CompareOptions(workload="x.py:f", target="cpu"), WorkloadError, "does not exist"),
+        (CompareOptions(target="cpu", steps=1.5), OptionError, "--steps must be a whole number"),
+        (CompareOptions(target="cpu", batch_size=True), OptionError, "--batch-size"),
+        (CompareOptions(target="cpu", seed=-1), OptionError, "--seed must be at least 0"),
+        (CompareOptions(target="cpu", budget_s=math.nan), OptionError, "finite"),
+        (CompareOptions(target="cpu", timeout_s=0), OptionError, "--timeout must be at least 1"),
+        (CompareOptions(target="cpu", precision=1.5), OptionError, "--precision"),
+        (CompareOptions(target="cpu", target_loss=math.inf), OptionError, "finite"),
+        (CompareOptions(target="cpu", nproc=0), OptionError, "--nproc must be at least 1"),
+        (CompareOptions(target="cpu", nnodes=-1), OptionError, "--nnodes"),
+        (CompareOptions(target="cpu", allow_diff=["colour"]), OptionError, "fingerprint field"),
+        (CompareOptions(target="cpu", cost={"idle_fraction": 1.0}), OptionError, "idle"),
+        (CompareOptions(target="cpu", cost={"tips": 1}), OptionError, "not a cost setting"),
+        (CompareOptions(target="cpu", batch_sizes="1,x"), OptionError, "whole numbers"),
+        (CompareOptions(target="cpu", batch_sizes="1", batch_size=2), OptionError, "not both"),
+        (CompareOptions(target="cpu", script=("python",)), OptionError, "runs a Python script"),
+    ],
+)
+def test_bad_options_are_one_typed_error(
+    options: CompareOptions, error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error) as info:
+        CompareRequest.from_options(options)
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_plan_file_with_given_options_replacing_its_values(tmp_path: Path) -> None:
+    plan = tmp_path / "parity.toml"
+    plan.write_text(PLAN)
+    r = CompareRequest.from_plan(plan)
+    assert r.workload is not None and r.workload.name == "mlp-train" and r.workload.steps == 12
+    assert r.measure.repeats == 3 and r.measure.budget_s == 45
+    assert r.judge.cost.prices["baseline"].usd_per_hour == 3.0
+    assert r.judge.cost.idle_fraction == 0.2 and r.judge.allow == {"seed": "reseeded on purpose"}
+    given = CompareRequest.from_plan(plan, CompareOptions(steps=5, target="cpu+fp16"))
+    assert given.workload is not None and given.workload.steps == 5
+    assert given.target.precision == "fp16" and given.measure.repeats == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (PLAN.replace("repeats = 3", "repeats = 0"), "--repeats must be at least 1"),
+        (PLAN.replace("repeats = 3", 'repeats = "3"'), "measure.repeats must be int"),
+        (PLAN.replace("budget_s = 45", "budget_s = nan"), "finite"),
+        (PLAN.replace("[cost]", "[costs]"), "plan.costs is not a known key"),
+        (PLAN.replace('name = "mlp-train"', ""), "workload.name is required"),
+        ("[workload\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_plan_names_the_file_and_key(tmp_path: Path, text: str, words: str) -> None:
+    plan = tmp_path / "parity.toml"
+    plan.write_text(text)
+    with pytest.raises(PlanError) as info:
+        CompareRequest.from_plan(plan)
+    assert str(plan) in str(info.value) and words in str(info.value)
+
+
+def test_request_json_round_trip_and_refusals(tmp_path: Path) -> None:
+    r = CompareRequest.from_options(CompareOptions(workload="mlp-train", target="cpu+bf16"))
+    r.save(tmp_path)
+    assert CompareRequest.from_file(tmp_path) == r
+    with pytest.raises(ResumeError, match=r"holds no request\.json"):
+        CompareRequest.from_file(tmp_path / "missing")
+    (tmp_path / "request.json").write_text('{"workload": null, "extra": 1}')
+    with pytest.raises(ResumeError, match="not a valid request"):
+        CompareRequest.from_file(tmp_path)
+
+
+def test_kwargs_are_type_checked() -> None:
+    ok = CompareRequest.from_kwargs(workload="mlp-train", target="cpu", hf_config={"x": 1})
+    assert ok.workload is not None and ok.workload.overrides == (("x", "1"),)
+    with pytest.raises(OptionError, match="unknown argument 'colour'"):
+        CompareRequest.from_kwargs(colour="red")
+    with pytest.raises(OptionError, match="target must be a string"):
+        CompareRequest.from_kwargs(target=3)
+    with pytest.raises(OptionError, match="--seed must be a whole number"):
+        CompareRequest.from_kwargs(target="cpu", seed=1.5)
+    with pytest.raises(OptionError, match="--price"):
+        CompareRequest.from_kwargs(target="cpu", prices={"target": "x"})
+
+
+def test_run_check_and_scale_requests() -> None:
+    run = RunRequest.from_options(CompareOptions(workload="mlp-train"), side="cpu", mode="scan")
+    assert run.job_mode == "scan" and run.name == "mlp-train"
+    soak = CheckRequest.from_options(
+        "soak", CompareOptions(workload="gpt-generate"), side="cpu", duration="1m30s"
+    )
+    assert soak.duration_s == 90
+    with pytest.raises(OptionError, match="drop nproc"):
+        CheckRequest.from_options("recovery", CompareOptions(), side="cpu+nproc=2")
+    scale = ScaleRequest.from_options(CompareOptions(), side="cpu", counts="4,1,2,2")
+    assert scale.counts == (1, 2, 4)
+    with pytest.raises(OptionError, match="process counts"):
+        ScaleRequest.from_options(CompareOptions(), side="cpu", counts="0,2")
+
+
+def test_small_parsers() -> None:
+    assert parse_batch_sizes("8, 1,8") == (1, 8)
+    assert parse_duration("1h30m") == 5400 and parse_duration("2.5") == 2.5
+    for bad in ("", "0s", "-1", "5x", "1h1x", "nan", "inf", "٣"):
+        with pytest.raises(OptionError):
+            parse_duration(bad)
+    with pytest.raises(OptionError, match="more than 0"):
+        parse_price("target=0")
+    with pytest.raises(OptionError, match="finite"):
+        parse_price("target=nan")
+
+
+def test_bad_input_is_refused_without_importing_torch() -> None:
+    code = (
+        "import sys\n"
+        "from parity.request import CompareRequest, CompareOptions\n"
+        "bad = (CompareOptions(target='bogus'), CompareOptions(workload='nope', target='cpu'))\n"
+        "for o in bad:\n"
+        "    try:\n"
+        "        CompareRequest.from_options(o)\n"
+        "    except Exception as exc:\n"
+        "        print(type(exc).__name__)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["SpecError", "WorkloadError", "False"], out.stderr
