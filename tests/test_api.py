@@ -134,7 +134,7 @@ API_CASES: list[tuple[str, str, dict[str, Any], type[UsageError], str]] = [
     ),
     ("out int", "compare", {"out": 5}, OptionError, "out must be a directory path"),
     ("out empty", "compare", {"out": ""}, OptionError, "out must be a directory path"),
-    ("unknown argument", "compare", {"colour": 1}, OptionError, "unknown option 'colour'"),
+    ("unknown argument", "compare", {"colour": 1}, OptionError, "unknown argument 'colour'"),
     ("plan int", "compare", {"plan": 5}, OptionError, "plan must be"),
     ("plan missing", "compare", {"plan": "nope.toml"}, PlanError, "does not exist"),
     ("resume nowhere", "compare", {"resume": "nowhere"}, ResumeError, "holds no request.json"),

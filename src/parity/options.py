@@ -33,7 +33,7 @@ HIGH: dict[str, float] = {
     "--repeats": 1000,
     "--nproc": 4096,
     "--nnodes": 4096,
-    "--scaling": 4096,
+    "--scaling process counts": 4096,
     "--timeout": 30 * DAY_S,
     "--budget": 30 * DAY_S,
     "--duration": 30 * DAY_S,

@@ -24,16 +24,17 @@ from parity.model.side import MeasurePlan
 from parity.model.verdict import CostInputs, JudgeInputs, Price
 from parity.options import (
     allowed_differences,
-    check_number,
     default_target,
     flag,
     optional_int,
-    parse_batch_sizes,
-    parse_duration,
     show,
     typed_options,
     whole_numbers,
 )
+from parity.options import check_number as check_number  # re-exported, as are the next
+from parity.options import parse_batch_sizes as parse_batch_sizes
+from parity.options import parse_duration as parse_duration
+from parity.options import parse_price as parse_price
 from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side
 
 REQUEST_FILE = "request.json"
@@ -98,7 +99,7 @@ class CompareOptions:
         unknown = sorted(set(kwargs) - names)
         if unknown:
             raise OptionError(
-                f"unknown option {show(unknown[0])}: use one of {', '.join(sorted(names))}"
+                f"unknown argument {show(unknown[0])}: use one of {', '.join(sorted(names))}"
             )
         given = typed_options({k: v for k, v in kwargs.items() if v is not None})
         return cls(**given)
@@ -179,8 +180,7 @@ def _measure(o: CompareOptions) -> MeasurePlan:
 
 
 def judge_inputs(o: CompareOptions) -> JudgeInputs:
-    """What the judge takes from the options: allowed differences, the target loss,
-    prices and cost settings, operational answers (``parity diff`` uses it alone)."""
+    """The judge's inputs from the options (allowed differences, target loss, prices)."""
     unknown = sorted(set(o.cost) - set(COST_KNOBS))
     if unknown:
         raise OptionError(
@@ -485,7 +485,7 @@ class ScaleRequest:
             raise OptionError(
                 f"side {spec} already sets nproc: drop it, --scaling chooses the process counts"
             )
-        items = whole_numbers("--scaling", counts, "1,2,4")
+        items = whole_numbers("--scaling process counts", counts, "1,2,4")
         if not items:
             raise OptionError(f"--scaling {show(counts)} names no process count, e.g. 1,2,4")
         measure = _measure(o)
