@@ -134,6 +134,8 @@ API_CASES: list[tuple[str, str, dict[str, Any], type[UsageError], str]] = [
     ),
     ("out int", "compare", {"out": 5}, OptionError, "out must be a directory path"),
     ("out empty", "compare", {"out": ""}, OptionError, "out must be a directory path"),
+    ("task int", "compare", {"task": 5}, OptionError, "task must be a string"),
+    ("data int", "compare", {"data": 5}, OptionError, "data must be a string"),
     ("unknown argument", "compare", {"colour": 1}, OptionError, "unknown argument 'colour'"),
     ("plan int", "compare", {"plan": 5}, OptionError, "plan must be"),
     ("plan missing", "compare", {"plan": "nope.toml"}, PlanError, "does not exist"),

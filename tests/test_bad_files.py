@@ -139,7 +139,7 @@ FILE_CASES: list[tuple[str, list[str], Setup, str]] = [
 REAL_API = {"output not empty", "diff missing", "diff not a bundle", "corrupt manifest"}
 REAL_API |= {"truncated metrics", "newer schema", "bad status", "pickle in a bundle"}
 REAL_API |= {"garbage safetensors", "stray file in a side", "mismatched workloads"}
-REAL_API |= {"report of nothing", "reference of another workload"}
+REAL_API |= {"report of nothing", "reference of another workload", "data missing", "data unused"}
 
 
 def good_sides(root: Path) -> None:
@@ -217,6 +217,13 @@ FILE_CASES += [
     ),
     ("mismatched workloads", ["diff", "a", "b"], other_seed, "--allow-diff seed="),
     ("report of nothing", ["report", "nowhere"], nothing, "nowhere"),
+    (
+        "data missing",
+        ["compare", "gpt-train", T, "cpu", "--data", "no.txt"],
+        nothing,
+        "no such file",
+    ),
+    ("data unused", [*C, T, "cpu", "--data", "x.txt"], files(**{"x.txt": "x"}), "takes no --data"),
     (
         "reference of another workload",
         ["diff", "a", "b", "--reference", "a/r00"],

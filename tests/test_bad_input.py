@@ -105,6 +105,7 @@ CASES: list[tuple[str, list[str], Setup, str]] = [
     ("seed beyond 64 bits", [*C, "--seed", str(2**63)], nothing, "--seed must be at most"),
     ("hf config without value", [*C, "--hf-config", "novalue"], nothing, "KEY=VALUE"),
     ("hf config without key", [*C, "--hf-config", "=4"], nothing, "KEY=VALUE"),
+    ("task unknown", [*C, "--task", "nope"], nothing, "--task 'nope' is unknown"),
     # measuring
     ("precision above one", [*C, "--precision", "3"], nothing, "--precision must be at most"),
     ("precision zero", [*C, "--precision", "0"], nothing, "--precision must be more than 0"),

@@ -1,34 +1,35 @@
+"""Bundles: atomic writes, the digest verified, strict typed documents, one-line refusals."""
+
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import save_file
 
-from parity.bundle import SCHEMA_VERSION, finalize, load_bundle, temp_dir_for, write_json
+from parity.bundle import (
+    DIGEST,
+    MANIFEST,
+    METRICS,
+    OUTPUT_TENSORS,
+    finalize,
+    load_bundle,
+    seal,
+    temp_dir_for,
+    write_doc,
+    write_json,
+)
 from parity.errors import BundleError
-
-
-def _manifest(status: str = "ok", **extra: object) -> dict[str, object]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "status": status,
-        "side": {"spec": "cpu"},
-        "workload": {"fingerprint": "f" * 64},
-        **extra,
-    }
+from tests.fixtures import bundles
 
 
 def make_bundle(path: Path, status: str = "ok") -> Path:
-    path.mkdir(parents=True)
-    write_json(path / "manifest.json", _manifest(status))
-    if status == "ok":
-        write_json(path / "metrics.json", {"summary": None})
-        write_json(path / "numerics.json", {"losses": [1.0]})
-        save_file({"y": torch.ones(2)}, str(path / "numerics.safetensors"))
-    return path
+    man = bundles.manifest(role="baseline", spec="cpu", status=status)  # type: ignore[arg-type]
+    metrics = bundles.metrics([0.5, 0.1, 0.1, 0.1]) if status == "ok" else None
+    return bundles.write_bundle(path, man, run_metrics=metrics, tensors={"y": torch.ones(2)})
 
 
 def test_write_json_is_atomic_and_leaves_no_temp(tmp_path: Path) -> None:
@@ -47,56 +48,79 @@ def test_write_json_refuses_nan_before_touching_the_file(tmp_path: Path) -> None
     assert json.loads(target.read_text()) == {"x": 1}
 
 
-def test_bundle_appears_only_when_finalized(tmp_path: Path) -> None:
+def test_a_bundle_appears_only_when_finalized_and_sealed(tmp_path: Path) -> None:
     final = tmp_path / "side"
     tmp = temp_dir_for(final)
-    write_json(tmp / "manifest.json", _manifest())
+    write_doc(tmp / MANIFEST, bundles.manifest(role="run", spec="cpu", status="failed"))
+    (tmp / "stderr.log").write_text("token ghp_" + "a" * 36 + "\n")
     assert not final.exists()
     finalize(tmp, final)
-    assert (final / "manifest.json").is_file() and not tmp.exists()
+    assert (final / DIGEST).is_file() and not tmp.exists()
+    assert "ghp_" not in (final / "stderr.log").read_text()  # logs redacted before sealing
+    assert load_bundle(final).status == "failed"
 
 
-def test_load_roundtrip(tmp_path: Path) -> None:
+def test_load_round_trip(tmp_path: Path) -> None:
     b = load_bundle(make_bundle(tmp_path / "b"))
-    assert b.ok and b.side == "cpu" and b.fingerprint == "f" * 64
-    assert torch.equal(b.outputs()["y"], torch.ones(2))
+    assert b.ok and b.side == "cpu" and b.metrics is not None
+    assert b.fingerprint == b.manifest.workload.parts.digest()
+    assert torch.equal(b.output_tensors()["y"], torch.ones(2))
 
 
-def test_failed_bundle_needs_no_metrics(tmp_path: Path) -> None:
+def test_a_failed_bundle_needs_no_metrics(tmp_path: Path) -> None:
     b = load_bundle(make_bundle(tmp_path / "b", status="failed"))
-    assert not b.ok and b.metrics == {}
+    assert not b.ok and b.metrics is None and b.outputs is None
 
 
-@pytest.mark.parametrize(
-    ("damage", "message"),
-    [
-        (lambda p: (p / "manifest.json").unlink(), "has no manifest.json"),
-        (lambda p: (p / "manifest.json").write_text('{"schema_ver'), "not valid JSON"),
-        (lambda p: (p / "manifest.json").write_text("[1, 2]"), "must hold a JSON object"),
-        (
-            lambda p: write_json(p / "manifest.json", _manifest(schema_version=SCHEMA_VERSION + 1)),
-            "newer than this parity reads",
-        ),
-        (
-            lambda p: write_json(p / "manifest.json", _manifest(status="weird")),
-            "has status 'weird'",
-        ),
-        (
-            lambda p: (p / "model.pkl").write_bytes(b"\x80\x04K\x01."),
-            "not JSON, a log or safetensors",
-        ),
-        (lambda p: (p / "metrics.json").unlink(), "has no metrics.json"),
-        (lambda p: (p / "numerics.safetensors").write_bytes(b"garbage"), "not a valid safetensors"),
-    ],
-)
-def test_damaged_bundles_are_refused_with_a_fix(
-    tmp_path: Path, damage: object, message: str
+def _edit_json(name: str, change: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
+    def edit(path: Path) -> None:
+        data = json.loads((path / name).read_text())
+        change(data)
+        (path / name).write_text(json.dumps(data))
+
+    return edit
+
+
+#: edits found by the digest (nothing else is read before it)
+EDITED = [
+    (_edit_json(METRICS, lambda d: d.update(step_samples_s=[10.0] * 4)), "metrics.json differs"),
+    (lambda p: (p / "extra.json").write_text("{}"), "was added after the bundle"),
+    (lambda p: (p / METRICS).unlink(), "metrics.json is missing"),
+    (lambda p: (p / DIGEST).unlink(), "has no digest.json"),
+    (lambda p: (p / OUTPUT_TENSORS).write_bytes(b"garbage"), "numerics.safetensors differs"),
+    (lambda p: os.symlink("/etc/hostname", p / "stolen.log"), "which is a link"),
+    (lambda p: (p / "model.pkl").write_bytes(b"\x80\x04K\x01."), "not JSON, a log or safetensors"),
+    (lambda p: (p / MANIFEST).unlink(), "has no manifest.json"),
+    (lambda p: (p / MANIFEST).write_text('{"schema_ver'), "not valid JSON"),
+    (_edit_json(MANIFEST, lambda d: d.update(schema_version=1)), "schema version 1, written by"),
+    (_edit_json(MANIFEST, lambda d: d.update(schema_version=99)), "newer than this parity"),
+]
+#: edits a consistent digest lets through to the strict decoder
+DECODED = [
+    (_edit_json(MANIFEST, lambda d: d.update(surprise=1)), "$.surprise is not a known key"),
+    (_edit_json(MANIFEST, lambda d: d.update(status="weird")), "$.status expected one of"),
+    (_edit_json(METRICS, lambda d: d.update(steady_from_step="1")), "expected a whole number"),
+    (
+        _edit_json(MANIFEST, lambda d: d["workload"].update(fingerprint="f" * 64)),  # type: ignore[attr-defined]
+        "fingerprint that does not match its parts",
+    ),
+    (lambda p: (p / METRICS).write_text('{"units": NaN}'), "not valid JSON"),
+    (lambda p: (p / METRICS).write_text('{"a": 1, "a": 2}'), "duplicate key"),
+]
+
+
+@pytest.mark.parametrize(("damage", "words"), EDITED + DECODED)
+def test_damaged_bundles_are_refused_in_one_line(
+    tmp_path: Path, damage: Callable[[Path], None], words: str
 ) -> None:
     path = make_bundle(tmp_path / "b")
-    damage(path)  # type: ignore[operator]
-    with pytest.raises(BundleError, match=message) as info:
-        load_bundle(path).outputs()
-    assert "\n" not in str(info.value)
+    damage(path)
+    if (damage, words) in DECODED:
+        (path / DIGEST).unlink()
+        seal(path)
+    with pytest.raises(BundleError) as info:
+        load_bundle(path).output_tensors()
+    assert words in str(info.value) and "\n" not in str(info.value)
 
 
 def test_missing_directory(tmp_path: Path) -> None:

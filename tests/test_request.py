@@ -12,6 +12,7 @@ import pytest
 
 from parity.errors import OptionError, PlanError, ResumeError, SpecError, WorkloadError
 from parity.model.codec import decode, encode
+from parity.plan import TEMPLATE
 from parity.request import (
     CheckRequest,
     CompareOptions,
@@ -89,6 +90,13 @@ def test_options_become_a_typed_request() -> None:
         (CompareOptions(target="cpu", batch_sizes="1,x"), OptionError, "whole numbers"),
         (CompareOptions(target="cpu", batch_sizes="1", batch_size=2), OptionError, "not both"),
         (CompareOptions(target="cpu", script=("python",)), OptionError, "runs a Python script"),
+        (CompareOptions(target="cpu", task="embedd"), SpecError, "--task 'embedd' is unknown"),
+        (CompareOptions(target="cpu", data=" "), SpecError, "--data is empty"),
+        (
+            CompareOptions(target="cpu", data="a.txt", script=("python", "t.py")),
+            OptionError,
+            "--data cannot go with a script",
+        ),
     ],
 )
 def test_bad_options_are_one_typed_error(
@@ -110,6 +118,22 @@ def test_a_plan_file_with_given_options_replacing_its_values(tmp_path: Path) -> 
     given = CompareRequest.from_plan(plan, CompareOptions(steps=5, target="cpu+fp16"))
     assert given.workload is not None and given.workload.steps == 5
     assert given.target.precision == "fp16" and given.measure.repeats == 3
+
+
+def test_a_plan_names_the_task_and_the_data(tmp_path: Path) -> None:
+    edited = TEMPLATE.replace('# task = "embed"', 'task = "embed"').replace(
+        '# data = "notes.jsonl:text"', 'data = "notes.jsonl:text"'
+    )
+    plan = tmp_path / "parity.toml"
+    plan.write_text(edited)
+    r = CompareRequest.from_plan(plan)
+    assert r.workload is not None
+    assert (r.workload.task, r.workload.data) == ("embed", "notes.jsonl:text")
+    assert decode(CompareRequest, json.loads(json.dumps(encode(r)))) == r
+    plan.write_text(edited.replace('task = "embed"', 'task = "embedd"'))
+    with pytest.raises(PlanError, match="--task 'embedd' is unknown") as info:
+        CompareRequest.from_plan(plan)
+    assert str(plan) in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -153,6 +177,10 @@ def test_kwargs_are_type_checked() -> None:
         CompareRequest.from_kwargs(target="cpu", seed=1.5)
     with pytest.raises(OptionError, match="--price"):
         CompareRequest.from_kwargs(target="cpu", prices={"target": "x"})
+    data = CompareRequest.from_kwargs(target="cpu", task="embed", data=Path("notes.jsonl"))
+    assert data.workload is not None and data.workload.data == "notes.jsonl"
+    with pytest.raises(OptionError, match="task must be a string"):
+        CompareRequest.from_kwargs(target="cpu", task=1)
 
 
 def test_run_check_and_scale_requests() -> None:

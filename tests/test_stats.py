@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from parity.model.codec import encode
 from parity.probes.fake import FakeClock
 from parity.stats import (
     MIN_PROCESSES,
@@ -49,7 +50,7 @@ def test_summarize_matches_numpy() -> None:
     assert (s.min, s.max) == (0.5, 10.0)
     assert s.p10 == pytest.approx(float(np.percentile(x, 10)))
     assert s.p90 == pytest.approx(float(np.percentile(x, 90)))
-    d = json.loads(json.dumps(s.to_dict()))
+    d = json.loads(json.dumps(encode(s)))
     assert d["median"] == s.median and d["noise"] == s.noise
 
 
@@ -122,7 +123,7 @@ def test_never_settling_curve_is_capped() -> None:
     st = detect_steady(list(np.linspace(2e-3, 1e-3, 200)))
     assert st.capped and st.start == 100
     assert st.message is not None and "steady state not reached within the cap" in st.message
-    assert st.to_dict()["capped"] is True
+    assert encode(st)["capped"] is True
     # A tighter cap moves the truncation with it.
     assert detect_steady(list(np.linspace(2e-3, 1e-3, 200)), cap_fraction=0.2).start == 40
 
@@ -279,8 +280,8 @@ def test_ratio_point_estimate_and_properties() -> None:
     assert not ci.provisional and ci.note is None
     slower = ratio_ci(Processes(medians=(1.0, 1.0, 1.0)), Processes(medians=(3.0, 3.0, 3.0)))
     assert slower.verdict == "slower"
-    d = json.loads(json.dumps(ci.to_dict()))
-    assert d["speedup"] == 2.0 and d["verdict"] == "faster" and d["provisional"] is False
+    d = json.loads(json.dumps(encode(ci)))
+    assert ci.speedup == 2.0 and d["verdict"] == "faster" and d["provisional"] is False
     assert d["baseline_processes"] == 3 and d["method"] == "Welch t on log per-process medians"
 
 
@@ -355,7 +356,7 @@ def test_prediction_interval_by_hand() -> None:
     )
     assert lower is not None and lower.high is None and lower.bounds == f"{lower.low:.3f}"
     assert pi.low < lower.low < 1 and lower.contains(100.0) and not lower.contains(0.5)
-    assert json.loads(json.dumps(lower.to_dict()))["sided"] == "lower"
+    assert json.loads(json.dumps(encode(lower)))["sided"] == "lower"
 
 
 def test_a_quiet_other_side_never_narrows_a_noisy_one() -> None:
@@ -432,7 +433,7 @@ def test_stop_on_precision() -> None:
     d = should_stop(_ci(0.01), precision=0.02, elapsed_s=10, budget_s=100, repeats=3)
     assert d is not None and d.reason == "precision"
     assert "±1.0%" in d.message and "±2.0%" in d.message
-    assert d.to_dict()["reason"] == "precision"
+    assert encode(d)["reason"] == "precision"
 
 
 def test_precision_waits_for_min_repeats() -> None:

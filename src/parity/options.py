@@ -250,7 +250,9 @@ def optional_int(name: str, value: object, low: int = 1) -> int | None:
 def typed_options(given: dict[str, Any]) -> dict[str, Any]:
     """``CompareOptions`` keyword arguments checked for their type (their values are the
     request's to check), strings, lists, prices and paths normalised."""
-    for key in ("workload", "size", "baseline", "target", "rdzv_endpoint"):
+    if isinstance(given.get("data"), os.PathLike):
+        given["data"] = os.fspath(given["data"])
+    for key in ("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"):
         if key in given and not isinstance(given[key], str):
             raise OptionError(f"{key} must be a string, got {show(given[key])}")
     if "out" in given:

@@ -35,12 +35,14 @@ TEMPLATE = """# parity plan: what to compare, how to judge it, what it costs.
 # Every key is optional unless marked required; remove the leading "# " to set one.
 
 [workload]
-name = "gpt-train"          # required: built-in name or path/to/file.py:Factory
+name = "gpt-train"          # required: built-in name, hf:PATH or path/to/file.py:Factory
 size = "tiny"               # tiny | small | base
 # batch_size = 8
 # seq_len = 64
 # steps = 30
 seed = 0
+# task = "embed"            # hf:PATH: train | generate | infer | embed | classify
+# data = "notes.jsonl:text" # a frozen sample of your data: FILE[:FIELD]
 
 [baseline]
 side = "cpu"                # required: DEVICE[:INDEX][+OPTION...], e.g. cuda+bf16
@@ -191,6 +193,8 @@ def load_plan(path: Path) -> CompareOptions:
         seq_len=w.get("seq_len", int),
         steps=w.get("steps", int),
         seed=w.get("seed", int),
+        task=w.get("task", str),
+        data=w.get("data", str),
         baseline=sides["baseline"],
         target=sides["target"],
         target_loss=q.get("target_loss", NUMBER),
@@ -202,7 +206,7 @@ def load_plan(path: Path) -> CompareOptions:
     )
 
 
-WORKLOAD_KEYS = ("name", "size", "batch_size", "seq_len", "steps", "seed")
+WORKLOAD_KEYS = ("name", "size", "batch_size", "seq_len", "steps", "seed", "task", "data")
 SIDE_KEYS = ("side", "instance", "price_per_hour", "accelerators")
 
 

@@ -35,9 +35,10 @@ from parity.options import check_number as check_number  # re-exported, as are t
 from parity.options import parse_batch_sizes as parse_batch_sizes
 from parity.options import parse_duration as parse_duration
 from parity.options import parse_price as parse_price
-from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side
+from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side, parse_task
 
 REQUEST_FILE = "request.json"
+WORKLOAD_OPTIONS = ("workload", "size", "batch_size", "seq_len", "steps", "seed", "task", "data")
 COST_KNOBS = (
     "run_steps",
     "engineering_hours",
@@ -60,6 +61,8 @@ class CompareOptions:
     steps: object = None
     seed: object = None
     hf_config: tuple[str, ...] = ()
+    task: str | None = None
+    data: str | None = None
     baseline: str | None = None
     target: str | None = None
     out: str | None = None
@@ -109,24 +112,13 @@ def _workload(o: CompareOptions) -> WorkloadSpec | None:
     from parity.workloads.names import check_workload_name
 
     if o.script:
-        given = [
-            name
-            for name in ("workload", "size", "batch_size", "seq_len", "steps", "seed")
-            if getattr(o, name) is not None
-        ]
+        given = [name for name in WORKLOAD_OPTIONS if getattr(o, name) is not None]
         if given or o.hf_config or o.batch_sizes is not None:
-            shown = (
-                ", ".join(
-                    f"the workload {show(o.workload)}"
-                    if n == "workload"
-                    else "--" + n.replace("_", "-")
-                    for n in given
-                )
-                or "workload options"
-            )
+            named = [f"the workload {show(o.workload)}"] if o.workload is not None else []
+            named += ["--" + n.replace("_", "-") for n in given if n != "workload"]
             raise OptionError(
-                f"{shown} cannot go with a script after --: the script brings its own model "
-                "and data; pass its options after --"
+                f"{', '.join(named) or 'workload options'} cannot go with a script after --: "
+                "the script brings its own model and data; pass its options after --"
             )
         return None
     name = "gpt-train" if o.workload is None else o.workload
@@ -139,6 +131,8 @@ def _workload(o: CompareOptions) -> WorkloadSpec | None:
         steps=optional_int("--steps", o.steps),
         seed=optional_int("--seed", o.seed, low=0) or 0,
         overrides=parse_overrides(o.hf_config),
+        task=parse_task(o.task),
+        data=o.data,
     )
 
 

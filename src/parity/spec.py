@@ -27,6 +27,9 @@ Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 EMULATE_PROFILES = ("matmul-bf16", "matmul-tf32", "matmul-fp16")
 SIZES = ("tiny", "small", "base")
+#: what a checkpoint workload (``hf:PATH``) does with its model; see ``--task``
+Task = Literal["train", "generate", "infer", "embed", "classify"]
+TASKS: tuple[Task, ...] = get_args(Task)
 OPTIONS = (
     "fp32",
     "bf16",
@@ -253,6 +256,11 @@ class WorkloadSpec:
     overrides: tuple[tuple[str, str], ...] = field(default=())
     #: script mode: the command after ``--`` (size ``script``)
     script: tuple[str, ...] | None = omit_none()
+    #: ``--task``: what an ``hf:PATH`` checkpoint does (default: from its architectures)
+    task: Task | None = omit_none()
+    #: ``--data FILE[:FIELD]``: a text, JSONL, CSV or Parquet file or a ``datasets``
+    #: directory whose tokens become the frozen data (see ``parity.workloads.sample``)
+    data: str | None = omit_none()
 
     def __post_init__(self) -> None:
         if self.script is not None:
@@ -261,6 +269,9 @@ class WorkloadSpec:
             return
         if self.size not in SIZES:
             raise SpecError(f"size {self.size!r} is unknown: use one of {', '.join(SIZES)}")
+        parse_task(self.task)  # a caller that skipped the types
+        if self.data is not None and not self.data.strip():
+            raise SpecError("--data is empty: name a file, e.g. --data notes.jsonl:text")
         for knob in ("batch_size", "seq_len", "steps"):
             value = getattr(self, knob)
             if value is not None and value < 1:
@@ -280,6 +291,8 @@ class WorkloadSpec:
             "steps": self.steps,
             "seed": self.seed,
             "overrides": [list(pair) for pair in self.overrides],
+            **({"task": self.task} if self.task is not None else {}),
+            **({"data": self.data} if self.data is not None else {}),
         }
 
     @classmethod
@@ -292,7 +305,19 @@ class WorkloadSpec:
             steps=data.get("steps"),
             seed=int(data.get("seed", 0)),
             overrides=tuple((str(k), str(v)) for k, v in data.get("overrides", [])),
+            task=parse_task(data.get("task")),
+            data=data.get("data"),
         )
+
+
+def parse_task(value: object) -> Task | None:
+    """``--task`` as one of ``TASKS`` (None: not given); SpecError names the choices."""
+    if value is None:
+        return None
+    for task in TASKS:
+        if value == task:
+            return task
+    raise SpecError(f"--task {value!r} is unknown: use one of {', '.join(TASKS)}")
 
 
 def parse_overrides(items: list[str] | tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:

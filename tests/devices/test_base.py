@@ -35,8 +35,8 @@ def test_memory_peaks_count_allocations_still_queued() -> None:
         queued = fakedevice.queued_ns()  # the device has not reached the allocation yet
         peaks = device.memory_peaks()
     assert queued > 0
-    assert peaks["allocated"] == before + y.nbytes + block.nbytes
-    assert peaks["reserved"] == before + y.nbytes + block.nbytes
+    assert peaks.allocated == before + y.nbytes + block.nbytes
+    assert peaks.reserved == before + y.nbytes + block.nbytes
 
 
 @needs_fakedevice
@@ -53,5 +53,5 @@ def test_a_peak_reset_waits_for_the_queued_work() -> None:
         after_reset = fakedevice.memory_allocated()
         peaks = device.memory_peaks()
     assert queued > 0
-    assert peaks["allocated"] == after_reset
+    assert peaks.allocated == after_reset
     assert after_reset >= y.nbytes

@@ -9,6 +9,7 @@ import pytest
 
 from parity.devices import specs
 from parity.errors import UsageError
+from parity.model.metrics import Flops
 from parity.probes.flops import mfu
 
 
@@ -53,12 +54,12 @@ def test_framework_unit_by_exact_name(name: str, label: str, unit: str, per_chip
 
 def test_trainium_peaks_are_per_logical_core_not_per_chip() -> None:
     trn2 = specs.peak_flops("Trainium2", "bf16")
-    assert trn2 is not None and trn2["flops"] == pytest.approx(667e12 / 4)
-    assert trn2["unit"].startswith("logical NeuronCore")
+    assert trn2 is not None and trn2.flops == pytest.approx(667e12 / 4)
+    assert trn2.unit.startswith("logical NeuronCore")
     trn3 = specs.peak_flops("Trainium3", "fp32")
-    assert trn3 is not None and trn3["flops"] == pytest.approx(183e12 / 4)
+    assert trn3 is not None and trn3.flops == pytest.approx(183e12 / 4)
     h200 = specs.peak_flops("NVIDIA H200", "bf16")
-    assert h200 is not None and h200["flops"] == pytest.approx(989.4e12) and h200["unit"] == "GPU"
+    assert h200 is not None and h200.flops == pytest.approx(989.4e12) and h200.unit == "GPU"
 
 
 def test_no_substring_matching() -> None:
@@ -69,12 +70,13 @@ def test_no_substring_matching() -> None:
 
 def test_mfu_records_the_unit_it_is_per() -> None:
     peak = specs.peak_flops("Trainium2", "bf16")
-    figure = mfu(int(166.75e12 * 0.01), 0.01, peak)  # one hundredth of a second per step
-    assert figure["mfu"] == pytest.approx(1.0)
-    assert figure["peak_unit"] == "logical NeuronCore (LNC=2: two physical NeuronCore-v3)"
-    unknown = mfu(1000, 0.01, None)
-    assert unknown["mfu"] is None and unknown["peak_unit"] is None
-    assert unknown["achieved_flops"] == pytest.approx(1e5)
+    counted = Flops(per_step=166.75e12 * 0.01, method="test")
+    figure = mfu(counted, 0.01, peak)  # one hundredth of a second per step
+    assert figure.mfu == pytest.approx(1.0) and figure.peak is not None
+    assert figure.peak.unit == "logical NeuronCore (LNC=2: two physical NeuronCore-v3)"
+    unknown = mfu(Flops(per_step=1000, method="test"), 0.01, None)
+    assert unknown.mfu is None and unknown.peak is None
+    assert unknown.achieved_flops == pytest.approx(1e5)
 
 
 def test_user_specs_override_and_must_name_their_unit(
@@ -87,8 +89,8 @@ def test_user_specs_override_and_must_name_their_unit(
     )
     monkeypatch.setenv("PARITY_SPECS", str(user))
     peak = specs.peak_flops("Trainium2", "bf16")
-    assert peak is not None and peak["flops"] == pytest.approx(83.375e12)
-    assert peak["unit"] == "physical NeuronCore-v3 (LNC=1)"
+    assert peak is not None and peak.flops == pytest.approx(83.375e12)
+    assert peak.unit == "physical NeuronCore-v3 (LNC=1)"
     user.write_text('[devices.mine]\nnames = ["My Chip"]\npeak_flops = { bf16 = 1e12 }\n')
     specs.load_specs.cache_clear()
     with pytest.raises(UsageError, match="has no `unit`"):

@@ -38,7 +38,7 @@ def test_scan_on_the_cpu_reports_the_forward_findings() -> None:
     where = ops.graphs.explain.reasons[0].where
     assert where is not None and where.endswith(f"scan_workloads.py:{planted_line('graph break')}")
     assert ops.plain_run == PlainRun(ran=True, failed=False, error=None)
-    assert ops.versions == Versions(python="3.11.7", torch="2.13.0+cpu", backend_packages={})
+    assert ops.versions == Versions(python="3.11.7", torch="2.13.0", backend_packages={})
     # step 0 creates the optimizer state, step 1 does not
     calls = ops.summary.op_calls_per_step
     assert len(calls) == 2 and calls[0] > calls[1]

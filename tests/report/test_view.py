@@ -118,7 +118,7 @@ def test_a_capped_steady_state_is_said_where_the_median_is(
 ) -> None:
     bundle = load_bundle(generate_run / "target" / "r01")
     assert bundle.metrics is not None
-    capped = SteadyState(start=5, capped=True, method="MSER", message="still trending at the cap")
+    capped = SteadyState(start=5, capped=True, method="MSER")
     write_doc(bundle.path / METRICS, replace(bundle.metrics, steady_state=capped))
     (bundle.path / DIGEST).unlink()
     seal(bundle.path)  # as the worker's parent would have sealed it
@@ -127,7 +127,8 @@ def test_a_capped_steady_state_is_said_where_the_median_is(
     assert sides is not None
     warnings = [p.text for p in sides.parts if isinstance(p, Sentence) and p.tone == "warn"]
     assert warnings == [
-        "target r01: steady state not reached: still trending at the cap; its median step "
+        "target r01: steady state not reached within the cap (truncated at sample 5): the "
+        "step time was still trending; run more warm-up steps or longer repeats; its median step "
         "includes steps that were still warming up"
     ]
     assert build_view(run.verdict).section("sides") != sides  # only the bundles know it

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from parity.bundle import OUTPUT_TENSORS, OUTPUTS, read_doc
 from parity import stats
-from parity.model.codec import decode, dumps, loads
+from parity.bundle import OUTPUT_TENSORS, OUTPUTS, read_doc
+from parity.model.codec import decode, dumps, encode, loads
 from parity.model.manifest import Items
-from parity.model.metrics import Memory, MemoryPhase, Metrics
+from parity.model.metrics import Memory, MemoryPhase, Metrics, Summary
 from parity.model.numerics import CheckpointEvents, RunOutputs
-from parity.runner.documents import Steps, summary_of, write_outputs
+from parity.runner.documents import Steps, write_outputs
 from parity.runner.session import SideSession
 from parity.workloads.base import RunNumerics
 from tests.fixtures.jobs import workload_job
@@ -55,13 +55,13 @@ def test_one_step_has_no_summary_and_no_throughput() -> None:
     assert steps.throughput(Items(samples=8, tokens=0)).samples_per_s is None
 
 
-def test_the_statistics_summary_keeps_its_noise_judgement() -> None:
+def test_the_statistics_summary_keeps_its_noise_judgement_in_json() -> None:
     noisy = stats.summarize([1.0, 1.0, 2.0, 2.0, 3.0, 1.0])
-    summary = summary_of(noisy)
-    assert summary.noise == noisy.noise == "gross"
-    assert summary.iqr_rel == pytest.approx(noisy.iqr_rel) and summary.n == 6
-    unbounded = summary_of(stats.summarize([0.0, 0.0, 0.0, 1.0, 1.0]))
-    assert math.isfinite(unbounded.iqr_rel)  # JSON holds it; the noise says "gross"
+    data = encode(noisy)
+    assert isinstance(data, dict) and data["noise"] == "gross" and data["n"] == 6
+    assert decode(Summary, data) == noisy  # the judgement is derived again on reading
+    unbounded = stats.summarize([0.0, 0.0, 0.0, 1.0, 1.0])
+    assert math.isfinite(unbounded.iqr_rel) and unbounded.noise == "gross"  # JSON holds it
 
 
 def test_outputs_hold_finite_losses_and_the_tensors(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ EXAMPLES = Path(__file__).parents[2] / "examples"
 NAMES = [
     f"{EXAMPLES / 'tabular_train.py'}:TabularTrain",
     f"{EXAMPLES / 'vit_infer.py'}:make_workload",
+    f"{EXAMPLES / 'text_embed.py'}:TextEmbed",
 ]
 
 
@@ -41,6 +42,33 @@ def test_examples_resolve_freeze_and_run(name: str) -> None:
     assert result.outputs and all(torch.isfinite(t).all() for t in result.outputs.values())
     assert len(result.losses) == (2 if w.kind == "train" else 0)
     assert "logits" in w.probe(w.build_model(), data)
+
+
+def test_a_multi_input_example_runs_with_named_inputs_and_outputs(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text("".join(json.dumps({"text": "note " * (i + 1)}) + "\n" for i in range(5)))
+    name = f"{EXAMPLES / 'text_embed.py'}:TextEmbed"
+    w = resolve(WorkloadSpec(name=name, steps=2, data=str(notes)))
+    weights, data = freeze(w).load()
+    assert set(data) == {"input_ids", "attention_mask"}
+    lengths = data["attention_mask"][0].sum(dim=1).tolist()
+    assert lengths == [5, 10, 15, 20, 25, 5, 10, 15]  # read again from the start
+    model = w.build_model()
+    model.load_state_dict(weights)
+    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+    runner = w.make_runner(model, data, ctx)
+    runner.step(0)
+    result = runner.finish()
+    assert {k: result.kind(k) for k in result.outputs} == {
+        "embeddings": "embeddings",
+        "logits": "logits",
+    }
+    assert result.outputs["embeddings"].shape == (8, 64)
+    other = notes.with_name("other.jsonl")
+    other.write_text(notes.read_text().replace("note", "nota", 1))
+    changed = freeze(resolve(WorkloadSpec(name=name, steps=2, data=str(other))))
+    assert changed.parts.data != freeze(w).parts.data
+    assert freeze(w).description.data_file == str(notes)
 
 
 @pytest.mark.parametrize(

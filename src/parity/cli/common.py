@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 import typer
 
 from parity.errors import ParityError, UsageError, one_line
+from parity.spec import TASKS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -165,6 +166,25 @@ Store = Annotated[
 ]
 
 
+Task = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        metavar="TASK",
+        help=f"what an hf:PATH checkpoint does: {' | '.join(TASKS)} (default: from its "
+        "config's architectures)",
+    ),
+]
+Data = Annotated[
+    str | None,
+    typer.Option(
+        "--data",
+        metavar="FILE[:FIELD]",
+        help="a text, JSONL, CSV or Parquet file (or a datasets directory) whose tokens "
+        "become the frozen data (default: the corpus shipped with parity)",
+    ),
+]
+
 #: groups of request options that several commands take (each defaults to None)
 WORKLOAD: dict[str, object] = {
     "size": Size,
@@ -173,6 +193,8 @@ WORKLOAD: dict[str, object] = {
     "steps": Steps,
     "seed": Seed,
     "hf_config": HfConfig,
+    "task": Task,
+    "data": Data,
 }
 RUNNING: dict[str, object] = {"out": Out, "timeout_s": Timeout}
 MULTINODE: dict[str, object] = {"nnodes": Nnodes, "rdzv_endpoint": Rdzv}

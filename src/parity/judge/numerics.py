@@ -276,8 +276,11 @@ def judge_numerics(a: Bundle, b: Bundle, ref: Bundle | None, target: SideSpec) -
     ta, tb = a.capture_tensors(), b.capture_tensors()
     tr = ref.capture_tensors() if ref is not None else None
     gates = [
-        gate(f"output {name}", tb[key], ta[key], (tr or {}).get(key), k, tol)
-        for name in sorted(a.capture.outputs)
+        replace(
+            gate(f"output {name}", tb[key], ta[key], (tr or {}).get(key), k, tol),
+            output_kind=summary.kind,  # logits, embeddings...
+        )
+        for name, summary in sorted(a.capture.outputs.items())
         if (key := f"output.{name}") in ta and key in tb
     ]
     grads = _gradients(a, ta, tb, tr, k, tol)

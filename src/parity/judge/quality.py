@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 
 from parity.bundle import Bundle
+from parity.model.numerics import OutputKind
 from parity.model.verdict import (
     Convergence,
     ConvergenceRun,
@@ -39,12 +41,12 @@ def tolerances(a: SideSpec, b: SideSpec) -> dict[str, float]:
     return {"outputs_rel_rmse": outputs, "final_loss_rel": loss}
 
 
-def _tokens(name: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck:
+def _tokens(label: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck:
     same = base == target
     flat = same.reshape(same.shape[0], -1) if same.dim() > 1 else same.reshape(1, -1)
     first = tuple(int((~row).nonzero()[0]) if not bool(row.all()) else None for row in flat)
     return TokensCheck(
-        name=f"output {name}",
+        name=label,
         gated=False,
         passed=None,
         agreement=float(same.float().mean()) if same.numel() else 1.0,
@@ -54,14 +56,26 @@ def _tokens(name: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck:
 
 
 def compare_output(
-    name: str, base: torch.Tensor, target: torch.Tensor, tol: float
+    name: str,
+    base: torch.Tensor,
+    target: torch.Tensor,
+    tol: float,
+    output_kind: OutputKind | None = None,
 ) -> OutputCheck | TokensCheck:
-    label = f"output {name}"
+    """One named output, target against baseline; ``output_kind`` (logits, embeddings,
+    tokens, hidden) is carried into the check."""
+    check = _compare_output(f"output {name}", base, target, tol)
+    return replace(check, output_kind=output_kind)
+
+
+def _compare_output(
+    label: str, base: torch.Tensor, target: torch.Tensor, tol: float
+) -> OutputCheck | TokensCheck:
     if base.shape != target.shape:
         detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
         return OutputCheck(name=label, passed=False, detail=detail)
     if not base.is_floating_point():
-        return _tokens(name, base, target)
+        return _tokens(label, base, target)
     b, t = base.double(), target.double()
     if not bool(torch.isfinite(t).all()):
         detail = "the target's output holds NaN or inf"

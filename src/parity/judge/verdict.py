@@ -113,8 +113,10 @@ def judge_quality(a: Bundle, b: Bundle) -> list[QualityCheck]:
                 )
             )
             continue
+        summary = a.outputs.outputs.get(name) if a.outputs is not None else None
+        kind = summary.kind if summary is not None else None  # logits, embeddings...
         checks.append(
-            quality.compare_output(name, out_a[name], out_b[name], tol["outputs_rel_rmse"])
+            quality.compare_output(name, out_a[name], out_b[name], tol["outputs_rel_rmse"], kind)
         )
     return checks
 

@@ -14,7 +14,9 @@ from typing import Literal
 from parity.model.codec import omit_none
 from parity.model.manifest import Items
 
-Noise = Literal["ok", "noisy", "gross"]
+# the statistics' own classes, written as they are (their judgements are derived fields)
+from parity.stats import SteadyState as SteadyState
+from parity.stats import Summary as Summary
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -34,33 +36,6 @@ class Phases:
     #: script mode: the script's end after its last step, and its whole run
     after_steps_s: float | None = omit_none()
     script_s: float | None = omit_none()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SteadyState:
-    """Where the steady state starts: ``samples[start:]`` are steady."""
-
-    start: int
-    capped: bool
-    method: str
-    message: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Summary:
-    """A sample of step times in seconds, with its spread and its own noise judgement."""
-
-    n: int
-    median: float
-    iqr: float
-    mean: float
-    stdev: float
-    min: float
-    max: float
-    p10: float
-    p90: float
-    iqr_rel: float
-    noise: Noise
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -108,13 +83,30 @@ class Peak:
     unit: str | None = omit_none()
 
 
+FlopMethod = Literal["meta", "cpu", "estimate"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FlopAttempt:
+    """A way of counting FLOPs that failed (or was skipped), and why."""
+
+    method: FlopMethod
+    error: str
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Flops:
-    """Model FLOPs per step, and what they achieved."""
+    """Model FLOPs per step, how they were found, and what they achieved."""
 
     per_step: float | None
+    #: how they were counted, in words
     method: str
+    #: why there is no count (every method failed)
     error: str | None = omit_none()
+    #: the method that gave ``per_step`` (see ``parity.probes.flops``)
+    method_name: FlopMethod | None = omit_none()
+    #: each method that failed before it, with its reason
+    tried: tuple[FlopAttempt, ...] | None = omit_none()
     achieved_flops: float | None = None
     mfu: float | None = None
     peak: Peak | None = None

@@ -8,8 +8,28 @@ The tensors themselves are in the bundle's ``numerics.safetensors`` and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from parity.model.codec import omit_none
+
+#: what a named output holds, so the verdict can pick the right check for it: ``logits``
+#: (scores over classes or a vocabulary), ``embeddings`` (one vector per sample),
+#: ``tokens`` (integer ids), ``hidden`` (any other activation), ``loss``
+OutputKind = Literal["logits", "embeddings", "tokens", "hidden", "loss"]
+OUTPUT_KINDS: tuple[OutputKind, ...] = get_args(OutputKind)
+#: the kinds an output's name says (``logits``, ``eval_logits``, ``text_embeddings``)
+NAMED_KINDS: tuple[OutputKind, ...] = ("logits", "embeddings", "loss")
+
+
+def output_kind(name: str, *, floating: bool) -> OutputKind:
+    """The kind of an output named by convention: ``*logits``, ``*embeddings``, ``loss``,
+    and integer tensors (tokens); anything else is a hidden state."""
+    if not floating:
+        return "tokens"
+    for kind in NAMED_KINDS:
+        if name == kind or name.endswith(f"_{kind}"):
+            return kind
+    return "hidden"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -23,6 +43,8 @@ class OutputSummary:
     std: float | None = None
     min: float | None = None
     max: float | None = None
+    #: what the output holds (absent in bundles written before outputs had kinds)
+    kind: OutputKind | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,6 +94,8 @@ class TensorSummary:
     finite_fraction: float | None = None
     #: an output larger than the sample size: the stored values are a sample
     sampled: bool | None = omit_none()
+    #: a probe output: what it holds
+    kind: OutputKind | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -20,6 +20,7 @@ from parity.model.metrics import (
     Phases,
     Throughput,
 )
+from parity.model.numerics import OutputKind
 from parity.model.side import Stop
 from parity.model.workload import WorkloadDescription
 
@@ -206,14 +207,15 @@ class ParameterError:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CheckBase:
-    """What every quality check has: a name, whether it is gated, whether it passed
-    (None: reported, not gated), and a sentence where the figures alone do not say it."""
+    """What every quality check has: a name, whether it is gated, whether it passed (None:
+    reported, not gated), a sentence where the figures alone do not say it, an output's kind."""
 
     name: str
     gated: bool = True
     passed: bool | None
     detail: str | None = omit_none()
     tolerance: float | None = omit_none()
+    output_kind: OutputKind | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from parity.model.codec import Json, JsonObject, omit_none
-from parity.spec import WorkloadSpec
+from parity.spec import Task, WorkloadSpec
 
 Kind = Literal["train", "infer", "generate"]
+#: where a checkpoint was found: a directory, or the local Hugging Face cache
+Origin = Literal["directory", "hub cache"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,6 +65,26 @@ class QualitySpec:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Sources:
+    """Digests (sha256) of the files a workload reads, by the fingerprint part they feed:
+    a checkpoint's weights; a ``--data`` file and a tokenizer. They enter that part and
+    the frozen cache's key, so a changed byte is never served from the cache."""
+
+    weights: str | None = omit_none()
+    data: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckpointSource:
+    """Where an ``hf:PATH`` or ``hf:ORG/NAME`` checkpoint was found (not its path: the
+    same bytes elsewhere are the same checkpoint)."""
+
+    origin: Origin
+    #: the repository id, or the directory's name
+    id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class WorkloadDescription:
     """Everything that defines a workload, as its ``describe()`` gives it."""
 
@@ -81,6 +103,13 @@ class WorkloadDescription:
     packages: dict[str, str] | None = omit_none()
     #: script mode: the contract is unverified, and why
     contract: str | None = omit_none()
+    #: digests of the files the workload read (a checkpoint, ``--data``, a tokenizer)
+    sources: Sources | None = omit_none()
+    #: ``--data`` as given (the digest in ``sources`` is what identifies its bytes)
+    data_file: str | None = omit_none()
+    #: ``hf:PATH`` and ``hf:ORG/NAME``: the checkpoint, and what it was run for
+    checkpoint: CheckpointSource | None = omit_none()
+    task: Task | None = omit_none()
 
     @property
     def script_mode(self) -> bool:

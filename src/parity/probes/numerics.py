@@ -23,13 +23,14 @@ from __future__ import annotations
 import contextlib
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import nn
 
 from parity.model.numerics import Capture, LayerRecord, TensorSummary
-from parity.workloads.base import RunContext, Workload
+from parity.workloads.base import RunContext, Workload, output_kind
 
 LAYER_SAMPLE = 256
 OUTPUT_SAMPLE = 65_536
@@ -170,7 +171,9 @@ def capture(
         if recorder is not None:
             recorder.close()
     for name, value in outputs.items():
-        outs[name] = summarize(value, sampled=value.numel() > OUTPUT_SAMPLE)
+        outs[name] = replace(
+            summarize(value, sampled=value.numel() > OUTPUT_SAMPLE), kind=output_kind(name, value)
+        )
         tensors[f"output.{name}"] = take(f"output.{name}", value, OUTPUT_SAMPLE)
     loss = outputs.get("loss")
     if workload.kind == "train" and loss is not None and loss.requires_grad:

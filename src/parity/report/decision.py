@@ -57,6 +57,8 @@ def _side_rows(a: SideInfo, b: SideInfo) -> list[tuple[str, ...]]:
         if any(x is not None for x in values):
             rows.append((f"throughput ({unit})", *(fmt.rate(x, unit) for x in values)))
     fa, fb = a.flops, b.flops
+    if fa is not None or fb is not None:  # a count, or a reason below: never a missing row
+        rows.append(("FLOPs per step", fmt.flop_count(fa), fmt.flop_count(fb)))
     if (fa and fa.achieved_flops) or (fb and fb.achieved_flops):
         rows.append(
             (
@@ -118,11 +120,10 @@ def _capped(role: str, side: SideRuns | None) -> list[Sentence]:
         steady = bundle.metrics.steady_state if bundle.metrics is not None else None
         if steady is None or not steady.capped:
             continue
-        why = steady.message or "the step time was still trending at the cap"
         out.append(
             Sentence(
-                text=f"{role} {bundle.path.name}: steady state not reached: {why}; its median "
-                "step includes steps that were still warming up",
+                text=f"{role} {bundle.path.name}: {steady.message}; its median step includes "
+                "steps that were still warming up",
                 tone="warn",
                 brief=True,
             )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from parity.model.metrics import Percentiles
+from parity.model.metrics import Flops, Percentiles
 
 #: the result words of every report: a gate passed or failed, a figure reported but not
 #: gated, or a verdict not given because an earlier gate failed
@@ -58,6 +58,16 @@ def rate(value: float | None, unit: str) -> str:
 
 def flops(value: float | None) -> str:
     return DASH if value is None else f"{value / 1e9:,.1f} GFLOP/s"
+
+
+def flop_count(f: Flops | None) -> str:
+    """FLOPs per step and the method that counted them, or that there is no count."""
+    if f is None:
+        return DASH
+    if f.per_step is None:
+        return "not counted" if f.error else DASH
+    method = f" ({f.method_name})" if f.method_name else ""
+    return f"{f.per_step / 1e9:,.3g} GFLOP{method}"
 
 
 def usd(value: float | None) -> str:

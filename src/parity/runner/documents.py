@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -29,33 +28,17 @@ from parity import stats
 from parity.bundle import CAPTURE, CAPTURE_TENSORS, OUTPUT_TENSORS, OUTPUTS
 from parity.model.manifest import Items
 from parity.model.metrics import Memory, Metrics, Phases, SteadyState, Summary, Throughput
-from parity.model.numerics import Capture, CheckpointEvents, OutputSummary, RunOutputs
+from parity.model.numerics import (
+    Capture,
+    CheckpointEvents,
+    OutputKind,
+    OutputSummary,
+    RunOutputs,
+)
 from parity.probes.emulate import EmulateMode
 from parity.probes.numerics import capture
 from parity.runner.session import NS, SideSession
 from parity.workloads.base import RunContext, RunNumerics, Workload
-
-
-def summary_of(s: stats.Summary) -> Summary:
-    """The statistics module's summary as the model's (with its noise judgement); an
-    unbounded IQR/median (a zero median) is written as the largest float JSON holds."""
-    return Summary(
-        n=s.n,
-        median=s.median,
-        iqr=s.iqr,
-        mean=s.mean,
-        stdev=s.stdev,
-        min=s.min,
-        max=s.max,
-        p10=s.p10,
-        p90=s.p90,
-        iqr_rel=s.iqr_rel if math.isfinite(s.iqr_rel) else sys.float_info.max,
-        noise=s.noise,
-    )
-
-
-def steady_of(s: stats.SteadyState) -> SteadyState:
-    return SteadyState(start=s.start, capped=s.capped, method=s.method, message=s.message)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,9 +61,9 @@ class Steps:
         summary = stats.summarize(rest[start:]) if rest[start:] else None
         return cls(
             seconds=seconds,
-            steady=steady_of(steady) if steady is not None else None,
+            steady=steady,
             warmup=start,
-            summary=summary_of(summary) if summary is not None else None,
+            summary=summary,
             warnings=tuple(summary.warnings()) if summary is not None else (),
         )
 
@@ -137,7 +120,7 @@ def finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def output_summary(t: torch.Tensor) -> OutputSummary:
+def output_summary(t: torch.Tensor, kind: OutputKind | None = None) -> OutputSummary:
     f = t.double()
     n = f.numel()
     ok = bool(torch.isfinite(f).all()) if n else True
@@ -149,6 +132,7 @@ def output_summary(t: torch.Tensor) -> OutputSummary:
         std=float(f.std()) if n > 1 and ok else None,
         min=float(f.min()) if n and ok else None,
         max=float(f.max()) if n and ok else None,
+        kind=kind,
     )
 
 
@@ -164,7 +148,7 @@ def write_outputs(
     curve = numerics.losses if losses is None else losses
     outputs = RunOutputs(
         losses=tuple(finite(x) for x in curve),
-        outputs={name: output_summary(t) for name, t in tensors.items()},
+        outputs={name: output_summary(t, numerics.kind(name)) for name, t in tensors.items()},
         checkpoint=checkpoint,
     )
     session.write(OUTPUTS, outputs)

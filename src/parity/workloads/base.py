@@ -24,10 +24,18 @@ import torch
 from torch import nn
 
 from parity.errors import WorkloadError
-from parity.model.workload import Kind, QualitySpec, WorkloadDescription
+from parity.model.numerics import OutputKind
+from parity.model.numerics import output_kind as kind_of_name
+from parity.model.workload import Kind, QualitySpec, Sources, WorkloadDescription
 from parity.spec import SideSpec, WorkloadSpec
 
 KINDS = ("train", "infer", "generate")
+
+
+def output_kind(name: str, tensor: torch.Tensor) -> OutputKind:
+    """The kind of an output named by convention: ``*logits``, ``*embeddings``, ``loss``
+    and integer tensors (tokens); anything else is a hidden state."""
+    return kind_of_name(name, floating=tensor.is_floating_point())
 
 
 @dataclass(kw_only=True)
@@ -54,6 +62,11 @@ class RunNumerics:
 
     losses: list[float] = field(default_factory=list)
     outputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    #: a kind per output where its name does not say it (see ``output_kind``)
+    kinds: dict[str, OutputKind] = field(default_factory=dict)
+
+    def kind(self, name: str) -> OutputKind:
+        return self.kinds.get(name) or output_kind(name, self.outputs[name])
 
 
 class StepRunner(ABC):
@@ -80,8 +93,21 @@ class Workload(ABC):
     description: ClassVar[str]
     #: per size: architecture config plus batch_size, steps and (optionally) seq_len
     sizes: ClassVar[dict[str, dict[str, Any]]]
+    #: whether the workload reads ``--data`` (``spec.data``); others refuse it
+    takes_data: ClassVar[bool] = False
+    #: whether ``--task`` means anything to it (``hf:PATH`` checkpoints)
+    takes_task: ClassVar[bool] = False
 
     def __init__(self, spec: WorkloadSpec) -> None:
+        if spec.data is not None and not self.takes_data:
+            raise WorkloadError(
+                f"workload {self.name} takes no --data: drop it, or use gpt-train, "
+                "gpt-generate or a checkpoint (hf:PATH)"
+            )
+        if spec.task is not None and not self.takes_task:
+            raise WorkloadError(
+                f"workload {self.name} takes no --task: --task is for checkpoints (hf:PATH)"
+            )
         if spec.size not in self.sizes:
             raise WorkloadError(
                 f"workload {self.name} has no size {spec.size!r}: use one of "
@@ -116,6 +142,12 @@ class Workload(ABC):
     def build_model(self) -> nn.Module:
         """The model in fp32 on the CPU; called under ``torch.manual_seed(seed)``."""
 
+    def initial_model(self) -> nn.Module:
+        """The model whose weights are frozen (under the seed); ``build_model`` by default.
+        A checkpoint loads its weights here and builds an empty model in ``build_model``,
+        which every side then fills with the frozen weights."""
+        return self.build_model()
+
     @abstractmethod
     def make_data(self) -> dict[str, torch.Tensor]:
         """The data as CPU tensors; called under ``torch.manual_seed(seed + 1)``."""
@@ -148,10 +180,17 @@ class Workload(ABC):
             "checks": ["final_loss", "outputs"] if self.kind == "train" else ["outputs"],
         }
 
+    def sources(self) -> Sources:
+        """Digests of the files the workload reads (a checkpoint, a data file), by the
+        fingerprint part they feed: they enter that part and the frozen cache's key, so a
+        changed byte is never served from the cache."""
+        return Sources()
+
     # -- derived ----------------------------------------------------------------------
     def describe(self) -> WorkloadDescription:
         """Everything that defines this workload (enters the fingerprint)."""
         quality = self.quality()
+        sources = self.sources()
         return WorkloadDescription(
             name=self.name,
             kind=_kind(self.name, self.kind),
@@ -164,6 +203,8 @@ class Workload(ABC):
             quality=QualitySpec(
                 kind=_kind(self.name, quality["kind"]), checks=tuple(quality["checks"])
             ),
+            sources=sources if sources != Sources() else None,
+            data_file=self.spec.data,
         )
 
     def parameter_count(self) -> int:

@@ -6,6 +6,9 @@ a sha256 over its parts (architecture config, weights, data, batch size, sequenc
 steps, seed, quality checks), each part hashed on its own so that a mismatch can be
 named. Tensors are hashed by name, dtype, shape and raw little-endian bytes, so the
 fingerprint is the same in any process and on any machine that makes the same bytes.
+Files a workload reads (a checkpoint's weights, a ``--data`` file: ``Workload.sources``)
+enter the weights or data part by their own digest too, so a changed byte changes the
+fingerprint even where the frozen sample happens not to include it.
 
 Frozen workloads are cached under ``PARITY_CACHE_DIR`` (default ``~/.cache/parity``),
 keyed by the spec, the workload's source file, and the torch and parity versions.
@@ -30,6 +33,7 @@ from parity.errors import WorkloadError
 from parity.model.codec import decode, encode, loads
 from parity.model.workload import (
     FingerprintParts,
+    Sources,
     WorkloadDescription,
     canonical,
     sha256_json,
@@ -51,12 +55,17 @@ def hash_tensors(tensors: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()
 
 
+def _with_source(tensors: str, source: str | None) -> str:
+    return tensors if source is None else sha256_json([tensors, source])
+
+
 def fingerprint_parts(workload: Workload, weights: str, data: str) -> FingerprintParts:
     d = workload.describe()
+    sources = d.sources or Sources()
     return FingerprintParts(
         config=sha256_json({"name": d.name, "kind": d.kind, "config": d.config}),
-        weights=weights,
-        data=data,
+        weights=_with_source(weights, sources.weights),
+        data=_with_source(data, sources.data),
         batch_size=d.batch_size,
         seq_len=d.seq_len,
         steps=d.steps,
@@ -112,7 +121,7 @@ def cache_key(workload: Workload) -> str:
 def materialize(workload: Workload) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Build the seeded weights and data on the CPU."""
     with seeded(workload.seed):
-        model = workload.build_model()
+        model = workload.initial_model()
     weights: dict[str, torch.Tensor] = {}
     seen: set[int] = set()
     for k, v in model.state_dict().items():

@@ -5,6 +5,9 @@ see ``data/NOTICE.txt``), read as bytes: a vocabulary of 256, no tokenizer to in
 Generation uses a static key/value cache indexed by position tensors, so every decode
 step has the same shapes: that suits compilers that recompile on a new shape
 (``torch.compile`` with a static graph, TorchNeuron).
+
+With ``--data FILE`` the tokens are the bytes of the team's own text instead
+(``parity.workloads.sample``): consecutive windows, one batch per step.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from parity.errors import WorkloadError
+from parity.model.workload import Sources
+from parity.spec import WorkloadSpec
 from parity.workloads.base import RunContext, StepRunner, Workload, batches
 from parity.workloads.loops import GenerateLoop, TrainRunner
+from parity.workloads.sample import ByteTokens, packed, parse_data
 
 VOCAB = 256
 N_BATCHES = 16
@@ -135,6 +141,28 @@ class GptTrain(Workload):
         small={"batch_size": 8, "seq_len": 256, "steps": 100},
         base={"batch_size": 8, "seq_len": 1024, "steps": 200},
     )
+    takes_data: ClassVar[bool] = True
+
+    def __init__(self, spec: WorkloadSpec) -> None:
+        super().__init__(spec)
+        self.source = parse_data(spec.data) if spec.data else None
+
+    def sources(self) -> Sources:
+        return Sources(data=self.source.digest() if self.source else None)
+
+    def windows(self, batches_: int, length: int) -> torch.Tensor:
+        """``[batches_, batch_size, length]`` byte tokens: at seeded offsets in the
+        corpus, or consecutive in ``--data`` (then one batch per step)."""
+        count = batches_ * self.batch_size
+        if self.source is not None:
+            found = packed(self.source, ByteTokens(), count, length)
+        else:
+            found = corpus_windows(count, length, torch.Generator().manual_seed(self.seed + 1))
+        return found.view(batches_, self.batch_size, length).contiguous()
+
+    @property
+    def n_batches(self) -> int:
+        return self.steps if self.source is not None else N_BATCHES
 
     def validate(self) -> None:
         c = self.config
@@ -154,9 +182,7 @@ class GptTrain(Workload):
 
     def make_data(self) -> dict[str, torch.Tensor]:
         assert self.seq_len is not None
-        g = torch.Generator().manual_seed(self.seed + 1)
-        windows = corpus_windows((N_BATCHES + 1) * self.batch_size, self.seq_len + 1, g)
-        windows = windows.view(N_BATCHES + 1, self.batch_size, self.seq_len + 1)
+        windows = self.windows(self.n_batches + 1, self.seq_len + 1)
         return {"tokens": windows[:-1].contiguous(), "eval_tokens": windows[-1].contiguous()}
 
     def make_runner(
@@ -228,9 +254,7 @@ class GptGenerate(GptTrain):
 
     def make_data(self) -> dict[str, torch.Tensor]:
         assert self.seq_len is not None
-        g = torch.Generator().manual_seed(self.seed + 1)
-        prompts = corpus_windows(N_BATCHES * self.batch_size, self.seq_len, g)
-        return {"prompts": prompts.view(N_BATCHES, self.batch_size, self.seq_len).contiguous()}
+        return {"prompts": self.windows(self.n_batches, self.seq_len)}
 
     def make_runner(
         self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext

@@ -1,5 +1,8 @@
 """``hf:ARCH[-TASK]``: Hugging Face transformers architectures, built without a download.
 
+(``hf:PATH`` and ``hf:ORG/NAME``, a checkpoint on disk, are ``parity.workloads.checkpoint``;
+the language-model data, runners and probes both use are ``parity.workloads.lm``.)
+
 A model is built from its configuration class with explicit sizes
 (``GPT2Config(n_layer=2, ...)`` then ``GPT2LMHeadModel(config)``), its weights initialised
 by transformers' own initialisation under parity's seed; no ``from_pretrained``, no
@@ -21,36 +24,31 @@ only when an ``hf:`` workload is resolved.
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
-import time
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, ClassVar
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from parity.errors import WorkloadError
 from parity.model.workload import WorkloadDescription
 from parity.spec import WorkloadSpec
-from parity.workloads.base import RunContext, StepRunner, Workload, batches
+from parity.workloads.base import Workload
 from parity.workloads.gpt import corpus_windows
-from parity.workloads.loops import GenerateLoop, TrainRunner
+from parity.workloads.lm import LmGenerate, LmTrain, LmWorkload
 
 EXTRA_HINT = "pip install 'parity[hf]'"
 N_BATCHES = 16
-IGNORE = -100
-MASK_FRACTION = 0.15
 TASKS = ("train", "generate", "classify")
 
-_RUN = {
+RUN_KNOBS = {
     "tiny": {"batch_size": 4, "seq_len": 32, "steps": 20},
     "small": {"batch_size": 8, "seq_len": 128, "steps": 50},
     "base": {"batch_size": 8, "seq_len": 512, "steps": 100},
 }
-_GENERATE = {
+GENERATE_KNOBS = {
     "tiny": {"batch_size": 2, "seq_len": 16, "steps": 5, "new_tokens": 16},
     "small": {"batch_size": 4, "seq_len": 64, "steps": 10, "new_tokens": 32},
     "base": {"batch_size": 8, "seq_len": 128, "steps": 10, "new_tokens": 64},
@@ -277,8 +275,8 @@ def convert(key: str, value: str, default: Any) -> Any:
         return text
 
 
-class HfWorkload(Workload):
-    """Base of the ``hf:`` workloads; ``arch``, ``task`` and the class-level tables are set
+class HfWorkload(LmWorkload):
+    """Base of the ``hf:ARCH`` workloads; ``arch``, ``task`` and the class-level tables are set
     per name by :func:`workload_class`."""
 
     arch: ClassVar[str]
@@ -349,208 +347,37 @@ class HfWorkload(Workload):
         # hash already says whether two versions built the same model
         return replace(super().describe(), packages={"transformers": self.transformers_version})
 
-    # -- data -------------------------------------------------------------------------
+    # -- what the language-model mixins need -------------------------------------------
+    @property
+    def objective(self) -> str:
+        return "classify" if self.task == "classify" else ARCHS[self.arch].objective
+
     @property
     def vocab(self) -> int:
         return int(self.config["hf_config"]["vocab_size"])
+
+    @property
+    def decoder_start(self) -> int | None:
+        if ARCHS[self.arch].objective != "seq2seq":
+            return None
+        return int(self.config["hf_config"].get("decoder_start_token_id", 0))
+
+    @property
+    def n_batches(self) -> int:
+        return N_BATCHES
 
     def tokens(self, count: int, length: int) -> torch.Tensor:
         """Byte tokens of the corpus; ids at or above the vocabulary's last id wrap."""
         g = torch.Generator().manual_seed(self.seed + 1)
         return corpus_windows(count, length, g) % (self.vocab - 1)
 
-    def shaped(self, t: torch.Tensor, batches_: int) -> torch.Tensor:
-        return t.view(batches_, self.batch_size, *t.shape[1:]).contiguous()
 
-
-def _logits(out: Any) -> torch.Tensor:
-    logits: torch.Tensor = out.logits
-    return logits
-
-
-def _cache(out: Any) -> Any:
-    """The key/value cache a model returned, under its old or new name."""
-    for name in ("cache", "past_key_values"):
-        if name in out:
-            return out[name]
-    return None
-
-
-def _ce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE
-    )
-
-
-class HfTrain(HfWorkload):
+class HfTrain(HfWorkload, LmTrain):
     """Training: AdamW over a fixed batch order; the objective follows the architecture."""
 
-    def make_data(self) -> dict[str, torch.Tensor]:
-        assert self.seq_len is not None
-        n, s = (N_BATCHES + 1) * self.batch_size, self.seq_len
-        objective = "classify" if self.task == "classify" else ARCHS[self.arch].objective
-        if objective == "causal":
-            windows = self.shaped(self.tokens(n, s + 1), N_BATCHES + 1)
-            return {
-                "input_ids": windows[:-1, :, :-1].contiguous(),
-                "labels": windows[:-1, :, 1:].contiguous(),
-                "eval_ids": windows[-1, :, :-1].contiguous(),
-            }
-        if objective == "seq2seq":
-            target = max(2, s // 2)
-            windows = self.tokens(n, s + target)
-            # the decoder starts from decoder_start_token_id and predicts the next text
-            start = int(self.config["hf_config"].get("decoder_start_token_id", 0))
-            labels = windows[:, s:]
-            decoder = torch.cat([torch.full_like(labels[:, :1], start), labels[:, :-1]], dim=1)
-            w = self.shaped(windows[:, :s], N_BATCHES + 1)
-            d = self.shaped(decoder, N_BATCHES + 1)
-            lab = self.shaped(labels, N_BATCHES + 1)
-            return {
-                "input_ids": w[:-1].contiguous(),
-                "decoder_input_ids": d[:-1].contiguous(),
-                "labels": lab[:-1].contiguous(),
-                "eval_ids": w[-1].contiguous(),
-                "eval_decoder_ids": d[-1].contiguous(),
-            }
-        windows = self.tokens(n, s)
-        if objective == "masked":
-            mask = torch.rand(windows.shape) < MASK_FRACTION
-            mask[torch.arange(n), torch.randint(0, s, (n,))] = True  # at least one per row
-            inputs = windows.masked_fill(mask, self.vocab - 1)  # the last id is [MASK]
-            labels = windows.masked_fill(~mask, IGNORE)
-        else:  # classify: does the window hold more spaces than the median window?
-            spaces = (windows == ord(" ")).sum(dim=1)
-            inputs, labels = windows, (spaces > spaces.median()).long()
-        w, lab = self.shaped(inputs, N_BATCHES + 1), self.shaped(labels, N_BATCHES + 1)
-        return {
-            "input_ids": w[:-1].contiguous(),
-            "labels": lab[:-1].contiguous(),
-            "eval_ids": w[-1].contiguous(),
-        }
 
-    def forward(self, m: nn.Module, data: dict[str, torch.Tensor], i: int) -> torch.Tensor:
-        """The logits of batch ``i``."""
-        kwargs: dict[str, Any] = {"input_ids": batches(data["input_ids"], i)}
-        if "decoder_input_ids" in data:
-            kwargs["decoder_input_ids"] = batches(data["decoder_input_ids"], i)
-        if self.task != "classify":
-            kwargs["use_cache"] = False
-        return _logits(m(**kwargs))
-
-    def loss(self, m: nn.Module, data: dict[str, torch.Tensor], i: int) -> torch.Tensor:
-        return _ce(self.forward(m, data, i), batches(data["labels"], i))
-
-    def make_runner(
-        self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
-    ) -> StepRunner:
-        def eval_fn(m: nn.Module) -> torch.Tensor:
-            kwargs: dict[str, Any] = {"input_ids": data["eval_ids"][:1]}
-            if "eval_decoder_ids" in data:
-                kwargs["decoder_input_ids"] = data["eval_decoder_ids"][:1]
-            return _logits(m(**kwargs))
-
-        return TrainRunner(
-            model,
-            ctx,
-            loss_fn=lambda m, i: self.loss(m, data, i),
-            eval_fn=eval_fn,
-            lr=3e-4,
-        )
-
-    def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        logits = self.forward(model, data, 0)
-        return {"logits": logits, "loss": _ce(logits, data["labels"][0])}
-
-
-class HfGenerateRunner(GenerateLoop):
-    """Greedy decoding of a fixed number of tokens with the model's key/value cache."""
-
-    def __init__(
-        self,
-        model: nn.Module,
-        prompts: torch.Tensor,
-        ctx: RunContext,
-        new_tokens: int,
-        decoder_start: int | None,
-    ) -> None:
-        super().__init__(model, prompts, ctx, new_tokens)
-        self.decoder_start = decoder_start  # None: decoder-only
-        # transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns)
-        forward = getattr(model, "_orig_mod", model).forward
-        params = inspect.signature(forward).parameters
-        self.cache_arg = "cache" if "cache" in params else "past_key_values"
-
-    def _call(self, prompt: torch.Tensor, last: torch.Tensor | None, state: Any) -> Any:
-        """The prefill (``last`` None) or one decoding step from ``state``."""
-        if self.decoder_start is None:  # decoder-only: the prompt, then one token at a time
-            if last is None:
-                return self.model(input_ids=prompt, use_cache=True)
-            kwargs = {self.cache_arg: state[0]}
-            return self.model(input_ids=last[:, None], use_cache=True, **kwargs)
-        if last is None:  # encoder-decoder: encode once; the decoder starts from its token
-            start = torch.full_like(prompt[:, :1], self.decoder_start)
-            return self.model(input_ids=prompt, decoder_input_ids=start, use_cache=True)
-        past, encoded = state
-        return self.model(
-            encoder_outputs=encoded,
-            decoder_input_ids=last[:, None],
-            use_cache=True,
-            **{self.cache_arg: past},
-        )
-
-    def generate(
-        self, prompt: torch.Tensor, stamps: list[int] | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Greedy decoding; with ``stamps``, each token is synchronised and time-stamped
-        (ns since the start), as a streaming server hands each token out."""
-        sync = self.ctx.synchronize
-        t0 = time.perf_counter_ns()
-        tokens: list[torch.Tensor] = []
-        with torch.inference_mode(), self.ctx.autocast():
-            out = self._call(prompt, None, None)
-            first_logits = out.logits[:, -1]
-            encoded = None if self.decoder_start is None else (out.encoder_last_hidden_state,)
-            for t in range(self.new_tokens):
-                if t:
-                    out = self._call(prompt, tokens[-1], (_cache(out), encoded))
-                tokens.append(out.logits[:, -1].argmax(-1))
-                if stamps is not None:
-                    sync()
-                    stamps.append(time.perf_counter_ns() - t0)
-        return torch.stack(tokens, dim=1), first_logits
-
-
-class HfGenerate(HfWorkload):
-    def make_data(self) -> dict[str, torch.Tensor]:
-        assert self.seq_len is not None
-        prompts = self.tokens(N_BATCHES * self.batch_size, self.seq_len)
-        return {"prompts": self.shaped(prompts, N_BATCHES)}
-
-    def _decoder_start(self) -> int | None:
-        if ARCHS[self.arch].objective != "seq2seq":
-            return None
-        return int(self.config["hf_config"].get("decoder_start_token_id", 0))
-
-    def make_runner(
-        self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
-    ) -> StepRunner:
-        assert self.new_tokens is not None
-        return HfGenerateRunner(model, data["prompts"], ctx, self.new_tokens, self._decoder_start())
-
-    def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        prompt = data["prompts"][0]
-        start = self._decoder_start()
-        if start is None:
-            return {"logits": _logits(model(input_ids=prompt, use_cache=False))}
-        decoder = torch.full_like(prompt[:, :1], start)
-        return {
-            "logits": _logits(model(input_ids=prompt, decoder_input_ids=decoder, use_cache=False))
-        }
-
-    def items_per_step(self) -> dict[str, int]:
-        assert self.new_tokens is not None
-        return {"samples": self.batch_size, "tokens": self.batch_size * self.new_tokens}
+class HfGenerate(HfWorkload, LmGenerate):
+    """Greedy decoding with the model's key/value cache."""
 
 
 _DESCRIPTIONS = {
@@ -566,7 +393,7 @@ _DESCRIPTIONS = {
 def workload_class(arch: str, task: str) -> type[HfWorkload]:
     """The Workload class of one ``hf:`` name (made once per name)."""
     spec = ARCHS[arch]
-    table = _GENERATE if task == "generate" else _RUN
+    table = GENERATE_KNOBS if task == "generate" else RUN_KNOBS
     base: type[HfWorkload] = HfGenerate if task == "generate" else HfTrain
     name = f"hf:{arch}" if task == "train" else f"hf:{arch}-{task}"
     description = _DESCRIPTIONS.get(
@@ -590,7 +417,13 @@ def workload_class(arch: str, task: str) -> type[HfWorkload]:
 
 
 def resolve_hf(spec: WorkloadSpec) -> Workload:
-    """The workload an ``hf:`` spec names (registered as the ``hf`` prefix)."""
+    """The workload an ``hf:`` spec names (registered as the ``hf`` prefix): a built-in
+    architecture (``hf:gpt2-generate``), else a checkpoint (``hf:PATH``, ``hf:ORG/NAME``)."""
+    rest = spec.name.removeprefix("hf:")
+    if rest.partition("-")[0] not in ARCHS or rest.startswith((".", "/", "~")):
+        from parity.workloads.checkpoint import resolve_checkpoint
+
+        return resolve_checkpoint(spec)
     arch, task = parse_name(spec.name)
     transformers_module()
     return workload_class(arch, task)(spec)

@@ -1,8 +1,14 @@
-"""Runners shared by the built-in workloads: a training loop and an inference loop."""
+"""Runners shared by the built-in workloads: a training loop and an inference loop.
+
+Inputs and outputs are named as the model has them: ``NamedInferRunner`` passes a dict
+of tensors (``input_ids``, ``attention_mask``, ``pixel_values``, ...) and records a dict
+of named outputs (``logits``, ``embeddings``, ...); ``InferRunner`` is its one-tensor
+case, whose output is called ``logits``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn
@@ -10,6 +16,7 @@ from torch import nn
 from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
 
 LossFn = Callable[[nn.Module, int], torch.Tensor]
+Named = Mapping[str, torch.Tensor]
 
 
 class TrainRunner(StepRunner):
@@ -20,7 +27,8 @@ class TrainRunner(StepRunner):
 
     The loss of each step is kept as a detached device tensor, so that reading it does
     not add a host sync inside the timed step. ``finish`` evaluates the trained model on
-    a fixed evaluation batch (``eval_fn``), whose outputs the numerics compare too.
+    a fixed evaluation batch (``eval_fn``), whose outputs the numerics compare too: a
+    tensor is recorded as ``eval_logits``, a dict of named tensors as ``eval_NAME``.
     """
 
     def __init__(
@@ -29,7 +37,7 @@ class TrainRunner(StepRunner):
         ctx: RunContext,
         *,
         loss_fn: LossFn,
-        eval_fn: Callable[[nn.Module], torch.Tensor],
+        eval_fn: Callable[[nn.Module], torch.Tensor | Named],
         lr: float,
     ) -> None:
         self.model = model
@@ -50,13 +58,60 @@ class TrainRunner(StepRunner):
     def finish(self) -> RunNumerics:
         self.model.eval()
         with torch.no_grad(), self.ctx.autocast():
-            logits = self.eval_fn(self.model)
+            out = self.eval_fn(self.model)
+        named = {"logits": out} if isinstance(out, torch.Tensor) else out
         losses = torch.stack(self.losses).float().cpu().tolist() if self.losses else []
-        return RunNumerics(losses=losses, outputs={"eval_logits": logits.float().cpu()})
+        return RunNumerics(losses=losses, outputs=to_cpu(named, prefix="eval_"))
 
 
-class InferRunner(StepRunner):
-    """Forward passes without gradients over a fixed batch order."""
+def to_cpu(outputs: Named, prefix: str = "") -> dict[str, torch.Tensor]:
+    """Named outputs on the CPU, floats as float32 (what the numerics compare)."""
+    return {
+        f"{prefix}{k}": (v.float() if v.is_floating_point() else v).cpu()
+        for k, v in outputs.items()
+    }
+
+
+class NamedInferRunner(StepRunner):
+    """Forward passes without gradients over a fixed batch order, named in and out.
+
+    ``inputs`` holds ``[n_batches, batch, ...]`` tensors by name; step ``i`` passes batch
+    ``i`` of each (a view) to ``forward(model, batch)``, which returns named outputs.
+    The first batch's outputs are what the numerics compare.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        inputs: Named,
+        ctx: RunContext,
+        *,
+        forward: Callable[[nn.Module, dict[str, torch.Tensor]], Named],
+    ) -> None:
+        self.model = model.eval()
+        self.inputs = dict(inputs)
+        self.ctx = ctx
+        self.forward = forward
+        self.first: Named | None = None
+
+    def batch(self, i: int) -> dict[str, torch.Tensor]:
+        return {k: batches(v, i) for k, v in self.inputs.items()}
+
+    def step(self, i: int) -> None:
+        with torch.inference_mode(), self.ctx.autocast():
+            out = self.forward(self.model, self.batch(i))
+        if i == 0:
+            self.first = out
+
+    def finish(self) -> RunNumerics:
+        if self.first is None:
+            with torch.inference_mode(), self.ctx.autocast():
+                self.first = self.forward(self.model, self.batch(0))
+        return RunNumerics(outputs=to_cpu(self.first))
+
+
+class InferRunner(NamedInferRunner):
+    """The one-tensor case: ``forward(model, batch)`` returns the ``logits``."""
 
     def __init__(
         self,
@@ -66,23 +121,12 @@ class InferRunner(StepRunner):
         *,
         forward: Callable[[nn.Module, torch.Tensor], torch.Tensor],
     ) -> None:
-        self.model = model.eval()
-        self.inputs = inputs
-        self.ctx = ctx
-        self.forward = forward
-        self.first: torch.Tensor | None = None
-
-    def step(self, i: int) -> None:
-        with torch.inference_mode(), self.ctx.autocast():
-            out = self.forward(self.model, batches(self.inputs, i))
-        if i == 0:
-            self.first = out
-
-    def finish(self) -> RunNumerics:
-        if self.first is None:
-            with torch.inference_mode(), self.ctx.autocast():
-                self.first = self.forward(self.model, batches(self.inputs, 0))
-        return RunNumerics(outputs={"logits": self.first.float().cpu()})
+        super().__init__(
+            model,
+            {"input": inputs},
+            ctx,
+            forward=lambda m, batch: {"logits": forward(m, batch["input"])},
+        )
 
 
 class GenerateLoop(StepRunner):
@@ -121,4 +165,4 @@ class GenerateLoop(StepRunner):
         if self.first is None:
             self.first = self.generate(batches(self.prompts, 0))
         tokens, logits = self.first
-        return RunNumerics(outputs={"prefill_logits": logits.float().cpu(), "tokens": tokens.cpu()})
+        return RunNumerics(outputs=to_cpu({"prefill_logits": logits, "tokens": tokens}))

@@ -1,0 +1,281 @@
+"""A finished comparison as one MLflow run, beside the team's other experiments.
+
+Read from the comparison directory alone (``verdict.json``, the sides' manifests,
+``request.json``) once everything is written: the directory stays the truth, MLflow gets
+a copy. Parameters say what was compared, metrics give the figures, tags the decision;
+the artifacts are ``verdict.json``, ``report.html`` and a Markdown summary. ``mlflow``
+is an optional extra imported only when logging, and a failure to log must never lose
+results: ``log_comparison_quietly`` warns and returns None.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from parity.bundle import MANIFEST, read_doc
+from parity.errors import BundleError, UsageError
+from parity.model.codec import decode, loads
+from parity.model.manifest import Manifest
+from parity.model.side import MeasurePlan
+from parity.model.verdict import LossCheck, OutputCheck, QualityCheck, TokensCheck, Verdict
+
+log = logging.getLogger(__name__)
+
+INSTALL = "pip install 'parity[mlflow]'"
+VERDICT, REPORT, REQUEST, SUMMARY = "verdict.json", "report.html", "request.json", "summary.md"
+#: MLflow's limits: key length, value lengths, params per ``log_batch`` call
+MAX_KEY, MAX_PARAM, MAX_TAG, BATCH = 250, 6000, 8000, 100
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """What one comparison logs, with names MLflow accepts."""
+
+    name: str
+    params: dict[str, str]
+    metrics: dict[str, float]
+    tags: dict[str, str]
+
+
+def mlflow_key(name: str) -> str:
+    """``name`` as an MLflow key: letters, digits and ``_ . -`` (any other run of characters
+    becomes ``_``), no leading dot (MLflow reads keys as paths), at most 250 characters."""
+    key = _UNSAFE.sub("_", name.strip()).lstrip(".")
+    return key[:MAX_KEY] or "_"
+
+
+def run_record(out: Path, verdict: Verdict) -> RunRecord:
+    """The parameters, metrics and tags of the comparison in ``out``."""
+    w, sides = verdict.workload, verdict.sides
+    tags = {
+        "parity.verdict": "PASS" if verdict.passed else "FAIL",
+        "parity.exit_code": str(verdict.exit_code),
+        "parity.out": str(out.resolve()),
+    }
+    failing = [g.name for g in verdict.gates if not g.passed]
+    if failing:
+        tags["parity.failing_gates"] = ", ".join(failing)
+    if verdict.speed is not None:
+        tags["parity.speed"] = verdict.speed.verdict
+        tags["parity.speed_reliable"] = str(verdict.speed.reliable).lower()
+    if verdict.cost is not None and verdict.cost.verdict is not None:
+        tags["parity.cost"] = verdict.cost.verdict
+    return RunRecord(
+        name=f"{w.name or 'script'}: {sides.baseline.spec} vs {sides.target.spec}",
+        params={mlflow_key(k): v[:MAX_PARAM] for k, v in _params(out, verdict).items()},
+        metrics={mlflow_key(k): v for k, v in _metrics(verdict).items()},
+        tags={k: v[:MAX_TAG] for k, v in tags.items()},
+    )
+
+
+def _params(out: Path, verdict: Verdict) -> dict[str, str]:
+    w = verdict.workload
+    given: dict[str, object] = {"workload.fingerprint": w.fingerprint}
+    for key in ("name", "size", "kind"):
+        given[f"workload.{key}"] = getattr(w, key)
+    for key in ("batch_size", "seq_len", "steps", "seed"):
+        given[f"workload.{key}"] = getattr(w.description, key)
+    for role, side in verdict.sides.items():
+        given[f"{role}.spec"] = side.spec
+        given[f"{role}.device_name"] = side.device_name
+        given[f"{role}.repeats"] = side.repeats
+        manifest = _manifest(out / role)
+        if manifest is not None:
+            given[f"{role}.parity_version"] = manifest.parity_version
+    for row in verdict.compatibility.versions:  # python, torch, the backend's packages
+        given[f"baseline.version.{row.name}"] = row.baseline
+        given[f"target.version.{row.name}"] = row.target
+    plan = _measure_plan(out / REQUEST)
+    if plan is not None:
+        for f in fields(plan):
+            if f.name != "torchrun":
+                given[f"measure.{f.name}"] = getattr(plan, f.name)
+    if verdict.speed is not None and verdict.speed.stop is not None:
+        given["measure.stopped_by"] = verdict.speed.stop.reason
+    return {k: str(v) for k, v in given.items() if v is not None}
+
+
+def _metrics(verdict: Verdict) -> dict[str, float]:
+    """Every figure the verdict has (verdict.json holds finite numbers only)."""
+    given: dict[str, float | None] = {}
+    if (speed := verdict.speed) is not None:
+        given |= {"speed.ratio": speed.ratio, "speed.speedup": speed.speedup}
+        for key in ("low", "high", "half_width_rel"):
+            given[f"speed.interval_{key}"] = getattr(speed.interval, key)
+    for role, side in verdict.sides.items():
+        given[f"{role}.median_step_s"] = side.median_step_s
+        for key in ("samples_per_s", "tokens_per_s", "steps_per_s"):
+            given[f"{role}.{key}"] = getattr(side.throughput, key, None)
+        given[f"{role}.mfu"] = side.flops.mfu if side.flops is not None else None
+    checks = [("quality", c) for c in (verdict.quality.checks if verdict.quality else ())]
+    checks += [("numerics", c) for c in (verdict.numerics.gates if verdict.numerics else ())]
+    for section, check in checks:
+        if not check.gated:
+            continue
+        name, value = _figure(check)
+        given[f"{section}.{check.name}.{name}"] = value
+        if check.passed is not None:
+            given[f"{section}.{check.name}.passed"] = float(check.passed)
+    if verdict.cost is not None:
+        given["cost.ratio"] = verdict.cost.cost_ratio
+    return {k: float(v) for k, v in given.items() if v is not None}
+
+
+def _figure(check: QualityCheck) -> tuple[str, float | None]:
+    """The figure a quality check is judged on."""
+    if isinstance(check, LossCheck):
+        return "final_rel", check.final_rel
+    if isinstance(check, OutputCheck):
+        return "rel_rmse", check.rel_rmse
+    if isinstance(check, TokensCheck):
+        return "agreement", check.agreement
+    if check.kind == "cosine":  # a ReferenceCheck
+        return "cosine", check.cosine
+    return "rmse_target", check.rmse_target
+
+
+def _manifest(side: Path) -> Manifest | None:
+    """A side's manifest (its first repeat's), for what the verdict does not repeat."""
+    for path in (side / MANIFEST, *sorted(side.glob(f"r[0-9]*/{MANIFEST}"))):
+        if path.is_file():
+            try:
+                return read_doc(path, Manifest)
+            except BundleError as exc:
+                log.warning("parity: %s; its versions are not logged to MLflow", exc)
+                return None
+    return None
+
+
+def _measure_plan(path: Path) -> MeasurePlan | None:
+    if not path.is_file():
+        return None
+    try:
+        raw = loads(path.read_text())
+        section = raw.get("measure") if isinstance(raw, dict) else None
+        return None if section is None else decode(MeasurePlan, section)
+    except (OSError, ValueError) as exc:  # DecodeError is a ValueError
+        log.warning("parity: %s unreadable (%s); measuring settings not logged", path, exc)
+        return None
+
+
+def summary_markdown(verdict: Verdict) -> str:
+    """A short Markdown summary (until the report's Markdown renders a typed verdict)."""
+    w, s = verdict.workload, verdict.sides
+    lines = [
+        f"### parity: {'PASS' if verdict.passed else 'FAIL'}\n",
+        f"**{w.name or 'script'}** ({w.size}, {w.kind}): baseline `{s.baseline.spec}` against "
+        f"target `{s.target.spec}`; fingerprint `{w.fingerprint[:12]}`\n",
+    ]
+    if (sp := verdict.speed) is not None:
+        lines.append(
+            f"**Speed**: target/baseline step time {sp.ratio:.3f} [{sp.interval.low:.3f}, "
+            f"{sp.interval.high:.3f}] ({sp.interval.confidence:.0%} interval), "
+            f"speedup {sp.speedup:.2f}x: **{sp.verdict}**\n"
+        )
+    elif verdict.withheld:
+        lines.append(f"**Speed**: withheld: {verdict.withheld}\n")
+    lines.append("**Gates**")
+    lines += [f"- {'PASS' if g.passed else 'FAIL'} {g.name}: {g.detail}" for g in verdict.gates]
+    if verdict.quality is not None and verdict.quality.checks:
+        lines.append("\n**Quality** (target against baseline)")
+        for c in verdict.quality.checks:
+            mark = "INFO" if c.passed is None else ("PASS" if c.passed else "FAIL")
+            name, value = _figure(c)
+            figure = "-" if value is None else f"{value:.3g}"
+            figure += "" if c.tolerance is None else f" (tolerance {c.tolerance:g})"
+            lines.append(f"- {mark} {c.name}: {name} {figure}")
+    return "\n".join(lines) + "\n"
+
+
+def log_comparison(
+    out: Path, *, tracking_uri: str | None = None, experiment: str = "parity"
+) -> str:
+    """Log the comparison directory ``out`` as one MLflow run and return the run's id.
+
+    ``tracking_uri`` None: MLflow's own default (``MLFLOW_TRACKING_URI``, ...). Raises
+    ``UsageError`` without the extra, without a verdict in ``out`` or where nothing
+    listens at an http(s) URI, and MLflow's own errors when the server refuses the run.
+    """
+    out = Path(out)
+    if not (out / VERDICT).is_file():
+        raise UsageError(f"{out} holds no {VERDICT}: give the directory of a finished comparison")
+    verdict = read_doc(out / VERDICT, Verdict)
+    record = run_record(out, verdict)
+    client = _client(tracking_uri)
+    _check_reachable(str(client.tracking_uri))
+    from mlflow.entities import Metric, Param
+
+    found = client.get_experiment_by_name(experiment)
+    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    run_id: str = client.create_run(
+        experiment_id, run_name=record.name, tags=record.tags
+    ).info.run_id
+    status = "FAILED"
+    try:
+        stamp = int(time.time() * 1000)
+        params = [Param(k, v) for k, v in record.params.items()]
+        metrics = [Metric(k, v, stamp, 0) for k, v in record.metrics.items()]
+        for i in range(0, max(len(params), len(metrics)), BATCH):
+            client.log_batch(run_id, metrics=metrics[i : i + BATCH], params=params[i : i + BATCH])
+        for name in (VERDICT, REPORT):
+            if (out / name).is_file():
+                client.log_artifact(run_id, str(out / name))
+        with tempfile.TemporaryDirectory(prefix="parity-mlflow-") as tmp:
+            (Path(tmp) / SUMMARY).write_text(summary_markdown(verdict))
+            client.log_artifact(run_id, str(Path(tmp) / SUMMARY))
+        status = "FINISHED"
+    finally:
+        with contextlib.redirect_stdout(sys.stderr):  # MLflow prints the run's URL
+            client.set_terminated(run_id, status)
+    return run_id
+
+
+def _client(tracking_uri: str | None) -> Any:
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError as exc:
+        raise UsageError(f"logging to MLflow needs the mlflow extra ({exc}): {INSTALL}") from None
+    return MlflowClient(tracking_uri)
+
+
+def _check_reachable(uri: str) -> None:
+    """Fail at once where no server listens (MLflow's own retries take minutes)."""
+    url = urlsplit(uri)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        with socket.create_connection((url.hostname, port), timeout=10):
+            pass
+    except (OSError, ValueError) as exc:
+        raise UsageError(
+            f"no MLflow tracking server answers at {uri} ({exc}): start it or fix the URI"
+        ) from None
+
+
+def log_comparison_quietly(
+    out: Path, *, tracking_uri: str | None = None, experiment: str = "parity"
+) -> str | None:
+    """``log_comparison`` for after a comparison: any failure is a warning on stderr
+    (through ``logging``) and None, never an exception; the results stay in ``out``."""
+    try:
+        return log_comparison(out, tracking_uri=tracking_uri, experiment=experiment)
+    except Exception as exc:
+        log.warning(
+            "parity: the comparison was not logged to MLflow (%s: %s); its results are in %s",
+            type(exc).__name__,
+            " ".join(str(exc).split())[:300],
+            out,
+        )
+        return None

@@ -1,0 +1,107 @@
+"""When to stop measuring, and the order to measure in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from parity.stats.processes import MIN_PROCESSES, RatioCI
+
+StopReason = Literal["precision", "budget", "max_repeats"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StopDecision:
+    """Why measuring stopped, with a sentence for the report."""
+
+    reason: StopReason
+    message: str
+
+
+def should_stop(
+    ci: RatioCI,
+    *,
+    precision: float,
+    elapsed_s: float,
+    budget_s: float,
+    repeats: int,
+    min_repeats: int = 2,
+    max_repeats: int = 30,
+) -> StopDecision | None:
+    """Decide after each repeat (per side) whether to stop measuring; None: keep going.
+
+    Checked in order: ``"precision"`` when at least ``min_repeats`` repeats gave an
+    interval that is not provisional (see :data:`MIN_PROCESSES`) and whose half width is
+    at most ``precision`` of the ratio; ``"max_repeats"`` at
+    ``max_repeats``; ``"budget"`` when another repeat, at the mean cost so far
+    (``elapsed_s / repeats``), would overrun ``budget_s``. The budget wins over
+    ``min_repeats``: it is a hard limit.
+    """
+    if not precision > 0:
+        raise ValueError(f"precision must be greater than 0 (got {precision}).")
+    if not budget_s > 0:
+        raise ValueError(f"budget_s must be greater than 0 (got {budget_s}).")
+    if not 1 <= min_repeats <= max_repeats:
+        raise ValueError(
+            f"need 1 <= min_repeats <= max_repeats (got {min_repeats} and {max_repeats})."
+        )
+    width = ci.half_width_rel
+    got = f"±{width:.1%} at {ci.confidence:.0%} confidence after {repeats} repeat(s)"
+    if repeats >= min_repeats and not ci.provisional and width <= precision:
+        return StopDecision(
+            reason="precision", message=f"precision reached: {got} (asked ±{precision:.1%})"
+        )
+    if repeats >= max_repeats:
+        return StopDecision(
+            reason="max_repeats",
+            message=(
+                f"stopped at the repeat cap ({max_repeats}) with {got}, wider than the "
+                f"±{precision:.1%} asked: the workload is noisier than that precision "
+                "allows; accept a coarser precision or quiet the machine"
+            ),
+        )
+    per_repeat = elapsed_s / repeats if repeats > 0 else 0.0
+    if elapsed_s + per_repeat > budget_s:
+        short = "" if repeats >= min_repeats else f" (fewer than the {min_repeats} wanted)"
+        if ci.provisional:
+            short += (
+                f" (provisional: fewer than {MIN_PROCESSES} processes per side leave their "
+                "spread unknown)"
+            )
+        return StopDecision(
+            reason="budget",
+            message=(
+                f"time budget spent ({elapsed_s:.0f} s of {budget_s:.0f} s, another repeat "
+                f"would not fit) with {got}{short}; raise the budget for a tighter interval"
+            ),
+        )
+    return None
+
+
+def interleaved_order(
+    repeats: int, sides: Sequence[str] = ("baseline", "target"), *, seed: int | None = None
+) -> list[tuple[str, int]]:
+    """Run order ``[(side, repeat_index), ...]`` in ABBA alternation: A B B A A B B A ...
+
+    Round ``k`` runs every side once, in order for even ``k`` and reversed for odd ``k``.
+    Under linear drift (the machine heats up, a background job ramps) each side's mean
+    position in time is then the same over every pair of rounds, so the drift adds the
+    same to both sides and cancels from the ratio; plain A B A B would charge B one
+    slot's drift per round. With ``repeats`` odd, one round's imbalance is left. A seed
+    shuffles the side order of round 0 (which side starts); the alternation and the
+    balance (``repeats`` runs per side) are kept.
+    """
+    if repeats < 0:
+        raise ValueError(f"repeats must be 0 or greater (got {repeats}).")
+    order = list(sides)
+    if not order or len(set(order)) != len(order):
+        raise ValueError(f"sides must be distinct and non-empty (got {order}).")
+    if seed is not None:
+        order = [order[i] for i in np.random.default_rng(seed).permutation(len(order))]
+    out: list[tuple[str, int]] = []
+    for k in range(repeats):
+        out.extend((side, k) for side in (order if k % 2 == 0 else order[::-1]))
+    return out

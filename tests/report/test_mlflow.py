@@ -1,0 +1,210 @@
+"""MLflow: a comparison built from a golden verdict, logged to a real local tracking server
+(SQLite backend store, on 127.0.0.1) and read back through the MLflow client."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from parity.bundle import MANIFEST, write_doc
+from parity.errors import UsageError
+from parity.model.codec import decode, loads
+from parity.model.side import MeasurePlan
+from parity.model.verdict import Verdict
+from parity.report.mlflow import (
+    log_comparison,
+    log_comparison_quietly,
+    mlflow_key,
+    run_record,
+    summary_markdown,
+)
+from parity.request import CompareRequest
+from parity.spec import WorkloadSpec, parse_side
+from tests.fixtures.bundles import manifest
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+NO_MLFLOW = "mlflow is not installed: pip install -e '.[dev]' (make test does)"
+QUIET_ENV = {"MLFLOW_DISABLE_TELEMETRY": "true", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1"}
+
+
+def comparison(root: Path, golden: str = "verdict-passes.json") -> tuple[Path, Verdict]:
+    """A comparison directory as ``parity compare`` leaves it: the golden verdict, a report
+    stub, one manifest per side and the request."""
+    out = root / golden.removesuffix(".json")
+    out.mkdir(parents=True)
+    text = (GOLDEN / golden).read_text()
+    verdict = decode(Verdict, loads(text))
+    (out / "verdict.json").write_text(text)
+    (out / "report.html").write_text("<!doctype html><title>stub</title>\n")
+    for role, side in verdict.sides.items():
+        (out / role / "r00").mkdir(parents=True)
+        man = manifest(role=role, spec=side.spec, device_name=side.device_name)
+        write_doc(out / role / "r00" / MANIFEST, man)
+    sides = verdict.sides
+    CompareRequest(
+        workload=WorkloadSpec(name=verdict.workload.name or "gpt-train", size="tiny"),
+        baseline=parse_side(sides.baseline.spec, check_device=False),
+        target=parse_side(sides.target.spec, check_device=False),
+        measure=MeasurePlan(repeats=3, timeout_s=600.0),
+    ).save(out)
+    return out, verdict
+
+
+def test_keys_are_what_mlflow_accepts() -> None:
+    assert (
+        mlflow_key("quality.output eval_logits.rel_rmse") == "quality.output_eval_logits.rel_rmse"
+    )
+    assert mlflow_key("../x[0]/y") == "_x_0_y"
+    assert mlflow_key("") == "_" and len(mlflow_key("a" * 400)) == 250
+
+
+@pytest.mark.parametrize("golden", sorted(p.name for p in GOLDEN.glob("verdict-*.json")))
+def test_every_golden_verdict_makes_a_record(tmp_path: Path, golden: str) -> None:
+    out, verdict = comparison(tmp_path, golden)
+    record = run_record(out, verdict)
+    assert record.tags["parity.verdict"] == ("PASS" if verdict.passed else "FAIL")
+    assert record.tags["parity.exit_code"] == str(verdict.exit_code)
+    assert record.params["baseline.spec"] == verdict.sides.baseline.spec
+    assert record.params["measure.repeats"] == "3" and record.params["measure.timeout_s"] == "600.0"
+    assert record.params["target.parity_version"] == "0.1.0"
+    assert all(len(k) <= 250 and mlflow_key(k) == k for k in [*record.params, *record.metrics])
+    assert summary_markdown(verdict).startswith(f"### parity: {record.tags['parity.verdict']}")
+
+
+def test_without_the_extra_the_error_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, _ = comparison(tmp_path)
+    for name in ("mlflow", "mlflow.tracking"):  # importing them raises ImportError
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(UsageError, match=r"parity\[mlflow\]"):
+        log_comparison(out, tracking_uri="http://127.0.0.1:9")
+
+
+def test_a_failure_to_log_only_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="parity.report.mlflow"):
+        assert log_comparison_quietly(tmp_path / "missing") is None
+    assert "not logged to MLflow" in caplog.text and "verdict.json" in caplog.text
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real MLflow tracking server in its own process group, killed at the end."""
+    pytest.importorskip("mlflow", reason=NO_MLFLOW)
+    root = tmp_path_factory.mktemp("mlflow-server")
+    uri = f"http://127.0.0.1:{_free_port()}"
+    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1"]
+    command += ["--port", uri.rsplit(":", 1)[1], "--workers", "1"]
+    command += ["--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}"]
+    command += ["--default-artifact-root", str(root / "artifacts")]
+    with (root / "server.log").open("wb") as logfile:
+        proc = subprocess.Popen(
+            command,
+            cwd=root,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **QUIET_ENV},
+            start_new_session=True,
+        )
+    try:
+        _wait_for(uri, proc, root / "server.log")
+        yield uri
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _wait_for(uri: str, proc: subprocess.Popen[bytes], logfile: Path) -> None:
+    deadline = time.monotonic() + 180  # a cold start on two shared cores takes ~30 s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"mlflow server exited with {proc.returncode}:\n{logfile.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    pytest.fail(f"mlflow server did not answer within 180 s:\n{logfile.read_text()[-2000:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("golden", ["verdict-passes.json", "verdict-fails-quality.json"])
+def test_a_comparison_is_logged_as_a_run(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, golden: str
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    for key, value in QUIET_ENV.items():
+        monkeypatch.setenv(key, value)
+    out, v = comparison(tmp_path, golden)
+    run_id = log_comparison(out, tracking_uri=server, experiment="parity-test")
+
+    client = MlflowClient(server)
+    run = client.get_run(run_id)
+    params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
+    assert run.info.status == "FINISHED"
+    assert client.get_experiment(run.info.experiment_id).name == "parity-test"
+    record = run_record(out, v)
+    assert params == record.params and metrics == record.metrics
+    assert tags.items() >= record.tags.items()
+
+    assert params["workload.name"] == v.workload.name
+    assert params["workload.fingerprint"] == v.workload.fingerprint
+    assert params["target.spec"] == v.sides.target.spec
+    assert params["baseline.version.torch"] == "2.13.0" and params["measure.repeats"] == "3"
+    assert tags["parity.verdict"] == ("PASS" if v.passed else "FAIL")
+    assert tags["parity.exit_code"] == str(v.exit_code) and tags["parity.out"] == str(out.resolve())
+    assert metrics["target.median_step_s"] == v.sides.target.median_step_s
+    if v.speed is None:  # withheld when quality fails
+        assert "parity.speed" not in tags and "speed.ratio" not in metrics
+    else:
+        assert tags["parity.speed"] == v.speed.verdict
+        assert metrics["speed.ratio"] == v.speed.ratio
+        assert metrics["speed.interval_low"] == v.speed.interval.low
+    assert v.quality is not None
+    for check in v.quality.checks:
+        key = mlflow_key(f"quality.{check.name}.passed")
+        assert metrics[key] == float(bool(check.passed)), key
+
+    names = {a.path for a in client.list_artifacts(run_id)}
+    assert names == {"verdict.json", "report.html", "summary.md"}
+    got = Path(client.download_artifacts(run_id, "verdict.json", str(tmp_path)))
+    assert got.read_text() == (out / "verdict.json").read_text()
+
+
+def test_an_unreachable_server_fails_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not after MLflow's retries (four minutes by default): at once, as a warning."""
+    pytest.importorskip("mlflow", reason=NO_MLFLOW)
+    for key, value in QUIET_ENV.items():
+        monkeypatch.setenv(key, value)
+    out, _ = comparison(tmp_path)
+    uri = f"http://127.0.0.1:{_free_port()}"
+    with pytest.raises(UsageError, match="no MLflow tracking server answers at"):
+        log_comparison(out, tracking_uri=uri)
+    with caplog.at_level(logging.WARNING, logger="parity.report.mlflow"):
+        assert log_comparison_quietly(out, tracking_uri=uri) is None
+    assert "not logged to MLflow" in caplog.text and str(out) in caplog.text

