@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import parity
 from parity.api import CompareResult
 from parity.bundle import load_side
+from parity.errors import OptionError, PlanError, ResumeError, SpecError, UsageError, WorkloadError
 from parity.judge.verdict import judge
+from parity.model.codec import encode
+from parity.request import CompareRequest, RunRequest
 from parity.results import ComparisonResult, RunResult
 from tests.conftest import FIXTURES
+from tests.fixtures.cli import stub_api
 from tests.judge.synthetic import side_dir
 
 
@@ -49,7 +55,7 @@ def comparison(tmp_path: Path) -> ComparisonResult:
 
 def test_comparison_result_dict_rows_and_html(comparison: ComparisonResult) -> None:
     data = comparison.to_dict()
-    assert json.loads(json.dumps(data))["verdict"] == comparison.verdict
+    assert json.loads(json.dumps(data))["verdict"] == encode(comparison.verdict)
     assert data["passed"] is comparison.passed and data["exit_code"] == comparison.exit_code
     assert comparison.speedup is not None and comparison.speedup > 1
     sides = comparison.rows("sides")
@@ -83,15 +89,129 @@ def test_dataframe_without_pandas_says_how_to_get_it(
         comparison.to_dataframe()
 
 
-def test_bad_api_input_raises_usage_errors(tmp_path: Path) -> None:
-    with pytest.raises(parity.UsageError, match="not both"):
-        parity.compare("mlp-train", script=["python", "x.py"])
-    with pytest.raises(parity.UsageError, match="one of the two"):
-        parity.run(device="cpu", out=tmp_path / "x")
-    with pytest.raises(parity.UsageError, match="unknown workload"):
-        parity.compare("no-such-workload", out=tmp_path / "y")
-    with pytest.raises(parity.UsageError, match="repeats"):
-        parity.compare("mlp-train", repeats=0)
+API_CASES: list[tuple[str, str, dict[str, Any], type[UsageError], str]] = [
+    ("seed float", "compare", {"seed": 1.5}, OptionError, "--seed must be a whole number"),
+    ("batch size bool", "compare", {"batch_size": True}, OptionError, "--batch-size must be"),
+    ("price text", "compare", {"prices": {"target": "x"}}, OptionError, "must be numbers"),
+    ("price side", "compare", {"prices": {"gpu": 3}}, OptionError, "--price 'gpu=3'"),
+    ("prices int", "compare", {"prices": 5}, OptionError, "prices must be a list"),
+    ("steps text", "compare", {"steps": "10"}, OptionError, "--steps must be a whole number"),
+    ("steps huge", "compare", {"steps": 10**400}, OptionError, "--steps must be at most"),
+    ("timeout nan", "compare", {"timeout_s": math.nan}, OptionError, "finite"),
+    ("timeout zero", "compare", {"timeout_s": 0}, OptionError, "--timeout must be at least 1"),
+    ("budget inf", "compare", {"budget_s": math.inf}, OptionError, "--budget must be a finite"),
+    ("precision two", "compare", {"precision": 2}, OptionError, "--precision must be at most"),
+    ("repeats zero", "compare", {"repeats": 0}, OptionError, "--repeats must be at least 1"),
+    ("nproc zero", "compare", {"nproc": 0}, OptionError, "--nproc must be at least 1"),
+    ("nnodes negative", "compare", {"nnodes": -1}, OptionError, "--nnodes must be at least 1"),
+    ("target loss nan", "compare", {"target_loss": math.nan}, OptionError, "finite"),
+    ("compliance text", "compare", {"compliance": "yes"}, OptionError, "True or False"),
+    ("workload int", "compare", {"workload": 5}, OptionError, "workload must be a string"),
+    ("target list", "compare", {"target": ["cpu"]}, OptionError, "target must be a string"),
+    ("baseline device", "compare", {"baseline": "tpu9"}, SpecError, "unknown device 'tpu9'"),
+    ("target nproc zero", "compare", {"target": "cpu+nproc=0"}, SpecError, "nproc=0"),
+    ("unknown workload", "compare", {"workload": "nope"}, WorkloadError, "unknown workload"),
+    ("size", "compare", {"size": "huge"}, SpecError, "size 'huge' is unknown"),
+    ("allow int", "compare", {"allow_diff": 5}, OptionError, "allow_diff must be a list"),
+    ("allow field", "compare", {"allow_diff": {"colour": "x"}}, OptionError, "fingerprint"),
+    ("hf config int", "compare", {"hf_config": 5}, OptionError, "hf_config must be a list"),
+    ("hf config item", "compare", {"hf_config": ["novalue"]}, SpecError, "KEY=VALUE"),
+    ("cost int", "compare", {"cost": 3}, OptionError, "cost must be a mapping"),
+    ("cost range", "compare", {"cost": {"idle_fraction": 1.5}}, OptionError, "idle_fraction"),
+    ("cost key", "compare", {"cost": {"nope": 1}}, OptionError, "not a cost setting"),
+    ("operational list", "compare", {"operational": [1]}, OptionError, "operational must be"),
+    ("batch sizes int", "compare", {"batch_sizes": 5}, OptionError, "batch_sizes must be a list"),
+    ("batch sizes zero", "compare", {"batch_sizes": [0]}, OptionError, "at least 1"),
+    ("batch both", "compare", {"batch_sizes": [1], "batch_size": 4}, OptionError, "not both"),
+    ("script text", "compare", {"script": "python x.py"}, OptionError, "list of strings"),
+    ("script empty", "compare", {"script": []}, OptionError, "script is empty"),
+    (
+        "script and workload",
+        "compare",
+        {"workload": "mlp-train", "script": ["python", "x.py"]},
+        OptionError,
+        "cannot go with a script",
+    ),
+    ("out int", "compare", {"out": 5}, OptionError, "out must be a directory path"),
+    ("out empty", "compare", {"out": ""}, OptionError, "out must be a directory path"),
+    ("task int", "compare", {"task": 5}, OptionError, "task must be a string"),
+    ("data int", "compare", {"data": 5}, OptionError, "data must be a string"),
+    ("unknown argument", "compare", {"colour": 1}, OptionError, "unknown argument 'colour'"),
+    ("plan int", "compare", {"plan": 5}, OptionError, "plan must be"),
+    ("plan missing", "compare", {"plan": "nope.toml"}, PlanError, "does not exist"),
+    ("resume nowhere", "compare", {"resume": "nowhere"}, ResumeError, "holds no request.json"),
+    ("progress text", "compare", {"progress": "yes"}, OptionError, "progress must be"),
+    ("checks ints", "compare", {"checks": [1]}, OptionError, "checks must be a list"),
+    ("run device int", "run", {"workload": "mlp-train", "device": 5}, OptionError, "--device"),
+    ("run device", "run", {"workload": "mlp-train", "device": "tpu"}, SpecError, "'tpu'"),
+    ("run nothing", "run", {"device": "cpu"}, OptionError, "needs a workload"),
+    (
+        "run script without out",
+        "run",
+        {"script": ["python", "t.py"], "device": "cpu"},
+        OptionError,
+        "--out",
+    ),
+    (
+        "run nproc",
+        "run",
+        {"workload": "mlp-train", "device": "cpu", "nproc": 0},
+        OptionError,
+        "--nproc",
+    ),
+    (
+        "run progress",
+        "run",
+        {"workload": "mlp-train", "device": "cpu", "progress": 3},
+        OptionError,
+        "progress",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "function", "kwargs", "error", "message"), API_CASES, ids=[c[0] for c in API_CASES]
+)
+def test_bad_api_input_raises_usage_errors(
+    name: str,
+    function: str,
+    kwargs: dict[str, Any],
+    error: type[UsageError],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stub_api(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(error) as info:
+        getattr(parity, function)(**kwargs)
+    text = str(info.value)
+    assert message in text and "\n" not in text, (name, text)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_api_hands_the_cli_s_options_to_one_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = stub_api(monkeypatch)
+    with pytest.raises(parity.ParityError, match="stub"):
+        parity.compare(
+            "cnn-infer",
+            target="cpu+bf16",
+            nproc=2,
+            prices={"target": "21.5:16"},
+            batch_sizes=[1, 8],
+            checks=["ck/a,ck/b"],
+            steps=6,
+            progress=False,
+        )
+    request = calls.last("compare_curve")
+    assert isinstance(request, CompareRequest)
+    assert request.batch_sizes == (1, 8) and request.target.nproc == 2
+    assert request.judge.cost.prices["target"].accelerators == 16
+    assert request.checks == ("ck/a", "ck/b")
+    with pytest.raises(parity.ParityError, match="stub"):
+        parity.run("mlp-train", device="cpu+bf16", out="b", progress=False)
+    run = calls.last("run")
+    assert isinstance(run, RunRequest) and run.out == "b" and run.mode == "run"
 
 
 @pytest.mark.slow
@@ -100,7 +220,7 @@ def test_compare_and_run_from_python(tmp_path: Path) -> None:
         "mlp-train", target="cpu+bf16", repeats=1, compliance=False, steps=6, out=tmp_path / "c"
     )
     assert isinstance(result, parity.ComparisonResult) and result.passed
-    assert json.loads((tmp_path / "c" / "verdict.json").read_text()) == result.verdict
+    assert json.loads((tmp_path / "c" / "verdict.json").read_text()) == encode(result.verdict)
     assert len(result.losses()["target"]) == 6
     script = ["python", str(FIXTURES / "train_script.py"), "--device", "{device}", "--steps", "4"]
     run = parity.run(script=script, device="cpu", out=tmp_path / "r")

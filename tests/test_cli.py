@@ -1,312 +1,365 @@
-"""The command line: exit codes, one-line usage errors, and end-to-end compares."""
+"""The command line: each command builds one request and calls the API with it; results
+are rendered and mapped to exit codes; ``--help`` reads well; the README's tour parses.
+
+The API is stubbed (``tests.fixtures.cli``): these tests run no worker. End-to-end runs
+are in ``tests/test_cli_e2e.py`` (slow).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
+from parity.api import CompareResult
 from parity.bundle import load_bundle, load_side
-from parity.cli import app
-from tests.conftest import FIXTURES, differences, run_cli
+from parity.errors import SideError
+from parity.judge.verdict import judge
+from parity.model.codec import encode
+from parity.model.reports import ScalingPoint, ScalingReport
+from parity.model.verdict import Gate, JudgeInputs
+from parity.request import CheckRequest, CompareRequest, RunRequest, ScaleRequest
+from tests.fixtures.cli import Calls, invoke, stub_api
+from tests.judge.synthetic import side_dir
 
-runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["compare", "mlp-train", "--target", "tpu9"], "unknown device 'tpu9'"),
-        (["compare", "mlp-train", "--target", "cpu+bf17"], "unknown option 'bf17'"),
-        (["compare", "mlp-train", "--baseline", "cuda:x"], "malformed device"),
-        (["compare", "nope"], "unknown workload 'nope'"),
-        (["compare", "mlp-train", "--size", "huge"], "size 'huge' is unknown"),
-        (["compare", "mlp-train", "--steps", "0"], "--steps must be at least 1"),
-        (["compare", "mlp-train", "--seq-len", "8"], "has no sequence"),
-        (["compare", "mlp-train", "--allow-diff", "colour=x"], "not a fingerprint field"),
-        (["compare", "missing.py:make"], "does not exist"),
-        (["run", "mlp-train", "--device", "gpu", "--out", "x"], "unknown device 'gpu'"),
-        (["diff", "nowhere-a", "nowhere-b"], "does not exist"),
-        (["compare", "cnn-infer", "--batch-sizes", "1,x"], "must be whole numbers"),
-        (["compare", "cnn-infer", "--batch-sizes", "0,4"], "at least 1"),
-        (["compare", "mlp-train", "--batch-sizes", "1,4"], "mlp-train trains"),
-        (["compare", "cnn-infer", "--precision", "2"], "--precision must be a fraction"),
-        (["compare", "cnn-infer", "--repeats", "0"], "--repeats must be at least 1"),
-    ],
-)
-def test_usage_errors_exit_2_with_one_line(
-    args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Calls:
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(
-        app, [*args, "--out", str(tmp_path / "out")] if args[0] == "compare" else args
-    )
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0] and lines[0].startswith("parity: error:")
-    assert not (tmp_path / "out").exists() and not (tmp_path / "parity-runs").exists()
-    assert list(tmp_path.iterdir()) == []
+    return stub_api(monkeypatch)
 
 
-def test_out_dir_that_is_not_empty_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "keep.txt").write_text("mine")
-    result = runner.invoke(app, ["compare", "mlp-train", "--out", str(tmp_path)])
-    assert result.exit_code == 2 and "not empty" in result.stderr
-    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+def requested(calls: Calls, name: str, *args: str) -> Any:
+    result = invoke(*args)
+    assert result.exit_code == 1 and "stub" in result.stderr, result.stderr
+    return calls.last(name)
 
 
-def test_unknown_cli_option_is_a_usage_error() -> None:
-    result = runner.invoke(app, ["compare", "--no-such-flag"])
-    assert result.exit_code == 2
+# -- one request per command -----------------------------------------------------------------
 
 
-def test_workloads_lists_sizes() -> None:
-    result = runner.invoke(app, ["workloads", "--json"])
-    assert result.exit_code == 0
-    rows = json.loads(result.stdout)
-    names = {(r["name"], r["size"]) for r in rows}
-    assert ("gpt-train", "base") in names and ("cnn-infer", "tiny") in names
-    base = next(r for r in rows if (r["name"], r["size"]) == ("gpt-train", "base"))
-    assert 50e6 < base["parameters"] < 150e6
-
-
-def test_env_json() -> None:
-    result = runner.invoke(app, ["env", "--json"])
-    assert result.exit_code == 0
-    data = json.loads(result.stdout)
-    assert data["torch"]["version"] and "cpu" in data["known_device_types"]
-
-
-@pytest.mark.slow
-def test_compare_and_diff_give_the_same_verdict(tmp_path: Path) -> None:
-    out = tmp_path / "cmp"
-    cmp = run_cli(
+def test_compare_builds_one_request_from_every_option(calls: Calls) -> None:
+    request = requested(
+        calls,
         "compare",
+        *("compare", "mlp-train", "--baseline", "cpu", "--target", "cpu+bf16"),
+        *("--size", "small", "--steps", "6", "--seed", "3", "--repeats", "2", "--no-compliance"),
+        *("--precision", "0.05", "--budget", "10", "--timeout", "60", "--nproc", "2"),
+        *("--nnodes", "1", "--price", "target=21.5:16", "--price", "baseline=3"),
+        *("--allow-diff", 'steps="shorter"', "--target-loss", "4.5", "--checks", "a,b"),
+        *("--out", "o", "--hf-config", "n_layer=2"),
+    )
+    assert isinstance(request, CompareRequest) and request.workload is not None
+    w, m, j = request.workload, request.measure, request.judge
+    assert (w.name, w.size, w.steps, w.seed, w.overrides) == (
         "mlp-train",
-        "--baseline",
-        "cpu",
-        "--target",
-        "cpu+bf16",
-        "--json",
-        "--out",
-        str(out),
-        "--repeats",
-        "2",
+        "small",
+        6,
+        3,
+        (("n_layer", "2"),),
     )
-    assert cmp.returncode == 0, cmp.stderr
-    verdict = json.loads(cmp.stdout)
-    assert verdict["passed"] and verdict["sides"]["target"]["spec"] == "cpu+bf16"
-    assert json.loads((out / "verdict.json").read_text()) == verdict
-    d = run_cli("diff", str(out / "baseline"), str(out / "target"), "--json")
-    assert d.returncode == 0, d.stderr
-    assert differences(json.loads(d.stdout), verdict) == []
-    assert verdict["speed"]["repeats"] == {"baseline": 2, "target": 2}
-    assert verdict["speed"]["stop"]["order"] == [
-        "baseline r00",
-        "target r00",
-        "target r01",
-        "baseline r01",
-    ]
-    assert {c["name"] for c in verdict["speed"]["compliance"]} == {
-        "re-seeded run within process variation",
-        "identical input not faster than process variation",
-    }
-    assert verdict["quality"]["determinism"]["target"]["checked"]
-    reseeded = load_bundle(out / "target" / "reseeded")
-    assert reseeded.ok and reseeded.fingerprint != verdict["workload"]["fingerprint"]
-    assert load_bundle(out / "target" / "same-input").manifest["settings"]["same_input"]
-    for role in ("baseline", "target"):
-        b = load_side(out / role).repeats[0]
-        assert b.ok
-        phases = b.metrics["phases"]
-        assert phases["first_step_s"] > 0 and phases["load_s"] > 0
-        assert phases["start_import_s"] > phases["worker_import_s"] > 0
-        assert len(b.metrics["step_samples_s"]) == 40
-        env = b.manifest["environment"]
-        assert env["torch"]["version"] and env["device"]["type"] == "cpu"
-    assert not list(out.glob(".*tmp*"))
-
-
-@pytest.mark.slow
-def test_human_report_shows_the_verdict(tmp_path: Path) -> None:
-    cmp = run_cli(
-        "compare",
-        "gpt-generate",
-        "--target",
-        "cpu+threads=1",
-        "--steps",
-        "6",
-        "--repeats",
-        "1",
-        "--no-compliance",
-        "--out",
-        str(tmp_path / "c"),
-        env={"COLUMNS": "120"},
-    )
-    assert cmp.returncode == 0, cmp.stderr
-    for text in (
-        "parity verdict",
-        "configuration change: threads",
-        "first step",
-        "output prefill_logits",
-        "tokens agree",
-        "speed: target/baseline",
-        "TTFT p50/p90/p99",
-        "TPOT p50/p90/p99",
-        "achieved FLOP/s",
-        "measuring ended",
-        "PASS: the target passes every gate",
-    ):
-        assert text in cmp.stdout
-
-
-@pytest.mark.slow
-def test_a_target_that_aborts_keeps_the_baseline(tmp_path: Path) -> None:
-    out = tmp_path / "c"
-    cmp = run_cli(
-        "compare",
-        f"{FIXTURES / 'workloads.py'}:AbortOnReduced",
-        "--baseline",
-        "cpu",
-        "--target",
-        "cpu+bf16",
-        "--out",
-        str(out),
-        "--json",
-        "--repeats",
-        "1",
-    )
-    assert cmp.returncode == 1, cmp.stderr
-    verdict = json.loads(cmp.stdout)
-    reason = verdict["sides"]["target"]["reason"]
-    assert "SIGABRT" in reason and "phase 'steps'" in reason
-    assert "Fatal Python error: Aborted" in verdict["sides"]["target"]["stderr_tail"]
-    assert load_side(out / "baseline").repeats[0].ok
-    target = load_side(out / "target").repeats[0]
-    assert target.status == "failed" and target.manifest["environment"]["torch"]["version"]
-    assert not (out / "target" / "r00" / "metrics.json").exists()
-    assert not (out / "target" / "reseeded").exists()  # no compliance runs after a failure
-
-
-@pytest.mark.slow
-def test_a_target_that_raises_or_hangs_is_recorded(tmp_path: Path) -> None:
-    fixture = FIXTURES / "workloads.py"
-    cmp = run_cli(
-        "compare",
-        f"{fixture}:RaiseOnReduced",
-        "--target",
-        "cpu+bf16",
-        "--out",
-        str(tmp_path / "r"),
-        "--json",
-        "--repeats",
-        "1",
-    )
-    assert cmp.returncode == 1
-    reason = json.loads(cmp.stdout)["sides"]["target"]["reason"]
-    assert reason == "r00: RuntimeError in phase 'steps': planted failure on the target"
-    cmp = run_cli(
-        "compare",
-        f"{fixture}:HangOnReduced",
-        "--target",
-        "cpu+bf16",
-        "--out",
-        str(tmp_path / "h"),
-        "--json",
-        "--timeout",
-        "15",
-        "--repeats",
-        "1",
-    )
-    assert cmp.returncode == 1
-    reason = json.loads(cmp.stdout)["sides"]["target"]["reason"]
-    assert reason.startswith("r00: timed out after 15 s in phase 'steps'")
-    assert load_side(tmp_path / "h" / "baseline").repeats[0].ok
-
-
-@pytest.mark.slow
-def test_run_then_diff_across_bundles_of_different_workloads(tmp_path: Path) -> None:
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert (
-        run_cli("run", "mlp-train", "--device", "cpu", "--out", str(a), "--steps", "5").returncode
-        == 0
+    assert str(request.baseline) == "cpu+nproc=2" and str(request.target) == "cpu+bf16+nproc=2"
+    assert (m.repeats, m.compliance, m.precision, m.budget_s, m.timeout_s) == (
+        2,
+        False,
+        0.05,
+        10,
+        60,
     )
     assert (
-        run_cli("run", "mlp-train", "--device", "cpu", "--out", str(b), "--steps", "6").returncode
-        == 0
+        j.cost.prices["target"].accelerators == 16 and j.cost.prices["baseline"].usd_per_hour == 3
     )
-    d = run_cli("diff", str(a), str(b))
-    assert d.returncode == 2
-    assert "steps differ" in d.stderr and "--allow-diff steps=" in d.stderr
-    d = run_cli("diff", str(a), str(b), "--allow-diff", "steps=one more step", "--json")
-    verdict = json.loads(d.stdout)
-    assert verdict["fairness"]["allowed"] == {"steps": "one more step"}
-    assert d.returncode == 1  # the loss curves have different lengths
+    assert j.allow == {"steps": "shorter"} and j.target_loss == 4.5
+    assert request.checks == ("a", "b") and request.out == "o"
 
 
-@pytest.mark.slow
-def test_batch_sizes_give_a_throughput_latency_curve(tmp_path: Path) -> None:
-    out = tmp_path / "curve"
-    cmp = run_cli(
-        "compare",
-        "cnn-infer",
-        "--batch-sizes",
-        "1,4",
-        "--steps",
-        "6",
-        "--target",
-        "cpu+bf16",
-        "--repeats",
-        "1",
-        "--no-compliance",
-        "--out",
-        str(out),
-        "--json",
+def test_defaults_come_from_the_request(calls: Calls) -> None:
+    request = requested(calls, "compare", "compare")
+    assert request.workload.name == "gpt-train" and request.workload.size == "tiny"
+    assert str(request.baseline) == "cpu" and str(request.target) == "cpu+bf16"
+    assert request.measure == dataclasses.replace(request.measure, repeats=None, precision=0.02)
+
+
+def test_batch_sizes_ask_for_a_curve(calls: Calls) -> None:
+    request = requested(calls, "compare_curve", "compare", "cnn-infer", "--batch-sizes", "8,1")
+    assert request.batch_sizes == (1, 8)
+
+
+def test_script_mode_passes_the_command_after_the_separator(calls: Calls, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    args = ("compare", "--target", "cpu+bf16", "--", "python", "train.py", "--device", "{device}")
+    request = requested(calls, "compare", *args)
+    assert request.workload is None
+    assert request.script == ("python", "train.py", "--device", "{device}")
+
+
+def test_a_plan_with_options_beside_it(calls: Calls, tmp_path: Path) -> None:
+    from parity.plan import TEMPLATE
+
+    (tmp_path / "p.toml").write_text(TEMPLATE)
+    request = requested(calls, "compare", "compare", "--plan", "p.toml", "--steps", "4")
+    assert request.workload.name == "gpt-train" and request.workload.steps == 4
+
+
+def test_resume_reads_the_stored_request(calls: Calls, tmp_path: Path) -> None:
+    CompareRequest.from_kwargs(workload="mlp-train", target="cpu+bf16").save(tmp_path)
+    assert requested(calls, "resume", "compare", "--resume", str(tmp_path)) == tmp_path
+    # the same options again are fine; other ones are refused
+    same = ("compare", "mlp-train", "--target", "cpu+bf16", "--resume", str(tmp_path))
+    assert requested(calls, "resume", *same) == tmp_path
+    other = invoke("compare", "mlp-train", "--steps", "3", "--resume", str(tmp_path))
+    assert other.exit_code == 2 and "drop the other options" in other.stderr
+
+
+def test_run_and_scan_build_a_run_request(calls: Calls) -> None:
+    run = requested(calls, "run", "run", "mlp-train", "--device", "cpu", "--nproc", "2")
+    assert isinstance(run, RunRequest) and run.mode == "run" and run.side.nproc == 2
+    scan = requested(calls, "run", "scan", "cnn-infer", "--device", "cpu", "--out", "s")
+    assert scan.mode == "scan" and scan.out == "s"
+
+
+def test_checks_build_a_check_request(calls: Calls) -> None:
+    rb = requested(
+        calls, "run_check", "check", "rollback", "mlp-train", "--target", "cpu+bf16", "--k", "4"
     )
-    assert cmp.returncode == 0, cmp.stderr
-    result = json.loads(cmp.stdout)
-    points = result["curve"]["points"]
-    assert [p["batch_size"] for p in points] == [1, 4]
-    for p in points:
-        assert p["baseline"]["latency_s"]["p50"] > 0 and p["target"]["latency_s"]["p99"] > 0
-        assert p["target"]["throughput"]["samples_per_s"] > 0
-    assert (out / "bs1" / "verdict.json").is_file() and (out / "curve.json").is_file()
-
-
-@pytest.mark.slow
-def test_a_target_that_runs_out_of_memory_is_recorded(tmp_path: Path) -> None:
-    cmp = run_cli(
-        "compare",
-        f"{FIXTURES / 'workloads.py'}:OomOnReduced",
-        "--target",
-        "cpu+bf16",
-        "--out",
-        str(tmp_path / "o"),
-        "--json",
-        "--repeats",
-        "1",
+    assert isinstance(rb, CheckRequest) and (rb.check, rb.k, str(rb.baseline)) == (
+        "rollback",
+        4,
+        "cpu",
     )
-    assert cmp.returncode == 1
-    verdict = json.loads(cmp.stdout)
-    reason = verdict["sides"]["target"]["reason"]
-    assert "phase 'steps'" in reason and "allocate" in reason
-    assert verdict["sides"]["baseline"]["status"] == "ok"
-
-
-@pytest.mark.slow
-def test_a_side_that_segfaults_is_recorded_with_the_signal(tmp_path: Path) -> None:
-    res = run_cli(
-        "run",
-        f"{FIXTURES / 'workloads.py'}:SegfaultOnReduced",
-        "--device",
-        "cpu+bf16",
-        "--out",
-        str(tmp_path / "b"),
+    soak = requested(
+        calls,
+        "run_check",
+        *("check", "soak", "cnn-infer", "--device", "cpu", "--duration", "1m30s"),
+        *("--max-drift", "0.2", "--warmup", "0.2"),
     )
-    assert res.returncode == 1
-    bundle = load_bundle(tmp_path / "b")
-    assert bundle.status == "failed"
-    assert "SIGSEGV" in bundle.manifest["reason"]
-    assert "Segmentation fault" in bundle.manifest["stderr_tail"]
+    assert (soak.duration_s, soak.max_drift, soak.warmup) == (90.0, 0.2, 0.2)
+
+
+def test_scale_builds_a_scale_request(calls: Calls) -> None:
+    request = requested(
+        calls, "scale", "scale", "mlp-train", "--device", "cpu", "--scaling", "4,1,2"
+    )
+    assert isinstance(request, ScaleRequest) and request.counts == (1, 2, 4)
+
+
+def test_diff_passes_judge_inputs_only_when_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import parity.api
+
+    seen: list[JudgeInputs | None] = []
+
+    def diff(a: Path, b: Path, *, given: JudgeInputs | None, **kw: Any) -> Any:
+        seen.append(given)
+        raise SideError("stub")
+
+    monkeypatch.setattr(parity.api, "diff", diff)
+    assert invoke("diff", "a", "b").exit_code == 1
+    assert invoke("diff", "a", "b", "--target-loss", "0", "--price", "target=2").exit_code == 1
+    assert seen[0] is None
+    assert seen[1] is not None and seen[1].target_loss == 0.0
+    assert seen[1].cost.prices["target"].usd_per_hour == 2
+
+
+# -- rendering and exit codes ---------------------------------------------------------------
+
+
+@pytest.fixture
+def result(tmp_path: Path) -> CompareResult:
+    a = load_side(side_dir(tmp_path, "baseline", side="cpu", step_s=0.010))
+    b = load_side(side_dir(tmp_path, "target", side="cpu+bf16", step_s=0.008, seed=1))
+    return CompareResult(out=tmp_path, baseline=a, target=b, verdict=judge(a, b))
+
+
+def answer(monkeypatch: pytest.MonkeyPatch, name: str, value: object) -> None:
+    import parity.api
+
+    stub_api(monkeypatch)
+    monkeypatch.setattr(parity.api, name, lambda *a, **k: value)
+
+
+def test_a_passing_verdict_exits_0(monkeypatch: pytest.MonkeyPatch, result: CompareResult) -> None:
+    answer(monkeypatch, "compare", result)
+    shown = invoke("compare", "mlp-train", "--target", "cpu+bf16")
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.startswith("PASS: the target passes every gate")
+    assert f"bundles and verdict.json in {result.out}" in shown.stdout
+    as_json = invoke("compare", "mlp-train", "--target", "cpu+bf16", "--json")
+    assert json.loads(as_json.stdout) == encode(result.verdict)
+    assert "bundles and verdict.json" in as_json.stderr  # stdout stays JSON
+
+
+def test_a_failing_gate_exits_1(monkeypatch: pytest.MonkeyPatch, result: CompareResult) -> None:
+    failed = dataclasses.replace(
+        result.verdict, gates=(Gate(name="quality", passed=False, detail="planted"),)
+    )
+    answer(monkeypatch, "compare", dataclasses.replace(result, verdict=failed))
+    shown = invoke("compare", "mlp-train", "--target", "cpu")
+    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: the target fails a gate")
+    assert "planted" in shown.stdout
+
+
+def test_run_shows_the_bundle_or_the_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bundle = load_bundle(side_dir(tmp_path, "b", side="cpu", step_s=0.01, repeats=1) / "r00")
+    answer(monkeypatch, "run", bundle)
+    shown = invoke("run", "mlp-train", "--device", "cpu")
+    assert shown.exit_code == 0 and "median steady step" in shown.stdout
+    broken = dataclasses.replace(
+        bundle, manifest=dataclasses.replace(bundle.manifest, status="failed", reason="boom")
+    )
+    answer(monkeypatch, "run", broken)
+    shown = invoke("run", "mlp-train", "--device", "cpu")
+    assert shown.exit_code == 1 and shown.stderr.strip() == "parity: cpu failed: boom"
+
+
+def test_scale_prints_a_table_and_exits_by_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    import parity.scaling
+
+    stub_api(monkeypatch)
+    point = ScalingPoint(nproc=2, status="ok", reason=None, wall_s=1.0, median_step_s=0.01)
+    report = ScalingReport(
+        side="cpu", workload="mlp-train", points=(point,), definition="strong", passed=False
+    )
+    monkeypatch.setattr(parity.scaling, "scale", lambda *a, **k: report)
+    shown = invoke("scale", "mlp-train", "--device", "cpu")
+    assert shown.exit_code == 1 and "scaling mlp-train on cpu" in shown.stdout
+    shown = invoke("scale", "mlp-train", "--device", "cpu", "--json")
+    assert json.loads(shown.stdout)["points"][0]["nproc"] == 2
+
+
+def test_interrupted_and_internal_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    import parity.api
+
+    stub_api(monkeypatch)
+
+    def interrupted(*a: object, **k: object) -> None:
+        raise KeyboardInterrupt
+
+    def broken(*a: object, **k: object) -> None:
+        raise RuntimeError("a\nbug")
+
+    monkeypatch.setattr(parity.api, "compare", interrupted)
+    shown = invoke("compare", "mlp-train", "--target", "cpu")
+    assert shown.exit_code == 130 and shown.stderr.strip() == "parity: interrupted"
+    monkeypatch.setattr(parity.api, "compare", broken)
+    shown = invoke("compare", "mlp-train", "--target", "cpu")
+    lines = shown.stderr.strip().splitlines()
+    assert shown.exit_code == 1 and len(lines) == 1
+    assert lines[0].startswith("parity: internal error: RuntimeError: a\\nbug")
+
+
+def test_wide_tables_are_not_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import parity.workloads
+    from parity.workloads.mlp import MlpTrain
+
+    long = type("Long", (MlpTrain,), {"description": "a description " * 12})
+    monkeypatch.setattr(parity.workloads, "registered", lambda: {"long-one": long})
+    narrow = invoke("workloads", env={"COLUMNS": "80"})
+    wide = invoke("workloads", "--wide", env={"COLUMNS": "80"})
+    assert narrow.exit_code == wide.exit_code == 0
+    assert max(map(len, narrow.stdout.splitlines())) <= 80
+    assert max(map(len, wide.stdout.splitlines())) > 150
+
+
+# -- help, entry point, weight ---------------------------------------------------------------
+
+
+def all_help() -> dict[str, str]:
+    import typer
+
+    from parity.cli import app
+
+    pages: dict[str, str] = {}
+
+    def walk(cmd: Any, path: list[str]) -> None:
+        pages[" ".join(path)] = invoke(*path, "--help", env={"COLUMNS": "100"}).stdout
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return pages
+
+
+def test_help_reads_well() -> None:
+    pages = all_help()
+    assert {"compare", "run", "scan", "check soak", "scale", "ls"} <= set(pages)
+    for name, text in pages.items():
+        assert "<bool>" not in text, name
+        options = [line for line in text.splitlines() if line.lstrip().startswith("--")]
+        assert not [line for line in options if "<" in line.split("  ")[1]], (name, options)
+        assert "Usage: parity" in text, name
+    listing = pages[""] + pages["check"]
+    assert not re.search(r"^  \w+ +.*\.\.\.$", listing, re.MULTILINE), listing  # none cut short
+    price = " ".join(pages["compare"].split())
+    assert "SIDE=DOLLARS_PER_HOUR[:ACCELERATORS], repeatable, e.g. target=21.50:16" in price
+    assert "--no-compliance" in pages["compare"] and "--wide" in pages["ls"]
+
+
+def test_the_entry_point_and_python_m(tmp_path: Path) -> None:
+    assert 'parity = "parity.cli:main"' in (ROOT / "pyproject.toml").read_text()
+    from parity.cli import main
+
+    assert main(["--version"]) == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "parity", "compare", "--target", "tpu9"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("parity: error: unknown device")
+
+
+def test_importing_the_cli_imports_no_torch() -> None:
+    code = "import sys, parity.cli; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def tour() -> list[list[str]]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## A tour of the CLI", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    lines = []
+    for line in block.splitlines():
+        command = line.split("  #", 1)[0].strip()
+        for part in command.split("&&"):
+            words = shlex.split(part)
+            if words and words[0] == "parity":
+                lines.append(words[1:])
+    return lines
+
+
+@pytest.mark.parametrize("args", tour(), ids=lambda a: " ".join(a)[:50])
+def test_every_line_of_the_readme_tour_parses(
+    args: list[str], calls: Calls, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each line reaches the (stubbed) API or does its job; none is a usage error, except
+    ``show`` of an id that this empty index does not hold."""
+    import parity.devices
+    import parity.probes.environment
+
+    monkeypatch.setattr(parity.probes.environment, "collect", lambda device: {"python": "3"})
+    monkeypatch.setattr(parity.devices, "known_device_types", lambda: {"cpu"})
+    monkeypatch.setattr(parity.devices, "get_device", lambda name: name)
+    if "--plan" in args:  # the tour writes it with parity init first
+        from parity.plan import write_template
+
+        write_template(tmp_path / "parity.toml")
+    env = {"PARITY_STORE": str(tmp_path / "i.db")}
+    shown = invoke(*args, env=env)
+    if args[0] == "show":
+        assert shown.exit_code == 2 and "no run 'c1a2b3'" in shown.stderr
+    else:
+        assert shown.exit_code in (0, 1), (args, shown.stderr)
+        assert "internal error" not in shown.stderr

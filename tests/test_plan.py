@@ -1,3 +1,7 @@
+"""Plan files: the template, every bad plan as one line naming the key (``PLAN_CASES``,
+counted with the other bad inputs in ``tests/test_bad_input.py``), options given beside a
+plan replacing its values, and a compare run from a plan (slow)."""
+
 from __future__ import annotations
 
 import json
@@ -5,55 +9,141 @@ from pathlib import Path
 
 import pytest
 
-from parity.errors import UsageError
-from parity.judge.cost import parse_price
+from parity.errors import PlanError, UsageError
+from parity.options import parse_price
 from parity.plan import TEMPLATE, load_plan, write_template
+from parity.request import CompareOptions, CompareRequest
 from tests.conftest import differences, run_cli
+from tests.fixtures.cli import invoke, snapshot, stub_api
 
 
 def test_init_template_is_a_valid_plan(tmp_path: Path) -> None:
     path = tmp_path / "parity.toml"
     write_template(path)
     plan = load_plan(path)
-    assert plan.workload.name == "gpt-train" and plan.baseline == "cpu"
-    assert plan.target == "cpu+bf16" and plan.measure["precision"] == 0.02
+    assert plan.workload == "gpt-train" and plan.baseline == "cpu"
+    assert plan.target == "cpu+bf16" and plan.precision == 0.02
+    request = CompareRequest.from_plan(path)
+    assert request.measure.precision == 0.02 and str(request.target) == "cpu+bf16"
     with pytest.raises(UsageError, match="already exists"):
         write_template(path)
 
 
-def _plan(tmp_path: Path, replace: tuple[str, str] | None = None, extra: str = "") -> Path:
-    text = TEMPLATE if replace is None else TEMPLATE.replace(*replace)
+def test_options_given_beside_a_plan_replace_its_values(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
-    path.write_text(text + extra)
-    return path
+    path.write_text(TEMPLATE.replace("# steps = 30", "steps = 30"))
+    given = CompareOptions(steps=5, target="cpu+fp16")
+    request = CompareRequest.from_plan(path, given)
+    assert request.workload is not None and request.workload.steps == 5
+    assert str(request.target) == "cpu+fp16" and str(request.baseline) == "cpu"
+
+
+def edit(old: str, new: str) -> str:
+    assert old in TEMPLATE, old
+    return TEMPLATE.replace(old, new)
+
+
+PLAN_CASES: list[tuple[str, str, list[str], str]] = [
+    ("bad size", edit('size = "tiny"', 'size = "huge"'), [], "size 'huge' is unknown"),
+    ("seed text", edit("seed = 0", 'seed = "zero"'), [], "workload.seed must be int"),
+    ("seed float", edit("seed = 0", "seed = 1.5"), [], "workload.seed must be int"),
+    ("seed negative", edit("seed = 0", "seed = -1"), [], "--seed must be at least 0"),
+    ("target device", edit('side = "cpu+bf16"', 'side = "tpu9"'), [], "unknown device 'tpu9'"),
+    ("side not text", edit('side = "cpu+bf16"', "side = 3"), [], "target.side must be str"),
+    ("idle fraction", edit("idle_fraction = 0.0", "idle_fraction = 1.5"), [], "idle_fraction"),
+    ("compliance int", edit("compliance = true", "compliance = 1"), [], "must be bool"),
+    ("unknown table", TEMPLATE + "\n[cost2]\n", [], "plan.cost2 is not a known key"),
+    (
+        "typo key",
+        edit("precision = 0.02", "precison = 0.02"),
+        [],
+        "measure.precison is not a known",
+    ),
+    ("no name", edit('name = "gpt-train"', "# no name"), [], "workload.name is required"),
+    ("not toml", edit("[workload]", "[workload\n"), [], "not valid TOML"),
+    ("negative price", edit("# price_per_hour = 21.50", "price_per_hour = -3"), [], "price"),
+    ("inf price", edit("# price_per_hour = 21.50", "price_per_hour = inf"), [], "finite"),
+    (
+        "zero accelerators",
+        edit("# price_per_hour = 21.50", "price_per_hour = 2.0").replace(
+            "# accelerators = 16", "accelerators = 0"
+        ),
+        [],
+        "accelerators",
+    ),
+    ("accelerators alone", edit("# accelerators = 16", "accelerators = 4"), [], "price_per_hour"),
+    ("timeout nan", edit("timeout_s = 900", "timeout_s = nan"), [], "must be a finite number"),
+    ("timeout inf", edit("timeout_s = 900", "timeout_s = inf"), [], "must be a finite number"),
+    ("timeout zero", edit("timeout_s = 900", "timeout_s = 0"), [], "--timeout must be at least 1"),
+    ("budget zero", edit("budget_s = 30", "budget_s = 0"), [], "--budget must be more than 0"),
+    ("repeats zero", edit("# repeats = 3", "repeats = 0"), [], "--repeats must be at least 1"),
+    ("repeats many", edit("# repeats = 3", "repeats = 5000"), [], "--repeats must be at most"),
+    ("steps zero", edit("# steps = 30", "steps = 0"), [], "--steps must be at least 1"),
+    ("batch negative", edit("# batch_size = 8", "batch_size = -1"), [], "--batch-size"),
+    ("allow table twice", TEMPLATE + '\n[allow_diff]\ncolour = "x"\n', [], "not valid TOML"),
+    ("allow field", edit('# seed = "the target', 'colour = "x" #'), [], "not a fingerprint field"),
+    (
+        "allow not text",
+        edit('# seed = "the target', "seed = 5 #"),
+        [],
+        "allow_diff.seed must be str",
+    ),
+    ("operational key", TEMPLATE.replace('quotas = ""', 'quota = ""'), [], "operational.quota"),
+    ("target loss nan", edit("# target_loss = 5.0", "target_loss = nan"), [], "finite"),
+    ("target loss text", edit("# target_loss = 5.0", 'target_loss = "low"'), [], "must be int"),
+    ("no baseline", TEMPLATE.replace("[baseline]", "[baseline_]"), [], "plan.baseline_ is not"),
+    ("workload not a table", 'workload = "x"\n', [], "plan.workload must be dict"),
+    ("run steps zero", edit("# run_steps = 100000", "run_steps = 0"), [], "cost.run_steps"),
+    (
+        "negative rate",
+        edit("engineering_rate = 0", "engineering_rate = -1"),
+        [],
+        "engineering_rate",
+    ),
+    ("duplicate key", TEMPLATE + "\n[measure]\n", [], "not valid TOML"),
+    ("nested too deeply", "a = " + "[" * 100_000, [], "nested too deeply"),
+    ("binary", "\udcff", [], "cannot be read"),
+    ("option beside it", TEMPLATE, ["--steps", "0"], "--steps must be at least 1"),
+    ("bad side beside it", TEMPLATE, ["--target", "tpu9"], "unknown device"),
+]
+
+
+def _write(path: Path, text: str) -> None:
+    if "\udcff" in text:
+        path.write_bytes(b"\xff\xfe\x00garbage")
+    else:
+        path.write_text(text)
 
 
 @pytest.mark.parametrize(
-    ("edit", "extra", "message"),
-    [
-        (('size = "tiny"', 'size = "huge"'), "", "workload.size must be one of"),
-        (("seed = 0", 'seed = "zero"'), "", "workload.seed must be int"),
-        (('side = "cpu+bf16"', 'side = "tpu9"'), "", "target.side: unknown device"),
-        (("idle_fraction = 0.0", "idle_fraction = 1.5"), "", "idle_fraction must be in"),
-        (("compliance = true", "compliance = 1"), "", "measure.compliance must be bool"),
-        (None, "\n[cost2]\n", "plan.cost2 is not a known key"),
-        (("precision = 0.02", "precison = 0.02"), "", "measure.precison is not a known key"),
-        (('name = "gpt-train"', "# no name"), "", "workload.name is required"),
-        (("[workload]", "[workload\n"), "", "not valid TOML"),
-        (("# price_per_hour = 21.50", "price_per_hour = -3"), "", "price must be positive"),
-    ],
+    ("name", "text", "extra", "message"), PLAN_CASES, ids=[c[0] for c in PLAN_CASES]
 )
-def test_plan_errors_name_the_key(
-    tmp_path: Path, edit: tuple[str, str] | None, extra: str, message: str
+def test_a_bad_plan_is_one_line_exit_2(
+    name: str,
+    text: str,
+    extra: list[str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with pytest.raises(UsageError, match=message) as info:
-        load_plan(_plan(tmp_path, edit, extra))
-    assert "\n" not in str(info.value).strip()
+    stub_api(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "p.toml", text)
+    before = snapshot(tmp_path)
+    result = invoke("compare", "--plan", "p.toml", *extra)
+    assert result.exit_code == 2, (name, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], (name, result.stderr)
+    if not extra:  # a value of the file itself: the line names the file
+        assert "p.toml" in lines[0], (name, lines[0])
+    assert snapshot(tmp_path) == before
 
 
-def test_missing_plan_file(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="parity init"):
+def test_a_plan_that_is_a_directory_or_missing(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="parity init"):
         load_plan(tmp_path / "nope.toml")
+    with pytest.raises(PlanError, match="cannot be read"):
+        load_plan(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -65,6 +155,8 @@ def test_missing_plan_file(tmp_path: Path) -> None:
         ("target=x", False),
         ("target=0", False),
         ("target=3:0", False),
+        ("target=nan", False),
+        ("target=inf", False),
     ],
 )
 def test_price_option(text: str, ok: bool) -> None:

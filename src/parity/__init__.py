@@ -16,10 +16,11 @@ __version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from parity.errors import ParityError, UsageError
-    from parity.results import ComparisonResult, RunResult, compare, run
+    from parity.results import ComparisonResult, CurveResult, RunResult, compare, run
 
 _LAZY = {
     "ComparisonResult": "parity.results",
+    "CurveResult": "parity.results",
     "ParityError": "parity.errors",
     "RunResult": "parity.results",
     "UsageError": "parity.errors",
@@ -29,6 +30,7 @@ _LAZY = {
 
 __all__ = [
     "ComparisonResult",
+    "CurveResult",
     "ParityError",
     "RunResult",
     "UsageError",

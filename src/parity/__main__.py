@@ -1,5 +1,7 @@
 """``python -m parity`` runs the command line."""
 
+import sys
+
 from parity.cli import main
 
-main()
+sys.exit(main())

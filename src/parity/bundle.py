@@ -263,7 +263,10 @@ def load_bundle(path: Path | str) -> Bundle:
     """Load and check a bundle; BundleError (exit 2) names the problem and the fix."""
     path = Path(path)
     if path.is_symlink() or not path.is_dir():
-        raise BundleError(f"bundle {path} does not exist or is not a directory")
+        raise BundleError(
+            f"bundle {path} does not exist or is not a directory: pass a directory that parity "
+            "run --out or parity compare wrote (OUT/baseline, OUT/target)"
+        )
     _check_entries(path)
     if not (path / MANIFEST).is_file():
         raise BundleError(
@@ -334,7 +337,10 @@ def load_side(path: Path | str) -> SideRuns:
     if (path / MANIFEST).is_file():
         return SideRuns.of(load_bundle(path))
     if path.is_symlink() or not path.is_dir():
-        raise BundleError(f"bundle {path} does not exist or is not a directory")
+        raise BundleError(
+            f"bundle {path} does not exist or is not a directory: pass a directory that parity "
+            "run --out or parity compare wrote (OUT/baseline, OUT/target)"
+        )
     repeats = sorted(
         p for p in path.iterdir() if p.is_dir() and p.name[:1] == "r" and p.name[1:].isdigit()
     )

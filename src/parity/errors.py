@@ -72,3 +72,31 @@ class SideError(ParityError):
 class CheckpointError(ParityError):
     """A training checkpoint that cannot be written or read back safely (a worker error:
     it ends the side as failed with this reason)."""
+
+
+#: a value (a run of text without spaces) longer than this is shortened in the middle
+LONGEST_VALUE = 200
+
+
+def one_line(message: object, *, longest: int = LONGEST_VALUE) -> str:
+    """``message`` as one printable line, as every error line parity prints is: control
+    and format characters (newlines, escapes, lone surrogates from undecodable
+    arguments) escaped, each value longer than ``longest`` characters shortened in the
+    middle, and the whole line kept under ten such values."""
+    import unicodedata
+
+    text = "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+        else ch
+        for ch in str(message)
+    )
+    text = " ".join(_shorten(word, longest) for word in text.split(" "))
+    return _shorten(text, 10 * longest)
+
+
+def _shorten(text: str, longest: int) -> str:
+    if len(text) <= longest:
+        return text
+    head = longest * 2 // 3
+    return f"{text[:head]}...({len(text) - longest} more)...{text[-(longest - head) :]}"

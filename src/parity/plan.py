@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from parity.errors import PlanError, UsageError
+from parity.errors import PlanError
 from parity.model.verdict import Price
 from parity.request import COST_KNOBS, CompareOptions
 
@@ -140,13 +140,21 @@ def _read(path: Path) -> dict[str, Any]:
         raise PlanError(f"plan file {path} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"plan file {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise PlanError(
+            f"plan file {path} is nested too deeply: write a plan as parity init does"
+        ) from None
 
 
 def _price(t: _Table, path: Path) -> Price | None:
     usd = t.get("price_per_hour", NUMBER)
     if usd is None:
+        extra = [k for k in ("instance", "accelerators") if k in t.data]
+        if extra:
+            raise PlanError(f"{t.where}.{extra[0]} is set without price_per_hour: set both")
         return None
-    accelerators = t.get("accelerators", int) or 1
+    given = t.get("accelerators", int)
+    accelerators = 1 if given is None else given
     try:
         return Price(
             usd_per_hour=float(usd),
@@ -203,9 +211,16 @@ SIDE_KEYS = ("side", "instance", "price_per_hour", "accelerators")
 
 
 def write_template(path: Path, *, force: bool = False) -> None:
-    if path.exists() and not force:
-        raise UsageError(f"{path} already exists: choose another path or pass --force")
-    path.write_text(TEMPLATE)
+    """``parity init``: the commented template at ``path``; PlanError when it cannot be
+    written (an existing file without ``force``, a missing directory, no permission)."""
+    try:
+        if path.exists() and not force:
+            raise PlanError(f"{path} already exists: choose another path or pass --force")
+        path.write_text(TEMPLATE)
+    except OSError as exc:
+        raise PlanError(
+            f"cannot write the plan {path} ({exc.strerror or exc}): choose another path"
+        ) from None
 
 
 def _cost_kind(key: str) -> Kind:

@@ -7,17 +7,28 @@
     >>> result.to_dataframe("steps")     # one row per step: time and loss
     >>> result                           # in a notebook: an HTML summary
 
-Both take the same inputs as the command line (a workload name, ``hf:ARCH``,
-``path/to/file.py:factory``, or ``script=[...]`` for script mode) and return result
-objects: ``to_dict()`` is plain JSON data, ``to_dataframe()`` a pandas view (pandas is
-optional: ``pip install pandas``), ``_repr_html_()`` what a notebook shows. Bad input
-raises ``parity.UsageError``; a side that fails is a result, not an exception.
+Both take what the command line takes, as keyword arguments named after the options
+(``parity.request.CompareOptions``: ``baseline``, ``target``, ``size``, ``batch_size``,
+``seq_len``, ``steps``, ``seed``, ``hf_config``, ``out``, ``repeats``, ``precision``,
+``budget_s``, ``compliance``, ``timeout_s``, ``nproc``, ``nnodes``, ``rdzv_endpoint``,
+``allow_diff``, ``target_loss``, ``prices``, ``cost``, ``operational``, ``checks``,
+``batch_sizes``), a workload name, ``hf:ARCH``, ``path/to/file.py:factory`` or
+``script=[...]`` (script mode), ``plan=`` (a plan file; the options given replace its
+values) and ``resume=`` (an interrupted comparison's directory). Bad input of any type
+raises a ``parity.UsageError`` subclass naming the option and the fix, before anything
+is written; a side that fails is a result, not an exception.
+
+``progress=`` says how the workers' progress is shown: by default one line per event on
+stderr (a tqdm bar per side and repeat in a notebook), ``False`` for silence, or a
+callable ``(label, event)`` of your own (``parity.progress``).
+
+Results: ``to_dict()`` is plain JSON data, ``to_dataframe()`` a pandas view (pandas is
+optional: ``pip install pandas``), ``_repr_html_()`` what a notebook shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,150 +39,82 @@ from parity.model.verdict import Role
 if TYPE_CHECKING:
     from parity.api import CompareResult
     from parity.bundle import Bundle, SideRuns
+    from parity.progress import ProgressArg
+    from parity.request import CompareRequest
 
 ROLES: tuple[Role, Role] = ("baseline", "target")
 VIEWS = ("sides", "steps", "checks")
 
 
-def _overrides(hf_config: Mapping[str, object] | Sequence[str] | None) -> tuple[str, ...]:
-    if hf_config is None:
-        return ()
-    if isinstance(hf_config, Mapping):
-        return tuple(
-            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in hf_config.items()
-        )
-    if isinstance(hf_config, str):
-        return (hf_config,)
-    return tuple(hf_config)
+def _request(
+    workload: str | None, plan: object, resume: Path | None, options: dict[str, Any]
+) -> CompareRequest:
+    """The request: from the options (or a plan file and the options), or with
+    ``resume`` alone the stored one; options given with ``resume`` must match it."""
+    from parity import api
+    from parity.options import check_path
+    from parity.request import CompareOptions, CompareRequest
 
-
-def _spec(
-    workload: str,
-    size: str,
-    batch_size: int | None,
-    seq_len: int | None,
-    steps: int | None,
-    seed: int,
-    hf_config: Mapping[str, object] | Sequence[str] | None,
-) -> Any:
-    from parity.spec import WorkloadSpec, parse_overrides
-
-    return WorkloadSpec(
-        name=workload,
-        size=size,
-        batch_size=batch_size,
-        seq_len=seq_len,
-        steps=steps,
-        seed=seed,
-        overrides=parse_overrides(_overrides(hf_config)),
-    )
-
-
-def _allow(allow_diff: Mapping[str, str] | Sequence[str] | None) -> list[str] | None:
-    if allow_diff is None:
-        return None
-    if isinstance(allow_diff, Mapping):
-        return [f"{k}={v}" for k, v in allow_diff.items()]
-    return [allow_diff] if isinstance(allow_diff, str) else list(allow_diff)
+    given = CompareOptions.from_kwargs(workload=workload, **options)
+    if resume is not None and plan is None and given == CompareOptions():
+        return CompareRequest.from_file(resume)
+    if plan is not None:
+        request = CompareRequest.from_plan(Path(check_path("plan", plan)), given)
+    else:
+        request = CompareRequest.from_options(given)
+    if resume is not None:
+        api.check_resume(resume, request)
+    return request
 
 
 def compare(
     workload: str | None = None,
     *,
-    script: Sequence[str] | None = None,
-    baseline: str = "cpu",
-    target: str | None = None,
-    size: str = "tiny",
-    batch_size: int | None = None,
-    seq_len: int | None = None,
-    steps: int | None = None,
-    seed: int = 0,
-    hf_config: Mapping[str, object] | Sequence[str] | None = None,
-    out: str | Path | None = None,
-    repeats: int | None = None,
-    compliance: bool = True,
-    budget_s: float | None = None,
-    precision: float | None = None,
-    timeout_s: float = 900.0,
-    allow_diff: Mapping[str, str] | Sequence[str] | None = None,
-    target_loss: float | None = None,
-) -> ComparisonResult:
+    plan: str | Path | None = None,
+    resume: str | Path | None = None,
+    progress: ProgressArg = None,
+    **options: Any,
+) -> ComparisonResult | CurveResult:
     """Run a workload (or ``script``, a command with ``{device}`` placeholders) on a
     baseline and a target in fresh processes and judge them, as ``parity compare`` does.
 
     ``target`` defaults to the accelerator PyTorch reports, else ``cpu+bf16``;
     ``hf_config`` is ``{"n_layer": 4}`` or ``["n_layer=4"]``; ``allow_diff`` is
-    ``{"steps": "reason"}``; ``budget_s`` and ``precision`` default to the command's.
+    ``{"steps": "reason"}``; ``prices`` is ``{"target": "21.50:16"}``; ``batch_sizes``
+    (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size.
     """
     from parity import api
-    from parity.runner.measure import Plan
+    from parity.options import check_path
+    from parity.progress import resolve
 
-    if workload is not None and script is not None:
-        raise UsageError("give a workload or a script, not both")
-    try:
-        plan = Plan(repeats=repeats, compliance=compliance, timeout_s=timeout_s)
-        if budget_s is not None or precision is not None:
-            plan = replace(
-                plan,
-                budget_s=plan.budget_s if budget_s is None else budget_s,
-                precision=plan.precision if precision is None else precision,
-            )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    target = target if target is not None else api.default_target()
-    where = Path(out) if out is not None else None
-    if script is not None:
-        from parity.runner.script import compare_script
-
-        result = compare_script(
-            list(script),
-            baseline,
-            target,
-            out=where,
-            allow_diff=_allow(allow_diff),
-            plan=plan,
-            target_loss=target_loss,
-        )
-    else:
-        wspec = _spec(workload or "gpt-train", size, batch_size, seq_len, steps, seed, hf_config)
-        result = api.compare(
-            wspec,
-            baseline,
-            target,
-            out=where,
-            allow_diff=_allow(allow_diff),
-            plan=plan,
-            target_loss=target_loss,
-        )
-    return ComparisonResult(result)
+    where = None if resume is None else Path(check_path("resume", resume))
+    request = _request(workload, plan, where, options)
+    with resolve(progress) as sink:
+        if where is not None:
+            return ComparisonResult(api.resume(where, progress=sink))
+        if request.batch_sizes:
+            out, results = api.compare_curve(request, progress=sink)
+            return CurveResult(out, tuple(ComparisonResult(r) for r in results))
+        return ComparisonResult(api.compare(request, progress=sink))
 
 
 def run(
     workload: str | None = None,
     *,
     device: str,
-    out: str | Path,
-    script: Sequence[str] | None = None,
-    size: str = "tiny",
-    batch_size: int | None = None,
-    seq_len: int | None = None,
-    steps: int | None = None,
-    seed: int = 0,
-    hf_config: Mapping[str, object] | Sequence[str] | None = None,
-    timeout_s: float = 900.0,
+    progress: ProgressArg = None,
+    **options: Any,
 ) -> RunResult:
-    """Run a workload (or ``script``) once on one side into the bundle ``out``."""
+    """Run a workload (or ``script``) once on one side (``device``, a side spec) into a
+    bundle (``out``; required for a script), as ``parity run`` does."""
     from parity import api
+    from parity.progress import resolve
+    from parity.request import CompareOptions, RunRequest
 
-    if (workload is None) == (script is None):
-        raise UsageError("give a workload or a script (one of the two)")
-    if script is not None:
-        from parity.runner.script import run_script
-
-        return RunResult(run_script(list(script), device, Path(out), timeout_s=timeout_s))
-    assert workload is not None
-    wspec = _spec(workload, size, batch_size, seq_len, steps, seed, hf_config)
-    return RunResult(api.run(wspec, device, Path(out), timeout_s=timeout_s))
+    given = CompareOptions.from_kwargs(workload=workload, **options)
+    request = RunRequest.from_options(given, side=device, mode="run")
+    with resolve(progress) as sink:
+        return RunResult(api.run(request, progress=sink))
 
 
 # -- result objects ---------------------------------------------------------------------
@@ -374,3 +317,32 @@ class RunResult:
         from parity.report.summary import run_text
 
         return run_text(self.bundle)
+
+
+@dataclass(frozen=True)
+class CurveResult:
+    """What ``parity.compare(..., batch_sizes=[...])`` returns: one comparison per batch
+    size, and the directory holding them and ``curve.json``."""
+
+    out: Path
+    comparisons: tuple[ComparisonResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.comparisons)
+
+    @property
+    def exit_code(self) -> int:
+        return max((r.exit_code for r in self.comparisons), default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "comparisons": [r.to_dict() for r in self.comparisons],
+        }
+
+    def __repr__(self) -> str:
+        state = "passed" if self.passed else "failed"
+        return f"<CurveResult {state} {len(self.comparisons)} batch sizes out={str(self.out)!r}>"

@@ -209,7 +209,9 @@ def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
         key = key.strip()
         name = "precision" if key in PRECISIONS else key
         if name in seen:
-            raise SpecError(f"option {key!r} given twice in side spec {text!r}")
+            raise SpecError(
+                f"option {key!r} given twice in side spec {text!r}: give each option once"
+            )
         seen.add(name)
         if key in PRECISIONS and not value:
             values["precision"] = key

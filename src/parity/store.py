@@ -30,7 +30,7 @@ import sqlite3
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -170,25 +170,35 @@ class Store:
     @classmethod
     @contextmanager
     def open(cls, path: Path | str | None = None) -> Iterator[Store]:
+        """The index at ``path``, made where there is none; if it was made here and bad
+        input ends its use (a UsageError), it is removed again: nothing half-written."""
         path = Path(path) if path is not None else default_path()
+        made: list[Path] = []
         try:
+            made = [p for p in (path, *path.parents) if not p.exists()]
+            _check_sqlite(path)
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(path), timeout=30)
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, ValueError) as exc:
+            _remove(made)
             raise UsageError(
                 f"cannot open the index {path} ({exc}): choose another --store"
             ) from exc
-        with closing(conn):
-            conn.row_factory = sqlite3.Row
-            try:
-                conn.execute("PRAGMA foreign_keys = ON")
-                _migrate(conn, path)
-            except sqlite3.DatabaseError as exc:
-                raise UsageError(
-                    f"{path} is not a parity index ({exc}): delete it and run parity reindex "
-                    "DIRS, or choose another --store"
-                ) from exc
-            yield cls(conn, path)
+        try:
+            with closing(conn):
+                conn.row_factory = sqlite3.Row
+                try:
+                    conn.execute("PRAGMA foreign_keys = ON")
+                    _migrate(conn, path)
+                except sqlite3.DatabaseError as exc:
+                    raise UsageError(
+                        f"{path} is not a parity index ({exc}): delete it and run parity "
+                        "reindex DIRS, or choose another --store"
+                    ) from exc
+                yield cls(conn, path)
+        except UsageError:
+            _remove(made)
+            raise
 
     # -- writing -----------------------------------------------------------------------
 
@@ -334,9 +344,13 @@ class Store:
                     "hold them, e.g. parity reindex parity-runs"
                 )
         for d in dirs:
-            if not d.is_dir():
-                if d.exists():
-                    result.problems.append(f"{d} is not a directory")
+            try:
+                if not d.is_dir():
+                    if d.exists():
+                        result.problems.append(f"{d} is not a directory")
+                    continue
+            except OSError as exc:  # a name too long, no permission
+                result.problems.append(f"{d}: {exc.strerror or exc}")
                 continue
             for path in _walk(d):
                 try:
@@ -591,6 +605,27 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     with conn:
         conn.executescript(SCHEMA)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _check_sqlite(path: Path) -> None:
+    """Refuse a file that is something else: SQLite would take a short one for an empty
+    database and write over it."""
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                raise UsageError(f"{path} is not a parity index: choose another --store")
+
+
+def _remove(made: list[Path]) -> None:
+    """Remove an index file (and the directories) that ``Store.open`` made."""
+    for p in made:
+        for extra in ("", "-journal", "-wal", "-shm") if p is made[0] else ("",):
+            target = p.with_name(p.name + extra)
+            with suppress(OSError):
+                if target.is_dir():
+                    target.rmdir()
+                else:
+                    target.unlink(missing_ok=True)
 
 
 def _walk(root: Path) -> Iterator[Path]:

@@ -1,0 +1,136 @@
+"""The ``parity`` command line: parse, build one request, call the API, render, exit.
+
+One module per command group (``compare``, ``run``, ``inspect``, ``history``, ``check``,
+``scale``); ``common`` holds the option types and the error mapping. No command holds
+logic: requests are built and validated by ``parity.request``, the work is the API's.
+
+Exit codes: 0 the target passes every gate; 1 it fails a gate, a side failed, or a check
+or scan found what it looks for; 2 bad input or usage (one line on stderr naming the
+problem and the fix, nothing written); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from parity import __version__
+from parity.cli import check, compare, history, inspect, run, scale
+from parity.cli.common import Invocation, error_line
+from parity.errors import UsageError
+
+#: the commands that take a script after ``--``
+SCRIPT_COMMANDS = ("compare", "run")
+
+
+def split_script(args: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The arguments before ``--`` and the script's command after it."""
+    if "--" not in args:
+        return args, ()
+    cut = args.index("--")
+    head, script = args[:cut], tuple(args[cut + 1 :])
+    command = next((a for a in head if not a.startswith("-")), None)
+    if command not in SCRIPT_COMMANDS:
+        raise UsageError(
+            "only parity compare and parity run take a script after --: "
+            "e.g. parity compare --target cpu+bf16 -- python train.py"
+        )
+    if not script:
+        raise UsageError(
+            "nothing after --: give the script's command, e.g. parity compare --target "
+            "cpu+bf16 -- python train.py --device {device}"
+        )
+    return head, script
+
+
+def _show_help_instead(exc: BaseException) -> bool:
+    """``parity`` or ``parity check`` alone: the help on stdout (and exit code 2)."""
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ != "NoArgsIsHelpError" or ctx is None:
+        return False
+    sys.stdout.write(ctx.get_help() + "\n")
+    sys.stderr.write(f"parity: error: {ctx.command_path} needs a command (listed above)\n")
+    return True
+
+
+class ParityGroup(TyperGroup):
+    """The top-level command: splits off a script after ``--`` and turns every error
+    into its exit code and one line on stderr, however it is invoked (``main``, Typer's
+    test runner, ``python -m parity``)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        *,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> int:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            head, script = split_script(argv)
+            returned = super().main(
+                head, "parity", standalone_mode=False, obj=Invocation(script), **extra
+            )
+            code = returned if isinstance(returned, int) else 0
+            if code == 130:
+                sys.stderr.write("parity: interrupted\n")
+        except (Exception, KeyboardInterrupt) as exc:
+            code = 2 if _show_help_instead(exc) else _report(exc)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _report(exc: BaseException) -> int:
+    code, line = error_line(exc)
+    sys.stderr.write(line + "\n")
+    return code
+
+
+app = typer.Typer(
+    cls=ParityGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"max_content_width": 100, "help_option_names": ["-h", "--help"]},
+    help="Move a PyTorch workload between accelerators with evidence: "
+    "compatibility, numerics, performance and cost, side by side.",
+)
+app.command(short_help="compare a workload on a baseline and a target")(compare.compare)
+run.register(app)
+inspect.register(app)
+history.register(app)
+scale.register(app)
+app.add_typer(check.app, name="check", short_help="rollback, recovery and soak checks")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"parity {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    """parity: does the target run it, give the same results, go faster, cost less?"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``); the exit code."""
+    command = typer.main.get_command(app)
+    assert isinstance(command, ParityGroup)
+    return command.main(argv, "parity", standalone_mode=False)
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,134 @@
+"""The history index (``parity.store``): ``ls``, ``show``, ``trend`` and ``reindex``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from parity.cli import common as c
+from parity.model.codec import dumps
+
+WorkloadFilter = Annotated[
+    str | None, typer.Option("--workload", metavar="NAME", help="only this workload")
+]
+DeviceFilter = Annotated[
+    str | None,
+    typer.Option("--device", metavar="SIDE", help="only runs on this device type, spec or name"),
+]
+Limit = Annotated[int, typer.Option("--limit", metavar="N", help="at most this many runs")]
+
+
+def ls(
+    workload: WorkloadFilter = None,
+    device: DeviceFilter = None,
+    limit: Limit = 50,
+    store: c.Store = None,
+    as_json: c.AsJson = False,
+    wide: c.Wide = False,
+) -> None:
+    """List indexed comparisons and runs, newest first."""
+    from parity.options import check_number
+    from parity.store import Store
+
+    count = int(check_number("--limit", limit, integer=True, low=1))
+    with Store.open(store) as s:
+        rows = s.runs(workload=workload, device=device, limit=count)
+    if as_json:
+        c.write_out(dumps(rows))
+        return
+    from parity.report.history import render_runs
+
+    render_runs(rows, c.stdout(), wide=wide)
+
+
+def show(
+    run_id: Annotated[
+        str, typer.Argument(metavar="ID", help="an id from parity ls (a unique prefix will do)")
+    ],
+    store: c.Store = None,
+    as_json: c.AsJson = False,
+    wide: c.Wide = False,
+) -> None:
+    """One indexed comparison or run: where it is, its bundles and figures."""
+    from parity.store import Store
+
+    with Store.open(store) as s:
+        record = s.show(run_id)
+    if as_json:
+        c.write_out(dumps(record))
+        return
+    from parity.report.history import render_record
+
+    render_record(record, c.stdout(), wide=wide)
+
+
+def trend(
+    metric: Annotated[
+        str,
+        typer.Argument(
+            metavar="METRIC", help="e.g. median_step_s, tokens_per_s, ttft_p50_s, speed_ratio"
+        ),
+    ],
+    workload: WorkloadFilter = None,
+    device: DeviceFilter = None,
+    side: Annotated[
+        str | None,
+        typer.Option(
+            "--side", metavar="SIDE", help="only this side spec or role (baseline, target)"
+        ),
+    ] = None,
+    store: c.Store = None,
+    as_json: c.AsJson = False,
+    wide: c.Wide = False,
+) -> None:
+    """A metric over the indexed runs, oldest first, per side."""
+    from parity.store import Store
+
+    with Store.open(store) as s:
+        points = s.trend(metric, workload=workload, device=device, side=side)
+    if as_json:
+        c.write_out(dumps(points))
+        return
+    from parity.report.history import render_trend
+
+    render_trend(metric, points, c.stdout(), wide=wide)
+
+
+def reindex(
+    dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="DIRS", help="directories holding runs (default: those the index knows)"
+        ),
+    ] = None,
+    store: c.Store = None,
+) -> None:
+    """Rebuild the history index from the bundles (they are the truth)."""
+    from parity.store import Store
+
+    with Store.open(store) as s:
+        path, result = s.path, s.reindex(list(dirs or []))
+    for problem in result.problems:
+        c.note(f"skipped {problem}")
+    c.stdout().print(
+        f"{path}: {result.comparisons} comparison(s), {result.bundles} bundle(s); "
+        f"{result.removed} vanished run(s) forgotten",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+SHORT_HELP: dict[Callable[..., None], str] = {
+    ls: "list indexed comparisons and runs, newest first",
+    show: "one indexed comparison or run",
+    trend: "a metric over the indexed runs, per side",
+    reindex: "rebuild the history index from the bundles",
+}
+
+
+def register(app: typer.Typer) -> None:
+    for command, short in SHORT_HELP.items():
+        app.command(short_help=short)(command)

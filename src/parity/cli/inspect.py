@@ -1,0 +1,191 @@
+"""Commands that read rather than run: ``diff`` (judge two bundles), ``report``,
+``schema``, ``env``, ``workloads`` and ``init`` (write a plan file)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NamedTuple
+
+import typer
+
+from parity.cli import common as c
+from parity.cli.render import show_verdict, table
+from parity.schemas import SCHEMAS
+
+if TYPE_CHECKING:
+    from parity.report.parts import ColumnKind
+
+SchemaName = Enum("SchemaName", {name: name for name in SCHEMAS})  # type: ignore[misc]
+
+
+@c.with_options(c.JUDGING)
+def diff(
+    ctx: typer.Context,
+    baseline_bundle: Annotated[
+        Path, typer.Argument(metavar="BASELINE", help="baseline bundle or side directory")
+    ],
+    target_bundle: Annotated[
+        Path, typer.Argument(metavar="TARGET", help="target bundle or side directory")
+    ],
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="fp64 reference bundle (default: reference/ beside the sides)"
+        ),
+    ] = None,
+    as_json: c.AsJson = False,
+    wide: c.Wide = False,
+    **options: object,
+) -> None:
+    """Judge two existing bundles, e.g. made on two machines.
+
+    Sides of one parity compare are judged with the inputs it stored (inputs.json); the
+    options given here replace them."""
+    from parity.request import judge_inputs
+
+    o = c.given_options(ctx)
+    judging = any(c.given(ctx, k) for k in ("allow_diff", "target_loss", "prices"))
+    given = judge_inputs(o) if judging else None
+    from parity import api
+
+    verdict = api.diff(
+        baseline_bundle,
+        target_bundle,
+        given=given,
+        reference=reference,
+        checks=[Path(p) for p in o.checks] or None,
+    )
+    show_verdict(verdict, c.stdout(), as_json=as_json, wide=wide)
+    raise typer.Exit(verdict.exit_code)
+
+
+def report(
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="a comparison directory (compare --out)")
+    ],
+    html: Annotated[
+        Path | None, typer.Option("--html", metavar="FILE", help="write the HTML report")
+    ] = None,
+    md: Annotated[
+        Path | None, typer.Option("--md", metavar="FILE", help="write Markdown; - for stdout")
+    ] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option("--json", metavar="FILE", help="write the verdict JSON; - for stdout"),
+    ] = None,
+) -> None:
+    """Write reports of a comparison: HTML with plots, Markdown for a pull request, JSON.
+
+    With no option, writes RUN_DIR/report.html."""
+    from parity.report.run import write_reports
+
+    made = write_reports(run_dir, html=html, md=md, json_path=json_path)
+    for kind, where in made.items():
+        if isinstance(where, str):
+            c.write_out(where)
+        else:
+            c.note(f"{kind}: {where}")
+
+
+def schema(
+    name: Annotated[
+        SchemaName | None,
+        typer.Argument(metavar="NAME", help="which document (default: all)", show_default=False),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of bundle documents and verdicts."""
+    from parity.schemas import all_schemas
+    from parity.schemas import schema as one_schema
+
+    c.write_out(json.dumps(one_schema(name.value) if name else all_schemas(), indent=2))
+
+
+def env(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
+    """This machine's environment as a bundle would record it (CPU adapter, no device)."""
+    from parity.devices import get_device, known_device_types
+    from parity.model.codec import encode
+    from parity.probes.environment import collect
+
+    found = encode(collect(get_device("cpu")))
+    assert isinstance(found, dict)
+    data: dict[str, object] = {**found, "known_device_types": sorted(known_device_types())}
+    if as_json:
+        c.write_out(json.dumps(data, indent=2))
+        return
+    rows = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in data.items()]
+    table("parity env", [("setting", "name"), ("value", "text")], rows, wide=wide)
+
+
+class WorkloadRow(NamedTuple):
+    name: str
+    kind: str
+    size: str
+    parameters: int
+    batch_size: int
+    seq_len: int | None
+    steps: int
+    description: str
+
+
+def workloads(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
+    """List the registered workloads with their sizes and parameter counts."""
+    from parity.spec import WorkloadSpec
+    from parity.workloads import registered
+
+    rows = []
+    for name, cls in registered().items():
+        for size in cls.sizes:
+            w = cls(WorkloadSpec(name=name, size=size))
+            rows.append(
+                WorkloadRow(
+                    name, cls.kind, size, w.parameter_count(), w.batch_size, w.seq_len,
+                    w.steps, cls.description,
+                )
+            )  # fmt: skip
+    if as_json:
+        c.write_out(json.dumps([r._asdict() for r in rows], indent=2))
+        return
+    columns: list[tuple[str, ColumnKind]] = [("name", "name"), ("kind", "text"), ("size", "text")]
+    columns += [(h, "number") for h in ("parameters", "batch", "seq", "steps")]
+    columns.append(("description", "text"))
+    cells = [
+        (r.name, r.kind, r.size, f"{r.parameters / 1e6:.2f}M", str(r.batch_size), *tail)
+        for r in rows
+        for tail in [(str(r.seq_len or "-"), str(r.steps), r.description)]
+    ]
+    table("workloads", columns, cells, wide=wide)
+
+
+def init(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="where to write the plan")] = Path(
+        "parity.toml"
+    ),
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
+) -> None:
+    """Write a commented plan file (workload, sides, quality, cost, operational notes)."""
+    from parity.plan import write_template
+
+    write_template(path, force=force)
+    c.stdout().print(
+        f"wrote {path}: edit it, then run parity compare --plan {path}",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+SHORT_HELP: dict[Callable[..., None], str] = {
+    diff: "judge two existing bundles (same verdict as compare)",
+    report: "write HTML, Markdown or JSON reports of a comparison",
+    schema: "print the JSON Schema of bundles and verdicts",
+    env: "this machine's environment as a bundle records it",
+    workloads: "list the workloads with sizes and parameter counts",
+    init: "write a commented plan file (parity.toml)",
+}
+
+
+def register(app: typer.Typer) -> None:
+    for command, short in SHORT_HELP.items():
+        app.command(short_help=short)(command)

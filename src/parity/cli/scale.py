@@ -1,0 +1,45 @@
+"""``parity scale``: one side at several process counts as torchrun jobs (``ScaleRequest``,
+``parity.scaling.scale``); exit 0 when every count ran and the loss curves agree."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from parity.cli import common as c
+from parity.cli.render import show_scaling
+
+Scaling = Annotated[
+    str,
+    typer.Option(
+        "--scaling", metavar="N,N,...", help="process counts, comma-separated, e.g. 1,2,4"
+    ),
+]
+
+
+@c.with_options(c.WORKLOAD, c.RUNNING, c.MULTINODE)
+def scale(
+    ctx: typer.Context,
+    workload: c.RequiredWorkload,
+    device: c.Device,
+    scaling: Scaling = "1,2",
+    as_json: c.AsJson = False,
+    wide: c.Wide = False,
+    **options: object,
+) -> None:
+    """Scaling over process counts as torchrun jobs (DDP): step time, efficiency, all-reduce."""
+    from parity.request import ScaleRequest
+
+    request = ScaleRequest.from_options(c.given_options(ctx), side=device, counts=scaling)
+    from parity.progress import display
+    from parity.scaling import scale as run_scale
+
+    with display(c.stderr()) as progress:
+        report = run_scale(request, progress=progress)
+    show_scaling(report, as_json=as_json, wide=wide)
+    raise typer.Exit(0 if report.passed else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(short_help="scaling over process counts as torchrun jobs")(scale)

@@ -1,0 +1,286 @@
+"""One option value at a time: every number in its declared range and finite, prices,
+batch sizes, durations, lists of strings and paths, each checked for its type and value
+(``OptionError`` naming the option and the fix).
+
+``parity.request`` builds its requests of these; they are apart so that each surface
+(the command line, plan files, Python keyword arguments, a stored ``request.json``)
+shares one definition of what a value may be. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from parity.errors import OptionError
+from parity.model.verdict import Price
+from parity.model.workload import FingerprintParts
+
+DAY_S = 86400.0
+#: the declared upper bound of every numeric option (the lower bounds are where each is
+#: read): beyond these a value is a typo, or would overflow what it feeds (a seed is 64
+#: bits, a timeout a timer); plan files and the Python API share them
+HIGH: dict[str, float] = {
+    "--batch-size": 2**20,
+    "--batch-sizes": 2**20,
+    "--seq-len": 2**20,
+    "--steps": 10**7,
+    "--seed": 2**63 - 1,
+    "--repeats": 1000,
+    "--nproc": 4096,
+    "--nnodes": 4096,
+    "--scaling process counts": 4096,
+    "--timeout": 30 * DAY_S,
+    "--budget": 30 * DAY_S,
+    "--duration": 30 * DAY_S,
+    "--target-loss": 1e30,
+    "--price": 1e7,
+    "--price accelerators": 4096,
+    "--k": 10**7,
+    "--m": 10**7,
+    "--max-drift": 1e6,
+    "--max-host-growth": 1e9,
+    "--max-device-growth": 1e9,
+    "--limit": 10**6,
+    "cost.run_steps": 10**12,
+    "cost.engineering_hours": 1e7,
+    "cost.engineering_rate": 1e6,
+    "cost.retry_fraction": 100,
+    "cost.checkpoint_overhead": 100,
+}
+
+
+def check_number(
+    name: str,
+    value: object,
+    *,
+    integer: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+) -> float:
+    """``value`` as a finite number in range (``high`` defaults to ``HIGH[name]``), or
+    OptionError naming ``name``."""
+    high = HIGH.get(name) if high is None else high
+    kind = "a whole number" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise OptionError(f"{name} must be {kind}, got {show(value)}")
+    if integer and not isinstance(value, int):
+        raise OptionError(f"{name} must be {kind}, got {show(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise OptionError(f"{name} must be a finite number, got {value}")
+    if low is not None and (value <= low if low_open else value < low):
+        bound = f"more than {number_text(low)}" if low_open else f"at least {number_text(low)}"
+        raise OptionError(f"{name} must be {bound}, got {number_text(value)}")
+    if high is not None and value > high:
+        raise OptionError(f"{name} must be at most {number_text(high)}, got {number_text(value)}")
+    if low is None and high is not None and value < -high:  # no lower bound: a magnitude
+        raise OptionError(f"{name} must be at least {number_text(-high)}, got {number_text(value)}")
+    return value
+
+
+def number_text(value: float) -> str:
+    """A number as people write it: whole numbers in full up to 16 digits."""
+    try:
+        if float(value).is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return f"{value:g}"
+    except OverflowError:  # an int beyond any float
+        return f"{'-' if value < 0 else ''}a {int(value).bit_length()}-bit number"
+
+
+def show(value: object) -> str:
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def whole_numbers(option: str, text: str, example: str) -> list[int]:
+    """``1,8,32`` into whole numbers (ASCII digits only), each checked against its range."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not all(x.isascii() and x.isdigit() and len(x) <= 30 for x in items):
+        raise OptionError(f"{option} {show(text)} must be whole numbers, e.g. {example}")
+    return [int(check_number(option, int(x), integer=True, low=1)) for x in items]
+
+
+def parse_price(text: str) -> tuple[str, Price]:
+    """``SIDE=DOLLARS_PER_HOUR[:ACCELERATORS]`` with SIDE baseline or target."""
+    side, sep, rest = text.partition("=")
+    side = side.strip()
+    if not sep or side not in ("baseline", "target"):
+        raise OptionError(
+            f"--price {show(text)}: write baseline=DOLLARS_PER_HOUR[:ACCELERATORS] or target=..."
+        )
+    amount, _, accel = rest.partition(":")
+    try:
+        usd, count = float(amount), int(accel or "1")
+    except ValueError:
+        raise OptionError(
+            f"--price {show(text)}: the price and accelerator count must be numbers, "
+            "e.g. target=21.50:16"
+        ) from None
+    check_number("--price", usd, low=0, low_open=True)
+    check_number("--price accelerators", count, integer=True, low=1)
+    return side, Price(usd_per_hour=usd, accelerators=count)
+
+
+def parse_batch_sizes(text: str | Sequence[int]) -> tuple[int, ...]:
+    """``1,8,32`` (or a list) into sorted distinct batch sizes of at least 1."""
+    if isinstance(text, str):
+        values: Sequence[object] = whole_numbers("--batch-sizes", text, "1,8,32")
+    elif isinstance(text, Sequence):
+        values = list(text)
+    else:
+        raise OptionError(f"batch_sizes must be a list of whole numbers, got {show(text)}")
+    sizes = sorted({int(check_number("--batch-sizes", v, integer=True, low=1)) for v in values})
+    if not sizes:
+        raise OptionError("--batch-sizes needs at least one batch size, e.g. 1,8,32")
+    return tuple(sizes)
+
+
+def allowed_differences(items: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
+    """``FIELD`` or ``FIELD=reason`` items (or a mapping) into field -> reason."""
+    pairs: list[tuple[str, str]] = []
+    if isinstance(items, Mapping):
+        pairs = [(str(k), str(v)) for k, v in items.items()]
+    elif items is not None:
+        for item in strings("allow_diff", items):
+            name, _, reason = item.partition("=")
+            pairs.append((name, reason))
+    allow: dict[str, str] = {}
+    for name, reason in pairs:
+        name = name.strip()
+        if name not in FingerprintParts.names():
+            raise OptionError(
+                f"--allow-diff {show(name)} is not a fingerprint field: use one of "
+                f"{', '.join(FingerprintParts.names())}"
+            )
+        allow[name] = reason.strip().strip('"') or "allowed by the user (no reason given)"
+    return allow
+
+
+def strings(name: str, value: object) -> tuple[str, ...]:
+    """A string, a list of strings (or paths) or a mapping (``KEY=VALUE``) as strings."""
+    if value is None:
+        return ()
+    if isinstance(value, str | Path):
+        return (str(value),)
+    if isinstance(value, Mapping):
+        return tuple(
+            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in value.items()
+        )
+    if isinstance(value, Sequence) and all(isinstance(v, str | Path) for v in value):
+        return tuple(str(v) for v in value)
+    raise OptionError(f"{name} must be a list of strings, got {show(value)}")
+
+
+def flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise OptionError(f"{name} must be True or False, got {show(value)}")
+    return value
+
+
+def check_path(name: str, value: object) -> str:
+    if isinstance(value, str | os.PathLike):
+        text = os.fspath(value)
+        if isinstance(text, str) and text.strip() and "\0" not in text:
+            return text
+    raise OptionError(f"{name} must be a directory path, got {show(value)}")
+
+
+def script_argv(value: object) -> tuple[str, ...]:
+    """A script's command as a list of strings (``["python", "train.py", ...]``)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise OptionError(
+            f"script must be a list of strings such as ['python', 'train.py'], got {show(value)}"
+        )
+    argv = strings("script", value)
+    if not argv:
+        raise OptionError("script is empty: give the command, e.g. ['python', 'train.py']")
+    return argv
+
+
+def prices(value: object) -> dict[str, Price]:
+    if isinstance(value, Mapping):
+        out: dict[str, Price] = {}
+        for role, price in value.items():
+            if isinstance(price, Price):
+                out[str(role)] = price
+            else:
+                out.update([parse_price(f"{role}={price}")])
+        return out
+    return dict(parse_price(p) for p in strings("prices", value))
+
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([hms])", re.ASCII)
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """``30s``, ``10m``, ``1h``, ``1h30m``, ``1.5h`` or plain seconds, in seconds."""
+    t = text.strip().lower()
+    try:
+        seconds = float(t) if t.isascii() else math.nan
+    except ValueError:
+        pos, seconds = 0, 0.0
+        for match in _DURATION.finditer(t):
+            if match.start() != pos:
+                break
+            seconds += float(match[1]) * _UNIT_S[match[2]]
+            pos = match.end()
+        if pos != len(t) or not t:
+            raise OptionError(
+                f"--duration {show(text)} is not a duration: use e.g. 30s, 10m, 1h or 1h30m"
+            ) from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise OptionError(f"--duration {show(text)} must be more than zero, e.g. 30s")
+    return check_number("--duration", seconds, low=0, low_open=True)
+
+
+def optional_int(name: str, value: object, low: int = 1) -> int | None:
+    return None if value is None else int(check_number(name, value, integer=True, low=low))
+
+
+def typed_options(given: dict[str, Any]) -> dict[str, Any]:
+    """``CompareOptions`` keyword arguments checked for their type (their values are the
+    request's to check), strings, lists, prices and paths normalised."""
+    if isinstance(given.get("data"), os.PathLike):
+        given["data"] = os.fspath(given["data"])
+    for key in ("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"):
+        if key in given and not isinstance(given[key], str):
+            raise OptionError(f"{key} must be a string, got {show(given[key])}")
+    if "out" in given:
+        given["out"] = check_path("out", given["out"])
+    if "script" in given:
+        given["script"] = script_argv(given["script"])
+    if "hf_config" in given:
+        given["hf_config"] = strings("hf_config", given["hf_config"])
+    if "checks" in given:  # directories, also comma-separated
+        items = strings("checks", given["checks"])
+        given["checks"] = tuple(p.strip() for i in items for p in i.split(",") if p.strip())
+    if "prices" in given:
+        given["prices"] = prices(given["prices"])
+    for key in ("cost", "operational"):
+        if key in given and not isinstance(given[key], Mapping):
+            raise OptionError(f"{key} must be a mapping of names to values, got {show(given[key])}")
+    if "compliance" in given:
+        flag("compliance", given["compliance"])
+    return given
+
+
+def default_target() -> str:
+    """The accelerator PyTorch reports, or ``cpu+bf16`` on a machine without one."""
+    import torch
+
+    accel = getattr(torch, "accelerator", None)
+    if accel is not None and accel.is_available():
+        current = accel.current_accelerator()
+        if current is not None and current.type != "cpu":
+            return str(current.type)
+    return "cpu+bf16"
