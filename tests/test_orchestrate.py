@@ -1,12 +1,21 @@
-"""The orchestrator's adaptive stop on given samples (no worker processes)."""
+"""The orchestrator's adaptive stop and its budget, on given samples (no worker processes)."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
 import numpy as np
+import pytest
 
 from parity.model.side import MeasurePlan as Plan
 from parity.model.side import Stop
-from parity.orchestrate import Samples
+from parity.orchestrate import Orchestrator, Samples, Tally, adaptive_stop
 from parity.orchestrate import decide_stop as _decide
 
 
@@ -41,3 +50,69 @@ def test_fixed_repeats_and_failures_end_as_before() -> None:
     )
     failure = _decide(Plan(), _samples(1), 1, elapsed=1.0, failed=True)
     assert failure is not None and failure.reason == "failure"
+
+
+def test_a_round_that_would_not_fit_with_the_runs_after_is_not_started() -> None:
+    plan = Plan(precision=0.001, budget_s=60.0)
+    # 3 rounds took 30 s; the next would take 12 s and the compliance runs 20 s more
+    assert _decide(plan, _samples(3), 3, elapsed=30.0, failed=False, next_round_s=12.0) is None
+    stop = _decide(
+        plan, _samples(3), 3, elapsed=30.0, failed=False, next_round_s=12.0, reserve_s=20.0
+    )
+    assert stop is not None and stop.reason == "budget"
+    assert "20 s kept for the runs after" in stop.message
+
+
+def test_the_budget_wins_over_the_minimum_repeats() -> None:
+    plan = Plan(precision=0.05, budget_s=10.0, min_repeats=3)
+    stop = _decide(plan, _samples(1), 1, elapsed=8.0, failed=False, next_round_s=4.0)
+    assert stop is not None and stop.reason == "budget"
+    assert "fewer than the 3 wanted" in stop.message
+    assert _decide(plan, _samples(1), 1, elapsed=2.0, failed=False, next_round_s=4.0) is None
+
+
+class _Sleeping(Orchestrator):
+    """Runs nothing: each job sleeps ``cost`` seconds and yields noisy steady samples."""
+
+    cost = 0.1
+
+    def run(self, job: Any, path: Path, *, label: str, hook: Any = None) -> Any:
+        time.sleep(self.cost)
+        rng = np.random.default_rng(len(label) + int(time.monotonic() * 1e6) % 1000)
+        samples = list(1e-3 * np.exp(rng.normal(rng.normal(0, 0.3), 0.01, 50)))
+        return SimpleNamespace(ok=True, metrics=SimpleNamespace(steady_samples=samples))
+
+
+def test_rounds_keep_the_compliance_runs_inside_the_budget(tmp_path: Path) -> None:
+    plan = Plan(precision=0.001, budget_s=1.5)
+    orch = _Sleeping(out=tmp_path)
+    for role in ("baseline", "target"):
+        (tmp_path / role).mkdir()
+    orch.start_budget()
+    stop = orch.rounds(lambda role, k: None, plan, adaptive_stop(plan, runs_after=2))  # type: ignore[arg-type,return-value]
+    assert stop.reason == "budget", stop.message
+    assert stop.elapsed_s is not None
+    # what the rounds used leaves room for two more target runs (sleep jitter aside)
+    assert stop.elapsed_s + 2 * _Sleeping.cost <= plan.budget_s + 0.15
+    time.sleep(2 * _Sleeping.cost)  # the compliance runs
+    final = orch.finish(stop, plan)
+    assert final.spent_s is not None and final.spent_s <= plan.budget_s + 0.15
+    assert final.setup_s is not None and final.setup_s >= 0
+    side = json.loads((tmp_path / "target" / "side.json").read_text())
+    assert side["stop"]["spent_s"] == pytest.approx(final.spent_s)
+    if Path("/proc/stat").is_file():
+        assert side["stop"]["interference"]["cores"] == os.cpu_count()
+
+
+def test_the_next_round_is_costed_without_the_first_round_s_extras() -> None:
+    tally = Tally(
+        done={},
+        rounds=4,
+        elapsed_s=8.0,
+        round_s=(4.6, 1.0, 1.1, 0.9),
+        run_s={"baseline": (2.0, 0.4, 0.5, 0.4), "target": (2.6, 0.6, 0.6, 0.5)},
+    )
+    assert tally.next_round_s == pytest.approx(1.2 * 1.0)
+    assert tally.next_run_s("target") == pytest.approx(1.2 * 0.6)
+    slower = replace(tally, round_s=(*tally.round_s, 3.0))  # the machine just got busy
+    assert slower.next_round_s == 3.0

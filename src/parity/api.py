@@ -151,19 +151,38 @@ def compare(
     workload = resolve(request.workload)
     out = Path(request.out) if request.out else default_out(workload.name)
     _start(request, out, resuming)
-    template = _template(freeze(workload), request, request.measure.timeout_s)
+    plan = request.measure
+    template = _template(freeze(workload), request, plan.timeout_s)
+    reseeded = _reseeded(request) if plan.compliance else None
     with Orchestrator(out=out, progress=progress) as orch:
+        orch.start_budget(
+            template.job("baseline", request.baseline), template.job("target", request.target)
+        )
         reference = fp64_reference(orch, template, cache_root() / f"reference-v{SCHEMA_VERSION}")
-        _measure(request, orch, template)
+        _measure(request, orch, template, reseeded)
     return conclude(out, request.judge, reference=reference)
 
 
-def _measure(request: CompareRequest, orch: Orchestrator, template: JobTemplate) -> None:
-    """The rounds of both sides, then (unless a side failed) the target's compliance runs."""
+def _reseeded(request: CompareRequest) -> JobTemplate:
+    """The compliance run's workload: the same, seeded one further (frozen in set-up)."""
     from parity.workloads import resolve
     from parity.workloads.frozen import freeze
 
     assert request.workload is not None
+    spec = replace(request.workload, seed=request.workload.seed + 1)
+    return replace(
+        _template(freeze(resolve(spec)), request, request.measure.timeout_s), workload=spec
+    )
+
+
+def _measure(
+    request: CompareRequest,
+    orch: Orchestrator,
+    template: JobTemplate,
+    reseeded: JobTemplate | None,
+) -> None:
+    """The rounds of both sides, then (unless a side failed) the target's compliance runs,
+    all on the budget's clock."""
     plan = request.measure
     sides = {"baseline": request.baseline, "target": request.target}
     stop = orch.rounds(
@@ -171,12 +190,11 @@ def _measure(request: CompareRequest, orch: Orchestrator, template: JobTemplate)
             role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun
         ),
         plan,
-        adaptive_stop(plan),
+        adaptive_stop(plan, runs_after=2 if reseeded is not None else 0),
     )
-    if plan.compliance and stop.reason != "failure":
-        reseeded_spec = replace(request.workload, seed=request.workload.seed + 1)
-        reseeded = _template(freeze(resolve(reseeded_spec)), request, plan.timeout_s)
-        compliance_runs(orch, request.target, replace(reseeded, workload=reseeded_spec), template)
+    if reseeded is not None and stop.reason != "failure":
+        compliance_runs(orch, request.target, reseeded, template)
+    orch.finish(stop, plan)
 
 
 def _compare_script(
@@ -190,13 +208,14 @@ def _compare_script(
     _start(request, out, resuming)
     sides = {"baseline": request.baseline, "target": request.target}
     with Orchestrator(out=out, progress=progress) as orch:
-        orch.rounds(
+        stop = orch.rounds(
             lambda role, k: template.job(
                 role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
             ),
             plan,
             adaptive_stop(plan),
         )
+        orch.finish(stop, plan)
     return conclude(out, request.judge, reference=None)
 
 

@@ -9,8 +9,13 @@ share:
   hidden temporary one is removed);
 - running a job into a bundle (``runner.launch.run_job``), relaying its events to the
   progress sink;
+- the time budget: its clock starts after set-up (``start_budget``: the workload frozen,
+  the zygote started) and runs through the fp64 reference, the rounds and the compliance
+  runs; ``finish`` records what it paid for and what other processes took of the machine
+  meanwhile (``runner.cpu``);
 - interleaving: rounds of one process per side in ABBA order, with adaptive stopping on
-  the speed interval, the time budget or a repeat cap (``rounds``);
+  the speed interval, the time budget or a repeat cap (``rounds``); a round that would
+  not fit in the budget, with the runs after the rounds, is not started;
 - independent parts at the same time where they share no device (``parallel``).
 
 What to do with the bundles (judging, reports, the index) is the API's: the scheduler
@@ -37,9 +42,10 @@ from parity.bundle import (
 )
 from parity.errors import BundleError, OptionError
 from parity.model.job import Event, Job, Mode
-from parity.model.side import MeasurePlan, SideFile, Stop
+from parity.model.side import Interference, MeasurePlan, SideFile, Stop
 from parity.model.verdict import ROLES, Role
 from parity.model.workload import FingerprintParts, WorkloadDescription
+from parity.runner.cpu import CpuWatch
 from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
 
@@ -111,6 +117,47 @@ class Part:
     hook: EventHook | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Tally:
+    """Where the rounds stand after one: each side's bundles and what the rounds cost."""
+
+    done: dict[Role, list[Bundle]]
+    rounds: int
+    #: seconds on the budget's clock
+    elapsed_s: float
+    #: wall seconds of each round, and of each side's runs, in order
+    round_s: tuple[float, ...]
+    run_s: dict[Role, tuple[float, ...]]
+
+    @property
+    def next_round_s(self) -> float:
+        """What another round will cost: the typical round, or the last if it was dearer
+        (the machine just got slower)."""
+        return _next_cost(self.round_s)
+
+    def next_run_s(self, role: Role) -> float:
+        """What another run of ``role`` without the first repeat's extras will cost."""
+        return _next_cost(self.run_s[role])
+
+
+#: margin on the typical cost of what is still to run
+COST_MARGIN = 1.2
+
+
+def _next_cost(costs: tuple[float, ...]) -> float:
+    """The median cost after the first (which also captures numerics and scans ops) with
+    a margin, or the last cost if higher."""
+    import statistics
+
+    if not costs:
+        return 0.0
+    later = costs[1:] or costs
+    return max(COST_MARGIN * statistics.median(later), costs[-1])
+
+
+Decide = Callable[[Tally], Stop | None]
+
+
 @dataclass
 class Orchestrator:
     """Runs jobs into bundles under one output directory; its launcher's zygote (forked
@@ -120,6 +167,23 @@ class Orchestrator:
     progress: ProgressSink | None = None
     started: float = field(default_factory=time.monotonic)
     launcher: Launcher = field(default_factory=Launcher)
+    #: when the budget's clock started (None: with the rounds)
+    clock: float | None = None
+    setup_s: float | None = None
+    watch: CpuWatch | None = None
+
+    def start_budget(self, *first: Job) -> None:
+        """Set-up is over: start the zygote the ``first`` jobs will fork from (if one
+        forks), then the budget's clock and the watch on the machine's CPU."""
+        for job in first:
+            self.launcher.prepare(job)
+        self.clock = time.monotonic()
+        self.setup_s = self.clock - self.started
+        self.watch = CpuWatch(extra=self.launcher.cpu_s)
+
+    def elapsed_s(self) -> float:
+        """Seconds on the budget's clock (0 before it started)."""
+        return 0.0 if self.clock is None else time.monotonic() - self.clock
 
     def __enter__(self) -> Orchestrator:
         return self
@@ -166,32 +230,51 @@ class Orchestrator:
             )
 
     def rounds(
-        self,
-        make_job: Callable[[Role, int], Job],
-        plan: MeasurePlan,
-        decide: Callable[[dict[Role, list[Bundle]], int, float], Stop | None],
+        self, make_job: Callable[[Role, int], Job], plan: MeasurePlan, decide: Decide
     ) -> Stop:
         """Rounds of one process per side, ABBA, until ``decide`` says stop (or, with
-        ``plan.repeats``, that many rounds); ``side.json`` records how it ended."""
+        ``plan.repeats``, that many rounds). ``finish`` records the end."""
         from parity.stats import interleaved_order
 
-        start = time.monotonic()
+        if self.clock is None:
+            self.start_budget()
         rounds = plan.repeats if plan.repeats is not None else plan.max_repeats
         order: list[tuple[Role, int]] = interleaved_order(rounds, ROLES)  # type: ignore[assignment]
         done: dict[Role, list[Bundle]] = {role: [] for role in ROLES}
+        run_s: dict[Role, list[float]] = {role: [] for role in ROLES}
+        round_s: list[float] = []
         stop: Stop | None = None
         ran: list[str] = []
         for i in range(0, len(order), len(ROLES)):
+            round_start = time.monotonic()
             for role, k in order[i : i + len(ROLES)]:
                 label = f"{role} {repeat_name(k)}"
+                run_start = time.monotonic()
                 bundle = self.run(make_job(role, k), self.out / role / repeat_name(k), label=label)
+                run_s[role].append(time.monotonic() - run_start)
                 done[role].append(bundle)
                 ran.append(label)
-            stop = decide(done, i // len(ROLES) + 1, time.monotonic() - start)
+            round_s.append(time.monotonic() - round_start)
+            tally = Tally(
+                done=done,
+                rounds=i // len(ROLES) + 1,
+                elapsed_s=self.elapsed_s(),
+                round_s=tuple(round_s),
+                run_s={role: tuple(costs) for role, costs in run_s.items()},
+            )
+            stop = decide(tally)
             if stop is not None:
                 break
         assert stop is not None, "decide must stop at the last round"
-        stop = replace(stop, elapsed_s=time.monotonic() - start, order=tuple(ran))
+        return replace(stop, elapsed_s=self.elapsed_s(), order=tuple(ran))
+
+    def finish(self, stop: Stop, plan: MeasurePlan) -> Stop:
+        """Measuring is over: what the budget paid for and what interference took of it,
+        into each side's ``side.json``."""
+        interference: Interference | None = self.watch.finish() if self.watch else None
+        stop = replace(
+            stop, spent_s=self.elapsed_s(), setup_s=self.setup_s, interference=interference
+        )
         for role in ROLES:
             write_doc(self.out / role / SIDE_FILE, SideFile(stop=stop, plan=plan))
         return stop
@@ -206,10 +289,18 @@ Samples = dict[Role, list[list[float]]]
 
 
 def decide_stop(
-    plan: MeasurePlan, samples: Samples, rounds: int, elapsed: float, failed: bool
+    plan: MeasurePlan,
+    samples: Samples,
+    rounds: int,
+    elapsed: float,
+    failed: bool,
+    *,
+    next_round_s: float | None = None,
+    reserve_s: float = 0.0,
 ) -> Stop | None:
     """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
-    are each side's steady step times, one list per process."""
+    are each side's steady step times, one list per process; another round costs
+    ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds."""
     from parity.stats import Processes, ratio_ci, should_stop
 
     if failed:
@@ -221,7 +312,7 @@ def decide_stop(
         if rounds >= plan.repeats:
             return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, as asked")
         return None
-    if rounds < plan.min_repeats:
+    if rounds < plan.min_repeats and elapsed + (next_round_s or 0.0) + reserve_s <= plan.budget_s:
         return None
     usable = {role: [s for s in runs if s] for role, runs in samples.items()}
     if not all(usable.values()):
@@ -241,22 +332,32 @@ def decide_stop(
         repeats=rounds,
         min_repeats=plan.min_repeats,
         max_repeats=plan.max_repeats,
+        next_repeat_s=next_round_s,
+        reserve_s=reserve_s,
     )
     return None if decision is None else Stop(reason=decision.reason, message=decision.message)
 
 
-def adaptive_stop(
-    plan: MeasurePlan,
-) -> Callable[[dict[Role, list[Bundle]], int, float], Stop | None]:
-    """The stopping rule of a comparison's rounds on its bundles (see ``decide_stop``)."""
+def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
+    """The stopping rule of a comparison's rounds on its bundles (see ``decide_stop``):
+    the next round is costed as ``Tally.next_round_s`` says, and ``runs_after`` target
+    runs (the compliance runs) are kept out of the budget at ``Tally.next_run_s`` each."""
 
-    def decide(done: dict[Role, list[Bundle]], rounds: int, elapsed: float) -> Stop | None:
-        failed = any(not b.ok for bundles in done.values() for b in bundles)
+    def decide(tally: Tally) -> Stop | None:
+        failed = any(not b.ok for bundles in tally.done.values() for b in bundles)
         samples: Samples = {
             role: [list(b.metrics.steady_samples) for b in bundles if b.metrics]
-            for role, bundles in done.items()
+            for role, bundles in tally.done.items()
         }
-        return decide_stop(plan, samples, rounds, elapsed, failed)
+        return decide_stop(
+            plan,
+            samples,
+            tally.rounds,
+            tally.elapsed_s,
+            failed,
+            next_round_s=tally.next_round_s,
+            reserve_s=runs_after * tally.next_run_s("target"),
+        )
 
     return decide
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from parity.model.side import Interference, Stop
 from parity.model.verdict import ComplianceCheck
 from parity.report.figures import cost, memory, phases, speed
 from parity.report.parts import Sentence, Table
@@ -45,3 +46,22 @@ def test_memory_and_phases_rows() -> None:
     steady = ph.parts[0].rows[-1].cells  # type: ignore[union-attr]
     assert steady[0] == "steady state" and steady[1].endswith("(39 steps)")
     assert memory(replace(v, memory=None)) is None
+
+
+def test_what_the_budget_paid_for_and_a_busy_machine_are_said() -> None:
+    v = golden("passes")
+    assert v.speed is not None
+    busy = Interference(share=0.4, other_cpu_s=40.0, cores=2, wall_s=50.0)
+    stop = Stop(reason="budget", message="m", spent_s=50.0, setup_s=2.5, interference=busy)
+    texts = [p.text for p in speed(replace(v, speed=replace(v.speed, stop=stop))).parts]
+    assert (
+        "measuring took 50.0 s after 2.5 s of set-up (the fp64 reference, the rounds and the "
+        "compliance runs)" in texts
+    )
+    assert (
+        "other processes used 40% of the machine's 2 cores while it measured (about 20 s of "
+        "the 50 s): the interval is wider for it; rerun on a quiet machine" in texts
+    )
+    quiet = replace(stop, interference=replace(busy, share=0.02))
+    texts = [p.text for p in speed(replace(v, speed=replace(v.speed, stop=quiet))).parts]
+    assert not any("other processes" in t for t in texts)

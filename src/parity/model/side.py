@@ -37,14 +37,39 @@ class MeasurePlan:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Interference:
+    """What other processes took of the machine while a comparison measured."""
+
+    #: their share of all cores' time over the measuring (0: a quiet machine)
+    share: float
+    #: their CPU seconds, all cores together
+    other_cpu_s: float
+    cores: int
+    wall_s: float
+
+    @property
+    def lost_s(self) -> float:
+        """Wall seconds of the measuring their share amounts to."""
+        return self.share * self.wall_s
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Stop:
-    """Why measuring stopped (precision, budget, repeat cap, repeats asked, a failure)."""
+    """Why measuring stopped (precision, budget, repeat cap, repeats asked, a failure),
+    and what the time budget paid for."""
 
     reason: str
     message: str
+    #: seconds on the budget's clock when the rounds ended (the fp64 reference included)
     elapsed_s: float | None = None
     #: the run order, e.g. ``baseline r00``, ``target r00``, ``target r01``, ...
     order: tuple[str, ...] = ()
+    #: seconds on the budget's clock when measuring ended (compliance runs included)
+    spent_s: float | None = None
+    #: set-up before the budget's clock started: freezing the workload, the zygote's start
+    setup_s: float | None = None
+    #: other processes' share of the machine while measuring (None: unknown here)
+    interference: Interference | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from parity.model.metrics import Generation, Inference, MemoryPhase, Percentiles, Phases
+from parity.model.side import Stop
 from parity.model.verdict import ByRole, Cost, SideCost, SideInfo, Speed, Verdict
 from parity.report import fmt
 from parity.report.parts import ColumnKind, Part, Row, Section, Sentence, Table, table
@@ -78,6 +79,7 @@ def _ratio(s: Speed) -> list[Part]:
     ]
     if s.stop is not None:
         parts.append(Sentence(text=f"measuring ended: {s.stop.message}", tone="muted"))
+        parts.extend(_budget(s.stop))
     if s.note:
         parts.append(Sentence(text=s.note, tone="warn", brief=True))
     if not s.reliable:
@@ -86,6 +88,36 @@ def _ratio(s: Speed) -> list[Part]:
                 text="the speed claim is unreliable: "
                 f"{', '.join(s.unreliable_because)} failed; rerun on an idle machine",
                 tone="bad",
+                brief=True,
+            )
+        )
+    return parts
+
+
+#: other processes' share of the machine above which the report warns
+BUSY_SHARE = 0.10
+
+
+def _budget(stop: Stop) -> list[Part]:
+    """What the budget paid for, and what other processes took of the machine meanwhile."""
+    parts: list[Part] = []
+    if stop.spent_s is not None:
+        setup = f" after {stop.setup_s:.1f} s of set-up" if stop.setup_s is not None else ""
+        parts.append(
+            Sentence(
+                text=f"measuring took {stop.spent_s:.1f} s{setup} (the fp64 reference, the "
+                "rounds and the compliance runs)",
+                tone="muted",
+            )
+        )
+    busy = stop.interference
+    if busy is not None and busy.share >= BUSY_SHARE:
+        parts.append(
+            Sentence(
+                text=f"other processes used {busy.share:.0%} of the machine's "
+                f"{busy.cores} cores while it measured (about {busy.lost_s:.0f} s of the "
+                f"{busy.wall_s:.0f} s): the interval is wider for it; rerun on a quiet machine",
+                tone="warn",
                 brief=True,
             )
         )

@@ -50,11 +50,13 @@ from parity.model.codec import decode, loads
 from parity.model.job import ERROR_FILE, EVENTS_FILE, JOB_FILE, Event, Job, WorkerError
 from parity.model.manifest import Manifest
 from parity.model.workload import WorkloadRef
+from parity.runner.cpu import process_cpu_s
 from parity.runner.zygote import Zygote, ZygoteError
 
 EventHandler = Callable[[Event], None]
 STDERR_TAIL_LINES = 25
-POLL_S = 0.05
+#: how often a running worker's events are relayed (its end is noticed at once)
+POLL_S = 0.1
 #: what a failed bundle does not keep: figures of a run that did not finish
 PARTIAL = (METRICS, OUTPUTS, OUTPUT_TENSORS)
 
@@ -105,11 +107,14 @@ FORK_SAFE = frozenset({"cpu", "cuda"})
 
 
 class Worker(Protocol):
-    """A started worker: ``poll`` gives its exit status (-N: signal N) once it ended."""
+    """A started worker: ``poll`` gives its exit status (-N: signal N) once it ended,
+    ``wait`` the same as soon as it ends within ``timeout_s``."""
 
     pid: int
 
     def poll(self) -> int | None: ...
+
+    def wait(self, timeout_s: float) -> int | None: ...
 
     def stop(self) -> int: ...
 
@@ -122,6 +127,12 @@ class Spawned:
 
     def poll(self) -> int | None:
         return self.proc.poll()
+
+    def wait(self, timeout_s: float) -> int | None:
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
 
     def stop(self) -> int:
         """SIGTERM the worker's process group, then SIGKILL what is left."""
@@ -143,6 +154,9 @@ class Forked:
 
     def poll(self) -> int | None:
         return self.zygote.poll(self.pid)
+
+    def wait(self, timeout_s: float) -> int | None:
+        return self.zygote.wait(self.pid, timeout_s)
 
     def stop(self) -> int:
         for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
@@ -209,6 +223,12 @@ class Launcher:
             )
         return Spawned(proc)
 
+    def cpu_s(self) -> float:
+        """CPU seconds of the zygote and the workers it forked and reaped (spawned workers
+        count in this process's ``RUSAGE_CHILDREN``)."""
+        zygote = self.zygote
+        return process_cpu_s(zygote.proc.pid) if zygote is not None and zygote.alive else 0.0
+
     def close(self) -> None:
         if self.zygote is not None:
             self.zygote.close()
@@ -253,12 +273,11 @@ def _watch(
     deadline = time.monotonic() + job.timeout_s
     last_phase = "start"
     try:
-        while (rc := worker.poll()) is None:
+        while (rc := worker.wait(min(POLL_S, max(0.0, deadline - time.monotonic())))) is None:
             last_phase = _relay(tail.poll(), on_event, last_phase)
             if time.monotonic() > deadline:
                 rc = worker.stop()
                 return rc, True, _relay(tail.poll(), on_event, last_phase)
-            time.sleep(POLL_S)
     except BaseException:
         worker.stop()
         raise

@@ -17,9 +17,11 @@ The parent talks to the zygote over its stdin and stdout, one JSON object per li
                        {"pid": PID}     for each start, in order
                        {"exit": PID, "status": CODE}   when a child ends (-N: signal N)
 
-The zygote is single-threaded (it forks), reaps its children itself and, when its stdin
-closes (the parent ended), kills them and exits. Devices that cannot be initialised in a
-forked process, and torchrun jobs, are spawned as before (``runner.launch`` decides).
+The zygote is single-threaded (it forks), reaps its children itself as soon as they end
+(``SIGCHLD`` wakes its ``select``, so the parent hears of an exit at once, not at the next
+poll) and, when its stdin closes (the parent ended), kills them and exits. Devices that
+cannot be initialised in a forked process, and torchrun jobs, are spawned as before
+(``runner.launch`` decides).
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ PRELOAD = (
     "parity.workloads.registry",
     "parity.devices.registry",
 )
-POLL_S = 0.05
+#: the zygote's select timeout, a safety net only (``SIGCHLD`` wakes it when a child ends)
+POLL_S = 1.0
 
 
 # -- the zygote process ----------------------------------------------------------------------
@@ -65,10 +68,14 @@ def _die_with_parent() -> None:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _child(request: dict[str, object]) -> None:
+def _child(request: dict[str, object], wakeup: tuple[int, int]) -> None:
     """In the forked child: a session of its own, the logs, then the worker; never returns."""
     code = 70
     try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in wakeup:
+            os.close(fd)
         os.setsid()
         _die_with_parent()
         for fd, key in ((1, "stdout"), (2, "stderr")):
@@ -133,14 +140,22 @@ def serve() -> None:
     from parity.probes.environment import pip_freeze_digest
 
     pip_freeze_digest()  # cached: the installed packages do not change under a comparison
+    wakeup = os.pipe()
+    for fd in wakeup:
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wakeup[1])
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the fd is written
     _say({"ready": True})
     children: set[int] = set()
     stdin = sys.stdin.buffer
     pending = b""
     while True:
-        ready, _, _ = select.select([stdin], [], [], POLL_S)
+        ready, _, _ = select.select([stdin, wakeup[0]], [], [], POLL_S)
+        if wakeup[0] in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wakeup[0], 4096)
         _reap(children)
-        if not ready:
+        if stdin not in ready:
             continue
         chunk = os.read(stdin.fileno(), 65536)
         if not chunk:
@@ -151,7 +166,7 @@ def serve() -> None:
             request = json.loads(line)
             pid = os.fork()
             if pid == 0:
-                _child(request)
+                _child(request, wakeup)
             children.add(pid)
             _say({"pid": pid})
     for pid in children:
@@ -255,12 +270,16 @@ class Zygote:
         return None
 
     def wait(self, pid: int, timeout_s: float) -> int | None:
+        """The child's exit status once it ends, or None after ``timeout_s``; woken by the
+        zygote's message, not by polling."""
         deadline = time.monotonic() + timeout_s
-        while (status := self.poll(pid)) is None:
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(POLL_S)
-        return status
+        with self.changed:
+            while pid not in self.exits and self.proc.poll() is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.changed.wait(min(left, 1.0))  # 1 s: the zygote itself may die
+        return self.poll(pid)
 
     def close(self) -> None:
         if self.proc.stdin is not None:

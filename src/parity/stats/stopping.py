@@ -30,15 +30,19 @@ def should_stop(
     repeats: int,
     min_repeats: int = 2,
     max_repeats: int = 30,
+    next_repeat_s: float | None = None,
+    reserve_s: float = 0.0,
 ) -> StopDecision | None:
     """Decide after each repeat (per side) whether to stop measuring; None: keep going.
 
     Checked in order: ``"precision"`` when at least ``min_repeats`` repeats gave an
     interval that is not provisional (see :data:`MIN_PROCESSES`) and whose half width is
     at most ``precision`` of the ratio; ``"max_repeats"`` at
-    ``max_repeats``; ``"budget"`` when another repeat, at the mean cost so far
-    (``elapsed_s / repeats``), would overrun ``budget_s``. The budget wins over
-    ``min_repeats``: it is a hard limit.
+    ``max_repeats``; ``"budget"`` when another repeat would overrun ``budget_s`` with
+    ``reserve_s`` still to spend after the repeats (e.g. compliance runs). A repeat costs
+    ``next_repeat_s`` where the caller knows it (the slowest round so far), else the
+    mean so far (``elapsed_s / repeats``). The budget wins over ``min_repeats``: it is a
+    hard limit.
     """
     if not precision > 0:
         raise ValueError(f"precision must be greater than 0 (got {precision}).")
@@ -63,19 +67,22 @@ def should_stop(
                 "allows; accept a coarser precision or quiet the machine"
             ),
         )
-    per_repeat = elapsed_s / repeats if repeats > 0 else 0.0
-    if elapsed_s + per_repeat > budget_s:
+    if next_repeat_s is None:
+        next_repeat_s = elapsed_s / repeats if repeats > 0 else 0.0
+    if elapsed_s + next_repeat_s + reserve_s > budget_s:
         short = "" if repeats >= min_repeats else f" (fewer than the {min_repeats} wanted)"
         if ci.provisional:
             short += (
                 f" (provisional: fewer than {MIN_PROCESSES} processes per side leave their "
                 "spread unknown)"
             )
+        kept = f", {reserve_s:.0f} s kept for the runs after" if reserve_s >= 0.5 else ""
         return StopDecision(
             reason="budget",
             message=(
-                f"time budget spent ({elapsed_s:.0f} s of {budget_s:.0f} s, another repeat "
-                f"would not fit) with {got}{short}; raise the budget for a tighter interval"
+                f"time budget spent ({elapsed_s:.0f} s of {budget_s:.0f} s{kept}, another "
+                f"repeat would not fit) with {got}{short}; raise the budget for a tighter "
+                "interval"
             ),
         )
     return None
