@@ -1,145 +1,150 @@
-"""Time to a speed verdict: parity's adaptive protocol against a fixed one-process protocol.
+"""Time to a +-2% speed interval: spawned repeats (the launcher before issue 16) against
+repeats forked from the zygote, same workload, interleaved.
 
-Workload ``mlp-train`` (tiny), baseline ``cpu``, target ``cpu+threads=1``.
+Workload ``mlp-train`` (tiny), baseline ``cpu``, target ``cpu+threads=1``; both protocols
+are ``api.compare`` with parity's defaults except ``precision=0.02`` and a budget large
+enough to reach it (``--budget``, default 600 s): rounds of one fresh process per side
+(ABBA) until the 95% interval of the time ratio (Welch t on log per-process medians, the
+interval whose coverage ``coverage.py`` measures) is within +-2%, then the target's two
+compliance runs. The only difference is how each repeat's process starts:
 
-- adaptive (parity): ``api.compare`` with ``Plan(precision=0.02, budget_s=BUDGET)``: fresh
-  processes per side in ABBA rounds until the 95% interval of the time ratio is within
-  +-2% or the budget is spent.
-- fixed (like optimum-benchmark's default: 10 iterations of warm-up, then 10 s of
-  measurement, one process per side): ``api.compare`` with ``Plan(repeats=1)`` and a step
-  count of 10 + 10 s / step time, the step time taken from a short calibration compare.
-  With one process per side its interval knows nothing of process-to-process variation.
+- spawn: a new interpreter per repeat, which imports torch first (``PARITY_LAUNCHER=spawn``);
+- fork: forked from the comparison's zygote, which imported torch once (the default).
 
-Compliance runs are off in both (they time the target again and are not part of the
-question). Wall times are of the whole ``api.compare`` call (freezing, process starts,
-measuring, judging).
+The comparisons run in the order spawn, fork, fork, spawn, ... (``--pairs``), so drift in
+the machine's load hits both alike. Each one's wall time is of the whole call (freezing,
+the zygote's start, the fp64 reference, measuring, judging, the report). Figure: median
+fork wall over median spawn wall, counted only where both stopped on precision.
 
-    python benchmarks/time_to_verdict.py [--quick] [--budget S] [--measure S] [--keep DIR]
+    .venv/bin/python benchmarks/time_to_verdict.py [--quick] [--pairs N] [--budget S] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import os
+import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from _common import load_line, table
 
-from parity.api import CompareResult, compare
-from parity.runner.measure import Plan
-from parity.spec import WorkloadSpec
+from parity.api import compare
+from parity.request import CompareRequest
 
 WORKLOAD = "mlp-train"
 BASELINE = "cpu"
 TARGET = "cpu+threads=1"
 PRECISION = 0.02
-FIXED_WARMUP_STEPS = 10
+TARGET_RATIO = 0.5
 
 
-def timed_compare(out: Path, plan: Plan, steps: int | None = None) -> tuple[CompareResult, float]:
+@dataclass
+class Outcome:
+    launcher: str
+    wall_s: float
+    processes: int
+    half_width: float
+    ratio: float
+    stop: str
+    busy: float | None
+    precision: float
+
+    @property
+    def reached(self) -> bool:
+        return self.stop == "precision" and self.half_width <= self.precision
+
+
+def one(launcher: str, out: Path, precision: float, budget: float) -> Outcome:
+    os.environ["PARITY_LAUNCHER"] = launcher
+    request = CompareRequest.from_kwargs(
+        workload=WORKLOAD,
+        baseline=BASELINE,
+        target=TARGET,
+        precision=precision,
+        budget_s=budget,
+        out=str(out),
+    )
     t0 = time.perf_counter()
-    result = compare(WorkloadSpec(name=WORKLOAD, steps=steps), BASELINE, TARGET, out=out, plan=plan)
-    return result, time.perf_counter() - t0
-
-
-def speed_of(result: CompareResult) -> dict[str, Any]:
+    result = compare(request)
+    wall = time.perf_counter() - t0
     speed = result.verdict.speed
-    if speed is None:
-        raise SystemExit(f"no speed section in {result.out / 'verdict.json'}: a side failed")
-    return speed
-
-
-def steps_seconds(result: CompareResult) -> str:
-    """Seconds of timed steps per side, summed over its processes (baseline / target)."""
-    got = [
-        sum(sum(b.metrics["step_samples_s"]) for b in side.ok)
-        for side in (result.baseline, result.target)
-    ]
-    return f"{got[0]:.1f} / {got[1]:.1f}"
+    if speed is None or speed.stop is None:
+        raise SystemExit(f"no speed verdict in {out / 'verdict.json'}: a side failed")
+    busy = speed.stop.interference.share if speed.stop.interference else None
+    return Outcome(
+        launcher=launcher,
+        wall_s=wall,
+        processes=speed.repeats.target,
+        half_width=speed.interval.half_width_rel,
+        ratio=speed.ratio,
+        stop=speed.stop.reason,
+        busy=busy,
+        precision=precision,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short smoke run")
-    parser.add_argument("--budget", type=float, help="adaptive budget_s (default 120, quick 20)")
-    parser.add_argument(
-        "--measure", type=float, help="fixed protocol's seconds of steps (default 10, quick 2)"
-    )
-    parser.add_argument("--keep", type=Path, help="keep the bundles under this new directory")
+    parser.add_argument("--quick", action="store_true", help="±5%% and one pair: a smoke run")
+    parser.add_argument("--pairs", type=int, help="spawn/fork pairs (default 2, quick 1)")
+    parser.add_argument("--budget", type=float, default=600.0, help="budget_s of each compare")
+    parser.add_argument("--keep", type=Path, help="keep the comparisons under this new directory")
     args = parser.parse_args()
-    budget = args.budget or (20.0 if args.quick else 120.0)
-    measure_s = args.measure or (2.0 if args.quick else 10.0)
-
+    pairs = args.pairs or (1 if args.quick else 2)
+    precision = 0.05 if args.quick else PRECISION
     print(f"time_to_verdict: {time.strftime('%Y-%m-%d %H:%M:%S')}, {load_line()}")
-    print(f"{WORKLOAD}: baseline {BASELINE}, target {TARGET}")
+    print(f"{WORKLOAD}: baseline {BASELINE}, target {TARGET}, precision ±{precision:.0%}")
+    outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="parity-ttv-") as tmp:
         root = args.keep or Path(tmp)
-
-        calib, calib_s = timed_compare(root / "calibrate", Plan(repeats=1, compliance=False))
-        cs = speed_of(calib)
-        step_s = (cs["baseline_median_s"] + cs["target_median_s"]) / 2
-        steps = FIXED_WARMUP_STEPS + math.ceil(measure_s / step_s)
-        print(
-            f"calibration ({calib_s:.1f} s, default steps): median step "
-            f"{cs['baseline_median_s'] * 1e3:.3f} ms ({BASELINE}), "
-            f"{cs['target_median_s'] * 1e3:.3f} ms ({TARGET}) -> fixed protocol runs "
-            f"{FIXED_WARMUP_STEPS} + {steps - FIXED_WARMUP_STEPS} = {steps} steps per side"
+        for p in range(pairs):
+            order = ("spawn", "fork") if p % 2 == 0 else ("fork", "spawn")
+            for launcher in order:
+                out = root / f"{p}-{launcher}"
+                outcomes.append(one(launcher, out, precision, args.budget))
+                o = outcomes[-1]
+                print(f"  {launcher}: {o.wall_s:.1f} s, ±{o.half_width:.2%}, stop {o.stop}")
+    os.environ.pop("PARITY_LAUNCHER", None)
+    rows = [
+        (
+            o.launcher,
+            f"{o.wall_s:.1f}",
+            o.processes,
+            f"{o.ratio:.4f}",
+            f"±{o.half_width:.2%}",
+            o.stop,
+            "-" if o.busy is None else f"{o.busy:.0%}",
         )
-
-        adaptive, adaptive_s = timed_compare(
-            root / "adaptive", Plan(precision=PRECISION, budget_s=budget, compliance=False)
-        )
-        fixed, fixed_s = timed_compare(
-            root / "fixed", Plan(repeats=1, compliance=False), steps=steps
-        )
-        a, f = speed_of(adaptive), speed_of(fixed)
-
-    rows = []
-    for name, speed, wall, result in (
-        ("adaptive (parity)", a, adaptive_s, adaptive),
-        (f"fixed ({measure_s:g} s + {FIXED_WARMUP_STEPS} it)", f, fixed_s, fixed),
-    ):
-        interval = speed["interval"]
-        rows.append(
-            (
-                name,
-                f"{speed['repeats']['baseline']}",
-                f"{wall:.1f}",
-                steps_seconds(result),
-                f"{speed['ratio']:.4f}",
-                f"[{interval['low']:.4f}, {interval['high']:.4f}]",
-                f"±{interval['half_width_rel']:.2%}",
-                (speed["stop"] or {}).get("reason", "-"),
-            )
-        )
+        for o in outcomes
+    ]
     print(
         table(
-            (
-                "protocol",
-                "procs/side",
-                "wall s",
-                "steps s b/t",
-                "ratio t/b",
-                "95% interval",
-                "half-width",
-                "stop",
-            ),
+            ("launcher", "wall s", "procs/side", "ratio t/b", "half-width", "stop", "busy"),
             rows,
         )
     )
-    print(f"adaptive: {(a['stop'] or {}).get('message', '-')}")
-    print(f"fixed: {f['note'] or 'more than one process per side'}")
+    print("busy: other processes' share of the machine while it measured (side.json)")
     print(f"after: {load_line()}")
-
-    half = a["interval"]["half_width_rel"]
-    reached = (a["stop"] or {}).get("reason") == "precision" and half <= PRECISION
-    verdict = "PASS" if reached else "FAIL"
+    walls = {
+        name: [o.wall_s for o in outcomes if o.launcher == name and o.reached]
+        for name in ("spawn", "fork")
+    }
+    if not walls["spawn"] or not walls["fork"]:
+        missing = [name for name, w in walls.items() if not w]
+        print(
+            f"RESULT: time_to_verdict: {', '.join(missing)} never reached ±{precision:.0%} "
+            f"(target fork/spawn <= {TARGET_RATIO}) FAIL"
+        )
+        return
+    spawn, fork = statistics.median(walls["spawn"]), statistics.median(walls["fork"])
+    ratio = fork / spawn
+    verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
     print(
-        f"RESULT: time_to_verdict ±{half:.2%}@{adaptive_s:.1f}s "
-        f"(target half-width <= {PRECISION:.0%}) {verdict}"
+        f"RESULT: time_to_verdict fork/spawn {ratio:.3f} ({fork:.1f} s vs {spawn:.1f} s to "
+        f"±{precision:.0%}) (target <= {TARGET_RATIO}) {verdict}"
     )
 
 
