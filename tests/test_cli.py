@@ -363,3 +363,47 @@ def test_every_line_of_the_readme_tour_parses(
     else:
         assert shown.exit_code in (0, 1), (args, shown.stderr)
         assert "internal error" not in shown.stderr
+
+
+# -- --mlflow [URI] ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "uri"),
+    [
+        (("compare", "mlp-train", "--mlflow"), None),  # alone, last
+        (("compare", "--mlflow", "mlp-train"), None),  # a workload is not a URI
+        (("compare", "--mlflow", "--target", "cpu", "mlp-train"), None),
+        (("compare", "mlp-train", "--mlflow", "http://127.0.0.1:5000"), "http://127.0.0.1:5000"),
+        (("compare", "mlp-train", "--mlflow=sqlite:///m.db"), "sqlite:///m.db"),
+        (("compare", "--mlflow", "file:./mlruns", "mlp-train"), "file:./mlruns"),
+    ],
+)
+def test_mlflow_takes_an_optional_tracking_uri(
+    calls: Calls, args: tuple[str, ...], uri: str | None
+) -> None:
+    request = requested(calls, "compare", *args)
+    assert request.workload.name == "mlp-train"
+    assert request.mlflow is not None and request.mlflow.tracking_uri == uri
+    assert request.mlflow.experiment == "parity"
+    named = requested(calls, "compare", *args, "--mlflow-experiment", "migration")
+    assert named.mlflow.experiment == "migration"
+    assert requested(calls, "compare", "compare", "mlp-train").mlflow is None
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--mlflow", "https://me:token@host:5000"), "MLFLOW_TRACKING_PASSWORD"),
+        (("--mlflow", "ftp://host/x"), "is not a tracking URI"),
+        (("--mlflow-experiment", "x"), "needs --mlflow"),
+        (("--mlflow", "--mlflow-experiment", ""), "1 to 500 characters"),
+    ],
+)
+def test_bad_mlflow_options_are_one_line_exit_2(
+    calls: Calls, args: tuple[str, ...], says: str
+) -> None:
+    result = invoke("compare", "mlp-train", *args)
+    assert result.exit_code == 2, result.stderr
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not calls.made

@@ -38,6 +38,31 @@ def test_options_given_beside_a_plan_replace_its_values(tmp_path: Path) -> None:
     assert str(request.target) == "cpu+fp16" and str(request.baseline) == "cpu"
 
 
+#: the template's commented-out [mlflow] table
+MLFLOW_BLOCK = TEMPLATE[TEMPLATE.index("# [mlflow]") : TEMPLATE.index("\n\n[operational]")]
+URI = "http://127.0.0.1:5000"
+
+
+@pytest.mark.parametrize(
+    ("table", "uri", "experiment"),
+    [
+        ("[mlflow]\n", None, "parity"),
+        ('[mlflow]\ntracking_uri = ""\n', None, "parity"),
+        (f'[mlflow]\ntracking_uri = "{URI}"\nexperiment = "m"\n', URI, "m"),
+    ],
+)
+def test_a_plan_s_mlflow_table_logs_the_comparison(
+    tmp_path: Path, table: str, uri: str | None, experiment: str
+) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(edit(MLFLOW_BLOCK, table))
+    request = CompareRequest.from_plan(path)
+    assert request.mlflow is not None
+    assert (request.mlflow.tracking_uri, request.mlflow.experiment) == (uri, experiment)
+    path.write_text(TEMPLATE)
+    assert CompareRequest.from_plan(path).mlflow is None
+
+
 def edit(old: str, new: str) -> str:
     assert old in TEMPLATE, old
     return TEMPLATE.replace(old, new)
@@ -53,6 +78,8 @@ PLAN_CASES: list[tuple[str, str, list[str], str]] = [
     ("idle fraction", edit("idle_fraction = 0.0", "idle_fraction = 1.5"), [], "idle_fraction"),
     ("compliance int", edit("compliance = true", "compliance = 1"), [], "must be bool"),
     ("unknown table", TEMPLATE + "\n[cost2]\n", [], "plan.cost2 is not a known key"),
+    ("mlflow uri", TEMPLATE + '\n[mlflow]\ntracking_uri = "ftp://x"\n', [], "not a tracking URI"),
+    ("mlflow key", TEMPLATE + "\n[mlflow]\nuri = 1\n", [], "mlflow.uri is not a known key"),
     (
         "typo key",
         edit("precision = 0.02", "precison = 0.02"),

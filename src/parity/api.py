@@ -160,7 +160,21 @@ def compare(
         )
         reference = fp64_reference(orch, template, cache_root() / f"reference-v{SCHEMA_VERSION}")
         _measure(request, orch, template, reseeded)
-    return conclude(out, request.judge, reference=reference)
+    return _logged(request, conclude(out, request.judge, reference=reference))
+
+
+def _logged(request: CompareRequest, result: CompareResult) -> CompareResult:
+    """The finished comparison logged to MLflow where the request asks (a failure to log
+    warns and keeps the results)."""
+    if request.mlflow is not None:
+        from parity.report.mlflow import log_comparison_quietly
+
+        log_comparison_quietly(
+            result.out,
+            tracking_uri=request.mlflow.tracking_uri,
+            experiment=request.mlflow.experiment,
+        )
+    return result
 
 
 def _reseeded(request: CompareRequest) -> JobTemplate:
@@ -216,7 +230,7 @@ def _compare_script(
             adaptive_stop(plan),
         )
         orch.finish(stop, plan)
-    return conclude(out, request.judge, reference=None)
+    return _logged(request, conclude(out, request.judge, reference=None))
 
 
 def resume(out: Path, *, progress: ProgressSink | None = None) -> CompareResult:

@@ -243,6 +243,39 @@ def parse_duration(text: str) -> float:
     return check_number("--duration", seconds, low=0, low_open=True)
 
 
+#: tracking URI schemes MLflow speaks (a local directory is ``file:PATH``)
+TRACKING_SCHEMES = ("http", "https", "file", "sqlite", "postgresql", "mysql", "mssql", "databricks")
+
+
+def parse_tracking_uri(value: object) -> str:
+    """``--mlflow``'s URI: empty for MLflow's own default (``MLFLOW_TRACKING_URI``, else
+    ``./mlruns``), else a URI with a scheme MLflow speaks and no credentials in it (they
+    would be written into ``request.json``)."""
+    if not isinstance(value, str) or "\0" in value:
+        raise OptionError(f"--mlflow must be a tracking URI string, got {show(value)}")
+    uri = value.strip()
+    if not uri:
+        return ""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        parts = None
+    scheme = parts.scheme.split("+")[0].lower() if parts is not None else ""
+    if parts is None or scheme not in TRACKING_SCHEMES:
+        raise OptionError(
+            f"--mlflow {show(value)} is not a tracking URI: use http(s)://HOST:PORT, "
+            "sqlite:///FILE, file:DIR or databricks (or --mlflow alone for MLflow's default)"
+        )
+    if parts.username is not None or parts.password is not None:
+        raise OptionError(
+            "--mlflow: credentials in the tracking URI would be written into request.json: "
+            "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD instead"
+        )
+    return uri
+
+
 def optional_int(name: str, value: object, low: int = 1) -> int | None:
     return None if value is None else int(check_number(name, value, integer=True, low=low))
 
@@ -252,7 +285,8 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
     request's to check), strings, lists, prices and paths normalised."""
     if isinstance(given.get("data"), os.PathLike):
         given["data"] = os.fspath(given["data"])
-    for key in ("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"):
+    text_keys = ("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data")
+    for key in (*text_keys, "mlflow_experiment"):
         if key in given and not isinstance(given[key], str):
             raise OptionError(f"{key} must be a string, got {show(given[key])}")
     if "out" in given:
@@ -271,6 +305,10 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
             raise OptionError(f"{key} must be a mapping of names to values, got {show(given[key])}")
     if "compliance" in given:
         flag("compliance", given["compliance"])
+    if given.get("mlflow") is True:  # parity.compare(..., mlflow=True): MLflow's default
+        given["mlflow"] = ""
+    if "mlflow" in given:
+        given["mlflow"] = parse_tracking_uri(given["mlflow"])
     return given
 
 

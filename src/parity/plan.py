@@ -77,6 +77,10 @@ checkpoint_overhead = 0.0   # extra time spent writing checkpoints
 [allow_diff]
 # seed = "the target team reseeded on purpose"   # accept a differing fingerprint field
 
+# [mlflow]                  # log each comparison as an MLflow run (needs parity[mlflow])
+# tracking_uri = "http://127.0.0.1:5000"   # "" or left out: MLflow's default
+# experiment = "parity"
+
 [operational]
 # Your answers, shown in the verdict as a checklist; leave empty where unknown.
 instance_availability = ""
@@ -119,7 +123,17 @@ class _Table:
 
 
 NUMBER = (int, float)
-TOP = ("workload", "baseline", "target", "quality", "measure", "cost", "allow_diff", "operational")
+TOP = (
+    "workload",
+    "baseline",
+    "target",
+    "quality",
+    "measure",
+    "cost",
+    "allow_diff",
+    "operational",
+    "mlflow",
+)
 Kind = type | tuple[type, ...]
 MEASURE: dict[str, Kind] = {
     "repeats": int,
@@ -186,6 +200,8 @@ def load_plan(path: Path) -> CompareOptions:
     allowed = top.get("allow_diff", dict) or {}
     a = _Table(path, "allow_diff", allowed, tuple(allowed))
     o = _Table(path, "operational", top.get("operational", dict) or {}, OPERATIONAL)
+    mlflow = top.get("mlflow", dict)
+    f = _Table(path, "mlflow", mlflow or {}, ("tracking_uri", "experiment"))
     return CompareOptions(
         workload=w.get("name", str, required=True),
         size=w.get("size", str),
@@ -203,6 +219,10 @@ def load_plan(path: Path) -> CompareOptions:
         allow_diff={k: a.get(k, str) for k in a.data},
         operational={k: o.get(k, str) for k in o.data},
         **{k: m.get(k, kind) for k, kind in MEASURE.items() if k in m.data},
+        # a [mlflow] table (even empty) logs the comparison; tracking_uri "" or left out:
+        # MLflow's default
+        mlflow=None if mlflow is None else (f.get("tracking_uri", str) or ""),
+        mlflow_experiment=f.get("experiment", str),
     )
 
 

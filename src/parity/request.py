@@ -27,6 +27,7 @@ from parity.options import (
     default_target,
     flag,
     optional_int,
+    parse_tracking_uri,
     show,
     typed_options,
     whole_numbers,
@@ -81,6 +82,8 @@ class CompareOptions:
     operational: Mapping[str, str] = field(default_factory=dict)
     checks: tuple[str, ...] = ()
     batch_sizes: str | Sequence[int] | None = None
+    mlflow: str | None = None
+    mlflow_experiment: str | None = None
 
     def merged(self, over: CompareOptions) -> CompareOptions:
         """These options with every option ``over`` gives replacing them."""
@@ -200,6 +203,28 @@ def judge_inputs(o: CompareOptions) -> JudgeInputs:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class MlflowLog:
+    """Where a finished comparison is logged as an MLflow run."""
+
+    #: None: MLflow's own default (``MLFLOW_TRACKING_URI``, else ``./mlruns``)
+    tracking_uri: str | None = None
+    experiment: str = "parity"
+
+    @classmethod
+    def of(cls, uri: str | None, experiment: str | None) -> MlflowLog | None:
+        if uri is None:
+            if experiment is not None:
+                raise OptionError("--mlflow-experiment needs --mlflow: add --mlflow [URI]")
+            return None
+        name = "parity" if experiment is None else experiment.strip()
+        if not name or len(name) > 500:
+            raise OptionError(
+                f"--mlflow-experiment {show(experiment)} must be a name of 1 to 500 characters"
+            )
+        return cls(tracking_uri=parse_tracking_uri(uri) or None, experiment=name)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CompareRequest:
     """Everything a comparison needs, validated: what to run (a workload or a script),
     the two sides, how much to measure, and how to judge it."""
@@ -213,6 +238,8 @@ class CompareRequest:
     judge: JudgeInputs = field(default_factory=JudgeInputs)
     checks: tuple[str, ...] = ()
     batch_sizes: tuple[int, ...] = ()
+    #: log the finished comparison as an MLflow run (None: do not)
+    mlflow: MlflowLog | None = None
 
     @classmethod
     def from_options(cls, o: CompareOptions) -> CompareRequest:
@@ -239,6 +266,7 @@ class CompareRequest:
             judge=judge,
             checks=tuple(o.checks),
             batch_sizes=batch_sizes,
+            mlflow=MlflowLog.of(o.mlflow, o.mlflow_experiment),
         )
 
     @classmethod
@@ -298,6 +326,8 @@ class CompareRequest:
             optional_int("--nproc", side.nproc)
         for size in self.batch_sizes:
             check_number("--batch-sizes", size, integer=True, low=1)
+        if self.mlflow is not None:
+            MlflowLog.of(self.mlflow.tracking_uri or "", self.mlflow.experiment)
         if self.judge.target_loss is not None:
             check_number("--target-loss", self.judge.target_loss)
         for price in self.judge.cost.prices.values():

@@ -194,6 +194,28 @@ def test_a_comparison_is_logged_as_a_run(
     assert got.read_text() == (out / "verdict.json").read_text()
 
 
+@pytest.mark.slow
+def test_parity_compare_with_mlflow_logs_its_run(server: str, tmp_path: Path) -> None:
+    """The command line's ``--mlflow URI``: the comparison runs, then is logged."""
+    from mlflow.tracking import MlflowClient
+
+    out = tmp_path / "cmp"
+    command = [sys.executable, "-m", "parity", "compare", "mlp-train", "--target", "cpu"]
+    command += ["--repeats", "1", "--no-compliance", "--steps", "6", "--out", str(out)]
+    command += ["--mlflow", server, "--mlflow-experiment", "parity-cli"]
+    done = subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, **QUIET_ENV}, timeout=600
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert "not logged" not in done.stderr
+    client = MlflowClient(server)
+    experiment = client.get_experiment_by_name("parity-cli")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    assert [r.data.tags["parity.out"] for r in runs] == [str(out.resolve())]
+    assert runs[0].data.params["target.spec"] == "cpu"
+
+
 def test_an_unreachable_server_fails_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

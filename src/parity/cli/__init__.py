@@ -47,6 +47,29 @@ def split_script(args: list[str]) -> tuple[list[str], tuple[str, ...]]:
     return head, script
 
 
+#: options whose value may be left out: the value they take alone
+OPTIONAL_VALUE = {"--mlflow": ""}
+
+
+def optional_values(args: list[str]) -> list[str]:
+    """``--mlflow`` alone (at the end, or before another option) as ``--mlflow=``: Click
+    needs a value, and a workload name after it is not a URI (``--mlflow URI`` is one when
+    it has a scheme, ``://``, ``file:`` or is ``databricks``)."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg in OPTIONAL_VALUE:
+            after = args[i + 1] if i + 1 < len(args) else None
+            if after is None or after.startswith("-") or not _looks_like_uri(after):
+                out.append(f"{arg}={OPTIONAL_VALUE[arg]}")
+                continue
+        out.append(arg)
+    return out
+
+
+def _looks_like_uri(text: str) -> bool:
+    return "://" in text or text.startswith("file:") or text.split(":")[0] == "databricks"
+
+
 def _show_help_instead(exc: BaseException) -> bool:
     """``parity`` or ``parity check`` alone: the help on stdout (and exit code 2)."""
     ctx = getattr(exc, "ctx", None)
@@ -73,6 +96,7 @@ class ParityGroup(TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             head, script = split_script(argv)
+            head = optional_values(head)
             returned = super().main(
                 head, "parity", standalone_mode=False, obj=Invocation(script), **extra
             )

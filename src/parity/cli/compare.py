@@ -40,7 +40,8 @@ Budget = Annotated[
     typer.Option(
         "--budget",
         metavar="SECONDS",
-        help="seconds of measuring before adaptive repeats stop (default: 30)",
+        help="seconds for measuring after set-up: the fp64 reference, the rounds and the "
+        "compliance runs; a round that would not fit is not started (default: 30)",
     ),
 ]
 Compliance = Annotated[
@@ -98,6 +99,24 @@ def build_request(ctx: typer.Context, plan: Path | None, resume: Path | None) ->
     return request
 
 
+Mlflow = Annotated[
+    str | None,
+    typer.Option(
+        "--mlflow",
+        metavar="[URI]",
+        help="log the comparison as an MLflow run, at URI (http(s)://HOST:PORT, "
+        "sqlite:///FILE, file:DIR) or, given alone, MLflow's default "
+        "(MLFLOW_TRACKING_URI, else ./mlruns); needs parity[mlflow]",
+    ),
+]
+MlflowExperiment = Annotated[
+    str | None,
+    typer.Option(
+        "--mlflow-experiment", metavar="NAME", help="the MLflow experiment (default: parity)"
+    ),
+]
+LOGGING: dict[str, object] = {"mlflow": Mlflow, "mlflow_experiment": MlflowExperiment}
+
 MEASURING: dict[str, object] = {
     "batch_sizes": BatchSizes,
     "repeats": Repeats,
@@ -107,7 +126,7 @@ MEASURING: dict[str, object] = {
 }
 
 
-@c.with_options(c.WORKLOAD, c.RUNNING, MEASURING, c.TORCHRUN, c.JUDGING)
+@c.with_options(c.WORKLOAD, c.RUNNING, MEASURING, c.TORCHRUN, c.JUDGING, LOGGING)
 def compare(
     ctx: typer.Context,
     workload: c.WorkloadArg = None,
