@@ -9,145 +9,32 @@ Identifiers come from content, so a rebuilt index gives every run the id it had:
 bundle's is ``b`` and the first 12 hex digits of the sha256 of its ``manifest.json``, a
 comparison's ``c`` and those of its ``verdict.json``. Any unique prefix of an id works.
 
-Schema (``PRAGMA user_version`` holds ``SCHEMA_VERSION``)::
-
-    comparisons  id, path, time_unix, workload, size, kind, fingerprint, baseline_spec,
-                 target_spec, baseline_device, target_device, passed, exit_code,
-                 speed_ratio, speed_low, speed_high, speed_verdict, verdict (JSON)
-    bundles      id, path, comparison_id -> comparisons, role, run (r00, reseeded, ...),
-                 status, reason, side_spec, device_type, device_name, workload, size,
-                 kind, fingerprint, parity_version, torch_version, hostname,
-                 started_unix, finished_unix
-    metrics      bundle_id -> bundles, name, value      (see ``bundle_metrics``)
+The schema is ``store.schema``'s; the figures kept of each bundle ``store.figures``'.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sqlite3
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
-from parity.bundle import COMPLIANCE_RUNS, MANIFEST, Bundle, load_bundle, load_side, read_doc
+from parity.bundle import COMPLIANCE_RUNS, MANIFEST, load_bundle, load_side, read_doc
 from parity.errors import BundleError, UsageError
 from parity.model.codec import decode, dumps, loads
 from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
-from parity.model.metrics import Metrics
 from parity.model.verdict import Verdict
+from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
+from parity.store.schema import check_sqlite, content_id, default_path, migrate
 
-SCHEMA_VERSION = 1
 ROLES = ("baseline", "target")
 VERDICT = "verdict.json"
 log = logging.getLogger("parity")
-
-SCHEMA = """
-CREATE TABLE comparisons (
-    id TEXT PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    time_unix REAL NOT NULL,
-    indexed_unix REAL NOT NULL,
-    workload TEXT, size TEXT, kind TEXT, fingerprint TEXT,
-    baseline_spec TEXT, target_spec TEXT, baseline_device TEXT, target_device TEXT,
-    passed INTEGER, exit_code INTEGER,
-    speed_ratio REAL, speed_low REAL, speed_high REAL, speed_verdict TEXT,
-    verdict TEXT NOT NULL
-);
-CREATE TABLE bundles (
-    id TEXT PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    comparison_id TEXT REFERENCES comparisons(id) ON DELETE CASCADE,
-    role TEXT, run TEXT,
-    status TEXT NOT NULL, reason TEXT,
-    side_spec TEXT, device_type TEXT, device_name TEXT,
-    workload TEXT, size TEXT, kind TEXT, fingerprint TEXT,
-    parity_version TEXT, torch_version TEXT, hostname TEXT,
-    started_unix REAL, finished_unix REAL,
-    indexed_unix REAL NOT NULL
-);
-CREATE TABLE metrics (
-    bundle_id TEXT NOT NULL REFERENCES bundles(id) ON DELETE CASCADE,
-    name TEXT NOT NULL,
-    value REAL NOT NULL,
-    PRIMARY KEY (bundle_id, name)
-);
-CREATE INDEX bundles_comparison ON bundles(comparison_id);
-CREATE INDEX bundles_workload ON bundles(workload, started_unix);
-CREATE INDEX comparisons_workload ON comparisons(workload, time_unix);
-CREATE INDEX metrics_name ON metrics(name);
-"""
-
-#: comparison-level figures that ``trend`` reads from the comparisons table
-COMPARISON_METRICS = {
-    "speed_ratio": "target/baseline median step time",
-    "speedup": "baseline/target median step time",
-    "speed_low": "lower end of the ratio's interval",
-    "speed_high": "upper end of the ratio's interval",
-}
-Figure = Callable[[Metrics], "float | int | None"]
-
-
-def _latency(m: Metrics, q: str) -> float | None:
-    return getattr(m.inference.latency_s, q) if m.inference else None
-
-
-def _generation(m: Metrics, what: str, q: str) -> float | None:
-    return getattr(getattr(m.generation, f"{what}_s"), q) if m.generation else None
-
-
-#: bundle-level figures: name -> (how to read it from the metrics, what it is)
-BUNDLE_METRICS: dict[str, tuple[Figure, str]] = {
-    "median_step_s": (lambda m: m.summary.median if m.summary else None, "median steady step"),
-    "iqr_s": (lambda m: m.summary.iqr if m.summary else None, "IQR of the steady steps"),
-    "samples_per_s": (lambda m: m.throughput.samples_per_s, "throughput, samples"),
-    "tokens_per_s": (lambda m: m.throughput.tokens_per_s, "throughput, tokens"),
-    "start_import_s": (lambda m: m.phases.start_import_s, "process start and import"),
-    "load_s": (lambda m: m.phases.load_s, "load and move to the device"),
-    "first_step_s": (lambda m: m.phases.first_step_s, "first step (compile, capture)"),
-    "warmup_s": (lambda m: m.phases.warmup_s, "warm-up until steady"),
-    "host_peak_rss": (lambda m: m.memory.steps.host_peak_rss, "host peak RSS, bytes"),
-    "device_peak_allocated": (lambda m: m.memory.steps.device.allocated, "bytes"),
-    "device_peak_reserved": (lambda m: m.memory.steps.device.reserved, "bytes"),
-    "achieved_flops": (lambda m: m.flops.achieved_flops if m.flops else None, "FLOP/s"),
-    "mfu": (lambda m: m.flops.mfu if m.flops else None, "model FLOPs utilisation"),
-}
-for _q in ("p50", "p90", "p99"):
-    BUNDLE_METRICS[f"latency_{_q}_s"] = (partial(_latency, q=_q), f"step latency {_q}")
-    for _m in ("ttft", "tpot", "itl", "e2e"):
-        BUNDLE_METRICS[f"{_m}_{_q}_s"] = (
-            partial(_generation, what=_m, q=_q),
-            f"{_m.upper()} {_q}",
-        )
-
-
-def default_path() -> Path:
-    """``$PARITY_STORE``, else the user's data directory."""
-    if os.environ.get("PARITY_STORE"):
-        return Path(os.environ["PARITY_STORE"]).expanduser()
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data) / "parity" / "index.sqlite"
-
-
-def content_id(prefix: str, path: Path) -> str:
-    return prefix + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-
-
-def bundle_metrics(bundle: Bundle) -> dict[str, float]:
-    """The figures of an ``ok`` bundle that ``trend`` can follow, by name."""
-    if not bundle.ok or bundle.metrics is None:
-        return {}
-    out = {}
-    for name, (read, _) in BUNDLE_METRICS.items():
-        value = read(bundle.metrics)
-        if value is not None:
-            out[name] = float(value)
-    return out
 
 
 @dataclass
@@ -176,7 +63,7 @@ class Store:
         made: list[Path] = []
         try:
             made = [p for p in (path, *path.parents) if not p.exists()]
-            _check_sqlite(path)
+            check_sqlite(path)
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(path), timeout=30)
         except (OSError, sqlite3.Error, ValueError) as exc:
@@ -189,7 +76,7 @@ class Store:
                 conn.row_factory = sqlite3.Row
                 try:
                     conn.execute("PRAGMA foreign_keys = ON")
-                    _migrate(conn, path)
+                    migrate(conn, path)
                 except sqlite3.DatabaseError as exc:
                     raise UsageError(
                         f"{path} is not a parity index ({exc}): delete it and run parity "
@@ -588,32 +475,6 @@ class Store:
                 )
             )
         return points
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version == SCHEMA_VERSION:
-        return
-    if version > SCHEMA_VERSION:
-        raise UsageError(
-            f"the index {path} has schema version {version}, newer than this parity knows "
-            f"({SCHEMA_VERSION}): upgrade parity or choose another --store"
-        )
-    tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
-    if version == 0 and tables:
-        raise UsageError(f"{path} is an SQLite file but not a parity index: choose another --store")
-    with conn:
-        conn.executescript(SCHEMA)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-def _check_sqlite(path: Path) -> None:
-    """Refuse a file that is something else: SQLite would take a short one for an empty
-    database and write over it."""
-    if path.is_file() and path.stat().st_size:
-        with path.open("rb") as f:
-            if f.read(16) != b"SQLite format 3\x00":
-                raise UsageError(f"{path} is not a parity index: choose another --store")
 
 
 def _remove(made: list[Path]) -> None:
