@@ -258,14 +258,7 @@ class Store:
     ) -> list[RunRow]:
         """Comparisons and stand-alone bundles, newest first."""
         rows: list[RunRow] = []
-        for r in self.conn.execute("SELECT * FROM comparisons").fetchall():
-            if not _matches(r["workload"], workload):
-                continue
-            if device and not (
-                _device_matches(r["baseline_spec"], r["baseline_device"], device)
-                or _device_matches(r["target_spec"], r["target_device"], device)
-            ):
-                continue
+        for r in self._comparisons("", workload, device):
             rows.append(
                 RunRow(
                     id=r["id"],
@@ -446,18 +439,26 @@ class Store:
         points.sort(key=lambda p: (p.time_unix or 0.0, p.role or ""))
         return points
 
+    def _comparisons(
+        self, order: str, workload: str | None, device: str | None
+    ) -> list[sqlite3.Row]:
+        """The comparisons of ``workload`` with ``device`` on either side (None: any)."""
+        return [
+            r
+            for r in self.conn.execute(f"SELECT * FROM comparisons{order}").fetchall()
+            if _matches(r["workload"], workload)
+            and (
+                not device
+                or _device_matches(r["baseline_spec"], r["baseline_device"], device)
+                or _device_matches(r["target_spec"], r["target_device"], device)
+            )
+        ]
+
     def _comparison_trend(
         self, metric: str, workload: str | None, device: str | None
     ) -> list[TrendPoint]:
         points = []
-        for r in self.conn.execute("SELECT * FROM comparisons ORDER BY time_unix").fetchall():
-            if not _matches(r["workload"], workload):
-                continue
-            if device and not (
-                _device_matches(r["baseline_spec"], r["baseline_device"], device)
-                or _device_matches(r["target_spec"], r["target_device"], device)
-            ):
-                continue
+        for r in self._comparisons(" ORDER BY time_unix", workload, device):
             ratio = r["speed_ratio"]
             value = (1 / ratio if ratio else None) if metric == "speedup" else r[metric]
             if value is None:
