@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from parity.bundle import Bundle, SideRuns
-from parity.errors import UsageError
 from parity.judge.speed import side_step_time
 from parity.model.verdict import (
     ByRole,
@@ -33,29 +32,10 @@ from parity.model.verdict import (
     Cost,
     CostInputs,
     Engineering,
-    Price,
     Sensitivity,
     SideCost,
     Speed,
 )
-
-
-def parse_price(text: str) -> tuple[str, Price]:
-    """``SIDE=DOLLARS_PER_HOUR[:ACCELERATORS]`` with SIDE baseline or target."""
-    side, sep, rest = text.partition("=")
-    side = side.strip()
-    if not sep or side not in ("baseline", "target"):
-        raise UsageError(
-            f"--price {text!r}: write baseline=DOLLARS_PER_HOUR[:ACCELERATORS] or target=..."
-        )
-    amount, _, accel = rest.partition(":")
-    try:
-        return side, Price(usd_per_hour=float(amount), accelerators=int(accel or 1))
-    except ValueError as exc:
-        raise UsageError(
-            f"--price {text!r}: {exc}; write e.g. target=21.50:16 (dollars per instance-hour, "
-            "accelerators per instance)"
-        ) from None
 
 
 def _run_seconds(bundle: Bundle, run_steps: int | None) -> float:
