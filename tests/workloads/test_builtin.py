@@ -42,7 +42,10 @@ def test_builtins_are_registered() -> None:
     assert {"mlp-train", "gpt-train", "gpt-generate", "cnn-infer"} <= set(registered())
 
 
-@pytest.mark.parametrize("name", ["mlp-train", "gpt-train", "gpt-generate", "cnn-infer"])
+@pytest.mark.parametrize(
+    "name",
+    ["mlp-train", "gpt-train", pytest.param("gpt-generate", marks=pytest.mark.slow), "cnn-infer"],
+)
 def test_each_builtin_runs_and_is_repeatable(name: str) -> None:
     losses_a, out_a = _run(name)
     losses_b, out_b = _run(name)
@@ -54,7 +57,7 @@ def test_each_builtin_runs_and_is_repeatable(name: str) -> None:
             assert torch.isfinite(out_a[key]).all()
 
 
-@pytest.mark.parametrize("name", ["mlp-train", "gpt-train"])
+@pytest.mark.parametrize("name", ["mlp-train", pytest.param("gpt-train", marks=pytest.mark.slow)])
 def test_training_reduces_the_loss(name: str) -> None:
     losses, _ = _run(name, steps=25)
     assert len(losses) == 25

@@ -116,6 +116,7 @@ def test_each_format_fingerprints_alike_in_two_processes_and_a_byte_changes_it(
         assert before.parts.differing(after.parts) == ("data",), spec["data"]
 
 
+@pytest.mark.slow
 def test_a_tokenizer_sample_fingerprints_alike_in_two_processes(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     from tests.fixtures.checkpoints import tiny_bert
