@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from parity.errors import SpecError
+from parity.model.codec import decode, encode
 from parity.spec import SideSpec, WorkloadSpec, parse_side
 
 
@@ -38,7 +39,7 @@ def test_parse_valid(text: str, expected: SideSpec) -> None:
 def test_round_trip(text: str) -> None:
     spec = parse_side(text)
     assert str(spec) == text
-    assert SideSpec.from_dict(spec.to_dict()) == spec
+    assert decode(SideSpec, encode(spec)) == spec
 
 
 @pytest.mark.parametrize(

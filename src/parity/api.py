@@ -262,10 +262,10 @@ def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:
         found = price_for(env.device.name)
         if found is not None:
             prices[role] = Price(
-                usd_per_hour=float(found["usd_per_hour"]),
-                accelerators=int(found["accelerators"]),
-                instance=found.get("instance"),
-                source=str(found.get("source", "specs.toml")),
+                usd_per_hour=found.usd_per_hour,
+                accelerators=found.accelerators,
+                instance=found.instance,
+                source=found.source or "specs.toml",
             )
     return replace(cost, prices=prices)
 

@@ -114,7 +114,8 @@ class SideSpec:
             parts.append("fsdp")
         return "+".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, object]:
+        """The spec string and its parsed fields (what ``side`` objects in JSON hold)."""
         return {
             "spec": str(self),
             "device": self.device,
@@ -129,13 +130,9 @@ class SideSpec:
             "fsdp": self.fsdp,
         }
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SideSpec:
-        return parse_side(str(data["spec"]), check_device=False)
-
     # the codec's hooks: a side is its spec string, with the parsed fields beside it
-    def __codec_encode__(self) -> dict[str, Any]:
-        return self.to_dict()
+    def __codec_encode__(self) -> dict[str, object]:
+        return self.fields()
 
     @classmethod
     def __codec_decode__(cls, data: object, path: str) -> SideSpec:
@@ -155,7 +152,7 @@ class SideSpec:
         except SpecError as exc:
             raise DecodeError(path, str(exc)) from None
         if isinstance(data, dict):
-            mine = side.to_dict()
+            mine = side.fields()
             differ = [k for k in SIDE_FIELDS if k in data and data[k] != mine[k]]
             if differ:
                 raise DecodeError(f"{path}.{differ[0]}", f"does not match the spec {text!r}")
@@ -173,7 +170,7 @@ class SideSpec:
     def config_differences(self, other: SideSpec) -> list[tuple[str, str, str]]:
         """The settings that differ between two sides, as (setting, self, other)."""
         out = []
-        mine, theirs = self.to_dict(), other.to_dict()
+        mine, theirs = self.fields(), other.fields()
         for key in SIDE_FIELDS:
             if mine[key] != theirs[key]:
                 out.append((key, _show(mine[key]), _show(theirs[key])))
@@ -281,33 +278,6 @@ class WorkloadSpec:
 
     def with_overrides(self, **knobs: Any) -> WorkloadSpec:
         return replace(self, **{k: v for k, v in knobs.items() if v is not None})
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "size": self.size,
-            "batch_size": self.batch_size,
-            "seq_len": self.seq_len,
-            "steps": self.steps,
-            "seed": self.seed,
-            "overrides": [list(pair) for pair in self.overrides],
-            **({"task": self.task} if self.task is not None else {}),
-            **({"data": self.data} if self.data is not None else {}),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> WorkloadSpec:
-        return cls(
-            name=str(data["name"]),
-            size=str(data.get("size", "tiny")),
-            batch_size=data.get("batch_size"),
-            seq_len=data.get("seq_len"),
-            steps=data.get("steps"),
-            seed=int(data.get("seed", 0)),
-            overrides=tuple((str(k), str(v)) for k, v in data.get("overrides", [])),
-            task=parse_task(data.get("task")),
-            data=data.get("data"),
-        )
 
 
 def parse_task(value: object) -> Task | None:

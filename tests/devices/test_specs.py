@@ -23,17 +23,41 @@ def _fresh_specs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def test_every_entry_states_its_unit_and_per_unit_peaks_with_a_source() -> None:
     for label, entry in specs.load_specs().items():
-        assert entry["unit"] and entry["source"] and entry["source_url"], label
-        assert len(entry["date"]) == 10, label
-        units = entry["units_per_chip"]
-        assert isinstance(units, int) and units >= 1, label
-        assert set(entry["peak_flops"]) == set(entry["chip_peak_flops"]), label
-        for dtype, chip in entry["chip_peak_flops"].items():
+        assert entry.label == label
+        assert entry.unit and entry.source and entry.source_url, label
+        assert entry.date is not None and len(entry.date) == 10, label
+        assert entry.units_per_chip >= 1, label
+        assert set(entry.peak_flops) == set(entry.chip_peak_flops), label
+        for dtype, chip in entry.chip_peak_flops.items():
             # the per-unit figure is the published chip figure spread over its units
-            assert entry["peak_flops"][dtype] * units == pytest.approx(chip, rel=1e-9), (
-                label,
-                dtype,
-            )
+            assert entry.peak_flops[dtype] * entry.units_per_chip == pytest.approx(
+                chip, rel=1e-9
+            ), (label, dtype)
+
+
+def test_every_price_names_a_listed_device_and_its_source() -> None:
+    devices = specs.load_specs()
+    for label, price in specs.load_prices().items():
+        assert price.device in devices, label
+        assert price.usd_per_hour > 0 and price.accelerators >= 1, label
+        assert price.source and price.date, label
+    found = specs.price_for("Trainium1")
+    assert found is not None and found.instance == "trn1.32xlarge"
+
+
+def test_a_malformed_user_entry_is_one_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = tmp_path / "specs.toml"
+    user.write_text('[devices.x]\nnames = "My Chip"\nunit = "GPU"\n')
+    monkeypatch.setenv("PARITY_SPECS", str(user))
+    with pytest.raises(UsageError, match=r"device spec 'x' in .* is malformed"):
+        specs.load_specs()
+    user.write_text('[prices.y]\ndevice = "h200-sxm"\nusd_per_hour = "cheap"\n')
+    specs.load_prices.cache_clear()
+    with pytest.raises(UsageError, match=r"price 'y' in .* is malformed"):
+        specs.load_prices()
+    specs.load_prices.cache_clear()
 
 
 @pytest.mark.parametrize(

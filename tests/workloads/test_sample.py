@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from parity.errors import WorkloadError
+from parity.model.codec import decode
 from parity.spec import WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.frozen import freeze
@@ -69,14 +70,19 @@ WRITERS: dict[str, tuple[str, Callable[[Path, list[str]], str]]] = {
 }
 
 
+def spec_of(data: dict[str, object]) -> WorkloadSpec:
+    return decode(WorkloadSpec, data)
+
+
 def fingerprints_in_a_fresh_process(specs: list[dict[str, object]], cache: Path) -> list[str]:
     code = (
         "import json, sys\n"
+        "from parity.model.codec import decode\n"
         "from parity.spec import WorkloadSpec\n"
         "from parity.workloads import resolve\n"
         "from parity.workloads.frozen import freeze\n"
         "specs = json.loads(sys.argv[1])\n"
-        "print(json.dumps([freeze(resolve(WorkloadSpec.from_dict(s))).fingerprint "
+        "print(json.dumps([freeze(resolve(decode(WorkloadSpec, s))).fingerprint "
         "for s in specs]))\n"
     )
     done = subprocess.run(
@@ -102,9 +108,9 @@ def test_each_format_fingerprints_alike_in_two_processes_and_a_byte_changes_it(
         other.parent.mkdir(exist_ok=True)
         write(other, [*LINES[:-1], LINES[-1].replace("dog", "dot")])  # one byte, past the sample
         changed.append({**SPEC, "data": data.replace(str(tmp_path), str(other.parent))})
-        sources = resolve(WorkloadSpec.from_dict(specs[-1])).describe().sources
+        sources = resolve(spec_of(specs[-1])).describe().sources
         assert sources is not None and sources.data is not None, fmt
-    here = [freeze(resolve(WorkloadSpec.from_dict(s))) for s in specs]
+    here = [freeze(resolve(spec_of(s))) for s in specs]
     there = fingerprints_in_a_fresh_process(specs, tmp_path / "other-cache")
     assert [f.fingerprint for f in here] == there
     # every format read the same text: the same tokens, only the files' digests differ
@@ -112,7 +118,7 @@ def test_each_format_fingerprints_alike_in_two_processes_and_a_byte_changes_it(
     for frozen in here[1:]:
         assert torch.equal(frozen.load()[1]["tokens"], first["tokens"])
     for spec, before in zip(changed, here, strict=True):
-        after = freeze(resolve(WorkloadSpec.from_dict(spec)))
+        after = freeze(resolve(spec_of(spec)))
         assert before.parts.differing(after.parts) == ("data",), spec["data"]
 
 
@@ -127,7 +133,7 @@ def test_a_tokenizer_sample_fingerprints_alike_in_two_processes(tmp_path: Path) 
         {"name": f"hf:{model}", "task": task, "steps": 2, "data": data}
         for task in ("embed", "train")
     ]
-    here = [freeze(resolve(WorkloadSpec.from_dict(s))).fingerprint for s in specs]
+    here = [freeze(resolve(spec_of(s))).fingerprint for s in specs]
     assert here == fingerprints_in_a_fresh_process(specs, tmp_path / "other-cache")
 
 

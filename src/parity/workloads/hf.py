@@ -283,7 +283,7 @@ class HfWorkload(LmWorkload):
     task: ClassVar[str]
 
     def __init__(self, spec: WorkloadSpec) -> None:
-        super().__init__(WorkloadSpec.from_dict({**spec.to_dict(), "overrides": []}))
+        super().__init__(replace(spec, overrides=()))
         self.spec = spec
         tf = transformers_module()
         arch = ARCHS[self.arch]
