@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from parity import __version__
 from parity.bundle import Bundle, read_doc, write_doc
+from parity.devices.names import run_together
 from parity.errors import BundleError, CheckError, OptionError
 from parity.judge import quality
 from parity.model.checks import (
@@ -37,10 +39,19 @@ from parity.model.checks import (
     Gate,
     PartRecord,
 )
+from parity.model.job import CheckpointPlan
 from parity.model.verdict import OutputCheck
-from parity.orchestrate import JobTemplate, Orchestrator, ProgressSink, check_fresh, default_out
+from parity.orchestrate import (
+    EventHook,
+    JobTemplate,
+    Orchestrator,
+    Part,
+    ProgressSink,
+    check_fresh,
+    default_out,
+)
 from parity.request import CheckRequest
-from parity.spec import WorkloadSpec
+from parity.spec import SideSpec, WorkloadSpec
 
 CHECK_FILE = "check.json"
 CHECKS_DIR = "checks"
@@ -100,6 +111,33 @@ def steps_for(request: CheckRequest) -> tuple[int, int]:
     k = request.k if request.k is not None else max(1, workload.steps // 2)
     m = request.m if request.m is not None else max(1, workload.steps - k)
     return k, m
+
+
+@dataclass(frozen=True)
+class Training:
+    """One training job of a check: its name (its bundle's directory and label), side,
+    checkpoint plan and, where the check acts on it while it runs, an event hook."""
+
+    name: str
+    side: SideSpec
+    checkpoint: CheckpointPlan
+    hook: EventHook | None = None
+
+
+def train(run: CheckRun, jobs: Sequence[Training]) -> dict[str, Bundle]:
+    """The check's training jobs, at the same time where their devices allow it."""
+    parts = [
+        Part(
+            job=run.template.job(j.name, j.side, mode="train_ckpt", checkpoint=j.checkpoint),
+            path=run.out / j.name,
+            label=j.name,
+            hook=j.hook,
+        )
+        for j in jobs
+    ]
+    together = run_together(*(j.side.device for j in jobs))
+    done = run.orch.parallel(parts, together=together)
+    return {j.name: bundle for j, bundle in zip(jobs, done, strict=True)}
 
 
 def parts_ran(bundles: dict[str, Bundle], expected_failed: tuple[str, ...] = ()) -> Gate:

@@ -19,12 +19,14 @@ import signal
 from pathlib import Path
 
 from parity.checks.common import (
+    Training,
     continuation,
     finish,
     loss_tolerances,
     parts_ran,
     start,
     steps_for,
+    train,
 )
 from parity.errors import CheckpointError
 from parity.model.checks import (
@@ -37,7 +39,7 @@ from parity.model.checks import (
     Kill,
 )
 from parity.model.job import CheckpointPlan, Event
-from parity.orchestrate import Part, ProgressSink
+from parity.orchestrate import ProgressSink
 from parity.request import CheckRequest
 
 AWAIT_KILL_S = 120.0
@@ -105,21 +107,13 @@ def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
         checkpoint_dir=str(run.checkpoint),
         await_kill_s=min(AWAIT_KILL_S, request.timeout_s / 2),
     )
-    parts = [
-        Part(
-            job=t.job("uninterrupted", side, mode="train_ckpt", checkpoint=CheckpointPlan()),
-            path=run.out / "uninterrupted",
-            label="uninterrupted",
-        ),
-        Part(
-            job=t.job("killed", side, mode="train_ckpt", checkpoint=plan),
-            path=run.out / "killed",
-            label="killed",
-            hook=killer,
-        ),
-    ]
-    done = run.orch.parallel(parts, together=side.device == "cpu")
-    bundles = {"uninterrupted": done[0], "killed": done[1]}
+    bundles = train(
+        run,
+        [
+            Training("uninterrupted", side, CheckpointPlan()),
+            Training("killed", side, plan, hook=killer),
+        ],
+    )
     killed = bundles["killed"]
     saved, note = _saved_step(run.checkpoint)
     reason = (killed.manifest.reason or killed.status) + note

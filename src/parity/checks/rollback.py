@@ -17,12 +17,14 @@ baseline's are reported (the handover), not gated: ``parity compare`` judges tho
 from __future__ import annotations
 
 from parity.checks.common import (
+    Training,
     continuation,
     finish,
     loss_tolerances,
     parts_ran,
     start,
     steps_for,
+    train,
 )
 from parity.judge import quality
 from parity.model.checks import (
@@ -34,7 +36,7 @@ from parity.model.checks import (
     Handover,
 )
 from parity.model.job import CheckpointPlan
-from parity.orchestrate import Part, ProgressSink
+from parity.orchestrate import ProgressSink
 from parity.request import CheckRequest
 
 
@@ -44,22 +46,10 @@ def rollback(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
     target, baseline = request.target, request.baseline or request.target
     t = run.template
     ckpt = CheckpointPlan(stop_at=k, save_at=k, checkpoint_dir=str(run.checkpoint))
-    parts = [
-        Part(
-            job=t.job("baseline", baseline, mode="train_ckpt", checkpoint=CheckpointPlan()),
-            path=run.out / "baseline",
-            label="baseline",
-        ),
-        Part(
-            job=t.job("target", target, mode="train_ckpt", checkpoint=ckpt),
-            path=run.out / "target",
-            label="target",
-        ),
-    ]
-    # parts on the CPU share no device: run them at the same time
-    together = target.device == baseline.device == "cpu"
-    done = run.orch.parallel(parts, together=together)
-    bundles = {"baseline": done[0], "target": done[1]}
+    bundles = train(
+        run,
+        [Training("baseline", baseline, CheckpointPlan()), Training("target", target, ckpt)],
+    )
     if bundles["target"].ok:
         resumed = t.job(
             "resumed",

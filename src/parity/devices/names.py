@@ -14,6 +14,14 @@ from importlib.metadata import entry_points
 from parity.errors import SpecError
 
 BUILTIN = ("cpu", "cuda", "neuron", "xpu", "mps", "xla")
+#: device types on which two jobs can run at once without sharing a device (each process
+#: gets its own host memory and threads); any accelerator is one device, used in turn
+CONCURRENT = frozenset({"cpu"})
+
+
+def run_together(*devices: str) -> bool:
+    """Whether jobs on these device types may run at the same time."""
+    return all(d in CONCURRENT for d in devices)
 
 
 def _others_possible() -> bool:
