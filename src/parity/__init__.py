@@ -5,14 +5,14 @@
     >>> result.passed, result.to_dataframe()
 
 The public names are in ``__all__``; the API loads lazily, so ``import parity`` stays
-light (no torch) and submodules can import ``parity.__version__``.
+light (no torch); modules take the version from ``parity.version``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+from parity.version import __version__
 
 if TYPE_CHECKING:
     from parity.errors import ParityError, UsageError

@@ -13,6 +13,7 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -322,3 +323,76 @@ def default_target() -> str:
         if current is not None and current.type != "cpu":
             return str(current.type)
     return "cpu+bf16"
+
+
+# -- the options as given ---------------------------------------------------------------------
+
+COST_KNOBS = (
+    "run_steps",
+    "engineering_hours",
+    "engineering_rate",
+    "idle_fraction",
+    "retry_fraction",
+    "checkpoint_overhead",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareOptions:
+    """The options of a comparison as given, before validation (None: not given)."""
+
+    workload: str | None = None
+    script: tuple[str, ...] = ()
+    size: str | None = None
+    batch_size: object = None
+    seq_len: object = None
+    steps: object = None
+    seed: object = None
+    hf_config: tuple[str, ...] = ()
+    task: str | None = None
+    data: str | None = None
+    baseline: str | None = None
+    target: str | None = None
+    out: str | None = None
+    repeats: object = None
+    precision: object = None
+    budget_s: object = None
+    compliance: bool | None = None
+    timeout_s: object = None
+    nproc: object = None
+    nnodes: object = None
+    rdzv_endpoint: str | None = None
+    allow_diff: Mapping[str, str] | Sequence[str] | None = None
+    target_loss: object = None
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    cost: Mapping[str, object] = field(default_factory=dict)
+    operational: Mapping[str, str] = field(default_factory=dict)
+    checks: tuple[str, ...] = ()
+    batch_sizes: str | Sequence[int] | None = None
+    mlflow: str | None = None
+    mlflow_experiment: str | None = None
+
+    def merged(self, over: CompareOptions) -> CompareOptions:
+        """These options with every option ``over`` gives replacing them."""
+        defaults = CompareOptions()
+        changes = {
+            f.name: getattr(over, f.name)
+            for f in fields(self)
+            if getattr(over, f.name) != getattr(defaults, f.name)
+        }
+        if "prices" in changes:
+            changes["prices"] = {**self.prices, **over.prices}
+        return replace(self, **changes)
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> CompareOptions:
+        """Options from keyword arguments (the Python API's, the command line's), of any
+        type: each is checked for its type here, and for its value by the request."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise OptionError(
+                f"unknown argument {show(unknown[0])}: use one of {', '.join(sorted(names))}"
+            )
+        given = typed_options({k: v for k, v in kwargs.items() if v is not None})
+        return cls(**given)

@@ -15,7 +15,7 @@ from typing import Any
 
 from parity.errors import PlanError
 from parity.model.verdict import Price
-from parity.request import COST_KNOBS, CompareOptions
+from parity.options import COST_KNOBS, CompareOptions
 
 if sys.version_info >= (3, 11):
     import tomllib

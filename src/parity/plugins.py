@@ -82,3 +82,9 @@ def import_file(path: Path) -> object:
         del sys.modules[name]
         raise
     return module
+
+
+def is_file_workload(name: str) -> bool:
+    """Whether a workload name is a user file's factory, ``path/to/file.py:factory``."""
+    path, sep, _ = name.rpartition(":")
+    return bool(sep) and path.endswith(".py")

@@ -12,7 +12,7 @@ file's values come first and the options given beside it replace them
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,17 +21,18 @@ from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.model.codec import decode, encode, loads
 from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
-from parity.model.verdict import CostInputs, JudgeInputs, Price
+from parity.model.verdict import CostInputs, JudgeInputs
 from parity.options import (
+    COST_KNOBS,
     allowed_differences,
     default_target,
     flag,
     optional_int,
     parse_tracking_uri,
     show,
-    typed_options,
     whole_numbers,
 )
+from parity.options import CompareOptions as CompareOptions  # re-exported
 from parity.options import check_number as check_number  # re-exported, as are the next
 from parity.options import parse_batch_sizes as parse_batch_sizes
 from parity.options import parse_duration as parse_duration
@@ -40,75 +41,6 @@ from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side, par
 
 REQUEST_FILE = "request.json"
 WORKLOAD_OPTIONS = ("workload", "size", "batch_size", "seq_len", "steps", "seed", "task", "data")
-COST_KNOBS = (
-    "run_steps",
-    "engineering_hours",
-    "engineering_rate",
-    "idle_fraction",
-    "retry_fraction",
-    "checkpoint_overhead",
-)
-
-
-@dataclass(frozen=True, kw_only=True)
-class CompareOptions:
-    """The options of a comparison as given, before validation (None: not given)."""
-
-    workload: str | None = None
-    script: tuple[str, ...] = ()
-    size: str | None = None
-    batch_size: object = None
-    seq_len: object = None
-    steps: object = None
-    seed: object = None
-    hf_config: tuple[str, ...] = ()
-    task: str | None = None
-    data: str | None = None
-    baseline: str | None = None
-    target: str | None = None
-    out: str | None = None
-    repeats: object = None
-    precision: object = None
-    budget_s: object = None
-    compliance: bool | None = None
-    timeout_s: object = None
-    nproc: object = None
-    nnodes: object = None
-    rdzv_endpoint: str | None = None
-    allow_diff: Mapping[str, str] | Sequence[str] | None = None
-    target_loss: object = None
-    prices: Mapping[str, Price] = field(default_factory=dict)
-    cost: Mapping[str, object] = field(default_factory=dict)
-    operational: Mapping[str, str] = field(default_factory=dict)
-    checks: tuple[str, ...] = ()
-    batch_sizes: str | Sequence[int] | None = None
-    mlflow: str | None = None
-    mlflow_experiment: str | None = None
-
-    def merged(self, over: CompareOptions) -> CompareOptions:
-        """These options with every option ``over`` gives replacing them."""
-        defaults = CompareOptions()
-        changes = {
-            f.name: getattr(over, f.name)
-            for f in fields(self)
-            if getattr(over, f.name) != getattr(defaults, f.name)
-        }
-        if "prices" in changes:
-            changes["prices"] = {**self.prices, **over.prices}
-        return replace(self, **changes)
-
-    @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> CompareOptions:
-        """Options from keyword arguments (the Python API's, the command line's), of any
-        type: each is checked for its type here, and for its value by the request."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(kwargs) - names)
-        if unknown:
-            raise OptionError(
-                f"unknown argument {show(unknown[0])}: use one of {', '.join(sorted(names))}"
-            )
-        given = typed_options({k: v for k, v in kwargs.items() if v is not None})
-        return cls(**given)
 
 
 def _workload(o: CompareOptions) -> WorkloadSpec | None:
@@ -143,6 +75,7 @@ def _side(option: str, text: object, nproc: int | None) -> SideSpec:
     if not isinstance(text, str):
         raise OptionError(f"{option} must be a side spec string such as cpu+bf16, got {show(text)}")
     side = parse_side(text)
+    check_device_name(side.device, text)
     if nproc is not None and side.nproc is None and nproc > 1:
         side = replace(side, nproc=nproc)
     return side

@@ -148,7 +148,7 @@ class SideSpec:
         else:
             raise DecodeError(path, "expected a side spec: a string or an object with 'spec'")
         try:
-            side = parse_side(text, check_device=False)
+            side = parse_side(text)
         except SpecError as exc:
             raise DecodeError(path, str(exc)) from None
         if isinstance(data, dict):
@@ -181,8 +181,10 @@ def _show(value: object) -> str:
     return "default" if value is None else str(value)
 
 
-def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
-    """Parse ``DEVICE[:INDEX][+OPTION...]``; raise SpecError naming the valid choices."""
+def parse_side(text: str) -> SideSpec:
+    """Parse ``DEVICE[:INDEX][+OPTION...]``; raise SpecError naming the valid choices.
+    Whether the device exists is ``devices.names.check_device_name``'s to say (the request
+    checks it; a stored spec is parsed as written)."""
     text = text.strip()
     if not text:
         raise SpecError("empty side spec: write a device such as cpu, cuda or cpu+bf16")
@@ -195,10 +197,6 @@ def parse_side(text: str, *, check_device: bool = True) -> SideSpec:
         )
     device = match["type"]
     index = int(match["index"]) if match["index"] is not None else None
-    if check_device:
-        from parity.devices.names import check_device_name
-
-        check_device_name(device, text)
     values: dict[str, Any] = {"device": device, "index": index}
     seen: set[str] = set()
     for option in options:

@@ -69,7 +69,7 @@ def sample() -> Outer:
         either=B(s="hi"),
         raw={"free": [1, "two", None]},
         pair=ByRole(baseline=1, target=2),
-        side=parse_side("cpu+bf16+threads=2", check_device=False),
+        side=parse_side("cpu+bf16+threads=2"),
     )
 
 
@@ -158,9 +158,9 @@ def test_the_schema_accepts_what_is_encoded_and_refuses_what_decoding_refuses() 
 def test_specs_round_trip() -> None:
     spec = WorkloadSpec(name="gpt-train", size="small", steps=5, overrides=(("n_layers", "2"),))
     assert decode(WorkloadSpec, encode(spec)) == spec
-    side = parse_side("cuda:1+bf16+compile=inductor", check_device=False)
+    side = parse_side("cuda:1+bf16+compile=inductor")
     assert decode(SideSpec, encode(side)) == side
-    assert decode(SideSpec, "cpu+fp16") == parse_side("cpu+fp16", check_device=False)
+    assert decode(SideSpec, "cpu+fp16") == parse_side("cpu+fp16")
 
 
 def test_dataclasses_without_hooks_fail_loudly_for_unknown_types() -> None:

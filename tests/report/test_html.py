@@ -11,9 +11,9 @@ import pytest
 from parity.model.verdict import ByRole, Verdict
 from parity.report.html import esc, render_html
 from parity.report.markdown import render_markdown
-from parity.report.run import Run, load_run
+from parity.report.run import load_run
 from parity.report.terminal import render_terminal
-from parity.report.view import Sides, build_view
+from parity.report.view import Run, Sides, build_view
 from tests.fixtures.runs import synthetic_run, with_layers, write_verdict
 from tests.report.cases import cases, printed
 

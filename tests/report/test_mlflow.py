@@ -53,8 +53,8 @@ def comparison(root: Path, golden: str = "verdict-passes.json") -> tuple[Path, V
     sides = verdict.sides
     CompareRequest(
         workload=WorkloadSpec(name=verdict.workload.name or "gpt-train", size="tiny"),
-        baseline=parse_side(sides.baseline.spec, check_device=False),
-        target=parse_side(sides.target.spec, check_device=False),
+        baseline=parse_side(sides.baseline.spec),
+        target=parse_side(sides.target.spec),
         measure=MeasurePlan(repeats=3, timeout_s=600.0),
     ).save(out)
     return out, verdict

@@ -30,7 +30,7 @@ FAULTY = f"{FIXTURES / 'workloads.py'}"
 
 def _job(side: str, **changes: object) -> object:
     job = script_job(FIXTURES / "train_script.py", side="cpu")
-    return replace(job, side=parse_side(side, check_device=False), **changes)
+    return replace(job, side=parse_side(side), **changes)
 
 
 def test_plain_side_is_one_interpreter() -> None:

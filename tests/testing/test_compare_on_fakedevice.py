@@ -50,7 +50,7 @@ def test_an_unsupported_op_fails_the_side_with_its_name(tmp_path: Path) -> None:
 
 
 def test_the_device_is_unknown_without_the_plugin() -> None:
-    code = "from parity.spec import parse_side; parse_side('parityfake')"
+    code = "from parity.devices.names import check_device_name as c; c('parityfake', 'parityfake')"
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -36,7 +36,7 @@ def test_parse_command_forms_and_placeholders() -> None:
     cmd = parse_command(["python3", "-u", str(SCRIPT), "--device", "{device}", "--tag={side}"])
     assert cmd.target == str(SCRIPT.resolve()) and not cmd.module
     assert cmd.name == "script:train_script.py"
-    side = parse_side("cpu+bf16", check_device=False)
+    side = parse_side("cpu+bf16")
     assert cmd.expand(side) == ["--device", "cpu", "--tag=cpu+bf16"]
     assert parse_command([str(SCRIPT)]).target == str(SCRIPT.resolve())
     module = parse_command(["python", "-m", "pkg.train", "--steps", "3"])
@@ -60,17 +60,17 @@ def test_bad_commands_are_usage_errors(argv: list[str], message: str) -> None:
 
 def test_compile_cannot_be_applied_from_outside() -> None:
     with pytest.raises(UsageError, match="drop \\+compile"):
-        check_side(parse_side("cpu+compile", check_device=False))
+        check_side(parse_side("cpu+compile"))
     with pytest.raises(UsageError, match="one process per side"):
-        check_side(parse_side("cpu+nproc=2", check_device=False))
-    check_side(parse_side("cpu+bf16+threads=1", check_device=False))
+        check_side(parse_side("cpu+nproc=2"))
+    check_side(parse_side("cpu+bf16+threads=1"))
 
 
 def test_a_script_is_fingerprinted_by_its_command_and_bytes_not_weights() -> None:
     cmd = parse_command(["python", str(SCRIPT), "--device", "{device}"])
     parts, desc = describe(cmd)
     assert parts.weights is None and parts.data is None and desc.contract == UNVERIFIED
-    assert cmd.plan(parse_side("cpu+bf16", check_device=False)).args == ("--device", "cpu")
+    assert cmd.plan(parse_side("cpu+bf16")).args == ("--device", "cpu")
     other = parse_command(["python", str(SCRIPT), "--steps", "3"])
     assert describe(other)[0].digest() != parts.digest()
     assert describe(parse_command(["python", str(SCRIPT), "--device", "{device}"]))[0] == parts

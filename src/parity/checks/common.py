@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from parity import __version__
 from parity.bundle import Bundle, read_doc, write_doc
 from parity.devices.names import run_together
 from parity.errors import BundleError, CheckError, OptionError
@@ -52,6 +51,7 @@ from parity.orchestrate import (
 )
 from parity.request import CheckRequest
 from parity.spec import SideSpec, WorkloadSpec
+from parity.version import __version__
 
 CHECK_FILE = "check.json"
 CHECKS_DIR = "checks"

@@ -18,10 +18,10 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from parity import __version__
 from parity.cli import check, compare, history, inspect, run, scale
 from parity.cli.common import Invocation, error_line
 from parity.errors import UsageError
+from parity.version import __version__
 
 #: the commands that take a script after ``--``
 SCRIPT_COMMANDS = ("compare", "run")

@@ -19,10 +19,10 @@ from functools import cache
 
 import torch
 
-from parity import __version__
 from parity.devices.base import Device
 from parity.devices.cpu import cpu_model
 from parity.model.manifest import CpuInfo, Environment, GlobalFlags, PipFreeze, TorchInfo
+from parity.version import __version__
 
 ALLOWED_PREFIXES = (
     "PARITY_",

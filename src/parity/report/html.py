@@ -16,14 +16,14 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from parity import __version__
 from parity.report.fmt import Result
 from parity.report.parts import Section, Sentence, Table, View
 from parity.report.view import build_view
+from parity.version import __version__
 
 if TYPE_CHECKING:
-    from parity.report.run import Run
     from parity.report.svg import Plot
+    from parity.report.view import Run
 
 #: a table with more rows than this gets a height of its own and scrolls inside its card
 TALL = 20

@@ -12,14 +12,13 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 from parity.bundle import SideRuns, load_side
 from parity.errors import BundleError, UsageError
 from parity.model.codec import DecodeError, decode, dumps, loads
 from parity.model.verdict import ROLES, ByRole, Role, Verdict
-from parity.report.view import Sides
+from parity.report.view import Run
 
 VERDICT = "verdict.json"
 DEFAULT_HTML = "report.html"
@@ -28,16 +27,6 @@ REPORT_EXTRA = (
     "pip install 'parity[report]'"
 )
 log = logging.getLogger("parity")
-
-
-@dataclass(frozen=True)
-class Run:
-    """A comparison read back: its verdict and, where they load, each side's bundles."""
-
-    path: Path
-    verdict: Verdict
-    sides: Sides
-    problems: tuple[str, ...] = ()
 
 
 def read_verdict(path: Path) -> Verdict:

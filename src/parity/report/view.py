@@ -12,6 +12,9 @@ compatibility, and what is not yet proven.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from parity.model.verdict import Verdict
 from parity.report import compat, decision, figures, quality
 from parity.report.decision import Sides
@@ -19,6 +22,16 @@ from parity.report.parts import Section, View
 from parity.report.quality import LAYER_ROWS
 
 __all__ = ["Sides", "build_view"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A comparison read back: its verdict and, where they load, each side's bundles."""
+
+    path: Path
+    verdict: Verdict
+    sides: Sides
+    problems: tuple[str, ...] = ()
 
 
 def build_view(

@@ -33,7 +33,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal, Protocol
 
-from parity import __version__
 from parity.bundle import (
     MANIFEST,
     METRICS,
@@ -52,6 +51,7 @@ from parity.model.manifest import Manifest
 from parity.model.workload import WorkloadRef
 from parity.runner.cpu import process_cpu_s
 from parity.runner.zygote import Zygote, ZygoteError
+from parity.version import __version__
 
 EventHandler = Callable[[Event], None]
 STDERR_TAIL_LINES = 25

@@ -28,7 +28,6 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from parity import __version__
 from parity.bundle import MANIFEST, OPS, write_doc
 from parity.devices import get_device
 from parity.devices.base import Device
@@ -44,6 +43,7 @@ from parity.probes.emulate import EmulateMode
 from parity.probes.scan import failure_scan
 from parity.runner import distributed
 from parity.spec import SideSpec
+from parity.version import __version__
 from parity.workloads import resolve
 from parity.workloads.base import StepRunner, Workload
 

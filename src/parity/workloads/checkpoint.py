@@ -56,7 +56,15 @@ from parity.model.workload import (
 )
 from parity.spec import Task, WorkloadSpec
 from parity.workloads.base import Workload
-from parity.workloads.hf import GENERATE_KNOBS, RUN_KNOBS, convert, transformers_module
+from parity.workloads.hf import (
+    ARCHS,
+    GENERATE_KNOBS,
+    RUN_KNOBS,
+    convert,
+    parse_name,
+    transformers_module,
+    workload_class,
+)
 from parity.workloads.lm import LmGenerate, LmInfer, LmTrain, LmWorkload, logits_of, mean_pool
 from parity.workloads.sample import (
     ByteTokens,
@@ -466,3 +474,14 @@ def resolve_checkpoint(spec: WorkloadSpec) -> Workload:
             raise WorkloadError(f"hf:{location.ident}: config.json is not JSON: {exc}") from None
         task = default_task(architectures)
     return checkpoint_class(location, task)(spec)
+
+
+def resolve_hf(spec: WorkloadSpec) -> Workload:
+    """The workload an ``hf:`` spec names (registered as the ``hf`` prefix): a built-in
+    architecture (``hf:gpt2-generate``), else a checkpoint (``hf:PATH``, ``hf:ORG/NAME``)."""
+    rest = spec.name.removeprefix("hf:")
+    if rest.partition("-")[0] not in ARCHS or rest.startswith((".", "/", "~")):
+        return resolve_checkpoint(spec)
+    arch, task = parse_name(spec.name)
+    transformers_module()
+    return workload_class(arch, task)(spec)

@@ -28,7 +28,6 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from parity import __version__
 from parity.errors import WorkloadError
 from parity.model.codec import decode, encode, loads
 from parity.model.workload import (
@@ -38,6 +37,7 @@ from parity.model.workload import (
     canonical,
     sha256_json,
 )
+from parity.version import __version__
 from parity.workloads.base import Workload, seeded
 
 #: the layout of a frozen workload's directory (enters the cache key)

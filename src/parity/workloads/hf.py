@@ -35,7 +35,6 @@ from torch import nn
 from parity.errors import WorkloadError
 from parity.model.workload import WorkloadDescription
 from parity.spec import WorkloadSpec
-from parity.workloads.base import Workload
 from parity.workloads.gpt import corpus_windows
 from parity.workloads.lm import LmGenerate, LmTrain, LmWorkload
 
@@ -414,16 +413,3 @@ def workload_class(arch: str, task: str) -> type[HfWorkload]:
             },
         },
     )
-
-
-def resolve_hf(spec: WorkloadSpec) -> Workload:
-    """The workload an ``hf:`` spec names (registered as the ``hf`` prefix): a built-in
-    architecture (``hf:gpt2-generate``), else a checkpoint (``hf:PATH``, ``hf:ORG/NAME``)."""
-    rest = spec.name.removeprefix("hf:")
-    if rest.partition("-")[0] not in ARCHS or rest.startswith((".", "/", "~")):
-        from parity.workloads.checkpoint import resolve_checkpoint
-
-        return resolve_checkpoint(spec)
-    arch, task = parse_name(spec.name)
-    transformers_module()
-    return workload_class(arch, task)(spec)

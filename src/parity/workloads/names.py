@@ -13,14 +13,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from parity.errors import WorkloadError
+from parity.plugins import is_file_workload
 
 BUILTIN = ("cnn-infer", "gpt-generate", "gpt-train", "mlp-train")
 PREFIXES = ("hf",)
-
-
-def is_file_workload(name: str) -> bool:
-    path, sep, _ = name.rpartition(":")
-    return bool(sep) and path.endswith(".py")
 
 
 def _plugins_configured() -> bool:

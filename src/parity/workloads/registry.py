@@ -13,14 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from parity.errors import WorkloadError
-from parity.plugins import import_file, load_plugins
+from parity.plugins import import_file, is_file_workload, load_plugins
 from parity.spec import WorkloadSpec
 from parity.workloads.base import Workload
+from parity.workloads.checkpoint import resolve_hf
 from parity.workloads.cnn import CnnInfer
 from parity.workloads.gpt import GptGenerate, GptTrain
-from parity.workloads.hf import resolve_hf
 from parity.workloads.mlp import MlpTrain
-from parity.workloads.names import is_file_workload
 
 _REGISTRY: dict[str, type[Workload]] = {}
 PrefixResolver = Callable[[WorkloadSpec], Workload]
