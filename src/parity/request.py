@@ -24,6 +24,7 @@ from parity.model.side import MeasurePlan
 from parity.model.verdict import CostInputs, JudgeInputs, Price
 from parity.options import (
     allowed_differences,
+    checked_pins,
     default_target,
     flag,
     optional_int,
@@ -84,6 +85,8 @@ class CompareOptions:
     batch_sizes: str | Sequence[int] | None = None
     mlflow: str | None = None
     mlflow_experiment: str | None = None
+    #: package name -> expected version (``==2.13.*``); the plan's ``[stack]`` table
+    pins: Mapping[str, str] = field(default_factory=dict)
 
     def merged(self, over: CompareOptions) -> CompareOptions:
         """These options with every option ``over`` gives replacing them."""
@@ -93,8 +96,9 @@ class CompareOptions:
             for f in fields(self)
             if getattr(over, f.name) != getattr(defaults, f.name)
         }
-        if "prices" in changes:
-            changes["prices"] = {**self.prices, **over.prices}
+        for key in ("prices", "pins"):  # merged, name by name
+            if key in changes:
+                changes[key] = {**getattr(self, key), **getattr(over, key)}
         return replace(self, **changes)
 
     @classmethod
@@ -199,6 +203,7 @@ def judge_inputs(o: CompareOptions) -> JudgeInputs:
         target_loss=float(target_loss) if target_loss is not None else None,
         cost=CostInputs(prices=dict(o.prices), **knobs),
         operational={k: str(v) for k, v in o.operational.items()},
+        pins=checked_pins(o.pins),
     )
 
 
@@ -330,6 +335,7 @@ class CompareRequest:
             MlflowLog.of(self.mlflow.tracking_uri or "", self.mlflow.experiment)
         if self.judge.target_loss is not None:
             check_number("--target-loss", self.judge.target_loss)
+        checked_pins(self.judge.pins)
         for price in self.judge.cost.prices.values():
             check_number("--price", price.usd_per_hour, low=0, low_open=True)
             check_number("--price accelerators", price.accelerators, integer=True, low=1)
