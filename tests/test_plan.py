@@ -29,6 +29,21 @@ def test_init_template_is_a_valid_plan(tmp_path: Path) -> None:
         write_template(path)
 
 
+def test_a_plan_s_stack_table_pins_versions_merged_with_given_pins(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(
+        TEMPLATE.replace('# torch = "==2.13.*"', 'torch = "==2.13.*"').replace(
+            '# numpy = "~=2.1"', 'NumPy = "2.1.0"'
+        )
+    )
+    assert load_plan(path).pins == {"torch": "==2.13.*", "NumPy": "2.1.0"}
+    request = CompareRequest.from_plan(path)
+    assert request.judge.pins == {"torch": "==2.13.*", "numpy": "==2.1.0"}
+    given = CompareOptions.from_kwargs(pins=["torch>=2.13,<2.15", "six==1.17.0"])
+    merged = CompareRequest.from_plan(path, given).judge.pins
+    assert merged == {"torch": ">=2.13,<2.15", "numpy": "==2.1.0", "six": "==1.17.0"}
+
+
 def test_options_given_beside_a_plan_replace_its_values(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     path.write_text(TEMPLATE.replace("# steps = 30", "steps = 30"))
@@ -130,6 +145,11 @@ PLAN_CASES: list[tuple[str, str, list[str], str]] = [
     ("duplicate key", TEMPLATE + "\n[measure]\n", [], "not valid TOML"),
     ("nested too deeply", "a = " + "[" * 100_000, [], "nested too deeply"),
     ("binary", "\udcff", [], "cannot be read"),
+    ("pin not text", edit('# torch = "==2.13.*"', "torch = 2.13"), [], "stack.torch must be str"),
+    ("pin bad", edit('# torch = "==2.13.*"', 'torch = "==two"'), [], "pin torch: 'two' is not"),
+    ("pin wildcard", edit('# numpy = "~=2.1"', 'numpy = ">=2.*"'), [], "wildcard goes only"),
+    ("pin name", edit('# numpy = "~=2.1"', '"-numpy" = "==1"'), [], "is not a package name"),
+    ("bad pin beside it", TEMPLATE, ["--pin", "torch"], "--pin 'torch' names no version"),
     ("option beside it", TEMPLATE, ["--steps", "0"], "--steps must be at least 1"),
     ("bad side beside it", TEMPLATE, ["--target", "tpu9"], "unknown device"),
 ]

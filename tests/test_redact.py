@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.redact import REDACTED, Redactor
+from parity.redact import REDACTED, Redactor, strip_userinfo
 
 ENV = {
     "MY_API_KEY": "k3y-value-123",
@@ -117,7 +117,32 @@ def test_environment_capture_and_files(r: Redactor, tmp_path: Path) -> None:
         ("author", False),
         ("passes", False),
         ("CUDA_VISIBLE_DEVICES", False),
+        ("PWD", False),  # the shell's working directory: a path
+        ("OLDPWD", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
     assert (Redactor({}).text(f"{name}=v4lue99") == f"{name}=v4lue99") is not secret
+
+
+def test_the_working_directory_is_no_secret() -> None:
+    r = Redactor({"PWD": "/home/alice/project", "OLDPWD": "/home/alice"})
+    assert r.text("installed from file:///home/alice/project") == (
+        "installed from file:///home/alice/project"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "stripped"),
+    [
+        ("https://user:tok3n@github.com/o/r.git", "https://github.com/o/r.git"),
+        ("git+https://tok3n@github.com/o/r.git", "git+https://github.com/o/r.git"),
+        ("https://a:b@c@host.example/x?y=@z", "https://host.example/x?y=@z"),
+        ("ssh://git@github.com/o/r.git", "ssh://github.com/o/r.git"),
+        ("https://host.example/a@b", "https://host.example/a@b"),
+        ("file:///src/pkg", "file:///src/pkg"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_urls_lose_their_userinfo(url: str, stripped: str) -> None:
+    assert strip_userinfo(url) == stripped

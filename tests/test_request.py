@@ -88,6 +88,8 @@ def test_options_become_a_typed_request() -> None:
         (CompareOptions(target="cpu", cost={"idle_fraction": 1.0}), OptionError, "idle"),
         (CompareOptions(target="cpu", cost={"tips": 1}), OptionError, "not a cost setting"),
         (CompareOptions(target="cpu", batch_sizes="1,x"), OptionError, "whole numbers"),
+        (CompareOptions(target="cpu", pins={"torch": "2.x"}), OptionError, "pin torch: '2.x'"),
+        (CompareOptions(target="cpu", pins={"torch": "~=2"}), OptionError, "two release"),
         (CompareOptions(target="cpu", batch_sizes="1", batch_size=2), OptionError, "not both"),
         (CompareOptions(target="cpu", script=("python",)), OptionError, "runs a Python script"),
         (CompareOptions(target="cpu", task="embedd"), SpecError, "--task 'embedd' is unknown"),
@@ -181,6 +183,13 @@ def test_kwargs_are_type_checked() -> None:
     assert data.workload is not None and data.workload.data == "notes.jsonl"
     with pytest.raises(OptionError, match="task must be a string"):
         CompareRequest.from_kwargs(target="cpu", task=1)
+    pinned = CompareRequest.from_kwargs(target="cpu", pins={"Torch": "==2.13.*", "six": "1.17"})
+    assert pinned.judge.pins == {"torch": "==2.13.*", "six": "==1.17"}
+    assert decode(CompareRequest, json.loads(json.dumps(encode(pinned)))) == pinned
+    with pytest.raises(OptionError, match="pins must map package names"):
+        CompareRequest.from_kwargs(target="cpu", pins={"torch": 2.13})
+    with pytest.raises(OptionError, match="--pin must be a list of strings"):
+        CompareRequest.from_kwargs(target="cpu", pins=3)
 
 
 def test_run_check_and_scale_requests() -> None:

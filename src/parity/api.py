@@ -357,7 +357,8 @@ def diff(
 
     Sides from one ``parity compare`` directory are judged with the inputs that compare
     stored (``inputs.json``: allowed differences, target loss, resolved prices,
-    operational answers), so the verdict is the same; inputs ``given`` replace them."""
+    operational answers, pinned versions), so the verdict is the same; inputs ``given``
+    replace them."""
     from parity.checks.common import checked_for
     from parity.judge.verdict import judge
 
@@ -386,6 +387,7 @@ def _override(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
         target_loss=given.target_loss if given.target_loss is not None else stored.target_loss,
         cost=replace(stored.cost, prices={**stored.cost.prices, **given.cost.prices}),
         operational=stored.operational,
+        pins={**stored.pins, **given.pins},
     )
 
 

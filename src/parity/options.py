@@ -20,6 +20,7 @@ from typing import Any
 from parity.errors import OptionError
 from parity.model.verdict import Price
 from parity.model.workload import FingerprintParts
+from parity.versions import parse_pin, split_requirement
 
 DAY_S = 86400.0
 #: the declared upper bound of every numeric option (the lower bounds are where each is
@@ -166,6 +167,32 @@ def allowed_differences(items: Mapping[str, str] | Sequence[str] | None) -> dict
     return allow
 
 
+def pins(value: object) -> dict[str, str]:
+    """Pinned versions as given: a mapping of package names to pins, or ``NAME PIN``
+    items (``torch==2.13.0``, ``numpy>=1.24,<3``: the command line's ``--pin``). Their
+    shape is checked here, the pins themselves by ``checked_pins``."""
+    if isinstance(value, Mapping):
+        out: dict[str, str] = {}
+        for name, pin in value.items():
+            if not isinstance(name, str) or not isinstance(pin, str):
+                raise OptionError(
+                    "pins must map package names to version pins, e.g. {'torch': '==2.13.*'}, "
+                    f"got {show(name)}: {show(pin)}"
+                )
+            out[name] = pin
+        return out
+    return dict(split_requirement(item) for item in strings("--pin", value))
+
+
+def checked_pins(given: Mapping[str, str]) -> dict[str, str]:
+    """Each pin read (``parity.versions``): normalised name -> the pin as written back."""
+    out: dict[str, str] = {}
+    for name, text in given.items():
+        pin = parse_pin(name, text, f"pin {name}")
+        out[pin.package] = pin.text
+    return out
+
+
 def strings(name: str, value: object) -> tuple[str, ...]:
     """A string, a list of strings (or paths) or a mapping (``KEY=VALUE``) as strings."""
     if value is None:
@@ -301,6 +328,8 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
         given["checks"] = tuple(p.strip() for i in items for p in i.split(",") if p.strip())
     if "prices" in given:
         given["prices"] = prices(given["prices"])
+    if "pins" in given:
+        given["pins"] = pins(given["pins"])
     for key in ("cost", "operational"):
         if key in given and not isinstance(given[key], Mapping):
             raise OptionError(f"{key} must be a mapping of names to values, got {show(given[key])}")
@@ -369,6 +398,8 @@ class CompareOptions:
     operational: Mapping[str, str] = field(default_factory=dict)
     checks: tuple[str, ...] = ()
     batch_sizes: str | Sequence[int] | None = None
+    #: package name -> expected version (``==2.13.*``); the plan's ``[stack]`` table
+    pins: Mapping[str, str] = field(default_factory=dict)
     mlflow: str | None = None
     mlflow_experiment: str | None = None
 
@@ -380,8 +411,9 @@ class CompareOptions:
             for f in fields(self)
             if getattr(over, f.name) != getattr(defaults, f.name)
         }
-        if "prices" in changes:
-            changes["prices"] = {**self.prices, **over.prices}
+        for key in ("prices", "pins"):  # merged, name by name
+            if key in changes:
+                changes[key] = {**getattr(self, key), **getattr(over, key)}
         return replace(self, **changes)
 
     @classmethod

@@ -77,6 +77,14 @@ checkpoint_overhead = 0.0   # extra time spent writing checkpoints
 [allow_diff]
 # seed = "the target team reseeded on purpose"   # accept a differing fingerprint field
 
+[stack]
+# Expected package versions, as pip writes them: a side whose installed version falls
+# outside its pin (or that lacks the package) is reported as drift, prominently; the
+# verdict also names every package that differs between the sides.
+# torch = "==2.13.*"
+# torch-neuronx = ">=2.13,<2.15"
+# numpy = "~=2.1"
+
 # [mlflow]                  # log each comparison as an MLflow run (needs parity[mlflow])
 # tracking_uri = "http://127.0.0.1:5000"   # "" or left out: MLflow's default
 # experiment = "parity"
@@ -133,6 +141,7 @@ TOP = (
     "allow_diff",
     "operational",
     "mlflow",
+    "stack",
 )
 Kind = type | tuple[type, ...]
 MEASURE: dict[str, Kind] = {
@@ -200,6 +209,8 @@ def load_plan(path: Path) -> CompareOptions:
     allowed = top.get("allow_diff", dict) or {}
     a = _Table(path, "allow_diff", allowed, tuple(allowed))
     o = _Table(path, "operational", top.get("operational", dict) or {}, OPERATIONAL)
+    pinned = top.get("stack", dict) or {}
+    p = _Table(path, "stack", pinned, tuple(pinned))
     mlflow = top.get("mlflow", dict)
     f = _Table(path, "mlflow", mlflow or {}, ("tracking_uri", "experiment"))
     return CompareOptions(
@@ -218,6 +229,7 @@ def load_plan(path: Path) -> CompareOptions:
         cost={k: c.get(k, _cost_kind(k)) for k in c.data},
         allow_diff={k: a.get(k, str) for k in a.data},
         operational={k: o.get(k, str) for k in o.data},
+        pins={k: p.get(k, str) for k in p.data},
         **{k: m.get(k, kind) for k, kind in MEASURE.items() if k in m.data},
         # a [mlflow] table (even empty) logs the comparison; tracking_uri "" or left out:
         # MLflow's default

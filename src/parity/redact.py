@@ -13,7 +13,9 @@ verdict, a report, the index or the terminal, it passes through ``Redactor``:
   blocks, ``Bearer`` tokens, passwords in URLs (``scheme://user:password@host``) and
   ``name=value`` or ``--name value`` pairs whose name looks secret, also inside option
   strings such as ``XLA_FLAGS``;
-- a command line keeps its shape: the value of a flag whose name looks secret is masked.
+- a command line keeps its shape: the value of a flag whose name looks secret is masked;
+- a URL that is recorded (where a package was installed from) loses its user name and
+  password altogether (``url``): ``https://user:token@host/repo`` is ``https://host/repo``.
 
 The replacement is ``<redacted>``. The rule is deliberately broad: a redacted harmless
 value costs nothing, a leaked token costs a rotation.
@@ -59,6 +61,9 @@ SECRET_WORDS = frozenset(
     }
 )
 SECRET_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "CREDENTIALS")
+#: the shell's working directories: paths, not passwords (redacting them would blank every
+#: path under the current directory)
+NOT_SECRET = frozenset({"PWD", "OLDPWD"})
 #: credential formats, anywhere in text
 _PATTERNS = [
     r"\b(?:AKIA|ASIA)[0-9A-Z]{12,}",
@@ -81,9 +86,13 @@ _PAIR = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\"?\s*[=:]\s*\"?)(?P<value>[^\s\"',;&]+)"
 )
 _MIN_VALUE = 4
+#: ``scheme://userinfo@``: everything up to the last ``@`` before the host ends
+_USERINFO = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@")
 
 
 def _is_secret_name(name: str) -> bool:
+    if name.upper() in NOT_SECRET:
+        return False
     parts = [p for p in re.split(r"[^A-Za-z0-9]+", name.upper()) if p]
     return any(p in SECRET_WORDS or p.endswith(SECRET_ENDINGS) for p in parts)
 
@@ -174,3 +183,14 @@ def redactor() -> Redactor:
 
 def redact(text: str) -> str:
     return redactor().text(text)
+
+
+def strip_userinfo(url: str) -> str:
+    """``url`` without its user name and password (``https://user:token@host/x`` is
+    ``https://host/x``); anything else unchanged."""
+    return _USERINFO.sub(lambda m: m["scheme"], url.strip(), count=1)
+
+
+def url(text: str) -> str:
+    """A URL to record: no user name or password, and no credential-looking part."""
+    return redact(strip_userinfo(text))

@@ -25,6 +25,7 @@ from parity.model.verdict import CostInputs, JudgeInputs
 from parity.options import (
     COST_KNOBS,
     allowed_differences,
+    checked_pins,
     default_target,
     flag,
     optional_int,
@@ -132,6 +133,7 @@ def judge_inputs(o: CompareOptions) -> JudgeInputs:
         target_loss=float(target_loss) if target_loss is not None else None,
         cost=CostInputs(prices=dict(o.prices), **knobs),
         operational={k: str(v) for k, v in o.operational.items()},
+        pins=checked_pins(o.pins),
     )
 
 
@@ -263,6 +265,7 @@ class CompareRequest:
             MlflowLog.of(self.mlflow.tracking_uri or "", self.mlflow.experiment)
         if self.judge.target_loss is not None:
             check_number("--target-loss", self.judge.target_loss)
+        checked_pins(self.judge.pins)
         for price in self.judge.cost.prices.values():
             check_number("--price", price.usd_per_hour, low=0, low_open=True)
             check_number("--price accelerators", price.accelerators, integer=True, low=1)

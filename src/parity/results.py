@@ -80,7 +80,8 @@ def compare(
 
     ``target`` defaults to the accelerator PyTorch reports, else ``cpu+bf16``;
     ``hf_config`` is ``{"n_layer": 4}`` or ``["n_layer=4"]``; ``allow_diff`` is
-    ``{"steps": "reason"}``; ``prices`` is ``{"target": "21.50:16"}``; ``batch_sizes``
+    ``{"steps": "reason"}``; ``prices`` is ``{"target": "21.50:16"}``; ``pins`` (expected
+    package versions, drift reported) is ``{"torch": "==2.13.*"}``; ``batch_sizes``
     (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size.
     """
     from parity import api

@@ -10,6 +10,7 @@ import torch
 
 from parity.bundle import SIDE_FILE, repeat_name, write_doc
 from parity.model.side import MeasurePlan, SideFile, Stop
+from parity.model.stack import Package
 from tests.fixtures import bundles
 
 LOSSES = [2.3 - 0.03 * i for i in range(40)]
@@ -28,8 +29,10 @@ def side_dir(
     logits_scale: float = 1.0,
     parts: dict[str, Any] | None = None,
     device_name: str = "cpu",
+    packages: tuple[Package, ...] | None = None,
 ) -> Path:
-    """A side with ``repeats`` bundles whose steady steps have median ``step_s``."""
+    """A side with ``repeats`` bundles whose steady steps have median ``step_s`` (and
+    ``packages`` installed: else a digest alone, as bundles of earlier parity versions)."""
     path = root / role
     rng = np.random.default_rng(seed)
     work = bundles.workload_ref(fingerprint_parts=bundles.parts(**(parts or {})))
@@ -40,6 +43,8 @@ def side_dir(
         man = bundles.manifest(
             role=role, spec=side, workload=work, repeat=k, device_name=device_name
         )
+        if packages is not None:
+            man = bundles.with_packages(man, packages)
         bundles.write_bundle(
             path / repeat_name(k),
             man,

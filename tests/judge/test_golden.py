@@ -18,6 +18,7 @@ from parity.bundle import load_side
 from parity.errors import ContractError
 from parity.judge.verdict import judge
 from parity.model.codec import decode, encode
+from parity.model.stack import Package, PackageOrigin
 from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
 from tests.conftest import differences
 from tests.judge.synthetic import LOSSES, side_dir
@@ -29,10 +30,33 @@ PRICES = {
 }
 
 
+STACK = (
+    Package(name="torch", version="2.13.0"),
+    Package(name="numpy", version="2.1.3"),
+    Package(name="six", version="1.17.0"),
+    Package(name="aiohttp", version="3.10.0"),
+)
+#: the target: a backend added, numpy moved on, six from a checkout, aiohttp gone
+TARGET_STACK = (
+    Package(name="torch", version="2.13.0"),
+    Package(name="torch-neuronx", version="2.13.0.2.33"),
+    Package(name="libneuronxla", version="2.2.1"),
+    Package(name="numpy", version="2.2.0"),
+    Package(
+        name="six",
+        version="1.17.0",
+        origin=PackageOrigin(
+            kind="vcs", url="https://github.com/benjaminp/six.git", vcs="git", commit="a" * 40
+        ),
+    ),
+)
+
+
 def scenario(name: str, root: Path) -> dict[str, Any]:
     base = dict(side="cuda", step_s=0.010, seed=1)
     target: dict[str, Any] = dict(side="neuron+bf16", seed=2)
     allow: dict[str, str] = {}
+    pins: dict[str, str] = {}
     if name == "passes":
         target.update(step_s=0.007)
     elif name == "fails-quality":
@@ -45,9 +69,14 @@ def scenario(name: str, root: Path) -> dict[str, Any]:
     elif name == "contract-broken":
         target.update(step_s=0.008, parts={"steps": 30})
         allow = {"steps": "the target team ran a shorter schedule"}
+    elif name == "stack-drift":
+        base.update(packages=STACK)
+        target.update(step_s=0.007, packages=TARGET_STACK)
+        pins = {"torch": "==2.13.*", "numpy": "~=2.1.0", "torch-neuronx": ">=2.13"}
     a = load_side(side_dir(root, "baseline", **base))
     b = load_side(side_dir(root, "target", **target))
-    verdict = judge(a, b, inputs=JudgeInputs(allow=allow, cost=CostInputs(prices=PRICES)))
+    inputs = JudgeInputs(allow=allow, cost=CostInputs(prices=PRICES), pins=pins)
+    verdict = judge(a, b, inputs=inputs)
     text = json.dumps(encode(verdict), sort_keys=True).replace(str(root), "<root>")
     return json.loads(text)  # type: ignore[no-any-return]
 
@@ -58,6 +87,7 @@ CASES = [
     "not-significantly-faster",
     "cheaper-but-slower",
     "contract-broken",
+    "stack-drift",
 ]
 
 
@@ -85,6 +115,16 @@ def test_the_golden_cases_say_what_they_claim(tmp_path: Path) -> None:
     assert not broken["contract"]["must_match"][5]["matches"]  # steps
     assert broken["fairness"]["allowed"] == {"steps": "the target team ran a shorter schedule"}
     assert broken["contract"]["holds"]
+    drift = v["stack-drift"]
+    assert drift["passed"] and drift["pins"]["drifted"] == ["torch-neuronx", "numpy"]
+    named = [(d["field"], d["baseline"], d["target"]) for d in drift["environment_differences"]]
+    assert named == [
+        ("package libneuronxla", None, "2.2.1"),
+        ("package torch-neuronx", None, "2.13.0.2.33"),
+        ("package aiohttp", "3.10.0", None),
+        ("package numpy", "2.1.3", "2.2.0"),
+        ("package six", "1.17.0", f"1.17.0 (git https://github.com/benjaminp/six.git@{'a' * 12})"),
+    ]
 
 
 def test_a_broken_contract_without_an_allowance_is_refused(tmp_path: Path) -> None:

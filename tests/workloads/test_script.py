@@ -11,6 +11,7 @@ from parity.bundle import load_bundle, load_side
 from parity.errors import UsageError
 from parity.request import CompareOptions, CompareRequest, RunRequest
 from parity.spec import parse_side
+from parity.workloads.repository import repository
 from parity.workloads.script import (
     UNVERIFIED,
     check_side,
@@ -98,6 +99,8 @@ def test_script_mode_compares_an_unmodified_training_script(tmp_path: Path) -> N
     for role, device in (("baseline", "cpu"), ("target", "cpu")):
         b = load_side(out / role).first
         assert b.ok and b.manifest.script_mode and b.manifest.resolved is not None
+        # the script's repository (this checkout's, where it is one) with its state
+        assert b.manifest.workload.description.repository == repository(SCRIPT)
         assert b.metrics is not None and b.metrics.script is not None
         assert len(b.metrics.step_samples_s) == 12 and len(b.losses) == 12
         assert b.metrics.script.optimizer_steps == {"AdamW": 12}

@@ -140,6 +140,15 @@ Prices = Annotated[
         "(default: the price in devices/specs.toml of the device a bundle recorded)",
     ),
 ]
+Pins = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pin",
+        metavar="NAME==VERSION",
+        help="a package's expected version as pip writes it, repeatable, e.g. torch==2.13.* "
+        "or 'numpy>=1.24,<3': drift on either side is reported in the verdict",
+    ),
+]
 Checks = Annotated[
     str | None,
     typer.Option(
@@ -203,6 +212,7 @@ JUDGING: dict[str, object] = {
     "allow_diff": AllowDiff,
     "target_loss": TargetLoss,
     "prices": Prices,
+    "pins": Pins,
     "checks": Checks,
 }
 F = TypeVar("F", bound=Callable[..., None])

@@ -47,7 +47,7 @@ def diff(
     from parity.request import judge_inputs
 
     o = c.given_options(ctx)
-    judging = any(c.given(ctx, k) for k in ("allow_diff", "target_loss", "prices"))
+    judging = any(c.given(ctx, k) for k in ("allow_diff", "target_loss", "prices", "pins"))
     given = judge_inputs(o) if judging else None
     from parity import api
 
@@ -108,6 +108,7 @@ def env(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
     from parity.devices import get_device, known_device_types
     from parity.model.codec import encode
     from parity.probes.environment import collect
+    from parity.probes.packages import installed as collect_freeze
 
     found = encode(collect(get_device("cpu")))
     assert isinstance(found, dict)
@@ -116,6 +117,13 @@ def env(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
         c.write_out(json.dumps(data, indent=2))
         return
     rows = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in data.items()]
+    freeze = collect_freeze()
+    rows = [
+        (k, f"{freeze.packages} distributions, sha256 {freeze.sha256[:12]} (--json lists them)")
+        if k == "pip_freeze"
+        else (k, v)
+        for k, v in rows
+    ]
     table("parity env", [("setting", "name"), ("value", "text")], rows, wide=wide)
 
 

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 
 from parity.bundle import Bundle
 from parity.errors import ContractError
+from parity.judge import stack
 from parity.model.codec import Json
-from parity.model.manifest import Environment, Resolved
+from parity.model.manifest import Resolved
 from parity.model.verdict import (
     ConfigDifference,
     Contract,
@@ -97,10 +98,14 @@ def _json(mapping: Mapping[str, str | int | float | bool | None]) -> Json:
     return out
 
 
-def _environment_fields(env: Environment | None) -> dict[str, Json]:
+def _environment_fields(bundle: Bundle, listed: bool) -> dict[str, Json]:
+    """The settings compared; with both sides' package lists (``listed``) the backend
+    packages and the digest are left to the package rows, which say more."""
+    env = bundle.manifest.environment
+    repo = bundle.manifest.workload.description.repository
     if env is None:
-        return {}
-    return {
+        return {"workload repository": None if repo is None else str(repo)}
+    fields: dict[str, Json] = {
         "parity version": env.parity,
         "python": env.python,
         "torch": env.torch.version,
@@ -111,17 +116,37 @@ def _environment_fields(env: Environment | None) -> dict[str, Json]:
         "cpu": env.cpu.model,
         "host": env.hostname,
         "pip freeze": env.pip_freeze.sha256,
+        "workload repository": None if repo is None else str(repo),
     }
+    if listed:
+        del fields["backend packages"], fields["pip freeze"]
+    return fields
 
 
 def environment_differences(a: Bundle, b: Bundle) -> tuple[EnvironmentDifference, ...]:
-    env_a = _environment_fields(a.manifest.environment)
-    env_b = _environment_fields(b.manifest.environment)
-    return tuple(
-        EnvironmentDifference(field=k, baseline=env_a.get(k), target=env_b.get(k))
-        for k in dict.fromkeys([*env_a, *env_b])
-        if env_a.get(k) != env_b.get(k)
-    )
+    """The environment settings that differ, then the git state of the workload's source,
+    then each package that differs (torch and the backend packages first)."""
+    env_a, env_b = a.manifest.environment, b.manifest.environment
+    packages = None
+    if env_a is not None and env_b is not None:
+        packages = stack.package_differences(env_a.pip_freeze, env_b.pip_freeze)
+    fields_a = _environment_fields(a, packages is not None)
+    fields_b = _environment_fields(b, packages is not None)
+    rows = [
+        EnvironmentDifference(field=k, baseline=fields_a.get(k), target=fields_b.get(k))
+        for k in dict.fromkeys([*fields_a, *fields_b])
+        if fields_a.get(k) != fields_b.get(k)
+    ]
+    for d in packages or ():
+        rows.append(
+            EnvironmentDifference(
+                field=f"package {d.name}",
+                baseline=d.baseline.label if d.baseline else None,
+                target=d.target.label if d.target else None,
+                package=d,
+            )
+        )
+    return tuple(rows)
 
 
 def _short(value: str | int | None) -> str | int | None:

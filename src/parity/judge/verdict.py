@@ -4,7 +4,7 @@ checks them.
 1. fairness: both sides ran the same frozen workload (equal fingerprints), or the user
    allowed each differing field by name, which the verdict then reports;
 2. every configuration difference between the sides (side spec, resolved settings and
-   environment);
+   environment, each package that differs) and drift from pinned package versions;
 3. both sides ran; quality: loss curve and outputs within tolerance, numerics against
    the fp64 reference;
 4. only then speed (the step time ratio over fresh processes with a t interval) and cost.
@@ -24,6 +24,7 @@ from parity.judge import compat, decision, quality
 from parity.judge.cost import judge_cost
 from parity.judge.numerics import judge_numerics
 from parity.judge.speed import judge_speed, side_step_time
+from parity.judge.stack import check_pins
 from parity.model.metrics import Throughput
 from parity.model.verdict import (
     ByRole,
@@ -205,6 +206,7 @@ def judge(
         fairness=fair,
         config_differences=changes,
         environment_differences=decision.environment_differences(first_a, first_b),
+        pins=check_pins(inputs.pins, first_a.manifest.environment, first_b.manifest.environment),
         gates=(_ran_gate(sides),),
         # first ok bundle per side, else its failed one (which may hold a failure scan)
         compatibility=compat.compatibility(first_a, first_b),

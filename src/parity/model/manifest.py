@@ -12,6 +12,7 @@ from typing import Literal
 
 from parity.model.codec import omit_none
 from parity.model.job import Mode
+from parity.model.stack import Package
 from parity.model.workload import WorkloadRef
 from parity.spec import Precision, SideSpec
 
@@ -53,10 +54,15 @@ class GlobalFlags:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PipFreeze:
-    """The installed distributions, as a digest of ``name==version`` lines and a count."""
+    """The installed distributions: a digest of their ``name==version`` lines and a count
+    (what bundles of every parity version have, so old comparisons still see that two
+    stacks differ), and the list itself, sorted by name (None in bundles written before
+    parity kept it; cut at ``MAX_PACKAGES`` with ``truncated``)."""
 
     sha256: str
     packages: int
+    installed: tuple[Package, ...] | None = omit_none()
+    truncated: bool | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -22,6 +22,7 @@ from parity.model.metrics import (
 )
 from parity.model.numerics import OutputKind
 from parity.model.side import Stop
+from parity.model.stack import PackageDifference, Pins
 from parity.model.workload import WorkloadDescription
 
 T = TypeVar("T")
@@ -95,9 +96,13 @@ class ConfigDifference:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EnvironmentDifference:
+    """A setting of the environment that differs; a package (``field``: ``package NAME``,
+    the values its versions, None where not installed) carries how it differs."""
+
     field: str
     baseline: Json
     target: Json
+    package: PackageDifference | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -563,6 +568,8 @@ class Verdict:
     fairness: Fairness
     config_differences: tuple[ConfigDifference, ...]
     environment_differences: tuple[EnvironmentDifference, ...]
+    #: the plan's pinned versions, checked on both sides (drift is reported, not gated)
+    pins: Pins | None = omit_none()
     gates: tuple[Gate, ...]
     compatibility: Compatibility
     quality: Quality | None = None
@@ -586,14 +593,16 @@ class Verdict:
 class JudgeInputs:
     """What a verdict depends on besides the bundles (``inputs.json`` beside them): the
     fingerprint fields allowed to differ (with reasons), a target loss, cost inputs with
-    prices already resolved, operational answers, and the unproven items that passing
-    checks prove (item -> evidence)."""
+    prices already resolved, operational answers, the unproven items that passing
+    checks prove (item -> evidence), and the package versions pinned."""
 
     allow: dict[str, str] = field(default_factory=dict)
     target_loss: float | None = None
     cost: CostInputs = field(default_factory=CostInputs)
     operational: dict[str, str] = field(default_factory=dict)
     checked: dict[str, str] = field(default_factory=dict)
+    #: expected versions: normalised package name -> pin (``==2.13.*``, ``>=2.9,<2.14``)
+    pins: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.target_loss is not None and not -float("inf") < self.target_loss < float("inf"):

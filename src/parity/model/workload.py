@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from parity.model.codec import Json, JsonObject, omit_none
+from parity.model.stack import SourceRepository
 from parity.spec import Task, WorkloadSpec
 
 Kind = Literal["train", "infer", "generate"]
@@ -110,6 +111,9 @@ class WorkloadDescription:
     #: ``hf:PATH`` and ``hf:ORG/NAME``: the checkpoint, and what it was run for
     checkpoint: CheckpointSource | None = omit_none()
     task: Task | None = omit_none()
+    #: the git repository a script or workload file lives in: its commit and whether it
+    #: has uncommitted changes (recorded, not fingerprinted)
+    repository: SourceRepository | None = omit_none()
 
     @property
     def script_mode(self) -> bool:

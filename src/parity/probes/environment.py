@@ -3,25 +3,24 @@
 Environment variables are captured from an allow-list of prefixes that change how
 PyTorch and its backends behave; anything whose name or value looks like a credential
 is redacted, even inside the allow-list. Nothing else from the environment is written.
+The installed distributions are listed by ``parity.probes.packages``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import os
 import platform
 import re
 import socket
 import sys
 from collections.abc import Iterable, Mapping
-from functools import cache
 
 import torch
 
 from parity.devices.base import Device
 from parity.devices.cpu import cpu_model
-from parity.model.manifest import CpuInfo, Environment, GlobalFlags, PipFreeze, TorchInfo
+from parity.model.manifest import CpuInfo, Environment, GlobalFlags, TorchInfo
+from parity.probes.packages import installed
 from parity.version import __version__
 
 ALLOWED_PREFIXES = (
@@ -78,20 +77,6 @@ def relevant_env(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[
     return out
 
 
-@cache
-def pip_freeze_digest() -> PipFreeze:
-    dists = sorted(
-        {
-            f"{d.metadata['Name']}=={d.version}".lower()
-            for d in importlib.metadata.distributions()
-            if d.metadata["Name"]
-        }
-    )
-    return PipFreeze(
-        sha256=hashlib.sha256("\n".join(dists).encode()).hexdigest(), packages=len(dists)
-    )
-
-
 def collect(device: Device) -> Environment:
     """Everything about this process's environment that can change a result."""
     return Environment(
@@ -113,6 +98,6 @@ def collect(device: Device) -> Environment:
             float32_matmul_precision=torch.get_float32_matmul_precision(),
             num_threads=torch.get_num_threads(),
         ),
-        pip_freeze=pip_freeze_digest(),
+        pip_freeze=installed(),
         env=relevant_env(os.environ, device.environment_variables()),
     )

@@ -12,7 +12,7 @@ import json
 from parity.bundle import SideRuns
 from parity.model.codec import Json
 from parity.model.verdict import ByRole, SideInfo, Verdict
-from parity.report import fmt
+from parity.report import fmt, stack
 from parity.report.parts import Part, Row, Section, Sentence, table
 
 Sides = ByRole[SideRuns | None]
@@ -38,8 +38,12 @@ def gates(v: Verdict) -> Section:
     gate_table = table(
         [("gate", "text"), ("result", "result"), ("detail", "text")], rows, brief=True
     )
+    drift = stack.drift(v)  # not a gate, but said where the gates are read
     return Section(
-        key="gates", title="Gates", result="PASS" if v.passed else "FAIL", parts=(gate_table,)
+        key="gates",
+        title="Gates",
+        result="PASS" if v.passed else "FAIL",
+        parts=(gate_table,) if drift is None else (gate_table, drift),
     )
 
 
@@ -163,6 +167,9 @@ def fairness(v: Verdict) -> Section:
             )
         )
         parts.append(_contract_table(v))
+    source = stack.repository(v)
+    if source is not None:
+        parts.append(source)
     if not contract.holds:
         parts.append(Sentence(text=f"the contract does not hold: {contract.note}", tone="bad"))
     if contract.may_differ:
@@ -207,8 +214,9 @@ def _json(value: Json) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def differences(v: Verdict) -> Section | None:
-    """Settings the sides were asked to run differently, and environments that differ."""
+def differences(v: Verdict, package_rows: int | None = stack.PACKAGE_ROWS) -> Section | None:
+    """Settings the sides were asked to run differently, environments that differ, the
+    packages that differ (at most ``package_rows``; None: all) and pinned versions."""
     parts: list[Part] = []
     if v.config_differences:
         parts.append(
@@ -219,15 +227,18 @@ def differences(v: Verdict) -> Section | None:
                 brief=True,
             )
         )
-    if v.environment_differences:
+    settings = [d for d in v.environment_differences if d.package is None]
+    if settings:
         parts.append(
             table(
                 [("environment", "text"), ("baseline", "text"), ("target", "text")],
-                [(d.field, _json(d.baseline), _json(d.target)) for d in v.environment_differences],
+                [(d.field, _json(d.baseline), _json(d.target)) for d in settings],
                 title="Environment differences",
                 brief=True,
             )
         )
+    parts += stack.packages(v, package_rows)
+    parts += stack.pins(v)
     if not parts:
         return None
     return Section(

@@ -168,5 +168,7 @@ def render_html(run: Run) -> str:
 
     problems = list(run.problems)
     made = plots.all_plots(run.verdict, run.sides, problems)
-    view = build_view(run.verdict, sides=run.sides, notes=tuple(problems), layer_rows=None)
+    view = build_view(
+        run.verdict, sides=run.sides, notes=tuple(problems), layer_rows=None, package_rows=None
+    )
     return format_html(view, made, source=str(run.path))

@@ -20,6 +20,7 @@ from parity.report import compat, decision, figures, quality
 from parity.report.decision import Sides
 from parity.report.parts import Section, View
 from parity.report.quality import LAYER_ROWS
+from parity.report.stack import PACKAGE_ROWS
 
 __all__ = ["Sides", "build_view"]
 
@@ -40,16 +41,18 @@ def build_view(
     sides: Sides | None = None,
     notes: tuple[str, ...] = (),
     layer_rows: int | None = LAYER_ROWS,
+    package_rows: int | None = PACKAGE_ROWS,
 ) -> View:
     """The view of ``verdict``; ``sides`` (each side's bundles, where they loaded) adds
     what only the bundles record, such as a steady state that was never reached.
-    ``layer_rows`` caps the per-module numerics table (None: every module)."""
+    ``layer_rows`` caps the per-module numerics table and ``package_rows`` the packages
+    that differ (None: every module, every package)."""
     title, subtitle = decision.headline(verdict)
     made: list[Section | None] = [
         decision.gates(verdict),
         decision.sides(verdict, sides),
         decision.fairness(verdict),
-        decision.differences(verdict),
+        decision.differences(verdict, package_rows),
         quality.quality(verdict),
         quality.numerics(verdict, layer_rows=layer_rows),
         figures.speed(verdict),

@@ -137,9 +137,9 @@ def serve() -> None:
     _die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)
-    from parity.probes.environment import pip_freeze_digest
+    from parity.probes.packages import installed
 
-    pip_freeze_digest()  # cached: the installed packages do not change under a comparison
+    installed()  # cached: the installed packages do not change under a comparison
     wakeup = os.pipe()
     for fd in wakeup:
         os.set_blocking(fd, False)

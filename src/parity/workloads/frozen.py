@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -37,8 +37,11 @@ from parity.model.workload import (
     canonical,
     sha256_json,
 )
+from parity.plugins import is_file_workload
+from parity.spec import WorkloadSpec
 from parity.version import __version__
 from parity.workloads.base import Workload, seeded
+from parity.workloads.repository import repository
 
 #: the layout of a frozen workload's directory (enters the cache key)
 FORMAT = "parity-frozen/2"
@@ -138,7 +141,18 @@ def materialize(workload: Workload) -> tuple[dict[str, torch.Tensor], dict[str, 
 
 
 def freeze(workload: Workload, root: Path | None = None) -> Frozen:
-    """Freeze a workload into the cache (or reuse the cached copy) and return it."""
+    """Freeze a workload into the cache (or reuse the cached copy) and return it; a
+    workload from a user's file also gets its repository's git state (not cached, not
+    fingerprinted: it is the state now)."""
+    frozen = _freeze(workload, root)
+    spec = getattr(workload, "spec", None)
+    if isinstance(spec, WorkloadSpec) and is_file_workload(spec.name):
+        repo = repository(spec.name.rpartition(":")[0])
+        return replace(frozen, description=replace(frozen.description, repository=repo))
+    return frozen
+
+
+def _freeze(workload: Workload, root: Path | None) -> Frozen:
     root = root or cache_root() / "frozen"
     final = root / f"{workload.name.replace('/', '_').replace(':', '_')}-{cache_key(workload)}"
     if (final / META_FILE).is_file():

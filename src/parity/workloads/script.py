@@ -33,6 +33,7 @@ from parity.model.workload import (
     sha256_json,
 )
 from parity.spec import SideSpec, WorkloadSpec
+from parity.workloads.repository import repository
 
 UNVERIFIED = "script mode: weights and data not fingerprinted"
 PLACEHOLDERS: dict[str, Callable[[SideSpec], str]] = {
@@ -140,7 +141,8 @@ def check_side(side: SideSpec) -> None:
 
 
 def describe(cmd: ScriptCommand) -> tuple[FingerprintParts, WorkloadDescription]:
-    """What defines a script run: its command and the script's bytes, nothing more."""
+    """What defines a script run: its command and the script's bytes, nothing more (the
+    git state of its repository is recorded beside them, not fingerprinted)."""
     config: JsonObject = {
         "command": list(cmd.argv),
         "target": cmd.target,
@@ -156,6 +158,8 @@ def describe(cmd: ScriptCommand) -> tuple[FingerprintParts, WorkloadDescription]
         # batch size, sequence length, steps and seed are the script's own: unknown here
         quality=quality,
         contract=UNVERIFIED,
+        # a module runs from the current directory: its repository is that one's
+        repository=repository(os.getcwd() if cmd.module else cmd.target),
     )
     parts = FingerprintParts(
         config=sha256_json({"name": desc.name, "kind": desc.kind, "config": config}),
