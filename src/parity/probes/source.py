@@ -14,6 +14,7 @@ from types import FrameType
 import torch
 
 from parity.model.ops import SourceLine
+from parity.redact import redact
 
 Source = SourceLine
 
@@ -67,6 +68,8 @@ def is_user_file(filename: str) -> bool:
 def _source(filename: str, line: int, function: str, code: str | None = None) -> Source:
     if code is None:
         code = linecache.getline(filename, line).strip() or None
+    if code is not None:  # the user's own line of code may hold a credential
+        code = redact(code)
     return SourceLine(file=filename, line=line, function=function, code=code)
 
 
