@@ -22,7 +22,6 @@ from parity.checks.common import (
     loss_tolerances,
     parts_ran,
     start,
-    steps_for,
 )
 from parity.judge import quality
 from parity.model.checks import (
@@ -39,8 +38,8 @@ from parity.request import CheckRequest
 
 
 def rollback(request: CheckRequest, *, progress: ProgressSink | None = None) -> CheckResult:
-    k, m = steps_for(request)
-    run = start(request, progress, steps=k + m)
+    run = start(request, progress)
+    k, m = run.k, run.m
     target, baseline = request.target, request.baseline or request.target
     t = run.template
     ckpt = CheckpointPlan(stop_at=k, save_at=k, checkpoint_dir=str(run.checkpoint))

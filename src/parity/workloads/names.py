@@ -1,4 +1,5 @@
-"""Workload names checked without importing torch or any user code.
+"""Workload names checked without importing torch or any user code; where frozen
+workloads are cached (``cache_root``).
 
 A built-in name, ``PREFIX:NAME`` for a registered prefix (``hf:gpt2``, ``hf:./ckpt``), or
 ``path/to/file.py:factory`` (the file must exist; it is imported only in the worker
@@ -15,6 +16,14 @@ from pathlib import Path
 from parity.errors import WorkloadError
 
 BUILTIN = ("cnn-infer", "gpt-generate", "gpt-train", "mlp-train")
+#: what each built-in does (its class's ``kind``; a test keeps the two equal), so that a
+#: command that needs another kind is refused before any worker starts
+BUILTIN_KINDS = {
+    "cnn-infer": "infer",
+    "gpt-generate": "generate",
+    "gpt-train": "train",
+    "mlp-train": "train",
+}
 PREFIXES = ("hf",)
 
 
@@ -59,3 +68,15 @@ def check_workload_name(name: str) -> None:
         + "".join(f"{p}:NAME, " for p in PREFIXES)
         + "or path/to/file.py:factory"
     )
+
+
+def cache_root() -> Path:
+    """``PARITY_CACHE_DIR``, else ``~/.cache/parity``: frozen workloads, fp64 references."""
+    root = os.environ.get("PARITY_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "parity"
+
+
+def known_kind(name: str) -> str | None:
+    """A built-in workload's kind, known without importing it; None for any other name
+    (a worker resolves those)."""
+    return BUILTIN_KINDS.get(name)
