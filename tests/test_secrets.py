@@ -13,7 +13,7 @@ from rich.console import Console
 
 from parity import api
 from parity.bundle import load_bundle
-from parity.errors import WorkloadError
+from parity.errors import ResumeError, WorkloadError
 from parity.model.codec import dumps
 from parity.model.verdict import ByRole
 from parity.progress import LineProgress
@@ -149,6 +149,21 @@ def test_planted_secrets_reach_no_file_and_no_printed_line(
     job = (tmp_path / "script" / "target" / "r00" / "job.json").read_text()
     assert '"--token",' in job and REDACTED in job
     shown.append(_shown(scripted))
+    # the stored request holds the command masked: resuming needs the real one again
+    with pytest.raises(ResumeError, match="secret values masked"):
+        api.resume(tmp_path / "script")
+    request = CompareRequest.from_options(
+        CompareOptions(
+            target="cpu+bf16",
+            repeats=1,
+            compliance=False,
+            out=str(tmp_path / "script"),
+            script=tuple(command),
+        )
+    )
+    assert (
+        api.resume(tmp_path / "script", request=request).verdict.passed == scripted.verdict.passed
+    )
 
     # a user file's factory that raises them: one line, nothing written
     with pytest.raises(WorkloadError) as raised:
