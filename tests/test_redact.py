@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
 
-from parity.redact import REDACTED, Redactor, strip_userinfo
+from parity.redact import REDACTED, Redactor, flag_values, redact, strip_userinfo
 
 ENV = {
     "MY_API_KEY": "k3y-value-123",
@@ -125,13 +127,6 @@ def test_secret_names(name: str, secret: bool) -> None:
     assert (Redactor({}).text(f"{name}=v4lue99") == f"{name}=v4lue99") is not secret
 
 
-def test_the_working_directory_is_no_secret() -> None:
-    r = Redactor({"PWD": "/home/alice/project", "OLDPWD": "/home/alice"})
-    assert r.text("installed from file:///home/alice/project") == (
-        "installed from file:///home/alice/project"
-    )
-
-
 @pytest.mark.parametrize(
     ("url", "stripped"),
     [
@@ -146,3 +141,65 @@ def test_the_working_directory_is_no_secret() -> None:
 )
 def test_urls_lose_their_userinfo(url: str, stripped: str) -> None:
     assert strip_userinfo(url) == stripped
+
+
+def test_secret_flags_followed_by_a_space_inside_text(r: Redactor) -> None:
+    text = "XLA_FLAGS=--xla_dump_to=/tmp --xla_session_key s3ss10n-k3y --lr 0.1 -v"
+    out = r.text(text)
+    assert "s3ss10n-k3y" not in out and f"--xla_session_key {REDACTED}" in out
+    assert out.endswith("--xla_dump_to=/tmp --xla_session_key <redacted> --lr 0.1 -v")
+
+
+def test_the_working_directory_is_not_a_secret() -> None:
+    r = Redactor({"PWD": "/work/project", "OLDPWD": "/work/old", "DB_PWD": "realpwd1"})
+    assert r.text("in /work/project and /work/old with realpwd1") == (
+        f"in /work/project and /work/old with {REDACTED}"
+    )
+
+
+def test_a_command_line_s_secret_values_are_known_to_its_logs(r: Redactor) -> None:
+    argv = ["--token", "tok-value-1", "--api-key=key-value-2", "--lr", "0.1"]
+    assert flag_values(argv) == ["tok-value-1", "key-value-2"]
+    printed = "Namespace(token='tok-value-1', api_key='key-value-2', lr=0.1)"
+    assert r.knowing(flag_values(argv)).text(printed) == (
+        f"Namespace(token='{REDACTED}', api_key='{REDACTED}', lr=0.1)"
+    )
+    assert "tok-value-1" in r.text(printed)  # the plain redactor does not know them
+
+
+def test_the_process_redactor_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert redact("value late-set-secret-42") == "value late-set-secret-42"
+    monkeypatch.setenv("LATE_TOKEN", "late-set-secret-42")
+    assert redact("value late-set-secret-42") == f"value {REDACTED}"
+
+
+def test_a_long_log_keeps_its_tail_and_a_key_block_goes_whole(r: Redactor, tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    body = "".join(f"line {i}\n" for i in range(5000))
+    key = (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEkeybody1\nMIIEkeybody2\n"
+        "-----END RSA PRIVATE KEY-----\n"
+    )
+    log.write_text(body + key + "last\n")
+    r.file(log, limit=1000)
+    text = log.read_text()
+    assert text.startswith("[parity: the first ") and text.endswith(f"{REDACTED}\nlast\n")
+    assert "line 4999\n" in text and "line 0\n" not in text and "MIIE" not in text
+    assert len(text) < 1100
+
+
+def test_a_log_that_cannot_be_redacted_is_not_left_as_it_was(
+    r: Redactor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "stderr.log"
+    log.write_text("leaked hunter2hunter2\n")
+    real = os.replace
+
+    def full(src: object, dst: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    r.file(log)
+    monkeypatch.setattr(os, "replace", real)
+    assert "hunter2" not in log.read_text() and "could not be redacted" in log.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["stderr.log"]

@@ -26,11 +26,14 @@ from parity.orchestrate import (
     compliance_runs,
     default_out,
     fp64_reference,
+    prepare_workload,
 )
+from parity.redact import REDACTED, redactor
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
+from parity.runner.launch import Launcher
 
 if TYPE_CHECKING:
-    from parity.workloads.frozen import Frozen
+    from parity.spec import WorkloadSpec
     from parity.workloads.script import ScriptCommand
 
 INPUTS_FILE = "inputs.json"
@@ -52,20 +55,6 @@ class CompareResult:
 # -- one run or scan -------------------------------------------------------------------------
 
 
-def _template(
-    frozen: Frozen, request: RunRequest | CompareRequest, timeout_s: float
-) -> JobTemplate:
-    assert request.workload is not None
-    return JobTemplate(
-        workload=request.workload,
-        frozen=str(frozen.path),
-        fingerprint=frozen.fingerprint,
-        parts=frozen.parts,
-        description=frozen.description,
-        timeout_s=timeout_s,
-    )
-
-
 def _script_template(argv: tuple[str, ...], timeout_s: float) -> tuple[JobTemplate, ScriptCommand]:
     from parity.workloads.script import describe, parse_command, script_spec
 
@@ -82,12 +71,19 @@ def _script_template(argv: tuple[str, ...], timeout_s: float) -> tuple[JobTempla
     return template, command
 
 
-def _freeze(request: RunRequest | CompareRequest) -> Frozen:
-    from parity.workloads import resolve
-    from parity.workloads.frozen import freeze
-
-    assert request.workload is not None
-    return freeze(resolve(request.workload))
+def _prepare(
+    request: RunRequest | CompareRequest,
+    launcher: Launcher,
+    *,
+    timeout_s: float,
+    spec: WorkloadSpec | None = None,
+) -> JobTemplate:
+    """The request's workload (or ``spec``) resolved and frozen by a worker: user code
+    never runs in this process."""
+    spec = spec or request.workload
+    assert spec is not None
+    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s)
+    return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 
 def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
@@ -96,22 +92,24 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
 
     out = Path(request.out) if request.out else default_out(request.name, request.mode)
     check_fresh(out)
-    if request.script:
-        template, command = _script_template(request.script, request.timeout_s)
-        job = template.job("run", request.side, mode="script", script=command.plan(request.side))
-    else:
-        template = _template(_freeze(request), request, request.timeout_s)
-        job = template.job(
-            request.mode,
-            request.side,
-            mode=request.job_mode,
-            capture=request.mode == "run",  # the numerics probe, for a later diff
-            torchrun=request.torchrun,
-        )
-    if out.is_dir():
-        out.rmdir()
-    with Orchestrator(out=out, progress=progress) as orch:
-        bundle = orch.run(job, out, label=request.mode)
+    with Launcher() as launcher:
+        if request.script:
+            template, command = _script_template(request.script, request.timeout_s)
+            plan = command.plan(request.side)
+            job = template.job("run", request.side, mode="script", script=plan)
+        else:
+            template = _prepare(request, launcher, timeout_s=request.timeout_s)
+            job = template.job(
+                request.mode,
+                request.side,
+                mode=request.job_mode,
+                capture=request.mode == "run",  # the numerics probe, for a later diff
+                torchrun=request.torchrun,
+            )
+        if out.is_dir():
+            out.rmdir()
+        with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+            bundle = orch.run(job, out, label=request.mode)
     if request.mode == "run":
         index_quietly(out)
     return bundle
@@ -142,24 +140,26 @@ def compare(
         raise OptionError("a throughput-latency curve is compare_curve's: use parity compare")
     if request.script:
         return _compare_script(request, progress=progress, resuming=resuming)
+    from parity.cache import cache_root
     from parity.checks.common import read_checks
-    from parity.workloads import resolve
-    from parity.workloads.frozen import cache_root, freeze
 
     read_checks([Path(p) for p in request.checks])  # validated before anything is written
-    assert request.workload is not None
-    workload = resolve(request.workload)
-    out = Path(request.out) if request.out else default_out(workload.name)
-    _start(request, out, resuming)
+    if request.out and not resuming:
+        check_fresh(Path(request.out))  # before a worker starts
     plan = request.measure
-    template = _template(freeze(workload), request, plan.timeout_s)
-    reseeded = _reseeded(request) if plan.compliance else None
-    with Orchestrator(out=out, progress=progress) as orch:
-        orch.start_budget(
-            template.job("baseline", request.baseline), template.job("target", request.target)
-        )
-        reference = fp64_reference(orch, template, cache_root() / f"reference-v{SCHEMA_VERSION}")
-        _measure(request, orch, template, reseeded)
+    with Launcher() as launcher:
+        template = _prepare(request, launcher, timeout_s=plan.timeout_s)
+        reseeded = _reseeded(request, launcher) if plan.compliance else None
+        out = Path(request.out) if request.out else default_out(template.description.name)
+        _start(request, out, resuming)
+        with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+            orch.start_budget(
+                template.job("baseline", request.baseline),
+                template.job("target", request.target),
+            )
+            cache = cache_root() / f"reference-v{SCHEMA_VERSION}"
+            reference = fp64_reference(orch, template, cache)
+            _measure(request, orch, template, reseeded)
     return _logged(request, conclude(out, request.judge, reference=reference))
 
 
@@ -177,16 +177,12 @@ def _logged(request: CompareRequest, result: CompareResult) -> CompareResult:
     return result
 
 
-def _reseeded(request: CompareRequest) -> JobTemplate:
-    """The compliance run's workload: the same, seeded one further (frozen in set-up)."""
-    from parity.workloads import resolve
-    from parity.workloads.frozen import freeze
-
+def _reseeded(request: CompareRequest, launcher: Launcher) -> JobTemplate:
+    """The compliance run's workload: the same, seeded one further (frozen in set-up, by
+    a worker)."""
     assert request.workload is not None
     spec = replace(request.workload, seed=request.workload.seed + 1)
-    return replace(
-        _template(freeze(resolve(spec)), request, request.measure.timeout_s), workload=spec
-    )
+    return _prepare(request, launcher, timeout_s=request.measure.timeout_s, spec=spec)
 
 
 def _measure(
@@ -233,16 +229,34 @@ def _compare_script(
     return _logged(request, conclude(out, request.judge, reference=None))
 
 
-def resume(out: Path, *, progress: ProgressSink | None = None) -> CompareResult:
+def resume(
+    out: Path, *, progress: ProgressSink | None = None, request: CompareRequest | None = None
+) -> CompareResult:
     """Finish a comparison that was interrupted: complete bundles are kept and reused,
-    partial ones (hidden temporary directories) are removed, missing runs are made."""
-    return compare(CompareRequest.from_file(out), progress=progress, resuming=True)
+    partial ones (hidden temporary directories) are removed, missing runs are made.
+
+    ``request`` is the comparison given again (it must match the stored one): a script's
+    command is stored with its secret values masked, so resuming one whose command held
+    any needs the real command again."""
+    if request is not None:
+        check_resume(out, request)
+    else:
+        request = CompareRequest.from_file(out)
+    if any(REDACTED in arg for arg in request.script):
+        raise ResumeError(
+            f"{out / REQUEST_FILE} holds the script's command with secret values masked, "
+            "which parity cannot run: give the command again with the comparison (or pass "
+            "secrets to the script in environment variables)"
+        )
+    return compare(request, progress=progress, resuming=True)
 
 
 def check_resume(out: Path, request: CompareRequest) -> None:
-    """``--resume`` with other options is refused when they differ from the stored ones."""
+    """``--resume`` with other options is refused when they differ from the stored ones
+    (a script's command compared as stored: secret values masked)."""
     stored = CompareRequest.from_file(out)
-    if replace(request, out=stored.out) != stored:
+    given = replace(request, out=stored.out, script=redactor().argv(request.script))
+    if given != stored:
         raise ResumeError(
             f"--resume {out} runs the comparison stored in {out / REQUEST_FILE}: drop the "
             "other options (they differ from the stored ones)"
@@ -301,13 +315,24 @@ def compare_curve(
 ) -> tuple[Path, list[CompareResult]]:
     """One comparison per batch size (``OUT/bsN``) and ``curve.json``."""
     from parity.model.reports import Curve, CurvePoint
-    from parity.workloads import resolve
+    from parity.workloads.names import known_kind
 
     assert request.workload is not None
-    workload = resolve(request.workload)
-    if workload.kind == "train":
-        raise OptionError(f"--batch-sizes is for inference and generation; {workload.name} trains")
-    out = Path(request.out) if request.out else default_out(workload.name, "curve")
+    name, kind = request.workload.name, known_kind(request.workload.name)
+    if request.out:
+        check_fresh(Path(request.out))
+    if kind is None:  # described in a worker, not frozen: each point freezes its own
+        with Launcher() as launcher:
+            workload = prepare_workload(
+                request.workload,
+                launcher=launcher,
+                freeze=False,
+                timeout_s=request.measure.timeout_s,
+            )
+        name, kind = workload.name, workload.kind
+    if kind == "train":
+        raise OptionError(f"--batch-sizes is for inference and generation; {name} trains")
+    out = Path(request.out) if request.out else default_out(name, "curve")
     check_fresh(out)
     results = [
         compare(replace(request.with_batch_size(bs), out=str(out / f"bs{bs}")), progress=progress)

@@ -7,6 +7,7 @@
     numerics.json         loss curve and output summaries (tensors: numerics.safetensors)
     capture.json          the numerics probe (tensors: capture.safetensors)
     ops.json              the op census of a scan
+    prepared.json         a ``freeze`` job's workload (frozen directory, fingerprint)
     job.json, events.jsonl, stdout.log, stderr.log
 
 A bundle is written into a temporary sibling directory and renamed into place when it is
@@ -22,6 +23,8 @@ unknown key is a one-line ``BundleError`` naming the file and the key path.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from parity.errors import BundleError
+from parity.errors import BundleError, OutputError
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import DecodeError, Json, decode, encode, loads
 from parity.model.job import Mode
@@ -45,6 +48,8 @@ from parity.spec import SideSpec
 if TYPE_CHECKING:
     import torch
 
+    from parity.redact import Redactor
+
 T = TypeVar("T")
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".log", ".safetensors")
 MANIFEST = "manifest.json"
@@ -55,8 +60,13 @@ CAPTURE = "capture.json"
 CAPTURE_TENSORS = "capture.safetensors"
 OPS = "ops.json"
 SIDE_FILE = "side.json"
+PREPARED = "prepared.json"
 DIGEST = "digest.json"
 LOGS = (".log", ".jsonl")
+#: what ``write_json`` writes before its rename, and the redactor before its own
+TEMP_SUFFIX = ".tmp"
+#: what a failed bundle does not keep: figures of a run that did not finish
+PARTIAL = (METRICS, OUTPUTS, OUTPUT_TENSORS)
 COMPLIANCE_RUNS = ("reseeded", "same-input")
 #: the documents an ``ok`` bundle of each mode must hold besides its manifest
 REQUIRED: Mapping[Mode, tuple[str, ...]] = {
@@ -66,14 +76,29 @@ REQUIRED: Mapping[Mode, tuple[str, ...]] = {
     "script": (METRICS, OUTPUTS),
     "reference": (CAPTURE,),
     "scan": (OPS,),
+    "freeze": (PREPARED,),
 }
 
 
 def write_json(path: Path, data: Json) -> None:
-    """Write JSON through a temporary file and an atomic rename."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    """Write JSON through a temporary file and an atomic rename; an ``OSError`` (the disk
+    is full) is an ``OutputError`` naming the file, and leaves no temporary file."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise OutputError(f"could not write {path}: {io_reason(exc)}") from exc
+
+
+def io_reason(exc: OSError) -> str:
+    """An I/O error in words, with the fix: ``no space left on device (ENOSPC): ...``."""
+    code = errno.errorcode.get(exc.errno or 0)
+    what = (exc.strerror or str(exc)).lower() + (f" ({code})" if code else "")
+    return f"{what}: free space (or fix the file system) and run again with --resume"
 
 
 def write_doc(path: Path, doc: object) -> None:
@@ -97,7 +122,7 @@ class Digest:
     files: dict[str, str]
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -105,21 +130,27 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def seal(directory: Path) -> None:
-    """Redact the logs, then write ``digest.json`` over every other file."""
-    from parity.redact import redactor
+def seal(directory: Path, redactor: Redactor | None = None) -> None:
+    """Remove what a writer left half-done (hidden temporary files), redact the logs (with
+    ``redactor``, else the process's), then write ``digest.json`` over every other file."""
+    from parity.redact import redactor as default
 
+    r = redactor or default()
+
+    for stray in directory.glob(".*"):
+        if stray.is_file() or stray.is_symlink():
+            stray.unlink()
     files = sorted(p for p in directory.iterdir() if p.is_file() and p.name != DIGEST)
     for path in files:
         if path.name.endswith(LOGS):
-            redactor().file(path)
-    write_doc(directory / DIGEST, Digest(files={p.name: _sha256(p) for p in files}))
+            r.file(path)
+    write_doc(directory / DIGEST, Digest(files={p.name: sha256_file(p) for p in files}))
 
 
-def finalize(tmp: Path, final: Path) -> Path:
+def finalize(tmp: Path, final: Path, *, redactor: Redactor | None = None) -> Path:
     """Seal a finished temporary bundle and rename it into place (atomic on one
     filesystem): a bundle under its final name is complete and verifiable."""
-    seal(tmp)
+    seal(tmp, redactor)
     os.replace(tmp, final)
     return final
 
@@ -138,7 +169,7 @@ def verify(path: Path) -> None:
             raise BundleError(f"{path / name} was added after the bundle was written: remove it")
         if name not in present:
             raise BundleError(f"{path / name} is missing from the bundle: rerun that side")
-        if _sha256(path / name) != digest.files[name]:
+        if sha256_file(path / name) != digest.files[name]:
             raise BundleError(
                 f"{path / name} differs from what parity wrote (its sha256 does not match "
                 f"{DIGEST}): the bundle was edited; rerun that side"

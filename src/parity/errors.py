@@ -15,7 +15,8 @@ parent but a recorded result (exit code 1 through the verdict).
     │   ├── CheckError               a check result (check.json) that cannot be used
     │   └── ContractError            the two sides did not run the same frozen workload
     ├── SideError                    a worker process failed (crash, timeout, exception)
-    └── CheckpointError              a training checkpoint cannot be written or read back
+    ├── CheckpointError              a training checkpoint cannot be written or read back
+    └── OutputError                  what was measured cannot be written (disk full, I/O)
 
 Library code raises these, never ``ValueError`` or ``TypeError`` for bad input: a
 model class's ``__post_init__`` may raise ``ValueError`` (the codec and the request turn
@@ -72,6 +73,14 @@ class SideError(ParityError):
 class CheckpointError(ParityError):
     """A training checkpoint that cannot be written or read back safely (a worker error:
     it ends the side as failed with this reason)."""
+
+
+class OutputError(ParityError):
+    """A file parity writes could not be written (the disk is full, an I/O error).
+
+    A side that hits one ends as failed with the reason in this error: nothing is left
+    under its bundle's final name (the partial bundle stays hidden, with a failed manifest
+    where space allowed), so ``--resume`` runs it again once there is space. Exit code 1."""
 
 
 #: a value (a run of text without spaces) longer than this is shortened in the middle

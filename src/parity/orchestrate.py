@@ -25,6 +25,7 @@ never judges.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -34,17 +35,35 @@ from pathlib import Path
 
 from parity.bundle import (
     MANIFEST,
+    PREPARED,
     SIDE_FILE,
     Bundle,
+    io_reason,
     load_bundle,
+    read_doc,
     repeat_name,
     write_doc,
 )
-from parity.errors import BundleError, OptionError
-from parity.model.job import Event, Job, Mode
+from parity.errors import (
+    BundleError,
+    OptionError,
+    OutputError,
+    ParityError,
+    SideError,
+    WorkloadError,
+)
+from parity.model.codec import encode
+from parity.model.job import Event, Job, Mode, PreparePlan
+from parity.model.manifest import Manifest
 from parity.model.side import Interference, MeasurePlan, SideFile, Stop
 from parity.model.verdict import ROLES, Role
-from parity.model.workload import FingerprintParts, WorkloadDescription
+from parity.model.workload import (
+    FingerprintParts,
+    PreparedWorkload,
+    QualitySpec,
+    WorkloadDescription,
+    sha256_json,
+)
 from parity.runner.cpu import CpuWatch
 from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
@@ -71,6 +90,14 @@ def check_fresh(path: Path) -> None:
         )
 
 
+def remove(path: Path) -> None:
+    """Remove a file, a link (never what it points to) or a directory tree."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path)
+
+
 def clear_partial(out: Path) -> list[Path]:
     """Remove the hidden temporary directories a killed run left (never a bundle)."""
     removed = []
@@ -92,6 +119,20 @@ class JobTemplate:
     parts: FingerprintParts
     description: WorkloadDescription
     timeout_s: float = 900.0
+
+    @classmethod
+    def of(cls, spec: WorkloadSpec, prepared: PreparedWorkload, *, timeout_s: float) -> JobTemplate:
+        """The template of a workload a ``freeze`` job prepared (``prepare_workload``)."""
+        if prepared.frozen is None or prepared.fingerprint is None or prepared.parts is None:
+            raise RuntimeError(f"workload {spec.name} was described, not frozen")
+        return cls(
+            workload=spec,
+            frozen=prepared.frozen,
+            fingerprint=prepared.fingerprint,
+            parts=prepared.parts,
+            description=prepared.description,
+            timeout_s=timeout_s,
+        )
 
     def job(self, role: str, side: SideSpec, *, mode: Mode = "measure", **fields: object) -> Job:
         return Job(
@@ -209,14 +250,18 @@ class Orchestrator:
 
     def run(self, job: Job, path: Path, *, label: str, hook: EventHook | None = None) -> Bundle:
         """One job into ``path``; a complete, verified bundle already there (resume) is
-        reused, an unverifiable one is removed and run again."""
-        if (path / MANIFEST).is_file():
+        reused, anything else there (unverifiable, incomplete, a link) is removed and run
+        again. An I/O error while writing it is an ``OutputError`` naming the part."""
+        if path.exists() or path.is_symlink():
             try:
                 return load_bundle(path)
             except BundleError as exc:
                 log.warning("parity: %s: running it again", exc)
-                shutil.rmtree(path)
-        run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
+                remove(path)
+        try:
+            run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
+        except OutputError as exc:
+            raise OutputError(f"{label}: {exc}") from exc
         return load_bundle(path)
 
     def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
@@ -278,6 +323,84 @@ class Orchestrator:
         for role in ROLES:
             write_doc(self.out / role / SIDE_FILE, SideFile(stop=stop, plan=plan))
         return stop
+
+
+# -- preparing a workload: user code runs in a worker, never here ---------------------------
+
+
+def prepare_job(spec: WorkloadSpec, *, freeze: bool = True, timeout_s: float = 900.0) -> Job:
+    """A ``freeze`` job for a spec. Until the worker has resolved it the parent knows only
+    the spec, so the job's description and parts are the spec's own (the bundle of this
+    job is read for ``prepared.json`` and removed)."""
+    description = WorkloadDescription(
+        name=spec.name, kind="train", size=spec.size, quality=QualitySpec(kind="train", checks=())
+    )
+    parts = FingerprintParts(
+        config=sha256_json(encode(spec)),
+        weights=None,
+        data=None,
+        batch_size=spec.batch_size,
+        seq_len=spec.seq_len,
+        steps=spec.steps,
+        seed=spec.seed,
+        quality=sha256_json([]),
+    )
+    return Job(
+        role="prepare",
+        side=SideSpec(device="cpu"),
+        workload=spec,
+        frozen=None,
+        fingerprint=parts.digest(),
+        parts=parts,
+        description=description,
+        mode="freeze",
+        timeout_s=timeout_s,
+        prepare=PreparePlan(freeze=freeze),
+    )
+
+
+def prepare_workload(
+    spec: WorkloadSpec,
+    *,
+    launcher: Launcher,
+    freeze: bool = True,
+    timeout_s: float = 900.0,
+) -> PreparedWorkload:
+    """Resolve (and with ``freeze`` freeze) a workload in a worker started like any job;
+    the parent learns only what its ``prepared.json`` says. A workload that cannot be
+    made (a file that exits or raises when imported, a factory that raises, a size that
+    does not exist) is one ``WorkloadError`` line; a worker killed or out of time, a
+    ``SideError``. Warnings (a cache entry rebuilt) are logged. Its events are not shown:
+    bad input must end in one line, and a workload is prepared before anything else."""
+    import tempfile
+
+    # the job's own bundle is read and removed: it lives in the system's temporary
+    # directory, so that a workload refused leaves nothing anywhere parity writes
+    where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
+    try:
+        final = where / "job"
+        run_job(prepare_job(spec, freeze=freeze, timeout_s=timeout_s), final, launcher=launcher)
+        manifest = read_doc(final / MANIFEST, Manifest)
+        if not manifest.ok:
+            raise _not_prepared(spec, manifest.reason or "the worker did not say why")
+        prepared = read_doc(final / PREPARED, PreparedWorkload)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    for warning in prepared.warnings:
+        log.warning("parity: %s", warning)
+    return prepared
+
+
+def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
+    """Why a workload could not be prepared, as the error the CLI prints in one line."""
+    if reason.startswith(("timed out", "the worker was killed")):
+        return SideError(f"workload {spec.name} could not be prepared: {reason}")
+    if reason.startswith("the worker exited"):
+        reason += ": does the workload's code call exit() or os._exit() when imported?"
+    prefix, _, rest = reason.partition(": ")
+    if prefix.startswith("WorkloadError in phase"):  # the registry's own words suffice
+        return WorkloadError(rest)
+    return WorkloadError(f"workload {spec.name} could not be prepared: {reason}")
 
 
 # -- a comparison's measuring: the fp64 reference, rounds, compliance runs ------------------
@@ -369,28 +492,47 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
     import uuid
 
     dest = orch.out / REFERENCE_DIR
-    if (dest / MANIFEST).is_file():  # resuming: the copy is already there
-        return load_bundle(dest)
+    if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
+        try:
+            return load_bundle(dest)
+        except BundleError as exc:
+            log.warning("parity: %s: copying the reference again", exc)
+            remove(dest)
     cached = cache / template.fingerprint
-    if (cached / MANIFEST).is_file():
+    if cached.exists() or cached.is_symlink():
         try:
             load_bundle(cached)  # verified (no links, every file as written) before use
         except BundleError as exc:  # edited, or written by another parity: make it again
             log.warning("parity: the cached fp64 reference is unusable (%s): remaking it", exc)
-            shutil.rmtree(cached)
+            remove(cached)
     if not (cached / MANIFEST).is_file():
         job = template.job("reference", SideSpec(device="cpu"), mode="reference")
         tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
         bundle = orch.run(job, tmp, label="fp64 reference")
         if not bundle.ok:  # keep the failure beside the sides, never in the cache
-            shutil.move(str(tmp), dest)
+            copy_bundle(tmp, dest)
+            shutil.rmtree(tmp, ignore_errors=True)
             return load_bundle(dest)
         try:
             tmp.rename(cached)
         except OSError:  # made by another process meanwhile
             shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(cached, dest)
+    copy_bundle(cached, dest)
     return load_bundle(dest)
+
+
+def copy_bundle(src: Path, dest: Path) -> None:
+    """Copy a bundle into place through a hidden temporary directory (a link stays a link,
+    and is refused when loaded); an I/O error leaves nothing at ``dest``."""
+    import uuid
+
+    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
+    try:
+        shutil.copytree(src, tmp, symlinks=True)
+        os.replace(tmp, dest)
+    except OSError as exc:  # shutil.Error too
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
 
 
 def compliance_runs(

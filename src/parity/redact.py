@@ -23,10 +23,11 @@ value costs nothing, a leaked token costs a rotation.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 REDACTED = "<redacted>"
@@ -61,8 +62,7 @@ SECRET_WORDS = frozenset(
     }
 )
 SECRET_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "CREDENTIALS")
-#: the shell's working directories: paths, not passwords (redacting them would blank every
-#: path under the current directory)
+#: names that look secret and are not: the shell's working directories
 NOT_SECRET = frozenset({"PWD", "OLDPWD"})
 #: credential formats, anywhere in text
 _PATTERNS = [
@@ -76,18 +76,33 @@ _PATTERNS = [
     r"\bAIza[0-9A-Za-z_-]{30,}",
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    # the end of a key block whose beginning was cut off (the tail of a log)
+    r"\A(?:(?!-----BEGIN)[\s\S])*?-----END [A-Z ]*PRIVATE KEY-----",
     r"\b[Bb](?i:earer)\s+[A-Za-z0-9._~+/=-]{8,}",
 ]
 _TOKENS = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
+_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+_KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY-----")
 #: ``scheme://user:password@host``: the password goes
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)(?P<pw>[^/\s@]+)(?=@)")
+_URL_PASSWORD = re.compile(
+    r"(?P<head>(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^/\s:@]*:)(?P<pw>[^/\s@]+)(?=@)"
+)
 #: ``name=value``, ``name: value``, ``--name=value``, ``"name": "value"`` with a secret name
+#: (names are at most 64 characters and start after a non-name character, so that a long
+#: run of name characters costs linear time, not quadratic)
 _PAIR = re.compile(
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\"?\s*[=:]\s*\"?)(?P<value>[^\s\"',;&]+)"
+    r"(?P<name>(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_.-]{0,63})(?P<sep>\"?\s*[=:]\s*\"?)(?P<value>[^\s\"',;&]+)"
+)
+#: ``--name value`` with a secret name inside text (an ``XLA_FLAGS``-style option string,
+#: a command line a workload prints): the value goes
+_FLAG = re.compile(
+    r"(?P<name>(?<![\w-])--?[A-Za-z][A-Za-z0-9_.-]*)(?P<sep>[ \t]+)(?P<value>[^\s\"'-][^\s\"']*)"
 )
 _MIN_VALUE = 4
 #: ``scheme://userinfo@``: everything up to the last ``@`` before the host ends
 _USERINFO = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@")
+#: a log longer than this keeps its last ``LOG_LIMIT`` bytes in a bundle
+LOG_LIMIT = 8 << 20
 
 
 def _is_secret_name(name: str) -> bool:
@@ -95,6 +110,32 @@ def _is_secret_name(name: str) -> bool:
         return False
     parts = [p for p in re.split(r"[^A-Za-z0-9]+", name.upper()) if p]
     return any(p in SECRET_WORDS or p.endswith(SECRET_ENDINGS) for p in parts)
+
+
+def _walk(args: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """Each argument of a command line with what it is: ``plain``, a secret-named ``flag``
+    whose value follows, a ``flag=value`` with a secret name, or that ``value``."""
+    take_next = False
+    for arg in args:
+        if take_next:
+            take_next = False
+            yield arg, "value"
+            continue
+        name, eq, _ = arg.partition("=")
+        if arg.startswith("-") and _is_secret_name(name.lstrip("-")):
+            take_next = not eq
+            yield arg, "flag=" if eq else "flag"
+            continue
+        yield arg, "plain"
+
+
+def flag_values(args: Sequence[str]) -> list[str]:
+    """The values of a command line's secret-named flags (``--token X``, ``--token=X``)."""
+    return [
+        arg.partition("=")[2] if kind == "flag=" else arg
+        for arg, kind in _walk(args)
+        if kind in ("value", "flag=")
+    ]
 
 
 class Redactor:
@@ -119,11 +160,13 @@ class Redactor:
                 text = text.replace(value, REDACTED)
         text = _TOKENS.sub(REDACTED, text)
         text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED, text)
+        text = _FLAG.sub(self._pair, text)
         return _PAIR.sub(self._pair, text)
 
     @staticmethod
     def _pair(match: re.Match[str]) -> str:
-        if not _is_secret_name(match["name"]) or match["value"] == REDACTED:
+        name = match["name"].lstrip("-")
+        if not _is_secret_name(name) or match["value"].startswith(REDACTED):
             return match[0]
         return f"{match['name']}{match['sep']}{REDACTED}"
 
@@ -133,23 +176,21 @@ class Redactor:
     def argv(self, args: Sequence[str]) -> tuple[str, ...]:
         """A command line with the value of every secret-named flag masked (``--token X``
         and ``--token=X``), and every argument redacted as text."""
-        out: list[str] = []
-        mask_next = False
-        for arg in args:
-            if mask_next:
-                out.append(REDACTED)
-                mask_next = False
-                continue
-            name, eq, _ = arg.partition("=")
-            if arg.startswith("-") and _is_secret_name(name.lstrip("-")):
-                if eq:
-                    out.append(f"{name}={REDACTED}")
-                else:
-                    out.append(arg)
-                    mask_next = True
-                continue
-            out.append(self.text(arg))
-        return tuple(out)
+        masked = {
+            "value": lambda a: REDACTED,
+            "flag=": lambda a: f"{a.partition('=')[0]}={REDACTED}",
+            "flag": lambda a: a,
+            "plain": self.text,
+        }
+        return tuple(masked[kind](arg) for arg, kind in _walk(args))
+
+    def knowing(self, values: Iterable[str]) -> Redactor:
+        """This redactor, also knowing ``values`` as secret (e.g. the values a command
+        line's secret-named flags carried, which its program may print)."""
+        other = copy.copy(self)
+        known = {*self.values, *(v for v in values if len(v) >= _MIN_VALUE)}
+        other.values = sorted(known, key=len, reverse=True)
+        return other
 
     def environment(self, environ: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
         """The named variables, each value redacted (a secret-named or marked one whole)."""
@@ -161,24 +202,57 @@ class Redactor:
             if name in environ
         }
 
-    def file(self, path: Path) -> None:
-        """Redact a text file in place (a worker's log), through a temporary file."""
+    def file(self, path: Path, *, limit: int = LOG_LIMIT) -> None:
+        """Redact a text file in place (a worker's log), through a temporary file; a file
+        longer than ``limit`` bytes keeps its last ``limit`` bytes, after a note.
+
+        Where the redacted copy cannot be written (the disk is full), the file is
+        replaced by a one-line note, or removed: never left unredacted."""
         if not path.is_file() or path.is_symlink():
             return
         tmp = path.with_name(f".{path.name}.redact")
+        try:
+            self._copy(path, tmp, limit)
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.write_text(
+                    f"[parity: this log was left out: it could not be redacted ({exc})]\n"
+                )
+
+    def _copy(self, src: Path, dst: Path, limit: int) -> None:
+        size = src.stat().st_size
         with (
-            path.open("r", encoding="utf-8", errors="replace") as src,
-            tmp.open("w", encoding="utf-8") as dst,
+            src.open("rb") as f,
+            dst.open("w", encoding="utf-8") as out,
         ):
-            for line in src:
-                dst.write(self.text(line))
-        os.replace(tmp, path)
+            if size > limit:
+                f.seek(size - limit)
+                f.readline()  # from the first whole line on
+                out.write(f"[parity: the first {f.tell()} bytes of this log were left out]\n")
+            in_key = False  # inside a private key block, line by line
+            for raw in f:
+                line = raw.decode("utf-8", errors="replace")
+                if in_key:
+                    in_key = not _KEY_END.search(line)
+                    continue
+                in_key = bool(_KEY_BEGIN.search(line)) and not _KEY_END.search(line)
+                out.write(self.text(line))
 
 
-@cache
+_CACHED: tuple[tuple[tuple[str, str], ...], Redactor] | None = None
+
+
 def redactor() -> Redactor:
-    """The process's redactor, built once from its environment."""
-    return Redactor()
+    """The process's redactor, built from its environment (again when that changed, so a
+    variable set after the first use is known too)."""
+    global _CACHED
+    snapshot = tuple(sorted(os.environ.items()))
+    if _CACHED is None or _CACHED[0] != snapshot:
+        _CACHED = (snapshot, Redactor())
+    return _CACHED[1]
 
 
 def redact(text: str) -> str:

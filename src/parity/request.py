@@ -275,9 +275,12 @@ class CompareRequest:
         return replace(self, workload=replace(self.workload, batch_size=batch_size), batch_sizes=())
 
     def save(self, out: Path) -> None:
+        """``OUT/request.json``, a script's command as recorded (secret values masked)."""
         from parity.bundle import write_json
+        from parity.redact import redactor
 
-        write_json(out / REQUEST_FILE, encode(self))
+        stored = replace(self, script=redactor().argv(self.script))
+        write_json(out / REQUEST_FILE, encode(stored))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

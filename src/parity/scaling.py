@@ -16,8 +16,16 @@ from pathlib import Path
 from parity.bundle import Bundle, SideRuns, write_doc
 from parity.errors import OptionError
 from parity.model.reports import LossCurves, ScalingPoint, ScalingReport
-from parity.orchestrate import JobTemplate, Orchestrator, ProgressSink, check_fresh, default_out
+from parity.orchestrate import (
+    JobTemplate,
+    Orchestrator,
+    ProgressSink,
+    check_fresh,
+    default_out,
+    prepare_workload,
+)
 from parity.request import ScaleRequest
+from parity.runner.launch import Launcher
 
 SCALING_FILE = "scaling.json"
 DEFINITION = (
@@ -53,41 +61,53 @@ def _with_efficiency(points: list[ScalingPoint], first: int) -> list[ScalingPoin
     return out
 
 
-def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> ScalingReport:
-    from parity.judge.verdict import judge
-    from parity.workloads import resolve
-    from parity.workloads.frozen import freeze
-
-    workload = resolve(request.workload)
-    if workload.kind != "train":
-        raise OptionError(
-            f"--scaling needs a training workload (DDP); {workload.name} is {workload.kind}"
-        )
-    bad = [n for n in request.counts if workload.batch_size % n]
-    if bad:
-        raise OptionError(
-            f"batch size {workload.batch_size} does not split over {bad} processes: choose a "
-            "--batch-size divisible by every count"
-        )
-    out = Path(request.out) if request.out else default_out(workload.name, "scaling")
-    check_fresh(out)
-    frozen = freeze(workload)
-    template = JobTemplate(
-        workload=request.workload,
-        frozen=str(frozen.path),
-        fingerprint=frozen.fingerprint,
-        parts=frozen.parts,
-        description=frozen.description,
-        timeout_s=request.timeout_s,
-    )
+def _run_counts(
+    request: ScaleRequest,
+    template: JobTemplate,
+    out: Path,
+    launcher: Launcher,
+    progress: ProgressSink | None,
+) -> tuple[list[ScalingPoint], dict[int, Bundle]]:
+    """One torchrun job per process count, in order."""
     points, bundles = [], {}
-    with Orchestrator(out=out, progress=progress) as orch:
+    with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
         for n in request.counts:
             side = replace(request.side, nproc=n if n > 1 else None)
             t0 = time.monotonic()
             job = template.job("run", side, torchrun=request.torchrun)
             bundles[n] = orch.run(job, out / f"n{n}", label=f"nproc={n}")
             points.append(_point(n, bundles[n], time.monotonic() - t0))
+    return points, bundles
+
+
+def _check_train(name: str, kind: str | None) -> None:
+    if kind is not None and kind != "train":
+        raise OptionError(f"--scaling needs a training workload (DDP); {name} is {kind}")
+
+
+def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> ScalingReport:
+    from parity.judge.verdict import judge
+    from parity.workloads.names import known_kind
+
+    _check_train(request.workload.name, known_kind(request.workload.name))
+    if request.out:
+        check_fresh(Path(request.out))
+    with Launcher() as launcher:  # the workload is prepared by a worker, never here
+        workload = prepare_workload(
+            request.workload, launcher=launcher, timeout_s=request.timeout_s
+        )
+        _check_train(workload.name, workload.kind)
+        batch = workload.batch_size or 1
+        bad = [n for n in request.counts if batch % n]
+        if bad:
+            raise OptionError(
+                f"batch size {batch} does not split over {bad} processes: choose a "
+                "--batch-size divisible by every count"
+            )
+        out = Path(request.out) if request.out else default_out(workload.name, "scaling")
+        check_fresh(out)
+        template = JobTemplate.of(request.workload, workload, timeout_s=request.timeout_s)
+        points, bundles = _run_counts(request, template, out, launcher, progress)
     points = _with_efficiency(points, request.counts[0])
     ok = [n for n in request.counts if bundles[n].ok]
     curves = None

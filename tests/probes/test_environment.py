@@ -6,7 +6,8 @@ import torch
 from parity.devices import get_device
 from parity.model.codec import decode, dumps, loads
 from parity.model.manifest import Environment
-from parity.probes.environment import REDACTED, collect, looks_secret, relevant_env
+from parity.probes.environment import collect, relevant_env
+from parity.redact import REDACTED
 
 PLANTED = {
     "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
@@ -25,15 +26,30 @@ def test_allow_list_and_redaction() -> None:
         "NCCL_IB_AUTH_KEY": REDACTED,
         "NEURON_RT_VISIBLE_CORES": "0-1",
         "TORCH_HOME": "/data/torch",
-        "TORCH_PROXY": REDACTED,
+        "TORCH_PROXY": f"http://alice:{REDACTED}@proxy.internal:3128",
     }
 
 
-def test_secret_detection() -> None:
-    assert looks_secret("GITHUB_TOKEN", "x")
-    assert looks_secret("TORCH_X", "ghp_abcdefghijklmnopqrstuvwxyz0123")
-    assert looks_secret("TORCH_X", "AKIAIOSFODNN7EXAMPLE")
-    assert not looks_secret("OMP_NUM_THREADS", "4")
+@pytest.mark.parametrize(
+    ("name", "value", "recorded"),
+    [
+        ("NEURON_DB_PWD", "pwd-value-1", REDACTED),
+        ("TORCH_SERVICE_PASS", "pass-value-2", REDACTED),
+        ("NCCL_UPSTREAM_BEARER", "bearer-value-3", REDACTED),
+        ("TORCH_MARKED", "marked-value-4", REDACTED),  # named in PARITY_REDACT
+        ("TORCH_X", "ghp_abcdefghijklmnopqrstuvwxyz0123", REDACTED),
+        ("TORCH_Y", "AKIAIOSFODNN7EXAMPLE", REDACTED),
+        (
+            "XLA_FLAGS",
+            "--xla_dump_to=/tmp/d --xla_auth_token=xla-secret-5 --xla_bearer xla-secret-6",
+            f"--xla_dump_to=/tmp/d --xla_auth_token={REDACTED} --xla_bearer {REDACTED}",
+        ),
+        ("OMP_NUM_THREADS", "4", "4"),
+    ],
+)
+def test_credential_like_names_and_option_strings(name: str, value: str, recorded: str) -> None:
+    env = relevant_env({name: value, "PARITY_REDACT": "TORCH_MARKED", "PWD": "/work"})
+    assert env[name] == recorded and "PWD" not in env
 
 
 def test_collect_has_the_manifest_fields() -> None:

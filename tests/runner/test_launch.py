@@ -13,13 +13,8 @@ import pytest
 from parity.bundle import OPS, load_bundle
 from parity.model.job import Event, Torchrun
 from parity.model.manifest import Manifest
-from parity.runner.launch import (
-    EventTail,
-    command,
-    failed_manifest,
-    run_job,
-    torchrun_root_cause,
-)
+from parity.runner.failure import failed_manifest, torchrun_root_cause
+from parity.runner.launch import EventTail, command, run_job
 from parity.spec import parse_side
 from tests.conftest import FIXTURES
 from tests.fixtures.bundles import manifest

@@ -40,6 +40,7 @@ from parity.model.checks import (
 )
 from parity.model.job import CheckpointPlan
 from parity.model.verdict import OutputCheck
+from parity.model.workload import Kind
 from parity.orchestrate import (
     EventHook,
     JobTemplate,
@@ -48,8 +49,10 @@ from parity.orchestrate import (
     ProgressSink,
     check_fresh,
     default_out,
+    prepare_workload,
 )
 from parity.request import CheckRequest
+from parity.runner.launch import Launcher
 from parity.spec import SideSpec, WorkloadSpec
 from parity.version import __version__
 
@@ -60,56 +63,87 @@ CHECKPOINT_DIR = "checkpoint"
 
 @dataclass(frozen=True)
 class CheckRun:
-    """A check under way: its directory, the workload's job template, the scheduler."""
+    """A check under way: its directory, the workload's job template, the scheduler, and
+    for rollback and recovery the steps before (``k``) and after (``m``) the checkpoint."""
 
     request: CheckRequest
     out: Path
     template: JobTemplate
     orch: Orchestrator
     kind: str
+    k: int = 0
+    m: int = 0
 
     @property
     def checkpoint(self) -> Path:
         return (self.out / CHECKPOINT_DIR).resolve()
 
 
-def start(
-    request: CheckRequest, progress: ProgressSink | None, *, steps: int | None = None
-) -> CheckRun:
-    """Resolve and freeze the workload (with ``steps`` if given), make the directory."""
-    from parity.workloads import resolve
-    from parity.workloads.frozen import freeze
+#: the kinds of workload each check runs, and what to say of another
+KINDS: dict[CheckName, tuple[tuple[Kind, ...], str]] = {
+    "rollback": (
+        ("train",),
+        "rollback and recovery checkpoint training, e.g. mlp-train or gpt-train",
+    ),
+    "recovery": (
+        ("train",),
+        "rollback and recovery checkpoint training, e.g. mlp-train or gpt-train",
+    ),
+    "soak": (
+        ("infer", "generate"),
+        "soak runs inference or generation, e.g. cnn-infer or gpt-generate",
+    ),
+}
 
-    spec = request.workload if steps is None else replace(request.workload, steps=steps)
-    workload = resolve(spec)
-    out = Path(request.out) if request.out else default_out(workload.name, request.check)
-    check_fresh(out)
-    frozen = freeze(workload)
-    out.mkdir(parents=True, exist_ok=True)
-    template = JobTemplate(
-        workload=spec,
-        frozen=str(frozen.path),
-        fingerprint=frozen.fingerprint,
-        parts=frozen.parts,
-        description=frozen.description,
-        timeout_s=request.timeout_s,
+
+def _check_kind(check: CheckName, name: str, kind: str | None) -> None:
+    kinds, hint = KINDS[check]
+    if kind is not None and kind not in kinds:
+        raise OptionError(f"{name} is a {kind} workload: {hint}")
+
+
+def start(request: CheckRequest, progress: ProgressSink | None) -> CheckRun:
+    """Prepare the workload in a worker (rollback and recovery: with K + M steps, K and M
+    given or half of the workload's steps each), check its kind, make the directory. A
+    built-in's kind and the output directory are checked before any worker starts."""
+    from parity.workloads.names import known_kind
+
+    _check_kind(request.check, request.workload.name, known_kind(request.workload.name))
+    if request.out:
+        check_fresh(Path(request.out))
+    launcher = Launcher()
+    try:
+        spec, k, m = request.workload, 0, 0
+        if request.check in ("rollback", "recovery"):
+            k, m = _steps(request, launcher)
+            spec = replace(spec, steps=k + m)
+        prepared = prepare_workload(spec, launcher=launcher, timeout_s=request.timeout_s)
+        _check_kind(request.check, prepared.name, prepared.kind)
+        out = Path(request.out) if request.out else default_out(prepared.name, request.check)
+        check_fresh(out)
+        out.mkdir(parents=True, exist_ok=True)
+        template = JobTemplate.of(spec, prepared, timeout_s=request.timeout_s)
+    except BaseException:
+        launcher.close()
+        raise
+    orch = Orchestrator(out=out, progress=progress, launcher=launcher)
+    return CheckRun(
+        request=request, out=out, template=template, orch=orch, kind=prepared.kind, k=k, m=m
     )
-    orch = Orchestrator(out=out, progress=progress)
-    return CheckRun(request=request, out=out, template=template, orch=orch, kind=workload.kind)
 
 
-def steps_for(request: CheckRequest) -> tuple[int, int]:
-    """K and M: given, else half of the workload's steps each (at least one)."""
-    from parity.workloads import resolve
-
-    workload = resolve(request.workload)
-    if workload.kind != "train":
-        raise OptionError(
-            f"{workload.name} is a {workload.kind} workload: rollback and recovery checkpoint "
-            "training, e.g. mlp-train or gpt-train"
-        )
-    k = request.k if request.k is not None else max(1, workload.steps // 2)
-    m = request.m if request.m is not None else max(1, workload.steps - k)
+def _steps(request: CheckRequest, launcher: Launcher) -> tuple[int, int]:
+    """K and M: given, else half of the workload's steps each (at least one), read from
+    the workload as a worker describes it."""
+    if request.k is not None and request.m is not None:
+        return request.k, request.m
+    described = prepare_workload(
+        request.workload, launcher=launcher, freeze=False, timeout_s=request.timeout_s
+    )
+    _check_kind(request.check, described.name, described.kind)
+    steps = described.steps or 2
+    k = request.k if request.k is not None else max(1, steps // 2)
+    m = request.m if request.m is not None else max(1, steps - k)
     return k, m
 
 

@@ -25,7 +25,6 @@ from parity.checks.common import (
     loss_tolerances,
     parts_ran,
     start,
-    steps_for,
     train,
 )
 from parity.errors import CheckpointError
@@ -98,8 +97,8 @@ def _saved_step(checkpoint: Path) -> tuple[int | None, str]:
 
 
 def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> CheckResult:
-    k, m = steps_for(request)
-    run = start(request, progress, steps=k + m)
+    run = start(request, progress)
+    k, m = run.k, run.m
     side, t = request.target, run.template
     killer = Killer(run.out / "killed")
     plan = CheckpointPlan(

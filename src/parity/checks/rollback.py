@@ -23,7 +23,6 @@ from parity.checks.common import (
     loss_tolerances,
     parts_ran,
     start,
-    steps_for,
     train,
 )
 from parity.judge import quality
@@ -41,8 +40,8 @@ from parity.request import CheckRequest
 
 
 def rollback(request: CheckRequest, *, progress: ProgressSink | None = None) -> CheckResult:
-    k, m = steps_for(request)
-    run = start(request, progress, steps=k + m)
+    run = start(request, progress)
+    k, m = run.k, run.m
     target, baseline = request.target, request.baseline or request.target
     t = run.template
     ckpt = CheckpointPlan(stop_at=k, save_at=k, checkpoint_dir=str(run.checkpoint))

@@ -19,7 +19,6 @@ import numpy as np
 
 from parity.bundle import Bundle
 from parity.checks.common import finish, parts_ran, start
-from parity.errors import OptionError
 from parity.model.checks import (
     CheckFigures,
     CheckGate,
@@ -169,14 +168,6 @@ def _pm(fig: Slope | None, unit: str, scale: float) -> str:
 
 
 def soak(request: CheckRequest, *, progress: ProgressSink | None = None) -> CheckResult:
-    from parity.workloads import resolve
-
-    workload = resolve(request.workload)
-    if workload.kind not in ("infer", "generate"):
-        raise OptionError(
-            f"{workload.name} is a {workload.kind} workload: soak runs inference or "
-            "generation, e.g. cnn-infer or gpt-generate"
-        )
     duration = request.duration_s or 600.0
     run = start(request, progress)
     window = window_for(duration)
@@ -196,7 +187,8 @@ def soak(request: CheckRequest, *, progress: ProgressSink | None = None) -> Chec
         figures = CheckFigures(soak=soak_figures)
     soaked = figures.soak
     evidence = (
-        f"parity check soak: {workload.name} ({request.workload.size}) on {request.target} for "
+        f"parity check soak: {run.template.description.name} ({request.workload.size}) on "
+        f"{request.target} for "
         f"{fmt_duration(duration)}: latency drift "
         f"{_pm(soaked.latency_drift if soaked else None, '%/h', 100)}, host memory "
         f"{_pm(soaked.host_rss_growth if soaked else None, ' MiB/min', 1)}"

@@ -18,8 +18,10 @@ ERROR_FILE = "error.json"
 EVENTS_FILE = "events.jsonl"
 
 #: what a worker does with its side: time steps (``measure``), the fp64 reference, the
-#: op scan, a checkpointed training part, a soak, or an instrumented user script
-Mode = Literal["measure", "reference", "scan", "train_ckpt", "soak", "script"]
+#: op scan, a checkpointed training part, a soak, an instrumented user script, or
+#: resolving and freezing a workload for the parent (``freeze``: user code runs only in
+#: workers)
+Mode = Literal["measure", "reference", "scan", "train_ckpt", "soak", "script", "freeze"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,6 +67,14 @@ class ScriptPlan:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PreparePlan:
+    """``freeze`` mode: resolve the job's workload spec and freeze it into the cache
+    (``freeze``), or only describe it."""
+
+    freeze: bool = True
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Job:
     """Everything a worker needs to run one side once."""
 
@@ -93,6 +103,7 @@ class Job:
     checkpoint: CheckpointPlan | None = omit_none()
     soak: SoakPlan | None = omit_none()
     script: ScriptPlan | None = omit_none()
+    prepare: PreparePlan | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

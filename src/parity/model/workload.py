@@ -128,3 +128,33 @@ class WorkloadRef:
     fingerprint: str
     parts: FingerprintParts
     description: WorkloadDescription
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PreparedWorkload:
+    """``prepared.json``: what a ``freeze`` job made of a workload spec, all the parent
+    learns of a workload (it never imports the user's code): the description, and where
+    it was frozen, the directory, fingerprint and parts; warnings to pass on (a cache
+    entry that had to be rebuilt)."""
+
+    description: WorkloadDescription
+    frozen: str | None = omit_none()
+    fingerprint: str | None = omit_none()
+    parts: FingerprintParts | None = omit_none()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.description.name
+
+    @property
+    def kind(self) -> Kind:
+        return self.description.kind
+
+    @property
+    def steps(self) -> int | None:
+        return self.description.steps
+
+    @property
+    def batch_size(self) -> int | None:
+        return self.description.batch_size

@@ -1,16 +1,17 @@
 """The environment manifest: versions, device facts, flags and relevant variables.
 
 Environment variables are captured from an allow-list of prefixes that change how
-PyTorch and its backends behave; anything whose name or value looks like a credential
-is redacted, even inside the allow-list. Nothing else from the environment is written.
-The installed distributions are listed by ``parity.probes.packages``.
+PyTorch and its backends behave, through the one redactor (``parity.redact``): a
+credential-like name or one ``PARITY_REDACT`` marks is recorded redacted, and credentials
+inside other values are masked, even inside the allow-list. Nothing else from the
+environment is written. The installed distributions are listed by
+``parity.probes.packages``.
 """
 
 from __future__ import annotations
 
 import os
 import platform
-import re
 import socket
 import sys
 from collections.abc import Iterable, Mapping
@@ -21,6 +22,7 @@ from parity.devices.base import Device
 from parity.devices.cpu import cpu_model
 from parity.model.manifest import CpuInfo, Environment, GlobalFlags, TorchInfo
 from parity.probes.packages import installed
+from parity.redact import Redactor
 from parity.version import __version__
 
 ALLOWED_PREFIXES = (
@@ -48,33 +50,21 @@ ALLOWED_PREFIXES = (
     "ONEAPI_",
     "LD_PRELOAD",
 )
-_SECRET_NAME = re.compile(
-    r"(KEY|SECRET|TOKEN|PASSW|PASSPHRASE|CREDENTIAL|AUTH|SESSION|COOKIE|PRIVATE|SIGNATURE|"
-    r"CERT|DSN|CONN)",
-    re.IGNORECASE,
-)
-_SECRET_VALUE = re.compile(
-    r"(AKIA[0-9A-Z]{12,}|ASIA[0-9A-Z]{12,}|gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|"
-    r"sk-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|eyJ[A-Za-z0-9_-]{10,}\.|"
-    r"-----BEGIN [A-Z ]*PRIVATE KEY|://[^/\s:@]+:[^/\s@]+@)"
-)
-REDACTED = "<redacted>"
-
-
-def looks_secret(name: str, value: str) -> bool:
-    return bool(_SECRET_NAME.search(name) or _SECRET_VALUE.search(value))
 
 
 def relevant_env(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
-    """The allow-listed variables, credential-like ones redacted."""
+    """The allow-listed variables, through the redactor (``parity.redact``): a variable
+    whose name looks like a credential (``*_TOKEN``, ``*_PWD``, ``*_PASS``, ``*_BEARER``...)
+    or that ``PARITY_REDACT`` names is recorded as ``<redacted>``; in any other value,
+    credentials are masked (a password in a URL, ``--auth_token=...`` inside
+    ``XLA_FLAGS``), so the option string keeps its shape."""
     prefixes = tuple(ALLOWED_PREFIXES) + tuple(extra)
-    out: dict[str, str] = {}
-    for name in sorted(environ):
-        if not any(name == p or (p.endswith("_") and name.startswith(p)) for p in prefixes):
-            continue
-        value = environ[name]
-        out[name] = REDACTED if looks_secret(name, value) else value
-    return out
+    names = [
+        name
+        for name in environ
+        if any(name == p or (p.endswith("_") and name.startswith(p)) for p in prefixes)
+    ]
+    return Redactor(environ).environment(environ, names)
 
 
 def collect(device: Device) -> Environment:

@@ -27,6 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from parity.devices.specs import peak_flops
 from parity.model.metrics import FlopAttempt, FlopMethod, Flops, Peak
+from parity.redact import redact
 from parity.spec import SideSpec
 from parity.workloads.base import RunContext, Workload, seeded
 
@@ -41,7 +42,7 @@ Tensors = dict[str, torch.Tensor]
 
 
 def _reason(exc: BaseException) -> str:
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    text = " ".join(f"{type(exc).__name__}: {redact(str(exc))}".split())
     return text[:300]
 
 

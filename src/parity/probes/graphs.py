@@ -34,6 +34,7 @@ from parity.model.ops import (
     RecompileReason,
 )
 from parity.probes.source import is_user_file, where_line
+from parity.redact import redact
 
 Call = tuple[tuple[Any, ...], dict[str, Any]]
 MAX_CALLS = 8
@@ -75,7 +76,7 @@ class CallCapture:
 
 
 def _first_lines(exc: BaseException, lines: int = 3, limit: int = 500) -> str:
-    text = [ln for ln in str(exc).strip().splitlines() if ln.strip()][:lines]
+    text = [ln for ln in redact(str(exc)).strip().splitlines() if ln.strip()][:lines]
     return f"{type(exc).__name__}: {' '.join(t.strip() for t in text)}"[:limit]
 
 
@@ -101,8 +102,8 @@ def explain(module: nn.Module, call: Call) -> Explain:
     out = torch._dynamo.explain(module)(*args, **kwargs)
     reasons: dict[tuple[str, str | None], int] = {}
     for r in out.break_reasons:
-        lines = str(r.reason).strip().splitlines()
-        key = (lines[0] if lines else str(r.reason), _user_location(r.user_stack))
+        lines = redact(str(r.reason)).strip().splitlines()
+        key = (lines[0] if lines else "", _user_location(r.user_stack))
         reasons[key] = reasons.get(key, 0) + 1
     return Explain(
         graphs=out.graph_count,
@@ -145,7 +146,7 @@ def recompilations(module: nn.Module, calls: list[Call]) -> Recompilations:
     reasons = [
         RecompileReason(
             function=f"{m.co_name} ({m.co_filename}:{m.co_firstlineno})",
-            reason=str(m.recompile_reason).splitlines()[0],
+            reason=redact(str(m.recompile_reason)).splitlines()[0],
         )
         for m in metrics
         if getattr(m, "recompile_reason", None)

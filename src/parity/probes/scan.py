@@ -45,6 +45,7 @@ from parity.model.ops import (
 from parity.probes.graphs import BACKEND, NOTE, CallCapture, graph_probes
 from parity.probes.ops import OpScanMode, forward_tracebacks, optimizer_phase
 from parity.probes.source import is_user_file, where_line
+from parity.redact import redact
 from parity.workloads.base import StepRunner
 
 SCAN_STEPS = 2
@@ -70,7 +71,7 @@ def versions(environment: Environment | None) -> Versions:
 
 def scan_error(exc: BaseException) -> ScanError:
     """An exception as the census records it: type, first line, the user's line."""
-    lines = str(exc).strip().splitlines()
+    lines = redact(str(exc)).strip().splitlines()
     frames = traceback.extract_tb(exc.__traceback__)
     user = next((f for f in reversed(frames) if is_user_file(f.filename)), None)
     return ScanError(

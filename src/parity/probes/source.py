@@ -14,15 +14,16 @@ from types import FrameType
 import torch
 
 from parity.model.ops import SourceLine
+from parity.redact import redact
 
 Source = SourceLine
 
 
 def _internal_roots() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """Package roots that are always internal, stdlib roots, and parity's workloads."""
-    import parity
+    import parity.version
 
-    parity_dir = os.path.dirname(os.path.abspath(parity.__file__)) + os.sep
+    parity_dir = os.path.dirname(os.path.abspath(parity.version.__file__)) + os.sep
     packages = [os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, parity_dir]
     functorch = sys.modules.get("functorch")
     if functorch is not None and getattr(functorch, "__file__", None):
@@ -67,6 +68,8 @@ def is_user_file(filename: str) -> bool:
 def _source(filename: str, line: int, function: str, code: str | None = None) -> Source:
     if code is None:
         code = linecache.getline(filename, line).strip() or None
+    if code is not None:  # the user's own line of code may hold a credential
+        code = redact(code)
     return SourceLine(file=filename, line=line, function=function, code=code)
 
 

@@ -37,6 +37,7 @@ from parity.model.numerics import (
 )
 from parity.probes.emulate import EmulateMode
 from parity.probes.numerics import capture
+from parity.redact import redact
 from parity.runner.session import NS, SideSession
 from parity.workloads.base import RunContext, RunNumerics, Workload
 
@@ -171,7 +172,7 @@ def numerics_probe(
     try:
         return capture(workload, fresh_model, data, ctx, compile_fn=compile_fn, mode=mode)
     except NotImplementedError as exc:
-        return Capture(error=str(exc)), {}
+        return Capture(error=redact(str(exc))), {}
 
 
 def write_capture(session: SideSession, probe: Capture, tensors: dict[str, torch.Tensor]) -> None:

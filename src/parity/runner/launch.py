@@ -13,16 +13,23 @@ it one of two ways, and the manifest records which:
   environment): torchrun sides, devices whose runtime refuses a fork (TorchNeuron, XLA,
   any plugin device), or when the zygote cannot start. ``PARITY_LAUNCHER=spawn`` forces it.
 
-Whatever happens, the side ends as a bundle under its final name: ``ok`` as the worker
-wrote it, or ``failed`` with the reason (the worker's exception, the signal that killed
-it, or the timeout) and the tail of its stderr.
+Whatever happens to the worker, the side ends as a bundle under its final name: ``ok``
+as the worker wrote it, or ``failed`` with the reason (the worker's exception, the signal
+that killed it, or the timeout: ``runner.failure``) and the tail of its stderr, both
+redacted. The one
+exception is an I/O error while the bundle is written (the disk is full), in the worker
+or here: then nothing goes under the final name, the partial bundle stays hidden (with
+its logs redacted and a failed manifest where space allows) for ``--resume`` to remove
+and run again, and ``run_job`` raises an ``OutputError`` with the reason.
+
+A script job's ``job.json`` holds the script's real arguments for the worker; before the
+bundle is sealed it is written again with the values of secret-looking flags masked.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -34,46 +41,24 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from parity.bundle import (
-    MANIFEST,
-    METRICS,
-    OUTPUT_TENSORS,
-    OUTPUTS,
+    PARTIAL,
     finalize,
-    read_doc,
+    io_reason,
     temp_dir_for,
     write_doc,
 )
-from parity.errors import BundleError
-from parity.model import SCHEMA_VERSION
+from parity.errors import OutputError
 from parity.model.codec import decode, loads
-from parity.model.job import ERROR_FILE, EVENTS_FILE, JOB_FILE, Event, Job, WorkerError
-from parity.model.manifest import Manifest
-from parity.model.workload import WorkloadRef
+from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
 from parity.runner.cpu import process_cpu_s
+from parity.runner.failure import failure_reason, write_failed
+from parity.runner.worker import job_redactor
 from parity.runner.zygote import Zygote, ZygoteError
-from parity.version import __version__
 
 EventHandler = Callable[[Event], None]
-STDERR_TAIL_LINES = 25
 #: how often a running worker's events are relayed (its end is noticed at once)
 POLL_S = 0.1
-#: what a failed bundle does not keep: figures of a run that did not finish
-PARTIAL = (METRICS, OUTPUTS, OUTPUT_TENSORS)
-
-
-def _signal_name(rc: int) -> str:
-    try:
-        return signal.Signals(-rc).name
-    except ValueError:
-        return f"signal {-rc}"
-
-
-def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+LOGS = ("stdout.log", "stderr.log")
 
 
 class EventTail:
@@ -234,6 +219,12 @@ class Launcher:
             self.zygote.close()
             self.zygote = None
 
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def run_job(
     job: Job,
@@ -247,9 +238,32 @@ def run_job(
 
     The worker is stopped after ``job.timeout_s``; ``on_event`` sees each event the
     worker announces (phases, progress, checkpoints) as it happens. Without a
-    ``launcher`` the worker is spawned."""
+    ``launcher`` the worker is spawned. An I/O error while the bundle is written is an
+    ``OutputError`` and leaves nothing at ``final`` (see the module's docstring)."""
     launcher = launcher or Launcher(fork=False)
-    tmp = temp_dir_for(final)
+    try:
+        tmp = temp_dir_for(final)
+    except OSError as exc:
+        raise OutputError(f"could not make the bundle {final}: {io_reason(exc)}") from exc
+    try:
+        return _run(job, final, tmp, launcher, on_event, env)
+    except OutputError as exc:
+        _salvage(tmp, job, str(exc))
+        raise
+    except OSError as exc:
+        reason = f"could not write the bundle {final}: {io_reason(exc)}"
+        _salvage(tmp, job, reason)
+        raise OutputError(reason) from exc
+
+
+def _run(
+    job: Job,
+    final: Path,
+    tmp: Path,
+    launcher: Launcher,
+    on_event: EventHandler | None,
+    env: dict[str, str] | None,
+) -> Path:
     child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
     job = replace(job, launch=launcher.prepare(job), spawned_ns=time.perf_counter_ns())
     write_doc(tmp / JOB_FILE, job)
@@ -260,10 +274,46 @@ def run_job(
         write_doc(tmp / JOB_FILE, job)
         worker = launcher.start(job, tmp, child_env)
     rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
-    reason = _failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
+    reason, unwritable = failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
+    if unwritable:
+        raise OutputError(job_redactor(job).text(reason or "the worker could not write its bundle"))
     if reason is not None:
-        _write_failed(tmp, job, reason)
-    return finalize(tmp, final)
+        write_failed(tmp, job, reason)
+    _record_job(tmp, job)
+    return finalize(tmp, final, redactor=job_redactor(job))
+
+
+def recorded_job(job: Job) -> Job:
+    """The job as a bundle keeps it: a script's arguments with secret values masked."""
+    if job.script is None:
+        return job
+    return replace(job, script=replace(job.script, args=job_redactor(job).argv(job.script.args)))
+
+
+def _record_job(tmp: Path, job: Job) -> None:
+    """Rewrite ``job.json`` as the bundle keeps it (only a script job's differs); where
+    that fails, the real arguments are not left behind either."""
+    if job.script is None:
+        return
+    try:
+        write_doc(tmp / JOB_FILE, recorded_job(job))
+    except OutputError:
+        (tmp / JOB_FILE).unlink(missing_ok=True)
+        raise
+
+
+def _salvage(tmp: Path, job: Job, reason: str) -> None:
+    """After an I/O error: the partial bundle stays hidden, its figures dropped to make
+    room, its logs and job redacted, and a failed manifest where space allows."""
+    for name in PARTIAL:
+        with contextlib.suppress(OSError):
+            (tmp / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError, OutputError):
+        _record_job(tmp, job)
+    for log in LOGS:
+        job_redactor(job).file(tmp / log)
+    with contextlib.suppress(OSError, OutputError):
+        write_failed(tmp, job, reason)
 
 
 def _watch(
@@ -332,92 +382,3 @@ def command(job: Job, tmp: Path) -> list[str]:
             f"--rdzv-id={job.fingerprint[:16]}",
         ]
     return run + worker
-
-
-_ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.S)
-
-
-def torchrun_root_cause(stderr: str) -> str | None:
-    """torchrun's "Root Cause (first observed failure)": which rank died, and how."""
-    match = _ROOT_CAUSE.search(stderr)
-    if match is None:
-        return None
-    rank, code = int(match[1]), int(match[2])
-    how = f"killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}"
-    return f"rank {rank} {how}; torchrun stopped the other ranks"
-
-
-def _failure_reason(
-    tmp: Path, rc: int, timed_out: bool, timeout_s: float, phase: str
-) -> str | None:
-    if timed_out:
-        return (
-            f"timed out after {timeout_s:g} s in phase '{phase}': raise --timeout or use "
-            "a smaller --size or fewer --steps"
-        )
-    error = _worker_error(tmp / ERROR_FILE, phase)
-    root = torchrun_root_cause(stderr_tail(tmp / "stderr.log", 200)) if rc != 0 else None
-    if root is not None:  # torchrun names the rank that failed first
-        return f"{root} (phase '{phase}')" + (f"; first error: {error}" if error else "")
-    if error is not None:
-        return error
-    if rc < 0:
-        name = _signal_name(rc)
-        hint = " (the kernel's OOM killer sends SIGKILL)" if name == "SIGKILL" else ""
-        return f"the worker was killed by {name}{hint} in phase '{phase}'"
-    if rc != 0:
-        return f"the worker exited with code {rc} in phase '{phase}'"
-    manifest = _worker_manifest(tmp)
-    if manifest is None or not manifest.ok:
-        return f"the worker exited without finishing its bundle (phase '{phase}')"
-    return None
-
-
-def _worker_error(path: Path, phase: str) -> str | None:
-    if not path.is_file():
-        return None
-    try:
-        err = decode(WorkerError, loads(path.read_text()))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return f"the worker failed in phase '{phase}' and its error report is unreadable"
-    return f"{err.type} in phase '{err.phase}': {err.message}"
-
-
-def _worker_manifest(tmp: Path) -> Manifest | None:
-    """The manifest the worker wrote, if it wrote one that decodes."""
-    if not (tmp / MANIFEST).is_file():
-        return None
-    try:
-        return read_doc(tmp / MANIFEST, Manifest)
-    except BundleError:
-        return None
-
-
-def failed_manifest(job: Job, reason: str, stderr: str, written: Manifest | None) -> Manifest:
-    """The ``failed`` manifest: what the worker had written (environment, resolved
-    settings, start time), or what the job says where it wrote nothing readable."""
-    if written is None:
-        written = Manifest(
-            schema_version=SCHEMA_VERSION,
-            parity_version=__version__,
-            status="failed",
-            reason=reason,
-            role=job.role,
-            repeat=job.repeat,
-            mode=job.mode,
-            side=job.side,
-            workload=WorkloadRef(
-                spec=job.workload,
-                fingerprint=job.fingerprint,
-                parts=job.parts,
-                description=job.description,
-            ),
-        )
-    return replace(written, status="failed", reason=reason, stderr_tail=stderr)
-
-
-def _write_failed(tmp: Path, job: Job, reason: str) -> None:
-    manifest = failed_manifest(job, reason, stderr_tail(tmp / "stderr.log"), _worker_manifest(tmp))
-    for partial in PARTIAL:
-        (tmp / partial).unlink(missing_ok=True)
-    write_doc(tmp / MANIFEST, manifest)

@@ -17,24 +17,33 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from parity.errors import WorkloadError
 from parity.model.metrics import MemoryPhase
 from parity.probes import memory
 from parity.runner import distributed
 from parity.runner.session import NS, SideSession
 from parity.workloads.base import RunContext, StepRunner, Workload
-from parity.workloads.frozen import read_frozen
+from parity.workloads.frozen import Frozen, read_frozen
 
 Tensors = dict[str, torch.Tensor]
 
 
-def frozen_inputs(session: SideSession) -> tuple[Tensors, Tensors]:
-    """The frozen weights and data on the CPU, after checking they are the job's."""
+def verified_frozen(session: SideSession) -> Frozen:
+    """The job's frozen workload, verified by content (every file's sha256 as frozen, no
+    link, nothing else in it) and checked to be the one the parent prepared."""
     if session.job.frozen is None:
         raise RuntimeError(f"a {session.job.mode} job needs a frozen workload, and has none")
     frozen = read_frozen(Path(session.job.frozen))
     if frozen.fingerprint != session.job.fingerprint:
-        raise RuntimeError("the frozen workload changed on disk since the parent froze it")
-    return frozen.load()
+        raise WorkloadError(
+            f"the frozen workload {frozen.path} changed on disk since parity prepared it: run again"
+        )
+    return frozen
+
+
+def frozen_inputs(session: SideSession) -> tuple[Tensors, Tensors]:
+    """The frozen weights and data on the CPU, after checking they are the job's."""
+    return verified_frozen(session).load()
 
 
 def load_model(workload: Workload, weights: Tensors) -> nn.Module:
@@ -84,9 +93,10 @@ def load(session: SideSession) -> Loaded:
     """The load phase (timed apart): model and data onto the device, and a runner."""
     session.enter("load")
     workload, device, side = session.require_workload(), session.device, session.job.side
+    frozen = verified_frozen(session)  # hashing the files is not part of loading them
     memory.reset_host_peak()
     t0 = time.perf_counter_ns()
-    weights, cpu_data = frozen_inputs(session)
+    weights, cpu_data = frozen.load()
     model = load_model(workload, weights).to(device.torch_device)
     full_data = {k: v.to(device.torch_device) for k, v in cpu_data.items()}
     data = full_data

@@ -28,9 +28,10 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from parity.bundle import MANIFEST, OPS, write_doc
+from parity.bundle import MANIFEST, OPS, io_reason, write_doc
 from parity.devices import get_device
 from parity.devices.base import Device
+from parity.errors import OutputError
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import dumps
 from parity.model.job import EVENTS_FILE, Event, Job
@@ -59,8 +60,11 @@ class EventLog:
         self.path = path
 
     def emit(self, event: Event) -> None:
-        with self.path.open("a") as f:
-            f.write(dumps(event, indent=None) + "\n")
+        try:
+            with self.path.open("a") as f:
+                f.write(dumps(event, indent=None) + "\n")
+        except OSError as exc:
+            raise OutputError(f"could not write {self.path}: {io_reason(exc)}") from exc
 
 
 def apply_settings(side: SideSpec, device: Device, workload: Workload | None) -> Resolved:
@@ -225,8 +229,17 @@ class SideSession:
             write_doc(self.out / name, doc)
 
     def save_tensors(self, name: str, tensors: dict[str, torch.Tensor]) -> None:
-        if self.leader and tensors:
-            save_file({k: v.contiguous() for k, v in tensors.items()}, str(self.out / name))
+        """Write tensors as safetensors (rank 0 only); a file cut short by an I/O error is
+        removed, and the error is an ``OutputError``."""
+        if not (self.leader and tensors):
+            return
+        path = self.out / name
+        try:
+            save_file({k: v.contiguous() for k, v in tensors.items()}, str(path))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+            raise OutputError(f"could not write {path}: {io_reason(exc)}") from exc
 
     @contextlib.contextmanager
     def region(self) -> Iterator[None]:

@@ -7,10 +7,14 @@ on a set-up :class:`~parity.runner.session.SideSession` and writes the bundle's 
 into the directory, ``manifest.json`` with status ``ok`` last.
 
 One error path for every mode: a Python exception is written to ``error.json`` (a typed
-``WorkerError`` with the phase it happened in; under torchrun the first rank to fail
-wins) and the exit code is 3; if the mode had armed a failure scan, it runs then, so a
-failed bundle still lists every unsupported op. A crash leaves no ``error.json`` and the
-parent records the signal.
+``WorkerError`` with the phase it happened in, its message and traceback redacted; under
+torchrun the first rank to fail wins) and the exit code is 3; if the mode had armed a
+failure scan, it runs then, so a failed bundle still lists every unsupported op. Where
+even ``error.json`` cannot be written (the disk is full), the worker drops the figures
+of the unfinished run to make room and tries once more, else exits with 4. A crash
+leaves no ``error.json`` and the parent records the signal.
+
+``PARITY_TEST_FAULTS`` (tests only) makes chosen writes fail (``parity.testing.faults``).
 """
 
 from __future__ import annotations
@@ -24,11 +28,19 @@ import contextlib  # noqa: E402
 import os  # noqa: E402
 import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
 
 from parity.model.codec import decode, dumps, loads  # noqa: E402
 from parity.model.job import ERROR_FILE, JOB_FILE, Job, WorkerError  # noqa: E402
 
+if TYPE_CHECKING:
+    from parity.redact import Redactor
+
 EXIT_FAILED = 3
+#: not even ``error.json`` could be written
+EXIT_UNWRITABLE = 4
+#: an exception's message is kept up to this length (redacted first, then shortened)
+MESSAGE_CHARS = 4000
 
 
 def read_job(tmp: Path) -> Job:
@@ -36,22 +48,54 @@ def read_job(tmp: Path) -> Job:
     return decode(Job, loads((tmp / JOB_FILE).read_text()))
 
 
-def write_error(tmp: Path, exc: BaseException, phase: str) -> None:
-    """``error.json``; the first failure wins (under torchrun, other ranks fail after it)."""
+def job_redactor(job: Job | None) -> Redactor:
+    """The redactor for what a job's worker writes: the process's, also knowing the values
+    of a script's secret-named flags (the script may print or raise them)."""
+    from parity.redact import flag_values, redactor
+
+    r = redactor()
+    return r.knowing(flag_values(job.script.args)) if job and job.script is not None else r
+
+
+def write_error(tmp: Path, exc: BaseException, phase: str, job: Job | None = None) -> bool:
+    """``error.json``, redacted; the first failure wins (under torchrun, other ranks fail
+    after it). False where it could not be written even after freeing space."""
+    from parity.bundle import PARTIAL
+
+    r = job_redactor(job)
     error = WorkerError(
         type=type(exc).__name__,
-        message=str(exc),
+        message=r.text(str(exc))[:MESSAGE_CHARS],
         phase=phase,
-        traceback=traceback.format_exc(limit=20),
+        traceback=r.text(traceback.format_exc(limit=20)),
     )
-    with contextlib.suppress(FileExistsError), (tmp / ERROR_FILE).open("x") as f:
-        f.write(dumps(error))
+    staged = tmp / f".{ERROR_FILE}.{os.getpid()}"
+    for attempt in range(2):
+        try:
+            staged.write_text(dumps(error))
+            with contextlib.suppress(FileExistsError):
+                os.link(staged, tmp / ERROR_FILE)  # atomic: never a torn error.json
+            staged.unlink()
+            return True
+        except OSError:
+            with contextlib.suppress(OSError):
+                staged.unlink(missing_ok=True)
+            if attempt == 0:  # the disk is full: the unfinished run's figures go first
+                for name in PARTIAL:
+                    with contextlib.suppress(OSError):
+                        (tmp / name).unlink(missing_ok=True)
+    return False
 
 
 def main(argv: list[str]) -> int:
     tmp = Path(argv[0])
     session = None
+    job = None
     try:
+        if os.environ.get("PARITY_TEST_FAULTS"):
+            from parity.testing.faults import install
+
+            install(os.environ["PARITY_TEST_FAULTS"], sys.modules[__name__])
         from parity.runner.modes import mode_for
         from parity.runner.session import SideSession
 
@@ -65,7 +109,9 @@ def main(argv: list[str]) -> int:
         mode.run(session)
         session.teardown()
     except BaseException as exc:  # the parent needs every failure, KeyboardInterrupt too
-        write_error(tmp, exc, session.phase if session is not None else "import")
+        phase = session.phase if session is not None else "import"
+        if not write_error(tmp, exc, phase, job):
+            return EXIT_UNWRITABLE
         if session is not None:
             with contextlib.suppress(Exception):  # the error already recorded is what matters
                 session.scan_after_failure(exc)

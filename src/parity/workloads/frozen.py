@@ -11,7 +11,12 @@ enter the weights or data part by their own digest too, so a changed byte change
 fingerprint even where the frozen sample happens not to include it.
 
 Frozen workloads are cached under ``PARITY_CACHE_DIR`` (default ``~/.cache/parity``),
-keyed by the spec, the workload's source file, and the torch and parity versions.
+keyed by the spec, the workload's source file, and the torch and parity versions. The
+cache is checked by content on every use: ``workload.json`` records the sha256 of each
+file frozen beside it, and ``read_frozen`` refuses a directory whose files differ, that
+holds anything else, or holds a link or a non-regular file. ``freeze`` (in the worker
+that prepares a workload for the parent) rebuilds such an entry with a warning; a worker
+that loads one refuses it, with the fix in one line.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from parity.bundle import sha256_file
+from parity.cache import cache_root
 from parity.errors import WorkloadError
 from parity.model.codec import decode, encode, loads
 from parity.model.workload import (
@@ -44,9 +52,11 @@ from parity.workloads.base import Workload, seeded
 from parity.workloads.repository import repository
 
 #: the layout of a frozen workload's directory (enters the cache key)
-FORMAT = "parity-frozen/2"
+FORMAT = "parity-frozen/3"
 META_FILE = "workload.json"
-__all__ = ["Frozen", "canonical", "freeze", "read_frozen"]
+WEIGHTS_FILE = "weights.safetensors"
+DATA_FILE = "data.safetensors"
+__all__ = ["Frozen", "cache_root", "canonical", "freeze", "read_frozen"]
 
 
 def hash_tensors(tensors: dict[str, torch.Tensor]) -> str:
@@ -84,6 +94,8 @@ class FrozenMeta:
     fingerprint: str
     parts: FingerprintParts
     description: WorkloadDescription
+    #: the sha256 of every other file of the directory, as frozen
+    files: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -97,19 +109,14 @@ class Frozen:
 
     @property
     def weights_file(self) -> Path:
-        return self.path / "weights.safetensors"
+        return self.path / WEIGHTS_FILE
 
     @property
     def data_file(self) -> Path:
-        return self.path / "data.safetensors"
+        return self.path / DATA_FILE
 
     def load(self) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         return load_file(str(self.weights_file)), load_file(str(self.data_file))
-
-
-def cache_root() -> Path:
-    root = os.environ.get("PARITY_CACHE_DIR")
-    return Path(root) if root else Path.home() / ".cache" / "parity"
 
 
 def cache_key(workload: Workload) -> str:
@@ -140,11 +147,14 @@ def materialize(workload: Workload) -> tuple[dict[str, torch.Tensor], dict[str, 
     return weights, data
 
 
-def freeze(workload: Workload, root: Path | None = None) -> Frozen:
-    """Freeze a workload into the cache (or reuse the cached copy) and return it; a
+def freeze(
+    workload: Workload, root: Path | None = None, *, warn: Callable[[str], None] | None = None
+) -> Frozen:
+    """Freeze a workload into the cache (or reuse the cached copy, verified) and return
+    it; a cached copy that fails verification is rebuilt, and ``warn`` told why. A
     workload from a user's file also gets its repository's git state (not cached, not
     fingerprinted: it is the state now)."""
-    frozen = _freeze(workload, root)
+    frozen = _freeze(workload, root, warn)
     spec = getattr(workload, "spec", None)
     if isinstance(spec, WorkloadSpec) and is_file_workload(spec.name):
         repo = repository(spec.name.rpartition(":")[0])
@@ -152,19 +162,29 @@ def freeze(workload: Workload, root: Path | None = None) -> Frozen:
     return frozen
 
 
-def _freeze(workload: Workload, root: Path | None) -> Frozen:
+def _freeze(workload: Workload, root: Path | None, warn: Callable[[str], None] | None) -> Frozen:
     root = root or cache_root() / "frozen"
     final = root / f"{workload.name.replace('/', '_').replace(':', '_')}-{cache_key(workload)}"
-    if (final / META_FILE).is_file():
-        return read_frozen(final)
+    if final.exists() or final.is_symlink():
+        problem = _problem(final)
+        if problem is None:
+            return read_frozen(final)
+        _discard(final, problem)
+        if warn is not None:
+            warn(f"{problem}: rebuilt it")
     weights, data = materialize(workload)
     parts = fingerprint_parts(workload, hash_tensors(weights), hash_tensors(data))
     tmp = root / f".tmp-{uuid.uuid4().hex}"
     tmp.mkdir(parents=True)
     try:
-        save_file(weights, str(tmp / "weights.safetensors"))
-        save_file(data, str(tmp / "data.safetensors"))
-        meta = FrozenMeta(fingerprint=parts.digest(), parts=parts, description=workload.describe())
+        save_file(weights, str(tmp / WEIGHTS_FILE))
+        save_file(data, str(tmp / DATA_FILE))
+        meta = FrozenMeta(
+            fingerprint=parts.digest(),
+            parts=parts,
+            description=workload.describe(),
+            files={name: sha256_file(tmp / name) for name in (WEIGHTS_FILE, DATA_FILE)},
+        )
         (tmp / META_FILE).write_text(json.dumps(encode(meta), indent=2))
         try:
             os.replace(tmp, final)
@@ -176,20 +196,65 @@ def _freeze(workload: Workload, root: Path | None) -> Frozen:
     return read_frozen(final)
 
 
-def read_frozen(path: Path) -> Frozen:
-    """A frozen workload's directory, its ``workload.json`` decoded strictly."""
+def _discard(path: Path, problem: str) -> None:
+    """Remove a cache entry that failed verification (a link: the link, not its target)."""
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+        else:
+            shutil.rmtree(path)
+    except OSError as exc:
+        raise WorkloadError(
+            f"{problem}, and it cannot be removed ({exc.strerror}): delete {path} and run again"
+        ) from None
+
+
+def _meta(path: Path) -> FrozenMeta | str:
+    """``workload.json`` decoded strictly, or what is wrong with it."""
     file = path / META_FILE
     try:
         meta = decode(FrozenMeta, loads(file.read_text()))
     except (OSError, ValueError) as exc:  # a DecodeError names the key path
-        raise WorkloadError(
-            f"frozen workload {file} is unreadable ({exc}): delete {path} to rebuild it"
-        ) from None
+        return f"frozen workload {file} is unreadable ({exc})"
     if meta.parts.digest() != meta.fingerprint:
-        raise WorkloadError(
-            f"frozen workload {file} has a fingerprint that does not match its parts: delete "
-            f"{path} to rebuild it"
-        )
+        return f"frozen workload {file} has a fingerprint that does not match its parts"
+    return meta
+
+
+def _problem(path: Path) -> str | None:
+    """What is wrong with a frozen workload's directory, or None: a link or anything but
+    a directory, a file other than those frozen, a link or non-regular file inside, or a
+    file whose sha256 is not the one recorded when it was frozen."""
+    if path.is_symlink() or not path.is_dir():
+        return f"frozen workload {path} is a link or not a directory"
+    meta = _meta(path)
+    if isinstance(meta, str):
+        return meta
+    expected = {META_FILE, *meta.files}
+    for item in sorted(path.iterdir()):
+        if item.name not in expected:
+            return f"frozen workload {path} holds {item.name!r}, which parity did not freeze"
+        if item.is_symlink() or not item.is_file():
+            return f"frozen workload {path} holds {item.name!r}, a link or not a regular file"
+    for name, digest in sorted(meta.files.items()):
+        if not (path / name).is_file():
+            return f"frozen workload {path} is missing {name}"
+        if sha256_file(path / name) != digest:
+            return (
+                f"frozen workload {path / name} differs from what parity froze (its sha256 "
+                f"is not the one in {META_FILE})"
+            )
+    return None
+
+
+def read_frozen(path: Path) -> Frozen:
+    """A frozen workload's directory, verified by content (see the module's docstring);
+    a WorkloadError names what differs and the fix."""
+    problem = _problem(path)
+    if problem is not None:
+        raise WorkloadError(f"{problem}: delete {path} and run again (parity rebuilds it)")
+    meta = _meta(path)
+    assert not isinstance(meta, str)
     return Frozen(
         path=path, fingerprint=meta.fingerprint, parts=meta.parts, description=meta.description
     )

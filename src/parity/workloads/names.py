@@ -16,6 +16,14 @@ from parity.errors import WorkloadError
 from parity.plugins import is_file_workload
 
 BUILTIN = ("cnn-infer", "gpt-generate", "gpt-train", "mlp-train")
+#: what each built-in does (its class's ``kind``; a test keeps the two equal), so that a
+#: command that needs another kind is refused before any worker starts
+BUILTIN_KINDS = {
+    "cnn-infer": "infer",
+    "gpt-generate": "generate",
+    "gpt-train": "train",
+    "mlp-train": "train",
+}
 PREFIXES = ("hf",)
 
 
@@ -55,3 +63,9 @@ def check_workload_name(name: str) -> None:
         + "".join(f"{p}:NAME, " for p in PREFIXES)
         + "or path/to/file.py:factory"
     )
+
+
+def known_kind(name: str) -> str | None:
+    """A built-in workload's kind, known without importing it; None for any other name
+    (a worker resolves those)."""
+    return BUILTIN_KINDS.get(name)

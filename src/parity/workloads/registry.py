@@ -72,6 +72,11 @@ def _from_file(spec: WorkloadSpec) -> Workload:
         raise WorkloadError(f"workload file {file} does not exist: check the path")
     try:
         module = import_file(path.resolve())
+    except SystemExit as exc:
+        raise WorkloadError(
+            f"workload file {file} called sys.exit({exc.code!r}) when imported: a workload "
+            "file must not exit (put script code under if __name__ == '__main__':)"
+        ) from None
     except Exception as exc:
         raise WorkloadError(
             f"workload file {file} failed to import: {type(exc).__name__}: {exc}"
@@ -84,7 +89,13 @@ def _from_file(spec: WorkloadSpec) -> Workload:
             f"{spec.name}: {attr} is a {type(factory).__name__}, not a parity Workload: name "
             "a Workload subclass or a factory taking the WorkloadSpec"
         )
-    workload = factory(spec)
+    try:
+        workload = factory(spec)
+    except WorkloadError:
+        raise
+    except (Exception, SystemExit) as exc:
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise WorkloadError(f"{spec.name} failed to make its workload: {what}") from None
     if not isinstance(workload, Workload):
         raise WorkloadError(
             f"{spec.name} returned {type(workload).__name__}, not a parity Workload: "

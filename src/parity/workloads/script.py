@@ -32,6 +32,7 @@ from parity.model.workload import (
     WorkloadDescription,
     sha256_json,
 )
+from parity.redact import redactor
 from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads.repository import repository
 
@@ -68,6 +69,13 @@ class ScriptCommand:
     @property
     def name(self) -> str:
         return f"script:{self.target if self.module else Path(self.target).name}"
+
+    @property
+    def recorded(self) -> tuple[str, ...]:
+        """The command as parity records it (spec, description, request, bundles): the
+        value of every secret-looking flag masked, credentials in arguments redacted. Only
+        the worker's plan (``plan()``) holds the real arguments."""
+        return redactor().argv(self.argv)
 
     def expand(self, side: SideSpec) -> list[str]:
         """The script's arguments with the side's values in the placeholders."""
@@ -141,10 +149,11 @@ def check_side(side: SideSpec) -> None:
 
 
 def describe(cmd: ScriptCommand) -> tuple[FingerprintParts, WorkloadDescription]:
-    """What defines a script run: its command and the script's bytes, nothing more (the
-    git state of its repository is recorded beside them, not fingerprinted)."""
+    """What defines a script run: its command (as recorded, secrets masked) and the
+    script's bytes, nothing more (the git state of its repository is recorded beside
+    them, not fingerprinted)."""
     config: JsonObject = {
-        "command": list(cmd.argv),
+        "command": list(cmd.recorded),
         "target": cmd.target,
         "module": cmd.module,
         "script_sha256": cmd.source_sha256(),
@@ -175,5 +184,6 @@ def describe(cmd: ScriptCommand) -> tuple[FingerprintParts, WorkloadDescription]
 
 
 def script_spec(cmd: ScriptCommand) -> WorkloadSpec:
-    """The workload spec a script run records: its name, size ``script`` and command."""
-    return WorkloadSpec(name=cmd.name, size="script", script=cmd.argv)
+    """The workload spec a script run records: its name, size ``script`` and command (as
+    recorded: secrets masked)."""
+    return WorkloadSpec(name=cmd.name, size="script", script=cmd.recorded)

@@ -7,6 +7,7 @@
 ``train_ckpt`` training steps around a checkpoint (``parity check rollback``)
 ``soak``       steps for a fixed duration, in windows (``parity check soak``)
 ``script``     a user's unmodified script under parity's hooks (script mode)
+``freeze``     a workload resolved and frozen for the parent (user code in workers only)
 =============  ==============================================================
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from parity.model.job import Mode as ModeName
 from parity.runner.modes.base import Mode
+from parity.runner.modes.freeze import Freeze
 from parity.runner.modes.measure import Measure
 from parity.runner.modes.reference import Reference
 from parity.runner.modes.scan import Scan
@@ -22,7 +24,7 @@ from parity.runner.modes.soak import Soak
 from parity.runner.modes.train_ckpt import TrainCkpt
 
 MODES: dict[ModeName, type[Mode]] = {
-    cls.name: cls for cls in (Measure, Reference, Scan, TrainCkpt, Soak, Script)
+    cls.name: cls for cls in (Measure, Reference, Scan, TrainCkpt, Soak, Script, Freeze)
 }
 
 

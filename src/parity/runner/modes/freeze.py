@@ -1,0 +1,50 @@
+"""``freeze``: a workload spec resolved and frozen for the parent, in a worker.
+
+A user's workload file (or a plugin's, or a checkpoint's code) is imported only in a
+worker process: the parent asks for a ``freeze`` job (forked from the zygote like any
+job), and this mode resolves the spec, freezes the workload into the cache (verifying a
+cached copy by content, rebuilding it with a warning where it differs) and writes
+``prepared.json``: the frozen directory, fingerprint, parts and description. A file that
+exits when imported, or a factory that raises, ends this job as failed, which the parent
+turns into one ``WorkloadError`` line.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from parity.bundle import PREPARED
+from parity.model.job import Mode as ModeName
+from parity.model.job import PreparePlan
+from parity.model.workload import PreparedWorkload
+from parity.runner.modes.base import Mode
+from parity.runner.session import SideSession
+
+
+class Freeze(Mode):
+    name: ClassVar[ModeName] = "freeze"
+    join_group: ClassVar[bool] = False
+
+    def run(self, session: SideSession) -> None:
+        from parity.workloads import resolve
+        from parity.workloads.frozen import freeze
+
+        plan = session.job.prepare or PreparePlan()
+        session.enter("resolve")
+        workload = resolve(session.job.workload)
+        if not plan.freeze:
+            session.write(PREPARED, PreparedWorkload(description=workload.describe()))
+            session.finish()
+            return
+        session.enter("freeze")
+        warnings: list[str] = []
+        frozen = freeze(workload, warn=warnings.append)
+        prepared = PreparedWorkload(
+            description=frozen.description,
+            frozen=str(frozen.path),
+            fingerprint=frozen.fingerprint,
+            parts=frozen.parts,
+            warnings=tuple(warnings),
+        )
+        session.write(PREPARED, prepared)
+        session.finish()
