@@ -24,7 +24,7 @@ from parity.judge import compat, decision, quality
 from parity.judge.cost import judge_cost
 from parity.judge.numerics import judge_numerics
 from parity.judge.speed import judge_speed, side_step_time
-from parity.model.metrics import Throughput
+from parity.model.metrics import InputPipeline, Throughput
 from parity.model.verdict import (
     ByRole,
     Gate,
@@ -77,6 +77,11 @@ def _side_info(side: SideRuns) -> SideInfo:
         generation=metrics.generation if metrics is not None else None,
         inference=metrics.inference if metrics is not None else None,
         noise_warnings=_worst_noise(side.ok),
+        input_pipeline=InputPipeline.pooled(
+            tuple(
+                b.metrics.input_pipeline for b in side.ok if b.metrics and b.metrics.input_pipeline
+            )
+        ),
     )
 
 
@@ -209,7 +214,7 @@ def judge(
         # first ok bundle per side, else its failed one (which may hold a failure scan)
         compatibility=compat.compatibility(first_a, first_b),
         contract=decision.contract(first_a, first_b, fair, changes),
-        unproven=decision.unproven(inputs.checked),
+        unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
         operational=decision.operational(inputs.operational),
     )
     if not (baseline.ok and target.ok):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast, get_args
 
@@ -30,6 +30,8 @@ from parity.model.workload import Kind, QualitySpec, Sources, WorkloadDescriptio
 from parity.spec import SideSpec, WorkloadSpec
 
 KINDS = ("train", "infer", "generate")
+#: a batch as a data loader delivers it: tensors by name (CPU, then the side's device)
+Batch = Mapping[str, torch.Tensor]
 
 
 def output_kind(name: str, tensor: torch.Tensor) -> OutputKind:
@@ -80,9 +82,25 @@ class StepRunner(ABC):
     def finish(self) -> RunNumerics:
         """After the timed steps: bring results to the CPU (not timed)."""
 
+    def step_batch(self, i: int, batch: dict[str, torch.Tensor]) -> None:
+        """Step ``i`` on ``batch``: named tensors a workload's loader (``make_loader``)
+        delivered, already copied to the side's device. Runners of workloads with a
+        loader implement it (``NamedInferRunner`` and ``NamedTrainRunner`` do); ``step(i)``
+        stays the step on batch ``i`` of the frozen data, which soak runs, checks, the op
+        scan and FLOP counting use."""
+        raise NotImplementedError(
+            f"{type(self).__name__} takes no batches from a loader: implement "
+            "step_batch(i, batch), or use NamedInferRunner or NamedTrainRunner"
+        )
+
     def token_times_ns(self) -> list[list[int]] | None:
         """Generation only: per step, each token's time since the step began (ns)."""
         return None
+
+
+def takes_batches(runner: StepRunner) -> bool:
+    """Whether the runner implements ``step_batch`` (a loader can feed it)."""
+    return type(runner).step_batch is not StepRunner.step_batch
 
 
 class Workload(ABC):
@@ -157,6 +175,22 @@ class Workload(ABC):
         self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
     ) -> StepRunner:
         """A runner for one side; ``model`` and ``data`` are already on the device."""
+
+    def make_loader(self, data: dict[str, torch.Tensor]) -> Iterable[Batch] | None:
+        """The workload's input pipeline, or None (the default: each step picks its batch
+        from the frozen data already on the device).
+
+        ``data`` is the frozen data on the CPU (this process's shard under torchrun);
+        return a ``torch.utils.data.DataLoader`` (workers, pinned memory, a collate that
+        decodes or augments) or any iterable of batches, each a dict of named CPU tensors.
+        parity times, per step, the wait for the next batch, its copy to the device and
+        the step on it (``runner.step_batch``), then steps again over a few of the same
+        batches already on the device (``parity.probes.pipeline``). An exhausted loader
+        starts again (a new epoch, counted in the wait). Keep the order deterministic
+        (no shuffle, or a generator seeded from ``self.seed``) so both sides see the same
+        batches.
+        """
+        return None
 
     def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Outputs of one forward pass on the first batch, for the numerics probe.
