@@ -285,7 +285,10 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
     request's to check), strings, lists, prices and paths normalised."""
     if isinstance(given.get("data"), os.PathLike):
         given["data"] = os.fspath(given["data"])
-    text_keys = ("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data")
+    text_keys = (
+        *("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"),
+        "generate_loop",
+    )
     for key in (*text_keys, "mlflow_experiment"):
         if key in given and not isinstance(given[key], str):
             raise OptionError(f"{key} must be a string, got {show(given[key])}")

@@ -30,6 +30,12 @@ SIZES = ("tiny", "small", "base")
 #: what a checkpoint workload (``hf:PATH``) does with its model; see ``--task``
 Task = Literal["train", "generate", "infer", "embed", "classify"]
 TASKS: tuple[Task, ...] = get_args(Task)
+#: what a generation step times (``--generate-loop``): parity's own decoding loop, one
+#: forward per token with the model's key/value cache (``parity``, the default), or the
+#: model's own ``generate()`` (``hf``, transformers models), each token stamped after a
+#: synchronize either way
+GenerateLoopName = Literal["parity", "hf"]
+GENERATE_LOOPS: tuple[GenerateLoopName, ...] = get_args(GenerateLoopName)
 OPTIONS = (
     "fp32",
     "bf16",
@@ -261,6 +267,8 @@ class WorkloadSpec:
     #: ``--data FILE[:FIELD]``: a text, JSONL, CSV or Parquet file or a ``datasets``
     #: directory whose tokens become the frozen data (see ``parity.workloads.sample``)
     data: str | None = omit_none()
+    #: ``--generate-loop``: what a generation step times (default: parity's own loop)
+    generate_loop: GenerateLoopName | None = omit_none()
 
     def __post_init__(self) -> None:
         if self.script is not None:
@@ -270,6 +278,7 @@ class WorkloadSpec:
         if self.size not in SIZES:
             raise SpecError(f"size {self.size!r} is unknown: use one of {', '.join(SIZES)}")
         parse_task(self.task)  # a caller that skipped the types
+        parse_generate_loop(self.generate_loop)
         if self.data is not None and not self.data.strip():
             raise SpecError("--data is empty: name a file, e.g. --data notes.jsonl:text")
         for knob in ("batch_size", "seq_len", "steps"):
@@ -293,6 +302,7 @@ class WorkloadSpec:
             "overrides": [list(pair) for pair in self.overrides],
             **({"task": self.task} if self.task is not None else {}),
             **({"data": self.data} if self.data is not None else {}),
+            **({"generate_loop": self.generate_loop} if self.generate_loop is not None else {}),
         }
 
     @classmethod
@@ -307,7 +317,13 @@ class WorkloadSpec:
             overrides=tuple((str(k), str(v)) for k, v in data.get("overrides", [])),
             task=parse_task(data.get("task")),
             data=data.get("data"),
+            generate_loop=parse_generate_loop(data.get("generate_loop")),
         )
+
+    @property
+    def loop(self) -> GenerateLoopName:
+        """The generation loop that runs (``parity`` unless ``--generate-loop`` says)."""
+        return self.generate_loop or "parity"
 
 
 def parse_task(value: object) -> Task | None:
@@ -318,6 +334,32 @@ def parse_task(value: object) -> Task | None:
         if value == task:
             return task
     raise SpecError(f"--task {value!r} is unknown: use one of {', '.join(TASKS)}")
+
+
+def parse_generate_loop(value: object) -> GenerateLoopName | None:
+    """``--generate-loop`` as one of ``GENERATE_LOOPS`` (None: not given)."""
+    if value is None:
+        return None
+    for loop in GENERATE_LOOPS:
+        if value == loop:
+            return loop
+    raise SpecError(
+        f"--generate-loop {value!r} is unknown: use parity (parity's own decoding loop) or hf "
+        "(the model's generate())"
+    )
+
+
+def check_generate_loop(workload: WorkloadSpec | None, *sides: SideSpec) -> None:
+    """``--generate-loop hf`` times ``model.generate()``, which calls the model's own,
+    uncompiled forward: a side that compiles is refused rather than silently not compiled."""
+    if workload is None or workload.loop != "hf":
+        return
+    for side in sides:
+        if side.compile:
+            raise SpecError(
+                f"side {side}: --generate-loop hf times the model's generate(), which calls "
+                "the uncompiled model: drop +compile, or use --generate-loop parity"
+            )
 
 
 def parse_overrides(items: list[str] | tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:

@@ -14,6 +14,7 @@ from typing import Literal
 
 from parity.model.codec import omit_none
 from parity.model.manifest import Items
+from parity.spec import GenerateLoopName
 
 # the statistics' own classes, written as they are (their judgements are derived fields)
 from parity.stats import SteadyState as SteadyState
@@ -137,6 +138,9 @@ class Generation:
     output_tokens: int
     requests_per_step: int
     definitions: dict[str, str] = field(default_factory=dict)
+    #: what a step timed: parity's own loop or the model's generate() (its words are
+    #: ``definitions["loop"]``)
+    loop: GenerateLoopName | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -27,7 +27,7 @@ from parity.errors import WorkloadError
 from parity.model.numerics import OutputKind
 from parity.model.numerics import output_kind as kind_of_name
 from parity.model.workload import Kind, QualitySpec, Sources, WorkloadDescription
-from parity.spec import SideSpec, WorkloadSpec
+from parity.spec import GenerateLoopName, SideSpec, WorkloadSpec
 
 KINDS = ("train", "infer", "generate")
 #: a batch as a data loader delivers it: tensors by name (CPU, then the side's device)
@@ -115,6 +115,8 @@ class Workload(ABC):
     takes_data: ClassVar[bool] = False
     #: whether ``--task`` means anything to it (``hf:PATH`` checkpoints)
     takes_task: ClassVar[bool] = False
+    #: the generation loops it can time (``--generate-loop``): none but a generator's
+    generate_loops: ClassVar[tuple[GenerateLoopName, ...]] = ()
 
     def __init__(self, spec: WorkloadSpec) -> None:
         if spec.data is not None and not self.takes_data:
@@ -126,6 +128,7 @@ class Workload(ABC):
             raise WorkloadError(
                 f"workload {self.name} takes no --task: --task is for checkpoints (hf:PATH)"
             )
+        self._check_loop(spec)
         if spec.size not in self.sizes:
             raise WorkloadError(
                 f"workload {self.name} has no size {spec.size!r}: use one of "
@@ -151,6 +154,20 @@ class Workload(ABC):
         self.config: dict[str, Any] = table
         self.seed = spec.seed
         self.validate()
+
+    def _check_loop(self, spec: WorkloadSpec) -> None:
+        if spec.generate_loop is None or spec.generate_loop in self.generate_loops:
+            return
+        if not self.generate_loops:
+            raise WorkloadError(
+                f"workload {self.name} does not generate: --generate-loop is for generation "
+                "workloads (hf:ARCH-generate, hf:PATH --task generate)"
+            )
+        raise WorkloadError(
+            f"workload {self.name} has no generate() of its own: --generate-loop "
+            f"{spec.generate_loop} needs a transformers model (hf:gpt2-generate, hf:PATH "
+            f"--task generate); use one of {', '.join(self.generate_loops)}"
+        )
 
     def validate(self) -> None:  # noqa: B027 - optional hook, empty by design
         """Check the resolved config; raise WorkloadError naming the knob."""
@@ -225,11 +242,14 @@ class Workload(ABC):
         """Everything that defines this workload (enters the fingerprint)."""
         quality = self.quality()
         sources = self.sources()
+        config = self.config
+        if self.spec.loop != "parity":  # another unit of work is timed: another workload
+            config = {**config, "generate_loop": self.spec.loop}
         return WorkloadDescription(
             name=self.name,
             kind=_kind(self.name, self.kind),
             size=self.spec.size,
-            config=self.config,
+            config=config,
             batch_size=self.batch_size,
             seq_len=self.seq_len,
             steps=self.steps,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import nn
 
+from parity.spec import GenerateLoopName
 from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
 
 LossFn = Callable[[nn.Module, int], torch.Tensor]
@@ -164,10 +165,22 @@ class InferRunner(NamedInferRunner):
         )
 
 
+#: what each generation loop times, for the verdict and the report
+LOOPS: dict[GenerateLoopName, str] = {
+    "parity": "parity's own greedy loop: a forward per token with the model's key/value "
+    "cache; each token stamped after a synchronize",
+    "hf": "the model's own generate() (transformers, greedy, fixed length); each token "
+    "stamped after a synchronize by a logits processor, once its logits are ready",
+}
+
+
 class GenerateLoop(StepRunner):
     """Greedy decoding of ``new_tokens`` tokens per prompt batch; subclasses implement
     ``generate``. Each step keeps its per-token time stamps (TTFT, TPOT, ITL) and the
-    first batch's tokens and prefill logits for the numerics."""
+    first batch's tokens and prefill logits for the numerics; ``loop`` names what a step
+    times (``LOOPS``)."""
+
+    loop: GenerateLoopName = "parity"
 
     def __init__(
         self, model: nn.Module, prompts: torch.Tensor, ctx: RunContext, new_tokens: int

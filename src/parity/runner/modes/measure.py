@@ -45,6 +45,7 @@ from parity.runner.load import Loaded, load, memory_phase, reset_peaks
 from parity.runner.modes.base import Mode
 from parity.runner.session import NS, SideSession
 from parity.workloads.base import RunNumerics
+from parity.workloads.loops import LOOPS, GenerateLoop
 
 #: progress events per run
 PROGRESS_CHUNKS = 10
@@ -247,7 +248,9 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
     token_times = loaded.runner.token_times_ns()
     generation = inference = None
     if token_times is not None:
-        generation = generation_metrics(token_times[steady], workload.batch_size)
+        runner = loaded.runner
+        loop = (runner.loop, LOOPS[runner.loop]) if isinstance(runner, GenerateLoop) else None
+        generation = generation_metrics(token_times[steady], workload.batch_size, loop=loop)
     elif workload.kind == "infer":
         inference = step_latency(steps.seconds[steady])
     # MFU per device: the step's FLOPs are the global batch's, spread over the ranks
