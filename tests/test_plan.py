@@ -53,6 +53,20 @@ def test_options_given_beside_a_plan_replace_its_values(tmp_path: Path) -> None:
     assert str(request.target) == "cpu+fp16" and str(request.baseline) == "cpu"
 
 
+def test_a_plan_names_the_generation_loop(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(
+        TEMPLATE.replace('name = "gpt-train" ', 'name = "hf:gpt2-generate" ').replace(
+            '# generate_loop = "hf"', 'generate_loop = "hf"'
+        )
+    )
+    request = CompareRequest.from_plan(path)
+    assert request.workload is not None and request.workload.generate_loop == "hf"
+    path.write_text(TEMPLATE.replace('# generate_loop = "hf"', 'generate_loop = "fast"'))
+    with pytest.raises(PlanError, match="--generate-loop 'fast' is unknown"):
+        CompareRequest.from_plan(path)
+
+
 #: the template's commented-out [mlflow] table
 MLFLOW_BLOCK = TEMPLATE[TEMPLATE.index("# [mlflow]") : TEMPLATE.index("\n\n[operational]")]
 URI = "http://127.0.0.1:5000"

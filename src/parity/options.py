@@ -313,7 +313,10 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
     request's to check), strings, lists, prices and paths normalised."""
     if isinstance(given.get("data"), os.PathLike):
         given["data"] = os.fspath(given["data"])
-    text_keys = ("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data")
+    text_keys = (
+        *("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"),
+        "generate_loop",
+    )
     for key in (*text_keys, "mlflow_experiment"):
         if key in given and not isinstance(given[key], str):
             raise OptionError(f"{key} must be a string, got {show(given[key])}")
@@ -380,6 +383,7 @@ class CompareOptions:
     hf_config: tuple[str, ...] = ()
     task: str | None = None
     data: str | None = None
+    generate_loop: str | None = None
     baseline: str | None = None
     target: str | None = None
     out: str | None = None

@@ -43,6 +43,7 @@ size = "tiny"               # tiny | small | base
 seed = 0
 # task = "embed"            # hf:PATH: train | generate | infer | embed | classify
 # data = "notes.jsonl:text" # a frozen sample of your data: FILE[:FIELD]
+# generate_loop = "hf"      # generation: parity (its own loop) | hf (the model's generate())
 
 [baseline]
 side = "cpu"                # required: DEVICE[:INDEX][+OPTION...], e.g. cuda+bf16
@@ -221,6 +222,7 @@ def load_plan(path: Path) -> CompareOptions:
         steps=w.get("steps", int),
         seed=w.get("seed", int),
         task=w.get("task", str),
+        generate_loop=w.get("generate_loop", str),
         data=w.get("data", str),
         baseline=sides["baseline"],
         target=sides["target"],
@@ -238,7 +240,10 @@ def load_plan(path: Path) -> CompareOptions:
     )
 
 
-WORKLOAD_KEYS = ("name", "size", "batch_size", "seq_len", "steps", "seed", "task", "data")
+WORKLOAD_KEYS = (
+    *("name", "size", "batch_size", "seq_len", "steps", "seed", "task", "data"),
+    "generate_loop",
+)
 SIDE_KEYS = ("side", "instance", "price_per_hour", "accelerators")
 
 

@@ -38,10 +38,21 @@ from parity.options import check_number as check_number  # re-exported, as are t
 from parity.options import parse_batch_sizes as parse_batch_sizes
 from parity.options import parse_duration as parse_duration
 from parity.options import parse_price as parse_price
-from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side, parse_task
+from parity.spec import (
+    SideSpec,
+    WorkloadSpec,
+    check_generate_loop,
+    parse_generate_loop,
+    parse_overrides,
+    parse_side,
+    parse_task,
+)
 
 REQUEST_FILE = "request.json"
-WORKLOAD_OPTIONS = ("workload", "size", "batch_size", "seq_len", "steps", "seed", "task", "data")
+WORKLOAD_OPTIONS = (
+    *("workload", "size", "batch_size", "seq_len", "steps", "seed", "task", "data"),
+    "generate_loop",
+)
 
 
 def _workload(o: CompareOptions) -> WorkloadSpec | None:
@@ -69,6 +80,7 @@ def _workload(o: CompareOptions) -> WorkloadSpec | None:
         overrides=parse_overrides(o.hf_config),
         task=parse_task(o.task),
         data=o.data,
+        generate_loop=parse_generate_loop(o.generate_loop),
     )
 
 
@@ -189,6 +201,7 @@ class CompareRequest:
             raise OptionError("give --batch-size or --batch-sizes, not both")
         target_text = o.target if o.target is not None else default_target()
         target = _side("--target", target_text, nproc)
+        check_generate_loop(workload, baseline, target)
         if o.script:
             _checkscript_argv(o.script, baseline, target)
         return cls(
@@ -327,6 +340,7 @@ class RunRequest:
             raise OptionError("parity scan takes a workload, not a script after --")
         if workload is None and o.out is None and mode == "run":
             raise OptionError("parity run needs --out DIR for the bundle")
+        check_generate_loop(workload, spec)
         if o.script:
             _checkscript_argv(o.script, spec)
         measure = _measure(o)
@@ -413,10 +427,12 @@ class CheckRequest:
             )
             for key, v in bounds.items()
         }
+        target = _check_side("--target" if check == "rollback" else "--device", side)
+        check_generate_loop(workload, target)
         return cls(
             check=check,
             workload=workload,
-            target=_check_side("--target" if check == "rollback" else "--device", side),
+            target=target,
             baseline=_check_side("--baseline", baseline or "cpu") if check == "rollback" else None,
             k=optional_int("--k", k),
             m=optional_int("--m", m),

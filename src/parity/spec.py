@@ -30,6 +30,12 @@ SIZES = ("tiny", "small", "base")
 #: what a checkpoint workload (``hf:PATH``) does with its model; see ``--task``
 Task = Literal["train", "generate", "infer", "embed", "classify"]
 TASKS: tuple[Task, ...] = get_args(Task)
+#: what a generation step times (``--generate-loop``): parity's own decoding loop, one
+#: forward per token with the model's key/value cache (``parity``, the default), or the
+#: model's own ``generate()`` (``hf``, transformers models), each token stamped after a
+#: synchronize either way
+GenerateLoopName = Literal["parity", "hf"]
+GENERATE_LOOPS: tuple[GenerateLoopName, ...] = get_args(GenerateLoopName)
 OPTIONS = (
     "fp32",
     "bf16",
@@ -256,6 +262,8 @@ class WorkloadSpec:
     #: ``--data FILE[:FIELD]``: a text, JSONL, CSV or Parquet file or a ``datasets``
     #: directory whose tokens become the frozen data (see ``parity.workloads.sample``)
     data: str | None = omit_none()
+    #: ``--generate-loop``: what a generation step times (default: parity's own loop)
+    generate_loop: GenerateLoopName | None = omit_none()
 
     def __post_init__(self) -> None:
         if self.script is not None:
@@ -265,6 +273,7 @@ class WorkloadSpec:
         if self.size not in SIZES:
             raise SpecError(f"size {self.size!r} is unknown: use one of {', '.join(SIZES)}")
         parse_task(self.task)  # a caller that skipped the types
+        parse_generate_loop(self.generate_loop)
         if self.data is not None and not self.data.strip():
             raise SpecError("--data is empty: name a file, e.g. --data notes.jsonl:text")
         for knob in ("batch_size", "seq_len", "steps"):
@@ -277,6 +286,11 @@ class WorkloadSpec:
     def with_overrides(self, **knobs: Any) -> WorkloadSpec:
         return replace(self, **{k: v for k, v in knobs.items() if v is not None})
 
+    @property
+    def loop(self) -> GenerateLoopName:
+        """The generation loop that runs (``parity`` unless ``--generate-loop`` says)."""
+        return self.generate_loop or "parity"
+
 
 def parse_task(value: object) -> Task | None:
     """``--task`` as one of ``TASKS`` (None: not given); SpecError names the choices."""
@@ -286,6 +300,32 @@ def parse_task(value: object) -> Task | None:
         if value == task:
             return task
     raise SpecError(f"--task {value!r} is unknown: use one of {', '.join(TASKS)}")
+
+
+def parse_generate_loop(value: object) -> GenerateLoopName | None:
+    """``--generate-loop`` as one of ``GENERATE_LOOPS`` (None: not given)."""
+    if value is None:
+        return None
+    for loop in GENERATE_LOOPS:
+        if value == loop:
+            return loop
+    raise SpecError(
+        f"--generate-loop {value!r} is unknown: use parity (parity's own decoding loop) or hf "
+        "(the model's generate())"
+    )
+
+
+def check_generate_loop(workload: WorkloadSpec | None, *sides: SideSpec) -> None:
+    """``--generate-loop hf`` times ``model.generate()``, which calls the model's own,
+    uncompiled forward: a side that compiles is refused rather than silently not compiled."""
+    if workload is None or workload.loop != "hf":
+        return
+    for side in sides:
+        if side.compile:
+            raise SpecError(
+                f"side {side}: --generate-loop hf times the model's generate(), which calls "
+                "the uncompiled model: drop +compile, or use --generate-loop parity"
+            )
 
 
 def parse_overrides(items: list[str] | tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:

@@ -12,6 +12,7 @@ import torch
 from parity.bundle import SideRuns, load_bundle
 from parity.errors import ContractError
 from parity.judge.verdict import judge
+from parity.model.metrics import InputPipeline
 from parity.model.verdict import JudgeInputs, LossCheck, TokensCheck
 from tests.fixtures import bundles
 
@@ -26,6 +27,7 @@ def side(
     out: torch.Tensor | None = None,
     step_s: float = 0.01,
     torch_version: str = "2.13.0",
+    fed: InputPipeline | None = None,
 ) -> SideRuns:
     work = bundles.workload_ref(fingerprint_parts=bundles.parts(**(parts or {})))
     man = bundles.manifest(role="x", spec=spec, workload=work, status=status)  # type: ignore[arg-type]
@@ -36,7 +38,7 @@ def side(
     bundles.write_bundle(
         path,
         man,
-        run_metrics=bundles.metrics(samples) if status == "ok" else None,
+        run_metrics=bundles.metrics(samples, input_pipeline=fed) if status == "ok" else None,
         losses=list(losses or [2.0, 1.5, 1.0]),
         tensors={"logits": out if out is not None else torch.ones(4, 3)},
     )
@@ -52,6 +54,26 @@ def test_same_results_pass(tmp_path: Path) -> None:
     assert v.speed is not None and v.speed.verdict == "faster"
     assert v.speed.ratio == pytest.approx(0.5, rel=0.05)
     assert v.sides.target.median_step_s == pytest.approx(v.speed.target_median_s)
+
+
+def test_a_loader_on_both_sides_ticks_the_data_pipeline_and_names_the_input_bound_side(
+    tmp_path: Path,
+) -> None:
+    from tests.report.cases import fed
+
+    baseline = side(tmp_path / "a", fed=fed(0.0004, 0.020))
+    target = side(tmp_path / "b", fed=fed(0.030, 0.006))
+    v = judge(baseline, target)
+    a, b = v.sides.baseline.input_pipeline, v.sides.target.input_pipeline
+    assert a is not None and not a.input_bound and b is not None and b.input_bound
+    item = next(u for u in v.unproven if u.item == "the real data pipeline")
+    assert item.checked and item.evidence is not None
+    assert item.evidence.startswith("measured on both sides: baseline not input-bound")
+    assert "target input-bound: 83%" in item.evidence
+    # one side without a loader: measured there only, so the item stays open
+    v = judge(side(tmp_path / "c"), side(tmp_path / "d", fed=fed(0.030, 0.006)))
+    item = next(u for u in v.unproven if u.item == "the real data pipeline")
+    assert not item.checked and v.sides.baseline.input_pipeline is None
 
 
 def test_quality_failure_fails_the_gate_and_withholds_speed(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from parity.model.codec import decode
+from parity.model.metrics import InputPipeline
 from parity.model.verdict import ByRole, Gate, SideInfo, TokensCheck, Verdict
 from parity.report.layout import segments
 from parity.report.parts import Sentence, Table, View
@@ -72,6 +73,26 @@ def with_long_names(verdict: Verdict) -> Verdict:
     return replace(verdict, sides=ByRole(baseline=baseline, target=target))
 
 
+def fed(wait: float, compute: float, *, copy: float | None = 0.0002) -> InputPipeline:
+    """A side's input pipeline over 12 steady steps (seconds)."""
+    spread = [1 + 0.01 * (i % 4) for i in range(12)]
+    return InputPipeline(
+        source="loader" if copy is not None else "script",
+        method="per steady step: wait = next() on the loader (host); ...",
+        wait_samples_s=tuple(wait * x for x in spread),
+        copy_samples_s=None if copy is None else tuple(copy * x for x in spread),
+        step_samples_s=tuple((wait + (copy or 0) + compute) * x for x in spread),
+        prefetched_samples_s=None if copy is None else tuple(compute * x for x in spread),
+    )
+
+
+def with_input_pipeline(verdict: Verdict) -> Verdict:
+    """Both sides fed by a loader: the baseline keeps up, the target is input-bound."""
+    baseline = replace(verdict.sides.baseline, input_pipeline=fed(0.0004, 0.020))
+    target = replace(verdict.sides.target, input_pipeline=fed(0.030, 0.006))
+    return replace(verdict, sides=ByRole(baseline=baseline, target=target))
+
+
 def cases() -> dict[str, Verdict]:
     """Every golden verdict, and the variants, by name."""
     made = {name: golden(name) for name in GOLDEN_NAMES}
@@ -79,6 +100,7 @@ def cases() -> dict[str, Verdict]:
     made["tokens"] = with_tokens(made["passes"])
     made["failed-target"] = with_failed_target(made["passes"])
     made["long-names"] = with_long_names(made["cheaper-but-slower"])
+    made["input-bound"] = with_input_pipeline(made["passes"])
     return made
 
 

@@ -65,3 +65,33 @@ def test_what_the_budget_paid_for_and_a_busy_machine_are_said() -> None:
     quiet = replace(stop, interference=replace(busy, share=0.02))
     texts = [p.text for p in speed(replace(v, speed=replace(v.speed, stop=quiet))).parts]
     assert not any("other processes" in t for t in texts)
+
+
+def test_the_generation_loop_is_named_once_or_per_side_when_they_differ() -> None:
+    from parity.model.metrics import Generation, Percentiles
+    from parity.model.verdict import ByRole
+    from parity.report.figures import latency
+
+    v = golden("passes")
+    p = Percentiles(p50=0.01, p90=0.01, p99=0.01, mean=0.01, n=3)
+
+    def gen(loop: str | None) -> Generation:
+        said = {"loop": f"{loop}: what it times"} if loop else {}
+        return Generation(
+            ttft_s=p, tpot_s=p, itl_s=p, e2e_s=p, output_tokens_per_s=p, output_tokens=4,
+            requests_per_step=2, definitions={"ttft": "t", **said},
+            loop=loop,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    def said(a: str | None, b: str | None) -> list[str]:
+        sides = ByRole(
+            baseline=replace(v.sides.baseline, generation=gen(a)),
+            target=replace(v.sides.target, generation=gen(b)),
+        )
+        return [s.text for s in latency(sides) if isinstance(s, Sentence)]
+
+    assert said("hf", "hf")[:2] == ["generation loop: hf: what it times", "TTFT: t"]
+    assert said("parity", "hf")[0] == (
+        "generation loops differ: baseline parity: what it times; target hf: what it times"
+    )
+    assert not any("loop" in s.lower() for s in said(None, None))

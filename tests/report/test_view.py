@@ -72,6 +72,22 @@ def test_quality_failure_withholds_speed_and_cost_in_one_section() -> None:
     assert any("fp64 numerics: not run" in s.text for s in quality.parts if isinstance(s, Sentence))
 
 
+def test_the_input_pipeline_says_which_side_is_input_bound() -> None:
+    view = build_view(CASES["input-bound"])
+    keys = [s.key for s in view.sections]
+    assert keys.index("speed") < keys.index("input") < keys.index("cost")
+    rows = rows_of(view, "input")
+    assert rows["input-bound"] == ("no", "yes")
+    assert rows["wait for the batch"][1] == fmt.seconds(0.030 * 1.015)  # the median
+    section = view.section("input")
+    assert section is not None
+    said = [p.text for p in section.parts if isinstance(p, Sentence)]
+    assert said[0].startswith("baseline not input-bound: 3% of the steady step")
+    assert said[1].startswith("target input-bound: 83% of the steady step is waiting for")
+    assert said[1].endswith("its step time measures its data pipeline as much as its device")
+    assert build_view(CASES["passes"]).section("input") is None
+
+
 def test_an_ungated_check_is_info() -> None:
     checks = rows_of(build_view(CASES["tokens"]), "quality")
     assert checks["generated tokens"][0] == "INFO"

@@ -96,3 +96,24 @@ def test_user_file_compare_end_to_end(tmp_path: Path) -> None:
     assert verdict["passed"] and verdict["workload"]["name"] == "tabular-train"
     assert verdict["numerics"]["reference"]["available"]
     assert {c["name"] for c in verdict["quality"]["checks"]} >= {"loss curve", "output logits"}
+
+
+@pytest.mark.slow
+def test_a_sleeping_loader_is_input_bound_in_the_verdict(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    workload = f"{Path(__file__).parents[1] / 'fixtures' / 'loaders.py'}:LoaderTrain"
+    cmp = run_cli(
+        "compare", workload, "--baseline", "cpu+threads=1", "--target", "cpu+bf16+threads=1",
+        "--hf-config", "sleep_ms=40", "--repeats", "1", "--no-compliance", "--steps", "8",
+        "--json", "--out", str(out),
+    )  # fmt: skip
+    assert cmp.returncode == 0, cmp.stderr
+    verdict = json.loads(cmp.stdout)
+    for role in ("baseline", "target"):
+        fed = verdict["sides"][role]["input_pipeline"]
+        assert fed["input_bound"] and fed["source"] == "loader", fed["reason"]
+    item = next(u for u in verdict["unproven"] if u["item"] == "the real data pipeline")
+    assert item["checked"] and item["evidence"].startswith("measured on both sides")
+    report = run_cli("report", str(out), "--md", "-")
+    assert report.returncode == 0, report.stderr
+    assert "target input-bound" in report.stdout

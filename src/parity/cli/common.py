@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 import typer
 
 from parity.errors import ParityError, UsageError, one_line
-from parity.spec import TASKS
+from parity.spec import GENERATE_LOOPS, TASKS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -194,6 +194,17 @@ Data = Annotated[
     ),
 ]
 
+GenerateLoopOption = Annotated[
+    str | None,
+    typer.Option(
+        "--generate-loop",
+        metavar="LOOP",
+        help=f"what a generation step times: {' | '.join(GENERATE_LOOPS)} (parity: its own "
+        "decoding loop, the default; hf: the transformers model's own generate()); enters "
+        "the fingerprint",
+    ),
+]
+
 #: groups of request options that several commands take (each defaults to None)
 WORKLOAD: dict[str, object] = {
     "size": Size,
@@ -204,6 +215,7 @@ WORKLOAD: dict[str, object] = {
     "hf_config": HfConfig,
     "task": Task,
     "data": Data,
+    "generate_loop": GenerateLoopOption,
 }
 RUNNING: dict[str, object] = {"out": Out, "timeout_s": Timeout}
 MULTINODE: dict[str, object] = {"nnodes": Nnodes, "rdzv_endpoint": Rdzv}

@@ -103,6 +103,9 @@ def show_run(bundle: Bundle) -> None:
         markup=False,
         soft_wrap=True,
     )
+    fed = bundle.metrics.input_pipeline if bundle.metrics is not None else None
+    if fed is not None:
+        c.stdout().print(f"{bundle.side}: {fed.reason}", markup=False, soft_wrap=True)
 
 
 def show_scan(bundle: Bundle, *, as_json: bool, wide: bool) -> tuple[int, int]:

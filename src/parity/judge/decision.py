@@ -12,24 +12,32 @@ from parity.judge import stack
 from parity.model.codec import Json
 from parity.model.manifest import Resolved
 from parity.model.verdict import (
+    ByRole,
     ConfigDifference,
     Contract,
     ContractRow,
     EnvironmentDifference,
     Fairness,
     OperationalItem,
+    SideInfo,
     UnprovenItem,
 )
 from parity.model.workload import FingerprintParts
 from parity.spec import SIDE_FIELDS, SideSpec
 
+#: the not-yet-proven item a comparison ticks itself when both sides measured it
+DATA_PIPELINE = "the real data pipeline"
 #: what a migration must still prove, and what would prove it
 UNPROVEN = (
     ("rollback path", "train on the target, checkpoint, resume on the baseline, and compare"),
     ("sustained load", "a soak run of hours at production load: latency drift, memory growth"),
     ("failure recovery", "kill a target run, resume from its checkpoint, compare the curve"),
     ("multi-device scaling", "the same workload on 1, 2, 4, ... devices: efficiency"),
-    ("the real data pipeline", "the production data loader and preprocessing, not frozen data"),
+    (
+        DATA_PIPELINE,
+        "the production data loader and preprocessing, not frozen data: a workload's "
+        "make_loader, or a script's DataLoader, measured on both sides",
+    ),
 )
 OPERATIONAL_LABELS = {
     "instance_availability": "instance availability",
@@ -190,6 +198,15 @@ def unproven(checked: dict[str, str]) -> tuple[UnprovenItem, ...]:
         )
         for item, how in UNPROVEN
     )
+
+
+def pipeline_checked(sides: ByRole[SideInfo], checked: dict[str, str]) -> dict[str, str]:
+    """``checked`` with the data pipeline ticked where both sides measured their loader."""
+    found = [(role, info.input_pipeline) for role, info in sides.items()]
+    if DATA_PIPELINE in checked or any(p is None for _, p in found):
+        return checked
+    how = "; ".join(f"{role} {p.reason}" for role, p in found if p is not None)
+    return {**checked, DATA_PIPELINE: f"measured on both sides: {how}"}
 
 
 def operational(answers: dict[str, str]) -> tuple[OperationalItem, ...]:

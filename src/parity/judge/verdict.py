@@ -25,7 +25,7 @@ from parity.judge.cost import judge_cost
 from parity.judge.numerics import judge_numerics
 from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
-from parity.model.metrics import Throughput
+from parity.model.metrics import InputPipeline, Throughput
 from parity.model.verdict import (
     ByRole,
     Gate,
@@ -78,6 +78,11 @@ def _side_info(side: SideRuns) -> SideInfo:
         generation=metrics.generation if metrics is not None else None,
         inference=metrics.inference if metrics is not None else None,
         noise_warnings=_worst_noise(side.ok),
+        input_pipeline=InputPipeline.pooled(
+            tuple(
+                b.metrics.input_pipeline for b in side.ok if b.metrics and b.metrics.input_pipeline
+            )
+        ),
     )
 
 
@@ -211,7 +216,7 @@ def judge(
         # first ok bundle per side, else its failed one (which may hold a failure scan)
         compatibility=compat.compatibility(first_a, first_b),
         contract=decision.contract(first_a, first_b, fair, changes),
-        unproven=decision.unproven(inputs.checked),
+        unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
         operational=decision.operational(inputs.operational),
     )
     if not (baseline.ok and target.ok):

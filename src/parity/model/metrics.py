@@ -8,11 +8,13 @@ add their own sections. A reference or scan bundle times nothing and has no metr
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Literal
 
 from parity.model.codec import omit_none
 from parity.model.manifest import Items
+from parity.spec import GenerateLoopName
 
 # the statistics' own classes, written as they are (their judgements are derived fields)
 from parity.stats import SteadyState as SteadyState
@@ -136,12 +138,130 @@ class Generation:
     output_tokens: int
     requests_per_step: int
     definitions: dict[str, str] = field(default_factory=dict)
+    #: what a step timed: parity's own loop or the model's generate() (its words are
+    #: ``definitions["loop"]``)
+    loop: GenerateLoopName | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Inference:
     latency_s: Percentiles
     definitions: dict[str, str] = field(default_factory=dict)
+
+
+#: a side is input-bound when more than this share of its steady step goes to its inputs
+INPUT_BOUND_SHARE = 0.20
+InputSource = Literal["loader", "script"]
+
+
+def _quartile(values: tuple[float, ...], upper: bool) -> float:
+    if len(values) < 2:
+        return values[0]
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return high if upper else low
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InputPipeline:
+    """The input side of the steady steps of a workload fed by a data loader.
+
+    Raw per-step samples (seconds) are kept; every figure below them is derived, so that
+    pooling repeats is concatenating samples (``pooled``) and the rule lives in one place:
+
+    - ``input_share``: (wait + copy) / step, summed over the steady steps: the share of
+      the steady wall time spent waiting for the next batch and copying it to the device;
+    - ``prefetch_saving``: 1 - median prefetched step / median step, where a pass over
+      batches already on the device ran; ``beyond_noise`` when the prefetched steps'
+      upper quartile lies below the steps' lower quartile;
+    - ``input_bound``: ``input_share`` above ``threshold``, or a ``prefetch_saving`` above
+      it and beyond noise (inputs that slow the step down without being waited for:
+      loader workers competing with the step for the host's cores).
+    """
+
+    source: InputSource
+    #: what each figure covers, in words
+    method: str
+    #: per steady step: waiting for the next batch (host), the copy to the device (with a
+    #: synchronize; None: not attributed), and the whole step with both
+    wait_samples_s: tuple[float, ...]
+    copy_samples_s: tuple[float, ...] | None
+    step_samples_s: tuple[float, ...]
+    #: the same batches already on the device, stepped again (None: no such pass)
+    prefetched_samples_s: tuple[float, ...] | None = None
+    threshold: float = INPUT_BOUND_SHARE
+    steps: int = field(init=False)
+    wait_s: float = field(init=False)
+    copy_s: float | None = field(init=False)
+    step_s: float = field(init=False)
+    prefetched_s: float | None = field(init=False)
+    input_share: float = field(init=False)
+    prefetch_saving: float | None = field(init=False)
+    beyond_noise: bool | None = field(init=False)
+    input_bound: bool = field(init=False)
+    #: one sentence: the decision and the figure behind it
+    reason: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        wait, copy, step = self.wait_samples_s, self.copy_samples_s, self.step_samples_s
+        if not step or len(wait) != len(step) or (copy is not None and len(copy) != len(step)):
+            raise ValueError("input pipeline samples: one wait, copy and step per steady step")
+        spent = sum(wait) + (sum(copy) if copy is not None else 0.0)
+        share = spent / sum(step) if sum(step) > 0 else 0.0
+        step_s = statistics.median(step)
+        prefetched = self.prefetched_samples_s or None
+        saving = beyond = None
+        if prefetched is not None and step_s > 0:
+            saving = 1 - statistics.median(prefetched) / step_s
+            beyond = _quartile(prefetched, upper=True) < _quartile(step, upper=False)
+        slowed = saving is not None and saving > self.threshold and bool(beyond)
+        bound = share > self.threshold or slowed
+        what = "waiting for and copying inputs" if copy is not None else "waiting for inputs"
+        if share > self.threshold:
+            reason = f"input-bound: {share:.0%} of the steady step is {what}"
+        elif slowed:
+            reason = (
+                f"input-bound: the step with inputs prefetched on the device is {saving:.0%} "
+                f"shorter (only {share:.0%} of the step is {what})"
+            )
+        else:
+            reason = f"not input-bound: {share:.0%} of the steady step is {what}"
+        reason += f" (input-bound above {self.threshold:.0%})"
+        values = {
+            "steps": len(step),
+            "wait_s": statistics.median(wait),
+            "copy_s": statistics.median(copy) if copy is not None else None,
+            "step_s": step_s,
+            "prefetched_s": statistics.median(prefetched) if prefetched is not None else None,
+            "input_share": share,
+            "prefetch_saving": saving,
+            "beyond_noise": beyond,
+            "input_bound": bound,
+            "reason": reason,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def pooled(cls, items: tuple[InputPipeline, ...]) -> InputPipeline | None:
+        """Several repeats' samples as one (None when there are none); a part that one
+        repeat lacks (copy, prefetched) is left out of the pool."""
+        if not items:
+            return None
+        copies = [i.copy_samples_s for i in items]
+        prefetched = [i.prefetched_samples_s for i in items]
+        return cls(
+            source=items[0].source,
+            method=items[0].method,
+            wait_samples_s=tuple(x for i in items for x in i.wait_samples_s),
+            copy_samples_s=None
+            if any(c is None for c in copies)
+            else tuple(x for c in copies for x in c or ()),
+            step_samples_s=tuple(x for i in items for x in i.step_samples_s),
+            prefetched_samples_s=None
+            if any(p is None for p in prefetched)
+            else tuple(x for p in prefetched for x in p or ()),
+            threshold=items[0].threshold,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -223,6 +343,8 @@ class Metrics:
     script: ScriptFigures | None = omit_none()
     soak: SoakFigures | None = omit_none()
     distributed: DistributedFigures | None = omit_none()
+    #: workloads fed by a data loader (``make_loader``, a script's ``DataLoader``)
+    input_pipeline: InputPipeline | None = omit_none()
 
     @property
     def steady_samples(self) -> tuple[float, ...]:

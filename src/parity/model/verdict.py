@@ -16,6 +16,7 @@ from parity.model.metrics import (
     Flops,
     Generation,
     Inference,
+    InputPipeline,
     Memory,
     Phases,
     Throughput,
@@ -72,6 +73,8 @@ class SideInfo:
     generation: Generation | None
     inference: Inference | None
     noise_warnings: tuple[str, ...] = ()
+    #: a workload fed by a data loader: its input side, pooled over the ok repeats
+    input_pipeline: InputPipeline | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

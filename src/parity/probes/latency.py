@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from parity.model.metrics import Generation, Inference, Percentiles
+from parity.spec import GenerateLoopName
 
 QUANTILES = (50, 90, 99)
 DEFINITIONS = {
@@ -37,8 +38,14 @@ def percentiles(values: Sequence[float]) -> Percentiles:
     return Percentiles(p50=p50, p90=p90, p99=p99, mean=float(x.mean()), n=int(x.size))
 
 
-def generation_metrics(token_times_ns: Sequence[Sequence[int]], batch_size: int) -> Generation:
-    """Figures over the given steps (pass the steady-state steps only)."""
+def generation_metrics(
+    token_times_ns: Sequence[Sequence[int]],
+    batch_size: int,
+    *,
+    loop: tuple[GenerateLoopName, str] | None = None,
+) -> Generation:
+    """Figures over the given steps (pass the steady-state steps only); ``loop`` names
+    the generation loop that ran and says what it times."""
     ttft: list[float] = []
     tpot: list[float] = []
     itl: list[float] = []
@@ -63,7 +70,11 @@ def generation_metrics(token_times_ns: Sequence[Sequence[int]], batch_size: int)
         output_tokens_per_s=percentiles(rate),
         output_tokens=len(token_times_ns[0]) if token_times_ns else 0,
         requests_per_step=batch_size,
-        definitions={k: DEFINITIONS[k] for k in ("ttft", "tpot", "itl", "e2e")},
+        definitions={
+            **{k: DEFINITIONS[k] for k in ("ttft", "tpot", "itl", "e2e")},
+            **({"loop": f"{loop[0]}: {loop[1]}"} if loop is not None else {}),
+        },
+        loop=loop[0] if loop is not None else None,
     )
 
 

@@ -166,10 +166,27 @@ def latency(sides: ByRole[SideInfo]) -> list[Part]:
         section = info.generation or info.inference
         if section is not None:
             definitions.update(section.definitions)
+    definitions.pop("loop", None)
+    parts += generation_loop(sides)
     parts += [
         Sentence(text=f"{name.upper()}: {text}", tone="muted") for name, text in definitions.items()
     ]
     return parts
+
+
+def generation_loop(sides: ByRole[SideInfo]) -> list[Part]:
+    """Which generation loop each side timed (parity's own, or the model's generate())."""
+    loops = {
+        role: info.generation.definitions.get("loop", info.generation.loop or "")
+        for role, info in sides.items()
+        if info.generation is not None and info.generation.loop is not None
+    }
+    if not loops:
+        return []
+    if len(set(loops.values())) == 1:
+        return [Sentence(text=f"generation loop: {next(iter(loops.values()))}", brief=True)]
+    said = "; ".join(f"{role} {text}" for role, text in loops.items())
+    return [Sentence(text=f"generation loops differ: {said}", tone="warn", brief=True)]
 
 
 MEMORY: tuple[tuple[str, Callable[[MemoryPhase], int | None]], ...] = (

@@ -90,6 +90,8 @@ def _params(out: Path, verdict: Verdict) -> dict[str, str]:
         given[f"{role}.spec"] = side.spec
         given[f"{role}.device_name"] = side.device_name
         given[f"{role}.repeats"] = side.repeats
+        if side.generation is not None:
+            given[f"{role}.generate_loop"] = side.generation.loop
         manifest = _manifest(out / role)
         if manifest is not None:
             given[f"{role}.parity_version"] = manifest.parity_version
@@ -118,6 +120,9 @@ def _metrics(verdict: Verdict) -> dict[str, float]:
         for key in ("samples_per_s", "tokens_per_s", "steps_per_s"):
             given[f"{role}.{key}"] = getattr(side.throughput, key, None)
         given[f"{role}.mfu"] = side.flops.mfu if side.flops is not None else None
+        if side.input_pipeline is not None:
+            given[f"{role}.input_share"] = side.input_pipeline.input_share
+            given[f"{role}.input_bound"] = float(side.input_pipeline.input_bound)
     checks = [("quality", c) for c in (verdict.quality.checks if verdict.quality else ())]
     checks += [("numerics", c) for c in (verdict.numerics.gates if verdict.numerics else ())]
     for section, check in checks:

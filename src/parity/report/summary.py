@@ -81,6 +81,8 @@ def _run_facts(bundle: Bundle) -> list[tuple[str, str]]:
             ("load", fmt.seconds(m.phases.load_s)),
             ("steps", str(len(m.step_samples_s))),
         ]
+        if m.input_pipeline is not None:
+            facts.append(("input pipeline", m.input_pipeline.reason))
     facts.append(("bundle", str(bundle.path)))
     return facts
 

@@ -6,8 +6,8 @@ is the pooled ``SideInfo.median_step_s`` the speed ratio compares), written once
 ``parity.report.fmt``; a section with nothing to say is left out.
 
 The order is the order a careful reader checks a comparison in: the gates, the sides,
-fairness and what differs, quality and numerics, speed and cost, memory and phases,
-compatibility, and what is not yet proven.
+fairness and what differs, quality and numerics, speed (and the input pipeline) and
+cost, memory and phases, compatibility, and what is not yet proven.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parity.model.verdict import Verdict
-from parity.report import compat, decision, figures, quality
+from parity.report import compat, decision, figures, inputs, quality
 from parity.report.decision import Sides
 from parity.report.parts import Section, View
 from parity.report.quality import LAYER_ROWS
@@ -56,6 +56,7 @@ def build_view(
         quality.quality(verdict),
         quality.numerics(verdict, layer_rows=layer_rows),
         figures.speed(verdict),
+        inputs.input_pipeline(verdict),
         figures.cost(verdict),
         figures.memory(verdict),
         figures.phases(verdict),

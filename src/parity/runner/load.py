@@ -10,6 +10,7 @@ set-up in torch, more than initialising a small model.)
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -22,7 +23,7 @@ from parity.model.metrics import MemoryPhase
 from parity.probes import memory
 from parity.runner import distributed
 from parity.runner.session import NS, SideSession
-from parity.workloads.base import RunContext, StepRunner, Workload
+from parity.workloads.base import Batch, RunContext, StepRunner, Workload, takes_batches
 from parity.workloads.frozen import Frozen, read_frozen
 
 Tensors = dict[str, torch.Tensor]
@@ -83,6 +84,8 @@ class Loaded:
     ctx: RunContext
     load_s: float
     memory: MemoryPhase
+    #: the workload's input pipeline (``make_loader``), over this process's CPU data
+    loader: Iterable[Batch] | None = None
 
     def fresh_model(self) -> nn.Module:
         """Another copy of the model with the frozen weights, on the device (not compiled)."""
@@ -117,14 +120,32 @@ def load(session: SideSession) -> Loaded:
     if resolved is not None and resolved.compile_backend is not None:
         ctx.compile_fn = partial(compile_module, backend=resolved.compile_backend)
         model = ctx.compile_fn(model)
+    runner = workload.make_runner(model, data, ctx)
     return Loaded(
         workload=workload,
         weights=weights,
         data=data,
         full_data=full_data,
         model=model,
-        runner=workload.make_runner(model, data, ctx),
+        runner=runner,
         ctx=ctx,
         load_s=load_s,
         memory=mem,
+        loader=make_loader(session, workload, runner, cpu_data),
     )
+
+
+def make_loader(
+    session: SideSession, workload: Workload, runner: StepRunner, cpu_data: Tensors
+) -> Iterable[Batch] | None:
+    """The workload's loader over this process's CPU data (its shard under torchrun)."""
+    if session.dist is not None:
+        cpu_data = distributed.shard(cpu_data, workload.batch_size, session.dist)
+    loader = workload.make_loader(cpu_data)
+    if loader is not None and not takes_batches(runner):
+        raise WorkloadError(
+            f"workload {workload.name} has a loader (make_loader) but its runner "
+            f"{type(runner).__name__} takes no batches: implement step_batch(i, batch), or "
+            "use NamedInferRunner or NamedTrainRunner"
+        )
+    return loader

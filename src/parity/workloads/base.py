@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast, get_args
 
@@ -27,9 +27,11 @@ from parity.errors import WorkloadError
 from parity.model.numerics import OutputKind
 from parity.model.numerics import output_kind as kind_of_name
 from parity.model.workload import Kind, QualitySpec, Sources, WorkloadDescription
-from parity.spec import SideSpec, WorkloadSpec
+from parity.spec import GenerateLoopName, SideSpec, WorkloadSpec
 
 KINDS = ("train", "infer", "generate")
+#: a batch as a data loader delivers it: tensors by name (CPU, then the side's device)
+Batch = Mapping[str, torch.Tensor]
 
 
 def output_kind(name: str, tensor: torch.Tensor) -> OutputKind:
@@ -80,9 +82,25 @@ class StepRunner(ABC):
     def finish(self) -> RunNumerics:
         """After the timed steps: bring results to the CPU (not timed)."""
 
+    def step_batch(self, i: int, batch: dict[str, torch.Tensor]) -> None:
+        """Step ``i`` on ``batch``: named tensors a workload's loader (``make_loader``)
+        delivered, already copied to the side's device. Runners of workloads with a
+        loader implement it (``NamedInferRunner`` and ``NamedTrainRunner`` do); ``step(i)``
+        stays the step on batch ``i`` of the frozen data, which soak runs, checks, the op
+        scan and FLOP counting use."""
+        raise NotImplementedError(
+            f"{type(self).__name__} takes no batches from a loader: implement "
+            "step_batch(i, batch), or use NamedInferRunner or NamedTrainRunner"
+        )
+
     def token_times_ns(self) -> list[list[int]] | None:
         """Generation only: per step, each token's time since the step began (ns)."""
         return None
+
+
+def takes_batches(runner: StepRunner) -> bool:
+    """Whether the runner implements ``step_batch`` (a loader can feed it)."""
+    return type(runner).step_batch is not StepRunner.step_batch
 
 
 class Workload(ABC):
@@ -97,6 +115,8 @@ class Workload(ABC):
     takes_data: ClassVar[bool] = False
     #: whether ``--task`` means anything to it (``hf:PATH`` checkpoints)
     takes_task: ClassVar[bool] = False
+    #: the generation loops it can time (``--generate-loop``): none but a generator's
+    generate_loops: ClassVar[tuple[GenerateLoopName, ...]] = ()
 
     def __init__(self, spec: WorkloadSpec) -> None:
         if spec.data is not None and not self.takes_data:
@@ -108,6 +128,7 @@ class Workload(ABC):
             raise WorkloadError(
                 f"workload {self.name} takes no --task: --task is for checkpoints (hf:PATH)"
             )
+        self._check_loop(spec)
         if spec.size not in self.sizes:
             raise WorkloadError(
                 f"workload {self.name} has no size {spec.size!r}: use one of "
@@ -134,6 +155,20 @@ class Workload(ABC):
         self.seed = spec.seed
         self.validate()
 
+    def _check_loop(self, spec: WorkloadSpec) -> None:
+        if spec.generate_loop is None or spec.generate_loop in self.generate_loops:
+            return
+        if not self.generate_loops:
+            raise WorkloadError(
+                f"workload {self.name} does not generate: --generate-loop is for generation "
+                "workloads (hf:ARCH-generate, hf:PATH --task generate)"
+            )
+        raise WorkloadError(
+            f"workload {self.name} has no generate() of its own: --generate-loop "
+            f"{spec.generate_loop} needs a transformers model (hf:gpt2-generate, hf:PATH "
+            f"--task generate); use one of {', '.join(self.generate_loops)}"
+        )
+
     def validate(self) -> None:  # noqa: B027 - optional hook, empty by design
         """Check the resolved config; raise WorkloadError naming the knob."""
 
@@ -157,6 +192,22 @@ class Workload(ABC):
         self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
     ) -> StepRunner:
         """A runner for one side; ``model`` and ``data`` are already on the device."""
+
+    def make_loader(self, data: dict[str, torch.Tensor]) -> Iterable[Batch] | None:
+        """The workload's input pipeline, or None (the default: each step picks its batch
+        from the frozen data already on the device).
+
+        ``data`` is the frozen data on the CPU (this process's shard under torchrun);
+        return a ``torch.utils.data.DataLoader`` (workers, pinned memory, a collate that
+        decodes or augments) or any iterable of batches, each a dict of named CPU tensors.
+        parity times, per step, the wait for the next batch, its copy to the device and
+        the step on it (``runner.step_batch``), then steps again over a few of the same
+        batches already on the device (``parity.probes.pipeline``). An exhausted loader
+        starts again (a new epoch, counted in the wait). Keep the order deterministic
+        (no shuffle, or a generator seeded from ``self.seed``) so both sides see the same
+        batches.
+        """
+        return None
 
     def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Outputs of one forward pass on the first batch, for the numerics probe.
@@ -191,11 +242,14 @@ class Workload(ABC):
         """Everything that defines this workload (enters the fingerprint)."""
         quality = self.quality()
         sources = self.sources()
+        config = self.config
+        if self.spec.loop != "parity":  # another unit of work is timed: another workload
+            config = {**config, "generate_loop": self.spec.loop}
         return WorkloadDescription(
             name=self.name,
             kind=_kind(self.name, self.kind),
             size=self.spec.size,
-            config=self.config,
+            config=config,
             batch_size=self.batch_size,
             seq_len=self.seq_len,
             steps=self.steps,

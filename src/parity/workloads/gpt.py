@@ -22,7 +22,7 @@ from torch import nn
 
 from parity.errors import WorkloadError
 from parity.model.workload import Sources
-from parity.spec import WorkloadSpec
+from parity.spec import GenerateLoopName, WorkloadSpec
 from parity.workloads.base import RunContext, StepRunner, Workload, batches
 from parity.workloads.loops import GenerateLoop, TrainRunner
 from parity.workloads.sample import ByteTokens, packed, parse_data
@@ -240,6 +240,7 @@ class GenerateRunner(GenerateLoop):
 class GptGenerate(GptTrain):
     name: ClassVar[str] = "gpt-generate"
     kind: ClassVar[str] = "generate"
+    generate_loops: ClassVar[tuple[GenerateLoopName, ...]] = ("parity",)
     description: ClassVar[str] = "greedy decoding, frozen weights, fixed output length"
     sizes: ClassVar[dict[str, dict[str, Any]]] = _sizes(
         tiny={"batch_size": 4, "seq_len": 32, "steps": 10, "new_tokens": 32},

@@ -1,6 +1,15 @@
 """Language-model work shared by ``hf:ARCH`` and ``hf:PATH``: training objectives,
 greedy decoding with the model's key/value cache, and named inference outputs.
 
+Greedy decoding runs one of two loops (``--generate-loop``): parity's own, a forward per
+token with the model's key/value cache (the default), or the model's own ``generate()``
+(``hf``), which is what users and other tools time. Both decode ``new_tokens`` tokens
+without stopping at an end-of-sequence token, so that every step decodes the same
+number of tokens on both sides, and both stamp each token after the device's
+synchronize: parity's loop once the token is chosen, ``generate()`` through a logits
+processor (``TokenStamps``) once the token's logits are ready (choosing it is one
+argmax more). Greedy, both give the same tokens.
+
 A workload says where its tokens come from (``tokens``), how many batches it keeps
 (``n_batches``) and what its model is (``objective``, ``vocab``, ``mask_id``,
 ``decoder_start``); the mixins here make the data, the runner and the probe. The loss
@@ -13,12 +22,15 @@ from __future__ import annotations
 import inspect
 import time
 from abc import abstractmethod
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from parity.errors import WorkloadError
+from parity.spec import GenerateLoopName
 from parity.workloads.base import RunContext, StepRunner, Workload, batches
 from parity.workloads.loops import GenerateLoop, Named, NamedInferRunner, TrainRunner
 
@@ -172,8 +184,29 @@ class LmTrain(LmWorkload):
         return {"logits": logits, "loss": _ce(logits, data["labels"][0])}
 
 
+class TokenStamps:
+    """A logits processor for ``generate()``: it passes the scores on unchanged, keeps the
+    first token's (the prefill logits) and, with ``stamps``, synchronises the device and
+    stamps each token (ns since ``t0``). Appended after generate's own processors."""
+
+    def __init__(self, synchronize: Callable[[], None], t0: int, stamps: list[int] | None):
+        self.synchronize = synchronize
+        self.t0 = t0
+        self.stamps = stamps
+        self.first: torch.Tensor | None = None
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.first is None:
+            self.first = scores
+        if self.stamps is not None:
+            self.synchronize()
+            self.stamps.append(time.perf_counter_ns() - self.t0)
+        return scores
+
+
 class LmGenerateRunner(GenerateLoop):
-    """Greedy decoding of a fixed number of tokens with the model's key/value cache."""
+    """Greedy decoding of a fixed number of tokens with the model's key/value cache, by
+    parity's own loop or the model's ``generate()`` (``loop``)."""
 
     def __init__(
         self,
@@ -182,13 +215,39 @@ class LmGenerateRunner(GenerateLoop):
         ctx: RunContext,
         new_tokens: int,
         decoder_start: int | None,
+        loop: GenerateLoopName = "parity",
     ) -> None:
         super().__init__(model, prompts, ctx, new_tokens)
         self.decoder_start = decoder_start  # None: decoder-only
+        self.loop = loop
         # transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns)
         forward = getattr(model, "_orig_mod", model).forward
         params = inspect.signature(forward).parameters
         self.cache_arg = "cache" if "cache" in params else "past_key_values"
+        self.generate_settings = self._generate_settings() if loop == "hf" else {}
+
+    def _generate_settings(self) -> dict[str, Any]:
+        """``generate()``'s settings beside the model's generation config: greedy, of
+        fixed length. Given as arguments, they win over that config (a config passed
+        whole would have its unset values, ``eos_token_id`` among them, filled from the
+        model's); every other setting of the model's config applies, as for its users."""
+        if self.ctx.side.compile or hasattr(self.model, "_orig_mod"):
+            raise WorkloadError(
+                f"side {self.ctx.side}: --generate-loop hf times the model's generate(), which "
+                "calls the uncompiled model: drop +compile, or use --generate-loop parity"
+            )
+        if not hasattr(self.model, "generate"):
+            raise WorkloadError(
+                f"{type(self.model).__name__} has no generate(): --generate-loop hf needs a "
+                "transformers generation model; use --generate-loop parity"
+            )
+        return {
+            "do_sample": False,
+            "num_beams": 1,
+            "max_new_tokens": self.new_tokens,
+            "min_new_tokens": None,
+            "eos_token_id": None,  # a fixed number of tokens, as parity's loop decodes
+        }
 
     def _call(self, prompt: torch.Tensor, last: torch.Tensor | None, state: Any) -> Any:
         """The prefill (``last`` None) or one decoding step from ``state``."""
@@ -213,6 +272,8 @@ class LmGenerateRunner(GenerateLoop):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Greedy decoding; with ``stamps``, each token is synchronised and time-stamped
         (ns since the start), as a streaming server hands each token out."""
+        if self.loop == "hf":
+            return self.generate_hf(prompt, stamps)
         sync = self.ctx.synchronize
         t0 = time.perf_counter_ns()
         tokens: list[torch.Tensor] = []
@@ -229,11 +290,33 @@ class LmGenerateRunner(GenerateLoop):
                     stamps.append(time.perf_counter_ns() - t0)
         return torch.stack(tokens, dim=1), first_logits
 
+    def generate_hf(
+        self, prompt: torch.Tensor, stamps: list[int] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The model's own ``generate()``, as a user calls it (the prompt and its attention
+        mask), timed from the call; the tokens it added and the first token's logits."""
+        from transformers import LogitsProcessorList
+
+        t0 = time.perf_counter_ns()
+        stamper = TokenStamps(self.ctx.synchronize, t0, stamps)
+        with torch.inference_mode(), self.ctx.autocast():
+            generate: Callable[..., torch.Tensor] = self.model.generate  # type: ignore[assignment]
+            out = generate(
+                input_ids=prompt,
+                attention_mask=torch.ones_like(prompt),
+                logits_processor=LogitsProcessorList([stamper]),
+                **self.generate_settings,
+            )
+        assert stamper.first is not None
+        return out[:, -self.new_tokens :], stamper.first
+
 
 class LmGenerate(LmWorkload):
-    """Greedy decoding of ``new_tokens`` tokens from prompts of ``seq_len`` tokens."""
+    """Greedy decoding of ``new_tokens`` tokens from prompts of ``seq_len`` tokens, by
+    parity's own loop or the model's ``generate()`` (``--generate-loop``)."""
 
     new_tokens: int | None
+    generate_loops: ClassVar[tuple[GenerateLoopName, ...]] = ("parity", "hf")
 
     def make_data(self) -> dict[str, torch.Tensor]:
         assert self.seq_len is not None
@@ -244,7 +327,9 @@ class LmGenerate(LmWorkload):
         self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
     ) -> StepRunner:
         assert self.new_tokens is not None
-        return LmGenerateRunner(model, data["prompts"], ctx, self.new_tokens, self.decoder_start)
+        return LmGenerateRunner(
+            model, data["prompts"], ctx, self.new_tokens, self.decoder_start, self.spec.loop
+        )
 
     def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         model.eval()  # as the runner runs it

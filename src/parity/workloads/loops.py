@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import nn
 
+from parity.spec import GenerateLoopName
 from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
 
 LossFn = Callable[[nn.Module, int], torch.Tensor]
@@ -48,9 +49,13 @@ class TrainRunner(StepRunner):
         self.losses: list[torch.Tensor] = []
 
     def step(self, i: int) -> None:
+        self.optimize(lambda: self.loss_fn(self.model, i))
+
+    def optimize(self, loss_of: Callable[[], torch.Tensor]) -> None:
+        """One AdamW step on the loss ``loss_of()`` computes under the side's autocast."""
         self.optimizer.zero_grad(set_to_none=True)
         with self.ctx.autocast():
-            loss = self.loss_fn(self.model, i)
+            loss = loss_of()
         loss.backward()  # type: ignore[no-untyped-call]
         self.optimizer.step()
         self.losses.append(loss.detach())
@@ -62,6 +67,34 @@ class TrainRunner(StepRunner):
         named = {"logits": out} if isinstance(out, torch.Tensor) else out
         losses = torch.stack(self.losses).float().cpu().tolist() if self.losses else []
         return RunNumerics(losses=losses, outputs=to_cpu(named, prefix="eval_"))
+
+
+class NamedTrainRunner(TrainRunner):
+    """``TrainRunner`` over named batches: ``data`` holds ``[n_batches, batch, ...]``
+    tensors by name; step ``i`` computes ``loss(model, batch)`` on batch ``i`` of each (a
+    view), and ``step_batch`` on a batch a loader delivered (``Workload.make_loader``)."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        data: Named,
+        ctx: RunContext,
+        *,
+        loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor],
+        eval_fn: Callable[[nn.Module], torch.Tensor | Named],
+        lr: float,
+    ) -> None:
+        self.data = dict(data)
+        self.loss = loss
+        super().__init__(
+            model, ctx, loss_fn=lambda m, i: loss(m, self.batch(i)), eval_fn=eval_fn, lr=lr
+        )
+
+    def batch(self, i: int) -> dict[str, torch.Tensor]:
+        return {k: batches(v, i) for k, v in self.data.items()}
+
+    def step_batch(self, i: int, batch: dict[str, torch.Tensor]) -> None:
+        self.optimize(lambda: self.loss(self.model, batch))
 
 
 def to_cpu(outputs: Named, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -98,8 +131,11 @@ class NamedInferRunner(StepRunner):
         return {k: batches(v, i) for k, v in self.inputs.items()}
 
     def step(self, i: int) -> None:
+        self.step_batch(i, self.batch(i))
+
+    def step_batch(self, i: int, batch: dict[str, torch.Tensor]) -> None:
         with torch.inference_mode(), self.ctx.autocast():
-            out = self.forward(self.model, self.batch(i))
+            out = self.forward(self.model, batch)
         if i == 0:
             self.first = out
 
@@ -129,10 +165,22 @@ class InferRunner(NamedInferRunner):
         )
 
 
+#: what each generation loop times, for the verdict and the report
+LOOPS: dict[GenerateLoopName, str] = {
+    "parity": "parity's own greedy loop: a forward per token with the model's key/value "
+    "cache; each token stamped after a synchronize",
+    "hf": "the model's own generate() (transformers, greedy, fixed length); each token "
+    "stamped after a synchronize by a logits processor, once its logits are ready",
+}
+
+
 class GenerateLoop(StepRunner):
     """Greedy decoding of ``new_tokens`` tokens per prompt batch; subclasses implement
     ``generate``. Each step keeps its per-token time stamps (TTFT, TPOT, ITL) and the
-    first batch's tokens and prefill logits for the numerics."""
+    first batch's tokens and prefill logits for the numerics; ``loop`` names what a step
+    times (``LOOPS``)."""
+
+    loop: GenerateLoopName = "parity"
 
     def __init__(
         self, model: nn.Module, prompts: torch.Tensor, ctx: RunContext, new_tokens: int

@@ -97,3 +97,48 @@ def test_a_rank_that_dies_is_named(tmp_path: Path) -> None:
     assert bundle.status == "failed"
     reason = bundle.manifest.reason or ""
     assert reason.startswith("rank 1 killed by SIGKILL; torchrun stopped the other ranks"), reason
+
+
+LOADERS = FIXTURES / "loaders.py"
+#: one thread: two OpenMP threads on a busy two-core machine stall for 100s of ms a step
+ONE_THREAD = "cpu+threads=1"
+
+
+def test_a_loader_that_sleeps_per_batch_is_input_bound(tmp_path: Path) -> None:
+    job = workload_job(
+        f"{LOADERS}:LoaderTrain",
+        ONE_THREAD,
+        steps=10,
+        overrides=(("sleep_ms", "40"),),
+        capture=True,
+    )
+    bundle = run(job, tmp_path)
+    assert bundle.ok, bundle.manifest.reason
+    metrics = bundle.metrics
+    assert metrics is not None and metrics.input_pipeline is not None
+    fed = metrics.input_pipeline
+    assert fed.source == "loader" and fed.input_bound, fed.reason
+    assert fed.wait_s >= 0.035 and fed.input_share > 0.5
+    assert fed.prefetched_s is not None and fed.prefetched_s < fed.step_s / 2
+    assert fed.steps == len(metrics.steady_samples)
+    # the prefetched pass adds no loss and leaves the numerics as the timed steps left them
+    assert len(bundle.losses) == 10 and bundle.outputs is not None
+    assert set(bundle.outputs.outputs) == {"eval_logits"}
+    assert bundle.capture is not None and bundle.capture.available
+
+
+def test_prefetched_inputs_are_not_input_bound(tmp_path: Path) -> None:
+    job = workload_job(
+        f"{LOADERS}:LoaderInfer", ONE_THREAD, steps=10, overrides=(("prefetched", "1"),)
+    )
+    bundle = run(job, tmp_path)
+    assert bundle.ok, bundle.manifest.reason
+    fed = bundle.metrics.input_pipeline if bundle.metrics is not None else None
+    assert fed is not None and not fed.input_bound, fed
+    assert fed.input_share < 0.2 and fed.prefetched_samples_s is not None
+
+
+def test_a_loader_whose_runner_takes_no_batches_fails_the_side(tmp_path: Path) -> None:
+    bundle = run(workload_job(f"{LOADERS}:NoBatches", steps=2), tmp_path)
+    assert bundle.status == "failed"
+    assert "takes no batches: implement step_batch" in (bundle.manifest.reason or "")

@@ -14,9 +14,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from parity.bundle import load_bundle
+from parity.bundle import load_bundle, seal
 from parity.model.codec import dumps
+from parity.runner.documents import Steps
 from parity.runner.modes.script import NO_PROBE, ScriptProbe
 from tests.conftest import FIXTURES
 from tests.fixtures.jobs import run, script_job
@@ -85,11 +88,41 @@ def test_a_scaled_loss_is_recorded_unscaled(probe: ScriptProbe) -> None:
 
 def test_uninstall_restores_torch() -> None:
     backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
+    loader_iter, loader_next = DataLoader.__iter__, _BaseDataLoaderIter.__next__
     p = ScriptProbe(lambda: None)
     p.install()
     assert torch.Tensor.backward is not backward
+    assert DataLoader.__iter__ is not loader_iter
     p.uninstall()
     assert torch.Tensor.backward is backward and torch.autograd.backward is autograd_backward
+    assert DataLoader.__iter__ is loader_iter and _BaseDataLoaderIter.__next__ is loader_next
+
+
+def test_the_wait_for_each_batch_is_summed_per_step(probe: ScriptProbe) -> None:
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(12, 4), torch.randint(0, 2, (12,)))
+    first = next(iter(DataLoader(data, batch_size=4)))  # before step 0: its load
+    assert probe.batches == 1 and probe.pending_wait_ns > 0
+    for _ in range(2):  # two epochs of three batches: one step per batch
+        for x, y in DataLoader(data, batch_size=4):
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+    assert first is not None and probe.batches == 7 and len(probe.step_waits_ns) == 6
+    # on the fake clock (1 ms a reading): step 0 starts at the first forward, after its
+    # batch; the StopIteration that ends an epoch and the next __iter__ fall in the next
+    # epoch's first step
+    assert probe.step_waits_ns == [0, 1_000_000, 1_000_000, 3_000_000, 1_000_000, 1_000_000]
+    steps = Steps.of(probe.samples_ns(0))
+    fed = probe.input_pipeline(steps)
+    assert fed is not None and fed.source == "script" and fed.copy_s is None
+    assert fed.steps == len(steps.seconds) - steps.steady_from
+
+
+def test_a_script_without_a_data_loader_has_no_input_pipeline(probe: ScriptProbe) -> None:
+    _loop(3)
+    assert probe.batches == 0 and probe.input_pipeline(Steps.of(probe.samples_ns(0))) is None
 
 
 @pytest.mark.slow
@@ -106,6 +139,7 @@ def test_the_worker_runs_a_script_mode_job(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "step    5" in proc.stdout  # the script's own output
+    seal(out)  # what the parent does once the worker is done
     bundle = load_bundle(out)
     assert bundle.ok and bundle.manifest.script_mode
     assert bundle.manifest.workload.description.script_mode
@@ -119,6 +153,19 @@ def test_the_worker_runs_a_script_mode_job(tmp_path: Path) -> None:
     assert metrics.memory.steps.host_peak_rss is not None
     assert len(bundle.losses) == 5 and all(x is not None and x > 0 for x in bundle.losses)
     assert bundle.capture is not None and bundle.capture.error == NO_PROBE
+    # the script's DataLoader: its waits are measured, its copies not attributed
+    fed = metrics.input_pipeline
+    assert fed is not None and fed.source == "script" and fed.copy_samples_s is None
+
+
+@pytest.mark.slow
+def test_a_script_whose_loader_is_slow_is_input_bound(tmp_path: Path) -> None:
+    job = script_job(SCRIPT, "--device", "cpu", "--steps", "8", "--decode-ms", "40")
+    bundle = run(job, tmp_path)
+    assert bundle.ok, bundle.manifest.reason
+    fed = bundle.metrics.input_pipeline if bundle.metrics is not None else None
+    assert fed is not None and fed.input_bound, fed
+    assert fed.wait_s >= 0.035 and fed.prefetched_s is None
 
 
 FAILING = """

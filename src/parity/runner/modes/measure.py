@@ -6,6 +6,11 @@ done, so a timer without the synchronize would measure dispatch, not work. Phase
 and import (from the parent's launch), load and move to the device, the first step
 (compile or graph capture), warm-up until the step time is steady, and steady state.
 
+A workload with a loader (``Workload.make_loader``) is timed by
+``parity.probes.pipeline.PipelineTimer``: the wait for each batch, its copy to the device
+and the step apart, then, after ``runner.finish()``, a short pass over a few of the same
+batches already on the device (``metrics.json``'s ``input_pipeline``).
+
 After the timed steps and ``runner.finish()``, none of which they touch: FLOPs (counted
 once per side, in its first repeat), the numerics probe (``job.capture``) and the op
 scan (the first repeat only, single process only: under torchrun its extra steps would be
@@ -15,13 +20,23 @@ collective; the verdict reads each side's first repeat's census).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import ClassVar
 
 from parity.bundle import METRICS, OPS
 from parity.model.job import Mode as ModeName
-from parity.model.metrics import DistributedFigures, Flops, Memory, MemoryPhase, Metrics
+from parity.model.metrics import (
+    DistributedFigures,
+    Flops,
+    InputPipeline,
+    Memory,
+    MemoryPhase,
+    Metrics,
+)
+from parity.probes import pipeline
 from parity.probes.flops import count_flops, mfu, peak
 from parity.probes.latency import generation_metrics, step_latency
+from parity.probes.pipeline import PipelineTimer
 from parity.probes.scan import scan_after_steps
 from parity.probes.timing import StepTimer
 from parity.runner import distributed
@@ -30,6 +45,7 @@ from parity.runner.load import Loaded, load, memory_phase, reset_peaks
 from parity.runner.modes.base import Mode
 from parity.runner.session import NS, SideSession
 from parity.workloads.base import RunNumerics
+from parity.workloads.loops import LOOPS, GenerateLoop
 
 #: progress events per run
 PROGRESS_CHUNKS = 10
@@ -44,6 +60,9 @@ class Timed:
     steps: MemoryPhase
     numerics: RunNumerics
     distributed: DistributedFigures | None = None
+    #: a loader's timer (wait and copy per step) and the prefetched pass's samples
+    pipeline: PipelineTimer | None = None
+    prefetched_ns: list[int] | None = None
 
 
 class Measure(Mode):
@@ -91,7 +110,10 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
     reset_peaks(session)
     # the anti-caching compliance run feeds one identical input at every step
     step = (lambda i: runner.step(0)) if session.job.same_input else runner.step
-    timer = StepTimer(step, device.synchronize)
+    plain = StepTimer(step, device.synchronize)
+    fed = loader_timer(session, loaded)
+    timer = fed or plain
+    training = loaded.model.training
     with session.region():
         session.enter("first step", steps=steps)
         samples = timer.run(0, 1)
@@ -108,10 +130,77 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         numerics = runner.finish()
         figures = None
         if session.dist is not None:
-            figures = distributed_figures(session, loaded, timer, numerics, samples)
+            figures = distributed_figures(session, loaded, plain, numerics, samples)
+        prefetched = None
+        if fed is not None:
+            prefetched = prefetched_pass(session, loaded, fed, training=training)
     return Timed(
-        samples_ns=samples, first_step=first, steps=rest, numerics=numerics, distributed=figures
+        samples_ns=samples,
+        first_step=first,
+        steps=rest,
+        numerics=numerics,
+        distributed=figures,
+        pipeline=fed,
+        prefetched_ns=prefetched,
     )
+
+
+def loader_timer(session: SideSession, loaded: Loaded) -> PipelineTimer | None:
+    """A timer over the workload's loader, if it has one."""
+    if loaded.loader is None:
+        return None
+    return PipelineTimer(
+        loaded.loader,
+        loaded.runner.step_batch,
+        device=loaded.ctx.device,
+        synchronize=session.device.synchronize,
+        name=loaded.workload.name,
+        same_input=session.job.same_input,
+    )
+
+
+def prefetched_pass(
+    session: SideSession, loaded: Loaded, timer: PipelineTimer, *, training: bool
+) -> list[int] | None:
+    """More steps over batches already on the device, with the model in the mode it was
+    timed in (``finish`` may have switched it to eval); none in a compliance run."""
+    try:
+        if session.job.compliance:
+            return None
+        session.enter("prefetched steps", announce=False)
+        after = loaded.model.training
+        loaded.model.train(training)
+        try:
+            steps = loaded.workload.steps
+            return timer.prefetched(steps, pipeline.prefetch_steps(steps))
+        finally:
+            loaded.model.train(after)
+    finally:
+        timer.release()
+
+
+def input_pipeline(timed: Timed, steady_from: int) -> InputPipeline | None:
+    """The loader's figures over the steady steps (None without a loader)."""
+    fed = timed.pipeline
+    if fed is None:
+        return None
+    n = len(timed.samples_ns)
+    seconds = partial(_seconds, start=steady_from, stop=n)
+    step = seconds(timed.samples_ns)
+    if not step:  # no steady step: every figure would be empty
+        return None
+    return InputPipeline(
+        source="loader",
+        method=pipeline.METHOD,
+        wait_samples_s=seconds(fed.wait_ns),
+        copy_samples_s=seconds(fed.copy_ns),
+        step_samples_s=step,
+        prefetched_samples_s=_seconds(timed.prefetched_ns) if timed.prefetched_ns else None,
+    )
+
+
+def _seconds(ns: list[int] | None, start: int = 0, stop: int | None = None) -> tuple[float, ...]:
+    return tuple(x * NS for x in (ns or [])[start:stop])
 
 
 def distributed_figures(
@@ -159,7 +248,9 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
     token_times = loaded.runner.token_times_ns()
     generation = inference = None
     if token_times is not None:
-        generation = generation_metrics(token_times[steady], workload.batch_size)
+        runner = loaded.runner
+        loop = (runner.loop, LOOPS[runner.loop]) if isinstance(runner, GenerateLoop) else None
+        generation = generation_metrics(token_times[steady], workload.batch_size, loop=loop)
     elif workload.kind == "infer":
         inference = step_latency(steps.seconds[steady])
     # MFU per device: the step's FLOPs are the global batch's, spread over the ranks
@@ -171,4 +262,5 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
         generation=generation,
         inference=inference,
         distributed=timed.distributed,
+        input_pipeline=input_pipeline(timed, steps.steady_from),
     )

@@ -19,6 +19,11 @@ The hooks (:class:`ScriptProbe`), all global and installed from outside the scri
   device tensor, with no host sync inside the step, and read after the script ends;
   a step's loss is the mean of the losses backpropagated in it;
 - a global module forward pre-hook, only until the first step, for the first call's time;
+- ``DataLoader.__iter__`` and the loader iterators' ``__next__``: the time the script
+  waits for its batches (main process), summed per step (``input_pipeline``); the copy to
+  the device is not attributed (a script's ``.to(device)`` calls cannot be told from its
+  other copies without wrapping every tensor method), so it stays in the step, and there
+  is no prefetched pass (parity cannot replay a script's batches);
 - the side's precision as an autocast region around the whole script (main thread), and
   ``+emulate`` as its torch-function mode.
 """
@@ -40,7 +45,14 @@ import torch
 from parity.bundle import CAPTURE, METRICS, OUTPUTS
 from parity.model.job import Mode as ModeName
 from parity.model.job import ScriptPlan
-from parity.model.metrics import Memory, MemoryPhase, Metrics, ScriptFigures, Throughput
+from parity.model.metrics import (
+    InputPipeline,
+    Memory,
+    MemoryPhase,
+    Metrics,
+    ScriptFigures,
+    Throughput,
+)
 from parity.model.numerics import Capture, RunOutputs
 from parity.probes import memory
 from parity.runner.documents import Steps
@@ -53,6 +65,12 @@ NO_PROBE = "script mode: no numerics probe (no fp64 reference, no per-layer capt
 STEP = (
     "between two ends of the first optimizer's step(), each after a device synchronize; "
     "step 0 from the script's first module call"
+)
+LOADER = (
+    "per steady step: wait = time inside the script's DataLoader.__iter__ and __next__ "
+    "(main process); step = between two optimizer steps. The copy to the device is not "
+    "attributed (it stays in the step) and there is no prefetched pass: parity cannot "
+    "replay a script's batches"
 )
 
 
@@ -89,6 +107,11 @@ class ScriptProbe:
         self._handles: list[Any] = []
         self._forward_handle: Any = None
         self._restore: list[tuple[Any, str, Any]] = []
+        #: DataLoader waits: per step (ns), the current step's so far, batches delivered
+        self.step_waits_ns: list[int] = []
+        self.pending_wait_ns = 0
+        self.batches = 0
+        self._waiting = False
 
     # -- install / uninstall ----------------------------------------------------------
     def install(self) -> None:
@@ -103,6 +126,12 @@ class ScriptProbe:
         scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
         if scaler is not None:
             self._patch(scaler, "scale", self._wrap_scale)
+        from torch.utils.data import dataloader
+
+        self._patch(dataloader.DataLoader, "__iter__", self._wrap_wait)
+        iterator = getattr(dataloader, "_BaseDataLoaderIter", None)
+        if iterator is not None:  # private: checked, so a torch without it still runs
+            self._patch(iterator, "__next__", self._wrap_wait)
 
     def uninstall(self) -> None:
         for handle in self._handles:
@@ -127,6 +156,7 @@ class ScriptProbe:
     def _on_forward(self, module: Any, args: Any) -> None:
         if self.first_call_ns is None:
             self.first_call_ns = type(self).clock()
+            self.pending_wait_ns = 0  # batches fetched before step 0 began: its load
             if self.on_first_call is not None:
                 self.on_first_call()
 
@@ -141,6 +171,8 @@ class ScriptProbe:
         self.step_ends_ns.append(type(self).clock())
         self.step_losses.append(self.pending)
         self.pending = []
+        self.step_waits_ns.append(self.pending_wait_ns)
+        self.pending_wait_ns = 0
         self._scaled.clear()
         if len(self.step_ends_ns) == 1:
             # removed here, outside any module call, so no hook dict changes mid-iteration
@@ -188,6 +220,38 @@ class ScriptProbe:
             return original(tensors, *args, **kwargs)
 
         return backward
+
+    def _wrap_wait(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Time a loader's ``__iter__`` or ``__next__`` (not again when nested)."""
+        probe = self
+
+        def timed(loader: Any, *args: Any, **kwargs: Any) -> Any:
+            if probe._waiting:
+                return original(loader, *args, **kwargs)
+            probe._waiting = True
+            t0 = type(probe).clock()
+            try:
+                out = original(loader, *args, **kwargs)
+                probe.batches += hasattr(loader, "_next_data")  # an iterator's batch
+                return out
+            finally:
+                probe.pending_wait_ns += type(probe).clock() - t0
+                probe._waiting = False
+
+        return timed
+
+    def input_pipeline(self, steps: Steps) -> InputPipeline | None:
+        """The steady steps' waits for batches, where the script's loaders gave any."""
+        start = steps.steady_from
+        if not self.batches or start >= len(steps.seconds):
+            return None
+        return InputPipeline(
+            source="script",
+            method=LOADER,
+            wait_samples_s=tuple(w * NS for w in self.step_waits_ns[start:]),
+            copy_samples_s=None,
+            step_samples_s=steps.seconds[start:],
+        )
 
     def _wrap_scale(self, original: Callable[..., Any]) -> Callable[..., Any]:
         probe = self
@@ -326,6 +390,7 @@ def script_metrics(
     return replace(
         metrics,
         throughput=Throughput(steps_per_s=1 / median if median else None),
+        input_pipeline=probe.input_pipeline(steps),
         script=ScriptFigures(
             optimizer_steps=dict(probe.optimizer_steps),
             timed_steps=len(probe.step_ends_ns),

@@ -1,0 +1,90 @@
+"""``InputPipeline``: figures derived from raw samples, the input-bound rule, pooling and
+the strict codec."""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.model.codec import decode, encode
+from parity.model.metrics import INPUT_BOUND_SHARE, InputPipeline
+
+
+def pipeline(
+    wait: float, copy: float | None, compute: float, prefetched: float | None = None, n: int = 8
+) -> InputPipeline:
+    """``n`` steps with a little spread around the given figures (seconds)."""
+    jitter = [1 + 0.01 * (i % 3) for i in range(n)]
+    step = [(wait + (copy or 0) + compute) * j for j in jitter]
+    return InputPipeline(
+        source="loader" if copy is not None else "script",
+        method="test",
+        wait_samples_s=tuple(wait * j for j in jitter),
+        copy_samples_s=None if copy is None else tuple(copy * j for j in jitter),
+        step_samples_s=tuple(step),
+        prefetched_samples_s=None if prefetched is None else tuple(prefetched * j for j in jitter),
+    )
+
+
+def test_a_loader_that_sleeps_makes_the_side_input_bound() -> None:
+    p = pipeline(wait=0.030, copy=0.001, compute=0.005, prefetched=0.005)
+    assert p.input_bound and p.input_share == pytest.approx(31 / 36)
+    assert p.wait_s == pytest.approx(0.0303) and p.steps == 8
+    assert p.prefetch_saving is not None and p.prefetch_saving > 0.8 and p.beyond_noise
+    assert p.reason.startswith("input-bound: 86% of the steady step is waiting for and copying")
+
+
+def test_prefetched_inputs_are_not_input_bound() -> None:
+    p = pipeline(wait=0.0001, copy=0.0, compute=0.010, prefetched=0.010)
+    assert not p.input_bound and p.input_share < 0.02
+    assert p.prefetch_saving == pytest.approx(0.0099, abs=1e-3)
+    assert p.reason.startswith("not input-bound: 1% of the steady step")
+
+
+def test_a_step_slowed_by_its_loader_without_waiting_is_input_bound() -> None:
+    # loader workers competing for the host's cores: no wait, but a slower step
+    p = pipeline(wait=0.0, copy=0.0, compute=0.010, prefetched=0.006)
+    assert p.input_share == 0 and p.input_bound
+    assert p.reason.startswith("input-bound: the step with inputs prefetched on the device")
+    # the same saving inside the noise is not enough
+    noisy = InputPipeline(
+        source="loader",
+        method="test",
+        wait_samples_s=(0.0,) * 4,
+        copy_samples_s=(0.0,) * 4,
+        step_samples_s=(0.006, 0.012, 0.013, 0.020),
+        prefetched_samples_s=(0.004, 0.006, 0.013, 0.014),
+    )
+    assert noisy.prefetch_saving is not None and noisy.prefetch_saving > INPUT_BOUND_SHARE
+    assert noisy.beyond_noise is False and not noisy.input_bound
+
+
+def test_script_mode_decides_on_the_wait_alone() -> None:
+    p = pipeline(wait=0.004, copy=None, compute=0.006)
+    assert p.copy_s is None and p.prefetched_s is None and p.prefetch_saving is None
+    assert p.input_bound and "waiting for inputs" in p.reason
+
+
+def test_pooling_concatenates_repeats_and_keeps_only_parts_every_repeat_has() -> None:
+    a = pipeline(wait=0.030, copy=0.001, compute=0.005, prefetched=0.005, n=4)
+    b = pipeline(wait=0.030, copy=0.001, compute=0.005, prefetched=None, n=6)
+    pooled = InputPipeline.pooled((a, b))
+    assert pooled is not None and pooled.steps == 10 and pooled.prefetched_samples_s is None
+    assert pooled.input_bound and InputPipeline.pooled(()) is None
+
+
+def test_samples_that_do_not_line_up_are_refused() -> None:
+    with pytest.raises(ValueError, match="one wait, copy and step per steady step"):
+        InputPipeline(
+            source="loader",
+            method="x",
+            wait_samples_s=(0.1,),
+            copy_samples_s=(0.1, 0.2),
+            step_samples_s=(0.3,),
+        )
+
+
+def test_round_trip_keeps_derived_figures() -> None:
+    p = pipeline(wait=0.02, copy=0.001, compute=0.01, prefetched=0.01)
+    data = encode(p)
+    assert isinstance(data, dict) and data["input_bound"] is True and "reason" in data
+    assert decode(InputPipeline, data) == p
