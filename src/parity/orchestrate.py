@@ -197,9 +197,10 @@ class Orchestrator:
         return stop
 
 
-# -- a comparison's measuring: the fp64 reference, rounds, compliance runs ------------------
+# -- a comparison's measuring: the CPU references, rounds, compliance runs -------------------
 
 REFERENCE_DIR = "reference"
+EXPECTED_DIR = "expected"
 
 
 Samples = dict[Role, list[list[float]]]
@@ -262,25 +263,39 @@ def adaptive_stop(
 
 
 def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bundle:
-    """The fp64 CPU reference bundle of a frozen workload: made once per fingerprint in
-    the cache, then copied next to the sides (``OUT/reference``) so that the comparison's
-    directory carries everything a later ``parity diff`` needs."""
+    """The fp64 CPU reference bundle of a frozen workload: its whole run in float64, made
+    once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
+    so that the comparison's directory carries everything a later ``parity diff`` needs."""
+    job = template.job("reference", SideSpec(device="cpu"), mode="reference")
+    return cached_run(orch, job, cache / template.fingerprint, REFERENCE_DIR, "fp64 reference")
+
+
+def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
+    """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
+    ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
+    job = template.job("expected", side, mode="expected")
+    key = f"{template.fingerprint}-{str(side).replace('+', '_').replace('=', '-')}"
+    return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
+
+
+def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
+    """A CPU run that depends on its job alone: reused from ``cached`` (verified), else run
+    and cached there, then copied to ``OUT/name`` (a failure stays there, never cached)."""
     import uuid
 
-    dest = orch.out / REFERENCE_DIR
+    dest = orch.out / name
     if (dest / MANIFEST).is_file():  # resuming: the copy is already there
         return load_bundle(dest)
-    cached = cache / template.fingerprint
     if (cached / MANIFEST).is_file():
         try:
             load_bundle(cached)  # verified (no links, every file as written) before use
         except BundleError as exc:  # edited, or written by another parity: make it again
-            log.warning("parity: the cached fp64 reference is unusable (%s): remaking it", exc)
+            log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
             shutil.rmtree(cached)
     if not (cached / MANIFEST).is_file():
-        job = template.job("reference", SideSpec(device="cpu"), mode="reference")
+        cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
-        bundle = orch.run(job, tmp, label="fp64 reference")
+        bundle = orch.run(job, tmp, label=label)
         if not bundle.ok:  # keep the failure beside the sides, never in the cache
             shutil.move(str(tmp), dest)
             return load_bundle(dest)

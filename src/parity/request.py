@@ -22,7 +22,7 @@ from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.model.codec import DecodeError, decode, encode, loads
 from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
-from parity.model.verdict import CostInputs, JudgeInputs, Price
+from parity.model.verdict import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs, Price
 from parity.model.workload import FingerprintParts
 from parity.spec import SideSpec, WorkloadSpec, parse_overrides, parse_side, parse_task
 
@@ -152,6 +152,10 @@ class CompareOptions:
     rdzv_endpoint: str | None = None
     allow_diff: Mapping[str, str] | Sequence[str] | None = None
     target_loss: object = None
+    #: the agreement gates' thresholds: embeddings' smallest per-row cosine similarity and
+    #: logits' smallest top-1 agreement with the baseline (None: the defaults, 0.99)
+    min_cosine: object = None
+    min_top1: object = None
     prices: Mapping[str, Price] = field(default_factory=dict)
     cost: Mapping[str, object] = field(default_factory=dict)
     operational: Mapping[str, str] = field(default_factory=dict)
@@ -263,7 +267,16 @@ def _judge_inputs(o: CompareOptions) -> JudgeInputs:
         target_loss=float(target_loss) if target_loss is not None else None,
         cost=CostInputs(prices=dict(o.prices), **knobs),
         operational={k: str(v) for k, v in o.operational.items()},
+        min_cosine=_threshold("min_cosine", o.min_cosine, MIN_COSINE),
+        min_top1=_threshold("min_top1", o.min_top1, MIN_TOP1),
     )
+
+
+def _threshold(name: str, value: object, default: float) -> float:
+    """An agreement gate's threshold, in (0, 1]."""
+    if value is None:
+        return default
+    return float(check_number(f"quality.{name}", value, low=0, low_open=True, high=1))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

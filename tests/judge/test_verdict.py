@@ -12,7 +12,8 @@ import torch
 from parity.bundle import SideRuns, load_bundle
 from parity.errors import ContractError
 from parity.judge.verdict import judge
-from parity.model.verdict import JudgeInputs, LossCheck, TokensCheck
+from parity.model.quality import LossCheck, TokensCheck
+from parity.model.verdict import JudgeInputs
 from tests.fixtures import bundles
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parity.model.verdict import ErrorDistribution, LossCheck, OutputCheck, ReferenceCheck
+from parity.model.quality import ErrorDistribution, LossCheck, OutputCheck, ReferenceCheck
 from parity.report.quality import check_rows, figure, shown_layers
 from tests.report.cases import cases
 

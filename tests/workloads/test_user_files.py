@@ -62,6 +62,8 @@ def test_a_multi_input_example_runs_with_named_inputs_and_outputs(tmp_path: Path
     assert {k: result.kind(k) for k in result.outputs} == {
         "embeddings": "embeddings",
         "logits": "logits",
+        "final_embeddings": "embeddings",
+        "final_logits": "logits",
     }
     assert result.outputs["embeddings"].shape == (8, 64)
     other = notes.with_name("other.jsonl")

@@ -37,7 +37,7 @@ from parity.model.checks import (
     Gate,
     PartRecord,
 )
-from parity.model.verdict import OutputCheck
+from parity.model.quality import OutputCheck
 from parity.orchestrate import JobTemplate, Orchestrator, ProgressSink, check_fresh, default_out
 from parity.request import CheckRequest
 from parity.spec import WorkloadSpec

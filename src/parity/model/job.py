@@ -18,8 +18,9 @@ ERROR_FILE = "error.json"
 EVENTS_FILE = "events.jsonl"
 
 #: what a worker does with its side: time steps (``measure``), the fp64 reference, the
-#: op scan, a checkpointed training part, a soak, or an instrumented user script
-Mode = Literal["measure", "reference", "scan", "train_ckpt", "soak", "script"]
+#: expected-error run (the workload on the CPU at the target's precision), the op scan, a
+#: checkpointed training part, a soak, or an instrumented user script
+Mode = Literal["measure", "reference", "expected", "scan", "train_ckpt", "soak", "script"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

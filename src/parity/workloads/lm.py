@@ -223,7 +223,7 @@ class LmGenerateRunner(GenerateLoop):
             for t in range(self.new_tokens):
                 if t:
                     out = self._call(prompt, tokens[-1], (_cache(out), encoded))
-                tokens.append(out.logits[:, -1].argmax(-1))
+                tokens.append(self.pick(out.logits[:, -1]))
                 if stamps is not None:
                     sync()
                     stamps.append(time.perf_counter_ns() - t0)
