@@ -58,14 +58,7 @@ def _template(
     frozen: Frozen, request: RunRequest | CompareRequest, timeout_s: float
 ) -> JobTemplate:
     assert request.workload is not None
-    return JobTemplate(
-        workload=request.workload,
-        frozen=str(frozen.path),
-        fingerprint=frozen.fingerprint,
-        parts=frozen.parts,
-        description=frozen.description,
-        timeout_s=timeout_s,
-    )
+    return JobTemplate.of(request.workload, frozen, timeout_s)
 
 
 def _script_template(argv: tuple[str, ...], timeout_s: float) -> tuple[JobTemplate, ScriptCommand]:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from parity.bundle import (
     MANIFEST,
@@ -42,6 +43,9 @@ from parity.model.verdict import ROLES, Role
 from parity.model.workload import FingerprintParts, WorkloadDescription
 from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
+
+if TYPE_CHECKING:
+    from parity.workloads.frozen import Frozen
 
 RUNS_DIR = Path("parity-runs")
 log = logging.getLogger("parity")
@@ -86,6 +90,18 @@ class JobTemplate:
     parts: FingerprintParts
     description: WorkloadDescription
     timeout_s: float = 900.0
+
+    @classmethod
+    def of(cls, spec: WorkloadSpec, frozen: Frozen, timeout_s: float) -> JobTemplate:
+        """The template of a frozen workload."""
+        return cls(
+            workload=spec,
+            frozen=str(frozen.path),
+            fingerprint=frozen.fingerprint,
+            parts=frozen.parts,
+            description=frozen.description,
+            timeout_s=timeout_s,
+        )
 
     def job(self, role: str, side: SideSpec, *, mode: Mode = "measure", **fields: object) -> Job:
         return Job(

@@ -75,14 +75,7 @@ def start(
     check_fresh(out)
     frozen = freeze(workload)
     out.mkdir(parents=True, exist_ok=True)
-    template = JobTemplate(
-        workload=spec,
-        frozen=str(frozen.path),
-        fingerprint=frozen.fingerprint,
-        parts=frozen.parts,
-        description=frozen.description,
-        timeout_s=request.timeout_s,
-    )
+    template = JobTemplate.of(spec, frozen, request.timeout_s)
     orch = Orchestrator(out=out, progress=progress)
     return CheckRun(request=request, out=out, template=template, orch=orch, kind=workload.kind)
 

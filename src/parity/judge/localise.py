@@ -149,9 +149,11 @@ def _after_run(a: Bundle, b: Bundle) -> bool:
 
 
 def localise_run(
-    a: Bundle, b: Bundle, ref: Bundle, exp: Bundle | None, row: Tolerance
+    a: Bundle, b: Bundle, ref: Bundle, exp: Bundle | None, row: Tolerance, *, judged: bool = True
 ) -> Localisation | None:
-    """The localisation of a comparison (None without per-module captures)."""
+    """The localisation of a comparison (None without per-module captures); not
+    ``judged``: the table only, no module named (a reduced-precision target without its
+    expected-error run, whose every matmul would exceed an fp32 baseline's error)."""
     if ref.capture is None or ref.capture.error or not ref.capture.layers:
         return None
     after = _after_run(a, b)
@@ -168,6 +170,8 @@ def localise_run(
         row,
         prefix=AFTER_RUN if after else "",
     )
+    if not judged:
+        diverging = []
     first = diverging[0] if diverging else None
     top = sorted((r for r in diverging if r.leaf), key=lambda r: -(r.amplification or math.inf))[
         :TOP
@@ -177,15 +181,23 @@ def localise_run(
         if te is not None and exp is not None
         else "the baseline (no expected-error run)"
     )
+    rule = (
+        f"first module, in execution order, whose error against fp64 exceeds "
+        f"{row.factor:g}x what explains it: the error the target's precision alone makes "
+        f"there ({source}), scaled up by how much more error its input carried (+{FLOOR:g}); "
+        "or whose output is the first that is not finite"
+    )
+    if not judged:
+        rule = (
+            f"not localised: without the expected-error run, what {row.precision} alone does "
+            "at each module is unknown (every matmul would exceed the fp32 baseline's error)"
+        )
     return Localisation(
         table=tuple(rows),
         first_divergence=first.module if first else None,
         first_divergence_row=first,
         top_amplification=tuple(r.module for r in top),
-        rule=f"first module, in execution order, whose error against fp64 exceeds "
-        f"{row.factor:g}x what explains it: the error the target's precision alone makes "
-        f"there ({source}), scaled up by how much more error its input carried (+{FLOOR:g}); "
-        "or whose output is the first that is not finite",
+        rule=rule,
         capture="after the run" if after else "first forward",
         factor=row.factor,
         expected=source,
