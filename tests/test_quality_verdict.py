@@ -30,7 +30,7 @@ STEPS = 6  # the faults start at step 3
 TARGETS = ("parityfake", "parityfake+bf16")
 
 
-def compare(tmp: Path, workload: str, target: str, steps: int) -> Verdict:
+def compare(tmp: Path, workload: str, target: str, steps: int, batch_size: int = 16) -> Verdict:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PARITY_PLUGINS", "parity.testing.fakedevice")
         options = CompareOptions(
@@ -38,6 +38,7 @@ def compare(tmp: Path, workload: str, target: str, steps: int) -> Verdict:
             baseline="cpu",
             target=target,
             steps=steps,
+            batch_size=batch_size,
             repeats=1,
             compliance=False,
             out=str(tmp / "out"),
@@ -111,7 +112,8 @@ def test_nan_at_step_k_fails_with_its_step_and_module(tmp_path: Path, target: st
     assert "non-finite values (baseline)" not in checks(v)
 
 
-BUILTINS = {"mlp-train": 4, "gpt-train": 3, "gpt-generate": 2, "cnn-infer": 2}
+#: steps and batch size: as small as keeps every kind of output in play
+BUILTINS = {"mlp-train": (4, 16), "gpt-train": (3, 4), "gpt-generate": (2, 2), "cnn-infer": (2, 4)}
 CLEAN = ("parityfake+bf16", "parityfake+fp16", "parityfake+emulate=matmul-bf16")
 
 
@@ -120,7 +122,7 @@ CLEAN = ("parityfake+bf16", "parityfake+fp16", "parityfake+emulate=matmul-bf16")
 def test_clean_reduced_precision_targets_pass_and_name_no_module(
     tmp_path: Path, workload: str, target: str
 ) -> None:
-    v = compare(tmp_path, workload, target, BUILTINS[workload])
+    v = compare(tmp_path, workload, target, *BUILTINS[workload])
     assert v.passed, failing(v)
     assert v.numerics is not None and v.numerics.expected is not None
     assert v.numerics.expected.available

@@ -87,8 +87,10 @@ def write_side(
     probe: Tensors,
     after_run: Tensors | None,
     mode: Mode = "measure",
+    outputs: Tensors | None = None,
 ) -> Path:
-    """One bundle (a side's r00, or a reference when ``mode`` says so)."""
+    """One bundle (a side's r00, or a reference when ``mode`` says so); ``outputs``: what
+    ``finish()`` returned (default: the ``eval_logits``)."""
     path = root / role / repeat_name(0) if mode == "measure" else root / role
     man = bundles.manifest(role=role, spec=spec, mode=mode)
     rng = torch.Generator().manual_seed(len(role))
@@ -98,7 +100,7 @@ def write_side(
         man,
         run_metrics=bundles.metrics([0.2, *steps]),
         losses=list(losses),
-        tensors={"eval_logits": probe["eval_logits"]},
+        tensors={"eval_logits": probe["eval_logits"]} if outputs is None else outputs,
         capture=capture(probe, after_run),
     )
     if mode == "measure":

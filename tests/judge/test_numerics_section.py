@@ -35,3 +35,23 @@ def test_with_its_expected_run_the_same_target_is_localised(tmp_path: Path) -> N
     assert v.numerics is not None and v.numerics.layers is not None
     assert v.numerics.layers.first_divergence == "layers.3"
     assert v.numerics.passed is False and not v.passed
+
+
+def test_an_output_missing_on_the_target_fails_even_with_a_whole_run_reference(
+    tmp_path: Path,
+) -> None:
+    a, _, ref, exp = numerics_cases.bf16_localisation(tmp_path)
+    values = numerics_cases.reference_values()
+    b = numerics_cases.write_side(
+        tmp_path / "other",
+        "target",
+        "neuron+bf16",
+        losses=numerics_cases.LOSSES,
+        probe=numerics_cases.with_errors(values, numerics_cases.BF16, 3, logits=4e-3),
+        after_run=None,
+        outputs={"other_logits": values["eval_logits"].float()},
+    )
+    v = judge(load_side(a), load_side(b), reference=load_bundle(ref), expected=load_bundle(exp))
+    assert v.quality is not None and not v.quality.passed
+    missing = {c.name: c for c in v.quality.checks}["output eval_logits"]
+    assert missing.gated and not missing.passed and missing.detail == "present on one side only"

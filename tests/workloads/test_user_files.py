@@ -97,4 +97,9 @@ def test_user_file_compare_end_to_end(tmp_path: Path) -> None:
     verdict = json.loads(cmp.stdout)
     assert verdict["passed"] and verdict["workload"]["name"] == "tabular-train"
     assert verdict["numerics"]["reference"]["available"]
-    assert {c["name"] for c in verdict["quality"]["checks"]} >= {"loss curve", "output logits"}
+    names = {c["name"] for c in verdict["quality"]["checks"]}
+    assert names >= {
+        "loss curve",
+        "first forward logits against fp64",
+        "loss trajectory against fp64",
+    }

@@ -28,7 +28,13 @@ from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.tolerances import Tolerance
 from parity.judge.trajectory import nonfinite_checks
 from parity.model.metrics import Throughput
-from parity.model.quality import NumericsSection, OutputCheck, Quality, QualityCheck
+from parity.model.quality import (
+    LossCheck,
+    NumericsSection,
+    OutputCheck,
+    Quality,
+    QualityCheck,
+)
 from parity.model.verdict import ByRole, Gate, JudgeInputs, SideInfo, Verdict, WorkloadInfo
 
 #: why an emulated side gets no speed or cost verdict
@@ -142,9 +148,19 @@ class QualityContext:
 
 
 def _reported(checks: list[QualityCheck], why: str, kinds: tuple[str, ...]) -> list[QualityCheck]:
+    """The direct checks of ``kinds`` that measured something, as reported (a missing
+    output, differing shapes or NaN stay gated: no fp64 gate covers them otherwise)."""
     return [
-        replace(c, gated=False, detail=why) if c.kind in kinds and c.gated else c for c in checks
+        replace(c, gated=False, detail=why) if _measured_direct(c, kinds) else c for c in checks
     ]
+
+
+def _measured_direct(c: QualityCheck, kinds: tuple[str, ...]) -> bool:
+    if not c.gated or c.kind not in kinds:
+        return False
+    if isinstance(c, OutputCheck):
+        return c.rel_rmse is not None
+    return not isinstance(c, LossCheck) or c.final_rel is not None
 
 
 def quality_section(

@@ -137,7 +137,8 @@ class AfterRun:
     """The probe's forward pass once more after the timed steps, on the run's own model
     (its modules, with whatever state the run left in them) with the weights it started
     the run from restored: what the run's arithmetic does by its end, on the same weights
-    as the fp64 reference's probe. Tensors: ``after_run.*`` in ``capture.safetensors``."""
+    as the fp64 reference's probe. Tensors: ``after_run.*`` in ``capture.safetensors``;
+    the layers' summaries are of those samples (``sampled``), not of whole tensors."""
 
     outputs: dict[str, TensorSummary] = field(default_factory=dict)
     layers: tuple[LayerRecord, ...] = ()

@@ -109,9 +109,14 @@ def first_tensor(value: Any) -> torch.Tensor | None:
 
 
 class LayerRecorder:
-    """Forward hooks on every module; records the first call of each, in order."""
+    """Forward hooks on every module; records the first call of each, in order.
 
-    def __init__(self, model: nn.Module) -> None:
+    ``whole``: each summary over the whole tensor (on the device: a few kernels per
+    module); else over its sample alone (on the CPU), for a pass whose summaries nothing
+    reads (the one after the run: localisation compares the samples)."""
+
+    def __init__(self, model: nn.Module, *, whole: bool = True) -> None:
+        self.whole = whole
         self.layers: list[LayerRecord] = []
         self.seen: set[str] = set()
         self.tensors: dict[str, torch.Tensor] = {}
@@ -129,17 +134,21 @@ class LayerRecorder:
             if out is None or not out.is_floating_point():
                 return
             self.seen.add(name)
-            self.tensors[f"layer.out.{name}"] = take(f"out.{name}", out, LAYER_SAMPLE)
+            sample = self.tensors[f"layer.out.{name}"] = take(f"out.{name}", out, LAYER_SAMPLE)
             inp = first_tensor(args)
             has_input = inp is not None and inp.is_floating_point()
+            sample_in = None
             if inp is not None and has_input:
-                self.tensors[f"layer.in.{name}"] = take(f"in.{name}", inp, LAYER_SAMPLE)
+                sample_in = take(f"in.{name}", inp, LAYER_SAMPLE)
+                self.tensors[f"layer.in.{name}"] = sample_in
             record = LayerRecord(
                 name=name,
                 type=type(module).__name__,
                 leaf=next(module.children(), None) is None,
-                output=summarize(out),
-                input=summarize(inp) if inp is not None and has_input else None,
+                output=summarize(out) if self.whole else summarize(sample, sampled=True),
+                input=None
+                if inp is None or sample_in is None
+                else (summarize(inp) if self.whole else summarize(sample_in, sampled=True)),
             )
             self.layers.append(record)
 
@@ -215,8 +224,9 @@ def after_run(
     mode: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> tuple[AfterRun, dict[str, torch.Tensor]]:
     """The probe's forward pass on ``model`` (the run's own, its starting weights restored
-    by the caller), every module recorded; an error is recorded, not raised."""
-    recorder = LayerRecorder(model)
+    by the caller), every module recorded (summaries of the samples); an error is recorded,
+    not raised."""
+    recorder = LayerRecorder(model, whole=False)
     try:
         with torch.no_grad(), mode(), ctx.autocast():
             outputs = workload.probe(model, data)

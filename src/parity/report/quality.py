@@ -211,7 +211,8 @@ def numerics(v: Verdict, *, layer_rows: int | None = LAYER_ROWS) -> Section | No
         Sentence(
             text=f"target precision {n.precision}: a gate passes within {fmt.number(n.k)}x the "
             f"comparator's error against fp64 + {fmt.sci(n.tolerance / 10)}, or allclose at "
-            f"{fmt.sci(n.tolerance)}; the comparator is the baseline, or the expected-error "
+            f"rtol {fmt.sci(n.tolerance)} (atol: that times the output's RMS); the comparator "
+            "is the baseline, or the expected-error "
             "run (the workload on the CPU at the target's precision) where its error is larger",
             tone="muted",
         )
