@@ -61,8 +61,8 @@ def first_divergence(v: Verdict) -> str | None:
     return v.numerics.layers.first_divergence
 
 
-def test_expected_run_is_used_for_a_bf16_target(tmp_path: Path) -> None:
-    """Guard for the rest: the reduced-precision comparisons really had an expected run."""
+def test_noise_in_one_module_from_step_k_fails_on_bf16_and_names_it(tmp_path: Path) -> None:
+    """And the comparison really had its expected-error run (the CPU at bf16)."""
     v = compare(tmp_path, f"{FAULTS}:NoiseFromStepBf16", "parityfake+bf16", STEPS)
     assert v.numerics is not None and v.numerics.precision == "bf16"
     assert v.numerics.expected is not None and v.numerics.expected.available
