@@ -233,3 +233,28 @@ def test_bad_input_is_refused_without_importing_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["SpecError", "WorkloadError", "False"], out.stderr
+
+
+def test_the_agreement_thresholds_come_from_options_and_plans(tmp_path: Path) -> None:
+    r = CompareRequest.from_options(CompareOptions(target="cpu", min_cosine=0.95, min_top1=0.9))
+    assert (r.judge.min_cosine, r.judge.min_top1) == (0.95, 0.9)
+    default = CompareRequest.from_options(CompareOptions(target="cpu"))
+    assert (default.judge.min_cosine, default.judge.min_top1) == (0.99, 0.99)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN + "\n[quality]\nmin_cosine = 0.97\nmin_top1 = 1\n")
+    from_plan = CompareRequest.from_plan(plan)
+    assert (from_plan.judge.min_cosine, from_plan.judge.min_top1) == (0.97, 1.0)
+    assert CompareRequest.from_kwargs(target="cpu", min_top1=0.5).judge.min_top1 == 0.5
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ({"min_cosine": 0}, "quality.min_cosine must be more than 0"),
+        ({"min_top1": 1.5}, "quality.min_top1 must be at most 1"),
+        ({"min_top1": "high"}, "quality.min_top1 must be a number"),
+    ],
+)
+def test_bad_agreement_thresholds_name_the_setting(given: dict[str, object], words: str) -> None:
+    with pytest.raises(OptionError, match=words):
+        CompareRequest.from_options(CompareOptions(target="cpu", **given))  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ from parity.errors import OptionError, ResumeError
 from parity.model import SCHEMA_VERSION
 from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
 from parity.orchestrate import (
+    EXPECTED_DIR,
     REFERENCE_DIR,
     JobTemplate,
     Orchestrator,
@@ -25,6 +26,7 @@ from parity.orchestrate import (
     clear_partial,
     compliance_runs,
     default_out,
+    expected_run,
     fp64_reference,
     prepare_workload,
 )
@@ -157,10 +159,25 @@ def compare(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),
             )
-            cache = cache_root() / f"reference-v{SCHEMA_VERSION}"
-            reference = fp64_reference(orch, template, cache)
+            cache = cache_root()
+            # the whole run in fp64 (a new cache: references before it hold the probe only)
+            reference = fp64_reference(orch, template, cache / f"reference-v{SCHEMA_VERSION}-run")
             _measure(request, orch, template, reseeded)
-    return _logged(request, conclude(out, request.judge, reference=reference))
+            expected = _expected(orch, template, out, cache / f"expected-v{SCHEMA_VERSION}")
+    return _logged(request, conclude(out, request.judge, reference=reference, expected=expected))
+
+
+def _expected(orch: Orchestrator, template: JobTemplate, out: Path, cache: Path) -> Bundle | None:
+    """The expected-error run at the precision the target's first bundle ran in (none for
+    an fp32 target, or a target that failed)."""
+    from parity.judge.numerics import bundle_precision, expected_side
+
+    target = load_side(out / "target")
+    if not target.ok:
+        return None
+    first = target.ok[0]
+    side = expected_side(first.spec, bundle_precision(first))
+    return expected_run(orch, template, side, cache) if side is not None else None
 
 
 def _logged(request: CompareRequest, result: CompareResult) -> CompareResult:
@@ -226,7 +243,7 @@ def _compare_script(
             adaptive_stop(plan),
         )
         orch.finish(stop, plan)
-    return _logged(request, conclude(out, request.judge, reference=None))
+    return _logged(request, conclude(out, request.judge, reference=None, expected=None))
 
 
 def resume(
@@ -284,7 +301,9 @@ def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:
     return replace(cost, prices=prices)
 
 
-def conclude(out: Path, inputs: JudgeInputs, *, reference: Bundle | None) -> CompareResult:
+def conclude(
+    out: Path, inputs: JudgeInputs, *, reference: Bundle | None, expected: Bundle | None
+) -> CompareResult:
     """Judge the sides measured in ``out``; write inputs.json, verdict.json, the report,
     and index them (the last two after the results are on disk: failures only warn)."""
     from parity.checks.common import checked_for
@@ -299,7 +318,7 @@ def conclude(out: Path, inputs: JudgeInputs, *, reference: Bundle | None) -> Com
         checked=checked_for(a.first, b.first, roots=[out]),
     )
     write_doc(out / INPUTS_FILE, inputs)
-    verdict = judge(a, b, inputs=inputs, reference=reference)
+    verdict = judge(a, b, inputs=inputs, reference=reference, expected=expected)
     write_doc(out / VERDICT_FILE, verdict)
     result = CompareResult(out=out, baseline=a, target=b, verdict=verdict)
     result = replace(result, report=report_after_compare(out))
@@ -348,12 +367,15 @@ def compare_curve(
 # -- judging existing bundles ----------------------------------------------------------------
 
 
-def find_reference(*sides: Path, explicit: Path | None = None) -> Bundle | None:
-    """The fp64 reference for a diff: ``--reference``, else ``reference/`` beside a side."""
+def find_reference(
+    *sides: Path, explicit: Path | None = None, name: str = REFERENCE_DIR
+) -> Bundle | None:
+    """The fp64 reference for a diff: ``--reference``, else ``reference/`` beside a side
+    (``name``: ``expected/``, the expected-error run)."""
     if explicit is not None:
         return load_bundle(explicit)
     for side in sides:
-        candidate = side.parent / REFERENCE_DIR
+        candidate = side.parent / name
         if (candidate / "manifest.json").is_file():
             return load_bundle(candidate)
     return None
@@ -398,9 +420,12 @@ def diff(
                 "reference/ directory of the same comparison"
             )
         ref = None
+    expected = find_reference(bundle_a, bundle_b, name=EXPECTED_DIR)
+    if expected is not None and expected.fingerprint != a.first.fingerprint:
+        expected = None
     checked = checked_for(a.first, b.first, roots=[bundle_a.parent, bundle_b.parent], extra=checks)
     inputs = replace(inputs, cost=resolve_prices(inputs.cost, a, b), checked=checked)
-    return judge(a, b, inputs=inputs, reference=ref)
+    return judge(a, b, inputs=inputs, reference=ref, expected=expected)
 
 
 def _override(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
@@ -413,6 +438,10 @@ def _override(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
         cost=replace(stored.cost, prices={**stored.cost.prices, **given.cost.prices}),
         operational=stored.operational,
         pins={**stored.pins, **given.pins},
+        min_cosine=given.min_cosine
+        if given.min_cosine != default.min_cosine
+        else stored.min_cosine,
+        min_top1=given.min_top1 if given.min_top1 != default.min_top1 else stored.min_top1,
     )
 
 

@@ -61,6 +61,8 @@ CAPTURE_TENSORS = "capture.safetensors"
 OPS = "ops.json"
 SIDE_FILE = "side.json"
 PREPARED = "prepared.json"
+#: the prefix of a margins tensor in ``numerics.safetensors`` (see ``RunOutputs.margins``)
+MARGIN = "margin."
 DIGEST = "digest.json"
 LOGS = (".log", ".jsonl")
 #: what ``write_json`` writes before its rename, and the redactor before its own
@@ -74,7 +76,9 @@ REQUIRED: Mapping[Mode, tuple[str, ...]] = {
     "train_ckpt": (METRICS, OUTPUTS),
     "soak": (METRICS, OUTPUTS),
     "script": (METRICS, OUTPUTS),
+    # a reference written before whole-run references holds the probe only
     "reference": (CAPTURE,),
+    "expected": (CAPTURE, OUTPUTS),
     "scan": (OPS,),
     "freeze": (PREPARED,),
 }
@@ -235,7 +239,12 @@ class Bundle:
 
     def output_tensors(self) -> dict[str, torch.Tensor]:
         """The output tensors (safetensors only), empty if the run produced none."""
-        return self._tensors(OUTPUT_TENSORS)
+        return {k: v for k, v in self._tensors(OUTPUT_TENSORS).items() if not k.startswith(MARGIN)}
+
+    def margin_tensors(self) -> dict[str, torch.Tensor]:
+        """Generated tokens' top-2 logits margins, by the tokens' output name."""
+        tensors = self._tensors(OUTPUT_TENSORS)
+        return {k.removeprefix(MARGIN): v for k, v in tensors.items() if k.startswith(MARGIN)}
 
     def capture_tensors(self) -> dict[str, torch.Tensor]:
         """The numerics probe's samples (outputs, gradients, per-module values)."""

@@ -397,6 +397,10 @@ class CompareOptions:
     rdzv_endpoint: str | None = None
     allow_diff: Mapping[str, str] | Sequence[str] | None = None
     target_loss: object = None
+    #: the agreement gates' thresholds: embeddings' smallest per-row cosine similarity and
+    #: logits' smallest top-1 agreement with the baseline (None: the defaults, 0.99)
+    min_cosine: object = None
+    min_top1: object = None
     prices: Mapping[str, Price] = field(default_factory=dict)
     cost: Mapping[str, object] = field(default_factory=dict)
     operational: Mapping[str, str] = field(default_factory=dict)

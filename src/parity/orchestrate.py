@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from parity.bundle import (
     MANIFEST,
@@ -67,6 +68,9 @@ from parity.model.workload import (
 from parity.runner.cpu import CpuWatch
 from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
+
+if TYPE_CHECKING:
+    pass
 
 RUNS_DIR = Path("parity-runs")
 log = logging.getLogger("parity")
@@ -403,9 +407,10 @@ def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
     return WorkloadError(f"workload {spec.name} could not be prepared: {reason}")
 
 
-# -- a comparison's measuring: the fp64 reference, rounds, compliance runs ------------------
+# -- a comparison's measuring: the CPU references, rounds, compliance runs -------------------
 
 REFERENCE_DIR = "reference"
+EXPECTED_DIR = "expected"
 
 
 Samples = dict[Role, list[list[float]]]
@@ -486,29 +491,43 @@ def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
 
 
 def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bundle:
-    """The fp64 CPU reference bundle of a frozen workload: made once per fingerprint in
-    the cache, then copied next to the sides (``OUT/reference``) so that the comparison's
-    directory carries everything a later ``parity diff`` needs."""
+    """The fp64 CPU reference bundle of a frozen workload: its whole run in float64, made
+    once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
+    so that the comparison's directory carries everything a later ``parity diff`` needs."""
+    job = template.job("reference", SideSpec(device="cpu"), mode="reference")
+    return cached_run(orch, job, cache / template.fingerprint, REFERENCE_DIR, "fp64 reference")
+
+
+def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
+    """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
+    ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
+    job = template.job("expected", side, mode="expected")
+    key = f"{template.fingerprint}-{str(side).replace('+', '_').replace('=', '-')}"
+    return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
+
+
+def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
+    """A CPU run that depends on its job alone: reused from ``cached`` (verified), else run
+    and cached there, then copied to ``OUT/name`` (a failure stays there, never cached)."""
     import uuid
 
-    dest = orch.out / REFERENCE_DIR
+    dest = orch.out / name
     if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
         try:
             return load_bundle(dest)
         except BundleError as exc:
-            log.warning("parity: %s: copying the reference again", exc)
+            log.warning("parity: %s: copying the %s again", exc, label)
             remove(dest)
-    cached = cache / template.fingerprint
     if cached.exists() or cached.is_symlink():
         try:
             load_bundle(cached)  # verified (no links, every file as written) before use
         except BundleError as exc:  # edited, or written by another parity: make it again
-            log.warning("parity: the cached fp64 reference is unusable (%s): remaking it", exc)
+            log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
             remove(cached)
     if not (cached / MANIFEST).is_file():
-        job = template.job("reference", SideSpec(device="cpu"), mode="reference")
+        cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
-        bundle = orch.run(job, tmp, label="fp64 reference")
+        bundle = orch.run(job, tmp, label=label)
         if not bundle.ok:  # keep the failure beside the sides, never in the cache
             copy_bundle(tmp, dest)
             shutil.rmtree(tmp, ignore_errors=True)

@@ -59,6 +59,8 @@ side = "cpu+bf16"           # required, e.g. neuron+bf16
 
 [quality]
 # target_loss = 5.0         # training: steps and time to this loss (MLPerf style)
+# min_cosine = 0.99         # embeddings: smallest per-row cosine similarity with the baseline
+# min_top1 = 0.99           # logits: smallest top-1 agreement with the baseline (near-ties aside)
 
 [measure]
 # repeats = 3               # fresh processes per side; default: adaptive
@@ -204,7 +206,7 @@ def load_plan(path: Path) -> CompareOptions:
         price = _price(t, path)
         if price is not None:
             prices[role] = price
-    q = _Table(path, "quality", top.get("quality", dict) or {}, ("target_loss",))
+    q = _Table(path, "quality", top.get("quality", dict) or {}, QUALITY_KEYS)
     m = _Table(path, "measure", top.get("measure", dict) or {}, tuple(MEASURE))
     c = _Table(path, "cost", top.get("cost", dict) or {}, COST_KNOBS)
     allowed = top.get("allow_diff", dict) or {}
@@ -227,6 +229,8 @@ def load_plan(path: Path) -> CompareOptions:
         baseline=sides["baseline"],
         target=sides["target"],
         target_loss=q.get("target_loss", NUMBER),
+        min_cosine=q.get("min_cosine", NUMBER),
+        min_top1=q.get("min_top1", NUMBER),
         prices=prices,
         cost={k: c.get(k, _cost_kind(k)) for k in c.data},
         allow_diff={k: a.get(k, str) for k in a.data},
@@ -240,6 +244,7 @@ def load_plan(path: Path) -> CompareOptions:
     )
 
 
+QUALITY_KEYS = ("target_loss", "min_cosine", "min_top1")
 WORKLOAD_KEYS = (
     *("name", "size", "batch_size", "seq_len", "steps", "seed", "task", "data"),
     "generate_loop",

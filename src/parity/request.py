@@ -21,7 +21,7 @@ from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.model.codec import decode, encode, loads
 from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
-from parity.model.verdict import CostInputs, JudgeInputs
+from parity.model.verdict import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.options import (
     COST_KNOBS,
     allowed_differences,
@@ -146,7 +146,16 @@ def judge_inputs(o: CompareOptions) -> JudgeInputs:
         cost=CostInputs(prices=dict(o.prices), **knobs),
         operational={k: str(v) for k, v in o.operational.items()},
         pins=checked_pins(o.pins),
+        min_cosine=_threshold("min_cosine", o.min_cosine, MIN_COSINE),
+        min_top1=_threshold("min_top1", o.min_top1, MIN_TOP1),
     )
+
+
+def _threshold(name: str, value: object, default: float) -> float:
+    """An agreement gate's threshold, in (0, 1]."""
+    if value is None:
+        return default
+    return float(check_number(f"quality.{name}", value, low=0, low_open=True, high=1))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

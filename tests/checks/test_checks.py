@@ -14,7 +14,7 @@ from parity import api
 from parity.bundle import load_bundle
 from parity.checks import run_check
 from parity.model.checks import CheckGate, CheckResult, Gate, SlopeGate
-from parity.model.verdict import LossCheck
+from parity.model.quality import LossCheck
 from parity.request import CheckRequest, CompareOptions, CompareRequest
 from parity.schemas import schema
 

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from parity.bundle import load_side
+from parity.bundle import load_bundle, load_side
 from parity.errors import ContractError
 from parity.judge.verdict import judge
 from parity.model.codec import decode, encode
 from parity.model.stack import Package, PackageOrigin
 from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
 from tests.conftest import differences
+from tests.judge import numerics_cases
 from tests.judge.synthetic import LOSSES, side_dir
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -73,12 +74,29 @@ def scenario(name: str, root: Path) -> dict[str, Any]:
         base.update(packages=STACK)
         target.update(step_s=0.007, packages=TARGET_STACK)
         pins = {"torch": "==2.13.*", "numpy": "~=2.1.0", "torch-neuronx": ">=2.13"}
-    a = load_side(side_dir(root, "baseline", **base))
-    b = load_side(side_dir(root, "target", **target))
     inputs = JudgeInputs(allow=allow, cost=CostInputs(prices=PRICES), pins=pins)
-    verdict = judge(a, b, inputs=inputs)
+    if name in NUMERICS:
+        a_dir, b_dir, ref, exp = NUMERICS[name](root)
+        verdict = judge(
+            load_side(a_dir),
+            load_side(b_dir),
+            inputs=inputs,
+            reference=load_bundle(ref),
+            expected=load_bundle(exp) if exp is not None else None,
+        )
+    else:
+        a = load_side(side_dir(root, "baseline", **base))
+        b = load_side(side_dir(root, "target", **target))
+        verdict = judge(a, b, inputs=inputs)
     text = json.dumps(encode(verdict), sort_keys=True).replace(str(root), "<root>")
     return json.loads(text)  # type: ignore[no-any-return]
+
+
+#: cases with an fp64 reference (and an expected-error run), per-module captures
+NUMERICS = {
+    "fails-after-step-1": numerics_cases.fails_after_step_1,
+    "bf16-localisation": numerics_cases.bf16_localisation,
+}
 
 
 CASES = [
@@ -88,6 +106,7 @@ CASES = [
     "cheaper-but-slower",
     "contract-broken",
     "stack-drift",
+    *NUMERICS,
 ]
 
 
@@ -111,6 +130,21 @@ def test_the_golden_cases_say_what_they_claim(tmp_path: Path) -> None:
     assert v["not-significantly-faster"]["speed"]["verdict"] == "indistinguishable"
     slow = v["cheaper-but-slower"]
     assert slow["speed"]["verdict"] == "slower" and slow["cost"]["verdict"] == "cheaper"
+    after = v["fails-after-step-1"]
+    assert not after["passed"] and after["speed"] is None
+    checks = {c["name"]: c for c in after["quality"]["checks"]}
+    trajectory = checks["loss trajectory against fp64"]
+    assert not trajectory["passed"] and trajectory["first_failing_step"] == 2
+    assert checks["first forward logits against fp64"]["passed"]  # the first step is clean
+    assert not checks["eval_logits against fp64"]["passed"]
+    assert after["numerics"]["layers"]["first_divergence"] == "layers.2"
+    assert after["numerics"]["layers"]["capture"] == "after the run"
+    bf16 = v["bf16-localisation"]
+    assert bf16["numerics"]["precision"] == "bf16" and bf16["numerics"]["expected"]["available"]
+    assert bf16["numerics"]["layers"]["first_divergence"] == "layers.3"
+    rows = {r["module"]: r for r in bf16["numerics"]["layers"]["table"]}
+    assert all(rows[f"layers.{i}"]["excess"] < 1 for i in range(3))
+    assert rows["layers.0"]["target_error"] > 1000 * rows["layers.0"]["baseline_error"]
     broken = v["contract-broken"]
     assert not broken["contract"]["must_match"][5]["matches"]  # steps
     assert broken["fairness"]["allowed"] == {"steps": "the target team ran a shorter schedule"}

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.judge.numerics import effective_precision, gate, runs_convolutions
+from parity.judge.fp64 import gate
+from parity.judge.numerics import effective_precision, expected_side, runs_convolutions
 from parity.model.ops import InventoryRow, OpsCensus
 from parity.spec import parse_side
 
@@ -27,6 +28,43 @@ def test_allclose_passes_what_rmse_does_not() -> None:
     assert g.passed and g.rule == "allclose"
     assert g.rel_error.max == pytest.approx(5e-3, rel=1e-6)
     assert g.min_rtol_at_atol_tol == 0.0
+
+
+def test_the_expected_runs_error_joins_the_bound_when_larger() -> None:
+    fp32_baseline = REF + 1e-7
+    expected = REF + 1e-2  # what bf16 alone does on the CPU
+    g = gate("x", REF - 2.5e-2, fp32_baseline, REF, k=3, tol=1e-2, e=expected)
+    assert g.passed and g.rule == "rmse" and g.comparator == "expected"
+    assert g.rmse_expected == pytest.approx(1e-2) and g.bound == pytest.approx(3 * 1e-2 + 1e-3)
+    assert not gate("x", REF - 2.5e-2, fp32_baseline, REF, k=3, tol=1e-2).passed
+    # an expected run that is not finite (fp16 overflow) is no comparator
+    broken = expected.clone()
+    broken[0] = float("inf")
+    assert gate("x", REF, fp32_baseline, REF, k=3, tol=1e-2, e=broken).rmse_expected is None
+
+
+def test_allclose_scales_its_atol_with_the_output() -> None:
+    small = REF * 1e-3  # outputs much smaller than 1
+    off = small + 5e-3  # 5e-3 absolute: within an absolute atol of 1e-2, yet 400% off
+    g = gate("x", off, small, small, k=3, tol=1e-2)
+    assert not g.allclose and not g.passed
+
+
+@pytest.mark.parametrize(
+    ("target", "precision", "expected"),
+    [
+        ("cuda", "fp32", None),
+        ("cuda+bf16", "bf16", "cpu+bf16"),
+        ("neuron+fp16", "fp16", "cpu+fp16"),
+        ("cpu+emulate=matmul-bf16", "bf16", "cpu+emulate=matmul-bf16"),
+        ("cuda", "tf32", "cpu+emulate=matmul-tf32"),
+    ],
+)
+def test_the_expected_run_is_the_cpu_at_the_targets_precision(
+    target: str, precision: str, expected: str | None
+) -> None:
+    side = expected_side(parse_side(target), precision)
+    assert (str(side) if side is not None else None) == expected
 
 
 def test_nan_and_shape_fail_and_cosine_fallback() -> None:

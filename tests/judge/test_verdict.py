@@ -13,7 +13,9 @@ from parity.bundle import SideRuns, load_bundle
 from parity.errors import ContractError
 from parity.judge.verdict import judge
 from parity.model.metrics import InputPipeline
-from parity.model.verdict import JudgeInputs, LossCheck, TokensCheck
+from parity.model.numerics import NonFiniteOrigin
+from parity.model.quality import LossCheck, NonFiniteCheck, TokensCheck
+from parity.model.verdict import JudgeInputs
 from tests.fixtures import bundles
 
 
@@ -23,11 +25,12 @@ def side(
     spec: str = "cpu",
     status: str = "ok",
     parts: dict[str, object] | None = None,
-    losses: list[float] | None = None,
+    losses: list[float | None] | None = None,
     out: torch.Tensor | None = None,
     step_s: float = 0.01,
     torch_version: str = "2.13.0",
     fed: InputPipeline | None = None,
+    nonfinite: NonFiniteOrigin | None = None,
 ) -> SideRuns:
     work = bundles.workload_ref(fingerprint_parts=bundles.parts(**(parts or {})))
     man = bundles.manifest(role="x", spec=spec, workload=work, status=status)  # type: ignore[arg-type]
@@ -41,6 +44,7 @@ def side(
         run_metrics=bundles.metrics(samples, input_pipeline=fed) if status == "ok" else None,
         losses=list(losses or [2.0, 1.5, 1.0]),
         tensors={"logits": out if out is not None else torch.ones(4, 3)},
+        nonfinite=nonfinite,
     )
     return SideRuns.of(load_bundle(path))
 
@@ -138,7 +142,7 @@ def test_resolved_settings_differences_show_what_specs_do_not(tmp_path: Path) ->
     assert any(d.setting == "matmul" and d.target == "tf32" for d in v.config_differences)
 
 
-def test_tokens_are_reported_not_gated(tmp_path: Path) -> None:
+def test_tokens_without_margins_are_reported_not_gated(tmp_path: Path) -> None:
     a = side(tmp_path / "a", out=torch.tensor([[1, 2, 3], [4, 5, 6]]))
     b = side(tmp_path / "b", out=torch.tensor([[1, 2, 9], [4, 5, 6]]))
     v = judge(a, b)
@@ -148,3 +152,35 @@ def test_tokens_are_reported_not_gated(tmp_path: Path) -> None:
     assert not tokens.gated and tokens.passed is None
     assert v.passed
     assert any(isinstance(c, LossCheck) for c in v.quality.checks)
+
+
+def test_an_emulated_target_is_a_numerics_preview_without_speed_or_cost(tmp_path: Path) -> None:
+    a = side(tmp_path / "a")
+    b = side(tmp_path / "b", spec="cpu+emulate=matmul-bf16", step_s=0.016)
+    v = judge(a, b)
+    assert v.passed and v.quality is not None and v.quality.passed
+    assert v.speed is None and v.cost is None
+    assert v.withheld is not None and "numerics preview" in v.withheld
+    assert "cpu+emulate=matmul-bf16" in v.withheld and "60%" in v.withheld
+
+
+def test_a_nan_loss_fails_quality_naming_its_step_and_module(tmp_path: Path) -> None:
+    origin = NonFiniteOrigin(found=True, step=2, module="body.2", where="forward")
+    a = side(tmp_path / "a", losses=[2.0, 1.5, 1.0, 0.9])
+    b = side(tmp_path / "b", losses=[2.0, 1.5, None, None], nonfinite=origin)
+    v = judge(a, b)
+    assert not v.passed and v.quality is not None and v.speed is None
+    check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
+    assert (check.side, check.step, check.module, check.what) == ("target", 2, "body.2", "loss")
+    assert "non-finite values (target)" in v.quality.failing
+    assert "step 2, in the output of module body.2" in (check.detail or "")
+
+
+def test_a_nan_output_without_a_replay_says_the_module_is_unknown(tmp_path: Path) -> None:
+    bad = torch.ones(4, 3)
+    bad[1, 1] = float("inf")
+    v = judge(side(tmp_path / "a", out=bad), side(tmp_path / "b"))
+    assert v.quality is not None and not v.quality.passed
+    check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
+    assert check.side == "baseline" and check.what == "output logits" and check.module is None
+    assert "module is unknown" in (check.detail or "")

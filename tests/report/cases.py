@@ -15,7 +15,8 @@ from rich.console import Console
 
 from parity.model.codec import decode
 from parity.model.metrics import InputPipeline
-from parity.model.verdict import ByRole, Gate, SideInfo, TokensCheck, Verdict
+from parity.model.quality import TokensCheck
+from parity.model.verdict import ByRole, Gate, SideInfo, Verdict
 from parity.report.layout import segments
 from parity.report.parts import Sentence, Table, View
 from tests.fixtures.runs import STDERR_TAIL, with_layers

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from parity.model.verdict import Gate, OutputCheck
+from parity.model.quality import OutputCheck
+from parity.model.verdict import Gate
 from parity.report.markdown import MAX_LINES, render_markdown
 from tests.report.cases import cases
 

@@ -62,6 +62,8 @@ def test_a_multi_input_example_runs_with_named_inputs_and_outputs(tmp_path: Path
     assert {k: result.kind(k) for k in result.outputs} == {
         "embeddings": "embeddings",
         "logits": "logits",
+        "final_embeddings": "embeddings",
+        "final_logits": "logits",
     }
     assert result.outputs["embeddings"].shape == (8, 64)
     other = notes.with_name("other.jsonl")
@@ -95,7 +97,12 @@ def test_user_file_compare_end_to_end(tmp_path: Path) -> None:
     verdict = json.loads(cmp.stdout)
     assert verdict["passed"] and verdict["workload"]["name"] == "tabular-train"
     assert verdict["numerics"]["reference"]["available"]
-    assert {c["name"] for c in verdict["quality"]["checks"]} >= {"loss curve", "output logits"}
+    names = {c["name"] for c in verdict["quality"]["checks"]}
+    assert names >= {
+        "loss curve",
+        "first forward logits against fp64",
+        "loss trajectory against fp64",
+    }
 
 
 @pytest.mark.slow

@@ -39,7 +39,7 @@ from parity.model.checks import (
     PartRecord,
 )
 from parity.model.job import CheckpointPlan
-from parity.model.verdict import OutputCheck
+from parity.model.quality import OutputCheck
 from parity.model.workload import Kind
 from parity.orchestrate import (
     EventHook,

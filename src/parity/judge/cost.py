@@ -26,9 +26,9 @@ from dataclasses import replace
 
 from parity.bundle import Bundle, SideRuns
 from parity.judge.speed import side_step_time
+from parity.model.quality import Convergence
 from parity.model.verdict import (
     ByRole,
-    Convergence,
     Cost,
     CostInputs,
     Engineering,

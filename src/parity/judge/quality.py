@@ -1,10 +1,12 @@
-"""Quality checks between two sides: the loss curve and the outputs.
+"""Quality checks between two sides directly: the loss curve and the outputs.
 
-This first gate compares the target with the baseline directly, with a tolerance set by
-the lower precision of the two sides (``tolerances``): the relative RMSE of each float
-output and the relative difference of the final training loss. Integer outputs (generated
-tokens) are reported as an agreement rate and the first differing position; they are not
-gated, because greedy decoding amplifies any rounding difference into a different token.
+These compare the target with the baseline, with a tolerance set by the lower precision
+of the two sides (``tolerances``, from the table in :mod:`parity.judge.tolerances`): the
+relative RMSE of each float output and the relative difference of the final training
+loss. They decide where no whole-run fp64 reference exists; with one, the fp64 gates
+decide and these are reported. Integer outputs compared here (the checks' runs) are
+reported as an agreement rate and the first differing position; a comparison gates
+generated tokens with their logits margins (:mod:`parity.judge.agreement`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from dataclasses import replace
 import torch
 
 from parity.bundle import Bundle
+from parity.judge.tolerances import direct
 from parity.model.numerics import OutputKind
-from parity.model.verdict import (
+from parity.model.quality import (
     Convergence,
     ConvergenceRun,
     Determinism,
@@ -27,18 +30,10 @@ from parity.model.verdict import (
 )
 from parity.spec import SideSpec
 
-#: (outputs relative RMSE, final-loss relative difference)
-FP32_TOL = (1e-3, 1e-3)
-REDUCED_TOL = (5e-2, 2e-2)
-
-
-def reduced(side: SideSpec) -> bool:
-    return side.precision != "fp32" or side.emulate is not None
-
 
 def tolerances(a: SideSpec, b: SideSpec) -> dict[str, float]:
-    outputs, loss = REDUCED_TOL if reduced(a) or reduced(b) else FP32_TOL
-    return {"outputs_rel_rmse": outputs, "final_loss_rel": loss}
+    """The direct checks' tolerances: relative RMSE of outputs, final-loss difference."""
+    return direct(a, b)
 
 
 def _tokens(label: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck:

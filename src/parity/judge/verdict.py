@@ -16,27 +16,33 @@ same verdict as ``parity compare`` did.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from parity.bundle import Bundle, SideRuns
 from parity.errors import ContractError
-from parity.judge import compat, decision, quality
+from parity.judge import compat, decision, quality, tolerances
+from parity.judge.agreement import agreement_checks
 from parity.judge.cost import judge_cost
 from parity.judge.numerics import judge_numerics
 from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
+from parity.judge.tolerances import Tolerance
+from parity.judge.trajectory import nonfinite_checks
 from parity.model.metrics import InputPipeline, Throughput
-from parity.model.verdict import (
-    ByRole,
-    Gate,
-    JudgeInputs,
+from parity.model.quality import (
+    LossCheck,
     NumericsSection,
     OutputCheck,
     Quality,
     QualityCheck,
-    SideInfo,
-    Verdict,
-    WorkloadInfo,
+)
+from parity.model.verdict import ByRole, Gate, JudgeInputs, SideInfo, Verdict, WorkloadInfo
+
+#: why an emulated side gets no speed or cost verdict
+EMULATED = (
+    "numerics preview: {sides} emulates a precision (+emulate rounds matmul inputs in a "
+    "Python dispatch mode, which adds about 60% to a step), so its speed and cost say "
+    "nothing about a device; no speed or cost verdict"
 )
 
 
@@ -102,8 +108,11 @@ def _worst_noise(bundles: tuple[Bundle, ...]) -> tuple[str, ...]:
     return tuple(w + label for w in worst.metrics.noise_warnings)
 
 
-def judge_quality(a: Bundle, b: Bundle) -> list[QualityCheck]:
-    """The target against the baseline directly: the loss curve and every output."""
+def judge_quality(
+    a: Bundle, b: Bundle, context: QualityContext, inputs: JudgeInputs
+) -> list[QualityCheck]:
+    """The target against the baseline directly: the loss curve, every float output, and
+    the agreement gates (generated tokens, top-1 of logits, cosine of embeddings)."""
     tol = quality.tolerances(a.spec, b.spec)
     checks: list[QualityCheck] = []
     if a.losses or b.losses:
@@ -112,44 +121,89 @@ def judge_quality(a: Bundle, b: Bundle) -> list[QualityCheck]:
     for name in sorted(set(out_a) | set(out_b)):
         if name not in out_a or name not in out_b:
             checks.append(
-                OutputCheck(
-                    name=f"output {name}",
-                    passed=False,
-                    detail="present on one side only",
-                )
+                OutputCheck(name=f"output {name}", passed=False, detail="present on one side only")
             )
             continue
+        if not out_a[name].is_floating_point():
+            continue  # tokens: an agreement gate
         summary = a.outputs.outputs.get(name) if a.outputs is not None else None
         kind = summary.kind if summary is not None else None  # logits, embeddings...
         checks.append(
             quality.compare_output(name, out_a[name], out_b[name], tol["outputs_rel_rmse"], kind)
         )
-    return checks
+    thresholds = {"cosine": inputs.min_cosine, "top1": inputs.min_top1}
+    return checks + agreement_checks(
+        a, b, context.reference, context.expected, context.row, thresholds
+    )
+
+
+@dataclass(frozen=True)
+class QualityContext:
+    """What the quality section is judged with besides the sides: the fp64 reference, the
+    expected-error run and the tolerance row of the target's precision."""
+
+    reference: Bundle | None
+    expected: Bundle | None
+    row: Tolerance
+
+    @property
+    def whole_run(self) -> bool:
+        """The reference holds the whole run (not only the probe's first forward)."""
+        ref = self.reference
+        return ref is not None and ref.ok and ref.outputs is not None
+
+
+def _reported(checks: list[QualityCheck], why: str, kinds: tuple[str, ...]) -> list[QualityCheck]:
+    """The direct checks of ``kinds`` that measured something, as reported (a missing
+    output, differing shapes or NaN stay gated: no fp64 gate covers them otherwise)."""
+    return [
+        replace(c, gated=False, detail=why) if _measured_direct(c, kinds) else c for c in checks
+    ]
+
+
+def _measured_direct(c: QualityCheck, kinds: tuple[str, ...]) -> bool:
+    if not c.gated or c.kind not in kinds:
+        return False
+    if isinstance(c, OutputCheck):
+        return c.rel_rmse is not None
+    return not isinstance(c, LossCheck) or c.final_rel is not None
 
 
 def quality_section(
-    a: SideRuns, b: SideRuns, numerics: NumericsSection, target_loss: float | None
+    a: SideRuns,
+    b: SideRuns,
+    numerics: NumericsSection,
+    inputs: JudgeInputs,
+    context: QualityContext,
 ) -> Quality:
-    """Direct checks, and the fp64 gates where the numerics probe ran: with a reference,
-    its gates decide and the direct output checks are reported."""
+    """Direct checks, agreement gates, the fp64 gates where the numerics ran, non-finite
+    values: with a whole-run reference its gates decide and the direct checks are reported;
+    with a first-forward-only reference the outputs are (as before whole-run references)."""
     first_a, first_b = a.ok[0], b.ok[0]
-    checks = judge_quality(first_a, first_b)
-    with_reference = numerics.available and numerics.reference is not None
-    with_reference = with_reference and bool(numerics.reference and numerics.reference.available)
+    checks = judge_quality(first_a, first_b, context, inputs)
+    # the fp64 gates decide where some of them are gated (a reduced-precision target
+    # without its expected-error run has them reported only: the direct checks decide)
+    ref_ok = numerics.available and any(g.gated and g.kind == "fp64" for g in numerics.gates)
+    ref_ok = ref_ok and bool(numerics.reference and numerics.reference.available)
     method = "target against baseline; tolerance from the lower precision of the two"
+    why = "reported; the fp64 reference gates decide"
+    if ref_ok and context.whole_run:
+        checks = _reported(checks, why, ("output", "loss"))
+        method = (
+            "the whole run against an fp64 reference: losses step by step, outputs after "
+            "the run and at the first forward, gradients (k x the larger of the baseline's "
+            "and the expected-error run's error + tol/10, or allclose); tokens, top-1 and "
+            "cosine against the baseline; non-finite values"
+        )
+    elif ref_ok:
+        checks = _reported(checks, why, ("output",))
+        method = (
+            "outputs and gradients against an fp64 reference (k x baseline error + tol/10, "
+            "or allclose); loss curve against the baseline"
+        )
     if numerics.available:
-        if with_reference:
-            checks = [
-                replace(c, gated=False, detail="reported; the fp64 reference gates decide")
-                if c.kind == "output" and c.gated
-                else c
-                for c in checks
-            ]
-            method = (
-                "outputs and gradients against an fp64 reference (k x baseline error + tol/10, "
-                "or allclose); loss curve against the baseline"
-            )
         checks += numerics.gates
+    checks += nonfinite_checks(ByRole(baseline=first_a, target=first_b))
     gated = [c for c in checks if c.gated]
     return Quality(
         tolerances=quality.tolerances(first_a.spec, first_b.spec),
@@ -157,10 +211,10 @@ def quality_section(
         passed=bool(gated) and all(c.passed for c in gated),
         method=method,
         convergence=ByRole(
-            baseline=quality.convergence(a.ok, target_loss),
-            target=quality.convergence(b.ok, target_loss),
+            baseline=quality.convergence(a.ok, inputs.target_loss),
+            target=quality.convergence(b.ok, inputs.target_loss),
         )
-        if target_loss is not None
+        if inputs.target_loss is not None
         else None,
         determinism=ByRole(baseline=quality.determinism(a.ok), target=quality.determinism(b.ok)),
     )
@@ -187,8 +241,10 @@ def judge(
     *,
     inputs: JudgeInputs | None = None,
     reference: Bundle | None = None,
+    expected: Bundle | None = None,
 ) -> Verdict:
-    """Judge two sides; raises ContractError when they are not comparable."""
+    """Judge two sides; raises ContractError when they are not comparable. ``reference``:
+    the fp64 reference; ``expected``: the expected-error run at the target's precision."""
     inputs = inputs or JudgeInputs()
     for side in (baseline, target):
         _same_workload(side)
@@ -221,7 +277,7 @@ def judge(
     )
     if not (baseline.ok and target.ok):
         return verdict
-    return _measured(verdict, baseline, target, inputs, reference)
+    return _measured(verdict, baseline, target, inputs, (reference, expected))
 
 
 def _measured(
@@ -229,12 +285,17 @@ def _measured(
     a: SideRuns,
     b: SideRuns,
     inputs: JudgeInputs,
-    reference: Bundle | None,
+    references: tuple[Bundle | None, Bundle | None],
 ) -> Verdict:
-    """Quality first; speed and cost only for a target that passes it."""
+    """Quality first; speed and cost only for a target that passes it, and not for an
+    emulated side (a numerics preview)."""
     first_a, first_b = a.ok[0], b.ok[0]
-    numerics = judge_numerics(first_a, first_b, reference, first_b.spec)
-    qual = quality_section(a, b, numerics, inputs.target_loss)
+    reference, expected = references
+    numerics = judge_numerics(first_a, first_b, reference, expected)
+    context = QualityContext(
+        reference=reference, expected=expected, row=tolerances.of(numerics.precision)
+    )
+    qual = quality_section(a, b, numerics, inputs, context)
     failing = qual.failing
     gate = Gate(
         name="quality",
@@ -257,6 +318,11 @@ def _measured(
         # quality first: a target that fails quality gets no speed or cost verdict
         withheld = f"no speed or cost verdict: the target fails quality ({', '.join(failing)})"
         return replace(verdict, withheld=withheld)
+    emulated = [
+        f"{role} {info.spec}" for role, info in verdict.sides.items() if "emulate=" in info.spec
+    ]
+    if emulated:
+        return replace(verdict, withheld=EMULATED.format(sides=", ".join(emulated)))
     speed = judge_speed(a, b)
     kind = first_a.manifest.workload.description.kind
     cost = judge_cost(a, b, kind, inputs.cost, speed, qual.convergence)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from parity.model.codec import omit_none
-from parity.model.verdict import LossCheck, OutputCheck
+from parity.model.quality import LossCheck, OutputCheck
 from parity.model.workload import FingerprintParts, Kind
 from parity.spec import WorkloadSpec
 

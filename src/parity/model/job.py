@@ -18,10 +18,10 @@ ERROR_FILE = "error.json"
 EVENTS_FILE = "events.jsonl"
 
 #: what a worker does with its side: time steps (``measure``), the fp64 reference, the
-#: op scan, a checkpointed training part, a soak, an instrumented user script, or
-#: resolving and freezing a workload for the parent (``freeze``: user code runs only in
-#: workers)
-Mode = Literal["measure", "reference", "scan", "train_ckpt", "soak", "script", "freeze"]
+#: expected-error run (the workload on the CPU at the target's precision), the op scan, a
+#: checkpointed training part, a soak, an instrumented user script, or resolving and
+#: freezing a workload for the parent (``freeze``: user code runs only in workers)
+Mode = Literal["measure", "reference", "expected", "scan", "train_ckpt", "soak", "script", "freeze"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

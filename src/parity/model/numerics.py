@@ -70,6 +70,24 @@ class CheckpointEvents:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class NonFiniteOrigin:
+    """Where a run's first NaN or Inf appeared: its steps replayed eagerly on fresh frozen
+    weights, every module's output checked, until one is not finite (``found`` false: the
+    replay did not reproduce it)."""
+
+    found: bool
+    #: the step it appeared in (None: in ``finish()``, after the steps)
+    step: int | None = None
+    #: the first module, in execution order, whose output was not finite
+    module: str | None = None
+    #: ``forward``: a module's output; ``update``: every forward was finite and a
+    #: parameter was not after the step (the loss, the backward or the optimizer)
+    where: Literal["forward", "update"] | None = None
+    parameter: str | None = omit_none()
+    detail: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RunOutputs:
     """``numerics.json``: what a run produced for the numerics comparison."""
 
@@ -77,6 +95,11 @@ class RunOutputs:
     losses: tuple[float | None, ...] = ()
     outputs: dict[str, OutputSummary] = field(default_factory=dict)
     checkpoint: CheckpointEvents | None = omit_none()
+    #: generated tokens' top-2 logits margins: output name -> its tensor in
+    #: ``numerics.safetensors`` (``margin.NAME``), one value per generated position
+    margins: tuple[str, ...] = ()
+    #: a loss or an output was not finite: where it first appeared
+    nonfinite: NonFiniteOrigin | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,6 +133,19 @@ class LayerRecord:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class AfterRun:
+    """The probe's forward pass once more after the timed steps, on the run's own model
+    (its modules, with whatever state the run left in them) with the weights it started
+    the run from restored: what the run's arithmetic does by its end, on the same weights
+    as the fp64 reference's probe. Tensors: ``after_run.*`` in ``capture.safetensors``;
+    the layers' summaries are of those samples (``sampled``), not of whole tensors."""
+
+    outputs: dict[str, TensorSummary] = field(default_factory=dict)
+    layers: tuple[LayerRecord, ...] = ()
+    error: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Capture:
     """``capture.json``: the numerics probe's summaries (or why there is none)."""
 
@@ -120,6 +156,8 @@ class Capture:
     layers_eager: bool = False
     #: the workload defines no probe, or the probe failed
     error: str | None = omit_none()
+    #: the same pass after the run (measured sides; absent under torchrun)
+    after_run: AfterRun | None = omit_none()
 
     @property
     def available(self) -> bool:

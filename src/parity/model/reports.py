@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from parity.model.codec import omit_none
 from parity.model.metrics import Percentiles, Throughput
-from parity.model.verdict import ByRole, Quality, Verdict
+from parity.model.quality import Quality
+from parity.model.verdict import ByRole, Verdict
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

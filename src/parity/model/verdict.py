@@ -9,7 +9,7 @@ digs in dictionaries. ``passed`` and ``exit_code`` derive from the gates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Literal
 
 from parity.model.codec import Json, omit_none
 from parity.model.metrics import (
@@ -21,29 +21,13 @@ from parity.model.metrics import (
     Phases,
     Throughput,
 )
-from parity.model.numerics import OutputKind
+from parity.model.quality import NumericsSection, Quality
+from parity.model.roles import ROLES as ROLES
+from parity.model.roles import ByRole as ByRole
+from parity.model.roles import Role as Role
 from parity.model.side import Stop
 from parity.model.stack import PackageDifference, Pins
 from parity.model.workload import WorkloadDescription
-
-T = TypeVar("T")
-Role = Literal["baseline", "target"]
-ROLES: tuple[Role, Role] = ("baseline", "target")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ByRole(Generic[T]):
-    """One value per side."""
-
-    baseline: T
-    target: T
-
-    def of(self, role: Role) -> T:
-        value: T = self.baseline if role == "baseline" else self.target
-        return value
-
-    def items(self) -> tuple[tuple[Role, T], tuple[Role, T]]:
-        return (("baseline", self.baseline), ("target", self.target))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -195,183 +179,6 @@ class Compatibility:
     versions: tuple[VersionRow, ...]
     target_clean: bool | None
     method: str
-
-
-# -- quality and numerics --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ErrorDistribution:
-    max: float
-    mean: float
-    p99: float
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ParameterError:
-    parameter: str
-    rel_error: float
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CheckBase:
-    """What every quality check has: a name, whether it is gated, whether it passed (None:
-    reported, not gated), a sentence where the figures alone do not say it, an output's kind."""
-
-    name: str
-    gated: bool = True
-    passed: bool | None
-    detail: str | None = omit_none()
-    tolerance: float | None = omit_none()
-    output_kind: OutputKind | None = omit_none()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OutputCheck(CheckBase):
-    """A float output, target against baseline: relative RMSE within the tolerance."""
-
-    kind: Literal["output"] = "output"
-    rel_rmse: float | None = omit_none()
-    max_abs: float | None = omit_none()
-    mean_abs: float | None = omit_none()
-    cosine: float | None = omit_none()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TokensCheck(CheckBase):
-    """Integer outputs (generated tokens): agreement and the first differing position."""
-
-    kind: Literal["tokens"] = "tokens"
-    agreement: float | None = None
-    first_difference: tuple[int | None, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LossCheck(CheckBase):
-    """The loss curve, target against baseline, step by step."""
-
-    kind: Literal["loss"] = "loss"
-    final_rel: float | None = omit_none()
-    max_rel: float | None = omit_none()
-    first_step_outside_band: int | None = None
-    final_baseline: float | None = omit_none()
-    final_target: float | None = omit_none()
-    final_ratio: float | None = omit_none()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReferenceCheck(CheckBase):
-    """An output or the gradients against the fp64 reference (``fp64``), or, without a
-    reference, cosine similarity with the baseline (``cosine``)."""
-
-    kind: Literal["fp64", "cosine"] = "fp64"
-    k: float | None = omit_none()
-    rmse_target: float | None = omit_none()
-    rmse_baseline: float | None = omit_none()
-    bound: float | None = omit_none()
-    allclose: bool | None = omit_none()
-    rule: str | None = omit_none()
-    abs_error: ErrorDistribution | None = omit_none()
-    rel_error: ErrorDistribution | None = omit_none()
-    baseline_abs_error: ErrorDistribution | None = omit_none()
-    min_atol: float | None = omit_none()
-    min_rtol: float | None = omit_none()
-    min_rtol_at_atol_tol: float | None = omit_none()
-    cosine: float | None = omit_none()
-    values: int | None = omit_none()
-    worst_parameters: tuple[ParameterError, ...] | None = omit_none()
-
-
-QualityCheck = LossCheck | OutputCheck | TokensCheck | ReferenceCheck
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ConvergenceRun:
-    repeat: str
-    converged: bool
-    steps: int | None
-    time_s: float | None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Convergence:
-    """MLPerf style: steps and time to the target loss per repeat."""
-
-    target_loss: float
-    runs: tuple[ConvergenceRun, ...]
-    success_rate: float
-    mean_time_s: float | None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Determinism:
-    """A side's first two repeats: bitwise equal, or how far apart."""
-
-    checked: bool
-    detail: str | None = omit_none()
-    bitwise_equal: bool | None = omit_none()
-    max_abs_output_diff: float | None = omit_none()
-    max_abs_loss_diff: float | None = omit_none()
-    compared: tuple[str, ...] | None = omit_none()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Quality:
-    tolerances: dict[str, float]
-    checks: tuple[QualityCheck, ...]
-    passed: bool
-    method: str
-    convergence: ByRole[Convergence] | None = omit_none()
-    determinism: ByRole[Determinism] | None = omit_none()
-
-    @property
-    def failing(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.checks if c.gated and not c.passed)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LayerRow:
-    module: str
-    leaf: bool
-    type: str | None
-    baseline_error: float
-    target_error: float
-    target_input_error: float | None
-    amplification: float
-    excess: float
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Localisation:
-    """Where the target's numbers start to differ from fp64."""
-
-    table: tuple[LayerRow, ...]
-    first_divergence: str | None
-    first_divergence_row: LayerRow | None
-    top_amplification: tuple[str, ...]
-    rule: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReferenceNote:
-    available: bool
-    bundle: str | None = omit_none()
-    reason: str | None = omit_none()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NumericsSection:
-    """Outputs and gradients against the fp64 reference, and localisation."""
-
-    precision: str
-    k: float
-    tolerance: float
-    gates: tuple[QualityCheck, ...] = ()
-    available: bool
-    reason: str | None = omit_none()
-    reference: ReferenceNote | None = omit_none()
-    passed: bool | None = omit_none()
-    layers: Localisation | None = omit_none()
 
 
 # -- speed and cost --------------------------------------------------------------------------
@@ -592,12 +399,19 @@ class Verdict:
         object.__setattr__(self, "exit_code", 0 if passed else 1)
 
 
+#: the agreement gates' default thresholds (TorchBench's cosine fallback is 0.99)
+MIN_COSINE = 0.99
+MIN_TOP1 = 0.99
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JudgeInputs:
     """What a verdict depends on besides the bundles (``inputs.json`` beside them): the
     fingerprint fields allowed to differ (with reasons), a target loss, cost inputs with
     prices already resolved, operational answers, the unproven items that passing
-    checks prove (item -> evidence), and the package versions pinned."""
+    checks prove (item -> evidence), the package versions pinned, and the agreement
+    gates' thresholds: the smallest per-row cosine similarity of embeddings and the
+    smallest top-1 agreement of logits with the baseline's."""
 
     allow: dict[str, str] = field(default_factory=dict)
     target_loss: float | None = None
@@ -606,7 +420,13 @@ class JudgeInputs:
     checked: dict[str, str] = field(default_factory=dict)
     #: expected versions: normalised package name -> pin (``==2.13.*``, ``>=2.9,<2.14``)
     pins: dict[str, str] = field(default_factory=dict)
+    min_cosine: float = MIN_COSINE
+    min_top1: float = MIN_TOP1
 
     def __post_init__(self) -> None:
         if self.target_loss is not None and not -float("inf") < self.target_loss < float("inf"):
             raise ValueError(f"--target-loss must be a finite number, got {self.target_loss}")
+        for name in ("min_cosine", "min_top1"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValueError(f"quality.{name} must be in (0, 1], got {value}")

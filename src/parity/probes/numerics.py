@@ -2,7 +2,11 @@
 
 Each side runs it once (repeat r00), on freshly loaded frozen weights, after its timed
 steps, so it never touches timing. The fp64 reference runs the same probe on the CPU
-with the model and float data in float64. Everything is bounded in size:
+with the model and float data in float64, and the expected-error run on the CPU at the
+target's precision. After the run, :func:`after_run` repeats the probe's forward pass on
+the run's own model (the weights it started from restored): a fault that appears only
+after some steps shows there, on the same weights as the reference's probe. Everything is
+bounded in size:
 
 - outputs (logits, loss): whole when small, else a deterministic sample of 65,536 values;
 - gradients after the first backward: a summary and a 256-value sample per parameter;
@@ -29,7 +33,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from parity.model.numerics import Capture, LayerRecord, TensorSummary
+from parity.model.numerics import AfterRun, Capture, LayerRecord, TensorSummary
 from parity.workloads.base import RunContext, Workload, output_kind
 
 LAYER_SAMPLE = 256
@@ -88,26 +92,31 @@ def _finite(value: float) -> float | None:
     return value if value == value and abs(value) != float("inf") else None
 
 
-def _first_tensor(value: Any) -> torch.Tensor | None:
+def first_tensor(value: Any) -> torch.Tensor | None:
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, (tuple, list)):
         for item in value:
-            found = _first_tensor(item)
+            found = first_tensor(item)
             if found is not None:
                 return found
     if isinstance(value, dict):
         for item in value.values():
-            found = _first_tensor(item)
+            found = first_tensor(item)
             if found is not None:
                 return found
     return None
 
 
 class LayerRecorder:
-    """Forward hooks on every module; records the first call of each, in order."""
+    """Forward hooks on every module; records the first call of each, in order.
 
-    def __init__(self, model: nn.Module) -> None:
+    ``whole``: each summary over the whole tensor (on the device: a few kernels per
+    module); else over its sample alone (on the CPU), for a pass whose summaries nothing
+    reads (the one after the run: localisation compares the samples)."""
+
+    def __init__(self, model: nn.Module, *, whole: bool = True) -> None:
+        self.whole = whole
         self.layers: list[LayerRecord] = []
         self.seen: set[str] = set()
         self.tensors: dict[str, torch.Tensor] = {}
@@ -121,21 +130,25 @@ class LayerRecorder:
         def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
             if name in self.seen:
                 return
-            out = _first_tensor(output)
+            out = first_tensor(output)
             if out is None or not out.is_floating_point():
                 return
             self.seen.add(name)
-            self.tensors[f"layer.out.{name}"] = take(f"out.{name}", out, LAYER_SAMPLE)
-            inp = _first_tensor(args)
+            sample = self.tensors[f"layer.out.{name}"] = take(f"out.{name}", out, LAYER_SAMPLE)
+            inp = first_tensor(args)
             has_input = inp is not None and inp.is_floating_point()
+            sample_in = None
             if inp is not None and has_input:
-                self.tensors[f"layer.in.{name}"] = take(f"in.{name}", inp, LAYER_SAMPLE)
+                sample_in = take(f"in.{name}", inp, LAYER_SAMPLE)
+                self.tensors[f"layer.in.{name}"] = sample_in
             record = LayerRecord(
                 name=name,
                 type=type(module).__name__,
                 leaf=next(module.children(), None) is None,
-                output=summarize(out),
-                input=summarize(inp) if inp is not None and has_input else None,
+                output=summarize(out) if self.whole else summarize(sample, sampled=True),
+                input=None
+                if inp is None or sample_in is None
+                else (summarize(inp) if self.whole else summarize(sample_in, sampled=True)),
             )
             self.layers.append(record)
 
@@ -196,3 +209,36 @@ def capture(
         outputs=outs, gradients=grads, layers=tuple(recorder.layers), layers_eager=eager
     )
     return capture, tensors
+
+
+#: the prefix of the after-run pass's tensors in ``capture.safetensors``
+AFTER_RUN = "after_run."
+
+
+def after_run(
+    workload: Workload,
+    model: nn.Module,
+    data: dict[str, torch.Tensor],
+    ctx: RunContext,
+    *,
+    mode: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> tuple[AfterRun, dict[str, torch.Tensor]]:
+    """The probe's forward pass on ``model`` (the run's own, its starting weights restored
+    by the caller), every module recorded (summaries of the samples); an error is recorded,
+    not raised."""
+    recorder = LayerRecorder(model, whole=False)
+    try:
+        with torch.no_grad(), mode(), ctx.autocast():
+            outputs = workload.probe(model, data)
+    except Exception as exc:  # recorded in the bundle: the side's run itself went well
+        return AfterRun(error=f"{type(exc).__name__}: {exc}"), {}
+    finally:
+        recorder.close()
+    tensors = {AFTER_RUN + k: v for k, v in recorder.tensors.items()}
+    outs = {}
+    for name, value in outputs.items():
+        outs[name] = replace(
+            summarize(value, sampled=value.numel() > OUTPUT_SAMPLE), kind=output_kind(name, value)
+        )
+        tensors[f"{AFTER_RUN}output.{name}"] = take(f"output.{name}", value, OUTPUT_SAMPLE)
+    return AfterRun(outputs=outs, layers=tuple(recorder.layers)), tensors

@@ -26,8 +26,17 @@ from parity.bundle import MANIFEST, read_doc
 from parity.errors import BundleError, UsageError
 from parity.model.codec import decode, loads
 from parity.model.manifest import Manifest
+from parity.model.quality import (
+    AgreementCheck,
+    LossCheck,
+    NonFiniteCheck,
+    OutputCheck,
+    QualityCheck,
+    TokensCheck,
+    TrajectoryCheck,
+)
 from parity.model.side import MeasurePlan
-from parity.model.verdict import LossCheck, OutputCheck, QualityCheck, TokensCheck, Verdict
+from parity.model.verdict import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +154,12 @@ def _figure(check: QualityCheck) -> tuple[str, float | None]:
         return "rel_rmse", check.rel_rmse
     if isinstance(check, TokensCheck):
         return "agreement", check.agreement
+    if isinstance(check, AgreementCheck):
+        return check.metric, check.value
+    if isinstance(check, TrajectoryCheck):
+        return "worst_ratio", check.worst_ratio
+    if isinstance(check, NonFiniteCheck):
+        return "step", None if check.step is None else float(check.step)
     if check.kind == "cosine":  # a ReferenceCheck
         return "cosine", check.cosine
     return "rmse_target", check.rmse_target

@@ -368,30 +368,35 @@ def layer_error_plot(verdict: Verdict) -> Plot | None:
     if not shown:
         return None
     names = [plain(r.module) for r in shown]
-    columns = (("baseline", "baseline_error"), ("target", "target_error"))
+    columns = [("baseline", "baseline_error"), ("target", "target_error")]
+    if any(r.expected_error is not None for r in shown):
+        columns.insert(1, ("expected", "expected_error"))
     with matplotlib.rc_context(RC):
         canvas = Canvas("layers", height=1.2 + 0.22 * len(shown))
         ax = canvas.axes[0]
-        height = 0.4
+        height = 0.8 / len(columns)
         for j, (role, attr) in enumerate(columns):
-            ys = [len(shown) - 1 - i + (0.5 - j) * height for i in range(len(shown))]
-            xs = [max(getattr(r, attr), 1e-300) for r in shown]
+            offset = (len(columns) - 1) / 2 - j
+            ys = [len(shown) - 1 - i + offset * height for i in range(len(shown))]
+            # a value that is not finite (None) has no bar: the table says "not finite"
+            xs = [max(getattr(r, attr) or 0.0, 1e-300) for r in shown]
             bars = ax.barh(ys, xs, height, color=COLORS[role], label=f"{role} error")
             canvas.mark(bars.patches, len(shown))
         ax.set_yticks(range(len(shown)), list(reversed(names)))
-        if any(r.target_error > 0 or r.baseline_error > 0 for r in shown):
+        if any((getattr(r, attr) or 0.0) > 0 for r in shown for _, attr in columns):
             ax.set_xscale("log")
         first = loc.first_divergence
         if first is not None and plain(first) in names:
             tick = ax.get_yticklabels()[len(shown) - 1 - names.index(plain(first))]
             tick.set_color("#c0392b")
             tick.set_fontweight("bold")
-        canvas.fig.legend(loc="outside lower center", ncol=2)
+        canvas.fig.legend(loc="outside lower center", ncol=len(columns))
         more = f" ({len(shown)} of {total} leaf modules)" if len(shown) < total else ""
         mark = f"; the first diverging module, {first}, in red" if first else ""
         return canvas.render(
             "Error per module against fp64",
-            f"Each leaf module's relative error in execution order{more}{mark}.",
+            f"Each module's relative error in execution order{more}, with the error the "
+            f"target's precision alone makes there (expected){mark}.",
         )
 
 

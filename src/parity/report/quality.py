@@ -3,18 +3,21 @@ determinism and convergence, and where the target's numbers start to differ from
 
 from __future__ import annotations
 
-from parity.model.verdict import (
+from parity.model.quality import (
+    AgreementCheck,
     Determinism,
     LayerRow,
     Localisation,
     LossCheck,
+    NonFiniteCheck,
     NumericsSection,
     OutputCheck,
     QualityCheck,
     ReferenceCheck,
     TokensCheck,
-    Verdict,
+    TrajectoryCheck,
 )
+from parity.model.verdict import Verdict
 from parity.report import fmt
 from parity.report.parts import Part, Row, Section, Sentence, table
 
@@ -50,7 +53,46 @@ def _tokens(c: TokensCheck) -> str:
         return c.detail or fmt.DASH
     text = f"{c.agreement:.0%} of tokens agree"
     firsts = [str(i) for i in c.first_difference if i is not None]
-    return text + (f"; first difference at position {', '.join(firsts)}" if firsts else "")
+    if firsts:
+        text += f"; first difference at position {', '.join(firsts)}"
+    margins = [m for m in c.margins or () if m is not None]
+    if margins and c.margin_threshold is not None:
+        shown = ", ".join(fmt.sci(m) for m in margins)
+        text += f" (top-2 margin there {shown}; near-tie within {fmt.sci(c.margin_threshold)})"
+    return text
+
+
+def _agreement(c: AgreementCheck) -> str:
+    if c.value is None:
+        return c.detail or fmt.DASH
+    if c.metric == "cosine":
+        return f"smallest cosine {c.value:.4f} over {c.rows} rows (at least {c.threshold:g})"
+    text = f"top-1 agreement {c.value:.1%} of decisive rows (at least {c.threshold:.0%})"
+    if c.agreement is not None:
+        text += f"; {c.agreement:.1%} of all {c.rows} rows"
+    if c.near_ties:
+        text += f", {c.near_ties} near-ties (margin <= {fmt.sci(c.margin_threshold)})"
+    return text
+
+
+def _trajectory(c: TrajectoryCheck) -> str:
+    if c.worst_ratio is None:
+        return c.detail or fmt.DASH
+    text = f"{c.steps} steps; worst step {c.worst_step} at {c.worst_ratio:.2g}x its bound"
+    if c.first_failing_step is not None:
+        text += f"; first step over its bound: {c.first_failing_step}"
+    if c.drift_from_step is not None:
+        text += f"; windowed from step {c.drift_from_step} (the runs drift apart)"
+    return text + f"; comparator: the {_COMPARATOR[c.comparator]}"
+
+
+def _nonfinite(c: NonFiniteCheck) -> str:
+    step = f"step {c.step}" if c.step is not None else "after the steps"
+    module = f", module {c.module}" if c.module else ""
+    return f"{c.what} not finite: first at {step}{module}"
+
+
+_COMPARATOR = {"baseline": "baseline", "expected": "expected-error run"}
 
 
 def _reference(c: ReferenceCheck) -> str:
@@ -60,9 +102,11 @@ def _reference(c: ReferenceCheck) -> str:
         return f"cosine {c.cosine:.4f} with the baseline (no fp64 reference)"
     if c.rmse_target is None:
         return c.detail or fmt.DASH
+    comparator = _COMPARATOR[c.comparator or "baseline"]
+    error = c.rmse_expected if c.comparator == "expected" else c.rmse_baseline
     text = (
         f"RMSE vs fp64 {fmt.sci(c.rmse_target)}, bound {fmt.sci(c.bound)} ({fmt.number(c.k)}x "
-        f"the baseline's {fmt.sci(c.rmse_baseline)} + tol/10)"
+        f"the {comparator}'s {fmt.sci(error)} + tol/10)"
     )
     if c.rule:
         text += f", passes by {c.rule}"
@@ -79,6 +123,12 @@ def figure(check: QualityCheck) -> str:
         text = _output(check)
     elif isinstance(check, TokensCheck):
         text = _tokens(check)
+    elif isinstance(check, AgreementCheck):
+        text = _agreement(check)
+    elif isinstance(check, TrajectoryCheck):
+        text = _trajectory(check)
+    elif isinstance(check, NonFiniteCheck):
+        text = _nonfinite(check)
     else:
         text = _reference(check)
     if check.detail and check.detail not in text:
@@ -160,12 +210,17 @@ def numerics(v: Verdict, *, layer_rows: int | None = LAYER_ROWS) -> Section | No
     parts: list[Part] = [
         Sentence(
             text=f"target precision {n.precision}: a gate passes within {fmt.number(n.k)}x the "
-            f"baseline's error against fp64 + {fmt.sci(n.tolerance / 10)}",
+            f"comparator's error against fp64 + {fmt.sci(n.tolerance / 10)}, or allclose at "
+            f"rtol {fmt.sci(n.tolerance)} (atol: that times the output's RMS); the comparator "
+            "is the baseline, or the expected-error "
+            "run (the workload on the CPU at the target's precision) where its error is larger",
             tone="muted",
         )
     ]
     if n.reference is not None and not n.reference.available:
         parts.append(Sentence(text=f"no fp64 reference: {n.reference.reason}", tone="warn"))
+    if n.expected is not None:
+        parts.append(_expected_note(n))
     if n.layers is not None:
         parts += _localisation(n, n.layers, layer_rows)
     return Section(
@@ -177,10 +232,22 @@ def numerics(v: Verdict, *, layer_rows: int | None = LAYER_ROWS) -> Section | No
     )
 
 
+def _expected_note(n: NumericsSection) -> Sentence:
+    e = n.expected
+    assert e is not None
+    if e.available:
+        return Sentence(
+            text=f"expected error of {n.precision} alone: measured on the CPU ({e.bundle})",
+            tone="muted",
+        )
+    return Sentence(text=f"expected error of {n.precision}: {e.reason}", tone="warn")
+
+
 def shown_layers(loc: Localisation, limit: int | None) -> tuple[list[LayerRow], int]:
-    """The leaf rows a table shows, in execution order: a window from just before the first
-    divergence, plus every module named as an amplifier; and how many leaf rows exist."""
-    leaves = [r for r in loc.table if r.leaf]
+    """The rows a table shows, in execution order: the leaf modules (and the first diverging
+    module, a container where its own code diverged), a window from just before the first
+    divergence plus every module named as an amplifier; and how many such rows exist."""
+    leaves = [r for r in loc.table if r.leaf or r.module == loc.first_divergence]
     if limit is None or len(leaves) <= limit:
         return leaves, len(leaves)
     start = next((i for i, r in enumerate(leaves) if r.module == loc.first_divergence), 0)
@@ -199,37 +266,45 @@ def _flag(row: LayerRow, loc: Localisation) -> str:
     return ", ".join(flags)
 
 
+def _error(value: float | None) -> str:
+    return fmt.sci(value) if value is not None else "not finite"
+
+
+def _layer_cells(r: LayerRow, loc: Localisation) -> tuple[str, ...]:
+    return (
+        r.module,
+        fmt.sci(r.baseline_error) if r.baseline_error is not None else "not finite",
+        fmt.sci(r.expected_error) if r.expected_error is not None else fmt.DASH,
+        _error(r.target_error),
+        f"{r.excess:.2g}" if r.excess is not None else fmt.DASH,
+        _flag(r, loc),
+    )
+
+
 def _localisation(n: NumericsSection, loc: Localisation, limit: int | None) -> list[Part]:
     rows, total = shown_layers(loc, limit)
     count = f"all {total}" if len(rows) == total else f"{len(rows)} of {total}"
+    where = f", {loc.capture}" if loc.capture else ""
     parts: list[Part] = [
         table(
             [
                 ("module", "name"),
-                ("type", "text"),
                 ("baseline err", "number"),
+                ("expected err", "number"),
                 ("target err", "number"),
-                ("x input", "number"),
+                ("excess", "number"),
                 ("flag", "text"),
             ],
             [
-                Row(
-                    cells=(
-                        r.module,
-                        r.type or fmt.DASH,
-                        fmt.sci(r.baseline_error),
-                        fmt.sci(r.target_error),
-                        f"{r.amplification:.1f}",
-                        _flag(r, loc),
-                    ),
-                    highlight=r.module == loc.first_divergence,
-                )
+                Row(cells=_layer_cells(r, loc), highlight=r.module == loc.first_divergence)
                 for r in rows
             ],
-            title=f"Per-module error against fp64 (target {n.precision}): {count} leaf modules",
-            legend="err: relative error against fp64; x input: the target's error over the "
-            "error its input carried; flag: first = first diverging module, top N = the Nth "
-            "largest amplifier",
+            title=f"Per-module error against fp64 (target {n.precision}{where}): {count} leaf "
+            "modules",
+            legend="err: relative error against fp64; expected: the error the target's "
+            "precision alone makes there, measured on the CPU; excess: the target's error "
+            f"over {fmt.number(loc.factor or 1)}x what its precision and its input explain (> 1 "
+            "diverges); flag: first = first diverging module, top N = the Nth largest amplifier",
         )
     ]
     first = loc.first_divergence

@@ -18,7 +18,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-COLORS = {"baseline": "#3b6fb6", "target": "#e07b39"}
+COLORS = {"baseline": "#3b6fb6", "target": "#e07b39", "expected": "#8e8e8e"}
 WIDTH_IN = 9.0
 RC: Any = {  # rcParams; typed Any because matplotlib types keys as literals
     "svg.hashsalt": "parity",

@@ -25,12 +25,13 @@ import torch
 from torch import nn
 
 from parity import stats
-from parity.bundle import CAPTURE, CAPTURE_TENSORS, OUTPUT_TENSORS, OUTPUTS
+from parity.bundle import CAPTURE, CAPTURE_TENSORS, MARGIN, OUTPUT_TENSORS, OUTPUTS
 from parity.model.manifest import Items
 from parity.model.metrics import Memory, Metrics, Phases, SteadyState, Summary, Throughput
 from parity.model.numerics import (
     Capture,
     CheckpointEvents,
+    NonFiniteOrigin,
     OutputKind,
     OutputSummary,
     RunOutputs,
@@ -143,17 +144,35 @@ def write_outputs(
     *,
     losses: Sequence[float | None] | None = None,
     checkpoint: CheckpointEvents | None = None,
+    nonfinite: Callable[[], NonFiniteOrigin] | None = None,
 ) -> None:
-    """``numerics.json`` and ``numerics.safetensors`` from what ``finish()`` returned."""
+    """``numerics.json`` and ``numerics.safetensors`` from what ``finish()`` returned;
+    ``nonfinite`` finds where a NaN or Inf first appeared, called only if one did."""
+    session.enter("outputs", announce=False)
     tensors = {k: v.detach().cpu().contiguous() for k, v in numerics.outputs.items()}
     curve = numerics.losses if losses is None else losses
+    summaries = {name: output_summary(t, numerics.kind(name)) for name, t in tensors.items()}
+    bad = any(x is None or not math.isfinite(x) for x in curve)
+    bad = bad or not all(s.finite for s in summaries.values())
+    origin = None
+    if bad and nonfinite is not None:
+        session.enter("non-finite replay")
+        origin = nonfinite()
     outputs = RunOutputs(
         losses=tuple(finite(x) for x in curve),
-        outputs={name: output_summary(t, numerics.kind(name)) for name, t in tensors.items()},
+        outputs=summaries,
         checkpoint=checkpoint,
+        margins=tuple(sorted(numerics.margins)),
+        nonfinite=origin,
     )
+    margins = {MARGIN + k: v.detach().cpu().contiguous() for k, v in numerics.margins.items()}
     session.write(OUTPUTS, outputs)
-    session.save_tensors(OUTPUT_TENSORS, tensors)
+    session.save_tensors(OUTPUT_TENSORS, {**tensors, **margins})
+
+
+def emulation(profile: str | None) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """The context a side's numerics run in: its ``+emulate`` profile, or nothing."""
+    return partial(EmulateMode, profile) if profile else contextlib.nullcontext
 
 
 def numerics_probe(
@@ -166,11 +185,10 @@ def numerics_probe(
     emulate: str | None = None,
 ) -> tuple[Capture, dict[str, torch.Tensor]]:
     """The numerics probe, or why a workload has none."""
-    mode: Callable[[], contextlib.AbstractContextManager[Any]] = (
-        partial(EmulateMode, emulate) if emulate else contextlib.nullcontext
-    )
     try:
-        return capture(workload, fresh_model, data, ctx, compile_fn=compile_fn, mode=mode)
+        return capture(
+            workload, fresh_model, data, ctx, compile_fn=compile_fn, mode=emulation(emulate)
+        )
     except NotImplementedError as exc:
         return Capture(error=redact(str(exc))), {}
 

@@ -86,10 +86,36 @@ class Loaded:
     memory: MemoryPhase
     #: the workload's input pipeline (``make_loader``), over this process's CPU data
     loader: Iterable[Batch] | None = None
+    #: the state the runner's model started the run with (weights and buffers on the CPU,
+    #: and its train/eval mode as built), kept for the numerics pass after the run
+    start: Start | None = None
 
     def fresh_model(self) -> nn.Module:
         """Another copy of the model with the frozen weights, on the device (not compiled)."""
         return load_model(self.workload, self.weights).to(self.ctx.device)
+
+    def restored_model(self) -> nn.Module:
+        """The runner's own model (eager: under ``+compile`` the module it wraps) with the
+        state it started the run with restored: its modules keep whatever else the run
+        left in them. Only with a ``start`` (the numerics probe's run)."""
+        assert self.start is not None, "no starting state was kept"
+        module: nn.Module = getattr(self.model, "_orig_mod", self.model)
+        module.load_state_dict(self.start.state)
+        return module.train(self.start.training)
+
+
+@dataclass(frozen=True)
+class Start:
+    """A model's state when the run began."""
+
+    state: Tensors
+    training: bool
+
+    @classmethod
+    def of(cls, model: nn.Module, training: bool) -> Start:
+        module: nn.Module = getattr(model, "_orig_mod", model)
+        state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
+        return cls(state=state, training=training)
 
 
 def load(session: SideSession) -> Loaded:
@@ -120,7 +146,11 @@ def load(session: SideSession) -> Loaded:
     if resolved is not None and resolved.compile_backend is not None:
         ctx.compile_fn = partial(compile_module, backend=resolved.compile_backend)
         model = ctx.compile_fn(model)
+    training = getattr(model, "_orig_mod", model).training
     runner = workload.make_runner(model, data, ctx)
+    # what the runner's model starts from (a runner may change it), for the numerics pass
+    # after the run; not under torchrun, whose model is wrapped and sharded
+    keep = session.job.capture and session.dist is None
     return Loaded(
         workload=workload,
         weights=weights,
@@ -132,6 +162,7 @@ def load(session: SideSession) -> Loaded:
         load_s=load_s,
         memory=mem,
         loader=make_loader(session, workload, runner, cpu_data),
+        start=Start.of(model, training) if keep else None,
     )
 
 

@@ -66,6 +66,8 @@ class RunNumerics:
     outputs: dict[str, torch.Tensor] = field(default_factory=dict)
     #: a kind per output where its name does not say it (see ``output_kind``)
     kinds: dict[str, OutputKind] = field(default_factory=dict)
+    #: generated tokens' top-2 logits margins per position, by the tokens' output name
+    margins: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def kind(self, name: str) -> OutputKind:
         return self.kinds.get(name) or output_kind(name, self.outputs[name])

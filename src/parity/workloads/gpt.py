@@ -223,14 +223,14 @@ class GenerateRunner(GenerateLoop):
             pos = torch.arange(p, device=prompt.device)
             logits = self.model(prompt, pos, caches)[:, -1]
             first_logits = logits
-            out = [logits.argmax(-1)]
+            out = [self.pick(logits)]
             if stamps is not None:
                 sync()
                 stamps.append(time.perf_counter_ns() - t0)
             for t in range(1, self.new_tokens):
                 pos = torch.arange(p + t - 1, p + t, device=prompt.device)
                 logits = self.model(out[-1][:, None], pos, caches)[:, -1]
-                out.append(logits.argmax(-1))
+                out.append(self.pick(logits))
                 if stamps is not None:
                     sync()
                     stamps.append(time.perf_counter_ns() - t0)

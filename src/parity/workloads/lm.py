@@ -187,17 +187,27 @@ class LmTrain(LmWorkload):
 class TokenStamps:
     """A logits processor for ``generate()``: it passes the scores on unchanged, keeps the
     first token's (the prefill logits) and, with ``stamps``, synchronises the device and
-    stamps each token (ns since ``t0``). Appended after generate's own processors."""
+    stamps each token (ns since ``t0``); with ``seen``, hands it each token's scores (the
+    runner's margins, never in a timed step). Appended after generate's own processors."""
 
-    def __init__(self, synchronize: Callable[[], None], t0: int, stamps: list[int] | None):
+    def __init__(
+        self,
+        synchronize: Callable[[], None],
+        t0: int,
+        stamps: list[int] | None,
+        seen: Callable[[torch.Tensor], object] | None = None,
+    ):
         self.synchronize = synchronize
         self.t0 = t0
         self.stamps = stamps
+        self.seen = seen
         self.first: torch.Tensor | None = None
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         if self.first is None:
             self.first = scores
+        if self.seen is not None:
+            self.seen(scores)
         if self.stamps is not None:
             self.synchronize()
             self.stamps.append(time.perf_counter_ns() - self.t0)
@@ -284,7 +294,7 @@ class LmGenerateRunner(GenerateLoop):
             for t in range(self.new_tokens):
                 if t:
                     out = self._call(prompt, tokens[-1], (_cache(out), encoded))
-                tokens.append(out.logits[:, -1].argmax(-1))
+                tokens.append(self.pick(out.logits[:, -1]))
                 if stamps is not None:
                     sync()
                     stamps.append(time.perf_counter_ns() - t0)
@@ -298,7 +308,8 @@ class LmGenerateRunner(GenerateLoop):
         from transformers import LogitsProcessorList
 
         t0 = time.perf_counter_ns()
-        stamper = TokenStamps(self.ctx.synchronize, t0, stamps)
+        seen = self.pick if self.recording is not None else None  # pick records margins
+        stamper = TokenStamps(self.ctx.synchronize, t0, stamps, seen)
         with torch.inference_mode(), self.ctx.autocast():
             generate: Callable[..., torch.Tensor] = self.model.generate  # type: ignore[assignment]
             out = generate(

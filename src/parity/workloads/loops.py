@@ -18,6 +18,8 @@ from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
 
 LossFn = Callable[[nn.Module, int], torch.Tensor]
 Named = Mapping[str, torch.Tensor]
+#: the prefix of an output recomputed after the run (the first batch again)
+FINAL = "final_"
 
 
 class TrainRunner(StepRunner):
@@ -30,6 +32,7 @@ class TrainRunner(StepRunner):
     not add a host sync inside the timed step. ``finish`` evaluates the trained model on
     a fixed evaluation batch (``eval_fn``), whose outputs the numerics compare too: a
     tensor is recorded as ``eval_logits``, a dict of named tensors as ``eval_NAME``.
+    Losses come back as float64 (exact for any side; the fp64 reference's own).
     """
 
     def __init__(
@@ -65,7 +68,7 @@ class TrainRunner(StepRunner):
         with torch.no_grad(), self.ctx.autocast():
             out = self.eval_fn(self.model)
         named = {"logits": out} if isinstance(out, torch.Tensor) else out
-        losses = torch.stack(self.losses).float().cpu().tolist() if self.losses else []
+        losses = torch.stack(self.losses).double().cpu().tolist() if self.losses else []
         return RunNumerics(losses=losses, outputs=to_cpu(named, prefix="eval_"))
 
 
@@ -98,11 +101,14 @@ class NamedTrainRunner(TrainRunner):
 
 
 def to_cpu(outputs: Named, prefix: str = "") -> dict[str, torch.Tensor]:
-    """Named outputs on the CPU, floats as float32 (what the numerics compare)."""
-    return {
-        f"{prefix}{k}": (v.float() if v.is_floating_point() else v).cpu()
-        for k, v in outputs.items()
-    }
+    """Named outputs on the CPU, floats as float32 (what the numerics compare), except
+    float64 ones (the fp64 reference's), which stay float64."""
+    return {f"{prefix}{k}": _host(v) for k, v in outputs.items()}
+
+
+def _host(v: torch.Tensor) -> torch.Tensor:
+    keep = not v.is_floating_point() or v.dtype == torch.float64
+    return (v if keep else v.float()).detach().cpu()
 
 
 class NamedInferRunner(StepRunner):
@@ -110,7 +116,8 @@ class NamedInferRunner(StepRunner):
 
     ``inputs`` holds ``[n_batches, batch, ...]`` tensors by name; step ``i`` passes batch
     ``i`` of each (a view) to ``forward(model, batch)``, which returns named outputs.
-    The first batch's outputs are what the numerics compare.
+    The numerics compare the first batch's outputs at step 0 (``NAME``) and once more
+    after the run (``final_NAME``): a fault that starts after the first step shows there.
     """
 
     def __init__(
@@ -140,10 +147,10 @@ class NamedInferRunner(StepRunner):
             self.first = out
 
     def finish(self) -> RunNumerics:
-        if self.first is None:
-            with torch.inference_mode(), self.ctx.autocast():
-                self.first = self.forward(self.model, self.batch(0))
-        return RunNumerics(outputs=to_cpu(self.first))
+        with torch.inference_mode(), self.ctx.autocast():
+            final = self.forward(self.model, self.batch(0))
+        first = final if self.first is None else self.first
+        return RunNumerics(outputs={**to_cpu(first), **to_cpu(final, prefix=FINAL)})
 
 
 class InferRunner(NamedInferRunner):
@@ -176,9 +183,12 @@ LOOPS: dict[GenerateLoopName, str] = {
 
 class GenerateLoop(StepRunner):
     """Greedy decoding of ``new_tokens`` tokens per prompt batch; subclasses implement
-    ``generate``. Each step keeps its per-token time stamps (TTFT, TPOT, ITL) and the
-    first batch's tokens and prefill logits for the numerics; ``loop`` names what a step
-    times (``LOOPS``)."""
+    ``generate`` and pick each next token with :meth:`pick`. Each step keeps its per-token
+    time stamps (TTFT, TPOT, ITL) and the first batch's tokens and prefill logits for the
+    numerics; ``loop`` names what a step times (``LOOPS``). After the run, ``finish``
+    decodes the first batch once more (``final_*``) while recording each position's top-2
+    logits margin: where two sides' tokens first differ, a small margin marks a near-tie
+    flip, not a fault."""
 
     loop: GenerateLoopName = "parity"
 
@@ -191,6 +201,8 @@ class GenerateLoop(StepRunner):
         self.new_tokens = new_tokens
         self.first: tuple[torch.Tensor, torch.Tensor] | None = None
         self.stamps: list[list[int]] = []
+        #: the margins of each picked token, while recording (never in a timed step)
+        self.recording: list[torch.Tensor] | None = None
 
     def generate(
         self, prompt: torch.Tensor, stamps: list[int] | None = None
@@ -198,6 +210,16 @@ class GenerateLoop(StepRunner):
         """(tokens, prefill logits); with ``stamps``, each token is synchronised and
         time-stamped (ns since the start), as a streaming server hands each token out."""
         raise NotImplementedError
+
+    def pick(self, logits: torch.Tensor) -> torch.Tensor:
+        """The next tokens (greedy); while recording, their top-2 margins as well."""
+        if self.recording is not None:
+            if logits.shape[-1] > 1:
+                top2 = logits.detach().double().topk(2, dim=-1).values
+                self.recording.append(top2[..., 0] - top2[..., 1])
+            else:
+                self.recording.append(torch.zeros(logits.shape[:-1], dtype=torch.float64))
+        return logits.argmax(-1)
 
     def step(self, i: int) -> None:
         stamps: list[int] = []
@@ -210,7 +232,20 @@ class GenerateLoop(StepRunner):
         return self.stamps
 
     def finish(self) -> RunNumerics:
-        if self.first is None:
-            self.first = self.generate(batches(self.prompts, 0))
-        tokens, logits = self.first
-        return RunNumerics(outputs=to_cpu({"prefill_logits": logits, "tokens": tokens}))
+        self.recording = []
+        try:
+            final_tokens, final_logits = self.generate(batches(self.prompts, 0))
+            margins = torch.stack(self.recording, dim=1)
+        finally:
+            self.recording = None
+        first = self.first or (final_tokens.clone(), final_logits.clone())
+        outputs = {
+            "prefill_logits": first[1],
+            "tokens": first[0],
+            f"{FINAL}prefill_logits": final_logits,
+            f"{FINAL}tokens": final_tokens,
+        }
+        return RunNumerics(
+            outputs=to_cpu(outputs),
+            margins=to_cpu({"tokens": margins, f"{FINAL}tokens": margins.clone()}),
+        )

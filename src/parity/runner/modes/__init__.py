@@ -2,7 +2,8 @@
 
 =============  ==============================================================
 ``measure``    timed steps, phases apart (``parity run``, ``parity compare``)
-``reference``  the fp64 CPU reference: the numerics probe in float64
+``reference``  the fp64 CPU reference: the whole run and the probe in float64
+``expected``   the whole run and the probe on the CPU at the target's precision
 ``scan``       the op scan instead of timed steps (``parity scan``)
 ``train_ckpt`` training steps around a checkpoint (``parity check rollback``)
 ``soak``       steps for a fixed duration, in windows (``parity check soak``)
@@ -17,14 +18,14 @@ from parity.model.job import Mode as ModeName
 from parity.runner.modes.base import Mode
 from parity.runner.modes.freeze import Freeze
 from parity.runner.modes.measure import Measure
-from parity.runner.modes.reference import Reference
+from parity.runner.modes.reference import Expected, Reference
 from parity.runner.modes.scan import Scan
 from parity.runner.modes.script import Script
 from parity.runner.modes.soak import Soak
 from parity.runner.modes.train_ckpt import TrainCkpt
 
 MODES: dict[ModeName, type[Mode]] = {
-    cls.name: cls for cls in (Measure, Reference, Scan, TrainCkpt, Soak, Script, Freeze)
+    cls.name: cls for cls in (Measure, Reference, Expected, Scan, TrainCkpt, Soak, Script, Freeze)
 }
 
 

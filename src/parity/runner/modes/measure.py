@@ -12,9 +12,11 @@ and the step apart, then, after ``runner.finish()``, a short pass over a few of 
 batches already on the device (``metrics.json``'s ``input_pipeline``).
 
 After the timed steps and ``runner.finish()``, none of which they touch: FLOPs (counted
-once per side, in its first repeat), the numerics probe (``job.capture``) and the op
-scan (the first repeat only, single process only: under torchrun its extra steps would be
-collective; the verdict reads each side's first repeat's census).
+once per side, in its first repeat), where a NaN or Inf first appeared (a replay, only
+when the run produced one), the numerics probe and its pass on the run's own model after
+the run (``job.capture``), and the op scan (the first repeat only, single process only:
+under torchrun its extra steps would be collective; the verdict reads each side's first
+repeat's census).
 """
 
 from __future__ import annotations
@@ -33,14 +35,23 @@ from parity.model.metrics import (
     MemoryPhase,
     Metrics,
 )
+from parity.model.numerics import NonFiniteOrigin
 from parity.probes import pipeline
 from parity.probes.flops import count_flops, mfu, peak
 from parity.probes.latency import generation_metrics, step_latency
+from parity.probes.nonfinite import locate
+from parity.probes.numerics import after_run
 from parity.probes.pipeline import PipelineTimer
 from parity.probes.scan import scan_after_steps
 from parity.probes.timing import StepTimer
 from parity.runner import distributed
-from parity.runner.documents import Steps, numerics_probe, write_capture, write_outputs
+from parity.runner.documents import (
+    Steps,
+    emulation,
+    numerics_probe,
+    write_capture,
+    write_outputs,
+)
 from parity.runner.load import Loaded, load, memory_phase, reset_peaks
 from parity.runner.modes.base import Mode
 from parity.runner.session import NS, SideSession
@@ -76,19 +87,14 @@ class Measure(Mode):
         if not session.leader:  # rank 0 writes the bundle
             return
         session.write(METRICS, metrics(session, loaded, timed))
-        write_outputs(session, timed.numerics)
+        replay = session.dist is None and not session.job.compliance
+        write_outputs(
+            session,
+            timed.numerics,
+            nonfinite=partial(nonfinite, session, loaded) if replay else None,
+        )
         if session.job.capture:
-            session.enter("numerics probe")
-            side = session.job.side
-            probe, tensors = numerics_probe(
-                loaded.workload,
-                loaded.fresh_model,
-                loaded.full_data,
-                loaded.ctx,
-                compile_fn=loaded.ctx.compile_fn if side.compile else None,
-                emulate=side.emulate,
-            )
-            write_capture(session, probe, tensors)
+            probe(session, loaded)
         job = session.job
         if session.dist is None and job.repeat == 0 and not job.compliance:
             session.enter("scan")
@@ -102,6 +108,34 @@ class Measure(Mode):
             )
             session.write(OPS, census)
         session.finish()
+
+
+def nonfinite(session: SideSession, loaded: Loaded) -> NonFiniteOrigin:
+    """Where the run's first NaN or Inf appeared (a replay of its steps, after timing)."""
+    mode = emulation(session.job.side.emulate)
+    return locate(loaded.workload, loaded.fresh_model, loaded.data, loaded.ctx, mode=mode)
+
+
+def probe(session: SideSession, loaded: Loaded) -> None:
+    """The numerics probe on fresh weights, then its forward pass on the run's own model
+    with its starting state restored (``capture.json``)."""
+    session.enter("numerics probe")
+    side = session.job.side
+    found, tensors = numerics_probe(
+        loaded.workload,
+        loaded.fresh_model,
+        loaded.full_data,
+        loaded.ctx,
+        compile_fn=loaded.ctx.compile_fn if side.compile else None,
+        emulate=side.emulate,
+    )
+    if loaded.start is not None and found.available:
+        model = loaded.restored_model()
+        mode = emulation(side.emulate)
+        after, more = after_run(loaded.workload, model, loaded.full_data, loaded.ctx, mode=mode)
+        found = replace(found, after_run=after)
+        tensors = {**tensors, **more}
+    write_capture(session, found, tensors)
 
 
 def time_steps(session: SideSession, loaded: Loaded) -> Timed:

@@ -1,0 +1,288 @@
+"""The verdict's quality and numerics sections: every check, the fp64 gates over the whole
+run, and where the target's numbers start to differ from fp64.
+
+Checks (``QualityCheck``) are tagged by ``kind``:
+
+- ``loss`` and ``output``: the target against the baseline directly;
+- ``tokens``: generated tokens against the baseline's, with the logits margin where they
+  first differ (a flip on a near-tie is no fault);
+- ``agreement``: cosine similarity (embeddings) or top-1 agreement (classifier and LM
+  logits) with the baseline, against the thresholds the plan sets;
+- ``fp64`` / ``cosine``: an output or the gradients against the fp64 reference;
+- ``trajectory``: the training losses step by step against the fp64 reference's;
+- ``nonfinite``: a NaN or Inf in a loss or an output, with the step and module it
+  first appeared in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from parity.model.codec import omit_none
+from parity.model.numerics import OutputKind
+from parity.model.roles import ByRole, Role
+
+#: what a fp64 gate's bound is k times: the baseline's error, or the error the target's
+#: precision alone makes on the CPU (the expected-error run), whichever is larger
+Comparator = Literal["baseline", "expected"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ErrorDistribution:
+    max: float
+    mean: float
+    p99: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ParameterError:
+    parameter: str
+    #: None: the target's gradient is not finite
+    rel_error: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckBase:
+    """What every quality check has: a name, whether it is gated, whether it passed (None:
+    reported, not gated), a sentence where the figures alone do not say it, an output's kind."""
+
+    name: str
+    gated: bool = True
+    passed: bool | None
+    detail: str | None = omit_none()
+    tolerance: float | None = omit_none()
+    output_kind: OutputKind | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OutputCheck(CheckBase):
+    """A float output, target against baseline: relative RMSE within the tolerance."""
+
+    kind: Literal["output"] = "output"
+    rel_rmse: float | None = omit_none()
+    max_abs: float | None = omit_none()
+    mean_abs: float | None = omit_none()
+    cosine: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TokensCheck(CheckBase):
+    """Generated tokens against the baseline's: agreement, the first differing position per
+    row and the top-2 logits margin there (the smaller of the two sides'); a row whose
+    first difference falls on a margin within ``margin_threshold`` is a near-tie flip."""
+
+    kind: Literal["tokens"] = "tokens"
+    agreement: float | None = None
+    first_difference: tuple[int | None, ...] = ()
+    margins: tuple[float | None, ...] | None = omit_none()
+    margin_threshold: float | None = omit_none()
+    near_ties: int | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LossCheck(CheckBase):
+    """The loss curve, target against baseline, step by step."""
+
+    kind: Literal["loss"] = "loss"
+    final_rel: float | None = omit_none()
+    max_rel: float | None = omit_none()
+    first_step_outside_band: int | None = None
+    final_baseline: float | None = omit_none()
+    final_target: float | None = omit_none()
+    final_ratio: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgreementCheck(CheckBase):
+    """An output against the baseline's by what it means: ``cosine`` (embeddings: the
+    smallest per-row cosine similarity) or ``top1`` (logits: the share of rows whose
+    top-1 class agrees, among rows whose top-2 margin is beyond ``margin_threshold``)."""
+
+    kind: Literal["agreement"] = "agreement"
+    metric: Literal["cosine", "top1"]
+    value: float | None = None
+    threshold: float
+    rows: int = 0
+    agreement: float | None = omit_none()
+    near_ties: int | None = omit_none()
+    margin_threshold: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReferenceCheck(CheckBase):
+    """An output or the gradients against the fp64 reference (``fp64``), or, without a
+    reference, cosine similarity with the baseline (``cosine``). The bound is ``k`` times
+    the comparator's error (the baseline's, or the expected-error run's where larger)."""
+
+    kind: Literal["fp64", "cosine"] = "fp64"
+    k: float | None = omit_none()
+    rmse_target: float | None = omit_none()
+    rmse_baseline: float | None = omit_none()
+    rmse_expected: float | None = omit_none()
+    comparator: Comparator | None = omit_none()
+    bound: float | None = omit_none()
+    allclose: bool | None = omit_none()
+    rule: str | None = omit_none()
+    abs_error: ErrorDistribution | None = omit_none()
+    rel_error: ErrorDistribution | None = omit_none()
+    baseline_abs_error: ErrorDistribution | None = omit_none()
+    min_atol: float | None = omit_none()
+    min_rtol: float | None = omit_none()
+    min_rtol_at_atol_tol: float | None = omit_none()
+    cosine: float | None = omit_none()
+    values: int | None = omit_none()
+    worst_parameters: tuple[ParameterError, ...] | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrajectoryCheck(CheckBase):
+    """The training losses against the fp64 reference's, step by step.
+
+    Until ``drift_from_step`` each step passes when the target's error is at most ``k``
+    times the comparator's error so far (its running maximum) + tol/10, or within
+    allclose; from there on the runs have legitimately drifted apart (``drift_reason``)
+    and the windowed mean error is gated instead."""
+
+    kind: Literal["trajectory"] = "trajectory"
+    k: float
+    steps: int
+    comparator: Comparator
+    first_failing_step: int | None = None
+    worst_step: int | None = None
+    #: the target's error over its bound at the worst step (> 1 fails)
+    worst_ratio: float | None = None
+    drift_from_step: int | None = omit_none()
+    drift_reason: str | None = omit_none()
+    final_error_target: float | None = omit_none()
+    final_error_comparator: float | None = omit_none()
+    rule: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NonFiniteCheck(CheckBase):
+    """A NaN or Inf in a side's loss or output: where it first appeared."""
+
+    kind: Literal["nonfinite"] = "nonfinite"
+    side: Role
+    what: str
+    step: int | None = None
+    module: str | None = None
+    where: str | None = omit_none()
+
+
+QualityCheck = (
+    LossCheck
+    | OutputCheck
+    | TokensCheck
+    | AgreementCheck
+    | ReferenceCheck
+    | TrajectoryCheck
+    | NonFiniteCheck
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConvergenceRun:
+    repeat: str
+    converged: bool
+    steps: int | None
+    time_s: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Convergence:
+    """MLPerf style: steps and time to the target loss per repeat."""
+
+    target_loss: float
+    runs: tuple[ConvergenceRun, ...]
+    success_rate: float
+    mean_time_s: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Determinism:
+    """A side's first two repeats: bitwise equal, or how far apart."""
+
+    checked: bool
+    detail: str | None = omit_none()
+    bitwise_equal: bool | None = omit_none()
+    max_abs_output_diff: float | None = omit_none()
+    max_abs_loss_diff: float | None = omit_none()
+    compared: tuple[str, ...] | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Quality:
+    tolerances: dict[str, float]
+    checks: tuple[QualityCheck, ...]
+    passed: bool
+    method: str
+    convergence: ByRole[Convergence] | None = omit_none()
+    determinism: ByRole[Determinism] | None = omit_none()
+
+    @property
+    def failing(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.checks if c.gated and not c.passed)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LayerRow:
+    """One module's relative error against fp64 (None: not finite).
+
+    ``expected_error`` is the error the target's precision alone makes there (the CPU run
+    at that precision, or the baseline's where larger); ``explained`` scales it by how
+    much more error the target's input carried than expected; ``excess`` is the target's
+    error over ``factor`` times that (> 1: the module diverges)."""
+
+    module: str
+    leaf: bool
+    type: str | None
+    baseline_error: float | None
+    target_error: float | None
+    target_input_error: float | None
+    amplification: float | None
+    excess: float | None
+    expected_error: float | None = omit_none()
+    expected_input_error: float | None = omit_none()
+    explained: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Localisation:
+    """Where the target's numbers start to differ from fp64 beyond what its precision
+    explains; ``capture`` says which forward pass the table comes from."""
+
+    table: tuple[LayerRow, ...]
+    first_divergence: str | None
+    first_divergence_row: LayerRow | None
+    top_amplification: tuple[str, ...]
+    rule: str
+    capture: Literal["after the run", "first forward"] | None = omit_none()
+    factor: float | None = omit_none()
+    #: what the expected errors come from (the expected-error run, or the baseline)
+    expected: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReferenceNote:
+    available: bool
+    bundle: str | None = omit_none()
+    reason: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NumericsSection:
+    """Outputs, losses and gradients against the fp64 reference, and localisation."""
+
+    precision: str
+    k: float
+    tolerance: float
+    gates: tuple[QualityCheck, ...] = ()
+    available: bool
+    reason: str | None = omit_none()
+    reference: ReferenceNote | None = omit_none()
+    #: the expected-error run: the workload on the CPU at the target's precision
+    expected: ReferenceNote | None = omit_none()
+    passed: bool | None = omit_none()
+    layers: Localisation | None = omit_none()

@@ -1,0 +1,57 @@
+"""The numerics section on synthetic comparisons with references (see numerics_cases)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parity.bundle import load_bundle, load_side
+from parity.judge.verdict import judge
+from tests.judge import numerics_cases
+
+
+def test_a_bf16_target_without_its_expected_run_is_not_held_to_fp32_errors(
+    tmp_path: Path,
+) -> None:
+    a, b, ref, _ = numerics_cases.bf16_localisation(tmp_path)
+    v = judge(load_side(a), load_side(b), reference=load_bundle(ref))
+    n = v.numerics
+    assert n is not None and n.expected is not None and not n.expected.available
+    assert "no expected-error run (cpu+bf16)" in (n.expected.reason or "")
+    # the fp64 gates are reported: an fp32 baseline's error is no bound for bf16 ...
+    fp64 = [g for g in n.gates if g.kind in ("fp64", "trajectory")]
+    assert fp64 and not any(g.gated for g in fp64) and n.passed is None
+    assert all("what bf16 alone does is unknown" in (g.detail or "") for g in fp64)
+    # ... the direct checks decide instead, and no module is named
+    assert v.quality is not None
+    direct = [c for c in v.quality.checks if c.kind in ("loss", "output")]
+    assert direct and all(c.gated for c in direct)
+    assert n.layers is not None and n.layers.first_divergence is None
+    assert n.layers.rule.startswith("not localised")
+
+
+def test_with_its_expected_run_the_same_target_is_localised(tmp_path: Path) -> None:
+    a, b, ref, exp = numerics_cases.bf16_localisation(tmp_path)
+    v = judge(load_side(a), load_side(b), reference=load_bundle(ref), expected=load_bundle(exp))
+    assert v.numerics is not None and v.numerics.layers is not None
+    assert v.numerics.layers.first_divergence == "layers.3"
+    assert v.numerics.passed is False and not v.passed
+
+
+def test_an_output_missing_on_the_target_fails_even_with_a_whole_run_reference(
+    tmp_path: Path,
+) -> None:
+    a, _, ref, exp = numerics_cases.bf16_localisation(tmp_path)
+    values = numerics_cases.reference_values()
+    b = numerics_cases.write_side(
+        tmp_path / "other",
+        "target",
+        "neuron+bf16",
+        losses=numerics_cases.LOSSES,
+        probe=numerics_cases.with_errors(values, numerics_cases.BF16, 3, logits=4e-3),
+        after_run=None,
+        outputs={"other_logits": values["eval_logits"].float()},
+    )
+    v = judge(load_side(a), load_side(b), reference=load_bundle(ref), expected=load_bundle(exp))
+    assert v.quality is not None and not v.quality.passed
+    missing = {c.name: c for c in v.quality.checks}["output eval_logits"]
+    assert missing.gated and not missing.passed and missing.detail == "present on one side only"
