@@ -43,7 +43,7 @@ def _mfu_text(flops: dict[str, Any]) -> str:
     if flops.get("mfu") is None:
         return "no peak known"
     peak = flops["peak"]
-    per = flops.get("peak_unit") or "device"
+    per = peak.get("unit") or flops.get("peak_unit") or "device"
     return f"{_pct(flops['mfu'])} of {peak['flops'] / 1e12:.0f} TFLOP/s {peak['dtype']} per {per}"
 
 

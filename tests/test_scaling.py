@@ -35,10 +35,11 @@ def test_scaling_report_for_one_and_two_processes(tmp_path: Path) -> None:
     assert one["nproc"] == 1 and two["nproc"] == 2 and two["status"] == "ok"
     assert one["efficiency"] == 1.0 and two["efficiency"] > 0
     assert 0 <= two["allreduce_share"] <= 1
-    assert [r["rank"] for r in two["per_rank"]] == [0, 1]
     bundle = load_bundle(out / "n2")
-    assert bundle.manifest["distributed"]["world_size"] == 2
-    assert bundle.manifest["side"]["spec"] == "cpu+nproc=2"
+    assert bundle.metrics is not None and bundle.metrics.distributed is not None
+    assert [r.rank for r in bundle.metrics.distributed.per_rank] == [0, 1]
+    assert bundle.manifest.distributed is not None and bundle.manifest.distributed.world_size == 2
+    assert str(bundle.manifest.side) == "cpu+nproc=2"
     # same global batch: the 1- and 2-process loss curves pass the quality gate
     curves = report["loss_curves"]
     assert curves["passed"], curves
@@ -65,7 +66,7 @@ def test_a_killed_rank_fails_the_side_within_the_timeout(tmp_path: Path) -> None
     assert elapsed < 60
     bundle = load_bundle(tmp_path / "b")
     assert bundle.status == "failed"
-    assert bundle.manifest["reason"].startswith("rank 1 killed by SIGKILL")
+    assert (bundle.manifest.reason or "").startswith("rank 1 killed by SIGKILL")
 
 
 def test_nproc_must_divide_the_batch(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def test_a_clean_scan_passes_strict_and_prints_a_summary(tmp_path: Path) -> None
     assert res.returncode == 0, res.stderr
     assert "unsupported ops: none" in res.stdout
     assert "graph breaks: 0" in res.stdout
-    assert "plain step without the CPU crutch: runs" in res.stdout
+    assert "a plain step without the CPU crutch runs" in res.stdout
     ops = json.loads((tmp_path / "s" / "ops.json").read_text())
     assert ops["clean"] and not ops["host_syncs"] and not ops["fallbacks"]["device_mismatch"]
 

@@ -22,7 +22,8 @@ from parity.report.markdown import render_markdown
 from parity.report.terminal import render_terminal
 from parity.request import CompareOptions, CompareRequest
 from tests.conftest import FIXTURES, run_cli
-from tests.fixtures import secrets, secrets_script
+from tests.fixtures import planted_secrets as secrets
+from tests.fixtures import secrets_script
 
 SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzSECRET1",
@@ -69,7 +70,7 @@ def test_planted_credentials_appear_in_no_output_file(tmp_path: Path) -> None:
     assert "AWS_SECRET_ACCESS_KEY" not in manifest  # not allow-listed at all
 
 
-LEAKY = f"{FIXTURES / 'secrets.py'}"
+LEAKY = f"{FIXTURES / 'planted_secrets.py'}"
 SCRIPT_SECRETS = [
     secrets_script.TOKEN,
     secrets_script.API_KEY,

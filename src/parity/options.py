@@ -346,13 +346,21 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def default_target() -> str:
-    """The accelerator PyTorch reports, or ``cpu+bf16`` on a machine without one."""
+    """The accelerator PyTorch reports, or ``cpu+bf16`` on a machine without one (or with
+    one parity has no adapter for: a device a plugin registered in this process only)."""
     import torch
+
+    from parity.devices.names import check_device_name
+    from parity.errors import SpecError
 
     accel = getattr(torch, "accelerator", None)
     if accel is not None and accel.is_available():
         current = accel.current_accelerator()
         if current is not None and current.type != "cpu":
+            try:
+                check_device_name(current.type, current.type)
+            except SpecError:
+                return "cpu+bf16"
             return str(current.type)
     return "cpu+bf16"
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parity.errors import UsageError
-from parity.model.codec import encode
+from parity.model.codec import JsonObject, encode
 from parity.model.verdict import Role
 
 if TYPE_CHECKING:
@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 ROLES: tuple[Role, Role] = ("baseline", "target")
 VIEWS = ("sides", "steps", "checks")
+
+#: one row of a DataFrame view: a column name and a plain value (str, number, bool, None)
+Row = dict[str, object]
 
 
 def _request(
@@ -129,7 +132,7 @@ def _pandas() -> Any:
     return pandas
 
 
-def _step_rows(role: str, side: SideRuns) -> list[dict[str, Any]]:
+def _step_rows(role: str, side: SideRuns) -> list[Row]:
     rows = []
     for bundle in side.repeats:
         times = bundle.metrics.step_samples_s if bundle.metrics is not None else ()
@@ -165,7 +168,7 @@ class ComparisonResult:
         return self.raw.report
 
     @property
-    def verdict(self) -> dict[str, Any]:
+    def verdict(self) -> JsonObject:
         """The verdict as plain JSON data (``verdict.json``)."""
         data = encode(self.raw.verdict)
         assert isinstance(data, dict)
@@ -192,7 +195,7 @@ class ComparisonResult:
             for role, side in (("baseline", self.raw.baseline), ("target", self.raw.target))
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Row:
         return {
             "out": str(self.out),
             "report": str(self.report) if self.report else None,
@@ -201,7 +204,7 @@ class ComparisonResult:
             "verdict": self.verdict,
         }
 
-    def _side_row(self, role: Role) -> dict[str, Any]:
+    def _side_row(self, role: Role) -> Row:
         v = self.raw.verdict
         side = v.sides.of(role)
         phases = v.phases.of(role) if v.phases is not None else None
@@ -222,7 +225,7 @@ class ComparisonResult:
             "final_loss": losses[-1] if losses else None,
         }
 
-    def rows(self, view: str = "sides") -> list[dict[str, Any]]:
+    def rows(self, view: str = "sides") -> list[Row]:
         """The rows behind ``to_dataframe(view)``, as plain dicts (no pandas needed)."""
         v = self.raw.verdict
         if view == "sides":
@@ -230,7 +233,7 @@ class ComparisonResult:
         if view == "steps":
             return _step_rows("baseline", self.raw.baseline) + _step_rows("target", self.raw.target)
         if view == "checks":
-            checks: list[dict[str, Any]] = [
+            checks: list[Row] = [
                 {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
                 for g in v.gates
             ]
@@ -288,7 +291,7 @@ class RunResult:
     def losses(self) -> list[float | None]:
         return list(self.bundle.losses)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Row:
         return {
             "path": str(self.path),
             "side": self.bundle.side,
@@ -300,7 +303,7 @@ class RunResult:
             "outputs": encode(self.bundle.outputs),
         }
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Row]:
         """One row per step: time and loss."""
         from parity.bundle import SideRuns
 
@@ -336,7 +339,7 @@ class CurveResult:
     def exit_code(self) -> int:
         return max((r.exit_code for r in self.comparisons), default=0)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Row:
         return {
             "out": str(self.out),
             "passed": self.passed,

@@ -143,7 +143,7 @@ def test_a_side_that_cannot_be_written_stops_the_comparison_and_resume_finishes_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "c"
-    monkeypatch.setenv(ENV_VAR, "metrics.json")  # every measuring worker's metrics.json
+    monkeypatch.setenv(ENV_VAR, "ops.json")  # a first repeat's op scan (the reference has none)
     with pytest.raises(OutputError) as failed:
         _compare(out)
     assert str(failed.value).startswith("baseline r00: the worker could not write its bundle")

@@ -268,7 +268,8 @@ def test_compare_a_gpt2_checkpoint_generating(gpt2: Path, tmp_path: Path) -> Non
     )
     assert verdict.quality is not None
     tokens = next(c for c in verdict.quality.checks if c.name == "output tokens")
-    assert isinstance(tokens, TokensCheck) and tokens.gated is False  # reported, not gated
+    # gated: the share of tokens that match, a flip on a near-tie excused by its margin
+    assert isinstance(tokens, TokensCheck) and tokens.gated and tokens.passed
     assert tokens.agreement is not None and tokens.agreement > 0
 
 
@@ -307,7 +308,9 @@ def test_run_a_checkpoint_writes_kinds_and_flops_in_the_bundle(bert: Path, tmp_p
     )
     bundle = api.run(RunRequest.from_options(options, side="cpu", mode="run"))
     assert bundle.ok and bundle.outputs is not None and bundle.capture is not None
-    assert {k: v.kind for k, v in bundle.outputs.outputs.items()} == {"logits": "logits"}
+    # the outputs of the first pass and of the pass after the run (``final_``)
+    kinds = {k: v.kind for k, v in bundle.outputs.outputs.items()}
+    assert kinds == {"logits": "logits", "final_logits": "logits"}
     assert {k: v.kind for k, v in bundle.capture.outputs.items()} == {"logits": "logits"}
     assert bundle.metrics is not None and bundle.metrics.flops is not None
     assert bundle.metrics.flops.method_name in ("meta", "cpu") and bundle.metrics.flops.per_step
