@@ -34,10 +34,9 @@ from _common import load_line
 
 from parity.bundle import Bundle
 from parity.model.job import Mode
-from parity.orchestrate import JobTemplate, Orchestrator
+from parity.orchestrate import JobTemplate, Orchestrator, prepare_workload
+from parity.runner.launch import Launcher
 from parity.spec import SideSpec, WorkloadSpec, parse_side
-from parity.workloads import resolve
-from parity.workloads.frozen import freeze
 
 WORKLOADS = ("mlp-train", "gpt-train", "gpt-generate", "cnn-infer")
 RUNS: dict[str, tuple[Mode, str]] = {
@@ -120,7 +119,9 @@ def main() -> None:
         for workload in args.workloads.split(","):
             for size in sizes:
                 spec = WorkloadSpec(name=workload, size=size)
-                template = JobTemplate.of(spec, freeze(resolve(spec)), timeout_s=7200)
+                with Launcher() as launcher:  # prepared in a worker, as a comparison does
+                    prepared = prepare_workload(spec, launcher=launcher, timeout_s=7200)
+                template = JobTemplate.of(spec, prepared, timeout_s=7200)
                 out = Path(tmp) / f"{workload}-{size}"
                 costs = interleaved(template, names, out, args.repeats)
                 for name in names:

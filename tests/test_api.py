@@ -222,6 +222,10 @@ def test_compare_and_run_from_python(tmp_path: Path) -> None:
     assert isinstance(result, parity.ComparisonResult) and result.passed
     assert json.loads((tmp_path / "c" / "verdict.json").read_text()) == encode(result.verdict)
     assert len(result.losses()["target"]) == 6
+    # set-up (preparing the workload in a worker, the zygote) is counted, not the budget's
+    speed = result.raw.verdict.speed
+    stop = speed.stop if speed is not None else None
+    assert stop is not None and stop.setup_s is not None and stop.setup_s > 0.1, stop
     script = ["python", str(FIXTURES / "train_script.py"), "--device", "{device}", "--steps", "4"]
     run = parity.run(script=script, device="cpu", out=tmp_path / "r")
     assert isinstance(run, RunResult) and run.ok and len(run.losses) == 4

@@ -15,7 +15,14 @@ import pytest
 
 from parity.model.side import MeasurePlan as Plan
 from parity.model.side import Stop
-from parity.orchestrate import Orchestrator, Samples, Tally, adaptive_stop
+from parity.orchestrate import (
+    COST_MARGIN,
+    RUN_OVERHEAD_S,
+    Orchestrator,
+    Samples,
+    Tally,
+    adaptive_stop,
+)
 from parity.orchestrate import decide_stop as _decide
 
 
@@ -80,7 +87,10 @@ class _Sleeping(Orchestrator):
         time.sleep(self.cost)
         rng = np.random.default_rng(len(label) + int(time.monotonic() * 1e6) % 1000)
         samples = list(1e-3 * np.exp(rng.normal(rng.normal(0, 0.3), 0.01, 50)))
-        return SimpleNamespace(ok=True, metrics=SimpleNamespace(steady_samples=samples))
+        phases = SimpleNamespace(start_import_s=None)  # no phases: costed by wall time
+        return SimpleNamespace(
+            ok=True, metrics=SimpleNamespace(steady_samples=samples, phases=phases)
+        )
 
 
 def test_rounds_keep_the_compliance_runs_inside_the_budget(tmp_path: Path) -> None:
@@ -116,3 +126,29 @@ def test_the_next_round_is_costed_without_the_first_round_s_extras() -> None:
     assert tally.next_run_s("target") == pytest.approx(1.2 * 0.6)
     slower = replace(tally, round_s=(*tally.round_s, 3.0))  # the machine just got busy
     assert slower.next_round_s == 3.0
+
+
+def _first(start: float, steps: float) -> SimpleNamespace:
+    phases = SimpleNamespace(
+        start_import_s=start, load_s=0.1, first_step_s=0.2, warmup_s=0.0, steady_s=steps
+    )
+    return SimpleNamespace(ok=True, metrics=SimpleNamespace(phases=phases))
+
+
+def test_after_the_first_round_the_next_is_costed_from_its_plain_phases() -> None:
+    """The first round also ran the numerics probe and the op scan: its wall time (6 s a
+    run here) would keep a 30 s budget from a second round, so the next round is costed
+    from each first run's start, load and steps (1.3 s), with the margin and overhead."""
+    tally = Tally(
+        done={"baseline": [_first(0.05, 0.95)], "target": [_first(0.05, 0.95)]},  # type: ignore[list-item]
+        rounds=1,
+        elapsed_s=12.0,
+        round_s=(12.0,),
+        run_s={"baseline": (6.0,), "target": (6.0,)},
+    )
+    plain = COST_MARGIN * 1.3 + RUN_OVERHEAD_S
+    assert tally.next_run_s("target") == pytest.approx(plain)
+    assert tally.next_round_s == pytest.approx(2 * plain)
+    # a first run that failed (no metrics) is costed by its wall time, as before
+    failed = replace(tally, done={"baseline": [], "target": [SimpleNamespace(ok=False)]})
+    assert failed.next_run_s("target") == pytest.approx(COST_MARGIN * 6.0)

@@ -7,6 +7,7 @@ is refused before anything is written; a side that fails is a result, not an err
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -149,12 +150,13 @@ def compare(
     if request.out and not resuming:
         check_fresh(Path(request.out))  # before a worker starts
     plan = request.measure
+    began = time.monotonic()  # set-up: preparing the workload (and the zygote) counts
     with Launcher() as launcher:
         template = _prepare(request, launcher, timeout_s=plan.timeout_s)
         reseeded = _reseeded(request, launcher) if plan.compliance else None
         out = Path(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)
-        with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+        with Orchestrator(out=out, progress=progress, launcher=launcher, started=began) as orch:
             orch.start_budget(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),

@@ -177,16 +177,41 @@ class Tally:
     @property
     def next_round_s(self) -> float:
         """What another round will cost: the typical round, or the last if it was dearer
-        (the machine just got slower)."""
+        (the machine just got slower). After the first round alone, the sum of each side's
+        plain run (see ``next_run_s``)."""
+        if len(self.round_s) == 1:
+            return min(self.round_s[0], sum(self.next_run_s(role) for role in self.run_s))
         return _next_cost(self.round_s)
 
     def next_run_s(self, role: Role) -> float:
-        """What another run of ``role`` without the first repeat's extras will cost."""
-        return _next_cost(self.run_s[role])
+        """What another run of ``role`` without the first repeat's extras will cost. After
+        the first run alone, that run without its extras (the numerics probe, the op scan:
+        first repeat only): the phases its worker timed up to its last step, with the
+        margin and the parent's own share per run."""
+        costs = self.run_s[role]
+        if len(costs) == 1 and self.done[role]:
+            plain = _plain_run_s(self.done[role][0])
+            if plain is not None:
+                return min(costs[0], COST_MARGIN * plain + RUN_OVERHEAD_S)
+        return _next_cost(costs)
 
 
 #: margin on the typical cost of what is still to run
 COST_MARGIN = 1.2
+#: a run's cost outside its timed phases: the worker's writing and exit, the parent's
+#: sealing of its bundle (a generous figure: the next rounds correct it)
+RUN_OVERHEAD_S = 0.5
+
+
+def _plain_run_s(bundle: Bundle) -> float | None:
+    """A run's start, load and steps (what every repeat pays), from its metrics."""
+    if not bundle.ok or bundle.metrics is None:
+        return None
+    metrics = bundle.metrics
+    p = metrics.phases
+    if p.start_import_s is None:
+        return None
+    return p.start_import_s + (p.load_s or 0.0) + p.first_step_s + p.warmup_s + p.steady_s
 
 
 def _next_cost(costs: tuple[float, ...]) -> float:

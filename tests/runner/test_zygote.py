@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from parity.runner.zygote import Zygote
+from parity.workloads.names import preload_modules
 
 ENTRY = "tests.runner.zygote_entries"
 pytestmark = pytest.mark.slow
@@ -46,10 +47,24 @@ def test_a_child_starts_fast_with_torch_loaded_and_its_own_logs(
     took = time.monotonic() - t0
     seen = (job / "seen.txt").read_text()
     assert "'torch_loaded': True" in seen and f"'sid': {pid}" in seen
-    assert "'marker': 'a'" in seen
+    assert "'marker': 'a'" in seen and "'preloaded': False" in seen  # only what it asked
     assert "child" in (job / "stdout.log").read_text()
     assert "to stderr" in (job / "stderr.log").read_text()
     assert took < 5.0  # no interpreter start, no import torch (about 4 s here)
+
+
+def test_a_workload_s_modules_are_preloaded_and_a_missing_one_is_left_to_the_worker(
+    tmp_path: Path,
+) -> None:
+    z = Zygote.start(preload=("tabnanny", "no_such_module_for_parity"))
+    try:
+        job = _job(tmp_path, "p", "ok")
+        assert z.wait(_fork(z, job), 60) == 0
+        assert "'preloaded': True" in (job / "seen.txt").read_text()
+    finally:
+        z.close()
+    assert preload_modules("hf:gpt2")[0] == "transformers"
+    assert preload_modules("gpt-train") == preload_modules(f"{tmp_path}/w.py:make") == ()
 
 
 def test_exit_codes_and_exceptions_come_back(zygote: Zygote, tmp_path: Path) -> None:

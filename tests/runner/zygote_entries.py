@@ -16,6 +16,7 @@ def main(argv: list[str]) -> int:
         "sid": os.getsid(0),
         "torch_loaded": "torch" in sys.modules,
         "marker": os.environ.get("ZYGOTE_MARKER"),
+        "preloaded": "tabnanny" in sys.modules,
     }
     print(f"child {seen}", flush=True)
     print("to stderr", file=sys.stderr, flush=True)

@@ -54,6 +54,7 @@ from parity.runner.cpu import process_cpu_s
 from parity.runner.failure import failure_reason, write_failed
 from parity.runner.worker import job_redactor
 from parity.runner.zygote import Zygote, ZygoteError
+from parity.workloads.names import preload_modules
 
 EventHandler = Callable[[Event], None]
 #: how often a running worker's events are relayed (its end is noticed at once)
@@ -182,7 +183,8 @@ class Launcher:
                 if self.zygote is not None:
                     self.zygote.close()
                 try:
-                    self.zygote = Zygote.start()
+                    name = job.workload.name if job.workload is not None else ""
+                    self.zygote = Zygote.start(preload=preload_modules(name))
                 except ZygoteError as exc:  # spawn from now on
                     self.broken = str(exc)
                     return "spawn"

@@ -137,6 +137,9 @@ def serve() -> None:
     _die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)
+    for name in sys.argv[1:]:  # the workload's own (``workloads.names.preload_modules``)
+        with contextlib.suppress(ImportError):  # its worker reports that, in its bundle
+            importlib.import_module(name)
     from parity.probes.packages import installed
 
     installed()  # cached: the installed packages do not change under a comparison
@@ -196,9 +199,11 @@ class Zygote:
         self.reader.start()
 
     @classmethod
-    def start(cls, *, timeout_s: float = 120.0) -> Zygote:
+    def start(cls, *, preload: tuple[str, ...] = (), timeout_s: float = 120.0) -> Zygote:
+        """A zygote that imported ``PRELOAD`` and ``preload`` (a module that fails to
+        import is left to the workers)."""
         proc = subprocess.Popen(
-            [sys.executable, "-m", "parity.runner.zygote"],
+            [sys.executable, "-m", "parity.runner.zygote", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

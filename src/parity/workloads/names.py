@@ -25,6 +25,16 @@ BUILTIN_KINDS = {
     "mlp-train": "train",
 }
 PREFIXES = ("hf",)
+#: what a built-in prefix's workloads import besides torch: a zygote preloads it (importing
+#: transformers costs a second or more, which every forked repeat would otherwise pay)
+PREFIX_MODULES = {"hf": ("transformers", "parity.workloads.checkpoint", "parity.workloads.hf")}
+
+
+def preload_modules(name: str) -> tuple[str, ...]:
+    """The modules the workload ``name`` needs beyond the zygote's own (a built-in
+    prefix's; never a user's file or a plugin's)."""
+    prefix, sep, _ = name.partition(":")
+    return PREFIX_MODULES.get(prefix, ()) if sep and not is_file_workload(name) else ()
 
 
 def _plugins_configured() -> bool:
