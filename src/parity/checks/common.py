@@ -174,6 +174,17 @@ def train(run: CheckRun, jobs: Sequence[Training]) -> dict[str, Bundle]:
     return {j.name: bundle for j, bundle in zip(jobs, done, strict=True)}
 
 
+def resume(run: CheckRun, side: SideSpec) -> Bundle:
+    """The part that resumes from the check's checkpoint on ``side`` (``OUT/resumed``)."""
+    job = run.template.job(
+        "resumed",
+        side,
+        mode="train_ckpt",
+        checkpoint=CheckpointPlan(resume_from=str(run.checkpoint)),
+    )
+    return run.orch.run(job, run.out / "resumed", label="resumed")
+
+
 def parts_ran(bundles: dict[str, Bundle], expected_failed: tuple[str, ...] = ()) -> Gate:
     bad = [
         f"{name} failed: {b.manifest.reason}"

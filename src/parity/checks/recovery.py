@@ -18,25 +18,9 @@ import os
 import signal
 from pathlib import Path
 
-from parity.checks.common import (
-    Training,
-    continuation,
-    finish,
-    loss_tolerances,
-    parts_ran,
-    start,
-    train,
-)
+from parity.checks import common
 from parity.errors import CheckpointError
-from parity.model.checks import (
-    CheckFigures,
-    CheckGate,
-    CheckResult,
-    CheckSettings,
-    CheckSides,
-    Gate,
-    Kill,
-)
+from parity.model import checks as results
 from parity.model.job import CheckpointPlan, Event
 from parity.orchestrate import ProgressSink
 from parity.request import CheckRequest
@@ -75,8 +59,8 @@ class Killer:
             return False
         return f".{self.final.name}.tmp-" in stdout
 
-    def kill(self) -> Kill:
-        return Kill(
+    def kill(self) -> results.Kill:
+        return results.Kill(
             signal="SIGKILL",
             by="the parent, on the worker's checkpoint event",
             sent_after_step=self.killed_after,
@@ -96,8 +80,8 @@ def _saved_step(checkpoint: Path) -> tuple[int | None, str]:
         return None, f"; checkpoint: {exc}"
 
 
-def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> CheckResult:
-    run = start(request, progress)
+def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> results.CheckResult:
+    run = common.start(request, progress)
     k, m = run.k, run.m
     side, t = request.target, run.template
     killer = Killer(run.out / "killed")
@@ -106,18 +90,18 @@ def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
         checkpoint_dir=str(run.checkpoint),
         await_kill_s=min(AWAIT_KILL_S, request.timeout_s / 2),
     )
-    bundles = train(
+    bundles = common.train(
         run,
         [
-            Training("uninterrupted", side, CheckpointPlan()),
-            Training("killed", side, plan, hook=killer),
+            common.Training("uninterrupted", side, CheckpointPlan()),
+            common.Training("killed", side, plan, hook=killer),
         ],
     )
     killed = bundles["killed"]
     saved, note = _saved_step(run.checkpoint)
     reason = (killed.manifest.reason or killed.status) + note
     kill_ok = killer.killed_after is not None and not killed.ok and "SIGKILL" in reason
-    kill_gate = Gate(
+    kill_gate = results.Gate(
         name=f"killed after the checkpoint at step {k}",
         passed=kill_ok and saved == k,
         detail=(
@@ -128,20 +112,19 @@ def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
         ),
     )
     if kill_gate.passed:
-        resumed = t.job(
-            "resumed",
-            side,
-            mode="train_ckpt",
-            checkpoint=CheckpointPlan(resume_from=str(run.checkpoint)),
-        )
-        bundles["resumed"] = run.orch.run(resumed, run.out / "resumed", label="resumed")
-    gates: list[CheckGate] = [parts_ran(bundles, expected_failed=("killed",)), kill_gate]
-    tol = loss_tolerances(request)
-    figures = CheckFigures(k=k, m=m, kill=killer.kill())
+        bundles["resumed"] = common.resume(run, side)
+    gates: list[results.CheckGate] = [
+        common.parts_ran(bundles, expected_failed=("killed",)),
+        kill_gate,
+    ]
+    tol = common.loss_tolerances(request)
+    figures = results.CheckFigures(k=k, m=m, kill=killer.kill())
     if all(g.passed for g in gates):
-        more, cont = continuation(bundles["uninterrupted"], bundles["resumed"], k, tol, str(side))
+        more, cont = common.continuation(
+            bundles["uninterrupted"], bundles["resumed"], k, tol, str(side)
+        )
         gates += more
-        figures = CheckFigures(k=k, m=m, kill=killer.kill(), continuation=cont)
+        figures = results.CheckFigures(k=k, m=m, kill=killer.kill(), continuation=cont)
     worst = figures.continuation.loss_max_rel_diff if figures.continuation else None
     evidence = (
         f"parity check recovery: {t.description.name} ({t.workload.size}) on {side} killed "
@@ -149,10 +132,10 @@ def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
         f"steps: loss within {tol['final_loss_rel']:g} at every step (max relative "
         f"difference {worst or 0.0:.2g})"
     )
-    return finish(
+    return common.finish(
         run,
-        sides=CheckSides(device=str(side)),
-        settings=CheckSettings(k=k, m=m, steps=k + m, tolerances=tol),
+        sides=results.CheckSides(device=str(side)),
+        settings=results.CheckSettings(k=k, m=m, steps=k + m, tolerances=tol),
         gates=gates,
         figures=figures,
         bundles=bundles,

@@ -16,52 +16,34 @@ baseline's are reported (the handover), not gated: ``parity compare`` judges tho
 
 from __future__ import annotations
 
-from parity.checks.common import (
-    Training,
-    continuation,
-    finish,
-    loss_tolerances,
-    parts_ran,
-    start,
-    train,
-)
+from parity.checks import common
 from parity.judge import quality
-from parity.model.checks import (
-    CheckFigures,
-    CheckGate,
-    CheckResult,
-    CheckSettings,
-    CheckSides,
-    Handover,
-)
+from parity.model import checks as results
 from parity.model.job import CheckpointPlan
 from parity.orchestrate import ProgressSink
 from parity.request import CheckRequest
 
 
-def rollback(request: CheckRequest, *, progress: ProgressSink | None = None) -> CheckResult:
-    run = start(request, progress)
+def rollback(request: CheckRequest, *, progress: ProgressSink | None = None) -> results.CheckResult:
+    run = common.start(request, progress)
     k, m = run.k, run.m
     target, baseline = request.target, request.baseline or request.target
     t = run.template
     ckpt = CheckpointPlan(stop_at=k, save_at=k, checkpoint_dir=str(run.checkpoint))
-    bundles = train(
+    bundles = common.train(
         run,
-        [Training("baseline", baseline, CheckpointPlan()), Training("target", target, ckpt)],
+        [
+            common.Training("baseline", baseline, CheckpointPlan()),
+            common.Training("target", target, ckpt),
+        ],
     )
     if bundles["target"].ok:
-        resumed = t.job(
-            "resumed",
-            baseline,
-            mode="train_ckpt",
-            checkpoint=CheckpointPlan(resume_from=str(run.checkpoint)),
-        )
-        bundles["resumed"] = run.orch.run(resumed, run.out / "resumed", label="resumed")
-    tol = loss_tolerances(request)
-    gates: list[CheckGate] = [parts_ran(bundles)]
-    figures = CheckFigures(k=k, m=m)
+        bundles["resumed"] = common.resume(run, baseline)
+    tol = common.loss_tolerances(request)
+    gates: list[results.CheckGate] = [common.parts_ran(bundles)]
+    figures = results.CheckFigures(k=k, m=m)
     if gates[0].passed:
-        more, cont = continuation(
+        more, cont = common.continuation(
             bundles["baseline"], bundles["resumed"], k, tol, f"{target} -> {baseline}"
         )
         gates += more
@@ -70,11 +52,11 @@ def rollback(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
             list(bundles["target"].losses),
             tol["final_loss_rel"],
         )
-        figures = CheckFigures(
+        figures = results.CheckFigures(
             k=k,
             m=m,
             continuation=cont,
-            handover=Handover(
+            handover=results.Handover(
                 target_loss_at_k=hand.final_target,
                 baseline_loss_at_k=hand.final_baseline,
                 first_k_max_rel_diff=hand.max_rel,
@@ -87,10 +69,10 @@ def rollback(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
         f"{target}, resumed on {baseline} for {m}: loss within {tol['final_loss_rel']:g} at "
         f"every step (max relative difference {worst or 0.0:.2g})"
     )
-    return finish(
+    return common.finish(
         run,
-        sides=CheckSides(target=str(target), baseline=str(baseline)),
-        settings=CheckSettings(k=k, m=m, steps=k + m, tolerances=tol),
+        sides=results.CheckSides(target=str(target), baseline=str(baseline)),
+        settings=results.CheckSettings(k=k, m=m, steps=k + m, tolerances=tol),
         gates=gates,
         figures=figures,
         bundles=bundles,
