@@ -9,13 +9,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from parity.bundle import SideRuns, load_bundle
+from parity.bundle import SideRuns, load_bundle, load_side
 from parity.errors import ContractError
-from parity.judge.verdict import judge
+from parity.judge.latency import pooled_generation
+from parity.judge.verdict import _side_info, judge
 from parity.model.metrics import InputPipeline
 from parity.model.numerics import NonFiniteOrigin
 from parity.model.quality import LossCheck, NonFiniteCheck, TokensCheck
+from parity.model.roles import ByRole
 from parity.model.verdict import JudgeInputs
+from parity.probes.latency import generation_metrics
+from parity.report.figures import latency
+from parity.report.parts import Table
 from tests.fixtures import bundles
 
 
@@ -184,3 +189,32 @@ def test_a_nan_output_without_a_replay_says_the_module_is_unknown(tmp_path: Path
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
     assert check.side == "baseline" and check.what == "output logits" and check.module is None
     assert "module is unknown" in (check.detail or "")
+
+
+def _generating(path: Path, ttft_ms: float, steps: int) -> None:
+    """A bundle whose steady steps each made 4 tokens, the first after ``ttft_ms``."""
+    stamps = [tuple(int((ttft_ms + 2 * k) * 1e6) for k in range(4)) for _ in range(steps)]
+    gen = replace(generation_metrics(stamps, 2), token_times_ns=tuple(stamps))
+    man = bundles.manifest(role="target", spec="cpu")
+    samples = [0.02] + [0.01] * steps
+    bundles.write_bundle(path, man, run_metrics=bundles.metrics(samples, generation=gen))
+
+
+def test_latency_percentiles_pool_every_repeat_as_the_speed_ratio_does(tmp_path: Path) -> None:
+    """Two processes, 10 ms and 30 ms to the first token: the side's TTFT pools both (its
+    median between them, 20 samples), not the first repeat's alone."""
+    _generating(tmp_path / "side" / "r00", 10.0, 10)
+    _generating(tmp_path / "side" / "r01", 30.0, 10)
+    side = load_side(tmp_path / "side")
+    pooled = pooled_generation(side.ok)
+    assert pooled is not None and pooled.repeats == 2 and pooled.token_times_ns is None
+    assert pooled.ttft_s.n == 20 and pooled.ttft_s.p50 == pytest.approx(0.020)
+    assert pooled.ttft_s.p90 == pytest.approx(0.030)
+    first = pooled_generation(side.ok[:1])
+    assert first is not None and first.repeats == 1 and first.ttft_s.p50 == pytest.approx(0.010)
+    # the verdict shows the pooled figures, and says over what
+    info = _side_info(side)
+    assert info.generation is not None and info.generation.ttft_s.n == 20
+    legend = latency(ByRole(baseline=info, target=info))[0]
+    assert isinstance(legend, Table) and "every repeat of each side" in (legend.legend or "")
+    assert "(2 / 2 processes)" in (legend.legend or "")

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -166,7 +167,12 @@ def test_report_renders_in_chromium(
     browser.set_window_size(width, 900)
     browser.get_log("browser")  # drop anything from earlier pages
     browser.get(page.as_uri())
-    assert browser.execute_script("return document.readyState") == "complete"
+    # get() returns once the page has loaded; on a busy machine a large page's
+    # readyState can still read "loading" for a moment after a resize: wait for it
+    deadline = time.monotonic() + 30
+    while browser.execute_script("return document.readyState") != "complete":
+        assert time.monotonic() < deadline, "the report never finished loading"
+        time.sleep(0.1)
     assert browser.title.startswith("parity: ")
     errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
     assert errors == [], errors

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from parity.bundle import Bundle, SideRuns
+from parity.judge.latency import pooled_generation
 from parity.judge.speed import side_step_time
 from parity.model.quality import Convergence
 from parity.model.verdict import (
@@ -89,7 +90,7 @@ def _serving(side: SideRuns, inputs: CostInputs, head: SideCost) -> SideCost:
     items = metrics.items_per_step if metrics is not None else None
     tokens_per_s = items.tokens / median if items and items.tokens and median else None
     samples_per_s = items.samples / median if items and median else None
-    generation = metrics.generation if metrics is not None else None
+    generation = pooled_generation(side.ok or side.repeats[:1])
     if generation is not None and generation.output_tokens_per_s.p50:
         tokens_per_s = generation.output_tokens_per_s.p50
     per_hour = head.usd_per_accelerator_hour or 0.0

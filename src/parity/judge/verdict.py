@@ -23,6 +23,7 @@ from parity.errors import ContractError
 from parity.judge import compat, decision, quality, tolerances
 from parity.judge.agreement import agreement_checks
 from parity.judge.cost import judge_cost
+from parity.judge.latency import pooled_generation, pooled_inference
 from parity.judge.numerics import judge_numerics
 from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
@@ -81,8 +82,8 @@ def _side_info(side: SideRuns) -> SideInfo:
         median_step_s=median,
         throughput=throughput,
         flops=flops,
-        generation=metrics.generation if metrics is not None else None,
-        inference=metrics.inference if metrics is not None else None,
+        generation=pooled_generation(side.ok or side.repeats[:1]),
+        inference=pooled_inference(side.ok or side.repeats[:1]),
         noise_warnings=_worst_noise(side.ok),
         input_pipeline=InputPipeline.pooled(
             tuple(

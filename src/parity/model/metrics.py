@@ -141,12 +141,19 @@ class Generation:
     #: what a step timed: parity's own loop or the model's generate() (its words are
     #: ``definitions["loop"]``)
     loop: GenerateLoopName | None = omit_none()
+    #: each steady step's token stamps (ns from the step's start), kept in a bundle so that
+    #: a side's percentiles pool every repeat; a verdict keeps the figures only
+    token_times_ns: tuple[tuple[int, ...], ...] | None = omit_none()
+    #: in a verdict: the repeats (fresh processes) the percentiles pool
+    repeats: int | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Inference:
     latency_s: Percentiles
     definitions: dict[str, str] = field(default_factory=dict)
+    #: in a verdict: the repeats (fresh processes) the percentiles pool
+    repeats: int | None = omit_none()
 
 
 #: a side is input-bound when more than this share of its steady step goes to its inputs

@@ -44,7 +44,8 @@ def curve_section(points: Sequence[tuple[int, Verdict]]) -> Section:
             )
         )
     legend = (
-        "latency p50 / p90 / p99 per step over each side's first repeat; samples: baseline / target"
+        "latency p50 / p90 / p99 per step over each side's repeats (pooled, as the speed "
+        "ratio is); samples: baseline / target"
     )
     made = table(
         [

@@ -130,6 +130,21 @@ def _percentiles(info: SideInfo, key: str) -> Percentiles | None:
     return value if isinstance(value, Percentiles) else None
 
 
+def pooled_over(sides: ByRole[SideInfo]) -> str:
+    """Which steps a side's latency percentiles pool: every repeat's (as the speed ratio
+    does), or the first repeat's where the bundles did not keep their token stamps."""
+    counts = []
+    for _, info in sides.items():
+        section = info.generation or info.inference
+        counts.append(section.repeats if section is not None and section.repeats else 1)
+    if max(counts) <= 1:
+        return "the steady steps of each side's first repeat"
+    return (
+        "the steady steps of every repeat of each side, pooled as the speed ratio is "
+        f"({counts[0]} / {counts[1]} processes)"
+    )
+
+
 def latency(sides: ByRole[SideInfo]) -> list[Part]:
     """p50 / p90 / p99 of each latency figure per side, with the samples behind them."""
     rows = []
@@ -143,10 +158,7 @@ def latency(sides: ByRole[SideInfo]) -> list[Part]:
         marked = marked or any(p is not None and p.n < fmt.P99_MIN_SAMPLES for p in (a, b))
     if not rows:
         return []
-    legend = (
-        "p50 / p90 / p99 over the steady steps of each side's first repeat; "
-        "samples: baseline / target"
-    )
+    legend = f"p50 / p90 / p99 over {pooled_over(sides)}; samples: baseline / target"
     parts: list[Part] = [
         table(
             [

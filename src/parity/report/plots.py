@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from parity.bundle import Bundle, SideRuns
 from parity.model.metrics import MemoryPhase, Percentiles
 from parity.model.verdict import ROLES, Role, Verdict
-from parity.report.figures import LATENCY, MEMORY
+from parity.report.figures import LATENCY, MEMORY, pooled_over
 from parity.report.quality import shown_layers
 from parity.report.svg import COLORS, RC, Canvas, Plot, plain
 from parity.report.view import Sides
@@ -276,7 +276,7 @@ def latency_plot(verdict: Verdict) -> Plot | None:
         )
         return canvas.render(
             "Latency percentiles",
-            "p50, p90 and p99 over the steady-state steps of each side's first repeat.",
+            f"p50, p90 and p99 over {pooled_over(verdict.sides)}.",
         )
 
 

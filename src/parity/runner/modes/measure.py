@@ -285,6 +285,9 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
         runner = loaded.runner
         loop = (runner.loop, LOOPS[runner.loop]) if isinstance(runner, GenerateLoop) else None
         generation = generation_metrics(token_times[steady], workload.batch_size, loop=loop)
+        generation = replace(
+            generation, token_times_ns=tuple(tuple(s) for s in token_times[steady])
+        )
     elif workload.kind == "infer":
         inference = step_latency(steps.seconds[steady])
     # MFU per device: the step's FLOPs are the global batch's, spread over the ranks
