@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from parity.model.codec import omit_none
-from parity.model.workload import FingerprintParts, WorkloadDescription
+from parity.model.workload import FingerprintParts, WorkloadDescription, WorkloadRef
 from parity.spec import SideSpec, WorkloadSpec
 
 JOB_FILE = "job.json"
@@ -104,6 +104,16 @@ class Job:
     soak: SoakPlan | None = omit_none()
     script: ScriptPlan | None = omit_none()
     prepare: PreparePlan | None = omit_none()
+
+    def workload_ref(self) -> WorkloadRef:
+        """What a manifest records of the job's workload (every bundle of the job, ok or
+        failed, says the same)."""
+        return WorkloadRef(
+            spec=self.workload,
+            fingerprint=self.fingerprint,
+            parts=self.parts,
+            description=self.description,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

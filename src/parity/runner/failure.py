@@ -21,7 +21,6 @@ from parity.model import SCHEMA_VERSION
 from parity.model.codec import decode, loads
 from parity.model.job import ERROR_FILE, Job, WorkerError
 from parity.model.manifest import Manifest
-from parity.model.workload import WorkloadRef
 from parity.runner.worker import EXIT_UNWRITABLE, job_redactor
 from parity.version import __version__
 
@@ -132,12 +131,7 @@ def failed_manifest(job: Job, reason: str, stderr: str, written: Manifest | None
             repeat=job.repeat,
             mode=job.mode,
             side=job.side,
-            workload=WorkloadRef(
-                spec=job.workload,
-                fingerprint=job.fingerprint,
-                parts=job.parts,
-                description=job.description,
-            ),
+            workload=job.workload_ref(),
         )
     r = job_redactor(job)
     return replace(written, status="failed", reason=r.text(reason), stderr_tail=r.text(stderr))

@@ -36,7 +36,6 @@ from parity.model import SCHEMA_VERSION
 from parity.model.codec import dumps
 from parity.model.job import EVENTS_FILE, Event, Job
 from parity.model.manifest import DistInfo, Items, Manifest, Resolved
-from parity.model.workload import WorkloadRef
 from parity.plugins import load_plugins
 from parity.probes import environment
 from parity.probes.determinism import RefusalRecorder
@@ -150,12 +149,7 @@ class SideSession:
             repeat=self.job.repeat,
             mode=self.job.mode,
             side=side,
-            workload=WorkloadRef(
-                spec=self.job.workload,
-                fingerprint=self.job.fingerprint,
-                parts=self.job.parts,
-                description=self.job.description,
-            ),
+            workload=self.job.workload_ref(),
             environment=environment.collect(device),
             resolved=resolved,
             started_unix=time.time(),
