@@ -273,6 +273,17 @@ def test_wide_tables_are_not_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     assert max(map(len, wide.stdout.splitlines())) > 150
 
 
+def test_the_workloads_table_keeps_its_columns_at_80() -> None:
+    shown = invoke("workloads", env={"COLUMNS": "80"})
+    lines = shown.stdout.splitlines()
+    assert shown.exit_code == 0 and max(map(len, lines)) <= 80
+    header = next(line for line in lines if "name" in line and "description" in line)
+    columns = ["name", "kind", "size", "params", "batch", "seq", "steps", "description"]
+    assert header.split() == columns
+    assert any(line.split()[:3] == ["gpt-train", "train", "small"] for line in lines)
+    assert any(line.startswith("  params: parameter count") for line in lines)
+
+
 # -- help, entry point, weight ---------------------------------------------------------------
 
 

@@ -97,10 +97,16 @@ class ParityGroup(TyperGroup):
         try:
             head, script = split_script(argv)
             head = optional_values(head)
+            bare = self._bare_group(head)
+            if bare is not None:  # the help, then exit code 2, whichever Click is installed
+                head = [*head, "--help"]
             returned = super().main(
                 head, "parity", standalone_mode=False, obj=Invocation(script), **extra
             )
             code = returned if isinstance(returned, int) else 0
+            if bare is not None:
+                sys.stderr.write(f"parity: error: {bare} needs a command (listed above)\n")
+                code = 2
             if code == 130:
                 sys.stderr.write("parity: interrupted\n")
         except (Exception, KeyboardInterrupt) as exc:
@@ -108,6 +114,14 @@ class ParityGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+    def _bare_group(self, head: Sequence[str]) -> str | None:
+        """``parity`` or ``parity check`` with nothing after it: the command path."""
+        if not head:
+            return "parity"
+        if len(head) == 1 and hasattr(self.commands.get(head[0]), "commands"):
+            return f"parity {head[0]}"
+        return None
 
 
 def _report(exc: BaseException) -> int:

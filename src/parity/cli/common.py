@@ -317,17 +317,35 @@ def fail_usage(message: str) -> NoReturn:
     raise UsageError(message)
 
 
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    """What the command-line parser raises: Typer's own exception where it vendors Click
+    (typer >= 0.20), Click's where Typer uses the Click that is installed (older Typer, as
+    a lent GPU machine's image may hold)."""
+    found: list[type[BaseException]] = []
+    vendored = getattr(typer, "TyperException", None)
+    if isinstance(vendored, type) and issubclass(vendored, BaseException):
+        found.append(vendored)
+    try:
+        from click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - Typer without Click installed
+        pass
+    else:
+        found.append(ClickException)
+    return tuple(found)
+
+
 def error_line(exc: BaseException) -> tuple[int, str]:
     """The exit code and the one line that an error ends the command with."""
     if isinstance(exc, UsageError):
         return 2, f"parity: error: {one_line(exc)}"
     if isinstance(exc, ParityError):
         return 1, f"parity: {one_line(exc)}"
-    if isinstance(exc, typer.TyperException):  # a usage error found while parsing
+    if isinstance(exc, _parse_errors()):  # a usage error found while parsing
         ctx = getattr(exc, "ctx", None)
         where = f" (see {ctx.command_path if ctx is not None else 'parity'} --help)"
-        code = exc.exit_code if exc.exit_code in (1, 2) else 2
-        return code, f"parity: error: {one_line(exc.format_message())}{where}"
+        code = getattr(exc, "exit_code", 2)
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        return (code if code in (1, 2) else 2), f"parity: error: {one_line(message)}{where}"
     if isinstance(exc, KeyboardInterrupt):
         return 130, "parity: interrupted"
     return 1, (

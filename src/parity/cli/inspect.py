@@ -157,14 +157,15 @@ def workloads(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
         c.write_out(json.dumps([r._asdict() for r in rows], indent=2))
         return
     columns: list[tuple[str, ColumnKind]] = [("name", "name"), ("kind", "text"), ("size", "text")]
-    columns += [(h, "number") for h in ("parameters", "batch", "seq", "steps")]
+    columns += [(h, "number") for h in ("params", "batch", "seq", "steps")]
     columns.append(("description", "text"))
     cells = [
         (r.name, r.kind, r.size, f"{r.parameters / 1e6:.2f}M", str(r.batch_size), *tail)
         for r in rows
         for tail in [(str(r.seq_len or "-"), str(r.steps), r.description)]
     ]
-    table("workloads", columns, cells, wide=wide)
+    legend = "params: parameter count (M: millions); batch, seq, steps: the size's defaults"
+    table("workloads", columns, cells, wide=wide, legend=legend)
 
 
 def init(
