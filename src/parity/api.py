@@ -144,14 +144,17 @@ def compare(
     if request.script:
         return _compare_script(request, progress=progress, resuming=resuming)
     from parity.cache import cache_root
-    from parity.checks.common import read_checks
 
-    read_checks([Path(p) for p in request.checks])  # validated before anything is written
     if request.out and not resuming:
         check_fresh(Path(request.out))  # before a worker starts
     plan = request.measure
     began = time.monotonic()  # set-up: preparing the workload (and the zygote) counts
     with Launcher() as launcher:
+        assert request.workload is not None
+        launcher.warm(request.workload.name)  # the zygote imports while this process does
+        from parity.checks.common import read_checks  # (torch, for the judge)
+
+        read_checks([Path(p) for p in request.checks])  # validated before anything is written
         template = _prepare(request, launcher, timeout_s=plan.timeout_s)
         reseeded = _reseeded(request, launcher) if plan.compliance else None
         out = Path(request.out) if request.out else default_out(template.description.name)

@@ -94,3 +94,37 @@ def test_children_die_with_the_zygote(tmp_path: Path) -> None:
             return
         time.sleep(0.1)
     pytest.fail("the child outlived its zygote")
+
+
+def test_a_zygote_launched_ahead_is_the_one_used_and_an_unused_one_is_reaped() -> None:
+    from parity.runner.launch import Launcher
+    from tests.fixtures.jobs import workload_job
+
+    job = workload_job("mlp-train", side="cpu")
+    with Launcher(fork=True) as launcher:
+        launcher.warm("mlp-train")
+        assert launcher.pending is not None
+        ahead = launcher.pending[1]
+        assert launcher.prepare(job) == "fork"
+        assert launcher.zygote is not None and launcher.zygote.proc is ahead
+        assert launcher.pending is None
+    assert ahead.poll() == 0  # ended by its own quick exit, not killed
+    with Launcher(fork=True) as launcher:
+        launcher.warm("mlp-train")
+        assert launcher.pending is not None
+        unused = launcher.pending[1]
+    assert unused.poll() is not None and launcher.pending is None
+    with Launcher(fork=False) as launcher:  # spawn only: nothing launched ahead
+        launcher.warm("mlp-train")
+        assert launcher.pending is None
+
+
+def test_the_zygote_ends_without_the_interpreter_s_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Torch's teardown took about a second at the end of every comparison."""
+    marker = tmp_path / "atexit.txt"
+    monkeypatch.setenv("PARITY_TEST_ATEXIT", str(marker))
+    z = Zygote.start(preload=("tests.runner.zygote_atexit",))
+    z.close()
+    assert z.proc.returncode == 0 and not marker.exists()

@@ -164,6 +164,8 @@ class Launcher:
             fork = os.environ.get("PARITY_LAUNCHER", "fork") != "spawn"
         self.fork = fork
         self.zygote: Zygote | None = None
+        #: a zygote launched ahead (``warm``) and the modules it preloads
+        self.pending: tuple[tuple[str, ...], subprocess.Popen[bytes]] | None = None
         self.broken: str | None = None
         self.lock = threading.Lock()  # parts run from threads share one zygote
 
@@ -184,11 +186,27 @@ class Launcher:
                     self.zygote.close()
                 try:
                     name = job.workload.name if job.workload is not None else ""
-                    self.zygote = Zygote.start(preload=preload_modules(name))
+                    self.zygote = self._zygote(preload_modules(name))
                 except ZygoteError as exc:  # spawn from now on
                     self.broken = str(exc)
                     return "spawn"
         return how
+
+    def warm(self, workload: str) -> None:
+        """Launch the zygote for ``workload`` now, without waiting: it imports torch while
+        this process reads its own inputs (``prepare`` takes it when it is ready)."""
+        with self.lock:
+            if self.fork and self.broken is None and self.zygote is None and not self.pending:
+                preload = preload_modules(workload)
+                self.pending = (preload, Zygote.launch(preload=preload))
+
+    def _zygote(self, preload: tuple[str, ...]) -> Zygote:
+        pending, self.pending = self.pending, None
+        if pending is not None and pending[0] == preload and pending[1].poll() is None:
+            return Zygote.ready(pending[1])
+        if pending is not None:
+            _stop(pending[1])
+        return Zygote.start(preload=preload)
 
     def start(self, job: Job, tmp: Path, env: dict[str, str]) -> Worker:
         out, err = tmp / "stdout.log", tmp / "stderr.log"
@@ -220,12 +238,25 @@ class Launcher:
         if self.zygote is not None:
             self.zygote.close()
             self.zygote = None
+        if self.pending is not None:  # launched ahead and never used
+            _stop(self.pending[1])
+            self.pending = None
 
     def __enter__(self) -> Launcher:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """A zygote that was launched and is not wanted: killed, reaped, its pipes closed."""
+    proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 def run_job(

@@ -175,6 +175,9 @@ def serve() -> None:
     for pid in children:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
+    # nothing left to write: skip the interpreter's teardown of torch (about a second the
+    # parent would wait for at the end of every comparison)
+    os._exit(0)
 
 
 # -- the parent's side -----------------------------------------------------------------------
@@ -202,7 +205,12 @@ class Zygote:
     def start(cls, *, preload: tuple[str, ...] = (), timeout_s: float = 120.0) -> Zygote:
         """A zygote that imported ``PRELOAD`` and ``preload`` (a module that fails to
         import is left to the workers)."""
-        proc = subprocess.Popen(
+        return cls.ready(cls.launch(preload=preload), timeout_s=timeout_s)
+
+    @staticmethod
+    def launch(*, preload: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+        """The zygote's process, importing while the caller goes on (``ready`` waits)."""
+        return subprocess.Popen(
             [sys.executable, "-m", "parity.runner.zygote", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -210,6 +218,10 @@ class Zygote:
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
+
+    @classmethod
+    def ready(cls, proc: subprocess.Popen[bytes], *, timeout_s: float = 120.0) -> Zygote:
+        """The handle on a launched zygote once it says it is ready."""
         assert proc.stdout is not None
         ready = _read_line(proc.stdout, timeout_s)
         if ready != {"ready": True}:
