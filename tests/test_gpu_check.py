@@ -152,7 +152,40 @@ def test_gpu_wheels_carries_only_what_the_image_lacks(tmp_path: Path) -> None:
         env=env,
         check=True,
     )
-    assert "to carry: typer>=0.12 rich>=13 jsonschema>=4" in listed.stdout
+    assert "to carry: typer>=0.12.4 rich>=13 jsonschema>=4" in listed.stdout
+    # named: carried even though the image holds it (gpu-check found its version too old)
+    listed = subprocess.run(
+        [*wheels, "numpy>=9"], capture_output=True, text=True, env=env, check=True
+    )
+    assert "to carry: numpy>=9" in listed.stdout and "numpy>=1.24" not in listed.stdout
+
+
+def test_an_image_package_older_than_parity_needs_stops_the_run_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """The image's own packages are checked against pyproject's floors before any step:
+    a dry run given an old numpy (a fake distribution first on the path) says which and
+    how to carry a newer one, with exit code 2."""
+    fake = tmp_path / "site"
+    dist = fake / "numpy-1.0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: numpy\nVersion: 1.0.0\n")
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        **OFFLINE,
+        "GPU_CHECK_DRY": "1",
+        "GPU_CHECK_PYTHON": sys.executable,
+        "PYTHONPATH": str(fake),
+        "OUT": str(out),
+    }
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "gpu-check")], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 2, done.stdout[-2000:]
+    summary = (out / "summary.txt").read_text().strip().splitlines()
+    assert summary[0].startswith("[FAIL] environment: too old: numpy 1.0.0")
+    assert "scripts/gpu-wheels 'numpy>=1.24'" in summary[0]
 
 
 def test_report_lines_for_failures_and_the_result(tmp_path: Path) -> None:
