@@ -128,3 +128,20 @@ def test_a_table_has_a_header_rule_and_legend(width: int | None) -> None:
     t = table([("a", "text"), ("b", "number")], [("x", "1")], legend="b: one", title="T")
     lines = ["".join(s for s, _ in line) for line in table_lines(t, width, rule="-")]
     assert lines[0] == "T" and lines[-1] == "b: one" and set(lines[2]) <= {"-", " "}
+
+
+@given(width=st.integers(min_value=24, max_value=60))
+def test_a_record_s_value_goes_under_a_label_that_leaves_it_no_room(width: int) -> None:
+    """Too narrow for columns: one record per row; a value that cannot sit beside a long
+    label without breaking its words is put under it, indented, never one letter a line."""
+    value = "train on the target, checkpoint, resume on the baseline, and compare"
+    t = table(
+        [("item", "text"), ("evidence, or how to check", "text"), ("took", "number")],
+        [("rollback path", value, "125.42 ms (39 steps)")],
+    )
+    lines = ["".join(s for s, _ in line) for line in table_lines(t, width)]
+    assert all(len(line) <= width for line in lines), lines
+    words = " ".join(lines).split()
+    assert all(w in words for w in value.split()), lines  # every word whole
+    assert "125.42" in words and "ms" in words
+    assert all(len(line.strip()) != 1 for line in lines), lines

@@ -19,7 +19,7 @@ def render(verdict: Verdict, width: int, *, terminal: bool, wide: bool = False) 
 
 
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
-@pytest.mark.parametrize("width", [80, 100, 200])
+@pytest.mark.parametrize("width", [40, 60, 80, 100, 200])
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_line_fits_and_no_word_is_split(name: str, width: int, terminal: bool) -> None:
     verdict = CASES[name]

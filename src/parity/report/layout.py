@@ -16,6 +16,8 @@ from parity.report.parts import Column, ColumnKind, Row, Table
 Span = tuple[str, str]
 Line = list[Span]
 GAP = 2
+#: a record's value under its label, where it does not fit beside it
+RECORD_INDENT = 4
 ELLIPSIS = "…"
 #: columns whose cells are abbreviated from the middle, and the separator of their parts
 SEPARATORS: dict[ColumnKind, str] = {"name": ".", "path": "/"}
@@ -110,8 +112,8 @@ def wrap(text: str, width: int | None, later: int | None = None) -> list[str]:
 def fit_cell(text: str, kind: ColumnKind, width: int | None) -> list[str]:
     if width is None or len(text) <= width:
         return [text]
-    if kind == "number" and _figure_like(text):
-        return _figures(text, width)
+    if kind == "number" and _figure_like(text):  # whole figures; words only if even one
+        return [piece for line in _figures(text, width) for piece in wrap(line, width)]
     if kind in SEPARATORS:
         short = abbreviate(text, width, SEPARATORS[kind])
         if short is not None:
@@ -266,12 +268,27 @@ def _records(table: Table, width: int | None) -> list[Line]:
         head = f"{col.header}: {cell}" if col.header else cell
         out += [[(x, style or "strong")] for x in fit_cell(head, "text", width)]
         for col, cell, style in rest:
-            label = f"  {col.header}: " if col.header else "  "
-            room = None if width is None else max(width - len(label), 1)
-            lines = fit_cell(cell, col.kind, room)
-            out.append([(label, "muted"), (lines[0], style)])
-            out += [[(" " * len(label), ""), (x, style)] for x in lines[1:]]
+            out += _field(col, cell, style, width)
     return out
+
+
+def _field(col: Column, cell: str, style: str, width: int | None) -> list[Line]:
+    """``header: value`` of a record: the value beside its label where it fits there
+    without breaking a word, else under it, indented (a narrow terminal and a long
+    label: ``evidence, or how to check:``)."""
+    label = f"  {col.header}: " if col.header else "  "
+    room = None if width is None else width - len(label)
+    if room is None or room >= max(min_width(cell, col.kind), 1):
+        lines = fit_cell(cell, col.kind, room)
+        return [
+            [(label, "muted"), (lines[0], style)],
+            *[[(" " * len(label), ""), (x, style)] for x in lines[1:]],
+        ]
+    assert width is not None
+    head = [[("  " + t, "muted")] for t in wrap(label.strip(), max(width - 2, 1))]
+    pad = " " * min(RECORD_INDENT, max(width - 1, 0))
+    body = fit_cell(cell, col.kind, max(width - len(pad), 1))
+    return [*head, *[[(pad, ""), (x, style)] for x in body]]
 
 
 def text_lines(text: str, width: int | None, style: str = "", indent: int = 0) -> list[Line]:
