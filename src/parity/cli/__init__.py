@@ -70,16 +70,6 @@ def _looks_like_uri(text: str) -> bool:
     return "://" in text or text.startswith("file:") or text.split(":")[0] == "databricks"
 
 
-def _show_help_instead(exc: BaseException) -> bool:
-    """``parity`` or ``parity check`` alone: the help on stdout (and exit code 2)."""
-    ctx = getattr(exc, "ctx", None)
-    if type(exc).__name__ != "NoArgsIsHelpError" or ctx is None:
-        return False
-    sys.stdout.write(ctx.get_help() + "\n")
-    sys.stderr.write(f"parity: error: {ctx.command_path} needs a command (listed above)\n")
-    return True
-
-
 class ParityGroup(TyperGroup):
     """The top-level command: splits off a script after ``--`` and turns every error
     into its exit code and one line on stderr, however it is invoked (``main``, Typer's
@@ -110,7 +100,7 @@ class ParityGroup(TyperGroup):
             if code == 130:
                 sys.stderr.write("parity: interrupted\n")
         except (Exception, KeyboardInterrupt) as exc:
-            code = 2 if _show_help_instead(exc) else _report(exc)
+            code = _report(exc)
         if standalone_mode:
             sys.exit(code)
         return code

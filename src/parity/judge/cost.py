@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from parity.bundle import Bundle, SideRuns
-from parity.judge.latency import pooled_generation
 from parity.judge.speed import side_step_time
+from parity.model.metrics import Generation
 from parity.model.quality import Convergence
 from parity.model.verdict import (
     ByRole,
@@ -84,13 +84,14 @@ def _training(
     )
 
 
-def _serving(side: SideRuns, inputs: CostInputs, head: SideCost) -> SideCost:
+def _serving(
+    side: SideRuns, inputs: CostInputs, head: SideCost, generation: Generation | None
+) -> SideCost:
     median = side_step_time(side)
     metrics = side.first.metrics
     items = metrics.items_per_step if metrics is not None else None
     tokens_per_s = items.tokens / median if items and items.tokens and median else None
     samples_per_s = items.samples / median if items and median else None
-    generation = pooled_generation(side.ok or side.repeats[:1])
     if generation is not None and generation.output_tokens_per_s.p50:
         tokens_per_s = generation.output_tokens_per_s.p50
     per_hour = head.usd_per_accelerator_hour or 0.0
@@ -111,8 +112,15 @@ def _serving(side: SideRuns, inputs: CostInputs, head: SideCost) -> SideCost:
 
 
 def side_cost(
-    side: SideRuns, role: str, kind: str, inputs: CostInputs, convergence: Convergence | None
+    side: SideRuns,
+    role: str,
+    kind: str,
+    inputs: CostInputs,
+    convergence: Convergence | None,
+    generation: Generation | None,
 ) -> SideCost:
+    """``generation``: the side's latency figures pooled over its repeats, as its
+    ``SideInfo`` holds them (a serving cost uses their token rate)."""
     price = inputs.prices.get(role)
     if price is None:
         return SideCost(priced=False)
@@ -124,7 +132,7 @@ def side_cost(
     )
     if kind == "train":
         return _training(side, inputs, convergence, head)
-    return _serving(side, inputs, head)
+    return _serving(side, inputs, head, generation)
 
 
 def judge_cost(
@@ -134,9 +142,16 @@ def judge_cost(
     inputs: CostInputs,
     speed: Speed | None,
     convergence: ByRole[Convergence] | None,
+    generation: ByRole[Generation | None],
 ) -> Cost:
-    base = side_cost(a, "baseline", kind, inputs, convergence.baseline if convergence else None)
-    target = side_cost(b, "target", kind, inputs, convergence.target if convergence else None)
+    base = side_cost(
+        a, "baseline", kind, inputs, convergence.baseline if convergence else None,
+        generation.baseline,
+    )  # fmt: skip
+    target = side_cost(
+        b, "target", kind, inputs, convergence.target if convergence else None,
+        generation.target,
+    )  # fmt: skip
     section = Cost(baseline=base, target=target, inputs=inputs, available=False)
     missing = [role for role, c in (("baseline", base), ("target", target)) if not c.priced]
     if missing:

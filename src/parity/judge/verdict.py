@@ -326,5 +326,8 @@ def _measured(
         return replace(verdict, withheld=EMULATED.format(sides=", ".join(emulated)))
     speed = judge_speed(a, b)
     kind = first_a.manifest.workload.description.kind
-    cost = judge_cost(a, b, kind, inputs.cost, speed, qual.convergence)
+    generation = ByRole(
+        baseline=verdict.sides.baseline.generation, target=verdict.sides.target.generation
+    )  # pooled once, in the sides' figures
+    cost = judge_cost(a, b, kind, inputs.cost, speed, qual.convergence, generation)
     return replace(verdict, speed=speed, cost=cost)
