@@ -31,6 +31,7 @@ from parity.orchestrate import (
     fp64_reference,
     prepare_workload,
 )
+from parity.paths import locked
 from parity.redact import REDACTED, redactor
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.launch import Launcher
@@ -159,7 +160,10 @@ def compare(
         reseeded = _reseeded(request, launcher) if plan.compliance else None
         out = Path(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)
-        with Orchestrator(out=out, progress=progress, launcher=launcher, started=began) as orch:
+        with (
+            locked(out),
+            Orchestrator(out=out, progress=progress, launcher=launcher, started=began) as orch,
+        ):
             orch.start_budget(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),
@@ -239,7 +243,7 @@ def _compare_script(
     out = Path(request.out) if request.out else default_out(command.name)
     _start(request, out, resuming)
     sides = {"baseline": request.baseline, "target": request.target}
-    with Orchestrator(out=out, progress=progress) as orch:
+    with locked(out), Orchestrator(out=out, progress=progress) as orch:
         stop = orch.rounds(
             lambda role, k: template.job(
                 role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
@@ -270,7 +274,8 @@ def resume(
             "which parity cannot run: give the command again with the comparison (or pass "
             "secrets to the script in environment variables)"
         )
-    return compare(request, progress=progress, resuming=True)
+    with locked(out):  # bound to the directory given, whatever out request.json names
+        return compare(replace(request, out=str(out)), progress=progress, resuming=True)
 
 
 def check_resume(out: Path, request: CompareRequest) -> None:

@@ -43,6 +43,7 @@ from parity.bundle import (
     load_bundle,
     read_doc,
     repeat_name,
+    sha256_file,
     write_doc,
 )
 from parity.errors import (
@@ -50,11 +51,12 @@ from parity.errors import (
     OptionError,
     OutputError,
     ParityError,
+    ResumeError,
     SideError,
     WorkloadError,
 )
 from parity.model.codec import encode
-from parity.model.job import Event, Job, Mode, PreparePlan
+from parity.model.job import JOB_FILE, Event, Job, Mode, PreparePlan
 from parity.model.manifest import Manifest
 from parity.model.side import Interference, MeasurePlan, SideFile, Stop
 from parity.model.verdict import ROLES, Role
@@ -73,6 +75,8 @@ if TYPE_CHECKING:
     pass
 
 RUNS_DIR = Path("parity-runs")
+#: a comparison's stored request (``parity.request`` reads and writes it)
+REQUEST_FILE = "request.json"
 log = logging.getLogger("parity")
 #: ``(label, event)``: a side's or part's label, e.g. ``baseline r01``, and its event
 ProgressSink = Callable[[str, Event], None]
@@ -100,6 +104,40 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
     else:
         shutil.rmtree(path)
+
+
+def mismatch(bundle: Bundle, job: Job) -> str | None:
+    """Why ``bundle`` is not the run of ``job`` (another role, repeat, side, mode, workload
+    or request), or None: what ``--resume`` and the caches check before reusing one."""
+    m = bundle.manifest
+    for what, got, wanted in (
+        ("role", m.role, job.role),
+        ("repeat", m.repeat, job.repeat),
+        ("side", str(m.side), str(job.side)),
+        ("mode", m.mode, job.mode),
+        ("workload fingerprint", m.workload.fingerprint[:12], job.fingerprint[:12]),
+    ):
+        if got != wanted:
+            return f"it is a run of {what} {got}, where this one is of {wanted}"
+    if m.workload.fingerprint != job.fingerprint:
+        return "it is a run of another workload fingerprint"
+    if job.request is not None:
+        recorded = bundle.path / JOB_FILE
+        ran = read_doc(recorded, Job).request if recorded.is_file() else None
+        if ran != job.request:
+            return f"it was run for another {REQUEST_FILE} (edited since, or copied here)"
+    return None
+
+
+def belonging(bundle: Bundle, job: Job) -> Bundle:
+    """``bundle`` if it is the run of ``job``, else a ResumeError in one line."""
+    problem = mismatch(bundle, job)
+    if problem is not None:
+        raise ResumeError(
+            f"{bundle.path} does not belong here: {problem}; remove it (or rerun the "
+            "comparison into a new --out)"
+        )
+    return bundle
 
 
 def clear_partial(out: Path) -> list[Path]:
@@ -241,6 +279,14 @@ class Orchestrator:
     clock: float | None = None
     setup_s: float | None = None
     watch: CpuWatch | None = None
+    #: the sha256 of ``OUT/request.json`` where there is one: stamped on the jobs of the
+    #: rounds and compliance runs, and checked on every bundle ``--resume`` reuses
+    request: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        stored = self.out / REQUEST_FILE
+        if stored.is_file() and not stored.is_symlink():
+            self.request = sha256_file(stored)
 
     def start_budget(self, *first: Job) -> None:
         """Set-up is over: start the zygote the ``first`` jobs will fork from (if one
@@ -283,10 +329,12 @@ class Orchestrator:
         again. An I/O error while writing it is an ``OutputError`` naming the part."""
         if path.exists() or path.is_symlink():
             try:
-                return load_bundle(path)
+                found = load_bundle(path)
             except BundleError as exc:
                 log.warning("parity: %s: running it again", exc)
                 remove(path)
+            else:
+                return belonging(found, job)
         try:
             run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
         except OutputError as exc:
@@ -324,7 +372,8 @@ class Orchestrator:
             for role, k in order[i : i + len(ROLES)]:
                 label = f"{role} {repeat_name(k)}"
                 run_start = time.monotonic()
-                bundle = self.run(make_job(role, k), self.out / role / repeat_name(k), label=label)
+                job = replace(make_job(role, k), request=self.request)
+                bundle = self.run(job, self.out / role / repeat_name(k), label=label)
                 run_s[role].append(time.monotonic() - run_start)
                 done[role].append(bundle)
                 ran.append(label)
@@ -539,13 +588,19 @@ def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str
     dest = orch.out / name
     if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
         try:
-            return load_bundle(dest)
+            found = load_bundle(dest)
         except BundleError as exc:
             log.warning("parity: %s: copying the %s again", exc, label)
             remove(dest)
+        else:
+            return belonging(found, job)
     if cached.exists() or cached.is_symlink():
         try:
-            load_bundle(cached)  # verified (no links, every file as written) before use
+            # verified (no links, every file as written) and its key recomputed from what
+            # it holds (role, side, mode, fingerprint) before use
+            problem = mismatch(load_bundle(cached), job)
+            if problem is not None:
+                raise BundleError(f"{cached} is not the run its name says: {problem}")
         except BundleError as exc:  # edited, or written by another parity: make it again
             log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
             remove(cached)
@@ -587,8 +642,10 @@ def compliance_runs(
 ) -> dict[str, Bundle]:
     """The target's two compliance runs: another seed, and one identical input."""
     runs = {
-        "reseeded": reseeded.job("target", target, compliance=True),
-        "same-input": same.job("target", target, compliance=True, same_input=True),
+        "reseeded": reseeded.job("target", target, compliance=True, request=orch.request),
+        "same-input": same.job(
+            "target", target, compliance=True, same_input=True, request=orch.request
+        ),
     }
     return {
         name: orch.run(job, orch.out / "target" / name, label=f"target {name}")

@@ -55,6 +55,15 @@ WORKLOAD_OPTIONS = (
 )
 
 
+def _out(out: str | None) -> str | None:
+    """``--out`` as given, refused at once where nothing could be written there."""
+    if out is not None:
+        from parity.paths import check_writable
+
+        check_writable(out, "--out", kind="directory")
+    return out
+
+
 def _workload(o: CompareOptions) -> WorkloadSpec | None:
     from parity.workloads.names import check_workload_name
 
@@ -218,7 +227,7 @@ class CompareRequest:
             script=tuple(o.script),
             baseline=baseline,
             target=target,
-            out=o.out,
+            out=_out(o.out),
             measure=measure,
             judge=judge,
             checks=tuple(o.checks),
@@ -357,7 +366,7 @@ class RunRequest:
             workload=workload,
             script=tuple(o.script),
             side=spec,
-            out=o.out,
+            out=_out(o.out),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
@@ -446,7 +455,7 @@ class CheckRequest:
             k=optional_int("--k", k),
             m=optional_int("--m", m),
             duration_s=parse_duration(duration or "10m") if check == "soak" else None,
-            out=o.out,
+            out=_out(o.out),
             timeout_s=_measure(o).timeout_s,
             **values,
         )
@@ -481,7 +490,7 @@ class ScaleRequest:
             workload=workload,
             side=spec,
             counts=tuple(sorted(set(items))),
-            out=o.out,
+            out=_out(o.out),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
         )

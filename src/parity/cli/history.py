@@ -107,7 +107,13 @@ def reindex(
     store: c.Store = None,
 ) -> None:
     """Rebuild the history index from the bundles (they are the truth)."""
+    from parity.errors import UsageError
     from parity.store import Store
+
+    for d in dirs or []:
+        if not d.is_dir():
+            what = "is not a directory" if d.exists() else "does not exist"
+            raise UsageError(f"{d} {what}: pass the directories that hold runs")
 
     with Store.open(store) as s:
         path, result = s.path, s.reindex(list(dirs or []))

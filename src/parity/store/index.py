@@ -33,6 +33,8 @@ from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metr
 from parity.store.schema import check_sqlite, content_id, default_path, migrate
 
 ROLES = ("baseline", "target")
+#: how long opening or reading the index waits for another process's lock
+LOCK_WAIT_S = 30.0
 VERDICT = "verdict.json"
 log = logging.getLogger("parity")
 
@@ -65,7 +67,7 @@ class Store:
             made = [p for p in (path, *path.parents) if not p.exists()]
             check_sqlite(path)
             path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(path), timeout=30)
+            conn = sqlite3.connect(str(path), timeout=LOCK_WAIT_S)
         except (OSError, sqlite3.Error, ValueError) as exc:
             _remove(made)
             raise UsageError(
@@ -77,12 +79,9 @@ class Store:
                 try:
                     conn.execute("PRAGMA foreign_keys = ON")
                     migrate(conn, path)
-                except sqlite3.DatabaseError as exc:
-                    raise UsageError(
-                        f"{path} is not a parity index ({exc}): delete it and run parity "
-                        "reindex DIRS, or choose another --store"
-                    ) from exc
-                yield cls(conn, path)
+                    yield cls(conn, path)
+                except sqlite3.DatabaseError as exc:  # opening it, or reading it
+                    raise _unusable(path, exc) from exc
         except UsageError:
             _remove(made)
             raise
@@ -476,6 +475,20 @@ class Store:
                 )
             )
         return points
+
+
+def _unusable(path: Path, exc: sqlite3.DatabaseError) -> UsageError:
+    """An index SQLite refused: busy past the wait (another parity writes it), or not a
+    parity index at all (corrupt, truncated, something else)."""
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return UsageError(
+            f"the index {path} is locked by another parity process (waited "
+            f"{LOCK_WAIT_S:g} s): run again when it is done, or choose another --store"
+        )
+    return UsageError(
+        f"{path} is not a parity index or is corrupt ({exc}): delete it and run parity "
+        "reindex DIRS, or choose another --store"
+    )
 
 
 def _remove(made: list[Path]) -> None:
