@@ -24,6 +24,7 @@ from parity.orchestrate import (
     ProgressSink,
     adaptive_stop,
     check_fresh,
+    check_resumable,
     clear_partial,
     compliance_runs,
     default_out,
@@ -275,6 +276,7 @@ def resume(
             "secrets to the script in environment variables)"
         )
     with locked(out):  # bound to the directory given, whatever out request.json names
+        check_resumable(out, {"baseline": request.baseline, "target": request.target})
         return compare(replace(request, out=str(out)), progress=progress, resuming=True)
 
 

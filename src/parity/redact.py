@@ -310,7 +310,8 @@ class StreamRedactor:
     """Redacts a stream as it is written (a worker's stdout or stderr on its way to the
     bundle's log), so that no unredacted byte ever reaches a file, a killed run's hidden
     temporary bundle included: whole lines at a time (a line longer than ``longest`` bytes
-    in pieces), the lines of a private key block dropped as ``Redactor.file`` drops them.
+    in pieces cut at spaces), the lines of a private key block dropped as ``Redactor.file``
+    drops them.
     """
 
     def __init__(self, redactor: Redactor, *, longest: int = 1 << 16) -> None:
@@ -325,7 +326,11 @@ class StreamRedactor:
         end = self.pending.rfind(b"\n")
         if end < 0 and len(self.pending) < self.longest:
             return ""
-        cut = end + 1 if end >= 0 else len(self.pending)
+        if end < 0:  # a long line: cut after its last space or carriage return (a token
+            # holds neither), in the middle only where it has none in its second half
+            end = max(self.pending.rfind(b" "), self.pending.rfind(b"\r"))
+            end = end if end >= len(self.pending) // 2 else len(self.pending) - 1
+        cut = end + 1
         done, self.pending = self.pending[:cut], self.pending[cut:]
         return self._text(done.decode("utf-8", errors="replace"))
 

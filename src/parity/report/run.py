@@ -105,7 +105,6 @@ def check_report_path(run_dir: Path, target: Path, option: str) -> None:
     from parity.errors import OptionError
     from parity.paths import check_writable
 
-    check_writable(target, option, kind="file")
     resolved, run = target.resolve(), run_dir.resolve()
     for parent in resolved.parents:
         if (parent / MANIFEST).is_file() or (parent / DIGEST).is_file():
@@ -119,6 +118,7 @@ def check_report_path(run_dir: Path, target: Path, option: str) -> None:
             f"{option} {target} would overwrite {'/'.join(inside)}, evidence of the "
             f"comparison {run_dir}: choose another file name"
         )
+    check_writable(target, option, kind="file")
 
 
 def html_report(run: Run) -> str:
