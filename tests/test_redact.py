@@ -286,3 +286,21 @@ def test_a_stream_is_redacted_whatever_its_pieces(r: Redactor, size: int) -> Non
     ):
         assert secret not in out, (secret, out)
     assert "step 1" in out and "done" in out and "no newline" in out and "word59" in out
+
+
+def test_a_script_that_prints_a_secret_of_its_command_line_alone_is_redacted(r: Redactor) -> None:
+    from parity.redact import carried_values
+
+    argv = [
+        "python",
+        "dl.py",
+        "--url",
+        "https://h.example/o?X-Amz-Signature=plantedAlone01&sig=plantedAlone02",
+        "--header",
+        "Authorization: Basic cGxhbnRlZEFsb25lMDM=",
+        "--db",
+        "postgres://u:plantedAlone04@db/x",
+    ]
+    printed = "signature plantedAlone01, sig plantedAlone02, cGxhbnRlZEFsb25lMDM=, plantedAlone04"
+    out = r.knowing(carried_values(argv)).text(printed)
+    assert "plantedAlone" not in out and "cGxhbnRlZEFsb25lMDM" not in out, out

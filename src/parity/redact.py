@@ -171,6 +171,20 @@ def flag_values(args: Sequence[str]) -> list[str]:
     ]
 
 
+def carried_values(args: Sequence[str]) -> list[str]:
+    """The secrets a command line carries: its secret-named flags' values, and what the
+    patterns find in any argument (a signed URL's signature, a header's credential, a
+    password or token in a URL, a token by its format), so that a program that prints
+    one of them alone is redacted too."""
+    found = flag_values(args)
+    for arg in args:
+        found += [m[0] for m in _TOKENS.finditer(arg)]
+        for pattern, group in ((_AUTH, "value"), (_QUERY, "value"), (_URL_TOKEN, "user")):
+            found += [m[group] for m in pattern.finditer(arg)]
+        found += [m["pw"] for m in _URL_PASSWORD.finditer(arg)]
+    return [v for v in dict.fromkeys(found) if not v.startswith(REDACTED)]
+
+
 class Redactor:
     """Redacts known secret values and credential-looking text."""
 

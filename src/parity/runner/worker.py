@@ -60,12 +60,12 @@ def read_job(tmp: Path) -> Job:
 
 
 def job_redactor(job: Job | None) -> Redactor:
-    """The redactor for what a job's worker writes: the process's, also knowing the values
-    of a script's secret-named flags (the script may print or raise them)."""
-    from parity.redact import flag_values, redactor
+    """The redactor for what a job's worker writes: the process's, also knowing the secret
+    values a script's command line carries (the script may print or raise them)."""
+    from parity.redact import carried_values, redactor
 
     r = redactor()
-    return r.knowing(flag_values(job.script.args)) if job and job.script is not None else r
+    return r.knowing(carried_values(job.script.args)) if job and job.script is not None else r
 
 
 def write_error(tmp: Path, exc: BaseException, phase: str, job: Job | None = None) -> bool:

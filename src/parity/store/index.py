@@ -81,7 +81,11 @@ class Store:
                     migrate(conn, path)
                     yield cls(conn, path)
                 except sqlite3.DatabaseError as exc:  # opening it, or reading it
-                    raise _unusable(path, exc) from exc
+                    if type(exc) is sqlite3.DatabaseError or isinstance(
+                        exc, sqlite3.OperationalError
+                    ):  # busy, malformed, not a database (not a constraint or a bug)
+                        raise _unusable(path, exc) from exc
+                    raise
         except UsageError:
             _remove(made)
             raise
