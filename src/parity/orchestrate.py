@@ -420,7 +420,9 @@ class Orchestrator:
             for role, k in order[i : i + len(ROLES)]:
                 label = f"{role} {repeat_name(k)}"
                 run_start = time.monotonic()
-                job = replace(make_job(role, k), request=self.request)
+                job = make_job(role, k)
+                if self.request is not None:
+                    job = replace(job, request=self.request)
                 bundle = self.run(job, self.out / role / repeat_name(k), label=label)
                 run_s[role].append(time.monotonic() - run_start)
                 done[role].append(bundle)
