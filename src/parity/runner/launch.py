@@ -9,9 +9,10 @@ it one of two ways, and the manifest records which:
   once and touched no device, so a repeat does not pay for an interpreter and ``import
   torch`` again; for one-process sides on devices that may be initialised in a forked
   process (the CPU, CUDA: safe while the parent never initialised it);
-- ``spawn``: a new ``python -m parity.runner.worker`` (nothing inherited but the
-  environment): torchrun sides, devices whose runtime refuses a fork (TorchNeuron, XLA,
-  any plugin device), or when the zygote cannot start. ``PARITY_LAUNCHER=spawn`` forces it.
+- ``spawn``: a new ``python -m parity.runner.worker`` (isolated: ``runner.python``;
+  nothing inherited but the environment): torchrun sides, devices whose runtime refuses
+  a fork (TorchNeuron, XLA, any plugin device), or when the zygote cannot start.
+  ``PARITY_LAUNCHER=spawn`` forces it.
 
 Whatever happens to the worker, the side ends as a bundle under its final name: ``ok``
 as the worker wrote it, or ``failed`` with the reason (the worker's exception, the signal
@@ -52,6 +53,7 @@ from parity.model.codec import decode, loads
 from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
 from parity.runner.cpu import process_cpu_s
 from parity.runner.failure import failure_reason, write_failed
+from parity.runner.python import module_command
 from parity.runner.worker import job_redactor
 from parity.runner.zygote import Zygote, ZygoteError
 from parity.workloads.names import preload_modules
@@ -389,21 +391,19 @@ def _die_with_parent() -> None:
 
 def command(job: Job, tmp: Path) -> list[str]:
     """The worker's command line: plain, or under torchrun for ``nproc=N`` / multi-node."""
-    worker = ["-m", "parity.runner.worker", str(tmp)]
+    worker = module_command("parity.runner.worker", str(tmp), flags=("-X", "faulthandler"))
     nproc = job.side.nproc or 1
     nnodes = job.torchrun.nnodes
     if nproc <= 1 and nnodes <= 1:
-        return [sys.executable, "-X", "faulthandler", *worker]
-    run = [
-        sys.executable,
-        "-X",
-        "faulthandler",
-        "-m",
+        return worker
+    run = module_command(
         "torch.distributed.run",
+        "--no-python",
         f"--nproc-per-node={nproc}",
         "--max-restarts=0",
         "--monitor-interval=0.5",
-    ]
+        flags=("-X", "faulthandler"),
+    )
     endpoint = job.torchrun.rdzv_endpoint
     if nnodes <= 1 and not endpoint:
         run.append("--standalone")

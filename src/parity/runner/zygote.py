@@ -2,7 +2,8 @@
 
 Starting ``python -m parity.runner.worker`` costs an interpreter and ``import torch`` (3-5 s
 on a small machine) before a worker does anything. The zygote pays that once: it is a
-plain ``python -m parity.runner.zygote`` process that imports torch and the worker's
+plain ``python -m parity.runner.zygote`` process (isolated from the working directory:
+``runner.python``) that imports torch and the worker's
 modules, touches no device, and then forks one child per job. Each child is a new
 process: a fresh allocator and caches, no device state (none existed to inherit), its
 own session (so a timeout stops its whole group), killed with the zygote (Linux
@@ -37,6 +38,8 @@ import threading
 import time
 from pathlib import Path
 from typing import IO
+
+from parity.runner.python import module_command
 
 #: what the zygote imports before it forks: torch, the worker with its session and modes,
 #: the built-in workloads and the device adapters (never a plugin or a user's file: user
@@ -211,7 +214,7 @@ class Zygote:
     def launch(*, preload: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
         """The zygote's process, importing while the caller goes on (``ready`` waits)."""
         return subprocess.Popen(
-            [sys.executable, "-m", "parity.runner.zygote", *preload],
+            module_command("parity.runner.zygote", *preload),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
