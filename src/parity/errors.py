@@ -92,14 +92,9 @@ def one_line(message: object, *, longest: int = LONGEST_VALUE) -> str:
     and format characters (newlines, escapes, lone surrogates from undecodable
     arguments) escaped, each value longer than ``longest`` characters shortened in the
     middle, and the whole line kept under ten such values."""
-    import unicodedata
+    from parity.printable import printable
 
-    text = "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")
-        else ch
-        for ch in str(message)
-    )
+    text = printable(message, layout=False)
     text = " ".join(_shorten(word, longest) for word in text.split(" "))
     return _shorten(text, 10 * longest)
 
