@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import FIXTURES
 
 #: the installed console script (``python -m parity`` would put the directory first itself)
 PARITY = str(Path(sys.executable).parent / "parity")
@@ -72,3 +75,100 @@ def test_a_module_in_the_working_directory_is_not_imported_into_workers(
     assert rc == 0, err
     assert not marker.exists(), f"{module}.py from the working directory was imported"
     assert "median steady step" in out
+
+
+# -- class 10: no process outlives the comparison ----------------------------------------------
+
+LEAVERS = [
+    # (what the workload leaves, launcher)
+    ("fork", "fork"),
+    ("setsid", "fork"),
+    ("popen", "spawn"),
+    ("setsid", "spawn"),
+]
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie is dead: it only waits for its parent to read its status)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
+@pytest.mark.parametrize(("leaves", "launcher"), LEAVERS)
+def test_processes_a_workload_leaves_do_not_outlive_the_run(
+    tmp_path: Path, leaves: str, launcher: str
+) -> None:
+    import signal
+
+    pids = tmp_path / "pids"
+    pids.touch()
+    try:
+        rc, _, err = _parity(
+            "run",
+            f"{FIXTURES / 'hostile.py'}:LeavesProcesses",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "out"),
+            cwd=tmp_path,
+            env={"HOSTILE_PIDS": str(pids), "HOSTILE_LEAVE": leaves, "PARITY_LAUNCHER": launcher},
+        )
+        assert rc == 0, err
+        left = [int(x) for x in pids.read_text().split()]
+        assert left, "the workload started nothing: the test proves nothing"
+        time.sleep(0.5)
+        assert [p for p in left if _alive(p)] == [], f"{leaves} ({launcher}) left orphans"
+    finally:  # never leave them on the machine, whatever the outcome
+        for pid in (int(x) for x in pids.read_text().split()):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+# -- class 9: sides that cannot run are refused in the pre-flight --------------------------------
+
+
+def _cores() -> int:
+    from parity.devices.preflight import usable_cores
+
+    return usable_cores()
+
+
+def _installed(device: str) -> bool:
+    import torch
+
+    module = getattr(torch, device, None)
+    return bool(module is not None and getattr(module, "is_available", lambda: False)())
+
+
+UNUSABLE = [
+    # (command after ``parity``, what the line says)
+    (["compare", "mlp-train", "--baseline", "cpu", "--target", "cpu:99"], "cpu:99 does not exist"),
+    (["run", "mlp-train", "--device", "neuron", "--out", "o"], "'neuron' is not available"),
+    (["compare", "mlp-train", "--target", "cuda+bf16"], "'cuda' is not available"),
+    (
+        ["compare", "mlp-train", "--target", "cpu+compile=no_such_backend"],
+        "compile backend 'no_such_backend' is not registered",
+    ),
+    (
+        ["run", "mlp-train", "--device", f"cpu+threads={_cores() + 1}", "--out", "o"],
+        "logical cores",
+    ),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("args", "message"), UNUSABLE, ids=lambda v: str(v)[:40])
+def test_a_side_this_machine_cannot_run_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    from tests.fixtures.cli import refuses
+
+    for device in ("cuda", "neuron"):
+        if any(device in a for a in args) and _installed(device):
+            pytest.skip(f"{device} is installed here")
+    refuses(args, message, lambda root: None, tmp_path, monkeypatch, stub=False)

@@ -54,6 +54,7 @@ from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
 from parity.runner.cpu import process_cpu_s
 from parity.runner.failure import failure_reason, write_failed
 from parity.runner.python import module_command
+from parity.runner.reaper import hold_subreaper, kill_group, mark, release_subreaper, sweep
 from parity.runner.worker import job_redactor
 from parity.runner.zygote import Zygote, ZygoteError
 from parity.workloads.names import preload_modules
@@ -170,6 +171,10 @@ class Launcher:
         self.pending: tuple[tuple[str, ...], subprocess.Popen[bytes]] | None = None
         self.broken: str | None = None
         self.lock = threading.Lock()  # parts run from threads share one zygote
+        #: spawned workers still running (a sweep spares them) and whether this launcher
+        #: made the process a subreaper (``runner.reaper``)
+        self.running: set[int] = set()
+        self.reaping = False
 
     def how(self, job: Job) -> Literal["fork", "spawn"]:
         """``fork`` or ``spawn`` for this job."""
@@ -212,6 +217,10 @@ class Launcher:
 
     def start(self, job: Job, tmp: Path, env: dict[str, str]) -> Worker:
         out, err = tmp / "stdout.log", tmp / "stderr.log"
+        with self.lock:
+            if not self.reaping:  # orphans of workers (or of a zygote that died) come here
+                hold_subreaper()
+                self.reaping = True
         if job.launch == "fork" and self.zygote is not None:
             try:
                 return Forked(self.zygote, self.zygote.fork(tmp, out, err, env))
@@ -228,7 +237,29 @@ class Launcher:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
+        with self.lock:
+            self.running.add(proc.pid)
         return Spawned(proc)
+
+    def ended(self, worker: Worker) -> None:
+        """A worker ended: kill what it left in its process group and, for a spawned one,
+        the orphans of parity's workers re-parented to this process (the zygote sweeps
+        its own)."""
+        kill_group(worker.pid)
+        if isinstance(worker, Spawned):
+            with self.lock:
+                self.running.discard(worker.pid)
+                self._sweep()
+
+    def _sweep(self) -> None:
+        keep = set(self.running)
+        for proc in (self.zygote.proc if self.zygote else None, *self._pending_procs()):
+            if proc is not None:
+                keep.add(proc.pid)
+        sweep(keep)
+
+    def _pending_procs(self) -> tuple[subprocess.Popen[bytes], ...]:
+        return (self.pending[1],) if self.pending is not None else ()
 
     def cpu_s(self) -> float:
         """CPU seconds of the zygote and the workers it forked and reaped (spawned workers
@@ -243,6 +274,11 @@ class Launcher:
         if self.pending is not None:  # launched ahead and never used
             _stop(self.pending[1])
             self.pending = None
+        with self.lock:
+            self._sweep()  # what the zygote's or a spawned worker's children left here
+            if self.reaping:
+                release_subreaper()
+                self.reaping = False
 
     def __enter__(self) -> Launcher:
         return self
@@ -299,7 +335,7 @@ def _run(
     on_event: EventHandler | None,
     env: dict[str, str] | None,
 ) -> Path:
-    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    child_env = mark({**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
     job = replace(job, launch=launcher.prepare(job), spawned_ns=time.perf_counter_ns())
     write_doc(tmp / JOB_FILE, job)
     try:
@@ -308,7 +344,10 @@ def _run(
         job = replace(job, launch="spawn", spawned_ns=time.perf_counter_ns())
         write_doc(tmp / JOB_FILE, job)
         worker = launcher.start(job, tmp, child_env)
-    rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
+    try:
+        rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
+    finally:
+        launcher.ended(worker)
     reason, unwritable = failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
     if unwritable:
         raise OutputError(job_redactor(job).text(reason or "the worker could not write its bundle"))

@@ -18,7 +18,8 @@ The parent talks to the zygote over its stdin and stdout, one JSON object per li
                        {"pid": PID}     for each start, in order
                        {"exit": PID, "status": CODE}   when a child ends (-N: signal N)
 
-The zygote is single-threaded (it forks), reaps its children itself as soon as they end
+The zygote is single-threaded (it forks), a child subreaper that kills what a worker
+leaves behind (``runner.reaper``), reaps its children itself as soon as they end
 (``SIGCHLD`` wakes its ``select``, so the parent hears of an exit at once, not at the next
 poll) and, when its stdin closes (the parent ended), kills them and exits. Devices that
 cannot be initialised in a forked process, and torchrun jobs, are spawned as before
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import IO
 
 from parity.runner.python import module_command
+from parity.runner.reaper import hold_subreaper, kill_group, mark, sweep
 
 #: what the zygote imports before it forks: torch, the worker with its session and modes,
 #: the built-in workloads and the device adapters (never a plugin or a user's file: user
@@ -121,16 +123,25 @@ def _say(message: dict[str, object]) -> None:
 
 
 def _reap(children: set[int]) -> None:
-    while children:
+    """Report each worker that ended, killing what it left in its process group; once
+    no worker runs, kill the orphans re-parented here (the zygote is a subreaper)."""
+    reaped = False
+    while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
-            return
+            break
+        reaped = True
+        if pid not in children:  # an orphan a worker left, re-parented here
+            continue
         children.discard(pid)
+        kill_group(pid)
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         _say({"exit": pid, "status": code})
+    if reaped and not children:
+        sweep(marked_only=False)
 
 
 def serve() -> None:
@@ -138,6 +149,7 @@ def serve() -> None:
     import importlib
 
     _die_with_parent()
+    hold_subreaper()
     for name in PRELOAD:
         importlib.import_module(name)
     for name in sys.argv[1:]:  # the workload's own (``workloads.names.preload_modules``)
@@ -176,8 +188,8 @@ def serve() -> None:
             children.add(pid)
             _say({"pid": pid})
     for pid in children:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        kill_group(pid)
+    sweep(marked_only=False)
     # nothing left to write: skip the interpreter's teardown of torch (about a second the
     # parent would wait for at the end of every comparison)
     os._exit(0)
@@ -215,6 +227,7 @@ class Zygote:
         """The zygote's process, importing while the caller goes on (``ready`` waits)."""
         return subprocess.Popen(
             module_command("parity.runner.zygote", *preload),
+            env=mark(dict(os.environ)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
