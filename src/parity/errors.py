@@ -13,7 +13,8 @@ parent but a recorded result (exit code 1 through the verdict).
     │   ├── ResumeError              --resume on a directory it cannot finish
     │   ├── BundleError              missing, corrupt, tampered or other-schema bundle
     │   ├── CheckError               a check result (check.json) that cannot be used
-    │   └── ContractError            the two sides did not run the same frozen workload
+    │   ├── ContractError            the two sides did not run the same frozen workload
+    │   └── DeviceError              a side this machine cannot run (found in the pre-flight)
     ├── SideError                    a worker process failed (crash, timeout, exception)
     ├── CheckpointError              a training checkpoint cannot be written or read back
     └── OutputError                  what was measured cannot be written (disk full, I/O)
@@ -64,6 +65,12 @@ class CheckError(UsageError):
 
 class ContractError(UsageError):
     """The two bundles did not run the same frozen workload and no difference was allowed."""
+
+
+class DeviceError(UsageError):
+    """A side this machine cannot run: a device that is not there, an unknown compile
+    backend, more threads than cores. Found by the worker that prepares the workload,
+    before anything is written."""
 
 
 class SideError(ParityError):
