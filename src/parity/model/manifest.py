@@ -164,3 +164,29 @@ class Manifest:
     @property
     def script_mode(self) -> bool:
         return self.mode == "script"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LogCut:
+    """One log a bundle keeps cut: its first and last lines, without the middle."""
+
+    #: the file's name in the bundle (``stdout.log``, ``stderr.log``)
+    name: str
+    #: the bytes the process wrote to it, and the bytes left out
+    written: int
+    dropped: int
+
+    def sentence(self) -> str:
+        mib = 1 << 20
+        return (
+            f"{self.name} was cut: {self.dropped / mib:.1f} MiB of its "
+            f"{self.written / mib:.1f} MiB were left out (its first and last lines are kept)"
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Logs:
+    """``logs.json``: the logs of a bundle that were cut to the size a bundle keeps
+    (written only where one was)."""
+
+    cut: tuple[LogCut, ...]
