@@ -170,3 +170,49 @@ def test_a_side_this_machine_cannot_run_is_refused_before_anything_is_written(
         if any(device in a for a in args) and _installed(device):
             pytest.skip(f"{device} is installed here")
     refuses(args, message, lambda root: None, tmp_path, monkeypatch, stub=False)
+
+
+# -- class 6: the recorded settings are what ran -------------------------------------------------
+
+SETTINGS = [
+    # (what the workload changes in build_model, the change named, whether it fails)
+    ("dtype", "default_dtype was torch.float32 at set-up, torch.float64 in the timed", True),
+    ("threads", "num_threads was 2 at set-up, 1 in the timed steps", False),
+    ("matmul", "float32_matmul_precision was highest at set-up, medium in the timed", True),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("setting", "said", "fails"), SETTINGS)
+def test_a_setting_the_workload_changes_is_recorded_named_and_judged(
+    tmp_path: Path, setting: str, said: str, fails: bool
+) -> None:
+    from parity.bundle import load_bundle, load_side
+    from parity.judge.verdict import judge
+    from parity.report.markdown import format_markdown
+    from parity.report.view import build_view
+    from tests.fixtures.cli import invoke
+
+    out = tmp_path / "b"
+    rc, _, err = _parity(
+        "run",
+        f"{FIXTURES / 'hostile.py'}:ChangesSettings",
+        "--device",
+        "cpu+threads=2",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+        env={"HOSTILE_SETTING": setting},
+    )
+    assert rc == 0, err
+    resolved = load_bundle(out).manifest.resolved
+    assert resolved is not None and resolved.timed is not None and resolved.changed
+    if setting == "threads":  # the manifest records what ran, not what was asked
+        assert resolved.threads == 1 and resolved.timed.num_threads == 1
+    verdict = judge(load_side(out), load_side(out))
+    gate = next(g for g in verdict.gates if g.name == "settings as set up")
+    assert said in gate.detail and gate.passed is not fails
+    assert verdict.contract.holds is not fails
+    assert said in format_markdown(build_view(verdict))
+    shown = invoke("diff", str(out), str(out), "--wide")
+    assert said in shown.stdout.replace("\n", " ") or said in " ".join(shown.stdout.split())

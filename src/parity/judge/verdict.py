@@ -288,6 +288,10 @@ def judge(
         unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
         operational=decision.operational(inputs.operational),
     )
+    settings = decision.settings_gate({"baseline": baseline.repeats, "target": target.repeats})
+    if settings is not None:  # said, and a change of what a side computes in fails
+        contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
+        verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
     if not (baseline.ok and target.ok):
         return verdict
     return _measured(verdict, baseline, target, inputs, (reference, expected))

@@ -330,6 +330,7 @@ class Script(Mode):
         try:
             with session.region(), self.autocast(session):
                 run_script(plan)
+                session.note_timed_settings()  # the script's own changes included
         finally:
             probe.uninstall()
             session.device.synchronize()
