@@ -67,3 +67,48 @@ def test_a_bound_over_the_limit_is_unproven() -> None:
 def test_a_metric_the_side_lacks_is_unmeasured() -> None:
     c = check(LatencyLimit(metric="ttft", percentile=50, limit_s=1.0), [])
     assert c.status == "unmeasured" and "not measured" in c.detail
+
+
+def test_the_curve_names_the_largest_batch_within_every_limit_per_side() -> None:
+    import json
+    from dataclasses import replace
+    from pathlib import Path
+
+    from parity.judge.slo import best_batch
+    from parity.model.codec import decode
+    from parity.model.fair import Slo, SloSide
+    from parity.model.roles import ByRole
+    from parity.model.verdict import Verdict
+    from parity.report.curve import curve_section
+
+    golden = Path(__file__).parent.parent / "golden" / "verdict-passes.json"
+    base = decode(Verdict, json.loads(golden.read_text()))
+    limit = LatencyLimit(metric="e2e", percentile=50, limit_s=1.0)
+
+    def point(batch: int, baseline_ok: bool, target_ok: bool) -> tuple[int, Verdict]:
+        sides = ByRole(
+            baseline=SloSide(checks=(), passed=baseline_ok),
+            target=SloSide(checks=(), passed=target_ok),
+        )
+        return batch, replace(
+            base, slo=Slo(limits=(limit,), rule="r", sides=sides, passed=target_ok)
+        )
+
+    points = [
+        point(1, True, True),
+        point(2, True, True),
+        point(4, False, True),
+        point(8, False, False),
+    ]
+    best = best_batch(points)
+    assert best is not None
+    assert (best.baseline.batch_size, best.target.batch_size) == (2, 4)
+    rate = base.sides.target.throughput.samples_per_s  # type: ignore[union-attr]
+    assert best.target.goodput_per_s == rate
+    assert best.target.summary.startswith("largest batch within every limit: 4 (")
+    none = best_batch([point(1, False, False)])
+    assert none is not None and none.target.batch_size is None
+    assert best_batch([(1, base)]) is None  # no limits: no such line
+    texts = [getattr(p, "text", "") for p in curve_section(points).parts]
+    assert any(t.startswith("target: largest batch within every limit: 4") for t in texts)
+    assert any(t.startswith("baseline: largest batch within every limit: 2") for t in texts)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from parity.judge.tuning import judge_tuning
 from parity.model.manifest import FlagValue, Resolved
 from parity.model.roles import ByRole
@@ -23,7 +25,7 @@ def resolved(precision: Precision = "fp32", **changes: object) -> Resolved:
     return Resolved(**values)  # type: ignore[arg-type]
 
 
-NO_FLAGS: ByRole[dict[str, FlagValue]] = ByRole(baseline={}, target={})
+NO_FLAGS: ByRole[Mapping[str, FlagValue]] = ByRole(baseline={}, target={})
 
 
 def test_a_tuned_baseline_against_a_plain_target_is_labelled_and_names_compile_and_bf16() -> None:

@@ -12,6 +12,7 @@ from what was asked for.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from parity.model.fair import Optimisation, Tuning
 from parity.model.manifest import FlagValue, Resolved
@@ -51,9 +52,13 @@ def _ahead(a: float, b: float) -> Role | None:
     return "baseline" if a > b else "target" if b > a else None
 
 
-def _spec_rows(a: SideSpec, b: SideSpec) -> list[Optimisation]:
+def _spec_rows(
+    a: SideSpec, b: SideSpec, backends: tuple[str | None, str | None]
+) -> list[Optimisation]:
     rows = []
     if a.compile != b.compile:
+        a = replace(a, compile_backend=backends[0] or a.compile_backend) if a.compile else a
+        b = replace(b, compile_backend=backends[1] or b.compile_backend) if b.compile else b
         rows.append(
             _one_sided(
                 "torch.compile", _compiled(a), _compiled(b), "baseline" if a.compile else "target"
@@ -151,8 +156,10 @@ def judge_tuning(
 ) -> Tuning:
     """Every optimisation one side has and the other lacks; the label unless intended."""
     a, b = specs.baseline, specs.target
-    rows = _spec_rows(a, b)
     ra, rb = resolved.baseline, resolved.target
+    rows = _spec_rows(
+        a, b, (ra.compile_backend if ra else None, rb.compile_backend if rb else None)
+    )
     if ra is not None and rb is not None:
         rows += _resolved_rows(ra, rb)
     elif a.precision != b.precision:  # a side that never resolved: as asked
