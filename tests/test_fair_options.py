@@ -79,3 +79,49 @@ def test_the_request_carries_them_into_the_judge_inputs() -> None:
     assert r.judge.production == ProductionShape(parameters=1_300_000_000)
     assert r.judge.slo == (LatencyLimit(metric="latency", percentile=50, limit_s=1.0),)
     assert r.judge.tuning_intended == "on purpose"
+
+
+def test_a_plan_declares_the_production_shape_limits_and_an_intended_asymmetry(
+    tmp_path: object,
+) -> None:
+    from pathlib import Path
+
+    from parity.errors import PlanError
+
+    assert isinstance(tmp_path, Path)
+    plan = tmp_path / "parity.toml"
+    body = """
+[workload]
+name = "gpt-generate"
+[baseline]
+side = "cpu+compile"
+[target]
+side = "cpu"
+[production]
+parameters = "1.3B"
+seq_len = 2048
+batch_size = 8
+precision = "bf16"
+optimizer = "adamw"
+[slo]
+ttft_p99 = "200ms"
+e2e_p50 = 2
+[tuning]
+intended = "the baseline is our production configuration"
+"""
+    plan.write_text(body)
+    r = CompareRequest.from_plan(plan)
+    assert r.judge.production == ProductionShape(
+        parameters=1_300_000_000, seq_len=2048, batch_size=8, precision="bf16", optimizer="adamw"
+    )
+    assert r.judge.slo == (
+        LatencyLimit(metric="ttft", percentile=99, limit_s=0.2),
+        LatencyLimit(metric="e2e", percentile=50, limit_s=2.0),
+    )
+    assert r.judge.tuning_intended == "the baseline is our production configuration"
+    plan.write_text(body.replace("seq_len = 2048", "seq = 2048"))
+    with pytest.raises(PlanError, match=r"production\.seq is not a known key"):
+        CompareRequest.from_plan(plan)
+    plan.write_text(body.replace('ttft_p99 = "200ms"', 'ttft_p99 = "soon"'))
+    with pytest.raises(PlanError, match="must be a time"):
+        CompareRequest.from_plan(plan)
