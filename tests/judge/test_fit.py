@@ -122,3 +122,16 @@ def test_generation_projects_a_kv_cache() -> None:
     assert fit.sides.target.peak_bytes == pytest.approx(
         parts["weights"] + parts["KV cache"] + RUNTIME
     )
+
+
+def test_a_model_without_a_sequence_scales_activations_by_batch_only() -> None:
+    mlp = replace(DESCRIPTION, seq_len=None)
+    load = RUNTIME + 4 * P
+    memory = Memory(
+        load=MemoryPhase(device=DevicePeaks(allocated=load)),
+        steps=MemoryPhase(device=DevicePeaks(allocated=load + 12 * P + PER_TOKEN * 8)),
+    )
+    m = Measured(memory=memory, host=False, probed=False, precision="fp32", device_memory=None)
+    fit = judge_fit(mlp, ProductionShape(seq_len=2048, batch_size=64), ByRole(baseline=m, target=m))
+    assert fit.sides is not None
+    assert {p.name: p.bytes for p in fit.sides.target.parts}["activations"] == PER_TOKEN * 64

@@ -77,6 +77,8 @@ class Shape:
     optimizer: str | None
     layers: int | None
     width: int | None
+    #: the workload has a sequence (an MLP or a CNN has none: tokens per sample stay 1)
+    sequence: bool = True
 
     @classmethod
     def of(cls, d: WorkloadDescription) -> Shape | None:
@@ -93,12 +95,15 @@ class Shape:
             optimizer=d.optimizer,
             layers=_int(config.get("n_layers")),
             width=_int(config.get("d_model")),
+            sequence=d.seq_len is not None,
         )
 
     def production(self, p: ProductionShape) -> Shape:
         """This shape with every dimension production declares replacing it."""
         new = p.max_new_tokens if p.max_new_tokens is not None else self.new_tokens
-        seq = p.seq_len if p.seq_len is not None else self.tokens - self.new_tokens
+        seq = self.tokens - self.new_tokens
+        if p.seq_len is not None and self.sequence:  # a sequence-less model scales by batch
+            seq = p.seq_len
         ratio = (p.parameters or self.parameters) / self.parameters
         grow = ratio ** (1 / 3)
         return Shape(
@@ -110,6 +115,7 @@ class Shape:
             optimizer=p.optimizer or self.optimizer,
             layers=None if self.layers is None else max(1, round(self.layers * grow)),
             width=None if self.width is None else max(1, round(self.width * grow)),
+            sequence=self.sequence,
         )
 
 
