@@ -25,6 +25,7 @@ from parity.judge.agreement import agreement_checks
 from parity.judge.cost import judge_cost
 from parity.judge.latency import pooled_generation, pooled_inference
 from parity.judge.numerics import judge_numerics
+from parity.judge.rules import apply_rules
 from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
 from parity.judge.tolerances import Tolerance
@@ -292,6 +293,7 @@ def judge(
     if settings is not None:  # said, and a change of what a side computes in fails
         contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
         verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
+    verdict = apply_rules(verdict, baseline, target, inputs)
     if not (baseline.ok and target.ok):
         return verdict
     return _measured(verdict, baseline, target, inputs, (reference, expected))
