@@ -34,7 +34,7 @@ import typer
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from parity.cli import app
+from parity.cli.app import app
 from parity.plan import TEMPLATE
 from parity.request import CompareOptions
 from tests.fixtures.cli import STUB, invoke, snapshot, stub_api

@@ -15,12 +15,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parity.errors import OptionError
-from parity.model.verdict import Price
-from parity.model.workload import FingerprintParts
-from parity.versions import parse_pin, split_requirement
+
+if TYPE_CHECKING:  # imported where used: the command line reads sides before the rest
+    from parity.model.inputs import Price
+    from parity.spec import SideSpec
 
 DAY_S = 86400.0
 #: the declared upper bound of every numeric option (the lower bounds are where each is
@@ -113,6 +114,8 @@ def whole_numbers(option: str, text: str, example: str) -> list[int]:
 
 def parse_price(text: str) -> tuple[str, Price]:
     """``SIDE=DOLLARS_PER_HOUR[:ACCELERATORS]`` with SIDE baseline or target."""
+    from parity.model.inputs import Price
+
     side, sep, rest = text.partition("=")
     side = side.strip()
     if not sep or side not in ("baseline", "target"):
@@ -148,6 +151,8 @@ def parse_batch_sizes(text: str | Sequence[int]) -> tuple[int, ...]:
 
 def allowed_differences(items: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
     """``FIELD`` or ``FIELD=reason`` items (or a mapping) into field -> reason."""
+    from parity.model.workload import FingerprintParts
+
     pairs: list[tuple[str, str]] = []
     if isinstance(items, Mapping):
         pairs = [(str(k), str(v)) for k, v in items.items()]
@@ -171,6 +176,8 @@ def pins(value: object) -> dict[str, str]:
     """Pinned versions as given: a mapping of package names to pins, or ``NAME PIN``
     items (``torch==2.13.0``, ``numpy>=1.24,<3``: the command line's ``--pin``). Their
     shape is checked here, the pins themselves by ``checked_pins``."""
+    from parity.versions import split_requirement
+
     if isinstance(value, Mapping):
         out: dict[str, str] = {}
         for name, pin in value.items():
@@ -186,6 +193,8 @@ def pins(value: object) -> dict[str, str]:
 
 def checked_pins(given: Mapping[str, str]) -> dict[str, str]:
     """Each pin read (``parity.versions``): normalised name -> the pin as written back."""
+    from parity.versions import parse_pin
+
     out: dict[str, str] = {}
     for name, text in given.items():
         pin = parse_pin(name, text, f"pin {name}")
@@ -235,6 +244,8 @@ def script_argv(value: object) -> tuple[str, ...]:
 
 
 def prices(value: object) -> dict[str, Price]:
+    from parity.model.inputs import Price
+
     if isinstance(value, Mapping):
         out: dict[str, Price] = {}
         for role, price in value.items():
@@ -302,6 +313,35 @@ def parse_tracking_uri(value: object) -> str:
             "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD instead"
         )
     return uri
+
+
+#: the options whose value is a side spec, by command
+SIDE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "compare": ("--baseline", "--target"),
+    "run": ("--device",),
+    "scan": ("--device",),
+    "scale": ("--device",),
+    "check rollback": ("--baseline", "--target"),
+    "check recovery": ("--device",),
+    "check soak": ("--device",),
+}
+
+
+def side_flags(command: str) -> tuple[str, ...]:
+    """The options of ``command`` (``compare``, ``check soak``) that take a side spec."""
+    return SIDE_OPTIONS.get(command, ())
+
+
+def read_side(name: str, value: object) -> SideSpec:
+    """A side spec string parsed, its device known (SpecError naming the valid ones)."""
+    from parity.devices.names import check_device_name
+    from parity.spec import parse_side
+
+    if not isinstance(value, str):
+        raise OptionError(f"{name} must be a side spec string such as cpu+bf16, got {show(value)}")
+    side = parse_side(value)
+    check_device_name(side.device, value)
+    return side
 
 
 def optional_int(name: str, value: object, low: int = 1) -> int | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.errors import PlanError
-from parity.model.verdict import Price
+from parity.model.inputs import Price
 from parity.options import COST_KNOBS, CompareOptions
 
 if sys.version_info >= (3, 11):

@@ -19,9 +19,9 @@ from typing import Any, Literal
 from parity.devices.names import check_device_name
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.model.codec import decode, encode, loads
+from parity.model.inputs import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
-from parity.model.verdict import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.options import (
     COST_KNOBS,
     allowed_differences,
@@ -30,6 +30,7 @@ from parity.options import (
     flag,
     optional_int,
     parse_tracking_uri,
+    read_side,
     show,
     whole_numbers,
 )
@@ -44,7 +45,6 @@ from parity.spec import (
     check_generate_loop,
     parse_generate_loop,
     parse_overrides,
-    parse_side,
     parse_task,
 )
 
@@ -85,10 +85,7 @@ def _workload(o: CompareOptions) -> WorkloadSpec | None:
 
 
 def _side(option: str, text: object, nproc: int | None) -> SideSpec:
-    if not isinstance(text, str):
-        raise OptionError(f"{option} must be a side spec string such as cpu+bf16, got {show(text)}")
-    side = parse_side(text)
-    check_device_name(side.device, text)
+    side = read_side(option, text)
     if nproc is not None and side.nproc is None and nproc > 1:
         side = replace(side, nproc=nproc)
     return side
