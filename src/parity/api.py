@@ -181,7 +181,7 @@ def _expected(orch: Orchestrator, template: JobTemplate, out: Path, cache: Path)
     if not target.ok:
         return None
     first = target.ok[0]
-    side = expected_side(first.spec, bundle_precision(first))
+    side = expected_side(first.side, bundle_precision(first))
     return expected_run(orch, template, side, cache) if side is not None else None
 
 

@@ -225,13 +225,9 @@ class Bundle:
         return self.manifest.workload.fingerprint
 
     @property
-    def spec(self) -> SideSpec:
+    def side(self) -> SideSpec:
+        """The side this bundle ran (``str()`` writes it as given, e.g. ``cpu+bf16``)."""
         return self.manifest.side
-
-    @property
-    def side(self) -> str:
-        """The side spec as written, e.g. ``cpu+bf16``."""
-        return str(self.manifest.side)
 
     @property
     def losses(self) -> tuple[float | None, ...]:

@@ -142,7 +142,7 @@ def _step_rows(role: str, side: SideRuns) -> list[Row]:
             rows.append(
                 {
                     "role": role,
-                    "side": bundle.side,
+                    "side": str(bundle.side),
                     "repeat": bundle.path.name,
                     "step": i,
                     "time_s": times[i] if i < len(times) else None,
@@ -212,7 +212,7 @@ class ComparisonResult:
         losses = self.losses()[role]
         return {
             "role": role,
-            "side": side.spec,
+            "side": str(side.side),
             "status": side.status,
             "device": side.device_name,
             "repeats_ok": side.repeats_ok,
@@ -294,7 +294,7 @@ class RunResult:
     def to_dict(self) -> Row:
         return {
             "path": str(self.path),
-            "side": self.bundle.side,
+            "side": str(self.bundle.side),
             "status": self.bundle.status,
             "reason": self.reason,
             "median_step_s": self.median_step_s,

@@ -25,7 +25,7 @@ from parity.model.checks import (
 )
 from parity.model.metrics import SoakFigures, SoakWindow
 from parity.request import CheckRequest, CompareOptions
-from parity.spec import WorkloadSpec
+from parity.spec import WorkloadSpec, parse_side
 from tests.fixtures import bundles
 from tests.judge.synthetic import side_dir
 
@@ -136,15 +136,15 @@ def test_checked_items_need_a_pass_on_the_verdicts_sides(tmp_path: Path) -> None
     a = load_side(side_dir(tmp_path, "baseline", side="cpu", step_s=0.01, repeats=1)).first
     b = load_side(side_dir(tmp_path, "target", side="cpu+bf16", step_s=0.01, repeats=1)).first
     config = a.manifest.workload.parts.config
-    rollback = CheckSides(target="cpu+bf16", baseline="cpu")
+    rollback = CheckSides(target=parse_side("cpu+bf16"), baseline=parse_side("cpu"))
     checks = [
         _check("rollback", rollback, True, config),
-        _check("recovery", CheckSides(device="cpu+bf16"), False, config),  # failed
-        _check("soak", CheckSides(device="cpu"), True, "other"),  # another side
+        _check("recovery", CheckSides(device=parse_side("cpu+bf16")), False, config),  # failed
+        _check("soak", CheckSides(device=parse_side("cpu")), True, "other"),  # another side
     ]
     assert checked_items(checks, a, b) == {"rollback path": "rollback evidence"}
     assert checked_items([_check("rollback", rollback, True, "x")], a, b) == {}
-    soak = [_check("soak", CheckSides(device="cpu+bf16"), True, "any workload")]
+    soak = [_check("soak", CheckSides(device=parse_side("cpu+bf16")), True, "any workload")]
     assert checked_items(soak, a, b) == {"sustained load": "soak evidence"}
 
 

@@ -33,6 +33,7 @@ from parity.model.roles import Role as Role
 from parity.model.side import Stop
 from parity.model.stack import PackageDifference, Pins
 from parity.model.workload import WorkloadDescription
+from parity.spec import SideSpec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,7 +49,7 @@ class WorkloadInfo:
 class SideInfo:
     """A side of the comparison: what ran, whether it ended well, its headline figures."""
 
-    spec: str
+    side: SideSpec
     status: Literal["ok", "failed"]
     reason: str | None
     stderr_tail: str | None

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from parity.bundle import COMPLIANCE_RUNS, MANIFEST, load_bundle, load_side, read_doc
-from parity.errors import BundleError, UsageError
+from parity.errors import BundleError, SpecError, UsageError
 from parity.model.codec import decode, dumps, loads
 from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
 from parity.model.verdict import Verdict
+from parity.spec import parse_side
 from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
 from parity.store.schema import check_sqlite, content_id, default_path, migrate
 
@@ -174,8 +175,8 @@ class Store:
                     w.size,
                     w.kind,
                     w.fingerprint,
-                    verdict.sides.baseline.spec,
-                    verdict.sides.target.spec,
+                    str(verdict.sides.baseline.side),
+                    str(verdict.sides.target.side),
                     verdict.sides.baseline.device_name,
                     verdict.sides.target.device_name,
                     int(verdict.passed),
@@ -510,8 +511,11 @@ def _device_matches(spec: str | None, device_name: str | None, wanted: str) -> b
     """``cuda`` matches ``cuda``, ``cuda:1+bf16``; a full spec matches itself; else the
     device name must contain it (case-insensitive)."""
     if spec:
-        head = spec.split("+", 1)[0]
-        if wanted in (spec, head, head.split(":", 1)[0]):
+        try:
+            side = parse_side(spec)  # the index holds a side as it writes
+        except SpecError:
+            side = None
+        if wanted == spec or (side is not None and wanted in (side.device_string, side.device)):
             return True
     return bool(device_name) and wanted.lower() in str(device_name).lower()
 
