@@ -28,7 +28,7 @@ def early_refusal(argv: Sequence[str]) -> str | None:
     flags = side_flags(command)
     if not flags:
         return None
-    from parity.options import read_side
+    from parity.values import read_side
 
     for i, arg in enumerate(head):
         name, eq, value = arg.partition("=")
