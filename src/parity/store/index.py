@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from parity.bundle import COMPLIANCE_RUNS, MANIFEST, load_bundle, load_side, read_doc
@@ -267,7 +268,7 @@ class Store:
                     time_unix=r["time_unix"],
                     workload=r["workload"],
                     size=r["size"],
-                    sides=f"{r['baseline_spec']} -> {r['target_spec']}",
+                    sides=_sides(r),
                     result="PASS" if r["passed"] else "FAIL",
                     speed_ratio=r["speed_ratio"],
                     speed_verdict=r["speed_verdict"],
@@ -287,10 +288,10 @@ class Store:
                 RunRow(
                     id=r["id"],
                     type="run",
-                    time_unix=r["finished_unix"] or r["started_unix"] or r["indexed_unix"],
+                    time_unix=_finished(r) or r["indexed_unix"],
                     workload=r["workload"],
                     size=r["size"],
-                    sides=r["side_spec"],
+                    sides=_sides(r),
                     result=r["status"],
                     median_step_s=r["median"],
                     path=r["path"],
@@ -327,6 +328,7 @@ class Store:
         """One comparison (with its bundles and verdict) or one bundle (with its figures)."""
         table, rid = self.resolve(ident)
         r = self.conn.execute(f"SELECT * FROM {table} WHERE id = ?", (rid,)).fetchone()
+        record = partial(RunRecord, id=rid, path=r["path"], workload=r["workload"], size=r["size"])
         if table == "comparisons":
             bundles = tuple(
                 BundleRow(
@@ -343,27 +345,19 @@ class Store:
                     "SELECT * FROM bundles WHERE comparison_id = ? ORDER BY role, run", (rid,)
                 )
             )
-            return RunRecord(
-                id=rid,
+            return record(
                 type="compare",
-                path=r["path"],
-                workload=r["workload"],
-                size=r["size"],
                 time_unix=r["time_unix"],
-                sides=f"{r['baseline_spec']} -> {r['target_spec']}",
+                sides=_sides(r),
                 passed=bool(r["passed"]),
                 exit_code=r["exit_code"],
                 verdict=decode(Verdict, loads(r["verdict"])),
                 bundles=bundles,
             )
-        return RunRecord(
-            id=rid,
+        return record(
             type="run",
-            path=r["path"],
-            workload=r["workload"],
-            size=r["size"],
-            time_unix=r["finished_unix"] or r["started_unix"],
-            sides=r["side_spec"],
+            time_unix=_finished(r),
+            sides=_sides(r),
             status=r["status"],
             reason=r["reason"],
             side_spec=r["side_spec"],
@@ -501,6 +495,18 @@ def _walk(root: Path) -> Iterator[Path]:
             subdirs.clear()
         else:
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+
+
+def _sides(r: sqlite3.Row) -> str:
+    """A row's sides as the index lists them: a bundle's side, or a comparison's pair."""
+    if "side_spec" in r.keys():  # noqa: SIM118 - a Row iterates over its values
+        return str(r["side_spec"])
+    return f"{r['baseline_spec']} -> {r['target_spec']}"
+
+
+def _finished(r: sqlite3.Row) -> float | None:
+    """When a bundle's run ended (or began, where it never ended)."""
+    return r["finished_unix"] or r["started_unix"]  # type: ignore[no-any-return]
 
 
 def _matches(value: str | None, wanted: str | None) -> bool:
