@@ -42,7 +42,7 @@ from parity.model.manifest import Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
-from parity.model.side import SideFile
+from parity.model.side import MeasureRecord
 from parity.spec import SideSpec
 
 if TYPE_CHECKING:
@@ -348,7 +348,7 @@ class SideRuns:
     path: Path
     repeats: tuple[Bundle, ...]
     compliance: dict[str, Bundle] = field(default_factory=dict)
-    info: SideFile | None = None
+    info: MeasureRecord | None = None
 
     @property
     def ok(self) -> tuple[Bundle, ...]:
@@ -397,5 +397,5 @@ def load_side(path: Path | str) -> SideRuns:
         path=path,
         repeats=tuple(load_bundle(p) for p in repeats),
         compliance=compliance,
-        info=_optional(path / SIDE_FILE, SideFile),
+        info=_optional(path / SIDE_FILE, MeasureRecord),
     )

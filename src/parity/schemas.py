@@ -43,7 +43,7 @@ DOCUMENTS: dict[str, tuple[str, str, str]] = {
     "error": ("parity.model.job:WorkerError", "error.json", "the worker's first exception"),
     "event": ("parity.model.job:Event", "events.jsonl", "one line of the worker's events"),
     "digest": ("parity.bundle:Digest", "digest.json", "the sha256 of every other file of a bundle"),
-    "side": ("parity.model.side:SideFile", "side.json", "how measuring a side ended"),
+    "side": ("parity.model.side:MeasureRecord", "side.json", "how measuring a side ended"),
     "request": (
         "parity.request:CompareRequest",
         "request.json",

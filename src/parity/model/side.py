@@ -67,6 +67,8 @@ class Stop:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class SideFile:
+class MeasureRecord:
+    """``side.json``: how much a side was to be measured, and why measuring stopped."""
+
     stop: Stop
     plan: MeasurePlan
