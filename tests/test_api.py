@@ -215,6 +215,22 @@ def test_the_api_hands_the_cli_s_options_to_one_request(monkeypatch: pytest.Monk
 
 
 @pytest.mark.slow
+def test_the_cli_and_the_api_build_the_same_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fixtures.cli import invoke
+
+    calls = stub_api(monkeypatch)
+    with pytest.raises(parity.ParityError, match="stub"):
+        parity.compare(
+            "mlp-train", target="cpu+bf16", steps=6, repeats=2, pins=["torch==2.13.*"],
+            allow_diff={"seed": "why"}, prices={"target": "21.5:16"}, progress=False,
+        )  # fmt: skip
+    from_api = calls.last("compare")
+    args = ["compare", "mlp-train", "--target", "cpu+bf16", "--steps", "6", "--repeats", "2"]
+    args += ["--pin", "torch==2.13.*", "--allow-diff", "seed=why", "--price", "target=21.5:16"]
+    assert invoke(*args).exit_code == 1
+    assert calls.last("compare") == from_api
+
+
 def test_compare_and_run_from_python(tmp_path: Path) -> None:
     result = parity.compare(
         "mlp-train", target="cpu+bf16", repeats=1, compliance=False, steps=6, out=tmp_path / "c"

@@ -254,3 +254,20 @@ def test_the_agreement_thresholds_come_from_options_and_plans(tmp_path: Path) ->
 def test_bad_agreement_thresholds_name_the_setting(given: dict[str, object], words: str) -> None:
     with pytest.raises(OptionError, match=words):
         CompareRequest.from_kwargs(target="cpu", **given)
+
+
+def test_every_option_is_declared_once_for_the_commands_that_read_it() -> None:
+    from parity.options import TABLE, options_of
+
+    commands = {"compare", "run", "scan", "scale", "rollback", "recovery", "soak", "diff"}
+    assert {c for o in TABLE.values() for c in o.commands} == commands
+    flags = [o.flag for o in TABLE.values() if o.cli is not None]
+    assert len(flags) == len(set(flags))
+    plans = [o.plan for o in TABLE.values() if o.plan is not None]
+    assert len(plans) == len(set(plans))
+    assert {o.key for o in options_of("scan")} < {o.key for o in options_of("run")}
+    # a value out of range is refused by the table, whichever surface it came from
+    with pytest.raises(OptionError, match="--repeats must be at most 1000"):
+        CompareRequest.from_kwargs(target="cpu", repeats=1001)
+    with pytest.raises(OptionError, match=r"measure\.repeats must be at most 1000"):
+        Given.read("compare", {"repeats": 1001}, "plan")
