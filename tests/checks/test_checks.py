@@ -72,7 +72,7 @@ def test_rollback_passes_bf16_target_to_fp32_baseline(rollback_dir: Path) -> Non
 
     result = read_doc(rollback_dir / "check.json", CheckResult)
     assert result.passed and result.item == "rollback path"
-    assert (result.sides.target, result.sides.baseline) == ("cpu+bf16", "cpu")
+    assert (str(result.sides.target), str(result.sides.baseline)) == ("cpu+bf16", "cpu")
     loss = _gate(result, "loss curve from step 4")
     assert isinstance(loss, LossCheck) and loss.passed and loss.tolerance == 0.02
     cont = result.figures.continuation
