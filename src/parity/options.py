@@ -44,6 +44,7 @@ from parity.values import (
 )
 
 if TYPE_CHECKING:
+    from parity.model.fair import LatencyLimit, ProductionShape
     from parity.model.inputs import CostInputs, Price
     from parity.spec import SideSpec
 
@@ -204,6 +205,22 @@ def experiment(name: str, value: object) -> str:
 def fraction(name: str, value: object) -> float:
     """An agreement gate's threshold, in (0, 1]."""
     return float(check_number(name, value, low=0, low_open=True, high=1))
+
+
+def production(name: str, value: object) -> ProductionShape | None:
+    from parity.fair_options import parse_production
+    from parity.model.fair import ProductionShape
+
+    return value if isinstance(value, ProductionShape) else parse_production(value)
+
+
+def slo(name: str, value: object) -> tuple[LatencyLimit, ...]:
+    from parity.fair_options import parse_slo
+    from parity.model.fair import LatencyLimit
+
+    if isinstance(value, tuple) and all(isinstance(v, LatencyLimit) for v in value):
+        return value
+    return parse_slo(value)
 
 
 def counts(name: str, value: object) -> tuple[int, ...]:
@@ -374,6 +391,25 @@ CHECKS_DIRS = declare(
     "check directories (parity check --out), comma-separated: each passing check on the "
     "same sides ticks the verdict's not-yet-proven list",
     JUDGING, metavar="DIR,...",
+)  # fmt: skip
+PRODUCTION = declare(
+    "production", "--production", production,
+    "the production shape, repeatable: parameters=1.3B, seq_len, batch_size, precision, "
+    "optimizer, max_new_tokens, data_pipeline; the verdict compares the workload with it "
+    "and projects memory at that size",
+    JUDGING, metavar="KEY=VALUE", cli=list[str],
+)  # fmt: skip
+SLO = declare(
+    "slo", "--slo", slo,
+    "latency limits gating the target, e.g. ttft_p99=200ms,tpot_p50=30ms,e2e_p99=2s (ttft, "
+    "tpot, itl, e2e, latency; p50, p90, p99)",
+    JUDGING, metavar="LIMITS", cli=list[str],
+)  # fmt: skip
+TUNING_INTENDED = declare(
+    "tuning_intended", "--tuning-intended", lambda n, v: text(n, v).strip() or None,
+    "the sides are tuned differently on purpose: the speed figures lose the tuning-asymmetry "
+    "label (the asymmetry is still listed)",
+    JUDGING, metavar="REASON", plan="tuning.intended",
 )  # fmt: skip
 MLFLOW = declare(
     "mlflow", "--mlflow", tracking_uri,

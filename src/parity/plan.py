@@ -92,6 +92,26 @@ checkpoint_overhead = 0.0   # extra time spent writing checkpoints
 # tracking_uri = "http://127.0.0.1:5000"   # "" or left out: MLflow's default
 # experiment = "parity"
 
+[production]
+# The shape the workload stands in for: the verdict says how far the measured workload is
+# from it and projects peak memory at this size on each side.
+# parameters = "1.3B"
+# seq_len = 2048
+# batch_size = 8
+# precision = "bf16"
+# optimizer = "adamw"       # adamw, adam, sgd, sgd-momentum, lion, adagrad, rmsprop, adafactor
+# max_new_tokens = 256      # generation
+# data_pipeline = "webdataset shards, 8 loader workers"
+
+[slo]
+# Latency limits, a gate on the target: METRIC_pNN = "TIME" (ttft, tpot, itl, e2e, latency)
+# ttft_p99 = "200ms"
+# tpot_p50 = "30ms"
+# e2e_p99 = "2s"
+
+[tuning]
+# intended = "the target runs its vendor's recommended settings on purpose"
+
 [operational]
 # Your answers, shown in the verdict as a checklist; leave empty where unknown.
 instance_availability = ""
@@ -145,6 +165,9 @@ TOP = (
     "operational",
     "mlflow",
     "stack",
+    "production",
+    "slo",
+    "tuning",
 )
 #: the tables whose keys are options of the table (``parity.options``, ``plan=``)
 SIMPLE = ("workload", "quality", "measure")
@@ -223,6 +246,7 @@ def load_plan(path: Path) -> Given:
         given = top.get(name, dict) or {}
         t = _Table(path, name, given, OPERATIONAL if name == "operational" else tuple(given))
         raw[key] = {k: t.get(k, str) for k in t.data}
+    raw.update(_fair_tables(top, path))
     mlflow = top.get("mlflow", dict)
     if mlflow is not None:  # a [mlflow] table (even empty) logs the comparison
         f = _Table(path, "mlflow", mlflow, ("tracking_uri", "experiment"))
@@ -235,6 +259,22 @@ def load_plan(path: Path) -> Given:
 
 
 SIDE_KEYS = ("side", "instance", "price_per_hour", "accelerators")
+
+
+def _fair_tables(top: _Table, path: Path) -> dict[str, object]:
+    """``[production]`` (the production shape), ``[slo]`` (latency limits) and
+    ``[tuning]`` (``intended``: why a tuning asymmetry is meant)."""
+    from parity.fair_options import PRODUCTION_KEYS
+
+    shape = _Table(path, "production", top.get("production", dict) or {}, PRODUCTION_KEYS)
+    given = top.get("slo", dict) or {}
+    limits = _Table(path, "slo", given, tuple(given))
+    tuning = _Table(path, "tuning", top.get("tuning", dict) or {}, ("intended",))
+    return {
+        "production": {k: shape.get(k, (str, int, float)) for k in shape.data} or None,
+        "slo": {k: limits.get(k, (str, int, float)) for k in limits.data} or None,
+        "tuning_intended": tuning.get("intended", str),
+    }
 
 
 def write_template(path: Path, *, force: bool = False) -> None:

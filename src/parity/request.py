@@ -105,6 +105,9 @@ def judge_inputs(g: Given) -> JudgeInputs:
         pins=g.get(o.PINS) or {},
         min_cosine=g.value(o.MIN_COSINE, MIN_COSINE),
         min_top1=g.value(o.MIN_TOP1, MIN_TOP1),
+        production=g.get(o.PRODUCTION),
+        slo=g.value(o.SLO, ()),
+        tuning_intended=g.get(o.TUNING_INTENDED),
     )
 
 
@@ -236,6 +239,9 @@ class CompareRequest:
             "pins": j.pins,
             "min_cosine": j.min_cosine,
             "min_top1": j.min_top1,
+            "production": j.production,
+            "slo": j.slo or None,
+            "tuning_intended": j.tuning_intended,
             "checks": self.checks or None,
             "batch_sizes": self.batch_sizes or None,
         }

@@ -48,7 +48,8 @@ def diff(
     from parity.request import judge_inputs
 
     chosen = c.given_options(ctx, "diff")
-    judging = [x for x in (o.ALLOW_DIFF, o.TARGET_LOSS, o.PRICES, o.PINS) if chosen.has(x)]
+    judged = (o.ALLOW_DIFF, o.TARGET_LOSS, o.PRICES, o.PINS, o.PRODUCTION, o.SLO, o.TUNING_INTENDED)
+    judging = [x for x in judged if chosen.has(x)]
     given = judge_inputs(chosen) if judging else None
     from parity import api
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from parity.model.codec import omit_none
+from parity.model.fair import LatencyLimit, ProductionShape
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Price:
@@ -83,6 +86,13 @@ class JudgeInputs:
     pins: dict[str, str] = field(default_factory=dict)
     min_cosine: float = MIN_COSINE
     min_top1: float = MIN_TOP1
+    #: the production shape the workload stands in for ([production], --production)
+    production: ProductionShape | None = omit_none()
+    #: latency limits gating the target ([slo], --slo)
+    slo: tuple[LatencyLimit, ...] = ()
+    #: why a tuning asymmetry between the sides is intended ([tuning] intended): the
+    #: speed figures then carry no asymmetry label
+    tuning_intended: str | None = omit_none()
 
     def __post_init__(self) -> None:
         if self.target_loss is not None and not -float("inf") < self.target_loss < float("inf"):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from parity.model.codec import Json, omit_none
+from parity.model.fair import Fit, Representativeness, Slo, Tuning
 from parity.model.inputs import MIN_COSINE as MIN_COSINE
 from parity.model.inputs import MIN_TOP1 as MIN_TOP1
 from parity.model.inputs import CostInputs as CostInputs
@@ -344,6 +345,13 @@ class Verdict:
     cost: Cost | None = None
     memory: ByRole[Memory] | None = None
     phases: ByRole[Phases] | None = None
+    #: the fair-comparison rules: tuning asymmetry (its label goes with every speed
+    #: figure), the measured shape against production, fit at production size, latency
+    #: limits (a gate on the target)
+    tuning: Tuning | None = omit_none()
+    representativeness: Representativeness | None = omit_none()
+    fit: Fit | None = omit_none()
+    slo: Slo | None = omit_none()
     contract: Contract
     unproven: tuple[UnprovenItem, ...]
     operational: tuple[OperationalItem, ...]
