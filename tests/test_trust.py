@@ -26,7 +26,7 @@ from parity.bundle import load_bundle, read_doc, seal, sha256_file, write_doc
 from parity.errors import BundleError, ResumeError, UsageError
 from parity.model.job import JOB_FILE, Job
 from parity.model.manifest import Manifest
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from parity.spec import WorkloadSpec
 from tests.fixtures import runs
 from tests.fixtures.cli import invoke, snapshot
@@ -57,10 +57,9 @@ def comparison(root: Path) -> Path:
     """An interrupted comparison: ``request.json`` and both sides' r00 (r01 still to run)."""
     out = root / "c"
     out.mkdir(parents=True)
-    options = CompareOptions(
+    CompareRequest.from_kwargs(
         workload="mlp-train", target=SIDES["target"], repeats=2, compliance=False, out=str(out)
-    )
-    CompareRequest.from_options(options).save(out)
+    ).save(out)
     digest = sha256_file(out / "request.json")
     for role, spec in SIDES.items():
         _stamp(runs.write_bundle(out / role / "r00", role=role, spec=spec), digest)

@@ -33,7 +33,7 @@ from parity.orchestrate import (
     prepare_workload,
 )
 from parity.paths import locked
-from parity.redact import REDACTED, redactor
+from parity.redact import REDACTED
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.launch import Launcher
 
@@ -87,7 +87,10 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s)
+    sides = (
+        (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
+    )
+    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 
@@ -186,7 +189,7 @@ def _expected(orch: Orchestrator, template: JobTemplate, out: Path, cache: Path)
     if not target.ok:
         return None
     first = target.ok[0]
-    side = expected_side(first.spec, bundle_precision(first))
+    side = expected_side(first.side, bundle_precision(first))
     return expected_run(orch, template, side, cache) if side is not None else None
 
 
@@ -266,7 +269,7 @@ def resume(
     command is stored with its secret values masked, so resuming one whose command held
     any needs the real command again."""
     if request is not None:
-        check_resume(out, request)
+        request.check_resume(out)
     else:
         request = CompareRequest.from_file(out)
     if any(REDACTED in arg for arg in request.script):
@@ -278,18 +281,6 @@ def resume(
     with locked(out):  # bound to the directory given, whatever out request.json names
         check_resumable(out, {"baseline": request.baseline, "target": request.target})
         return compare(replace(request, out=str(out)), progress=progress, resuming=True)
-
-
-def check_resume(out: Path, request: CompareRequest) -> None:
-    """``--resume`` with other options is refused when they differ from the stored ones
-    (a script's command compared as stored: secret values masked)."""
-    stored = CompareRequest.from_file(out)
-    given = replace(request, out=stored.out, script=redactor().argv(request.script))
-    if given != stored:
-        raise ResumeError(
-            f"--resume {out} runs the comparison stored in {out / REQUEST_FILE}: drop the "
-            "other options (they differ from the stored ones)"
-        )
 
 
 def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:
@@ -372,7 +363,11 @@ def compare_curve(
     points = tuple(
         CurvePoint.of(bs, r.verdict) for bs, r in zip(request.batch_sizes, results, strict=True)
     )
-    write_doc(out / CURVE_FILE, Curve(batch_sizes=request.batch_sizes, points=points))
+    from parity.judge.slo import best_batch
+
+    pairs = [(bs, r.verdict) for bs, r in zip(request.batch_sizes, results, strict=True)]
+    curve = Curve(batch_sizes=request.batch_sizes, points=points, best=best_batch(pairs))
+    write_doc(out / CURVE_FILE, curve)
     return out, results
 
 
@@ -454,6 +449,9 @@ def _override(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
         if given.min_cosine != default.min_cosine
         else stored.min_cosine,
         min_top1=given.min_top1 if given.min_top1 != default.min_top1 else stored.min_top1,
+        production=given.production or stored.production,
+        slo=given.slo or stored.slo,
+        tuning_intended=given.tuning_intended or stored.tuning_intended,
     )
 
 

@@ -37,6 +37,7 @@ from parity.model.quality import (
 )
 from parity.model.side import MeasurePlan
 from parity.model.verdict import Verdict
+from parity.report import fair
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +81,9 @@ def run_record(out: Path, verdict: Verdict) -> RunRecord:
         tags["parity.speed_reliable"] = str(verdict.speed.reliable).lower()
     if verdict.cost is not None and verdict.cost.verdict is not None:
         tags["parity.cost"] = verdict.cost.verdict
+    tags |= fair.mlflow_figures(verdict)[0]
     return RunRecord(
-        name=f"{w.name or 'script'}: {sides.baseline.spec} vs {sides.target.spec}",
+        name=f"{w.name or 'script'}: {sides.baseline.side} vs {sides.target.side}",
         params={mlflow_key(k): v[:MAX_PARAM] for k, v in _params(out, verdict).items()},
         metrics={mlflow_key(k): v for k, v in _metrics(verdict).items()},
         tags={k: v[:MAX_TAG] for k, v in tags.items()},
@@ -96,7 +98,7 @@ def _params(out: Path, verdict: Verdict) -> dict[str, str]:
     for key in ("batch_size", "seq_len", "steps", "seed"):
         given[f"workload.{key}"] = getattr(w.description, key)
     for role, side in verdict.sides.items():
-        given[f"{role}.spec"] = side.spec
+        given[f"{role}.spec"] = str(side.side)
         given[f"{role}.device_name"] = side.device_name
         given[f"{role}.repeats"] = side.repeats
         if side.generation is not None:
@@ -143,6 +145,7 @@ def _metrics(verdict: Verdict) -> dict[str, float]:
             given[f"{section}.{check.name}.passed"] = float(check.passed)
     if verdict.cost is not None:
         given["cost.ratio"] = verdict.cost.cost_ratio
+    given |= fair.mlflow_figures(verdict)[1]
     return {k: float(v) for k, v in given.items() if v is not None}
 
 
@@ -194,8 +197,8 @@ def summary_markdown(verdict: Verdict) -> str:
     w, s = verdict.workload, verdict.sides
     lines = [
         f"### parity: {'PASS' if verdict.passed else 'FAIL'}\n",
-        f"**{w.name or 'script'}** ({w.size}, {w.kind}): baseline `{s.baseline.spec}` against "
-        f"target `{s.target.spec}`; fingerprint `{w.fingerprint[:12]}`\n",
+        f"**{w.name or 'script'}** ({w.size}, {w.kind}): baseline `{s.baseline.side}` against "
+        f"target `{s.target.side}`; fingerprint `{w.fingerprint[:12]}`\n",
     ]
     if (sp := verdict.speed) is not None:
         lines.append(
