@@ -55,6 +55,9 @@ def test_fixed_repeats_and_failures_end_as_before() -> None:
     assert _decide(Plan(repeats=2), _samples(2), 2, elapsed=1.0, failed=False) == Stop(
         reason="repeats", message="2 repeat(s) per side, as asked"
     )
+    default = _decide(Plan(repeats=1), _samples(1), 1, 1.0, False, asked=False)
+    assert default is not None and "as asked" not in default.message
+    assert "--repeats N" in default.message
     failure = _decide(Plan(), _samples(1), 1, elapsed=1.0, failed=True)
     assert failure is not None and failure.reason == "failure"
 

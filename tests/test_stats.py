@@ -302,19 +302,31 @@ def test_welch_interval_by_hand() -> None:
     )
 
 
+def test_a_provisional_interval_gives_no_verdict_word_however_far_from_one() -> None:
+    """Two processes a side, 5x apart and tight: still "undetermined" (issue 28: a
+    provisional interval said "indistinguishable" of a 4.8x ratio)."""
+    for target in ((5.0, 5.01), (1.0, 1.02), (0.2, 0.201)):
+        ci = ratio_ci(Processes(medians=(1.0, 1.01)), Processes(medians=target))
+        assert ci.provisional and ci.verdict == "undetermined"
+    ci = ratio_ci(Processes(medians=(1.0, 1.01, 0.99)), Processes(medians=(5.0, 5.01, 4.99)))
+    assert not ci.provisional and ci.verdict == "slower"
+
+
 def test_fewer_than_min_processes_is_provisional() -> None:
     three = Processes(medians=(1.0, 1.01, 0.99))
     two = Processes(medians=(1.2, 1.21))
     ci = ratio_ci(three, two)
     assert MIN_PROCESSES == 3 and ci.provisional
-    assert ci.note is not None and "spread is not yet estimable" in ci.note
+    assert ci.note is not None and "spread not yet estimable" in ci.note
+    assert ci.verdict == "undetermined" and "1 more target process(es) would settle" in ci.note
     rng = np.random.default_rng(2)
     lone = Processes.from_steps([list(1.2 * np.exp(rng.normal(0, 0.05, 40)))])
     borrowed = ratio_ci(three, lone)
     assert borrowed.provisional and "other's spread" in borrowed.method and borrowed.df == 2
     both = ratio_ci(Processes.from_steps([list(np.exp(rng.normal(0, 0.05, 40)))]), lone)
     assert both.provisional and "sectioning" in both.method
-    assert both.note is not None and both.note.startswith("one process per side")
+    assert both.note is not None and both.note.startswith("undetermined: one process per side")
+    assert "2 more baseline and 2 more target process(es)" in both.note
     assert both.low < both.ratio < both.high
 
 

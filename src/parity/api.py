@@ -245,7 +245,7 @@ def _compare_script(
                 role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
             ),
             plan,
-            adaptive_stop(plan),
+            adaptive_stop(plan, asked=request.measure.repeats is not None),
         )
         orch.finish(stop, plan)
     return _logged(request, conclude(out, request.judge, reference=None, expected=None))

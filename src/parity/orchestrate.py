@@ -450,10 +450,12 @@ def decide_stop(
     *,
     next_round_s: float | None = None,
     reserve_s: float = 0.0,
+    asked: bool = True,
 ) -> Stop | None:
     """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
     are each side's steady step times, one list per process; another round costs
-    ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds."""
+    ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds.
+    ``asked``: ``plan.repeats`` is the user's (else a mode's default, never called asked)."""
     from parity.stats import Processes, ratio_ci, should_stop
 
     if failed:
@@ -463,7 +465,8 @@ def decide_stop(
         )
     if plan.repeats is not None:
         if rounds >= plan.repeats:
-            return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, as asked")
+            why = "as asked" if asked else "the default here (--repeats N for more)"
+            return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, {why}")
         return None
     if rounds < plan.min_repeats and elapsed + (next_round_s or 0.0) + reserve_s <= plan.budget_s:
         return None
@@ -491,7 +494,7 @@ def decide_stop(
     return None if decision is None else Stop(reason=decision.reason, message=decision.message)
 
 
-def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
+def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0, asked: bool = True) -> Decide:
     """The stopping rule of a comparison's rounds on its bundles (see ``decide_stop``):
     the next round is costed as ``Tally.next_round_s`` says, and ``runs_after`` target
     runs (the compliance runs) are kept out of the budget at ``Tally.next_run_s`` each."""
@@ -510,6 +513,7 @@ def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
             failed,
             next_round_s=tally.next_round_s,
             reserve_s=runs_after * tally.next_run_s("target"),
+            asked=asked,
         )
 
     return decide

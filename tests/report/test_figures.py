@@ -95,3 +95,28 @@ def test_the_generation_loop_is_named_once_or_per_side_when_they_differ() -> Non
         "generation loops differ: baseline parity: what it times; target hf: what it times"
     )
     assert not any("loop" in s.lower() for s in said(None, None))
+
+
+def test_an_undetermined_speed_says_so_in_every_view_and_never_a_verdict_word() -> None:
+    """Two processes a side, the target 5x slower: every view says "undetermined", the
+    figures and what would settle it, and none says faster, slower or indistinguishable."""
+    from parity.model.codec import encode
+    from parity.report.markdown import render_markdown
+    from parity.report.terminal import render_terminal
+    from tests.report.cases import printed
+
+    v = golden("undetermined")
+    terminal = printed(lambda c: render_terminal(v, c), 100, terminal=False)
+    texts = {
+        "terminal": terminal,
+        "markdown": render_markdown(v),
+        "json": str(encode(v.speed)),
+        "section (HTML's too)": " ".join(p.text for p in speed(v).parts if isinstance(p, Sentence)),
+    }
+    for where, text in texts.items():
+        flat = " ".join(text.split())
+        assert "undetermined" in flat, where
+        assert "would settle it" in flat, where
+        for word in ("faster", "slower", "indistinguishable"):
+            assert word not in flat, (where, word)
+    assert "5.045 [4.503, 5.652]" in " ".join(texts["terminal"].split())

@@ -225,7 +225,8 @@ class Speed:
     ratio: float
     speedup: float
     interval: Interval
-    verdict: Literal["faster", "slower", "indistinguishable"]
+    #: "undetermined" while the interval is provisional (fewer than 3 processes a side)
+    verdict: Literal["faster", "slower", "indistinguishable", "undetermined"]
     repeats: ByRole[int]
     stop: Stop | None
     note: str | None
