@@ -25,7 +25,7 @@ from parity.model.quality import NumericsSection, Quality
 from parity.model.roles import ROLES as ROLES
 from parity.model.roles import ByRole as ByRole
 from parity.model.roles import Role as Role
-from parity.model.side import Stop
+from parity.model.side import Stop, TimingSteps
 from parity.model.stack import PackageDifference, Pins
 from parity.model.workload import WorkloadDescription
 
@@ -232,6 +232,8 @@ class Speed:
     note: str | None
     throughput: ByRole[Throughput | None]
     compliance: tuple[ComplianceCheck, ...] = ()
+    #: steps each side's timing processes ran, and why (None: all the workload's)
+    timing: ByRole[TimingSteps | None] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
