@@ -199,9 +199,40 @@ def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path)
     done = {"baseline": [_quality_run(0.02)], "target": [_quality_run(0.12)]}
     steps = timing_plan(orch, Plan(budget_s=30.0), runs_after=2, shorten=True)(done)  # type: ignore[arg-type]
     assert steps == {"baseline": 13, "target": 13} and orch.notes == []
+    # after the second round, the spread measured between processes (20% here) sizes them
+    spread = {"baseline": [*done["baseline"], _quality_run(0.025)], "target": done["target"] * 2}
+    plan = timing_plan(orch, Plan(budget_s=30.0), runs_after=2, shorten=True)
+    noisy = {"baseline": [_quality_run(0.001, steps=400)] * 2, "target": spread["baseline"]}
+    assert plan(noisy)["baseline"] == 1 + 2 + MIN_STEADY  # type: ignore[arg-type]
+    timing = orch.timing["baseline"]
+    assert timing is not None and "apart (measured)" in timing.reason
     tight = Orchestrator(out=tmp_path)
     tight.start_budget()
     timing_plan(tight, Plan(budget_s=1.0), runs_after=2, shorten=False)(done)  # type: ignore[arg-type]
     assert tight.timing == {"baseline": None, "target": None}
     assert len(tight.notes) == 1 and "3 processes a side need about" in tight.notes[0]
     assert "more than --budget 1: measuring them anyway; --budget" in tight.notes[0]
+
+
+@pytest.mark.slow
+def test_a_comparison_s_timing_processes_run_the_steps_its_verdict_states(tmp_path: Path) -> None:
+    """Real workers: each side's r00 runs the workload's 200 steps; every later process of
+    a side, and the target's compliance runs, the steps ``verdict.json`` states for it."""
+    from parity import api
+    from parity.request import CompareOptions, CompareRequest
+
+    options = CompareOptions(
+        workload="mlp-train", target="cpu+threads=1", steps=200, repeats=3, out=str(tmp_path)
+    )
+    result = api.compare(CompareRequest.from_options(options))
+    speed = json.loads((tmp_path / "verdict.json").read_text())["speed"]
+    assert speed["repeats"] == {"baseline": 3, "target": 3}
+    for role, side in (("baseline", result.baseline), ("target", result.target)):
+        timing = speed["timing"][role]
+        assert timing["workload_steps"] == 200 and "Cochran" in timing["reason"]
+        ran = [len(b.metrics.step_samples_s) for b in side.repeats if b.metrics]
+        assert ran[0] == 200 and ran == timing["ran"], (role, timing)
+        assert ran[2] == timing["steps"]  # sized again after the second round
+    for run in result.target.compliance.values():
+        assert run.metrics is not None
+        assert len(run.metrics.step_samples_s) == speed["timing"]["target"]["steps"]

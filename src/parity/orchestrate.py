@@ -257,8 +257,12 @@ def _next_cost(costs: tuple[float, ...]) -> float:
 
 
 Decide = Callable[[Tally], Stop | None]
-#: told each side's bundles after the first round; answers the timing processes' steps
+#: told each side's bundles after the first and second rounds; answers the timing
+#: processes' steps
 AfterFirst = Callable[[dict[Role, list[Bundle]]], dict[Role, int | None]]
+#: rounds after which the timing processes are (re)sized: the first (the quality runs),
+#: and the second, the first with a spread between processes to size by
+SIZING_ROUNDS = 2
 
 
 @dataclass
@@ -353,9 +357,10 @@ class Orchestrator:
         after_first: AfterFirst | None = None,
     ) -> Stop:
         """Rounds of one process per side, ABBA, until ``decide`` says stop (or, with
-        ``plan.repeats``, that many rounds). ``after_first`` is told each side's first
-        bundle (the quality runs) and answers the steps of the timing processes after it,
-        per side (None: the workload's). ``finish`` records the end."""
+        ``plan.repeats``, that many rounds). ``after_first`` is told each side's bundles
+        after the first round (the quality runs) and the second, and answers the steps of
+        the timing processes after them, per side (None: the workload's). ``finish``
+        records the end."""
         from parity.stats import interleaved_order
 
         if self.clock is None:
@@ -382,7 +387,7 @@ class Orchestrator:
                 done[role].append(bundle)
                 ran.append(label)
             round_s.append(time.monotonic() - round_start)
-            if i == 0 and after_first is not None:
+            if i < SIZING_ROUNDS * len(ROLES) and after_first is not None:
                 steps = after_first(done)
             tally = Tally(
                 done=done,
@@ -413,7 +418,11 @@ class Orchestrator:
             probes={**(stop.probes or {}), **self.probes} or None,
         )
         for role in ROLES:
-            side = SideFile(stop=stop, plan=plan, timing=self.timing.get(role))
+            timing = self.timing.get(role)
+            if timing is not None and self.tally is not None:
+                ran = [len(b.metrics.step_samples_s) for b in self.tally.done[role] if b.metrics]
+                timing = replace(timing, ran=tuple(ran))
+            side = SideFile(stop=stop, plan=plan, timing=timing)
             write_doc(self.out / role / SIDE_FILE, side)
         return stop
 
@@ -592,10 +601,11 @@ def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0, asked: bool = True)
     return decide
 
 
-def size_timing(bundle: Bundle) -> TimingSteps | None:
+def size_timing(bundle: Bundle, spread: float | None = None) -> TimingSteps | None:
     """The steps of a side's timing processes, from its quality run (its first process):
-    ``stats.process_steps`` on its steady steps, warm-up and fixed cost per process."""
-    from parity.stats import process_steps
+    ``stats.process_steps`` on its steady steps, warm-up and fixed cost per process, with
+    the ``spread`` measured between processes where it is more than the one assumed."""
+    from parity.stats import PRIOR_SPREAD, process_steps
 
     metrics = bundle.metrics
     if not bundle.ok or metrics is None or not metrics.steady_samples:
@@ -607,6 +617,8 @@ def size_timing(bundle: Bundle) -> TimingSteps | None:
         warmup=p.warmup_steps,
         fixed_s=fixed + RUN_OVERHEAD_S,
         workload_steps=len(metrics.step_samples_s),
+        spread=max(PRIOR_SPREAD, spread or 0.0),
+        measured=spread is not None and spread > PRIOR_SPREAD,
     )
     return TimingSteps(
         steps=size.steps,
@@ -626,14 +638,15 @@ def timing_plan(
     ``runs_after`` target runs will not fit in the budget: the budget that would."""
 
     def after_first(done: dict[Role, list[Bundle]]) -> dict[Role, int | None]:
+        spread = _spread(done)
         steps: dict[Role, int | None] = {}
         for role in ROLES:
-            sized = size_timing(done[role][0]) if shorten and done[role] else None
+            sized = size_timing(done[role][0], spread) if shorten and done[role] else None
             orch.timing[role] = sized
             shorter = sized is not None and sized.steps < sized.workload_steps
             steps[role] = sized.steps if sized is not None and shorter else None
         base, target = (_timing_run_s(done[role], steps[role]) for role in ROLES)
-        if base is None or target is None:
+        if base is None or target is None or spread is not None:  # the note: once, first
             return steps
         rounds = first_rounds(plan) - 1
         need = orch.elapsed_s() + rounds * (base + target) + runs_after * target
@@ -649,6 +662,25 @@ def timing_plan(
         return steps
 
     return after_first
+
+
+def _spread(done: dict[Role, list[Bundle]]) -> float | None:
+    """The spread between processes (sd of log process medians, pooled over both sides,
+    each about its own centre) once each side has two; None before."""
+    import statistics
+
+    logs = [
+        [
+            math.log(statistics.median(b.metrics.steady_samples))
+            for b in bundles
+            if b.ok and b.metrics is not None and b.metrics.steady_samples
+        ]
+        for bundles in done.values()
+    ]
+    if len(logs) < 2 or any(len(side) < 2 for side in logs):
+        return None
+    squares = sum(sum((x - statistics.fmean(side)) ** 2 for x in side) for side in logs)
+    return math.sqrt(squares / sum(len(side) - 1 for side in logs))
 
 
 def _timing_run_s(bundles: list[Bundle], steps: int | None) -> float | None:

@@ -89,6 +89,9 @@ class TimingSteps:
     steady: int
     workload_steps: int
     reason: str
+    #: the steps each of the side's processes ran, in order (the quality run first): the
+    #: timing processes are sized after the first round and again after the second
+    ran: tuple[int, ...] | None = omit_none()
 
     @property
     def shortened(self) -> bool:

@@ -109,6 +109,8 @@ def _timing(s: Speed) -> list[Part]:
             if t.shortened
             else "its timing processes all of them too"
         )
+        if t.ran and len(set(t.ran[1:])) > 1:
+            ran = f"its processes {', '.join(map(str, t.ran))} in order (resized as they ran)"
         parts.append(
             Sentence(
                 text=f"steps per process, {role}: the first, its quality run, ran the "

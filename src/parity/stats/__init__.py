@@ -44,7 +44,7 @@ from parity.stats.processes import (
     ratio_ci,
 )
 from parity.stats.samples import SteadyState, Summary, detect_steady, summarize
-from parity.stats.sizing import MIN_STEADY, ProcessSize, process_steps
+from parity.stats.sizing import MIN_STEADY, PRIOR_SPREAD, ProcessSize, process_steps
 from parity.stats.slope import SlopeCI, slope_ci
 from parity.stats.stopping import StopDecision, interleaved_order, should_stop
 from parity.stats.tdist import t_quantile, t_sf
@@ -52,6 +52,7 @@ from parity.stats.tdist import t_quantile, t_sf
 __all__ = [
     "MIN_PROCESSES",
     "MIN_STEADY",
+    "PRIOR_SPREAD",
     "PredictionInterval",
     "ProcessSize",
     "Processes",

@@ -17,7 +17,9 @@ steady steps, never fewer than :data:`MIN_STEADY` (what :func:`detect_steady` ne
 run MSER on the process's own steps, and 10 sections of one step for a lone process's
 noise) nor than the warm-up (so that MSER, which truncates at most half, can pass it).
 Slow steps make ``c_s`` large and ``n`` small: more, shorter processes. ``s_p`` is not
-known before two processes have run: :data:`PRIOR_SPREAD` is assumed.
+known before two processes a side have run: :data:`PRIOR_SPREAD` is assumed for the first
+timing processes; after the second round the spread measured between processes (pooled
+over the sides), where larger, sizes the rest (a loaded machine: fewer steps).
 """
 
 from __future__ import annotations
@@ -62,10 +64,12 @@ def process_steps(
     fixed_s: float,
     workload_steps: int,
     spread: float = PRIOR_SPREAD,
+    measured: bool = False,
 ) -> ProcessSize:
     """The steps of a timing process, from the quality run's steady step times (seconds),
     its warm-up steps after the first (MSER's truncation), and its fixed cost per process
-    (start, load, the first step and warm-up, seconds). See the module for the rule."""
+    (start, load, the first step and warm-up, seconds). See the module for the rule.
+    ``measured``: ``spread`` was measured between processes (else it is assumed)."""
     x = _as_array(steady, "the quality run's steady steps")
     if warmup < 0 or fixed_s < 0 or workload_steps < 1 or not spread > 0:
         raise ValueError("warmup and fixed_s must be >= 0, workload_steps >= 1, spread > 0")
@@ -76,11 +80,12 @@ def process_steps(
     optimum = math.sqrt(fixed_s * within / (step_s * spread * spread)) if step_s > 0 else 0.0
     floor = max(MIN_STEADY, warmup)
     n = max(floor, math.ceil(optimum))
+    source = "measured" if measured else "assumed"
     basis = (
         f"1 first step + {warmup} warm-up (the quality run's, MSER) + {n} steady: "
         f"sqrt(c_p s_w^2 / (c_s s_p^2)) = {optimum:.1f} (Cochran 1977, sec. 10.6) with a "
         f"process's fixed cost c_p {fixed_s:.2f} s, a step c_s {step_s * 1e3:.3g} ms, step "
-        f"noise {cv:.1%} and processes {spread:.0%} apart (assumed), at least {floor}"
+        f"noise {cv:.1%} and processes {spread:.1%} apart ({source}), at least {floor}"
     )
     steps = 1 + warmup + n
     if steps >= workload_steps:
