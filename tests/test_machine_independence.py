@@ -34,7 +34,8 @@ def wider_simd() -> list[str]:
 
 WIDER = wider_simd()
 NARROW = {
-    "NPY_DISABLE_CPU_FEATURES": " ".join(WIDER),
+    # (run under these settings already, this numpy finds none: keep them switched off)
+    "NPY_DISABLE_CPU_FEATURES": os.environ.get("NPY_DISABLE_CPU_FEATURES") or " ".join(WIDER),
     "ATEN_CPU_CAPABILITY": "default",
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",

@@ -283,7 +283,7 @@ def test_ratio_point_estimate_and_properties() -> None:
     slower = ratio_ci(Processes(medians=(1.0, 1.0, 1.0)), Processes(medians=(3.0, 3.0, 3.0)))
     assert slower.verdict == "slower"
     d = json.loads(json.dumps(encode(ci)))
-    assert d["speedup"] == pytest.approx(2.0, rel=1e-12)
+    assert ci.speedup == pytest.approx(2.0, rel=1e-12)
     assert d["verdict"] == "faster" and d["provisional"] is False
     assert d["baseline_processes"] == 3 and d["method"] == "Welch t on log per-process medians"
 
