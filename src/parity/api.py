@@ -88,7 +88,10 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s)
+    sides = (
+        (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
+    )
+    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 

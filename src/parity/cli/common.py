@@ -321,21 +321,38 @@ def given_options(ctx: typer.Context, **extra: object) -> CompareOptions:
     return CompareOptions.from_kwargs(**values, **extra)
 
 
-def stdout() -> Console:
-    """A console on stdout (the renderers fit its width, or ignore it with ``--wide``)."""
+def _console(*, stderr: bool) -> Console:
+    """A Rich console whose ``print`` makes every plain string printable first (a bundle's
+    side, reason or path can carry terminal escapes: ``parity.printable``); the view's
+    ``Text`` lines are printable already."""
+    from typing import Any
+
     from rich.console import Console
 
-    return Console(highlight=False)
+    from parity.printable import printable
+
+    class Printable(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+    return Printable(stderr=stderr, highlight=False)
+
+
+def stdout() -> Console:
+    """A console on stdout (the renderers fit its width, or ignore it with ``--wide``)."""
+    return _console(stderr=False)
 
 
 def stderr() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
+    return _console(stderr=True)
 
 
 def write_out(text: str) -> None:
-    """Text for stdout as it is (JSON, Markdown): never wrapped, one final newline."""
+    """Text for stdout as it is (JSON, Markdown), printable: never wrapped, one final
+    newline (JSON escapes control characters itself; this catches a path or a name)."""
+    from parity.printable import printable
+
+    text = printable(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

@@ -91,7 +91,19 @@ def _side_info(side: SideRuns) -> SideInfo:
                 b.metrics.input_pipeline for b in side.ok if b.metrics and b.metrics.input_pipeline
             )
         ),
+        logs_cut=_logs_cut(side),
     )
+
+
+def _logs_cut(side: SideRuns) -> tuple[str, ...] | None:
+    """A sentence for each log a bundle of the side keeps cut (``logs.json``)."""
+    said = tuple(
+        (f"{b.path.name}: " if b.path != side.path else "") + cut.sentence()
+        for b in side.repeats
+        if b.logs is not None
+        for cut in b.logs.cut
+    )
+    return said or None
 
 
 def _worst_noise(bundles: tuple[Bundle, ...]) -> tuple[str, ...]:
@@ -277,6 +289,10 @@ def judge(
         unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
         operational=decision.operational(inputs.operational),
     )
+    settings = decision.settings_gate({"baseline": baseline.repeats, "target": target.repeats})
+    if settings is not None:  # said, and a change of what a side computes in fails
+        contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
+        verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
     verdict = apply_rules(verdict, baseline, target, inputs)
     if not (baseline.ok and target.ok):
         return verdict

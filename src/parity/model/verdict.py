@@ -60,6 +60,8 @@ class SideInfo:
     noise_warnings: tuple[str, ...] = ()
     #: a workload fed by a data loader: its input side, pooled over the ok repeats
     input_pipeline: InputPipeline | None = omit_none()
+    #: the logs its bundles keep cut (``logs.json``), one sentence each
+    logs_cut: tuple[str, ...] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
