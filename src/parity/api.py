@@ -365,7 +365,11 @@ def compare_curve(
     points = tuple(
         CurvePoint.of(bs, r.verdict) for bs, r in zip(request.batch_sizes, results, strict=True)
     )
-    write_doc(out / CURVE_FILE, Curve(batch_sizes=request.batch_sizes, points=points))
+    from parity.judge.slo import best_batch
+
+    pairs = [(bs, r.verdict) for bs, r in zip(request.batch_sizes, results, strict=True)]
+    curve = Curve(batch_sizes=request.batch_sizes, points=points, best=best_batch(pairs))
+    write_doc(out / CURVE_FILE, curve)
     return out, results
 
 
@@ -447,6 +451,9 @@ def _override(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
         if given.min_cosine != default.min_cosine
         else stored.min_cosine,
         min_top1=given.min_top1 if given.min_top1 != default.min_top1 else stored.min_top1,
+        production=given.production or stored.production,
+        slo=given.slo or stored.slo,
+        tuning_intended=given.tuning_intended or stored.tuning_intended,
     )
 
 
