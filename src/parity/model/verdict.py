@@ -103,11 +103,13 @@ class EnvironmentDifference:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Gate:
-    """A gate of the verdict: every gate must pass for exit code 0."""
+    """A gate of the verdict: every gate must pass for exit code 0. ``decided`` false: the
+    gate did not pass because its evidence was too little to decide (not a pass)."""
 
     name: str
     passed: bool
     detail: str
+    decided: bool | None = omit_none()
 
 
 # -- compatibility ---------------------------------------------------------------------------
