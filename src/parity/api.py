@@ -34,7 +34,7 @@ from parity.orchestrate import (
     prepare_workload,
     timing_plan,
 )
-from parity.redact import REDACTED, redactor
+from parity.redact import REDACTED
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.launch import Launcher
 
@@ -191,16 +191,16 @@ def _expected(orch: Orchestrator, template: JobTemplate, out: Path, cache: Path)
     if not target.ok:
         return None
     first = target.ok[0]
-    side = expected_side(first.spec, bundle_precision(first))
+    side = expected_side(first.side, bundle_precision(first))
     if side is None:
         return None
-    if side != first.spec:
+    if side != first.side:
         return expected_run(orch, template, side, cache)
     dest = out / EXPECTED_DIR
     if not (dest / "manifest.json").is_file():
         copy_bundle(first.path, dest)
     orch.notes.append(
-        f"no expected-error run: the target ({first.spec}) is that run's own device and "
+        f"no expected-error run: the target ({first.side}) is that run's own device and "
         "settings, so its quality run is the expected-error run"
     )
     return load_bundle(dest)
@@ -310,7 +310,7 @@ def resume(
     command is stored with its secret values masked, so resuming one whose command held
     any needs the real command again."""
     if request is not None:
-        check_resume(out, request)
+        request.check_resume(out)
     else:
         request = CompareRequest.from_file(out)
     if any(REDACTED in arg for arg in request.script):
@@ -320,18 +320,6 @@ def resume(
             "secrets to the script in environment variables)"
         )
     return compare(request, progress=progress, resuming=True)
-
-
-def check_resume(out: Path, request: CompareRequest) -> None:
-    """``--resume`` with other options is refused when they differ from the stored ones
-    (a script's command compared as stored: secret values masked)."""
-    stored = CompareRequest.from_file(out)
-    given = replace(request, out=stored.out, script=redactor().argv(request.script))
-    if given != stored:
-        raise ResumeError(
-            f"--resume {out} runs the comparison stored in {out / REQUEST_FILE}: drop the "
-            "other options (they differ from the stored ones)"
-        )
 
 
 def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:

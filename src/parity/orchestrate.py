@@ -58,7 +58,7 @@ from parity.errors import (
 from parity.model.codec import encode
 from parity.model.job import Event, Job, Mode, PreparePlan
 from parity.model.manifest import Manifest
-from parity.model.side import Interference, MeasurePlan, SideFile, Stop, TimingSteps
+from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
 from parity.model.verdict import ROLES, Role
 from parity.model.workload import (
     FingerprintParts,
@@ -283,7 +283,7 @@ class Orchestrator:
     notes: list[str] = field(default_factory=list)
     #: seconds each set-up part took, by name (``Stop.probes``)
     probes: dict[str, float] = field(default_factory=dict)
-    #: each side's timing processes' steps (``SideFile.timing``), set after the first round
+    #: each side's timing processes' steps (``MeasureRecord.timing``), set after the first round
     timing: dict[Role, TimingSteps | None] = field(default_factory=dict)
     #: where the rounds stood after the last one
     tally: Tally | None = None
@@ -423,7 +423,7 @@ class Orchestrator:
             if timing is not None and self.tally is not None:
                 ran = [len(b.metrics.step_samples_s) for b in self.tally.done[role] if b.metrics]
                 timing = replace(timing, ran=tuple(ran))
-            side = SideFile(stop=stop, plan=plan, timing=timing)
+            side = MeasureRecord(stop=stop, plan=plan, timing=timing)
             write_doc(self.out / role / SIDE_FILE, side)
         return stop
 
