@@ -219,12 +219,12 @@ def test_a_comparison_s_timing_processes_run_the_steps_its_verdict_states(tmp_pa
     """Real workers: each side's r00 runs the workload's 200 steps; every later process of
     a side, and the target's compliance runs, the steps ``verdict.json`` states for it."""
     from parity import api
-    from parity.request import CompareOptions, CompareRequest
+    from parity.request import CompareRequest
 
-    options = CompareOptions(
+    request = CompareRequest.from_kwargs(
         workload="mlp-train", target="cpu+threads=1", steps=200, repeats=3, out=str(tmp_path)
     )
-    result = api.compare(CompareRequest.from_options(options))
+    result = api.compare(request)
     speed = json.loads((tmp_path / "verdict.json").read_text())["speed"]
     assert speed["repeats"] == {"baseline": 3, "target": 3}
     for role, side in (("baseline", result.baseline), ("target", result.target)):
