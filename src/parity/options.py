@@ -317,7 +317,7 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
         *("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"),
         "generate_loop",
     )
-    for key in (*text_keys, "mlflow_experiment"):
+    for key in (*text_keys, "mlflow_experiment", "cluster"):
         if key in given and not isinstance(given[key], str):
             raise OptionError(f"{key} must be a string, got {show(given[key])}")
     if "out" in given:
@@ -326,6 +326,8 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
         given["script"] = script_argv(given["script"])
     if "hf_config" in given:
         given["hf_config"] = strings("hf_config", given["hf_config"])
+    if "place" in given and not isinstance(given["place"], Mapping):
+        given["place"] = strings("place", given["place"])
     if "checks" in given:  # directories, also comma-separated
         items = strings("checks", given["checks"])
         given["checks"] = tuple(p.strip() for i in items for p in i.split(",") if p.strip())
@@ -418,6 +420,10 @@ class CompareOptions:
     pins: Mapping[str, str] = field(default_factory=dict)
     mlflow: str | None = None
     mlflow_experiment: str | None = None
+    #: ``--cluster``: the Ray cluster the sides run on (None: this machine)
+    cluster: str | None = None
+    #: ``--place SIDE=RESOURCE[:AMOUNT]`` items, or a plan's ``[place]`` table
+    place: Mapping[str, str] | Sequence[str] = ()
 
     def merged(self, over: CompareOptions) -> CompareOptions:
         """These options with every option ``over`` gives replacing them."""

@@ -145,6 +145,7 @@ TOP = (
     "operational",
     "mlflow",
     "stack",
+    "place",
 )
 Kind = type | tuple[type, ...]
 MEASURE: dict[str, Kind] = {
@@ -214,6 +215,8 @@ def load_plan(path: Path) -> CompareOptions:
     o = _Table(path, "operational", top.get("operational", dict) or {}, OPERATIONAL)
     pinned = top.get("stack", dict) or {}
     p = _Table(path, "stack", pinned, tuple(pinned))
+    placed = top.get("place", dict) or {}
+    pl = _Table(path, "place", placed, ("baseline", "target"))
     mlflow = top.get("mlflow", dict)
     f = _Table(path, "mlflow", mlflow or {}, ("tracking_uri", "experiment"))
     return CompareOptions(
@@ -236,6 +239,7 @@ def load_plan(path: Path) -> CompareOptions:
         allow_diff={k: a.get(k, str) for k in a.data},
         operational={k: o.get(k, str) for k in o.data},
         pins={k: p.get(k, str) for k in p.data},
+        place={k: pl.get(k, str) for k in pl.data},
         **{k: m.get(k, kind) for k, kind in MEASURE.items() if k in m.data},
         # a [mlflow] table (even empty) logs the comparison; tracking_uri "" or left out:
         # MLflow's default

@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 from parity.devices.names import check_device_name
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
-from parity.model.codec import decode, encode, loads
+from parity.model.codec import decode, encode, loads, omit_none
 from parity.model.job import Mode, Torchrun
+from parity.model.placement import ClusterPlan
 from parity.model.side import MeasurePlan
 from parity.model.verdict import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.options import (
@@ -180,6 +181,21 @@ class MlflowLog:
         return cls(tracking_uri=parse_tracking_uri(uri) or None, experiment=name)
 
 
+def cluster_plan(
+    address: str | None, place: Mapping[str, str] | Sequence[str]
+) -> ClusterPlan | None:
+    """``--cluster`` and ``--place`` checked (``--place`` needs a cluster)."""
+    from parity.cluster.address import parse_place
+
+    if address is None:
+        if place:
+            raise OptionError("--place needs --cluster ray://HOST:PORT (or auto)")
+        return None
+    if not address.strip():
+        raise OptionError("--cluster is empty: give ray://HOST:PORT or auto")
+    return ClusterPlan(address=address.strip(), place=parse_place(place))
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CompareRequest:
     """Everything a comparison needs, validated: what to run (a workload or a script),
@@ -196,6 +212,8 @@ class CompareRequest:
     batch_sizes: tuple[int, ...] = ()
     #: log the finished comparison as an MLflow run (None: do not)
     mlflow: MlflowLog | None = None
+    #: run each side on a node of a Ray cluster (None: on this machine)
+    cluster: ClusterPlan | None = omit_none()
 
     @classmethod
     def from_options(cls, o: CompareOptions) -> CompareRequest:
@@ -224,6 +242,7 @@ class CompareRequest:
             checks=tuple(o.checks),
             batch_sizes=batch_sizes,
             mlflow=MlflowLog.of(o.mlflow, o.mlflow_experiment),
+            cluster=cluster_plan(o.cluster, o.place),
         )
 
     @classmethod

@@ -12,7 +12,6 @@ import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
@@ -86,11 +85,12 @@ Device = Annotated[
     str, typer.Option("--device", metavar="SIDE", help="side spec, e.g. cpu+bf16 or cuda:1")
 ]
 Out = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--out",
-        metavar="DIR",
-        help="output directory, new or empty (default: parity-runs/STAMP-NAME)",
+        metavar="DIR|URL",
+        help="output directory, new or empty, or a URL such as s3://BUCKET/PREFIX (default: "
+        "parity-runs/STAMP-NAME)",
     ),
 ]
 Timeout = Annotated[
@@ -219,6 +219,25 @@ WORKLOAD: dict[str, object] = {
     "generate_loop": GenerateLoopOption,
 }
 RUNNING: dict[str, object] = {"out": Out, "timeout_s": Timeout}
+Cluster = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run each side on a node of this Ray cluster: ray://HOST:PORT, or auto for "
+        "$RAY_ADDRESS (needs parity[cluster])",
+    ),
+]
+Place = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--place",
+        metavar="SIDE=RESOURCE[:AMOUNT]",
+        help="the Ray resource a side's node must have, e.g. target=neuron_cores:2 "
+        "(repeatable; default: GPU for cuda, neuron_cores for neuron, CPU for cpu)",
+    ),
+]
+CLUSTER: dict[str, object] = {"cluster": Cluster, "place": Place}
 MULTINODE: dict[str, object] = {"nnodes": Nnodes, "rdzv_endpoint": Rdzv}
 TORCHRUN: dict[str, object] = {"nproc": Nproc, **MULTINODE}
 JUDGING: dict[str, object] = {

@@ -126,7 +126,7 @@ MEASURING: dict[str, object] = {
 }
 
 
-@c.with_options(c.WORKLOAD, c.RUNNING, MEASURING, c.TORCHRUN, c.JUDGING, LOGGING)
+@c.with_options(c.WORKLOAD, c.RUNNING, c.CLUSTER, MEASURING, c.TORCHRUN, c.JUDGING, LOGGING)
 def compare(
     ctx: typer.Context,
     workload: c.WorkloadArg = None,

@@ -20,7 +20,6 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,8 +27,9 @@ from sqlalchemy import Connection, Engine, RowMapping, Select, and_, func, selec
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from parity import storage
 from parity.bundle import COMPLIANCE_RUNS, MANIFEST, load_bundle, load_side, read_doc
-from parity.errors import BundleError, UsageError
+from parity.errors import UsageError
 from parity.model.codec import decode, loads
 from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
 from parity.model.verdict import Verdict
@@ -37,22 +37,12 @@ from parity.store.engine import Location, connect, locate, mask
 from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
 from parity.store.rows import bundle_row, comparison_row
 from parity.store.schema import bundles, comparisons, content_id, metrics, migrate
-from parity.store.walk import ROLES, VERDICT, device_matches, matches, remove_made, walk
+from parity.store.walk import ROLES, VERDICT, ReindexResult, device_matches, matches, remove_made
 
 log = logging.getLogger("parity")
 T = TypeVar("T")
 #: how often a write that lost a conflict to another writer is tried again
 RETRIES = 8
-
-
-@dataclass
-class ReindexResult:
-    """What the index holds after a reindex, what it forgot, and what it could not read."""
-
-    comparisons: int = 0
-    bundles: int = 0
-    removed: int = 0
-    problems: list[str] = field(default_factory=list)
 
 
 class Store:
@@ -130,16 +120,23 @@ class Store:
     # -- writing -----------------------------------------------------------------------
 
     def index_bundle(
-        self, path: Path, *, comparison_id: str | None = None, role: str | None = None
+        self,
+        path: Path,
+        *,
+        comparison_id: str | None = None,
+        role: str | None = None,
+        key: str | None = None,
     ) -> str:
-        """Index one bundle directory (any status); returns its id."""
+        """Index one bundle directory (any status), recorded as ``key`` (its URL) or its
+        path; returns its id."""
+        where = key or str(path)
         bundle = load_bundle(path)
         bid = content_id("b", (path / MANIFEST).read_bytes())
-        row = bundle_row(path, bundle, bid, comparison_id, role)
+        row = bundle_row(path, bundle, bid, comparison_id, role) | {"path": where}
         figures = bundle_metrics(bundle)
 
         def work(conn: Connection) -> str:
-            conn.execute(bundles.delete().where(bundles.c.path == str(path), bundles.c.id != bid))
+            conn.execute(bundles.delete().where(bundles.c.path == where, bundles.c.id != bid))
             self._upsert(conn, bundles, row, keep={"comparison_id", "role"})
             conn.execute(
                 metrics.delete().where(
@@ -152,9 +149,11 @@ class Store:
 
         return self._write(work)
 
-    def index_comparison(self, path: Path) -> str:
-        """Index a comparison directory (``verdict.json`` and both sides); returns its id."""
+    def index_comparison(self, path: Path, key: str | None = None) -> str:
+        """Index a comparison directory (``verdict.json`` and both sides), recorded as
+        ``key`` (its URL) or its path; returns its id."""
         path = path.resolve()
+        where = key or str(path)
         file = path / VERDICT
         verdict = read_doc(file, Verdict)
         cid = content_id("c", file.read_bytes())
@@ -166,85 +165,54 @@ class Store:
             if (t := b.manifest.finished_unix) is not None
         ]
         time_unix = max(finished) if finished else file.stat().st_mtime
-        row = comparison_row(path, verdict, cid, time_unix)
+        row = comparison_row(path, verdict, cid, time_unix) | {"path": where}
 
         def work(conn: Connection) -> None:
             conn.execute(
-                comparisons.delete().where(comparisons.c.path == str(path), comparisons.c.id != cid)
+                comparisons.delete().where(comparisons.c.path == where, comparisons.c.id != cid)
             )
             self._upsert(conn, comparisons, row, set())
 
         self._write(work)
         for role, runs in sides.items():
             for bundle in [*runs.repeats, *runs.compliance.values()]:
-                self.index_bundle(bundle.path.resolve(), comparison_id=cid, role=role)
+                local = bundle.path.resolve()
+                inner = f"{key}/{local.relative_to(path).as_posix()}" if key else None
+                self.index_bundle(local, comparison_id=cid, role=role, key=inner)
         return cid
 
-    def index_path(self, path: Path) -> str:
-        """A comparison directory or a bundle directory, whichever ``path`` is."""
-        path = path.resolve()
+    def index_path(self, target: Path | str) -> str:
+        """A comparison or a bundle, whichever ``target`` (a directory or a URL) is."""
+        key = storage.shown(str(target)) if storage.is_url(target) else None
+        path = storage.readable(target).resolve()
         if (path / VERDICT).is_file():
-            return self.index_comparison(path)
-        return self.index_bundle(path)
+            return self.index_comparison(path, key)
+        return self.index_bundle(path, key=key)
 
     def prune(self) -> int:
-        """Forget runs whose directories are gone; returns how many were forgotten."""
-        gone = 0
-        for table in (comparisons, bundles):
-            for row in self._read(select(table.c.id, table.c.path)):
-                if not Path(row["path"]).is_dir():
-                    self._delete(table, row["id"])
-                    gone += 1
-        return gone
+        """Forget runs whose directories (or URLs) are gone; returns how many."""
+        from parity.store.reindex import prune
 
-    def _delete(self, table: Any, rid: str) -> None:
+        return prune(self)
+
+    def reindex(self, dirs: Sequence[Path | str]) -> ReindexResult:
+        """Index every comparison and bundle under ``dirs`` (directories or URL prefixes)
+        and forget vanished ones.
+
+        With no ``dirs``: the directories the index already knows, and ``./parity-runs``.
+        """
+        from parity.store.reindex import reindex
+
+        return reindex(self, dirs)
+
+    def delete(self, table: Any, rid: str) -> None:
         def work(conn: Connection) -> None:
             conn.execute(table.delete().where(table.c.id == rid))
 
         self._write(work)
 
-    def reindex(self, dirs: list[Path]) -> ReindexResult:
-        """Index every comparison and bundle under ``dirs`` and forget vanished ones.
-
-        With no ``dirs``: the directories the index already knows, and ``./parity-runs``.
-        """
-        result = ReindexResult()
-        if not dirs:
-            known = self._read(
-                select(comparisons.c.path).union(
-                    select(bundles.c.path).where(bundles.c.comparison_id.is_(None))
-                )  # type: ignore[arg-type]
-            )
-            dirs = [Path(r["path"]) for r in known]
-            if Path("parity-runs").is_dir():
-                dirs.append(Path("parity-runs"))
-            if not dirs:
-                raise UsageError(
-                    "nothing to reindex: the index knows no runs; pass the directories that "
-                    "hold them, e.g. parity reindex parity-runs"
-                )
-        for d in dirs:
-            try:
-                if not d.is_dir():
-                    if d.exists():
-                        result.problems.append(f"{d} is not a directory")
-                    continue
-            except OSError as exc:  # a name too long, no permission
-                result.problems.append(f"{d}: {exc.strerror or exc}")
-                continue
-            for path in walk(d):
-                try:
-                    self.index_path(path)
-                except (BundleError, OSError, KeyError, TypeError, AttributeError) as exc:
-                    result.problems.append(f"{path}: {exc}")
-        result.removed = self.prune()
-        result.comparisons = self._count(comparisons)
-        result.bundles = self._count(bundles)
-        return result
-
-    def _count(self, table: Any) -> int:
-        with self.engine.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(table)).scalar() or 0)
+    def read(self, stmt: Select[Any]) -> Sequence[RowMapping]:
+        return self._read(stmt)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -489,7 +457,7 @@ def _check_sqlite(path: Path) -> None:
                 raise UsageError(f"{path} is not a parity index: choose another --store")
 
 
-def index_quietly(path: Path, store: Path | str | None = None) -> str | None:
+def index_quietly(path: Path | str, store: Path | str | None = None) -> str | None:
     """Index what ``parity compare`` or ``parity run`` just wrote; a failure only warns."""
     try:
         with Store.open(store) as s:

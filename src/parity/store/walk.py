@@ -6,12 +6,23 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from parity.bundle import MANIFEST
 
 ROLES = ("baseline", "target")
 VERDICT = "verdict.json"
+
+
+@dataclass
+class ReindexResult:
+    """What the index holds after a reindex, what it forgot, and what it could not read."""
+
+    comparisons: int = 0
+    bundles: int = 0
+    removed: int = 0
+    problems: list[str] = field(default_factory=list)
 
 
 def walk(root: Path) -> Iterator[Path]:
