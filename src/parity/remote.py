@@ -4,14 +4,15 @@ each side on a node of a Ray cluster (``--cluster``), the results published at a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from parity.errors import OptionError
+from parity.model.placement import ClusterPlan
 from parity.model.verdict import Verdict
-from parity.request import CompareRequest
+from parity.spec import SideSpec
 from parity.storage import check_destination, is_url, shown
 
 if TYPE_CHECKING:
@@ -29,15 +30,18 @@ def url_out(out: str | None, resuming: bool = False) -> str | None:
 
 
 @contextmanager
-def placed_sides(request: CompareRequest) -> Iterator[dict[str, RemoteSide]]:
-    """Each side's actor on its cluster node, for the comparison's time (none without
-    ``--cluster``): the cluster reached and its resources checked before anything runs."""
-    if request.cluster is None:
+def placed_sides(
+    cluster: ClusterPlan | None, roles: Mapping[str, SideSpec]
+) -> Iterator[dict[str, RemoteSide]]:
+    """Each role's actor on its cluster node, for the comparison's (or run's) time (none
+    without ``--cluster``): the cluster reached and its resources checked before anything
+    runs."""
+    if cluster is None:
         yield {}
         return
     from parity.cluster.sides import start
 
-    sides = start(request.cluster, {"baseline": request.baseline, "target": request.target})
+    sides = start(cluster, roles)
     try:
         yield dict(sides)
     finally:

@@ -336,6 +336,8 @@ class RunRequest:
     timeout_s: float = 900.0
     torchrun: Torchrun = field(default_factory=Torchrun)
     mode: Literal["run", "scan"] = "run"
+    #: run the side on a node of a Ray cluster (``--place run=...`` / ``scan=...``)
+    cluster: ClusterPlan | None = omit_none()
 
     @property
     def name(self) -> str:
@@ -380,6 +382,7 @@ class RunRequest:
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
+            cluster=cluster_plan(o.cluster, o.place),
         )
 
 

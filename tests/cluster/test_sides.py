@@ -17,10 +17,11 @@ import pytest
 from parity import storage
 from parity.bundle import load_side
 from parity.model.codec import encode
+from parity.testing.raycluster import free_port
 from tests.conftest import run_cli
 from tests.fixtures.cluster import RayCluster, ray_cluster  # noqa: F401
 from tests.fixtures.runs import synthetic_run
-from tests.fixtures.servers import S3, free_port, s3_server  # noqa: F401
+from tests.fixtures.servers import S3, s3_server  # noqa: F401
 
 pytestmark = pytest.mark.slow
 LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4")
@@ -109,10 +110,10 @@ def test_a_node_killed_mid_side_is_that_sides_failure(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 400
-        while not (out / "baseline" / "r00").is_dir():  # the first round's target is next
+        while not list(out.glob("target/.r00.tmp-*")):  # the target's first repeat was sent
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
             time.sleep(0.2)
-        time.sleep(3)  # the target's first repeat is running on side-b
+        time.sleep(2)  # it is running on side-b
         ray_cluster.kill("side-b")
         stdout, stderr = proc.communicate(timeout=400)
     finally:
@@ -122,6 +123,7 @@ def test_a_node_killed_mid_side_is_that_sides_failure(
     assert proc.returncode == 1, stderr[-3000:]
     verdict = json.loads(stdout)
     target = verdict["sides"]["target"]
-    assert target["status"] == "failed" and "was lost while it ran" in target["reason"]
+    seen = [(b.path.name, b.status, b.manifest.reason) for b in load_side(out / "target").repeats]
+    assert target["status"] == "failed" and "was lost while it ran" in target["reason"], seen
     assert verdict["sides"]["baseline"]["status"] == "ok"  # the other side's results kept
     assert len(load_side(out / "baseline").ok) >= 1

@@ -15,7 +15,7 @@ Strict = Annotated[
 ]
 
 
-@c.with_options(c.WORKLOAD, c.RUNNING, c.TORCHRUN)
+@c.with_options(c.WORKLOAD, c.RUNNING, c.CLUSTER, c.TORCHRUN)
 def run(
     ctx: typer.Context,
     device: c.Device,
@@ -37,7 +37,7 @@ def run(
     show_run(bundle)
 
 
-@c.with_options(c.WORKLOAD, c.RUNNING)
+@c.with_options(c.WORKLOAD, c.RUNNING, c.CLUSTER)
 def scan(
     ctx: typer.Context,
     workload: c.RequiredWorkload,

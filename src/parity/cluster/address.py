@@ -20,6 +20,8 @@ from parity.spec import SideSpec
 CONNECT_TIMEOUT_S = 5.0
 _PLACE = re.compile(r"^([A-Za-z][\w-]*)=([A-Za-z][\w.-]*)(?::([0-9.]+))?$")
 DEFAULT_CLIENT_PORT = 10001
+#: the roles a side can be placed as: a comparison's two, a run's or a scan's one
+ROLES = ("baseline", "target", "run", "scan")
 
 
 def parse_place(items: Iterable[str] | Mapping[str, object]) -> dict[str, Resource]:
@@ -28,10 +30,10 @@ def parse_place(items: Iterable[str] | Mapping[str, object]) -> dict[str, Resour
     place: dict[str, Resource] = {}
     for item in pairs:
         m = _PLACE.match(item.strip())
-        if not m or m.group(1) not in ("baseline", "target"):
+        if not m or m.group(1) not in ROLES:
             raise OptionError(
-                f"--place {item!r}: give SIDE=RESOURCE[:AMOUNT] with SIDE baseline or target, "
-                "e.g. --place target=neuron_cores:2 or --place baseline=GPU"
+                f"--place {item!r}: give SIDE=RESOURCE[:AMOUNT] with SIDE baseline or target "
+                "(run or scan for parity run and scan), e.g. --place target=neuron_cores:2"
             )
         amount = float(m.group(3)) if m.group(3) else 1.0
         if amount <= 0:
