@@ -193,6 +193,11 @@ def cluster_plan(
         return None
     if not address.strip():
         raise OptionError("--cluster is empty: give ray://HOST:PORT or auto")
+    if "@" in address:
+        raise OptionError(
+            "--cluster carries a user or password, which would be stored in request.json: "
+            "give ray://HOST:PORT"
+        )
     return ClusterPlan(address=address.strip(), place=parse_place(place))
 
 

@@ -90,6 +90,11 @@ def _reason(exc: BaseException) -> str:
 def check_destination(url: str) -> None:
     """Before anything runs: the bucket is reachable and nothing is committed at ``url``;
     UsageError naming the problem and the fix otherwise."""
+    if strip_userinfo(url) != url:
+        raise UsageError(
+            f"--out {shown(url)}: a URL with a user or password would be stored with the run: "
+            "give the credentials in the environment or a profile instead"
+        )
     fs, path = split(url)
     bucket = path.split("/", 1)[0]
     try:
