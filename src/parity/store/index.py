@@ -70,6 +70,11 @@ class Store:
             try:
                 with engine.begin() as conn:
                     migrate(conn, loc.shown)
+            except OperationalError as exc:  # SQLite: a directory, no permission
+                raise UsageError(
+                    f"cannot open the index {loc.shown} ({mask(str(exc.orig), loc.url)}): "
+                    "choose another --store"
+                ) from None
             except DBAPIError as exc:
                 raise UsageError(
                     f"{loc.shown} is not a parity index ({mask(str(exc.orig), loc.url)}): "
@@ -85,6 +90,10 @@ class Store:
             raise
         try:
             yield cls(engine, loc)
+        except UsageError:  # bad input ended its use: an index made here goes again
+            engine.dispose()
+            remove_made(made)
+            raise
         finally:
             engine.dispose()
 
