@@ -89,7 +89,10 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s)
+    sides = (
+        (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
+    )
+    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 
@@ -400,7 +403,11 @@ def compare_curve(
     points = tuple(
         CurvePoint.of(bs, r.verdict) for bs, r in zip(request.batch_sizes, results, strict=True)
     )
-    write_doc(out / CURVE_FILE, Curve(batch_sizes=request.batch_sizes, points=points))
+    from parity.judge.slo import best_batch
+
+    pairs = [(bs, r.verdict) for bs, r in zip(request.batch_sizes, results, strict=True)]
+    curve = Curve(batch_sizes=request.batch_sizes, points=points, best=best_batch(pairs))
+    write_doc(out / CURVE_FILE, curve)
     return out, results
 
 
@@ -487,6 +494,9 @@ def _override(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
         if given.min_cosine != default.min_cosine
         else stored.min_cosine,
         min_top1=given.min_top1 if given.min_top1 != default.min_top1 else stored.min_top1,
+        production=given.production or stored.production,
+        slo=given.slo or stored.slo,
+        tuning_intended=given.tuning_intended or stored.tuning_intended,
     )
 
 

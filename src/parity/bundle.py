@@ -38,7 +38,7 @@ from parity.errors import BundleError, OutputError
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import DecodeError, Json, decode, encode, loads
 from parity.model.job import Mode
-from parity.model.manifest import Manifest
+from parity.model.manifest import LogCut, Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
@@ -64,6 +64,8 @@ PREPARED = "prepared.json"
 #: the prefix of a margins tensor in ``numerics.safetensors`` (see ``RunOutputs.margins``)
 MARGIN = "margin."
 DIGEST = "digest.json"
+#: which logs were cut to the size a bundle keeps, and by how much (``model.manifest.Logs``)
+LOGS_FILE = "logs.json"
 LOGS = (".log", ".jsonl")
 #: what ``write_json`` writes before its rename, and the redactor before its own
 TEMP_SUFFIX = ".tmp"
@@ -144,10 +146,15 @@ def seal(directory: Path, redactor: Redactor | None = None) -> None:
     for stray in directory.glob(".*"):
         if stray.is_file() or stray.is_symlink():
             stray.unlink()
+    cut = []
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.name.endswith(LOGS):
+            written, dropped = r.file(path)
+            if dropped:
+                cut.append(LogCut(name=path.name, written=written, dropped=dropped))
+    if cut:  # said in the bundle, so the verdict and the views can say it
+        write_doc(directory / LOGS_FILE, Logs(cut=tuple(cut)))
     files = sorted(p for p in directory.iterdir() if p.is_file() and p.name != DIGEST)
-    for path in files:
-        if path.name.endswith(LOGS):
-            r.file(path)
     write_doc(directory / DIGEST, Digest(files={p.name: sha256_file(p) for p in files}))
 
 
@@ -211,6 +218,7 @@ class Bundle:
     outputs: RunOutputs | None = None
     ops: OpsCensus | None = None
     capture: Capture | None = None
+    logs: Logs | None = None
 
     @property
     def status(self) -> str:
@@ -336,6 +344,7 @@ def load_bundle(path: Path | str) -> Bundle:
         outputs=_optional(path / OUTPUTS, RunOutputs),
         ops=_optional(path / OPS, OpsCensus),
         capture=_optional(path / CAPTURE, Capture),
+        logs=_optional(path / LOGS_FILE, Logs),
     )
 
 

@@ -317,7 +317,7 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
         *("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"),
         "generate_loop",
     )
-    for key in (*text_keys, "mlflow_experiment", "cluster"):
+    for key in (*text_keys, "mlflow_experiment", "tuning_intended", "cluster"):
         if key in given and not isinstance(given[key], str):
             raise OptionError(f"{key} must be a string, got {show(given[key])}")
     if "out" in given:
@@ -424,6 +424,11 @@ class CompareOptions:
     cluster: str | None = None
     #: ``--place SIDE=RESOURCE[:AMOUNT]`` items, or a plan's ``[place]`` table
     place: Mapping[str, str] | Sequence[str] = ()
+    #: the fair-comparison rules (``parity.fair_options``): the production shape
+    #: (``KEY=VALUE`` items or a mapping), latency limits, why a tuning asymmetry is meant
+    production: Mapping[str, object] | Sequence[str] | None = None
+    slo: Mapping[str, object] | Sequence[str] | str | None = None
+    tuning_intended: str | None = None
 
     def merged(self, over: CompareOptions) -> CompareOptions:
         """These options with every option ``over`` gives replacing them."""

@@ -47,6 +47,7 @@ from parity.bundle import (
 )
 from parity.errors import (
     BundleError,
+    DeviceError,
     OptionError,
     OutputError,
     ParityError,
@@ -370,10 +371,17 @@ class Orchestrator:
 # -- preparing a workload: user code runs in a worker, never here ---------------------------
 
 
-def prepare_job(spec: WorkloadSpec, *, freeze: bool = True, timeout_s: float = 900.0) -> Job:
-    """A ``freeze`` job for a spec. Until the worker has resolved it the parent knows only
-    the spec, so the job's description and parts are the spec's own (the bundle of this
-    job is read for ``prepared.json`` and removed)."""
+def prepare_job(
+    spec: WorkloadSpec,
+    *,
+    freeze: bool = True,
+    timeout_s: float = 900.0,
+    sides: tuple[SideSpec, ...] = (),
+) -> Job:
+    """A ``freeze`` job for a spec (``sides``: checked first, ``devices.preflight``).
+    Until the worker has resolved it the parent knows only the spec, so the job's
+    description and parts are the spec's own (the bundle of this job is read for
+    ``prepared.json`` and removed)."""
     description = WorkloadDescription(
         name=spec.name, kind="train", size=spec.size, quality=QualitySpec(kind="train", checks=())
     )
@@ -397,7 +405,7 @@ def prepare_job(spec: WorkloadSpec, *, freeze: bool = True, timeout_s: float = 9
         description=description,
         mode="freeze",
         timeout_s=timeout_s,
-        prepare=PreparePlan(freeze=freeze),
+        prepare=PreparePlan(freeze=freeze, sides=sides),
     )
 
 
@@ -407,12 +415,14 @@ def prepare_workload(
     launcher: Launcher,
     freeze: bool = True,
     timeout_s: float = 900.0,
+    sides: tuple[SideSpec, ...] = (),
 ) -> PreparedWorkload:
     """Resolve (and with ``freeze`` freeze) a workload in a worker started like any job;
     the parent learns only what its ``prepared.json`` says. A workload that cannot be
     made (a file that exits or raises when imported, a factory that raises, a size that
     does not exist) is one ``WorkloadError`` line; a worker killed or out of time, a
-    ``SideError``. Warnings (a cache entry rebuilt) are logged. Its events are not shown:
+    ``SideError``; a side in ``sides`` this machine cannot run, a ``DeviceError``.
+    Warnings (a cache entry rebuilt) are logged. Its events are not shown:
     bad input must end in one line, and a workload is prepared before anything else."""
     import tempfile
 
@@ -421,7 +431,8 @@ def prepare_workload(
     where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
     try:
         final = where / "job"
-        run_job(prepare_job(spec, freeze=freeze, timeout_s=timeout_s), final, launcher=launcher)
+        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, sides=sides)
+        run_job(job, final, launcher=launcher)
         manifest = read_doc(final / MANIFEST, Manifest)
         if not manifest.ok:
             raise _not_prepared(spec, manifest.reason or "the worker did not say why")
@@ -442,6 +453,8 @@ def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
     prefix, _, rest = reason.partition(": ")
     if prefix.startswith("WorkloadError in phase"):  # the registry's own words suffice
         return WorkloadError(rest)
+    if prefix.startswith("DeviceError in phase"):
+        return DeviceError(rest)
     return WorkloadError(f"workload {spec.name} could not be prepared: {reason}")
 
 

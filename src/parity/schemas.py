@@ -13,7 +13,7 @@ from parity.model import SCHEMA_VERSION
 from parity.model.checks import CheckResult
 from parity.model.codec import Schema, json_schema
 from parity.model.job import Event, Job, WorkerError
-from parity.model.manifest import Manifest
+from parity.model.manifest import Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
@@ -35,6 +35,7 @@ DOCUMENTS: dict[str, tuple[type, str, str]] = {
     "error": (WorkerError, "error.json", "the worker's first exception"),
     "event": (Event, "events.jsonl", "one line of the worker's events"),
     "digest": (Digest, "digest.json", "the sha256 of every other file of a bundle"),
+    "logs": (Logs, "logs.json", "the logs of a bundle that were cut, and by how much"),
     "side": (SideFile, "side.json", "how measuring a side ended"),
     "request": (CompareRequest, "request.json", "a comparison's validated request"),
     "inputs": (JudgeInputs, "inputs.json", "what the verdict depends on besides bundles"),

@@ -159,6 +159,35 @@ Checks = Annotated[
     ),
 ]
 
+Production = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--production",
+        metavar="KEY=VALUE",
+        help="the production shape, repeatable: parameters=1.3B, seq_len, batch_size, "
+        "precision, optimizer, max_new_tokens, data_pipeline; the verdict compares the "
+        "workload with it and projects memory at that size",
+    ),
+]
+Slo = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--slo",
+        metavar="LIMITS",
+        help="latency limits gating the target, e.g. ttft_p99=200ms,tpot_p50=30ms,e2e_p99=2s "
+        "(ttft, tpot, itl, e2e, latency; p50, p90, p99)",
+    ),
+]
+TuningIntended = Annotated[
+    str | None,
+    typer.Option(
+        "--tuning-intended",
+        metavar="REASON",
+        help="the sides are tuned differently on purpose: the speed figures lose the "
+        "tuning-asymmetry label (the asymmetry is still listed)",
+    ),
+]
+
 # -- output -----------------------------------------------------------------------------------
 
 AsJson = Annotated[bool, typer.Option("--json", help="print JSON on stdout instead of tables")]
@@ -246,6 +275,9 @@ JUDGING: dict[str, object] = {
     "prices": Prices,
     "pins": Pins,
     "checks": Checks,
+    "production": Production,
+    "slo": Slo,
+    "tuning_intended": TuningIntended,
 }
 F = TypeVar("F", bound=Callable[..., None])
 #: a command's own options listed after the groups: what to do with the result
@@ -309,21 +341,38 @@ def given_options(ctx: typer.Context, **extra: object) -> CompareOptions:
     return CompareOptions.from_kwargs(**values, **extra)
 
 
-def stdout() -> Console:
-    """A console on stdout (the renderers fit its width, or ignore it with ``--wide``)."""
+def _console(*, stderr: bool) -> Console:
+    """A Rich console whose ``print`` makes every plain string printable first (a bundle's
+    side, reason or path can carry terminal escapes: ``parity.printable``); the view's
+    ``Text`` lines are printable already."""
+    from typing import Any
+
     from rich.console import Console
 
-    return Console(highlight=False)
+    from parity.printable import printable
+
+    class Printable(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+    return Printable(stderr=stderr, highlight=False)
+
+
+def stdout() -> Console:
+    """A console on stdout (the renderers fit its width, or ignore it with ``--wide``)."""
+    return _console(stderr=False)
 
 
 def stderr() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
+    return _console(stderr=True)
 
 
 def write_out(text: str) -> None:
-    """Text for stdout as it is (JSON, Markdown): never wrapped, one final newline."""
+    """Text for stdout as it is (JSON, Markdown), printable: never wrapped, one final
+    newline (JSON escapes control characters itself; this catches a path or a name)."""
+    from parity.printable import printable
+
+    text = printable(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

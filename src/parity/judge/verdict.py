@@ -25,6 +25,7 @@ from parity.judge.agreement import agreement_checks
 from parity.judge.cost import judge_cost
 from parity.judge.latency import pooled_generation, pooled_inference
 from parity.judge.numerics import judge_numerics
+from parity.judge.rules import apply_rules
 from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
 from parity.judge.tolerances import Tolerance
@@ -91,7 +92,19 @@ def _side_info(side: SideRuns) -> SideInfo:
             )
         ),
         placement=env.placement if env is not None else None,
+        logs_cut=_logs_cut(side),
     )
+
+
+def _logs_cut(side: SideRuns) -> tuple[str, ...] | None:
+    """A sentence for each log a bundle of the side keeps cut (``logs.json``)."""
+    said = tuple(
+        (f"{b.path.name}: " if b.path != side.path else "") + cut.sentence()
+        for b in side.repeats
+        if b.logs is not None
+        for cut in b.logs.cut
+    )
+    return said or None
 
 
 def _worst_noise(bundles: tuple[Bundle, ...]) -> tuple[str, ...]:
@@ -277,6 +290,11 @@ def judge(
         unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
         operational=decision.operational(inputs.operational),
     )
+    settings = decision.settings_gate({"baseline": baseline.repeats, "target": target.repeats})
+    if settings is not None:  # said, and a change of what a side computes in fails
+        contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
+        verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
+    verdict = apply_rules(verdict, baseline, target, inputs)
     if not (baseline.ok and target.ok):
         return verdict
     return _measured(verdict, baseline, target, inputs, (reference, expected))

@@ -105,6 +105,8 @@ def sides(v: Verdict, runs: Sides | None) -> Section:
             parts.append(Sentence(text=info.stderr_tail, verbatim=True))
         for warning in info.noise_warnings:
             parts.append(Sentence(text=f"{role} step times: {warning}", tone="warn", brief=True))
+        for cut in info.logs_cut or ():
+            parts.append(Sentence(text=f"{role} {cut}", tone="warn"))
         if info.flops is not None and info.flops.error:
             parts.append(
                 Sentence(text=f"{role} FLOPs not counted: {info.flops.error}", tone="warn")
