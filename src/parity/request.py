@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from parity.cluster.address import cluster_plan as cluster_plan  # re-exported
 from parity.devices.names import check_device_name
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.fair_options import parse_production, parse_slo
@@ -183,26 +184,6 @@ class MlflowLog:
                 f"--mlflow-experiment {show(experiment)} must be a name of 1 to 500 characters"
             )
         return cls(tracking_uri=parse_tracking_uri(uri) or None, experiment=name)
-
-
-def cluster_plan(
-    address: str | None, place: Mapping[str, str] | Sequence[str]
-) -> ClusterPlan | None:
-    """``--cluster`` and ``--place`` checked (``--place`` needs a cluster)."""
-    from parity.cluster.address import parse_place
-
-    if address is None:
-        if place:
-            raise OptionError("--place needs --cluster ray://HOST:PORT (or auto)")
-        return None
-    if not address.strip():
-        raise OptionError("--cluster is empty: give ray://HOST:PORT or auto")
-    if "@" in address:
-        raise OptionError(
-            "--cluster carries a user or password, which would be stored in request.json: "
-            "give ray://HOST:PORT"
-        )
-    return ClusterPlan(address=address.strip(), place=parse_place(place))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -8,7 +8,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from parity.errors import OptionError, UsageError
@@ -133,3 +133,21 @@ def check_resources(ray: Any, wanted: Mapping[str, Resource]) -> None:
                 f"{f' x{res.amount:g}' if res.amount != 1 else ''} (its nodes offer: "
                 f"{', '.join(offered) or 'nothing'}): start a node with it or change --place"
             )
+
+
+def cluster_plan(
+    address: str | None, place: Mapping[str, str] | Sequence[str]
+) -> ClusterPlan | None:
+    """``--cluster`` and ``--place`` checked (``--place`` needs a cluster)."""
+    if address is None:
+        if place:
+            raise OptionError("--place needs --cluster ray://HOST:PORT (or auto)")
+        return None
+    if not address.strip():
+        raise OptionError("--cluster is empty: give ray://HOST:PORT or auto")
+    if "@" in address:
+        raise OptionError(
+            "--cluster carries a user or password, which would be stored in request.json: "
+            "give ray://HOST:PORT"
+        )
+    return ClusterPlan(address=address.strip(), place=parse_place(place))
