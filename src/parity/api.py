@@ -92,6 +92,8 @@ def _prepare(
     sides = (
         (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
     )
+    if request.cluster is not None:  # they run on their nodes, which this machine need not be
+        sides = ()
     prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
