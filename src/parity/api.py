@@ -89,7 +89,7 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    sides = (
+    sides: tuple[SideSpec, ...] = (
         (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
     )
     if request.cluster is not None:  # they run on their nodes, which this machine need not be
