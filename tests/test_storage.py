@@ -19,14 +19,14 @@ from parity.model.codec import encode
 from parity.store import Store
 from tests.conftest import run_cli
 from tests.fixtures.runs import synthetic_run
-from tests.fixtures.servers import S3, s3_server  # noqa: F401
+from tests.fixtures.servers import S3
 
 pytestmark = pytest.mark.slow
 BUCKET = "parity-test"
 
 
 @pytest.fixture(scope="module")
-def bucket(s3_server: S3) -> str:  # noqa: F811
+def bucket(s3_server: S3) -> str:
     fs, _ = storage.split(f"s3://{BUCKET}")
     if not fs.exists(BUCKET):
         fs.mkdir(BUCKET)
@@ -106,7 +106,7 @@ def test_reindex_and_report_from_a_url_prefix(
     assert html.returncode == 0 and (tmp_path / "run-report.html").is_file(), html.stderr
 
 
-def test_a_missing_bucket_is_refused_before_anything_runs(s3_server: S3) -> None:  # noqa: F811
+def test_a_missing_bucket_is_refused_before_anything_runs(s3_server: S3) -> None:
     with pytest.raises(UsageError, match="bucket 'no-such-bucket' does not exist"):
         storage.check_destination("s3://no-such-bucket/x")
     start = time.monotonic()

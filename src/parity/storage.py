@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import tempfile
 from functools import cache
@@ -60,12 +61,19 @@ def _options(protocol: str) -> dict[str, Any]:
     return {}
 
 
-@cache
 def _filesystem(protocol: str) -> Any:
+    """The filesystem for ``protocol``, made again when the endpoint in the environment
+    changes (``AWS_ENDPOINT_URL_S3``)."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    return _made(protocol, endpoint)
+
+
+@cache
+def _made(protocol: str, endpoint: str | None) -> Any:
     import fsspec
 
     try:
-        return fsspec.filesystem(protocol, **_options(protocol))
+        return fsspec.filesystem(protocol, skip_instance_cache=True, **_options(protocol))
     except (ImportError, ValueError) as exc:
         raise UsageError(
             f"cannot use {protocol}:// URLs ({exc}): pip install 'parity[cluster]' (s3fs) or "

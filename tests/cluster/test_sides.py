@@ -19,9 +19,9 @@ from parity.bundle import load_side
 from parity.model.codec import encode
 from parity.testing.raycluster import free_port
 from tests.conftest import run_cli
-from tests.fixtures.cluster import RayCluster, ray_cluster  # noqa: F401
+from tests.fixtures.cluster import RayCluster
 from tests.fixtures.runs import synthetic_run
-from tests.fixtures.servers import S3, s3_server  # noqa: F401
+from tests.fixtures.servers import S3
 
 pytestmark = pytest.mark.slow
 LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4")
@@ -35,8 +35,8 @@ def _gates_and_speed(verdict: dict[str, object]) -> tuple[object, ...]:
 
 
 def test_each_side_on_its_own_node_published_to_s3(
-    ray_cluster: RayCluster,  # noqa: F811
-    s3_server: S3,  # noqa: F811
+    ray_cluster: RayCluster,
+    s3_server: S3,
     tmp_path: Path,
 ) -> None:
     fs, _ = storage.split("s3://parity-test")
@@ -70,7 +70,7 @@ def synthetic_verdict(tmp_path: Path) -> object:
     return load_verdict(synthetic_run(tmp_path / "local") / "verdict.json")
 
 
-def test_a_resource_no_node_has_is_refused_quickly(ray_cluster: RayCluster) -> None:  # noqa: F811
+def test_a_resource_no_node_has_is_refused_quickly(ray_cluster: RayCluster) -> None:
     start = time.monotonic()
     cli = run_cli(
         "compare", "mlp-train", "--target", "cpu+bf16", "--cluster", ray_cluster.client,
@@ -97,7 +97,7 @@ def test_an_unreachable_cluster_is_refused_quickly(tmp_path: Path) -> None:
 
 
 def test_a_node_killed_mid_side_is_that_sides_failure(
-    ray_cluster: RayCluster,  # noqa: F811
+    ray_cluster: RayCluster,
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "killed"

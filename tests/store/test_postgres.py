@@ -16,7 +16,7 @@ import pytest
 
 from parity.store import SCHEMA_VERSION, Store
 from tests.fixtures.runs import synthetic_run
-from tests.fixtures.servers import PG_PASSWORD, Postgres, postgres  # noqa: F401
+from tests.fixtures.servers import PG_PASSWORD, Postgres
 
 pytestmark = pytest.mark.slow
 DAY = 86400.0
@@ -43,7 +43,7 @@ def four(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def test_four_writers_at_once_lose_nothing_and_ls_lists_all(
-    postgres: Postgres,  # noqa: F811
+    postgres: Postgres,
     four: list[Path],
 ) -> None:
     url = postgres.url(password=None)  # the password from libpq's usual place
@@ -65,7 +65,7 @@ def test_four_writers_at_once_lose_nothing_and_ls_lists_all(
     assert indexed == written > 4  # every bundle of every comparison
 
 
-def test_same_answers_as_sqlite(postgres: Postgres, four: list[Path], tmp_path: Path) -> None:  # noqa: F811
+def test_same_answers_as_sqlite(postgres: Postgres, four: list[Path], tmp_path: Path) -> None:
     answers = []
     for target in (str(tmp_path / "i.sqlite"), postgres.url()):
         with Store.open(target) as s:
@@ -99,7 +99,7 @@ def test_a_v1_sqlite_index_is_migrated(tmp_path: Path, four: list[Path]) -> None
         assert meta.fetchone()[0] == str(SCHEMA_VERSION)
 
 
-def test_wrong_password_is_one_line_exit_2_and_masked(postgres: Postgres) -> None:  # noqa: F811
+def test_wrong_password_is_one_line_exit_2_and_masked(postgres: Postgres) -> None:
     wrong = "not-the-Pw-8812"
     start = time.monotonic()
     proc = _parity("ls", "--store", postgres.url(password=wrong))
