@@ -21,7 +21,7 @@ import pytest
 
 from parity.bundle import SIDE_FILE, seal, write_doc
 from parity.judge.verdict import judge
-from parity.model.side import MeasurePlan, SideFile, Stop
+from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from parity.printable import printable
 from parity.progress import LineProgress
 from parity.report.markdown import format_markdown
@@ -72,7 +72,7 @@ def _hostile_run(out: Path, place: str, payload: str) -> Path:
     seal(target)
     for role in ("baseline", "target"):
         stop = Stop(reason="repeats", message="1 repeat(s) per side, as asked")
-        write_doc(out / role / SIDE_FILE, SideFile(stop=stop, plan=MeasurePlan(repeats=1)))
+        write_doc(out / role / SIDE_FILE, MeasureRecord(stop=stop, plan=MeasurePlan(repeats=1)))
     from parity.bundle import load_side
 
     write_verdict(out, judge(load_side(out / "baseline"), load_side(out / "target")))

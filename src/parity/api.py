@@ -31,7 +31,7 @@ from parity.orchestrate import (
     fp64_reference,
     prepare_workload,
 )
-from parity.redact import REDACTED, redactor
+from parity.redact import REDACTED
 from parity.remote import placed_sides, relocated, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.launch import Launcher
@@ -204,7 +204,7 @@ def _expected(orch: Orchestrator, template: JobTemplate, out: Path, cache: Path)
     if not target.ok:
         return None
     first = target.ok[0]
-    side = expected_side(first.spec, bundle_precision(first))
+    side = expected_side(first.side, bundle_precision(first))
     return expected_run(orch, template, side, cache) if side is not None else None
 
 
@@ -288,7 +288,7 @@ def resume(
     command is stored with its secret values masked, so resuming one whose command held
     any needs the real command again."""
     if request is not None:
-        check_resume(out, request)
+        request.check_resume(out)
     else:
         request = CompareRequest.from_file(out)
     if any(REDACTED in arg for arg in request.script):
@@ -298,18 +298,6 @@ def resume(
             "secrets to the script in environment variables)"
         )
     return compare(request, progress=progress, resuming=True)
-
-
-def check_resume(out: Path, request: CompareRequest) -> None:
-    """``--resume`` with other options is refused when they differ from the stored ones
-    (a script's command compared as stored: secret values masked)."""
-    stored = CompareRequest.from_file(out)
-    given = replace(request, out=stored.out, script=redactor().argv(request.script))
-    if given != stored:
-        raise ResumeError(
-            f"--resume {out} runs the comparison stored in {out / REQUEST_FILE}: drop the "
-            "other options (they differ from the stored ones)"
-        )
 
 
 def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:

@@ -42,7 +42,7 @@ from parity.model.manifest import LogCut, Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
-from parity.model.side import SideFile
+from parity.model.side import MeasureRecord
 from parity.spec import SideSpec
 
 if TYPE_CHECKING:
@@ -233,13 +233,9 @@ class Bundle:
         return self.manifest.workload.fingerprint
 
     @property
-    def spec(self) -> SideSpec:
+    def side(self) -> SideSpec:
+        """The side this bundle ran (``str()`` writes it as given, e.g. ``cpu+bf16``)."""
         return self.manifest.side
-
-    @property
-    def side(self) -> str:
-        """The side spec as written, e.g. ``cpu+bf16``."""
-        return str(self.manifest.side)
 
     @property
     def losses(self) -> tuple[float | None, ...]:
@@ -361,7 +357,7 @@ class SideRuns:
     path: Path
     repeats: tuple[Bundle, ...]
     compliance: dict[str, Bundle] = field(default_factory=dict)
-    info: SideFile | None = None
+    info: MeasureRecord | None = None
 
     @property
     def ok(self) -> tuple[Bundle, ...]:
@@ -410,5 +406,5 @@ def load_side(path: Path | str) -> SideRuns:
         path=path,
         repeats=tuple(load_bundle(p) for p in repeats),
         compliance=compliance,
-        info=_optional(path / SIDE_FILE, SideFile),
+        info=_optional(path / SIDE_FILE, MeasureRecord),
     )

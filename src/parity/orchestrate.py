@@ -57,7 +57,7 @@ from parity.errors import (
 from parity.model.codec import encode
 from parity.model.job import Event, Job, Mode, PreparePlan
 from parity.model.manifest import Manifest
-from parity.model.side import Interference, MeasurePlan, SideFile, Stop
+from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop
 from parity.model.verdict import ROLES, Role
 from parity.model.workload import (
     FingerprintParts,
@@ -364,7 +364,7 @@ class Orchestrator:
             stop, spent_s=self.elapsed_s(), setup_s=self.setup_s, interference=interference
         )
         for role in ROLES:
-            write_doc(self.out / role / SIDE_FILE, SideFile(stop=stop, plan=plan))
+            write_doc(self.out / role / SIDE_FILE, MeasureRecord(stop=stop, plan=plan))
         return stop
 
 

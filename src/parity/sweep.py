@@ -38,9 +38,10 @@ from typing import Any
 import tomllib
 
 from parity import storage
+from parity.cluster.address import cluster_address
 from parity.errors import ParityError, PlanError, UsageError
 from parity.model.verdict import Verdict
-from parity.request import REQUEST_FILE, CompareOptions, CompareRequest, cluster_plan
+from parity.request import REQUEST_FILE, CompareRequest
 
 SWEEP_KEYS = ("workloads", "pairs", "sizes", "batch_sizes", "steps", "out", "cluster")
 MEASURE_KEYS = ("repeats", "precision", "budget_s", "compliance", "timeout_s")
@@ -52,7 +53,8 @@ class Cell:
 
     name: str
     out: str
-    options: CompareOptions
+    #: the comparison's options, as the Python API takes them
+    options: dict[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,16 +112,17 @@ def load_sweep(path: Path) -> SweepPlan:
             + f"-{base}-vs-{target}"
         )
         name = re.sub(r"[^A-Za-z0-9+=.,_-]", "_", name)
-        options = CompareOptions.from_kwargs(
-            workload=workload, baseline=base, target=target, size=size, batch_size=batch,
-            steps=sweep.get("steps"), out=f"{out.rstrip('/')}/{name}",
-            cluster=sweep.get("cluster"), place=place, **measure,
-        )  # fmt: skip
+        given = {
+            "workload": workload, "baseline": base, "target": target, "size": size,
+            "batch_size": batch, "steps": sweep.get("steps"), "out": f"{out.rstrip('/')}/{name}",
+            "cluster": sweep.get("cluster"), "place": place or None, **measure,
+        }  # fmt: skip
+        options = {k: v for k, v in given.items() if v is not None}
         try:
-            CompareRequest.from_options(options)
+            CompareRequest.from_kwargs(**options)
         except UsageError as exc:
             raise PlanError(f"{path}: {name}: {exc}") from None
-        cells.append(Cell(name=name, out=str(options.out), options=options))
+        cells.append(Cell(name=name, out=str(options["out"]), options=options))
     concurrency = sweep.get("concurrency")
     return SweepPlan(
         cells=tuple(cells), out=out, cluster=sweep.get("cluster"), concurrency=concurrency
@@ -172,7 +175,7 @@ def run_sweep(
             "pass --resume to finish the missing ones, or choose another sweep.out"
         )
     if plan.cluster is not None:
-        cluster_plan(plan.cluster, ())  # the address checked before anything runs
+        cluster_address(plan.cluster)  # the address checked before anything runs
     for cell in plan.cells:
         notify(cell, "done" if cell.name in done else "pending")
 
@@ -185,7 +188,7 @@ def run_sweep(
             if partial is not None and (partial / REQUEST_FILE).is_file():
                 result = api.resume(partial)  # stopped mid-way: its complete bundles kept
             else:
-                result = api.compare(CompareRequest.from_options(cell.options))
+                result = api.compare(CompareRequest.from_kwargs(**cell.options))
         except ParityError as exc:
             notify(cell, "error")
             return Outcome(cell=cell, error=str(exc))
@@ -225,8 +228,8 @@ def summary_rows(outcomes: list[Outcome]) -> list[dict[str, str]]:
 
 def with_out(plan: SweepPlan, out: str) -> SweepPlan:
     cells = tuple(
-        replace(c, out=f"{out.rstrip('/')}/{c.name}", options=replace(
-            c.options, out=f"{out.rstrip('/')}/{c.name}"))
+        replace(c, out=f"{out.rstrip('/')}/{c.name}",
+                options={**c.options, "out": f"{out.rstrip('/')}/{c.name}"})
         for c in plan.cells
     )  # fmt: skip
     return replace(plan, cells=cells, out=out)

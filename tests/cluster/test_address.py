@@ -8,7 +8,7 @@ import pytest
 from parity.cluster.address import parse_place, reachable, resolve_address, resource_for
 from parity.errors import OptionError, UsageError
 from parity.model.placement import ClusterPlan, Resource
-from parity.request import CompareRequest, cluster_plan
+from parity.request import CompareRequest
 from parity.spec import parse_side
 from parity.storage import check_destination
 from parity.testing.raycluster import free_port
@@ -36,9 +36,10 @@ def test_defaults_come_from_the_device_adapter() -> None:
 
 def test_refused_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(OptionError, match="--place needs --cluster"):
-        cluster_plan(None, ["target=GPU"])
-    with pytest.raises(OptionError, match="user or password"):
-        cluster_plan("ray://bob:hunter2-pw@head:10001", ())
+        CompareRequest.from_kwargs(workload="mlp-train", place=["target=GPU"])
+    with pytest.raises(OptionError, match="user or password") as leaked:
+        CompareRequest.from_kwargs(workload="mlp-train", cluster="ray://bob:hunter2-pw@head:1")
+    assert "hunter2" not in str(leaked.value)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     with pytest.raises(UsageError, match="RAY_ADDRESS"):
         resolve_address("auto")

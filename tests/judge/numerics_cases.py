@@ -17,7 +17,7 @@ import torch
 from parity.bundle import SIDE_FILE, repeat_name, write_doc
 from parity.model.job import Mode
 from parity.model.numerics import AfterRun, Capture, LayerRecord, TensorSummary
-from parity.model.side import MeasurePlan, SideFile, Stop
+from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from tests.fixtures import bundles
 from tests.judge.synthetic import LOSSES
 
@@ -105,7 +105,7 @@ def write_side(
     )
     if mode == "measure":
         stop = Stop(reason="repeats", message="1 repeat(s) per side, as asked")
-        write_doc(root / role / SIDE_FILE, SideFile(stop=stop, plan=MeasurePlan(repeats=1)))
+        write_doc(root / role / SIDE_FILE, MeasureRecord(stop=stop, plan=MeasurePlan(repeats=1)))
         return root / role
     return path
 

@@ -11,7 +11,7 @@ import torch
 
 from parity.bundle import SIDE_FILE, repeat_name, write_doc
 from parity.model.metrics import Memory
-from parity.model.side import MeasurePlan, SideFile, Stop
+from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from parity.model.stack import Package
 from tests.fixtures import bundles
 
@@ -71,5 +71,5 @@ def side_dir(
             tensors={"eval_logits": logits},
         )
     stop = Stop(reason="repeats", message=f"{repeats} repeat(s) per side, as asked")
-    write_doc(path / SIDE_FILE, SideFile(stop=stop, plan=MeasurePlan(repeats=repeats)))
+    write_doc(path / SIDE_FILE, MeasureRecord(stop=stop, plan=MeasurePlan(repeats=repeats)))
     return path

@@ -29,7 +29,7 @@ from parity.report.mlflow import (
     summary_markdown,
 )
 from parity.request import CompareRequest
-from parity.spec import WorkloadSpec, parse_side
+from parity.spec import WorkloadSpec
 from tests.fixtures.bundles import manifest
 
 GOLDEN = Path(__file__).parents[1] / "golden"
@@ -48,13 +48,13 @@ def comparison(root: Path, golden: str = "verdict-passes.json") -> tuple[Path, V
     (out / "report.html").write_text("<!doctype html><title>stub</title>\n")
     for role, side in verdict.sides.items():
         (out / role / "r00").mkdir(parents=True)
-        man = manifest(role=role, spec=side.spec, device_name=side.device_name)
+        man = manifest(role=role, spec=str(side.side), device_name=side.device_name)
         write_doc(out / role / "r00" / MANIFEST, man)
     sides = verdict.sides
     CompareRequest(
         workload=WorkloadSpec(name=verdict.workload.name or "gpt-train", size="tiny"),
-        baseline=parse_side(sides.baseline.spec),
-        target=parse_side(sides.target.spec),
+        baseline=sides.baseline.side,
+        target=sides.target.side,
         measure=MeasurePlan(repeats=3, timeout_s=600.0),
     ).save(out)
     return out, verdict
@@ -74,7 +74,7 @@ def test_every_golden_verdict_makes_a_record(tmp_path: Path, golden: str) -> Non
     record = run_record(out, verdict)
     assert record.tags["parity.verdict"] == ("PASS" if verdict.passed else "FAIL")
     assert record.tags["parity.exit_code"] == str(verdict.exit_code)
-    assert record.params["baseline.spec"] == verdict.sides.baseline.spec
+    assert record.params["baseline.spec"] == str(verdict.sides.baseline.side)
     assert record.params["measure.repeats"] == "3" and record.params["measure.timeout_s"] == "600.0"
     assert record.params["target.parity_version"] == "0.1.0"
     assert all(len(k) <= 250 and mlflow_key(k) == k for k in [*record.params, *record.metrics])
@@ -172,7 +172,7 @@ def test_a_comparison_is_logged_as_a_run(
 
     assert params["workload.name"] == v.workload.name
     assert params["workload.fingerprint"] == v.workload.fingerprint
-    assert params["target.spec"] == v.sides.target.spec
+    assert params["target.spec"] == str(v.sides.target.side)
     assert params["baseline.version.torch"] == "2.13.0" and params["measure.repeats"] == "3"
     assert tags["parity.verdict"] == ("PASS" if v.passed else "FAIL")
     assert tags["parity.exit_code"] == str(v.exit_code) and tags["parity.out"] == str(out.resolve())

@@ -8,6 +8,7 @@ from dataclasses import replace
 from parity.model.verdict import ByRole
 from parity.report import plots
 from parity.report.view import Sides
+from parity.spec import parse_side
 from tests.report.cases import cases
 
 CASES = cases()
@@ -16,7 +17,7 @@ NO_SIDES: Sides = ByRole(baseline=None, target=None)
 
 def test_svg_is_inline_ready_and_ids_are_prefixed() -> None:
     v = CASES["passes"]
-    sides = replace(v.sides, target=replace(v.sides.target, spec="cpu+$x$"))
+    sides = replace(v.sides, target=replace(v.sides.target, side=parse_side("cpu+compile=$x$")))
     plot = plots.speed_plot(replace(v, sides=sides))
     assert plot is not None and plot.points == 3
     svg = plot.svg
@@ -36,7 +37,7 @@ def test_plots_from_the_verdict_alone() -> None:
     made = plots.all_plots(CASES["layers"], NO_SIDES)
     assert set(made) == {"speed", "memory", "phases", "layers", "cost"}
     layers = made["layers"]
-    assert layers.points == 2 * 42 and "42 of 112 leaf modules" in layers.caption
+    assert layers.points == 2 * 40 and "40 of 112 leaf modules" in layers.caption
     assert made["cost"].points == 4
 
 

@@ -33,7 +33,7 @@ from parity.bundle import (
 from parity.errors import OutputError
 from parity.model.manifest import Manifest
 from parity.redact import LOG_LIMIT
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from parity.runner.failure import TAIL_BYTES
 from parity.runner.launch import run_job
 from parity.testing.faults import ENV_VAR, disk_full
@@ -136,10 +136,10 @@ def test_a_flood_of_output_is_kept_short_and_never_crashes_the_parent(tmp_path: 
 
 
 def _compare(out: Path) -> api.CompareResult:
-    options = CompareOptions(
+    options = dict(
         workload="mlp-train", target="cpu+bf16", steps=4, repeats=1, compliance=False, out=str(out)
     )
-    return api.compare(CompareRequest.from_options(options))
+    return api.compare(CompareRequest.from_kwargs(**options))
 
 
 @pytest.mark.slow
@@ -166,15 +166,15 @@ from pathlib import Path
 from parity import api
 from parity.bundle import load_bundle
 from parity.errors import OutputError
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 
 disk, out = Path(sys.argv[1]), Path(sys.argv[1]) / "c"
-options = CompareOptions(
+options = dict(
     workload="mlp-train", target="cpu+bf16", steps=4, repeats=1, compliance=False, out=str(out)
 )
 seen = {}
 try:
-    api.compare(CompareRequest.from_options(options))
+    api.compare(CompareRequest.from_kwargs(**options))
 except OutputError as exc:
     seen["error"] = str(exc)
 seen["final"] = sorted(str(m.parent.relative_to(out)) for m in out.rglob("manifest.json")

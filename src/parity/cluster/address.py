@@ -8,7 +8,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from parity.errors import OptionError, UsageError
@@ -135,19 +135,23 @@ def check_resources(ray: Any, wanted: Mapping[str, Resource]) -> None:
             )
 
 
-def cluster_plan(
-    address: str | None, place: Mapping[str, str] | Sequence[str]
-) -> ClusterPlan | None:
-    """``--cluster`` and ``--place`` checked (``--place`` needs a cluster)."""
-    if address is None:
-        if place:
-            raise OptionError("--place needs --cluster ray://HOST:PORT (or auto)")
-        return None
-    if not address.strip():
+def cluster_address(address: str) -> str:
+    """``--cluster`` checked: not empty, and no user or password (it is stored)."""
+    address = address.strip()
+    if not address:
         raise OptionError("--cluster is empty: give ray://HOST:PORT or auto")
     if "@" in address:
         raise OptionError(
             "--cluster carries a user or password, which would be stored in request.json: "
             "give ray://HOST:PORT"
         )
-    return ClusterPlan(address=address.strip(), place=parse_place(place))
+    return address
+
+
+def cluster_plan(address: str | None, place: Mapping[str, Resource] | None) -> ClusterPlan | None:
+    """``--cluster`` and ``--place`` together (``--place`` needs a cluster)."""
+    if address is None:
+        if place:
+            raise OptionError("--place needs --cluster ray://HOST:PORT (or auto)")
+        return None
+    return ClusterPlan(address=cluster_address(address), place=dict(place or {}))

@@ -83,7 +83,7 @@ def run_record(out: Path, verdict: Verdict) -> RunRecord:
         tags["parity.cost"] = verdict.cost.verdict
     tags |= fair.mlflow_figures(verdict)[0]
     return RunRecord(
-        name=f"{w.name or 'script'}: {sides.baseline.spec} vs {sides.target.spec}",
+        name=f"{w.name or 'script'}: {sides.baseline.side} vs {sides.target.side}",
         params={mlflow_key(k): v[:MAX_PARAM] for k, v in _params(out, verdict).items()},
         metrics={mlflow_key(k): v for k, v in _metrics(verdict).items()},
         tags={k: v[:MAX_TAG] for k, v in tags.items()},
@@ -98,7 +98,7 @@ def _params(out: Path, verdict: Verdict) -> dict[str, str]:
     for key in ("batch_size", "seq_len", "steps", "seed"):
         given[f"workload.{key}"] = getattr(w.description, key)
     for role, side in verdict.sides.items():
-        given[f"{role}.spec"] = side.spec
+        given[f"{role}.spec"] = str(side.side)
         given[f"{role}.device_name"] = side.device_name
         given[f"{role}.repeats"] = side.repeats
         if side.generation is not None:
@@ -197,8 +197,8 @@ def summary_markdown(verdict: Verdict) -> str:
     w, s = verdict.workload, verdict.sides
     lines = [
         f"### parity: {'PASS' if verdict.passed else 'FAIL'}\n",
-        f"**{w.name or 'script'}** ({w.size}, {w.kind}): baseline `{s.baseline.spec}` against "
-        f"target `{s.target.spec}`; fingerprint `{w.fingerprint[:12]}`\n",
+        f"**{w.name or 'script'}** ({w.size}, {w.kind}): baseline `{s.baseline.side}` against "
+        f"target `{s.target.side}`; fingerprint `{w.fingerprint[:12]}`\n",
     ]
     if (sp := verdict.speed) is not None:
         lines.append(
@@ -213,7 +213,8 @@ def summary_markdown(verdict: Verdict) -> str:
     if verdict.quality is not None and verdict.quality.checks:
         lines.append("\n**Quality** (target against baseline)")
         for c in verdict.quality.checks:
-            mark = "INFO" if c.passed is None else ("PASS" if c.passed else "FAIL")
+            mark = "INFO" if not c.gated else "NOT DECIDED" if c.passed is None else ""
+            mark = mark or ("PASS" if c.passed else "FAIL")
             name, value = _figure(c)
             figure = "-" if value is None else f"{value:.3g}"
             figure += "" if c.tolerance is None else f" (tolerance {c.tolerance:g})"

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from parity.bundle import MANIFEST
+from parity.errors import SpecError
+from parity.spec import parse_side
 
 ROLES = ("baseline", "target")
 VERDICT = "verdict.json"
@@ -45,8 +47,11 @@ def device_matches(spec: str | None, device_name: str | None, wanted: str) -> bo
     """``cuda`` matches ``cuda``, ``cuda:1+bf16``; a full spec matches itself; else the
     device name must contain it (case-insensitive)."""
     if spec:
-        head = spec.split("+", 1)[0]
-        if wanted in (spec, head, head.split(":", 1)[0]):
+        try:
+            side = parse_side(spec)  # the index holds a side as it writes
+        except SpecError:
+            side = None
+        if wanted == spec or (side is not None and wanted in (side.device_string, side.device)):
             return True
     return bool(device_name) and wanted.lower() in str(device_name).lower()
 
