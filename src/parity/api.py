@@ -35,11 +35,13 @@ from parity.orchestrate import (
     timing_plan,
 )
 from parity.redact import REDACTED
+from parity.remote import placed_sides, relocated, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.launch import Launcher
+from parity.storage import is_url, local, publish, readable, shown, staging
 
 if TYPE_CHECKING:
-    from parity.spec import WorkloadSpec
+    from parity.spec import SideSpec, WorkloadSpec
     from parity.workloads.script import ScriptCommand
 
 INPUTS_FILE = "inputs.json"
@@ -56,6 +58,8 @@ class CompareResult:
     target: SideRuns
     verdict: Verdict
     report: Path | None = None
+    #: where the comparison was published (``--out URL``); ``out`` is its local copy
+    url: str | None = None
 
 
 # -- one run or scan -------------------------------------------------------------------------
@@ -88,9 +92,11 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    sides = (
+    sides: tuple[SideSpec, ...] = (
         (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
     )
+    if request.cluster is not None:  # they run on their nodes, which this machine need not be
+        sides = ()
     prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
@@ -99,9 +105,14 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
     """Run one side once (or scan it) into the bundle ``request.out``."""
     from parity.store import index_quietly
 
-    out = Path(request.out) if request.out else default_out(request.name, request.mode)
+    url = url_out(request.out)
+    out = staging() if url else local(request.out) if request.out else None
+    out = out or default_out(request.name, request.mode)
     check_fresh(out)
-    with Launcher() as launcher:
+    if request.cluster is not None and request.script:
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
+    roles: dict[str, SideSpec] = {request.mode: request.side}
+    with placed_sides(request.cluster, roles) as placed, Launcher() as launcher:
         if request.script:
             template, command = _script_template(request.script, request.timeout_s)
             plan = command.plan(request.side)
@@ -117,10 +128,12 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
             )
         if out.is_dir():
             out.rmdir()
-        with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+        with Orchestrator(out=out, progress=progress, launcher=launcher, placed=placed) as orch:
             bundle = orch.run(job, out, label=request.mode)
+    if url:
+        publish(out, url)
     if request.mode == "run":
-        index_quietly(out)
+        index_quietly(url or out)
     return bundle
 
 
@@ -151,11 +164,15 @@ def compare(
         return _compare_script(request, progress=progress, resuming=resuming)
     from parity.cache import cache_root
 
+    url = url_out(request.out, resuming)
+    if url:  # measured and judged in a local staging directory, then published
+        request = replace(request, out=str(staging()))
     if request.out and not resuming:
-        check_fresh(Path(request.out))  # before a worker starts
+        check_fresh(local(request.out))  # before a worker starts
     plan = request.measure
     began = time.monotonic()  # set-up: preparing the workload (and the zygote) counts
-    with Launcher() as launcher:
+    roles = {"baseline": request.baseline, "target": request.target}
+    with placed_sides(request.cluster, roles) as placed, Launcher() as launcher:
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
         from parity.checks.common import read_checks  # (torch, for the judge)
@@ -163,9 +180,11 @@ def compare(
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
         template = _prepare(request, launcher, timeout_s=plan.timeout_s)
         reseeded = _reseeded(request, launcher) if plan.compliance else None
-        out = Path(request.out) if request.out else default_out(template.description.name)
+        out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)
-        with Orchestrator(out=out, progress=progress, launcher=launcher, started=began) as orch:
+        with Orchestrator(
+            out=out, progress=progress, launcher=launcher, started=began, placed=placed
+        ) as orch:
             orch.start_budget(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),
@@ -176,7 +195,8 @@ def compare(
             stop = _measure(request, orch, template, reseeded)
             expected = _expected(orch, template, out, cache / f"expected-v{SCHEMA_VERSION}")
             orch.finish(stop, request.measure)
-    return _logged(request, conclude(out, request.judge, reference=reference, expected=expected))
+    result = conclude(out, request.judge, reference=reference, expected=expected, url=url)
+    return _logged(request, result)
 
 
 def _expected(orch: Orchestrator, template: JobTemplate, out: Path, cache: Path) -> Bundle | None:
@@ -283,9 +303,13 @@ def _compare_script(
 ) -> CompareResult:
     """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
     and no fp64 reference (script mode has neither)."""
+    if request.cluster is not None:
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
     template, command = _script_template(request.script, plan.timeout_s)
-    out = Path(request.out) if request.out else default_out(command.name)
+    url = url_out(request.out, resuming)
+    out = staging() if url else local(request.out) if request.out else None
+    out = out or default_out(command.name)
     _start(request, out, resuming)
     sides = {"baseline": request.baseline, "target": request.target}
     with Orchestrator(out=out, progress=progress) as orch:
@@ -297,7 +321,7 @@ def _compare_script(
             adaptive_stop(plan, asked=request.measure.repeats is not None),
         )
         orch.finish(stop, plan)
-    return _logged(request, conclude(out, request.judge, reference=None, expected=None))
+    return _logged(request, conclude(out, request.judge, reference=None, expected=None, url=url))
 
 
 def resume(
@@ -344,10 +368,16 @@ def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:
 
 
 def conclude(
-    out: Path, inputs: JudgeInputs, *, reference: Bundle | None, expected: Bundle | None
+    out: Path,
+    inputs: JudgeInputs,
+    *,
+    reference: Bundle | None,
+    expected: Bundle | None,
+    url: str | None = None,
 ) -> CompareResult:
     """Judge the sides measured in ``out``; write inputs.json, verdict.json, the report,
-    and index them (the last two after the results are on disk: failures only warn)."""
+    publish them at ``url`` (if given) and index them (the report and the index after the
+    results are on disk: their failures only warn)."""
     from parity.checks.common import checked_for
     from parity.judge.verdict import judge
     from parity.report.run import report_after_compare
@@ -361,10 +391,17 @@ def conclude(
     )
     write_doc(out / INPUTS_FILE, inputs)
     verdict = judge(a, b, inputs=inputs, reference=reference, expected=expected)
+    verdict = relocated(
+        verdict, {r: f"{shown(url)}/{r}" for r in ("baseline", "target")} if url else {}
+    )
     write_doc(out / VERDICT_FILE, verdict)
-    result = CompareResult(out=out, baseline=a, target=b, verdict=verdict)
+    result = CompareResult(
+        out=out, baseline=a, target=b, verdict=verdict, url=shown(url) if url else None
+    )
     result = replace(result, report=report_after_compare(out))
-    index_quietly(out)
+    if url:
+        publish(out, url)
+    index_quietly(url or out)
     return result
 
 
@@ -439,14 +476,14 @@ def stored_inputs(*sides: Path) -> JudgeInputs:
 
 
 def diff(
-    bundle_a: Path,
-    bundle_b: Path,
+    bundle_a: Path | str,
+    bundle_b: Path | str,
     *,
     given: JudgeInputs | None = None,
-    reference: Path | None = None,
+    reference: Path | str | None = None,
     checks: list[Path] | None = None,
 ) -> Verdict:
-    """Judge two existing bundles (possibly from different machines).
+    """Judge two existing bundles (possibly from different machines; paths or URLs).
 
     Sides from one ``parity compare`` directory are judged with the inputs that compare
     stored (``inputs.json``: allowed differences, target loss, resolved prices,
@@ -455,6 +492,11 @@ def diff(
     from parity.checks.common import checked_for
     from parity.judge.verdict import judge
 
+    where = {
+        r: shown(str(u)) for r, u in (("baseline", bundle_a), ("target", bundle_b)) if is_url(u)
+    }
+    bundle_a, bundle_b = readable(bundle_a), readable(bundle_b)
+    reference = readable(reference) if reference is not None else None
     stored = stored_inputs(bundle_a, bundle_b)
     inputs = _override(stored, given)
     a, b = load_side(bundle_a), load_side(bundle_b)
@@ -471,7 +513,7 @@ def diff(
         expected = None
     checked = checked_for(a.first, b.first, roots=[bundle_a.parent, bundle_b.parent], extra=checks)
     inputs = replace(inputs, cost=resolve_prices(inputs.cost, a, b), checked=checked)
-    return judge(a, b, inputs=inputs, reference=ref, expected=expected)
+    return relocated(judge(a, b, inputs=inputs, reference=ref, expected=expected), where)
 
 
 def _override(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:

@@ -29,11 +29,11 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from parity.bundle import (
     MANIFEST,
@@ -266,10 +266,18 @@ AfterFirst = Callable[[dict[Role, list[Bundle]]], dict[Role, int | None]]
 SIZING_ROUNDS = 2
 
 
+class Placed(Protocol):
+    """A side that runs on a node of its own (``parity.cluster``): a job in, its bundle
+    at ``final``."""
+
+    def run(self, job: Job, final: Path, on_event: EventHook | None) -> Path: ...
+
+
 @dataclass
 class Orchestrator:
     """Runs jobs into bundles under one output directory; its launcher's zygote (forked
-    workers) lives until ``close()`` (or the end of a ``with`` block)."""
+    workers) lives until ``close()`` (or the end of a ``with`` block). A role in
+    ``placed`` runs on its own node, every other job here."""
 
     out: Path
     progress: ProgressSink | None = None
@@ -287,12 +295,14 @@ class Orchestrator:
     timing: dict[Role, TimingSteps | None] = field(default_factory=dict)
     #: where the rounds stood after the last one
     tally: Tally | None = None
+    placed: Mapping[str, Placed] = field(default_factory=dict)
 
     def start_budget(self, *first: Job) -> None:
         """Set-up is over: start the zygote the ``first`` jobs will fork from (if one
         forks), then the budget's clock and the watch on the machine's CPU."""
         for job in first:
-            self.launcher.prepare(job)
+            if job.role not in self.placed:
+                self.launcher.prepare(job)
         self.clock = time.monotonic()
         self.setup_s = self.clock - self.started
         self.watch = CpuWatch(extra=self.launcher.cpu_s)
@@ -334,7 +344,10 @@ class Orchestrator:
                 log.warning("parity: %s: running it again", exc)
                 remove(path)
         try:
-            run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
+            if job.role in self.placed:
+                self.placed[job.role].run(job, path, self._relay(label, hook))
+            else:
+                run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
         except OutputError as exc:
             raise OutputError(f"{label}: {exc}") from exc
         return load_bundle(path)

@@ -93,6 +93,7 @@ def _side_info(side: SideRuns) -> SideInfo:
                 b.metrics.input_pipeline for b in side.ok if b.metrics and b.metrics.input_pipeline
             )
         ),
+        placement=env.placement if env is not None else None,
         logs_cut=_logs_cut(side),
     )
 

@@ -27,6 +27,7 @@ from parity.model.metrics import (
     Phases,
     Throughput,
 )
+from parity.model.placement import Placement
 from parity.model.quality import NumericsSection, Quality
 from parity.model.roles import ROLES as ROLES
 from parity.model.roles import ByRole as ByRole
@@ -66,6 +67,8 @@ class SideInfo:
     noise_warnings: tuple[str, ...] = ()
     #: a workload fed by a data loader: its input side, pooled over the ok repeats
     input_pipeline: InputPipeline | None = omit_none()
+    #: the cluster node the side ran on (``--cluster``)
+    placement: Placement | None = omit_none()
     #: the logs its bundles keep cut (``logs.json``), one sentence each
     logs_cut: tuple[str, ...] | None = omit_none()
 
