@@ -408,11 +408,11 @@ def test_there_are_at_least_150_cases() -> None:
 def test_a_locked_index_is_waited_for_then_said_locked(
     command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import parity.store.index
+    import parity.store.engine
     from parity.store import Store
     from tests.fixtures.cli import assert_refused
 
-    monkeypatch.setattr(parity.store.index, "LOCK_WAIT_S", 0.3)
+    monkeypatch.setattr(parity.store.engine, "SQLITE_TIMEOUT_S", 0.3)
     env = world(tmp_path, monkeypatch)
     index = tmp_path / "work" / "i.sqlite"
     with Store.open(index):

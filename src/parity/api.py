@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 from parity.bundle import Bundle, SideRuns, load_bundle, load_side, write_doc
 from parity.errors import OptionError, ResumeError
 from parity.model import SCHEMA_VERSION
-from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
+from parity.model.job import Job
+from parity.model.side import MeasurePlan, Stop
+from parity.model.verdict import CostInputs, JudgeInputs, Price, Role, Verdict
 from parity.orchestrate import (
     EXPECTED_DIR,
     REFERENCE_DIR,
@@ -31,14 +33,17 @@ from parity.orchestrate import (
     expected_run,
     fp64_reference,
     prepare_workload,
+    timing_plan,
 )
 from parity.paths import locked
 from parity.redact import REDACTED
+from parity.remote import placed_sides, relocated, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.launch import Launcher
+from parity.storage import is_url, local, publish, readable, shown, staging
 
 if TYPE_CHECKING:
-    from parity.spec import WorkloadSpec
+    from parity.spec import SideSpec, WorkloadSpec
     from parity.workloads.script import ScriptCommand
 
 INPUTS_FILE = "inputs.json"
@@ -55,6 +60,8 @@ class CompareResult:
     target: SideRuns
     verdict: Verdict
     report: Path | None = None
+    #: where the comparison was published (``--out URL``); ``out`` is its local copy
+    url: str | None = None
 
 
 # -- one run or scan -------------------------------------------------------------------------
@@ -87,9 +94,11 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    sides = (
+    sides: tuple[SideSpec, ...] = (
         (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
     )
+    if request.cluster is not None:  # they run on their nodes, which this machine need not be
+        sides = ()
     prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
@@ -98,9 +107,14 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
     """Run one side once (or scan it) into the bundle ``request.out``."""
     from parity.store import index_quietly
 
-    out = Path(request.out) if request.out else default_out(request.name, request.mode)
+    url = url_out(request.out)
+    out = staging() if url else local(request.out) if request.out else None
+    out = out or default_out(request.name, request.mode)
     check_fresh(out)
-    with Launcher() as launcher:
+    if request.cluster is not None and request.script:
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
+    roles: dict[str, SideSpec] = {request.mode: request.side}
+    with placed_sides(request.cluster, roles) as placed, Launcher() as launcher:
         if request.script:
             template, command = _script_template(request.script, request.timeout_s)
             plan = command.plan(request.side)
@@ -116,10 +130,12 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
             )
         if out.is_dir():
             out.rmdir()
-        with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+        with Orchestrator(out=out, progress=progress, launcher=launcher, placed=placed) as orch:
             bundle = orch.run(job, out, label=request.mode)
+    if url:
+        publish(out, url)
     if request.mode == "run":
-        index_quietly(out)
+        index_quietly(url or out)
     return bundle
 
 
@@ -150,11 +166,15 @@ def compare(
         return _compare_script(request, progress=progress, resuming=resuming)
     from parity.cache import cache_root
 
+    url = url_out(request.out, resuming)
+    if url:  # measured and judged in a local staging directory, then published
+        request = replace(request, out=str(staging()))
     if request.out and not resuming:
-        check_fresh(Path(request.out))  # before a worker starts
+        check_fresh(local(request.out))  # before a worker starts
     plan = request.measure
     began = time.monotonic()  # set-up: preparing the workload (and the zygote) counts
-    with Launcher() as launcher:
+    roles = {"baseline": request.baseline, "target": request.target}
+    with placed_sides(request.cluster, roles) as placed, Launcher() as launcher:
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
         from parity.checks.common import read_checks  # (torch, for the judge)
@@ -162,11 +182,13 @@ def compare(
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
         template = _prepare(request, launcher, timeout_s=plan.timeout_s)
         reseeded = _reseeded(request, launcher) if plan.compliance else None
-        out = Path(request.out) if request.out else default_out(template.description.name)
+        out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)
         with (
             locked(out),
-            Orchestrator(out=out, progress=progress, launcher=launcher, started=began) as orch,
+            Orchestrator(
+                out=out, progress=progress, launcher=launcher, started=began, placed=placed
+            ) as orch,
         ):
             orch.start_budget(
                 template.job("baseline", request.baseline),
@@ -175,22 +197,38 @@ def compare(
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, cache / f"reference-v{SCHEMA_VERSION}-run")
-            _measure(request, orch, template, reseeded)
+            stop = _measure(request, orch, template, reseeded)
             expected = _expected(orch, template, out, cache / f"expected-v{SCHEMA_VERSION}")
-    return _logged(request, conclude(out, request.judge, reference=reference, expected=expected))
+            orch.finish(stop, request.measure)
+    result = conclude(out, request.judge, reference=reference, expected=expected, url=url)
+    return _logged(request, result)
 
 
 def _expected(orch: Orchestrator, template: JobTemplate, out: Path, cache: Path) -> Bundle | None:
     """The expected-error run at the precision the target's first bundle ran in (none for
-    an fp32 target, or a target that failed)."""
+    an fp32 target, or a target that failed). A target on the CPU at that precision and
+    nothing else (``cpu+bf16``) is its own expected-error run: its quality run is copied
+    to ``OUT/expected`` instead of running the same again."""
     from parity.judge.numerics import bundle_precision, expected_side
+    from parity.orchestrate import EXPECTED_DIR, copy_bundle
 
     target = load_side(out / "target")
     if not target.ok:
         return None
     first = target.ok[0]
     side = expected_side(first.side, bundle_precision(first))
-    return expected_run(orch, template, side, cache) if side is not None else None
+    if side is None:
+        return None
+    if side != first.side:
+        return expected_run(orch, template, side, cache)
+    dest = out / EXPECTED_DIR
+    if not (dest / "manifest.json").is_file():
+        copy_bundle(first.path, dest)
+    orch.notes.append(
+        f"no expected-error run: the target ({first.side}) is that run's own device and "
+        "settings, so its quality run is the expected-error run"
+    )
+    return load_bundle(dest)
 
 
 def _logged(request: CompareRequest, result: CompareResult) -> CompareResult:
@@ -220,21 +258,49 @@ def _measure(
     orch: Orchestrator,
     template: JobTemplate,
     reseeded: JobTemplate | None,
-) -> None:
-    """The rounds of both sides, then (unless a side failed) the target's compliance runs,
-    all on the budget's clock."""
+) -> Stop:
+    """The rounds of both sides (each side's first process its quality run, the ones after
+    it timing processes sized from it), then, where the budget holds them and no side
+    failed, the target's compliance runs (timing processes too), on the budget's clock."""
     plan = request.measure
     sides = {"baseline": request.baseline, "target": request.target}
+    runs_after = 2 if reseeded is not None else 0
+    # time to a loss needs every process's whole run
+    shorten = request.judge.target_loss is None
+
+    def job(role: Role, k: int) -> Job:
+        timing = orch.timing.get(role) if k > 0 else None
+        steps = timing.steps if timing is not None and timing.shortened else None
+        return template.job(
+            role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun, steps=steps
+        )
+
     stop = orch.rounds(
-        lambda role, k: template.job(
-            role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun
-        ),
+        job,
         plan,
-        adaptive_stop(plan, runs_after=2 if reseeded is not None else 0),
+        adaptive_stop(plan, runs_after=runs_after),
+        after_first=timing_plan(orch, plan, runs_after=runs_after, shorten=shorten),
     )
     if reseeded is not None and stop.reason != "failure":
-        compliance_runs(orch, request.target, reseeded, template)
-    orch.finish(stop, plan)
+        if _compliance_fits(orch, plan):
+            timing = orch.timing.get("target")
+            steps = timing.steps if timing is not None and timing.shortened else None
+            compliance_runs(orch, request.target, reseeded, template, steps=steps)
+        else:
+            orch.notes.append(
+                f"the compliance runs were dropped: the budget ({plan.budget_s:g} s) could not "
+                f"hold them after {len(orch.tally.done['target']) if orch.tally else 0} "
+                "processes a side; a larger --budget runs them"
+            )
+    return stop
+
+
+def _compliance_fits(orch: Orchestrator, plan: MeasurePlan) -> bool:
+    """Whether the two compliance runs fit in what is left of the budget (always with
+    ``--repeats``, which fixes the work instead of the time)."""
+    if plan.repeats is not None or orch.tally is None:
+        return True
+    return orch.elapsed_s() + 2 * orch.tally.next_run_s("target") <= plan.budget_s
 
 
 def _compare_script(
@@ -242,9 +308,13 @@ def _compare_script(
 ) -> CompareResult:
     """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
     and no fp64 reference (script mode has neither)."""
+    if request.cluster is not None:
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
     template, command = _script_template(request.script, plan.timeout_s)
-    out = Path(request.out) if request.out else default_out(command.name)
+    url = url_out(request.out, resuming)
+    out = staging() if url else local(request.out) if request.out else None
+    out = out or default_out(command.name)
     _start(request, out, resuming)
     sides = {"baseline": request.baseline, "target": request.target}
     with locked(out), Orchestrator(out=out, progress=progress) as orch:
@@ -253,10 +323,10 @@ def _compare_script(
                 role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
             ),
             plan,
-            adaptive_stop(plan),
+            adaptive_stop(plan, asked=request.measure.repeats is not None),
         )
         orch.finish(stop, plan)
-    return _logged(request, conclude(out, request.judge, reference=None, expected=None))
+    return _logged(request, conclude(out, request.judge, reference=None, expected=None, url=url))
 
 
 def resume(
@@ -305,10 +375,16 @@ def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:
 
 
 def conclude(
-    out: Path, inputs: JudgeInputs, *, reference: Bundle | None, expected: Bundle | None
+    out: Path,
+    inputs: JudgeInputs,
+    *,
+    reference: Bundle | None,
+    expected: Bundle | None,
+    url: str | None = None,
 ) -> CompareResult:
     """Judge the sides measured in ``out``; write inputs.json, verdict.json, the report,
-    and index them (the last two after the results are on disk: failures only warn)."""
+    publish them at ``url`` (if given) and index them (the report and the index after the
+    results are on disk: their failures only warn)."""
     from parity.checks.common import checked_for
     from parity.judge.verdict import judge
     from parity.report.run import report_after_compare
@@ -322,10 +398,17 @@ def conclude(
     )
     write_doc(out / INPUTS_FILE, inputs)
     verdict = judge(a, b, inputs=inputs, reference=reference, expected=expected)
+    verdict = relocated(
+        verdict, {r: f"{shown(url)}/{r}" for r in ("baseline", "target")} if url else {}
+    )
     write_doc(out / VERDICT_FILE, verdict)
-    result = CompareResult(out=out, baseline=a, target=b, verdict=verdict)
+    result = CompareResult(
+        out=out, baseline=a, target=b, verdict=verdict, url=shown(url) if url else None
+    )
     result = replace(result, report=report_after_compare(out))
-    index_quietly(out)
+    if url:
+        publish(out, url)
+    index_quietly(url or out)
     return result
 
 
@@ -400,14 +483,14 @@ def stored_inputs(*sides: Path) -> JudgeInputs:
 
 
 def diff(
-    bundle_a: Path,
-    bundle_b: Path,
+    bundle_a: Path | str,
+    bundle_b: Path | str,
     *,
     given: JudgeInputs | None = None,
-    reference: Path | None = None,
+    reference: Path | str | None = None,
     checks: list[Path] | None = None,
 ) -> Verdict:
-    """Judge two existing bundles (possibly from different machines).
+    """Judge two existing bundles (possibly from different machines; paths or URLs).
 
     Sides from one ``parity compare`` directory are judged with the inputs that compare
     stored (``inputs.json``: allowed differences, target loss, resolved prices,
@@ -416,6 +499,11 @@ def diff(
     from parity.checks.common import checked_for
     from parity.judge.verdict import judge
 
+    where = {
+        r: shown(str(u)) for r, u in (("baseline", bundle_a), ("target", bundle_b)) if is_url(u)
+    }
+    bundle_a, bundle_b = readable(bundle_a), readable(bundle_b)
+    reference = readable(reference) if reference is not None else None
     stored = stored_inputs(bundle_a, bundle_b)
     inputs = _override(stored, given)
     a, b = load_side(bundle_a), load_side(bundle_b)
@@ -432,7 +520,7 @@ def diff(
         expected = None
     checked = checked_for(a.first, b.first, roots=[bundle_a.parent, bundle_b.parent], extra=checks)
     inputs = replace(inputs, cost=resolve_prices(inputs.cost, a, b), checked=checked)
-    return judge(a, b, inputs=inputs, reference=ref, expected=expected)
+    return relocated(judge(a, b, inputs=inputs, reference=ref, expected=expected), where)
 
 
 def _override(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:

@@ -95,18 +95,20 @@ def trend(
 
 def reindex(
     dirs: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Argument(
-            metavar="DIRS", help="directories holding runs (default: those the index knows)"
+            metavar="DIRS",
+            help="directories or URL prefixes holding runs (default: those the index knows)",
         ),
     ] = None,
     store: c.Store = None,
 ) -> None:
     """Rebuild the history index from the bundles (they are the truth)."""
     from parity.errors import UsageError
+    from parity.storage import is_url
     from parity.store import Store
 
-    for d in dirs or []:
+    for d in (Path(d) for d in dirs or [] if not is_url(d)):
         if not d.is_dir():
             what = "is not a directory" if d.exists() else "does not exist"
             raise UsageError(f"{d} {what}: pass the directories that hold runs")

@@ -213,7 +213,8 @@ def summary_markdown(verdict: Verdict) -> str:
     if verdict.quality is not None and verdict.quality.checks:
         lines.append("\n**Quality** (target against baseline)")
         for c in verdict.quality.checks:
-            mark = "INFO" if c.passed is None else ("PASS" if c.passed else "FAIL")
+            mark = "INFO" if not c.gated else "NOT DECIDED" if c.passed is None else ""
+            mark = mark or ("PASS" if c.passed else "FAIL")
             name, value = _figure(c)
             figure = "-" if value is None else f"{value:.3g}"
             figure += "" if c.tolerance is None else f" (tolerance {c.tolerance:g})"
