@@ -75,8 +75,9 @@ class Store:
         if a file was made here and bad input ends its use (a UsageError), it is removed
         again: nothing half-written."""
         loc = locate(target)
-        made = [p for p in (loc.file, *loc.file.parents) if not p.exists()] if loc.file else []
-        try:
+        made: list[Path] = []
+        try:  # (a name too long for the file system raises on exists(): OSError, below)
+            made = [p for p in (loc.file, *loc.file.parents) if not p.exists()] if loc.file else []
             if loc.file:
                 _check_sqlite(loc.file)
                 loc.file.parent.mkdir(parents=True, exist_ok=True)
