@@ -18,7 +18,7 @@ import torch
 from parity import api
 from parity.model.quality import AgreementCheck, QualityCheck, TokensCheck
 from parity.model.verdict import Verdict
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice
 from tests.fixtures.pretrained import (
     CHECKPOINT_ENV,
@@ -46,7 +46,7 @@ def smollm() -> Path:
 
 
 def compare(workload: str, out: Path, target: str, data: Path, **kw: object) -> Verdict:
-    options = CompareOptions(
+    options: dict[str, object] = dict(
         workload=workload,
         task="generate" if workload.startswith("hf:") else None,
         data=f"{data}:text",
@@ -60,7 +60,7 @@ def compare(workload: str, out: Path, target: str, data: Path, **kw: object) -> 
         timeout_s=REAL_MODEL_S,
         out=str(out),
     )
-    return api.compare(CompareRequest.from_options(options)).verdict
+    return api.compare(CompareRequest.from_kwargs(**options)).verdict
 
 
 def checks(v: Verdict) -> dict[str, QualityCheck]:

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 from parity.bundle import Bundle, SideRuns, load_bundle, load_side, write_doc
 from parity.errors import OptionError, ResumeError
 from parity.model import SCHEMA_VERSION
-from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
+from parity.model.job import Job
+from parity.model.side import MeasurePlan, Stop
+from parity.model.verdict import CostInputs, JudgeInputs, Price, Role, Verdict
 from parity.orchestrate import (
     EXPECTED_DIR,
     REFERENCE_DIR,
@@ -24,13 +26,16 @@ from parity.orchestrate import (
     ProgressSink,
     adaptive_stop,
     check_fresh,
+    check_resumable,
     clear_partial,
     compliance_runs,
     default_out,
     expected_run,
     fp64_reference,
     prepare_workload,
+    timing_plan,
 )
+from parity.paths import locked
 from parity.redact import REDACTED
 from parity.remote import placed_sides, relocated, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
@@ -179,9 +184,12 @@ def compare(
         reseeded = _reseeded(request, launcher) if plan.compliance else None
         out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)
-        with Orchestrator(
-            out=out, progress=progress, launcher=launcher, started=began, placed=placed
-        ) as orch:
+        with (
+            locked(out),
+            Orchestrator(
+                out=out, progress=progress, launcher=launcher, started=began, placed=placed
+            ) as orch,
+        ):
             orch.start_budget(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),
@@ -189,23 +197,38 @@ def compare(
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, cache / f"reference-v{SCHEMA_VERSION}-run")
-            _measure(request, orch, template, reseeded)
+            stop = _measure(request, orch, template, reseeded)
             expected = _expected(orch, template, out, cache / f"expected-v{SCHEMA_VERSION}")
+            orch.finish(stop, request.measure)
     result = conclude(out, request.judge, reference=reference, expected=expected, url=url)
     return _logged(request, result)
 
 
 def _expected(orch: Orchestrator, template: JobTemplate, out: Path, cache: Path) -> Bundle | None:
     """The expected-error run at the precision the target's first bundle ran in (none for
-    an fp32 target, or a target that failed)."""
+    an fp32 target, or a target that failed). A target on the CPU at that precision and
+    nothing else (``cpu+bf16``) is its own expected-error run: its quality run is copied
+    to ``OUT/expected`` instead of running the same again."""
     from parity.judge.numerics import bundle_precision, expected_side
+    from parity.orchestrate import EXPECTED_DIR, copy_bundle
 
     target = load_side(out / "target")
     if not target.ok:
         return None
     first = target.ok[0]
     side = expected_side(first.side, bundle_precision(first))
-    return expected_run(orch, template, side, cache) if side is not None else None
+    if side is None:
+        return None
+    if side != first.side:
+        return expected_run(orch, template, side, cache)
+    dest = out / EXPECTED_DIR
+    if not (dest / "manifest.json").is_file():
+        copy_bundle(first.path, dest)
+    orch.notes.append(
+        f"no expected-error run: the target ({first.side}) is that run's own device and "
+        "settings, so its quality run is the expected-error run"
+    )
+    return load_bundle(dest)
 
 
 def _logged(request: CompareRequest, result: CompareResult) -> CompareResult:
@@ -235,21 +258,49 @@ def _measure(
     orch: Orchestrator,
     template: JobTemplate,
     reseeded: JobTemplate | None,
-) -> None:
-    """The rounds of both sides, then (unless a side failed) the target's compliance runs,
-    all on the budget's clock."""
+) -> Stop:
+    """The rounds of both sides (each side's first process its quality run, the ones after
+    it timing processes sized from it), then, where the budget holds them and no side
+    failed, the target's compliance runs (timing processes too), on the budget's clock."""
     plan = request.measure
     sides = {"baseline": request.baseline, "target": request.target}
+    runs_after = 2 if reseeded is not None else 0
+    # time to a loss needs every process's whole run
+    shorten = request.judge.target_loss is None
+
+    def job(role: Role, k: int) -> Job:
+        timing = orch.timing.get(role) if k > 0 else None
+        steps = timing.steps if timing is not None and timing.shortened else None
+        return template.job(
+            role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun, steps=steps
+        )
+
     stop = orch.rounds(
-        lambda role, k: template.job(
-            role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun
-        ),
+        job,
         plan,
-        adaptive_stop(plan, runs_after=2 if reseeded is not None else 0),
+        adaptive_stop(plan, runs_after=runs_after),
+        after_first=timing_plan(orch, plan, runs_after=runs_after, shorten=shorten),
     )
     if reseeded is not None and stop.reason != "failure":
-        compliance_runs(orch, request.target, reseeded, template)
-    orch.finish(stop, plan)
+        if _compliance_fits(orch, plan):
+            timing = orch.timing.get("target")
+            steps = timing.steps if timing is not None and timing.shortened else None
+            compliance_runs(orch, request.target, reseeded, template, steps=steps)
+        else:
+            orch.notes.append(
+                f"the compliance runs were dropped: the budget ({plan.budget_s:g} s) could not "
+                f"hold them after {len(orch.tally.done['target']) if orch.tally else 0} "
+                "processes a side; a larger --budget runs them"
+            )
+    return stop
+
+
+def _compliance_fits(orch: Orchestrator, plan: MeasurePlan) -> bool:
+    """Whether the two compliance runs fit in what is left of the budget (always with
+    ``--repeats``, which fixes the work instead of the time)."""
+    if plan.repeats is not None or orch.tally is None:
+        return True
+    return orch.elapsed_s() + 2 * orch.tally.next_run_s("target") <= plan.budget_s
 
 
 def _compare_script(
@@ -266,13 +317,13 @@ def _compare_script(
     out = out or default_out(command.name)
     _start(request, out, resuming)
     sides = {"baseline": request.baseline, "target": request.target}
-    with Orchestrator(out=out, progress=progress) as orch:
+    with locked(out), Orchestrator(out=out, progress=progress) as orch:
         stop = orch.rounds(
             lambda role, k: template.job(
                 role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
             ),
             plan,
-            adaptive_stop(plan),
+            adaptive_stop(plan, asked=request.measure.repeats is not None),
         )
         orch.finish(stop, plan)
     return _logged(request, conclude(out, request.judge, reference=None, expected=None, url=url))
@@ -297,7 +348,9 @@ def resume(
             "which parity cannot run: give the command again with the comparison (or pass "
             "secrets to the script in environment variables)"
         )
-    return compare(request, progress=progress, resuming=True)
+    with locked(out):  # bound to the directory given, whatever out request.json names
+        check_resumable(out, {"baseline": request.baseline, "target": request.target})
+        return compare(replace(request, out=str(out)), progress=progress, resuming=True)
 
 
 def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:

@@ -270,10 +270,16 @@ class Bundle:
             ) from exc
 
 
+def linked(item: Path) -> bool:
+    """A symbolic link, or a file with another name elsewhere (a hard link: ``st_nlink``
+    above 1, e.g. to a file of the host's, which a copy of the bundle would carry)."""
+    return item.is_symlink() or (item.is_file() and item.lstat().st_nlink > 1)
+
+
 def _check_entries(path: Path) -> None:
     for item in path.iterdir():
-        if item.is_symlink() or not item.is_file() or not item.name.endswith(ALLOWED_SUFFIXES):
-            what = "a link" if item.is_symlink() else "not JSON, a log or safetensors"
+        if linked(item) or not item.is_file() or not item.name.endswith(ALLOWED_SUFFIXES):
+            what = "a link" if linked(item) else "not JSON, a log or safetensors"
             raise BundleError(
                 f"bundle {path} holds {item.name!r}, which is {what}: parity never loads "
                 "other files (pickles included) and follows no links; remove it or rerun"

@@ -25,6 +25,7 @@ never judges.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import time
@@ -32,9 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from parity.bundle import (
+    COMPLIANCE_RUNS,
     MANIFEST,
     PREPARED,
     SIDE_FILE,
@@ -43,6 +45,7 @@ from parity.bundle import (
     load_bundle,
     read_doc,
     repeat_name,
+    sha256_file,
     write_doc,
 )
 from parity.errors import (
@@ -51,13 +54,14 @@ from parity.errors import (
     OptionError,
     OutputError,
     ParityError,
+    ResumeError,
     SideError,
     WorkloadError,
 )
 from parity.model.codec import encode
-from parity.model.job import Event, Job, Mode, PreparePlan
+from parity.model.job import JOB_FILE, Event, Job, Mode, PreparePlan
 from parity.model.manifest import Manifest
-from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop
+from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
 from parity.model.verdict import ROLES, Role
 from parity.model.workload import (
     FingerprintParts,
@@ -74,6 +78,8 @@ if TYPE_CHECKING:
     pass
 
 RUNS_DIR = Path("parity-runs")
+#: a comparison's stored request (``parity.request`` reads and writes it)
+REQUEST_FILE = "request.json"
 log = logging.getLogger("parity")
 #: ``(label, event)``: a side's or part's label, e.g. ``baseline r01``, and its event
 ProgressSink = Callable[[str, Event], None]
@@ -101,6 +107,87 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
     else:
         shutil.rmtree(path)
+
+
+def _differs(*pairs: tuple[str, object, object]) -> str | None:
+    for what, got, wanted in pairs:
+        if got != wanted:
+            return f"it is a run of {what} {got}, where this one is of {wanted}"
+    return None
+
+
+def _request_of(bundle: Bundle) -> str | None:
+    """The digest of the ``request.json`` a bundle was run for (its ``job.json``)."""
+    recorded = bundle.path / JOB_FILE
+    return read_doc(recorded, Job).request if recorded.is_file() else None
+
+
+def _other_request() -> str:
+    return f"it was run for another {REQUEST_FILE} (edited since, or the bundle copied here)"
+
+
+def mismatch(bundle: Bundle, job: Job) -> str | None:
+    """Why ``bundle`` is not the run of ``job`` (another role, repeat, side, mode, workload
+    or request), or None: what ``--resume`` and the caches check before reusing one."""
+    m = bundle.manifest
+    problem = _differs(
+        ("role", m.role, job.role),
+        ("repeat", m.repeat, job.repeat),
+        ("side", str(m.side), str(job.side)),
+        ("mode", m.mode, job.mode),
+        ("workload fingerprint", m.workload.fingerprint[:12], job.fingerprint[:12]),
+    )
+    if problem is None and m.workload.fingerprint != job.fingerprint:
+        problem = "it is a run of another workload fingerprint"
+    if problem is None and job.request is not None and _request_of(bundle) != job.request:
+        problem = _other_request()
+    return problem
+
+
+def check_resumable(out: Path, sides: dict[str, SideSpec]) -> None:
+    """Before anything runs again: every complete bundle of ``out``'s rounds and compliance
+    runs is where its manifest says it belongs (role, repeat, side) and was run for
+    ``out/request.json`` as it is now; else a ResumeError in one line. (Its workload
+    fingerprint is checked when the workload is prepared, by ``Orchestrator.run``.)"""
+    digest = sha256_file(out / REQUEST_FILE)
+    for role, side in sides.items():
+        where = out / role
+        names = sorted(p.name for p in where.iterdir()) if where.is_dir() else []
+        for name in names:
+            path = where / name
+            repeat = int(name[1:]) if name[:1] == "r" and name[1:].isdigit() else None
+            if name in COMPLIANCE_RUNS:
+                repeat = 0
+            if repeat is None or path.is_symlink() or not path.is_dir():
+                continue
+            try:
+                bundle = load_bundle(path)
+            except BundleError:
+                continue  # run again in its turn
+            m = bundle.manifest
+            problem = _differs(
+                ("role", m.role, role),
+                ("repeat", m.repeat, repeat),
+                ("side", str(m.side), str(side)),
+            )
+            if problem is None and _request_of(bundle) != digest:
+                problem = _other_request()
+            if problem is not None:
+                raise ResumeError(
+                    f"{path} does not belong here: {problem}; remove it (or rerun the "
+                    "comparison into a new --out)"
+                )
+
+
+def belonging(bundle: Bundle, job: Job) -> Bundle:
+    """``bundle`` if it is the run of ``job``, else a ResumeError in one line."""
+    problem = mismatch(bundle, job)
+    if problem is not None:
+        raise ResumeError(
+            f"{bundle.path} does not belong here: {problem}; remove it (or rerun the "
+            "comparison into a new --out)"
+        )
+    return bundle
 
 
 def clear_partial(out: Path) -> list[Path]:
@@ -153,6 +240,30 @@ class JobTemplate:
         )
 
 
+class PhaseClock:
+    """An event hook that keeps when each phase of a run began, for what the set-up parts
+    inside a comparison's first processes took (the numerics probe, the op scan)."""
+
+    #: phase names in a worker's events, and what a verdict calls them
+    PROBES: ClassVar[dict[str, str]] = {"numerics probe": "numerics probe", "scan": "op scan"}
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, int]] = []
+
+    def __call__(self, event: Event) -> None:
+        if event.event == "phase" and event.phase is not None:
+            self.marks.append((event.phase, event.t_ns))
+
+    def probes(self, role: str) -> dict[str, float]:
+        """``{"<role> numerics probe": seconds, ...}`` for the probe phases seen."""
+        spans = zip(self.marks, self.marks[1:], strict=False)
+        return {
+            f"{role} {self.PROBES[phase]}": (end - start) / 1e9
+            for (phase, start), (_, end) in spans
+            if phase in self.PROBES
+        }
+
+
 @dataclass(frozen=True)
 class Part:
     """One job of a plan, where its bundle goes, its progress label and an event hook."""
@@ -174,6 +285,8 @@ class Tally:
     #: wall seconds of each round, and of each side's runs, in order
     round_s: tuple[float, ...]
     run_s: dict[Role, tuple[float, ...]]
+    #: steps each side's timing processes run (None: the workload's own)
+    steps: dict[Role, int | None] = field(default_factory=dict)
 
     @property
     def next_round_s(self) -> float:
@@ -191,7 +304,7 @@ class Tally:
         margin and the parent's own share per run."""
         costs = self.run_s[role]
         if len(costs) == 1 and self.done[role]:
-            plain = _plain_run_s(self.done[role][0])
+            plain = _plain_run_s(self.done[role][0], self.steps.get(role))
             if plain is not None:
                 return min(costs[0], COST_MARGIN * plain + RUN_OVERHEAD_S)
         return _next_cost(costs)
@@ -204,15 +317,19 @@ COST_MARGIN = 1.2
 RUN_OVERHEAD_S = 0.5
 
 
-def _plain_run_s(bundle: Bundle) -> float | None:
-    """A run's start, load and steps (what every repeat pays), from its metrics."""
+def _plain_run_s(bundle: Bundle, steps: int | None = None) -> float | None:
+    """A run's start, load and steps (what every repeat pays), from its metrics; with
+    ``steps``, a timing process of that many steps (its steady steps at the median)."""
     if not bundle.ok or bundle.metrics is None:
         return None
     metrics = bundle.metrics
     p = metrics.phases
     if p.start_import_s is None:
         return None
-    return p.start_import_s + (p.load_s or 0.0) + p.first_step_s + p.warmup_s + p.steady_s
+    steady = p.steady_s
+    if steps is not None and p.steady_steps:
+        steady = max(steps - 1 - p.warmup_steps, 0) * p.steady_s / p.steady_steps
+    return p.start_import_s + (p.load_s or 0.0) + p.first_step_s + p.warmup_s + steady
 
 
 def _next_cost(costs: tuple[float, ...]) -> float:
@@ -227,6 +344,12 @@ def _next_cost(costs: tuple[float, ...]) -> float:
 
 
 Decide = Callable[[Tally], Stop | None]
+#: told each side's bundles after the first and second rounds; answers the timing
+#: processes' steps
+AfterFirst = Callable[[dict[Role, list[Bundle]]], dict[Role, int | None]]
+#: rounds after which the timing processes are (re)sized: the first (the quality runs),
+#: and the second, the first with a spread between processes to size by
+SIZING_ROUNDS = 2
 
 
 class Placed(Protocol):
@@ -250,7 +373,23 @@ class Orchestrator:
     clock: float | None = None
     setup_s: float | None = None
     watch: CpuWatch | None = None
+    #: lines the plan adds to how measuring ended (``Stop.notes``)
+    notes: list[str] = field(default_factory=list)
+    #: seconds each set-up part took, by name (``Stop.probes``)
+    probes: dict[str, float] = field(default_factory=dict)
+    #: each side's timing processes' steps (``MeasureRecord.timing``), set after the first round
+    timing: dict[Role, TimingSteps | None] = field(default_factory=dict)
+    #: where the rounds stood after the last one
+    tally: Tally | None = None
     placed: Mapping[str, Placed] = field(default_factory=dict)
+    #: the sha256 of ``OUT/request.json`` where there is one: stamped on the jobs of the
+    #: rounds and compliance runs, and checked on every bundle ``--resume`` reuses
+    request: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        stored = self.out / REQUEST_FILE
+        if stored.is_file() and not stored.is_symlink():
+            self.request = sha256_file(stored)
 
     def start_budget(self, *first: Job) -> None:
         """Set-up is over: start the zygote the ``first`` jobs will fork from (if one
@@ -294,10 +433,12 @@ class Orchestrator:
         again. An I/O error while writing it is an ``OutputError`` naming the part."""
         if path.exists() or path.is_symlink():
             try:
-                return load_bundle(path)
+                found = load_bundle(path)
             except BundleError as exc:
                 log.warning("parity: %s: running it again", exc)
                 remove(path)
+            else:
+                return belonging(found, job)
         try:
             if job.role in self.placed:
                 self.placed[job.role].run(job, path, self._relay(label, hook))
@@ -318,10 +459,18 @@ class Orchestrator:
             )
 
     def rounds(
-        self, make_job: Callable[[Role, int], Job], plan: MeasurePlan, decide: Decide
+        self,
+        make_job: Callable[[Role, int], Job],
+        plan: MeasurePlan,
+        decide: Decide,
+        *,
+        after_first: AfterFirst | None = None,
     ) -> Stop:
         """Rounds of one process per side, ABBA, until ``decide`` says stop (or, with
-        ``plan.repeats``, that many rounds). ``finish`` records the end."""
+        ``plan.repeats``, that many rounds). ``after_first`` is told each side's bundles
+        after the first round (the quality runs) and the second, and answers the steps of
+        the timing processes after them, per side (None: the workload's). ``finish``
+        records the end."""
         from parity.stats import interleaved_order
 
         if self.clock is None:
@@ -333,23 +482,35 @@ class Orchestrator:
         round_s: list[float] = []
         stop: Stop | None = None
         ran: list[str] = []
+        steps: dict[Role, int | None] = {}
         for i in range(0, len(order), len(ROLES)):
             round_start = time.monotonic()
             for role, k in order[i : i + len(ROLES)]:
                 label = f"{role} {repeat_name(k)}"
                 run_start = time.monotonic()
-                bundle = self.run(make_job(role, k), self.out / role / repeat_name(k), label=label)
+                clock = PhaseClock() if k == 0 else None
+                path = self.out / role / repeat_name(k)
+                job = make_job(role, k)
+                if self.request is not None:
+                    job = replace(job, request=self.request)
+                bundle = self.run(job, path, label=label, hook=clock)
                 run_s[role].append(time.monotonic() - run_start)
+                if clock is not None:
+                    self.probes.update(clock.probes(role))
                 done[role].append(bundle)
                 ran.append(label)
             round_s.append(time.monotonic() - round_start)
+            if i < SIZING_ROUNDS * len(ROLES) and after_first is not None:
+                steps = after_first(done)
             tally = Tally(
                 done=done,
                 rounds=i // len(ROLES) + 1,
                 elapsed_s=self.elapsed_s(),
                 round_s=tuple(round_s),
                 run_s={role: tuple(costs) for role, costs in run_s.items()},
+                steps=steps,
             )
+            self.tally = tally
             stop = decide(tally)
             if stop is not None:
                 break
@@ -358,13 +519,24 @@ class Orchestrator:
 
     def finish(self, stop: Stop, plan: MeasurePlan) -> Stop:
         """Measuring is over: what the budget paid for and what interference took of it,
-        into each side's ``side.json``."""
+        the plan's notes and the set-up parts' costs, and each side's timing processes'
+        steps, into each side's ``side.json``."""
         interference: Interference | None = self.watch.finish() if self.watch else None
         stop = replace(
-            stop, spent_s=self.elapsed_s(), setup_s=self.setup_s, interference=interference
+            stop,
+            spent_s=self.elapsed_s(),
+            setup_s=self.setup_s,
+            interference=interference,
+            notes=(*(stop.notes or ()), *self.notes) or None,
+            probes={**(stop.probes or {}), **self.probes} or None,
         )
         for role in ROLES:
-            write_doc(self.out / role / SIDE_FILE, MeasureRecord(stop=stop, plan=plan))
+            timing = self.timing.get(role)
+            if timing is not None and self.tally is not None:
+                ran = [len(b.metrics.step_samples_s) for b in self.tally.done[role] if b.metrics]
+                timing = replace(timing, ran=tuple(ran))
+            side = MeasureRecord(stop=stop, plan=plan, timing=timing)
+            write_doc(self.out / role / SIDE_FILE, side)
         return stop
 
 
@@ -467,6 +639,15 @@ EXPECTED_DIR = "expected"
 Samples = dict[Role, list[list[float]]]
 
 
+def first_rounds(plan: MeasurePlan) -> int:
+    """Rounds run whatever the budget says: enough for an interval that is not
+    provisional (``stats.MIN_PROCESSES`` a side), within the repeat cap (a
+    ``min_repeats`` above it is bought only while the budget holds it)."""
+    from parity.stats import MIN_PROCESSES
+
+    return min(MIN_PROCESSES, plan.max_repeats)
+
+
 def decide_stop(
     plan: MeasurePlan,
     samples: Samples,
@@ -476,10 +657,12 @@ def decide_stop(
     *,
     next_round_s: float | None = None,
     reserve_s: float = 0.0,
+    asked: bool = True,
 ) -> Stop | None:
     """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
     are each side's steady step times, one list per process; another round costs
-    ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds."""
+    ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds.
+    ``asked``: ``plan.repeats`` is the user's (else a mode's default, never called asked)."""
     from parity.stats import Processes, ratio_ci, should_stop
 
     if failed:
@@ -489,9 +672,8 @@ def decide_stop(
         )
     if plan.repeats is not None:
         if rounds >= plan.repeats:
-            return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, as asked")
-        return None
-    if rounds < plan.min_repeats and elapsed + (next_round_s or 0.0) + reserve_s <= plan.budget_s:
+            why = "as asked" if asked else "the default here (--repeats N for more)"
+            return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, {why}")
         return None
     usable = {role: [s for s in runs if s] for role, runs in samples.items()}
     if not all(usable.values()):
@@ -499,6 +681,8 @@ def decide_stop(
             reason="no_samples",
             message="no steady-state samples: raise --steps so a run has more than one",
         )
+    if rounds < first_rounds(plan):  # three processes a side first, the budget or not
+        return None
     ci = ratio_ci(
         Processes.from_steps(usable["baseline"], "baseline"),
         Processes.from_steps(usable["target"], "target"),
@@ -517,7 +701,7 @@ def decide_stop(
     return None if decision is None else Stop(reason=decision.reason, message=decision.message)
 
 
-def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
+def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0, asked: bool = True) -> Decide:
     """The stopping rule of a comparison's rounds on its bundles (see ``decide_stop``):
     the next round is costed as ``Tally.next_round_s`` says, and ``runs_after`` target
     runs (the compliance runs) are kept out of the budget at ``Tally.next_run_s`` each."""
@@ -536,9 +720,101 @@ def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
             failed,
             next_round_s=tally.next_round_s,
             reserve_s=runs_after * tally.next_run_s("target"),
+            asked=asked,
         )
 
     return decide
+
+
+def size_timing(bundle: Bundle, spread: float | None = None) -> TimingSteps | None:
+    """The steps of a side's timing processes, from its quality run (its first process):
+    ``stats.process_steps`` on its steady steps, warm-up and fixed cost per process, with
+    the ``spread`` measured between processes where it is more than the one assumed."""
+    from parity.stats import PRIOR_SPREAD, process_steps
+
+    metrics = bundle.metrics
+    if not bundle.ok or metrics is None or not metrics.steady_samples:
+        return None
+    p = metrics.phases
+    fixed = (p.start_import_s or 0.0) + (p.load_s or 0.0) + p.first_step_s + p.warmup_s
+    size = process_steps(
+        metrics.steady_samples,
+        warmup=p.warmup_steps,
+        fixed_s=fixed + RUN_OVERHEAD_S,
+        workload_steps=len(metrics.step_samples_s),
+        spread=max(PRIOR_SPREAD, spread or 0.0),
+        measured=spread is not None and spread > PRIOR_SPREAD,
+    )
+    return TimingSteps(
+        steps=size.steps,
+        warmup=size.warmup,
+        steady=size.steady,
+        workload_steps=size.workload_steps,
+        reason=size.reason,
+    )
+
+
+def timing_plan(
+    orch: Orchestrator, plan: MeasurePlan, *, runs_after: int, shorten: bool
+) -> AfterFirst:
+    """What runs after the first round (each side's quality run): the timing processes'
+    steps per side (``size_timing``; the workload's own unless ``shorten``), and a note,
+    logged before they run, where the rounds that come first (three a side) and the
+    ``runs_after`` target runs will not fit in the budget: the budget that would."""
+
+    def after_first(done: dict[Role, list[Bundle]]) -> dict[Role, int | None]:
+        spread = _spread(done)
+        steps: dict[Role, int | None] = {}
+        for role in ROLES:
+            sized = size_timing(done[role][0], spread) if shorten and done[role] else None
+            orch.timing[role] = sized
+            shorter = sized is not None and sized.steps < sized.workload_steps
+            steps[role] = sized.steps if sized is not None and shorter else None
+        base, target = (_timing_run_s(done[role], steps[role]) for role in ROLES)
+        if base is None or target is None or spread is not None:  # the note: once, first
+            return steps
+        rounds = first_rounds(plan) - 1
+        need = orch.elapsed_s() + rounds * (base + target) + runs_after * target
+        if plan.repeats is None and need > plan.budget_s:
+            line = (
+                f"{rounds + 1} processes a side need about {_duration(need)} of measuring "
+                f"(the fp64 reference and the first processes took {orch.elapsed_s():.0f} s), "
+                f"more than --budget {plan.budget_s:g}: measuring them anyway; "
+                f"--budget {math.ceil(need * COST_MARGIN)} holds them"
+            )
+            orch.notes.append(line)
+            log.warning("parity: %s", line)
+        return steps
+
+    return after_first
+
+
+def _spread(done: dict[Role, list[Bundle]]) -> float | None:
+    """The spread between processes (sd of log process medians, pooled over both sides,
+    each about its own centre) once each side has two; None before."""
+    import statistics
+
+    logs = [
+        [
+            math.log(statistics.median(b.metrics.steady_samples))
+            for b in bundles
+            if b.ok and b.metrics is not None and b.metrics.steady_samples
+        ]
+        for bundles in done.values()
+    ]
+    if len(logs) < 2 or any(len(side) < 2 for side in logs):
+        return None
+    squares = sum(sum((x - statistics.fmean(side)) ** 2 for x in side) for side in logs)
+    return math.sqrt(squares / sum(len(side) - 1 for side in logs))
+
+
+def _timing_run_s(bundles: list[Bundle], steps: int | None) -> float | None:
+    plain = _plain_run_s(bundles[0], steps) if bundles else None
+    return None if plain is None else COST_MARGIN * plain + RUN_OVERHEAD_S
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
 
 def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bundle:
@@ -560,18 +836,33 @@ def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cach
 def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
     """A CPU run that depends on its job alone: reused from ``cached`` (verified), else run
     and cached there, then copied to ``OUT/name`` (a failure stays there, never cached)."""
+    began = time.monotonic()
+    reused = (cached / MANIFEST).is_file() or (orch.out / name / MANIFEST).is_file()
+    try:
+        return _cached_run(orch, job, cached, name, label)
+    finally:
+        orch.probes[f"{label}{' (cached)' if reused else ''}"] = time.monotonic() - began
+
+
+def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
     import uuid
 
     dest = orch.out / name
     if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
         try:
-            return load_bundle(dest)
+            found = load_bundle(dest)
         except BundleError as exc:
             log.warning("parity: %s: copying the %s again", exc, label)
             remove(dest)
+        else:
+            return belonging(found, job)
     if cached.exists() or cached.is_symlink():
         try:
-            load_bundle(cached)  # verified (no links, every file as written) before use
+            # verified (no links, every file as written) and its key recomputed from what
+            # it holds (role, side, mode, fingerprint) before use
+            problem = mismatch(load_bundle(cached), job)
+            if problem is not None:
+                raise BundleError(f"{cached} is not the run its name says: {problem}")
         except BundleError as exc:  # edited, or written by another parity: make it again
             log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
             remove(cached)
@@ -610,11 +901,18 @@ def compliance_runs(
     target: SideSpec,
     reseeded: JobTemplate,
     same: JobTemplate,
+    *,
+    steps: int | None = None,
 ) -> dict[str, Bundle]:
-    """The target's two compliance runs: another seed, and one identical input."""
+    """The target's two compliance runs: another seed, and one identical input; each a
+    timing process of ``steps`` (None: the workload's)."""
     runs = {
-        "reseeded": reseeded.job("target", target, compliance=True),
-        "same-input": same.job("target", target, compliance=True, same_input=True),
+        "reseeded": reseeded.job(
+            "target", target, compliance=True, steps=steps, request=orch.request
+        ),
+        "same-input": same.job(
+            "target", target, compliance=True, same_input=True, steps=steps, request=orch.request
+        ),
     }
     return {
         name: orch.run(job, orch.out / "target" / name, label=f"target {name}")

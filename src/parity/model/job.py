@@ -102,11 +102,16 @@ class Job:
     compliance: bool = False
     #: the anti-caching compliance run: one identical input at every step
     same_input: bool = False
+    #: a timing process: the first ``steps`` of the workload's steps (None: all of them)
+    steps: int | None = omit_none()
     torchrun: Torchrun = field(default_factory=Torchrun)
     checkpoint: CheckpointPlan | None = omit_none()
     soak: SoakPlan | None = omit_none()
     script: ScriptPlan | None = omit_none()
     prepare: PreparePlan | None = omit_none()
+    #: the sha256 of the comparison's ``request.json`` this run is part of (``--resume``
+    #: reuses a bundle only for the request it was run for)
+    request: str | None = omit_none()
 
     def workload_ref(self) -> WorkloadRef:
         """What a manifest records of the job's workload (every bundle of the job, ok or

@@ -32,7 +32,7 @@ from parity.model.quality import NumericsSection, Quality
 from parity.model.roles import ROLES as ROLES
 from parity.model.roles import ByRole as ByRole
 from parity.model.roles import Role as Role
-from parity.model.side import Stop
+from parity.model.side import Stop, TimingSteps
 from parity.model.stack import PackageDifference, Pins
 from parity.model.workload import WorkloadDescription
 from parity.spec import SideSpec
@@ -239,12 +239,15 @@ class Speed:
     ratio: float
     speedup: float
     interval: Interval
-    verdict: Literal["faster", "slower", "indistinguishable"]
+    #: "undetermined" while the interval is provisional (fewer than 3 processes a side)
+    verdict: Literal["faster", "slower", "indistinguishable", "undetermined"]
     repeats: ByRole[int]
     stop: Stop | None
     note: str | None
     throughput: ByRole[Throughput | None]
     compliance: tuple[ComplianceCheck, ...] = ()
+    #: steps each side's timing processes ran, and why (None: all the workload's)
+    timing: ByRole[TimingSteps | None] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

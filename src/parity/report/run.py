@@ -79,12 +79,46 @@ def _load_side(path: Path, role: Role, verdict: Verdict, problems: list[str]) ->
 
 
 def write_text(path: Path, text: str) -> Path:
-    """Write through a temporary file and an atomic rename."""
+    """Write through a temporary file and an atomic rename (none left where it fails)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
+
+
+#: a comparison's own files, which a report never replaces (``report.html`` is the report)
+EVIDENCE = ("verdict.json", "request.json", "inputs.json", "curve.json", "check.json")
+#: a comparison's directories of bundles and evidence, which a report never goes into
+EVIDENCE_DIRS = ("baseline", "target", "reference", "expected", "checks")
+
+
+def check_report_path(run_dir: Path, target: Path, option: str) -> None:
+    """Refuse, before anything is written, a report path that would overwrite evidence:
+    a file inside a bundle (its digest would no longer match), one of the comparison's
+    own files or directories, or a path that cannot be written (``parity.paths``)."""
+    from parity.bundle import DIGEST, MANIFEST
+    from parity.errors import OptionError
+    from parity.paths import check_writable
+
+    resolved, run = target.resolve(), run_dir.resolve()
+    for parent in resolved.parents:
+        if (parent / MANIFEST).is_file() or (parent / DIGEST).is_file():
+            raise OptionError(
+                f"{option} {target} is inside the bundle {parent}: parity never writes into "
+                "a bundle (it would no longer verify); choose a path outside it"
+            )
+    inside = resolved.relative_to(run).parts if resolved.is_relative_to(run) else ()
+    if inside and (inside[0] in EVIDENCE_DIRS or (len(inside) == 1 and inside[0] in EVIDENCE)):
+        raise OptionError(
+            f"{option} {target} would overwrite {'/'.join(inside)}, evidence of the "
+            f"comparison {run_dir}: choose another file name"
+        )
+    check_writable(target, option, kind="file")
 
 
 def html_report(run: Run) -> str:
@@ -114,6 +148,9 @@ def write_reports(
     run = load_run(run_path)
     if html is None and md is None and json_path is None:
         html = run.path / DEFAULT_HTML
+    for option, given in (("--html", html), ("--md", md), ("--json", json_path)):
+        if given is not None and str(given) != "-":
+            check_report_path(run.path, given, option)
     made: dict[str, Path | str] = {}
     for kind, target in (("html", html), ("md", md), ("json", json_path)):
         if target is None:
