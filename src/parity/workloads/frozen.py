@@ -11,7 +11,7 @@ enter the weights or data part by their own digest too, so a changed byte change
 fingerprint even where the frozen sample happens not to include it.
 
 Frozen workloads are cached under ``PARITY_CACHE_DIR`` (default ``~/.cache/parity``),
-keyed by the spec, the workload's source file, and the torch and parity versions. The
+keyed by the spec, the workload's class and source file, and the torch and parity versions. The
 cache is checked by content on every use: ``workload.json`` records the sha256 of each
 file frozen beside it, and ``read_frozen`` refuses a directory whose files differ, that
 holds anything else, or holds a link or a non-regular file. ``freeze`` (in the worker
@@ -128,8 +128,11 @@ class Frozen:
 def cache_key(workload: Workload) -> str:
     source = inspect.getsourcefile(type(workload)) or ""
     code = Path(source).read_bytes() if source and Path(source).is_file() else b""
+    # the class too (its file's bytes are below): two workloads of one file may share a
+    # name and a config, and build different models
+    kind = type(workload).__qualname__
     return hashlib.sha256(
-        canonical([encode(workload.describe()), torch.__version__, __version__, FORMAT])
+        canonical([encode(workload.describe()), torch.__version__, __version__, FORMAT, kind])
         + hashlib.sha256(code).digest()
     ).hexdigest()[:24]
 
