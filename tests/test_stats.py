@@ -559,3 +559,23 @@ def test_a_timing_process_is_sized_by_cochran_s_optimum() -> None:
     # the rule asks more than the workload has: every process runs all of them
     whole = process_steps(noisy, warmup=3, fixed_s=0.5, workload_steps=40)
     assert whole.steps == 40 and not whole.shortened and whole.reason.startswith("all 40")
+
+
+def test_proportion_upper_bound_is_clopper_pearson() -> None:
+    from parity.stats.proportion import upper_bound
+
+    # no successes: the bound has a closed form, 1 - alpha ** (1 / n)
+    for n in (1, 10, 299):
+        assert upper_bound(0, n) == pytest.approx(1 - 0.05 ** (1 / n), rel=1e-9)
+    # every success: nothing bounds it below 1
+    assert upper_bound(7, 7) == 1.0
+    # at the bound the binomial cdf of the count seen is alpha, summed here term by term
+    for k, n in ((90, 100), (3, 20), (295, 299)):
+        p = upper_bound(k, n)
+        cdf = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+        assert cdf == pytest.approx(0.05, rel=1e-6)
+    # the two-sided 95% figure tables give for 90 of 100 (0.9510) is the 97.5% one-sided
+    assert upper_bound(90, 100, alpha=0.025) == pytest.approx(0.9510, abs=5e-4)
+    assert upper_bound(90, 100) < upper_bound(90, 100, alpha=0.01)
+    with pytest.raises(ValueError, match="at least one trial"):
+        upper_bound(0, 0)

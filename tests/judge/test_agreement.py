@@ -79,6 +79,25 @@ def test_top1_with_too_few_decisive_rows_is_not_decided() -> None:
     assert zero.passed is None and zero.decisive == 0 and zero.value is None
 
 
+def test_top1_fails_before_the_required_rows_when_flips_bound_it_under_the_minimum() -> None:
+    """A pass needs 299 decisive rows at 99%; a failure is decided as soon as the flips
+    put the 95% upper bound on the agreement under 99%, and not before."""
+    gen = torch.Generator().manual_seed(1)
+    base = torch.randn(100, 10, generator=gen) * 3
+    order = base.topk(2, dim=-1).values
+    clear = float((order[:, 0] - order[:, 1]).min()) - 1e-6  # every row decisive
+    one = base.clone()
+    one[0] = -one[0]  # 99 of 100 agree: could still be a 99% model
+    check = top1_check("logits", base, one, threshold=clear, minimum=0.99)
+    assert check.decided is False and check.passed is None and check.decisive == 100
+    many = base.clone()
+    many[:10] = -many[:10]  # 90 of 100: the 95% upper bound is 94.5%, under 99%
+    check = top1_check("logits", base, many, threshold=clear, minimum=0.99)
+    assert check.decided and check.passed is False and check.value == pytest.approx(0.9)
+    assert "10 of 100 decisive rows flip" in (check.detail or "")
+    assert check.required == 299
+
+
 def test_top1_excuses_near_ties_and_fails_decisive_flips() -> None:
     gen = torch.Generator().manual_seed(0)
     base = torch.randn(400, 10, generator=gen) * 3

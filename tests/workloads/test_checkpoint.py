@@ -16,7 +16,7 @@ import torch
 
 from parity import api
 from parity.errors import WorkloadError
-from parity.model.quality import OutputCheck, ReferenceCheck, TokensCheck
+from parity.model.quality import AgreementCheck, OutputCheck, ReferenceCheck, TokensCheck
 from parity.model.verdict import Verdict
 from parity.model.workload import CheckpointSource
 from parity.request import CompareRequest, RunRequest
@@ -303,15 +303,20 @@ def assert_gated_and_counted(
 
 @pytest.mark.slow
 def test_compare_a_gpt2_checkpoint_generating(gpt2: Path, tmp_path: Path) -> None:
-    verdict = compare(f"hf:{gpt2}", tmp_path / "o", task="generate", steps=3)
-    assert_gated_and_counted(
-        verdict, {"prefill_logits": "logits", "tokens": "tokens"}, {"logits": "logits"}
-    )
+    # six steps: enough decisive rows (299) for the every-position top-1 gate to decide
+    verdict = compare(f"hf:{gpt2}", tmp_path / "o", task="generate", steps=6)
+    assert_gated_and_counted(verdict, {"prefill_logits": "logits"}, {"logits": "logits"})
     assert verdict.quality is not None
-    tokens = next(c for c in verdict.quality.checks if c.name == "output tokens")
+    found = {c.name: c for c in verdict.quality.checks}
+    # every prompt's tokens and top-1 at every position cover the first batch's tokens
+    assert "output tokens" not in found
+    tokens, top1 = found["tokens every_tokens"], found["top-1 every position"]
     # gated: the share of tokens that match, a flip on a near-tie excused by its margin
     assert isinstance(tokens, TokensCheck) and tokens.gated and tokens.passed
     assert tokens.agreement is not None and tokens.agreement > 0
+    assert isinstance(top1, AgreementCheck) and top1.decided and top1.passed
+    assert top1.decisive is not None and top1.required is not None
+    assert top1.decisive >= top1.required
 
 
 @pytest.mark.slow

@@ -49,8 +49,9 @@ class Killer:
                 self.killed_after = self.last_done
 
     def _ours(self, pid: int) -> bool:
-        """The pid is still this part's worker (Linux: its stdout is this part's log in the
-        bundle being written; forked or spawned, every worker's is)."""
+        """The pid is still this part's worker (Linux: its stdout is this part's log relay,
+        whose FIFO is named after the bundle being written; forked or spawned, every
+        worker's is)."""
         try:
             stdout = os.readlink(f"/proc/{pid}/fd/1")
         except FileNotFoundError:

@@ -9,7 +9,8 @@ LM logits (top-1), embeddings (cosine similarity).
 - **Top-1** (outputs of kind ``logits``, and ``every_top1``: the arg-max at every position
   of every prompt, teacher-forced): the share of *decisive* rows (the baseline's top-2
   margin beyond the near-tie margin) whose arg-max agrees, at least ``min_top1``. A gate
-  with fewer decisive rows than :func:`required_rows` is not decided (never a pass).
+  with fewer decisive rows than :func:`required_rows` is not decided (never a pass),
+  unless its flips already put the agreement's upper bound under the minimum: a failure.
 - **Cosine** (outputs of kind ``embeddings``): the smallest per-row cosine similarity, at
   least ``min_cosine``.
 
@@ -34,6 +35,7 @@ from parity.bundle import Bundle
 from parity.judge.tolerances import Tolerance
 from parity.model.numerics import OutputKind, output_kind
 from parity.model.quality import AgreementCheck, Divergence, QualityCheck, TokensCheck
+from parity.stats.proportion import upper_bound
 
 Tensors = dict[str, torch.Tensor]
 #: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
@@ -157,7 +159,10 @@ def top1_decision(
     head: AgreementCheck, agree: torch.Tensor, decisive: torch.Tensor, compared: int
 ) -> AgreementCheck:
     """A top-1 gate from each compared row's agreement and decisiveness: decided once the
-    decisive rows reach :func:`required_rows`, else not decided (never a pass)."""
+    decisive rows reach :func:`required_rows`; before that, decided as a failure where the
+    one-sided Clopper-Pearson upper bound on the agreement is already below the minimum
+    (so many flips that no number of further rows would make a pass believable), else
+    not decided (never a pass)."""
     count, need = int(decisive.sum()), required_rows(head.threshold)
     value = float(agree[decisive].double().mean()) if count else None
     check = replace(
@@ -169,6 +174,16 @@ def top1_decision(
         decisive=count,
         required=need,
     )
+    if 0 < count < need:
+        agreeing = int(agree[decisive].sum())
+        bound = upper_bound(agreeing, count, ALPHA)
+        if bound < head.threshold:
+            detail = (
+                f"{count - agreeing} of {count} decisive rows flip: agreement at most "
+                f"{bound:.1%} (one-sided {1 - ALPHA:.0%} bound), under {head.threshold:.0%}; "
+                f"failed before the {need} rows a pass needs"
+            )
+            return replace(check, passed=False, decided=True, detail=detail)
     if count < need:
         detail = (
             f"not decided: {count} decisive rows, {need} needed to tell "

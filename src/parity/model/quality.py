@@ -123,7 +123,8 @@ class AgreementCheck(CheckBase):
 
     A top-1 gate with fewer decisive rows than ``required`` (the count at which rows that
     all agree would put the one-sided 95% Clopper-Pearson bound above ``threshold``) is
-    not decided: ``decided`` false, ``passed`` None, and it is never a pass."""
+    not decided: ``decided`` false, ``passed`` None, and it is never a pass; unless the
+    upper bound is already under ``threshold``, a decided failure."""
 
     kind: Literal["agreement"] = "agreement"
     metric: Literal["cosine", "top1"]

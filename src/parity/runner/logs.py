@@ -78,7 +78,9 @@ class LogRelay:
     """The redacting relay of one worker's two logs in the bundle directory ``tmp``."""
 
     def __init__(self, tmp: Path, redactor: Redactor) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="parity-logs-"))
+        # named after the bundle being written: a worker's stdout names its bundle, so a
+        # parent can tell its own worker from a process that reused the pid (check recovery)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"parity-logs-{tmp.name[:200]}-"))
         self.streams: dict[str, _Stream] = {}
         try:
             for name in LOGS:

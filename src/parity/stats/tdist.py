@@ -28,7 +28,7 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     return h
 
 
-def _beta_inc(a: float, b: float, x: float) -> float:
+def beta_inc(a: float, b: float, x: float) -> float:
     """The regularised incomplete beta function ``I_x(a, b)``."""
     if x <= 0.0:
         return 0.0
@@ -49,7 +49,7 @@ def t_sf(t: float, df: float) -> float:
     whole: Welch's degrees of freedom are fractional)."""
     if not df > 0:
         raise ValueError(f"degrees of freedom must be greater than 0 (got {df}).")
-    tail = 0.5 * _beta_inc(df / 2.0, 0.5, df / (df + t * t))
+    tail = 0.5 * beta_inc(df / 2.0, 0.5, df / (df + t * t))
     return tail if t >= 0 else 1.0 - tail
 
 
