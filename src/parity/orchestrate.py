@@ -25,26 +25,14 @@ never judges.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from parity.bundle import (
-    MANIFEST,
-    PREPARED,
-    SIDE_FILE,
-    Bundle,
-    io_reason,
-    load_bundle,
-    read_doc,
-    repeat_name,
-    write_doc,
-)
+from parity.bundle import SIDE_FILE, load_bundle, repeat_name, write_doc
 from parity.errors import (
     BundleError,
     OptionError,
@@ -53,11 +41,11 @@ from parity.errors import (
     SideError,
     WorkloadError,
 )
+from parity.model.bundle import Bundle, SideRuns, step_samples
 from parity.model.codec import encode
 from parity.model.job import Event, Job, Mode, PreparePlan
-from parity.model.manifest import Manifest
 from parity.model.side import Interference, MeasurePlan, SideFile, Stop
-from parity.model.verdict import ROLES, Role
+from parity.model.verdict import ROLES, ByRole, Role
 from parity.model.workload import (
     FingerprintParts,
     PreparedWorkload,
@@ -68,9 +56,6 @@ from parity.model.workload import (
 from parity.runner.cpu import CpuWatch
 from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
-
-if TYPE_CHECKING:
-    pass
 
 RUNS_DIR = Path("parity-runs")
 log = logging.getLogger("parity")
@@ -241,6 +226,8 @@ class Orchestrator:
     clock: float | None = None
     setup_s: float | None = None
     watch: CpuWatch | None = None
+    #: each side's repeats as ``rounds`` ran them (loaded once, as each finished)
+    measured: dict[Role, list[Bundle]] = field(default_factory=dict)
 
     def start_budget(self, *first: Job) -> None:
         """Set-up is over: start the zygote the ``first`` jobs will fork from (if one
@@ -288,10 +275,9 @@ class Orchestrator:
                 log.warning("parity: %s: running it again", exc)
                 remove(path)
         try:
-            run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
+            return run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
         except OutputError as exc:
             raise OutputError(f"{label}: {exc}") from exc
-        return load_bundle(path)
 
     def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
         """Independent jobs, at the same time when ``together`` (parts that share no
@@ -315,6 +301,7 @@ class Orchestrator:
         rounds = plan.repeats if plan.repeats is not None else plan.max_repeats
         order: list[tuple[Role, int]] = interleaved_order(rounds, ROLES)  # type: ignore[assignment]
         done: dict[Role, list[Bundle]] = {role: [] for role in ROLES}
+        self.measured = done
         run_s: dict[Role, list[float]] = {role: [] for role in ROLES}
         round_s: list[float] = []
         stop: Stop | None = None
@@ -352,6 +339,19 @@ class Orchestrator:
         for role in ROLES:
             write_doc(self.out / role / SIDE_FILE, SideFile(stop=stop, plan=plan))
         return stop
+
+    def sides(
+        self, stop: Stop, plan: MeasurePlan, compliance: dict[str, Bundle] | None = None
+    ) -> ByRole[SideRuns]:
+        """Each side as measured, in memory: the rounds' repeats, the target's
+        ``compliance`` runs and how measuring ended (``finish``'s ``stop``)."""
+        info = SideFile(stop=stop, plan=plan)
+
+        def side(role: Role, extra: dict[str, Bundle]) -> SideRuns:
+            runs = tuple(self.measured.get(role, ()))
+            return SideRuns(path=self.out / role, repeats=runs, compliance=extra, info=info)
+
+        return ByRole(baseline=side("baseline", {}), target=side("target", compliance or {}))
 
 
 # -- preparing a workload: user code runs in a worker, never here ---------------------------
@@ -408,11 +408,11 @@ def prepare_workload(
     where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
     try:
         final = where / "job"
-        run_job(prepare_job(spec, freeze=freeze, timeout_s=timeout_s), final, launcher=launcher)
-        manifest = read_doc(final / MANIFEST, Manifest)
-        if not manifest.ok:
-            raise _not_prepared(spec, manifest.reason or "the worker did not say why")
-        prepared = read_doc(final / PREPARED, PreparedWorkload)
+        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s)
+        bundle = run_job(job, final, launcher=launcher)
+        if not bundle.ok or bundle.prepared is None:
+            raise _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")
+        prepared = bundle.prepared
     finally:
         shutil.rmtree(where, ignore_errors=True)
     for warning in prepared.warnings:
@@ -432,11 +432,7 @@ def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
     return WorkloadError(f"workload {spec.name} could not be prepared: {reason}")
 
 
-# -- a comparison's measuring: the CPU references, rounds, compliance runs -------------------
-
-REFERENCE_DIR = "reference"
-EXPECTED_DIR = "expected"
-
+# -- a comparison's measuring: when the rounds stop ----------------------------------------
 
 Samples = dict[Role, list[list[float]]]
 
@@ -498,10 +494,7 @@ def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
 
     def decide(tally: Tally) -> Stop | None:
         failed = any(not b.ok for bundles in tally.done.values() for b in bundles)
-        samples: Samples = {
-            role: [list(b.metrics.steady_samples) for b in bundles if b.metrics]
-            for role, bundles in tally.done.items()
-        }
+        samples: Samples = {role: step_samples(bundles) for role, bundles in tally.done.items()}
         return decide_stop(
             plan,
             samples,
@@ -513,84 +506,3 @@ def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
         )
 
     return decide
-
-
-def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bundle:
-    """The fp64 CPU reference bundle of a frozen workload: its whole run in float64, made
-    once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
-    so that the comparison's directory carries everything a later ``parity diff`` needs."""
-    job = template.job("reference", SideSpec(device="cpu"), mode="reference")
-    return cached_run(orch, job, cache / template.fingerprint, REFERENCE_DIR, "fp64 reference")
-
-
-def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
-    """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
-    ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
-    job = template.job("expected", side, mode="expected")
-    key = f"{template.fingerprint}-{str(side).replace('+', '_').replace('=', '-')}"
-    return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
-
-
-def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
-    """A CPU run that depends on its job alone: reused from ``cached`` (verified), else run
-    and cached there, then copied to ``OUT/name`` (a failure stays there, never cached)."""
-    import uuid
-
-    dest = orch.out / name
-    if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
-        try:
-            return load_bundle(dest)
-        except BundleError as exc:
-            log.warning("parity: %s: copying the %s again", exc, label)
-            remove(dest)
-    if cached.exists() or cached.is_symlink():
-        try:
-            load_bundle(cached)  # verified (no links, every file as written) before use
-        except BundleError as exc:  # edited, or written by another parity: make it again
-            log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
-            remove(cached)
-    if not (cached / MANIFEST).is_file():
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
-        bundle = orch.run(job, tmp, label=label)
-        if not bundle.ok:  # keep the failure beside the sides, never in the cache
-            copy_bundle(tmp, dest)
-            shutil.rmtree(tmp, ignore_errors=True)
-            return load_bundle(dest)
-        try:
-            tmp.rename(cached)
-        except OSError:  # made by another process meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-    copy_bundle(cached, dest)
-    return load_bundle(dest)
-
-
-def copy_bundle(src: Path, dest: Path) -> None:
-    """Copy a bundle into place through a hidden temporary directory (a link stays a link,
-    and is refused when loaded); an I/O error leaves nothing at ``dest``."""
-    import uuid
-
-    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
-    try:
-        shutil.copytree(src, tmp, symlinks=True)
-        os.replace(tmp, dest)
-    except OSError as exc:  # shutil.Error too
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
-
-
-def compliance_runs(
-    orch: Orchestrator,
-    target: SideSpec,
-    reseeded: JobTemplate,
-    same: JobTemplate,
-) -> dict[str, Bundle]:
-    """The target's two compliance runs: another seed, and one identical input."""
-    runs = {
-        "reseeded": reseeded.job("target", target, compliance=True),
-        "same-input": same.job("target", target, compliance=True, same_input=True),
-    }
-    return {
-        name: orch.run(job, orch.out / "target" / name, label=f"target {name}")
-        for name, job in runs.items()
-    }

@@ -8,7 +8,19 @@ version, and a reader refuses what it does not know rather than guessing.
 
 from __future__ import annotations
 
-from parity.bundle import Digest
+from parity.bundle import (
+    CAPTURE,
+    CURVE,
+    DIGEST,
+    INPUTS,
+    MANIFEST,
+    METRICS,
+    OPS,
+    OUTPUTS,
+    SIDE_FILE,
+    VERDICT,
+    Digest,
+)
 from parity.model import SCHEMA_VERSION
 from parity.model.checks import CheckResult
 from parity.model.codec import Schema, json_schema
@@ -26,21 +38,21 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE_ID = "urn:parity:schema:"
 #: name -> (document type, file, what it is)
 DOCUMENTS: dict[str, tuple[type, str, str]] = {
-    "manifest": (Manifest, "manifest.json", "what ran, where, and how it ended"),
-    "metrics": (Metrics, "metrics.json", "phases, step samples, memory, throughput, latency"),
-    "numerics": (RunOutputs, "numerics.json", "the loss curve and output summaries"),
-    "capture": (Capture, "capture.json", "the numerics probe: outputs, gradients, modules"),
-    "ops": (OpsCensus, "ops.json", "the op census of a scan"),
+    "manifest": (Manifest, MANIFEST, "what ran, where, and how it ended"),
+    "metrics": (Metrics, METRICS, "phases, step samples, memory, throughput, latency"),
+    "numerics": (RunOutputs, OUTPUTS, "the loss curve and output summaries"),
+    "capture": (Capture, CAPTURE, "the numerics probe: outputs, gradients, modules"),
+    "ops": (OpsCensus, OPS, "the op census of a scan"),
     "job": (Job, "job.json", "what the parent handed the worker"),
     "error": (WorkerError, "error.json", "the worker's first exception"),
     "event": (Event, "events.jsonl", "one line of the worker's events"),
-    "digest": (Digest, "digest.json", "the sha256 of every other file of a bundle"),
-    "side": (SideFile, "side.json", "how measuring a side ended"),
+    "digest": (Digest, DIGEST, "the sha256 of every other file of a bundle"),
+    "side": (SideFile, SIDE_FILE, "how measuring a side ended"),
     "request": (CompareRequest, "request.json", "a comparison's validated request"),
-    "inputs": (JudgeInputs, "inputs.json", "what the verdict depends on besides bundles"),
-    "verdict": (Verdict, "verdict.json", "the comparison's outcome"),
+    "inputs": (JudgeInputs, INPUTS, "what the verdict depends on besides bundles"),
+    "verdict": (Verdict, VERDICT, "the comparison's outcome"),
     "check": (CheckResult, "check.json", "a rollback, recovery or soak check"),
-    "curve": (Curve, "curve.json", "the throughput-latency curve of --batch-sizes"),
+    "curve": (Curve, CURVE, "the throughput-latency curve of --batch-sizes"),
     "scaling": (ScalingReport, "scaling.json", "parity scale's report"),
 }
 SCHEMAS = tuple(DOCUMENTS)

@@ -1,4 +1,5 @@
-"""Synthetic side directories for verdict tests: seeded, fixed, no worker processes."""
+"""Synthetic sides for verdict tests: seeded, fixed, in memory (``side_runs``) or written
+(``side_dir``); no worker processes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from parity.bundle import SIDE_FILE, repeat_name, write_doc
+from parity.bundle import repeat_name
+from parity.model.bundle import SideRuns
 from parity.model.side import MeasurePlan, SideFile, Stop
 from parity.model.stack import Package
 from tests.fixtures import bundles
@@ -16,7 +18,7 @@ from tests.fixtures import bundles
 LOSSES = [2.3 - 0.03 * i for i in range(40)]
 
 
-def side_dir(
+def side_runs(
     root: Path,
     role: str,
     *,
@@ -30,13 +32,14 @@ def side_dir(
     parts: dict[str, Any] | None = None,
     device_name: str = "cpu",
     packages: tuple[Package, ...] | None = None,
-) -> Path:
-    """A side with ``repeats`` bundles whose steady steps have median ``step_s`` (and
-    ``packages`` installed: else a digest alone, as bundles of earlier parity versions)."""
+) -> SideRuns:
+    """A side at ``root/role`` with ``repeats`` bundles whose steady steps have median
+    ``step_s`` (and ``packages`` installed: else a digest alone), in memory."""
     path = root / role
     rng = np.random.default_rng(seed)
     work = bundles.workload_ref(fingerprint_parts=bundles.parts(**(parts or {})))
     logits = torch.linspace(-1, 1, 40).view(4, 10) * logits_scale
+    made = []
     for k in range(repeats):
         process = float(np.exp(rng.normal(0, noise / 2)))
         steady = (step_s * process * np.exp(rng.normal(0, noise, 39))).tolist()
@@ -45,13 +48,20 @@ def side_dir(
         )
         if packages is not None:
             man = bundles.with_packages(man, packages)
-        bundles.write_bundle(
-            path / repeat_name(k),
-            man,
-            run_metrics=bundles.metrics([step_s * 20, *steady]),
-            losses=list(losses or LOSSES),
-            tensors={"eval_logits": logits},
+        made.append(
+            bundles.make_bundle(
+                path / repeat_name(k),
+                man,
+                run_metrics=bundles.metrics([step_s * 20, *steady]),
+                losses=list(losses or LOSSES),
+                tensors={"eval_logits": logits},
+            )
         )
     stop = Stop(reason="repeats", message=f"{repeats} repeat(s) per side, as asked")
-    write_doc(path / SIDE_FILE, SideFile(stop=stop, plan=MeasurePlan(repeats=repeats)))
-    return path
+    info = SideFile(stop=stop, plan=MeasurePlan(repeats=repeats))
+    return SideRuns(path=path, repeats=tuple(made), info=info)
+
+
+def side_dir(root: Path, role: str, **given: Any) -> Path:
+    """``side_runs``' side written at ``root/role``, as a comparison leaves it."""
+    return bundles.save_side(side_runs(root, role, **given))

@@ -34,6 +34,7 @@ from parity.errors import OutputError
 from parity.model.manifest import Manifest
 from parity.redact import LOG_LIMIT
 from parity.request import CompareOptions, CompareRequest
+from parity.results import ComparisonResult
 from parity.runner.failure import TAIL_BYTES
 from parity.runner.launch import run_job
 from parity.testing.faults import ENV_VAR, disk_full
@@ -131,7 +132,7 @@ def test_a_flood_of_output_is_kept_short_and_never_crashes_the_parent(tmp_path: 
     assert stdout.read_text().startswith("[parity: the first ")
 
 
-def _compare(out: Path) -> api.CompareResult:
+def _compare(out: Path) -> ComparisonResult:
     options = CompareOptions(
         workload="mlp-train", target="cpu+bf16", steps=4, repeats=1, compliance=False, out=str(out)
     )

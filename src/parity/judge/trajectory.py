@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from parity.bundle import Bundle
 from parity.judge.fp64 import gate
 from parity.judge.tolerances import Tolerance
+from parity.model.bundle import Bundle
 from parity.model.numerics import NonFiniteOrigin
 from parity.model.quality import (
     Comparator,

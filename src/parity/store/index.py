@@ -24,16 +24,23 @@ from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parity.bundle import COMPLIANCE_RUNS, MANIFEST, load_bundle, load_side, read_doc
+from parity.bundle import (
+    COMPLIANCE_RUNS,
+    MANIFEST,
+    VERDICT,
+    is_comparison,
+    load_bundle,
+    written_unix,
+)
+from parity.comparison import Comparison
 from parity.errors import BundleError, UsageError
+from parity.model.bundle import Bundle
 from parity.model.codec import decode, dumps, loads
 from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
 from parity.model.verdict import Verdict
 from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
-from parity.store.schema import check_sqlite, content_id, default_path, migrate
+from parity.store.schema import check_sqlite, default_path, migrate
 
-ROLES = ("baseline", "target")
-VERDICT = "verdict.json"
 log = logging.getLogger("parity")
 
 
@@ -90,12 +97,13 @@ class Store:
     # -- writing -----------------------------------------------------------------------
 
     def index_bundle(
-        self, path: Path, *, comparison_id: str | None = None, role: str | None = None
+        self, bundle: Bundle, *, comparison_id: str | None = None, role: str | None = None
     ) -> str:
-        """Index one bundle directory (any status); returns its id."""
-        bundle = load_bundle(path)
+        """Index one loaded bundle (any status); returns its id (from the sha256 of its
+        manifest, as its digest lists it)."""
+        path = bundle.path.resolve()
         m = bundle.manifest
-        bid = content_id("b", path / MANIFEST)
+        bid = "b" + bundle.digest[MANIFEST][:12]
         env, desc = m.environment, m.workload.description
         now = time.time()
         with self.conn:
@@ -141,18 +149,16 @@ class Store:
             )
         return bid
 
-    def index_comparison(self, path: Path) -> str:
-        """Index a comparison directory (``verdict.json`` and both sides); returns its id."""
-        path = path.resolve()
-        file = path / VERDICT
-        verdict = read_doc(file, Verdict)
-        cid = content_id("c", file)
-        sides = {role: load_side(path / role) for role in ROLES if (path / role).is_dir()}
+    def index_comparison(self, comparison: Comparison) -> str:
+        """Index a judged comparison (its verdict and both sides' bundles, as held in
+        memory); returns its id (from the sha256 of its ``verdict.json``)."""
+        path = comparison.out.resolve()
+        verdict, sha = comparison.verdict, comparison.verdict_sha256
+        if verdict is None or sha is None:
+            raise ValueError("index a comparison once its verdict is written")
+        cid = "c" + sha[:12]
         finished = [
-            t
-            for side in sides.values()
-            for b in [*side.repeats, *side.compliance.values()]
-            if (t := b.manifest.finished_unix) is not None
+            t for _, b in comparison.bundles() if (t := b.manifest.finished_unix) is not None
         ]
         w, speed = verdict.workload, verdict.speed
         with self.conn:
@@ -168,7 +174,7 @@ class Store:
                 (
                     cid,
                     str(path),
-                    max(finished) if finished else file.stat().st_mtime,
+                    max(finished) if finished else written_unix(path),
                     time.time(),
                     w.name,
                     w.size,
@@ -187,17 +193,23 @@ class Store:
                     dumps(verdict, indent=None),
                 ),
             )
-        for role, runs in sides.items():
-            for bundle in [*runs.repeats, *runs.compliance.values()]:
-                self.index_bundle(bundle.path.resolve(), comparison_id=cid, role=role)
+        for role, bundle in comparison.bundles():
+            self.index_bundle(bundle, comparison_id=cid, role=role)
         return cid
 
     def index_path(self, path: Path) -> str:
-        """A comparison directory or a bundle directory, whichever ``path`` is."""
+        """A comparison directory or a bundle directory, whichever ``path`` is, loaded
+        through ``parity.comparison`` (each file read once)."""
         path = path.resolve()
-        if (path / VERDICT).is_file():
-            return self.index_comparison(path)
-        return self.index_bundle(path)
+        if is_comparison(path):
+            return self.index_comparison(Comparison.load(path))
+        return self.index_bundle(load_bundle(path))
+
+    def index(self, item: Comparison | Bundle) -> str:
+        """A comparison or a bundle held in memory."""
+        if isinstance(item, Comparison):
+            return self.index_comparison(item)
+        return self.index_bundle(item)
 
     def prune(self) -> int:
         """Forget runs whose directories are gone; returns how many were forgotten."""
@@ -516,11 +528,13 @@ def _device_matches(spec: str | None, device_name: str | None, wanted: str) -> b
     return bool(device_name) and wanted.lower() in str(device_name).lower()
 
 
-def index_quietly(path: Path, store: Path | None = None) -> str | None:
-    """Index what ``parity compare`` or ``parity run`` just wrote; a failure only warns."""
+def index_quietly(item: Comparison | Bundle, store: Path | None = None) -> str | None:
+    """Index what ``parity compare`` or ``parity run`` just made, from memory; a failure
+    only warns."""
+    path = item.out if isinstance(item, Comparison) else item.path
     try:
         with Store.open(store) as s:
-            return s.index_path(path)
+            return s.index(item)
     except Exception as exc:
         log.warning(
             "parity: warning: %s was not added to the history index (%s); the results are "

@@ -14,7 +14,6 @@ Schema (``PRAGMA user_version`` holds ``SCHEMA_VERSION``)::
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 from pathlib import Path
@@ -66,10 +65,6 @@ def default_path() -> Path:
         return Path(os.environ["PARITY_STORE"]).expanduser()
     data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data) / "parity" / "index.sqlite"
-
-
-def content_id(prefix: str, path: Path) -> str:
-    return prefix + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:

@@ -1,0 +1,407 @@
+"""The plans of the commands that measure, on the ``Orchestrator``: a single run (or
+scan), a comparison (set-up, the fp64 reference, interleaved rounds, the compliance
+runs, the expected-error run), a comparison in script mode, a resumed comparison and a
+throughput-latency curve.
+
+A comparison's plan ends in a ``Comparison`` made of the bundles the orchestrator
+loaded as each run finished (nothing is read back), handed to ``parity.sinks``: judged,
+its verdict written once, then the report, the index and MLflow. Bad input is refused
+before anything is written; a side that fails is a result, not an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parity.bundle import (
+    CURVE,
+    EXPECTED_DIR,
+    INPUTS,
+    REFERENCE_DIR,
+    VERDICT,
+    io_reason,
+    is_bundle,
+    load_bundle,
+    write_doc,
+)
+from parity.comparison import Comparison
+from parity.errors import BundleError, OptionError, OutputError, ResumeError
+from parity.model import SCHEMA_VERSION
+from parity.model.bundle import Bundle, SideRuns
+from parity.model.job import Job
+from parity.model.verdict import ByRole
+from parity.orchestrate import (
+    JobTemplate,
+    Orchestrator,
+    ProgressSink,
+    adaptive_stop,
+    check_fresh,
+    clear_partial,
+    default_out,
+    prepare_workload,
+    remove,
+)
+from parity.redact import REDACTED, redactor
+from parity.request import REQUEST_FILE, CompareRequest, RunRequest
+from parity.runner.launch import Launcher
+from parity.sinks import conclude
+from parity.spec import SideSpec
+
+if TYPE_CHECKING:
+    from parity.spec import WorkloadSpec
+    from parity.workloads.script import ScriptCommand
+
+log = logging.getLogger("parity")
+
+
+# -- one run or scan -------------------------------------------------------------------------
+
+
+def _script_template(argv: tuple[str, ...], timeout_s: float) -> tuple[JobTemplate, ScriptCommand]:
+    from parity.workloads.script import describe, parse_command, script_spec
+
+    command = parse_command(argv)
+    parts, description = describe(command)
+    template = JobTemplate(
+        workload=script_spec(command),
+        frozen=None,
+        fingerprint=parts.digest(),
+        parts=parts,
+        description=description,
+        timeout_s=timeout_s,
+    )
+    return template, command
+
+
+def _prepare(
+    request: RunRequest | CompareRequest,
+    launcher: Launcher,
+    *,
+    timeout_s: float,
+    spec: WorkloadSpec | None = None,
+) -> JobTemplate:
+    """The request's workload (or ``spec``) resolved and frozen by a worker: user code
+    never runs in this process."""
+    spec = spec or request.workload
+    assert spec is not None
+    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s)
+    return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
+
+
+def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
+    """Run one side once (or scan it) into the bundle ``request.out``."""
+    from parity.store import index_quietly
+
+    out = Path(request.out) if request.out else default_out(request.name, request.mode)
+    check_fresh(out)
+    with Launcher() as launcher:
+        if request.script:
+            template, command = _script_template(request.script, request.timeout_s)
+            plan = command.plan(request.side)
+            job = template.job("run", request.side, mode="script", script=plan)
+        else:
+            template = _prepare(request, launcher, timeout_s=request.timeout_s)
+            job = template.job(
+                request.mode,
+                request.side,
+                mode=request.job_mode,
+                capture=request.mode == "run",  # the numerics probe, for a later diff
+                torchrun=request.torchrun,
+            )
+        if out.is_dir():
+            out.rmdir()
+        with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+            bundle = orch.run(job, out, label=request.mode)
+    if request.mode == "run":
+        index_quietly(bundle)
+    return bundle
+
+
+# -- a comparison ----------------------------------------------------------------------------
+
+
+def _start(request: CompareRequest, out: Path, resuming: bool) -> None:
+    from parity.checks.common import store_checks
+
+    if resuming:
+        clear_partial(out)
+        for stale in (VERDICT, INPUTS):
+            (out / stale).unlink(missing_ok=True)
+        return
+    check_fresh(out)
+    out.mkdir(parents=True, exist_ok=True)
+    request.save(out)
+    store_checks(out, [Path(p) for p in request.checks])
+
+
+def compare(
+    request: CompareRequest, *, progress: ProgressSink | None = None, resuming: bool = False
+) -> Comparison:
+    """Measure both sides in fresh, interleaved processes and judge them."""
+    if request.batch_sizes:
+        raise OptionError("a throughput-latency curve is compare_curve's: use parity compare")
+    if request.script:
+        return _compare_script(request, progress=progress, resuming=resuming)
+    from parity.cache import cache_root
+
+    if request.out and not resuming:
+        check_fresh(Path(request.out))  # before a worker starts
+    plan = request.measure
+    began = time.monotonic()  # set-up: preparing the workload (and the zygote) counts
+    with Launcher() as launcher:
+        assert request.workload is not None
+        launcher.warm(request.workload.name)  # the zygote imports while this process does
+        from parity.checks.common import read_checks  # (torch, for the judge)
+
+        read_checks([Path(p) for p in request.checks])  # validated before anything is written
+        template = _prepare(request, launcher, timeout_s=plan.timeout_s)
+        reseeded = _reseeded(request, launcher) if plan.compliance else None
+        out = Path(request.out) if request.out else default_out(template.description.name)
+        _start(request, out, resuming)
+        with Orchestrator(out=out, progress=progress, launcher=launcher, started=began) as orch:
+            orch.start_budget(
+                template.job("baseline", request.baseline),
+                template.job("target", request.target),
+            )
+            cache = cache_root()
+            # the whole run in fp64 (a new cache: references before it hold the probe only)
+            reference = fp64_reference(orch, template, cache / f"reference-v{SCHEMA_VERSION}-run")
+            sides = _measure(request, orch, template, reseeded)
+            expected = _expected(
+                orch, template, sides.target, cache / f"expected-v{SCHEMA_VERSION}"
+            )
+    measured = Comparison.measured(out, sides, reference=reference, expected=expected)
+    return conclude(measured, request.judge, mlflow=request.mlflow)
+
+
+def _expected(
+    orch: Orchestrator, template: JobTemplate, target: SideRuns, cache: Path
+) -> Bundle | None:
+    """The expected-error run at the precision the target's first bundle ran in (none for
+    an fp32 target, or a target that failed)."""
+    from parity.judge.numerics import bundle_precision, expected_side
+
+    if not target.ok:
+        return None
+    first = target.ok[0]
+    side = expected_side(first.spec, bundle_precision(first))
+    return expected_run(orch, template, side, cache) if side is not None else None
+
+
+def _reseeded(request: CompareRequest, launcher: Launcher) -> JobTemplate:
+    """The compliance run's workload: the same, seeded one further (frozen in set-up, by
+    a worker)."""
+    assert request.workload is not None
+    spec = replace(request.workload, seed=request.workload.seed + 1)
+    return _prepare(request, launcher, timeout_s=request.measure.timeout_s, spec=spec)
+
+
+def _measure(
+    request: CompareRequest,
+    orch: Orchestrator,
+    template: JobTemplate,
+    reseeded: JobTemplate | None,
+) -> ByRole[SideRuns]:
+    """The rounds of both sides, then (unless a side failed) the target's compliance runs,
+    all on the budget's clock."""
+    plan = request.measure
+    sides = {"baseline": request.baseline, "target": request.target}
+    stop = orch.rounds(
+        lambda role, k: template.job(
+            role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun
+        ),
+        plan,
+        adaptive_stop(plan, runs_after=2 if reseeded is not None else 0),
+    )
+    compliance: dict[str, Bundle] = {}
+    if reseeded is not None and stop.reason != "failure":
+        compliance = compliance_runs(orch, request.target, reseeded, template)
+    return orch.sides(orch.finish(stop, plan), plan, compliance)
+
+
+def _compare_script(
+    request: CompareRequest, *, progress: ProgressSink | None, resuming: bool
+) -> Comparison:
+    """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
+    and no fp64 reference (script mode has neither)."""
+    plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
+    template, command = _script_template(request.script, plan.timeout_s)
+    out = Path(request.out) if request.out else default_out(command.name)
+    _start(request, out, resuming)
+    sides = {"baseline": request.baseline, "target": request.target}
+    with Orchestrator(out=out, progress=progress) as orch:
+        stop = orch.rounds(
+            lambda role, k: template.job(
+                role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
+            ),
+            plan,
+            adaptive_stop(plan),
+        )
+        measured = orch.sides(orch.finish(stop, plan), plan)
+    return conclude(Comparison.measured(out, measured), request.judge, mlflow=request.mlflow)
+
+
+def resume(
+    out: Path, *, progress: ProgressSink | None = None, request: CompareRequest | None = None
+) -> Comparison:
+    """Finish a comparison that was interrupted: complete bundles are kept and reused,
+    partial ones (hidden temporary directories) are removed, missing runs are made.
+
+    ``request`` is the comparison given again (it must match the stored one): a script's
+    command is stored with its secret values masked, so resuming one whose command held
+    any needs the real command again."""
+    if request is not None:
+        check_resume(out, request)
+    else:
+        request = CompareRequest.from_file(out)
+    if any(REDACTED in arg for arg in request.script):
+        raise ResumeError(
+            f"{out / REQUEST_FILE} holds the script's command with secret values masked, "
+            "which parity cannot run: give the command again with the comparison (or pass "
+            "secrets to the script in environment variables)"
+        )
+    return compare(request, progress=progress, resuming=True)
+
+
+def check_resume(out: Path, request: CompareRequest) -> None:
+    """``--resume`` with other options is refused when they differ from the stored ones
+    (a script's command compared as stored: secret values masked)."""
+    stored = CompareRequest.from_file(out)
+    given = replace(request, out=stored.out, script=redactor().argv(request.script))
+    if given != stored:
+        raise ResumeError(
+            f"--resume {out} runs the comparison stored in {out / REQUEST_FILE}: drop the "
+            "other options (they differ from the stored ones)"
+        )
+
+
+# -- the CPU runs beside the sides: the fp64 reference, the expected error, compliance ------
+
+
+def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bundle:
+    """The fp64 CPU reference bundle of a frozen workload: its whole run in float64, made
+    once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
+    so that the comparison's directory carries everything a later ``parity diff`` needs."""
+    job = template.job("reference", SideSpec(device="cpu"), mode="reference")
+    return cached_run(orch, job, cache / template.fingerprint, REFERENCE_DIR, "fp64 reference")
+
+
+def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
+    """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
+    ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
+    job = template.job("expected", side, mode="expected")
+    key = f"{template.fingerprint}-{str(side).replace('+', '_').replace('=', '-')}"
+    return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
+
+
+def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
+    """A CPU run that depends on its job alone: reused from ``cached``, else run and
+    cached there, then copied to ``OUT/name`` (a failure stays there, never cached). The
+    copy is what is loaded and verified (once): a cache entry that does not verify is
+    removed and made again."""
+    dest = orch.out / name
+    if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
+        try:
+            return load_bundle(dest)
+        except BundleError as exc:
+            log.warning("parity: %s: copying the %s again", exc, label)
+            remove(dest)
+    if is_bundle(cached):
+        copy_bundle(cached, dest)
+        try:
+            return load_bundle(dest)  # verified (no links, every file as written)
+        except BundleError as exc:  # edited, or written by another parity: make it again
+            log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
+            remove(dest)
+            remove(cached)
+    elif cached.exists() or cached.is_symlink():
+        remove(cached)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
+    bundle = orch.run(job, tmp, label=label)
+    copy_bundle(tmp, dest)  # a failure is kept beside the sides, never in the cache
+    if not bundle.ok:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        try:
+            tmp.rename(cached)
+        except OSError:  # made by another process meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    return replace(bundle, path=dest)  # the bytes just verified, under their copy's name
+
+
+def copy_bundle(src: Path, dest: Path) -> None:
+    """Copy a bundle into place through a hidden temporary directory (a link stays a link,
+    and is refused when loaded); an I/O error leaves nothing at ``dest``."""
+    import os
+
+    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
+    try:
+        shutil.copytree(src, tmp, symlinks=True)
+        os.replace(tmp, dest)
+    except OSError as exc:  # shutil.Error too
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
+
+
+def compliance_runs(
+    orch: Orchestrator,
+    target: SideSpec,
+    reseeded: JobTemplate,
+    same: JobTemplate,
+) -> dict[str, Bundle]:
+    """The target's two compliance runs: another seed, and one identical input."""
+    runs = {
+        "reseeded": reseeded.job("target", target, compliance=True),
+        "same-input": same.job("target", target, compliance=True, same_input=True),
+    }
+    return {
+        name: orch.run(job, orch.out / "target" / name, label=f"target {name}")
+        for name, job in runs.items()
+    }
+
+
+# -- a throughput-latency curve --------------------------------------------------------------
+
+
+def compare_curve(
+    request: CompareRequest, *, progress: ProgressSink | None = None
+) -> tuple[Path, list[Comparison]]:
+    """One comparison per batch size (``OUT/bsN``) and ``curve.json``."""
+    from parity.model.reports import Curve, CurvePoint
+    from parity.workloads.names import known_kind
+
+    assert request.workload is not None
+    name, kind = request.workload.name, known_kind(request.workload.name)
+    if request.out:
+        check_fresh(Path(request.out))
+    if kind is None:  # described in a worker, not frozen: each point freezes its own
+        with Launcher() as launcher:
+            workload = prepare_workload(
+                request.workload,
+                launcher=launcher,
+                freeze=False,
+                timeout_s=request.measure.timeout_s,
+            )
+        name, kind = workload.name, workload.kind
+    if kind == "train":
+        raise OptionError(f"--batch-sizes is for inference and generation; {name} trains")
+    out = Path(request.out) if request.out else default_out(name, "curve")
+    check_fresh(out)
+    results = [
+        compare(replace(request.with_batch_size(bs), out=str(out / f"bs{bs}")), progress=progress)
+        for bs in request.batch_sizes
+    ]
+    points = tuple(
+        CurvePoint.of(bs, r.verdict)
+        for bs, r in zip(request.batch_sizes, results, strict=True)
+        if r.verdict is not None
+    )
+    write_doc(out / CURVE, Curve(batch_sizes=request.batch_sizes, points=points))
+    return out, results
