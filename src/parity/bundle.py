@@ -158,9 +158,10 @@ def seal(directory: Path, redactor: Redactor | None = None) -> dict[str, bytes]:
     for path in paths:
         if path.name.endswith(LOGS):
             r.file(path)
-    files = {p.name: p.read_bytes() for p in paths}
-    digest = Digest(files={name: sha256_bytes(data) for name, data in files.items()})
+    read = {p.name: read_hashed(p) for p in paths}
+    digest = Digest(files={name: sha for name, (_, sha) in read.items()})
     write_doc(directory / DIGEST, digest)
+    files = {name: data for name, (data, _) in read.items()}
     return {**files, DIGEST: (directory / DIGEST).read_bytes()}
 
 
@@ -176,37 +177,43 @@ def finalize(tmp: Path, final: Path, *, redactor: Redactor | None = None) -> Bun
     return _decode_bundle(final, files, digest)
 
 
-def _files(path: Path) -> dict[str, bytes]:
-    """Every file of a bundle, read once: the bytes its digest is checked against and
-    its documents and tensors are decoded from (no file is read twice)."""
-    return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file()}
+def read_hashed(path: Path) -> tuple[bytes, str]:
+    """A bundle file's bytes and their sha256: the one place a bundle's files are read
+    and hashed (sealing, loading), once each."""
+    data = path.read_bytes()
+    return data, sha256_bytes(data)
 
 
-def _verify(path: Path, files: Mapping[str, bytes]) -> Digest:
-    """The bundle's files are exactly those its digest lists, byte for byte."""
-    if DIGEST not in files:
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _verified(path: Path) -> tuple[dict[str, bytes], Digest]:
+    """Every file of a bundle, read and hashed once, checked against ``digest.json``: the
+    bytes its documents and tensors are then decoded from (no file is read twice). The
+    manifest's schema version is checked first, before any other file."""
+    read = {MANIFEST: read_hashed(path / MANIFEST)}
+    _check_version(path / MANIFEST, read[MANIFEST][0])
+    if not (path / DIGEST).is_file():
         raise BundleError(
             f"{path} has no {DIGEST}: it was not finished by parity (or was edited); rerun "
             "that side"
         )
-    digest = _decode_doc(path / DIGEST, files[DIGEST], Digest)
-    present = set(files) - {DIGEST}
-    for name in sorted(present | set(digest.files)):
+    digest = read_doc(path / DIGEST, Digest)
+    present = sorted(p.name for p in path.iterdir() if p.is_file() and p.name != DIGEST)
+    files: dict[str, bytes] = {}
+    for name in sorted(set(present) | set(digest.files)):
         if name not in digest.files:
             raise BundleError(f"{path / name} was added after the bundle was written: remove it")
         if name not in present:
             raise BundleError(f"{path / name} is missing from the bundle: rerun that side")
-        if sha256_bytes(files[name]) != digest.files[name]:
+        files[name], sha = read[name] if name in read else read_hashed(path / name)
+        if sha != digest.files[name]:
             raise BundleError(
                 f"{path / name} differs from what parity wrote (its sha256 does not match "
                 f"{DIGEST}): the bundle was edited; rerun that side"
             )
-    return digest
-
-
-def sha256_bytes(data: bytes) -> str:
-    """The sha256 of a file's bytes: the one place a bundle's files are hashed."""
-    return hashlib.sha256(data).hexdigest()
+    return files, digest
 
 
 def _json(path: Path, data: bytes) -> Json:
@@ -303,9 +310,7 @@ def load_bundle(path: Path | str) -> Bundle:
             f"{path} is not a parity bundle: it has no {MANIFEST}; pass a directory written "
             "by parity run or parity compare"
         )
-    files = _files(path)
-    _check_version(path / MANIFEST, files[MANIFEST])
-    digest = _verify(path, files)
+    files, digest = _verified(path)
     return _decode_bundle(path, files, digest)
 
 
