@@ -77,8 +77,8 @@ REQUIRED: Mapping[Mode, tuple[str, ...]] = {
     "train_ckpt": (METRICS, OUTPUTS),
     "soak": (METRICS, OUTPUTS),
     "script": (METRICS, OUTPUTS),
-    "reference": (CAPTURE,),
-    "expected": (CAPTURE, OUTPUTS),
+    "reference": (CAPTURE, METRICS, OUTPUTS),
+    "expected": (CAPTURE, METRICS, OUTPUTS),
     "scan": (OPS,),
     "freeze": (PREPARED,),
 }
