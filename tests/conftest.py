@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -52,15 +53,28 @@ def load_json(text: str) -> Any:
     return json.loads(text)
 
 
-def differences(a: Any, b: Any, path: str = "") -> list[str]:
-    """Paths where two JSON values differ (for readable assertion failures)."""
+#: floats in golden files are compared to this relative tolerance (absolute near zero):
+#: the same sums, medians and logs differ in the last bits between machines whose numpy
+#: takes other SIMD paths (AVX-512 against AVX2, say); every other value compares exactly
+GOLDEN_REL = 1e-9
+GOLDEN_ABS = 1e-12
+
+
+def differences(
+    a: Any, b: Any, path: str = "", *, rel: float = 0.0, abs_: float = 0.0
+) -> list[str]:
+    """Paths where two JSON values differ (for readable assertion failures).
+
+    Floats are equal within ``rel`` (relative) or ``abs_`` (absolute); exact by default.
+    Everything else (strings, integers, booleans, keys, list lengths) compares exactly,
+    and a float never equals an integer."""
     if type(a) is not type(b):
         return [f"{path}: {a!r} != {b!r}"]
     if isinstance(a, dict):
         return [
             d
             for k in sorted(set(a) | set(b), key=str)
-            for d in differences(a.get(k), b.get(k), f"{path}.{k}")
+            for d in differences(a.get(k), b.get(k), f"{path}.{k}", rel=rel, abs_=abs_)
         ]
     if isinstance(a, list):
         if len(a) != len(b):
@@ -68,9 +82,16 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
         return [
             d
             for i, (x, y) in enumerate(zip(a, b, strict=True))
-            for d in differences(x, y, f"{path}[{i}]")
+            for d in differences(x, y, f"{path}[{i}]", rel=rel, abs_=abs_)
         ]
+    if isinstance(a, float) and math.isclose(a, b, rel_tol=rel, abs_tol=abs_):
+        return []
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def golden_differences(got: Any, want: Any) -> list[str]:
+    """:func:`differences` at the golden files' tolerance."""
+    return differences(got, want, rel=GOLDEN_REL, abs_=GOLDEN_ABS)
 
 
 # Test modules that use the parityfake device import it when they are imported, under

@@ -275,13 +275,15 @@ def test_sectioning_sees_correlated_steps(phi: float) -> None:
 
 def test_ratio_point_estimate_and_properties() -> None:
     ci = ratio_ci(Processes(medians=(2.0, 2.0, 2.0)), Processes(medians=(1.0, 1.0, 1.0)))
-    assert (ci.ratio, ci.low, ci.high) == (0.5, 0.5, 0.5)
-    assert ci.speedup == 2.0 and ci.half_width_rel == 0.0 and ci.verdict == "faster"
+    assert (ci.ratio, ci.low, ci.high) == pytest.approx((0.5, 0.5, 0.5), rel=1e-12)
+    assert ci.speedup == pytest.approx(2.0, rel=1e-12) and ci.verdict == "faster"
+    assert ci.half_width_rel == pytest.approx(0.0, abs=1e-12)
     assert not ci.provisional and ci.note is None
     slower = ratio_ci(Processes(medians=(1.0, 1.0, 1.0)), Processes(medians=(3.0, 3.0, 3.0)))
     assert slower.verdict == "slower"
     d = json.loads(json.dumps(encode(ci)))
-    assert ci.speedup == 2.0 and d["verdict"] == "faster" and d["provisional"] is False
+    assert ci.speedup == pytest.approx(2.0, rel=1e-12)
+    assert d["verdict"] == "faster" and d["provisional"] is False
     assert d["baseline_processes"] == 3 and d["method"] == "Welch t on log per-process medians"
 
 

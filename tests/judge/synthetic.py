@@ -38,7 +38,9 @@ def side_runs(
     path = root / role
     rng = np.random.default_rng(seed)
     work = bundles.workload_ref(fingerprint_parts=bundles.parts(**(parts or {})))
-    logits = torch.linspace(-1, 1, 40).view(4, 10) * logits_scale
+    # made in Python floats: torch's vectorised linspace may round otherwise on another CPU
+    grid = [(-1 + 2 * i / 39) * logits_scale for i in range(40)]
+    logits = torch.tensor(grid, dtype=torch.float32).view(4, 10)
     made = []
     for k in range(repeats):
         process = float(np.exp(rng.normal(0, noise / 2)))

@@ -73,7 +73,9 @@ def test_outputs_hold_finite_losses_and_the_tensors(tmp_path: Path) -> None:
     write_outputs(session, numerics, checkpoint=CheckpointEvents(start=0))
     doc = read_doc(tmp_path / OUTPUTS, RunOutputs)
     assert doc.losses == (1.0, None, 0.5, None)
-    assert doc.outputs["logits"].shape == (2, 3) and doc.outputs["logits"].mean == 1.0
+    assert doc.outputs["logits"].shape == (2, 3) and doc.outputs["logits"].mean == pytest.approx(
+        1.0
+    )
     assert not doc.outputs["bad"].finite and doc.outputs["bad"].mean is None
     assert doc.checkpoint == CheckpointEvents(start=0)
     assert (tmp_path / OUTPUT_TENSORS).is_file()

@@ -160,12 +160,13 @@ def test_the_worker_runs_a_script_mode_job(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_script_whose_loader_is_slow_is_input_bound(tmp_path: Path) -> None:
-    job = script_job(SCRIPT, "--device", "cpu", "--steps", "8", "--decode-ms", "40")
+    # waits of twice the step's own time, as measured on this machine
+    job = script_job(SCRIPT, "--device", "cpu", "--steps", "8", "--decode-ratio", "2")
     bundle = run(job, tmp_path)
     assert bundle.ok, bundle.manifest.reason
     fed = bundle.metrics.input_pipeline if bundle.metrics is not None else None
     assert fed is not None and fed.input_bound, fed
-    assert fed.wait_s >= 0.035 and fed.prefetched_s is None
+    assert fed.input_share > 0.5 and fed.prefetched_s is None
 
 
 FAILING = """
