@@ -157,3 +157,17 @@ def test_a_compare_hashes_each_bundle_file_at_most_once(tmp_path: Path, counts: 
     assert not read.keys() & sides  # a finished run is decoded from what its seal read
     for name in (VERDICT, INPUTS):
         assert (out / name).is_file() and read[(out / name).resolve()] == 0
+
+
+def test_a_damaged_side_costs_a_report_its_plots_and_reindex_names_it(tmp_path: Path) -> None:
+    out = synthetic_run(tmp_path / "cmp")
+    metrics = out / "target" / "r01" / "metrics.json"
+    metrics.write_text(metrics.read_text().replace("0", "1", 1))
+    loaded = Comparison.load(out)
+    assert loaded.baseline is not None and loaded.target is None and loaded.verdict is not None
+    assert "target bundles could not be read" in loaded.problems[0]
+    with Store.open(tmp_path / "index.sqlite") as store:
+        result = store.reindex([out])
+    assert result.comparisons == 0 and "metrics.json differs from what parity wrote" in str(
+        result.problems
+    )

@@ -434,6 +434,12 @@ def written_unix(out: Path) -> float:
     return (out / VERDICT).stat().st_mtime
 
 
+def forget_verdict(out: Path) -> None:
+    """Remove a comparison's verdict and judge inputs (resuming it: they are made again)."""
+    for name in (VERDICT, INPUTS):
+        (out / name).unlink(missing_ok=True)
+
+
 def read_inputs(out: Path) -> JudgeInputs | None:
     """The judge inputs a comparison stored (``OUT/inputs.json``), if it has them."""
     path = out / INPUTS

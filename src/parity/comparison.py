@@ -101,9 +101,11 @@ class Comparison:
         )
 
     @classmethod
-    def load(cls, out: Path | str) -> Comparison:
+    def load(cls, out: Path | str, *, strict: bool = False) -> Comparison:
         """A judged comparison's directory: its verdict, and each side where it loads (a
-        side is looked for under ``OUT/ROLE``, then where the verdict says it was)."""
+        side is looked for under ``OUT/ROLE``, then where the verdict says it was). A
+        side that cannot be read costs a report its plots (``problems``); ``strict``: a
+        side that is there but does not load is a BundleError."""
         out = Path(out)
         if not is_comparison(out):
             raise BundleError(
@@ -112,7 +114,7 @@ class Comparison:
             )
         verdict, sha = read_verdict(out)
         problems: list[str] = []
-        found = {role: _side(out, role, verdict, problems) for role in ROLES}
+        found = {role: _side(out, role, verdict, problems, strict) for role in ROLES}
         return cls(
             out=out,
             baseline=found["baseline"],
@@ -169,7 +171,9 @@ def _beside(a: Path, b: Path, name: str) -> Bundle | None:
     return None
 
 
-def _side(out: Path, role: Role, verdict: Verdict, problems: list[str]) -> SideRuns | None:
+def _side(
+    out: Path, role: Role, verdict: Verdict, problems: list[str], strict: bool
+) -> SideRuns | None:
     recorded = verdict.sides.of(role).bundle
     errors = []
     for candidate in dict.fromkeys([out / role, Path(recorded)]):
@@ -178,6 +182,8 @@ def _side(out: Path, role: Role, verdict: Verdict, problems: list[str]) -> SideR
         try:
             return load_side(candidate)
         except BundleError as exc:
+            if strict:
+                raise
             errors.append(str(exc))
     problems.append(
         f"the {role} bundles could not be read ({'; '.join(errors) or 'not found'}): "

@@ -18,8 +18,10 @@ share:
   not fit in the budget, with the runs after the rounds, is not started;
 - independent parts at the same time where they share no device (``parallel``).
 
-What to do with the bundles (judging, reports, the index) is the API's: the scheduler
-never judges.
+The plans that use it are ``parity.runs``' (a run, a comparison with its references
+and compliance runs, a curve) and ``parity.checks``'; what becomes of the bundles
+(judging, reports, the index) is ``parity.sinks``': the scheduler never judges. Each
+bundle is loaded once, as its run finishes, and held (``measured``, ``sides``).
 """
 
 from __future__ import annotations

@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING
 from parity.bundle import (
     CURVE,
     EXPECTED_DIR,
-    INPUTS,
     REFERENCE_DIR,
-    VERDICT,
+    forget_verdict,
     io_reason,
     is_bundle,
     load_bundle,
@@ -131,8 +130,7 @@ def _start(request: CompareRequest, out: Path, resuming: bool) -> None:
 
     if resuming:
         clear_partial(out)
-        for stale in (VERDICT, INPUTS):
-            (out / stale).unlink(missing_ok=True)
+        forget_verdict(out)
         return
     check_fresh(out)
     out.mkdir(parents=True, exist_ok=True)

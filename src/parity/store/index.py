@@ -202,7 +202,7 @@ class Store:
         through ``parity.comparison`` (each file read once)."""
         path = path.resolve()
         if is_comparison(path):
-            return self.index_comparison(Comparison.load(path))
+            return self.index_comparison(Comparison.load(path, strict=True))
         return self.index_bundle(load_bundle(path))
 
     def index(self, item: Comparison | Bundle) -> str:
