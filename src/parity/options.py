@@ -317,7 +317,7 @@ def typed_options(given: dict[str, Any]) -> dict[str, Any]:
         *("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"),
         "generate_loop",
     )
-    for key in (*text_keys, "mlflow_experiment"):
+    for key in (*text_keys, "mlflow_experiment", "tuning_intended"):
         if key in given and not isinstance(given[key], str):
             raise OptionError(f"{key} must be a string, got {show(given[key])}")
     if "out" in given:
@@ -418,6 +418,11 @@ class CompareOptions:
     pins: Mapping[str, str] = field(default_factory=dict)
     mlflow: str | None = None
     mlflow_experiment: str | None = None
+    #: the fair-comparison rules (``parity.fair_options``): the production shape
+    #: (``KEY=VALUE`` items or a mapping), latency limits, why a tuning asymmetry is meant
+    production: Mapping[str, object] | Sequence[str] | None = None
+    slo: Mapping[str, object] | Sequence[str] | str | None = None
+    tuning_intended: str | None = None
 
     def merged(self, over: CompareOptions) -> CompareOptions:
         """These options with every option ``over`` gives replacing them."""

@@ -92,6 +92,26 @@ checkpoint_overhead = 0.0   # extra time spent writing checkpoints
 # tracking_uri = "http://127.0.0.1:5000"   # "" or left out: MLflow's default
 # experiment = "parity"
 
+[production]
+# The shape the workload stands in for: the verdict says how far the measured workload is
+# from it and projects peak memory at this size on each side.
+# parameters = "1.3B"
+# seq_len = 2048
+# batch_size = 8
+# precision = "bf16"
+# optimizer = "adamw"       # adamw, adam, sgd, sgd-momentum, lion, adagrad, rmsprop, adafactor
+# max_new_tokens = 256      # generation
+# data_pipeline = "webdataset shards, 8 loader workers"
+
+[slo]
+# Latency limits, a gate on the target: METRIC_pNN = "TIME" (ttft, tpot, itl, e2e, latency)
+# ttft_p99 = "200ms"
+# tpot_p50 = "30ms"
+# e2e_p99 = "2s"
+
+[tuning]
+# intended = "the target runs its vendor's recommended settings on purpose"
+
 [operational]
 # Your answers, shown in the verdict as a checklist; leave empty where unknown.
 instance_availability = ""
@@ -145,6 +165,9 @@ TOP = (
     "operational",
     "mlflow",
     "stack",
+    "production",
+    "slo",
+    "tuning",
 )
 Kind = type | tuple[type, ...]
 MEASURE: dict[str, Kind] = {
@@ -241,7 +264,25 @@ def load_plan(path: Path) -> CompareOptions:
         # MLflow's default
         mlflow=None if mlflow is None else (f.get("tracking_uri", str) or ""),
         mlflow_experiment=f.get("experiment", str),
+        **_fair_tables(top, path),
     )
+
+
+def _fair_tables(top: _Table, path: Path) -> dict[str, Any]:
+    """``[production]`` (the production shape), ``[slo]`` (latency limits) and
+    ``[tuning]`` (``intended``: why a tuning asymmetry is meant)."""
+    from parity.fair_options import PRODUCTION_KEYS
+
+    shape = _Table(path, "production", top.get("production", dict) or {}, PRODUCTION_KEYS)
+    given = top.get("slo", dict) or {}
+    limits = _Table(path, "slo", given, tuple(given))
+    tuning = _Table(path, "tuning", top.get("tuning", dict) or {}, ("intended",))
+    out: dict[str, Any] = {
+        "production": {k: shape.get(k, (str, int, float)) for k in shape.data} or None,
+        "slo": {k: limits.get(k, (str, int, float)) for k in limits.data} or None,
+        "tuning_intended": tuning.get("intended", str),
+    }
+    return out
 
 
 QUALITY_KEYS = ("target_loss", "min_cosine", "min_top1")

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from parity.devices.names import check_device_name
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
+from parity.fair_options import parse_production, parse_slo
 from parity.model.codec import decode, encode, loads
 from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
@@ -148,6 +149,9 @@ def judge_inputs(o: CompareOptions) -> JudgeInputs:
         pins=checked_pins(o.pins),
         min_cosine=_threshold("min_cosine", o.min_cosine, MIN_COSINE),
         min_top1=_threshold("min_top1", o.min_top1, MIN_TOP1),
+        production=parse_production(o.production),
+        slo=parse_slo(o.slo),
+        tuning_intended=(o.tuning_intended or "").strip() or None,
     )
 
 

@@ -87,7 +87,10 @@ def compare(
     ``hf_config`` is ``{"n_layer": 4}`` or ``["n_layer=4"]``; ``allow_diff`` is
     ``{"steps": "reason"}``; ``prices`` is ``{"target": "21.50:16"}``; ``pins`` (expected
     package versions, drift reported) is ``{"torch": "==2.13.*"}``; ``batch_sizes``
-    (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size.
+    (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size;
+    ``production`` is ``{"parameters": "1.3B", "seq_len": 2048}``, ``slo``
+    ``"ttft_p99=200ms,e2e_p99=2s"`` or ``{"ttft_p99": "200ms"}``, ``tuning_intended`` a
+    reason (see the README's fair-comparison rules).
     """
     from parity import runs
     from parity.options import check_path

@@ -396,10 +396,14 @@ def compare_curve(
         compare(replace(request.with_batch_size(bs), out=str(out / f"bs{bs}")), progress=progress)
         for bs in request.batch_sizes
     ]
-    points = tuple(
-        CurvePoint.of(bs, r.verdict)
+    from parity.judge.slo import best_batch
+
+    pairs = [
+        (bs, r.verdict)
         for bs, r in zip(request.batch_sizes, results, strict=True)
         if r.verdict is not None
-    )
-    write_doc(out / CURVE, Curve(batch_sizes=request.batch_sizes, points=points))
+    ]
+    points = tuple(CurvePoint.of(bs, verdict) for bs, verdict in pairs)
+    curve = Curve(batch_sizes=request.batch_sizes, points=points, best=best_batch(pairs))
+    write_doc(out / CURVE, curve)
     return out, results

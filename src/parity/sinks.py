@@ -76,6 +76,9 @@ def overridden(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
         if given.min_cosine != default.min_cosine
         else stored.min_cosine,
         min_top1=given.min_top1 if given.min_top1 != default.min_top1 else stored.min_top1,
+        production=given.production or stored.production,
+        slo=given.slo or stored.slo,
+        tuning_intended=given.tuning_intended or stored.tuning_intended,
     )
 
 

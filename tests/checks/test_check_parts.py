@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parity.bundle import Bundle, load_side
+from parity.bundle import Bundle
 from parity.checks import run_check
 from parity.checks.common import checked_items
 from parity.checks.soak import analyse
@@ -27,7 +27,7 @@ from parity.model.metrics import SoakFigures, SoakWindow
 from parity.request import CheckRequest, CompareOptions
 from parity.spec import WorkloadSpec
 from tests.fixtures import bundles
-from tests.judge.synthetic import side_dir
+from tests.judge.synthetic import side_runs
 
 MIB = 1 << 20
 
@@ -133,8 +133,8 @@ def _check(check: str, sides: CheckSides, passed: bool, config: str) -> CheckRes
 
 
 def test_checked_items_need_a_pass_on_the_verdicts_sides(tmp_path: Path) -> None:
-    a = load_side(side_dir(tmp_path, "baseline", side="cpu", step_s=0.01, repeats=1)).first
-    b = load_side(side_dir(tmp_path, "target", side="cpu+bf16", step_s=0.01, repeats=1)).first
+    a = side_runs(tmp_path, "baseline", side="cpu", step_s=0.01, repeats=1).first
+    b = side_runs(tmp_path, "target", side="cpu+bf16", step_s=0.01, repeats=1).first
     config = a.manifest.workload.parts.config
     rollback = CheckSides(target="cpu+bf16", baseline="cpu")
     checks = [

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import torch
 
 from parity.bundle import repeat_name
 from parity.model.bundle import SideRuns
+from parity.model.metrics import Memory
 from parity.model.side import MeasurePlan, SideFile, Stop
 from parity.model.stack import Package
 from tests.fixtures import bundles
@@ -32,12 +34,18 @@ def side_runs(
     parts: dict[str, Any] | None = None,
     device_name: str = "cpu",
     packages: tuple[Package, ...] | None = None,
+    parameters: int | None = None,
+    memory: Memory | None = None,
+    device_memory: int | None = None,
 ) -> SideRuns:
     """A side at ``root/role`` with ``repeats`` bundles whose steady steps have median
     ``step_s`` (and ``packages`` installed: else a digest alone), in memory."""
     path = root / role
     rng = np.random.default_rng(seed)
     work = bundles.workload_ref(fingerprint_parts=bundles.parts(**(parts or {})))
+    if parameters is not None:  # the shape a production shape is compared with
+        described = replace(work.description, parameters=parameters, optimizer="adamw")
+        work = replace(work, description=described)
     # made in Python floats: torch's vectorised linspace may round otherwise on another CPU
     grid = [(-1 + 2 * i / 39) * logits_scale for i in range(40)]
     logits = torch.tensor(grid, dtype=torch.float32).view(4, 10)
@@ -50,11 +58,19 @@ def side_runs(
         )
         if packages is not None:
             man = bundles.with_packages(man, packages)
+        if device_memory is not None and man.environment is not None:
+            device = replace(
+                man.environment.device, memory_bytes=device_memory, memory_source="stated"
+            )
+            man = replace(man, environment=replace(man.environment, device=device))
+        run_metrics = bundles.metrics([step_s * 20, *steady])
+        if memory is not None:
+            run_metrics = replace(run_metrics, memory=memory)
         made.append(
             bundles.make_bundle(
                 path / repeat_name(k),
                 man,
-                run_metrics=bundles.metrics([step_s * 20, *steady]),
+                run_metrics=run_metrics,
                 losses=list(losses or LOSSES),
                 tensors={"eval_logits": logits},
             )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ import pytest
 from parity.errors import ContractError
 from parity.judge.verdict import judge
 from parity.model.codec import decode, encode
+from parity.model.fair import LatencyLimit, ProductionShape
+from parity.model.metrics import DevicePeaks, Memory, MemoryPhase
 from parity.model.stack import Package, PackageOrigin
 from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
 from tests.conftest import differences, golden_differences
@@ -81,7 +84,13 @@ def scenario(name: str, root: Path) -> dict[str, Any]:
         base.update(packages=STACK)
         target.update(step_s=0.007, packages=TARGET_STACK)
         pins = {"torch": "==2.13.*", "numpy": "~=2.1.0", "torch-neuronx": ">=2.13"}
+    elif name == "fair-rules":  # a tuned baseline, a pilot, production size, a limit
+        base.update(side="cuda+compile+bf16", **FAIR_SIDE)
+        target.update(side="neuron", step_s=0.007, **FAIR_SIDE, device_memory=16 * 10**9)
+        base["device_memory"] = 80 * 10**9
     inputs = JudgeInputs(allow=allow, cost=CostInputs(prices=PRICES), pins=pins)
+    if name == "fair-rules":
+        inputs = replace(inputs, production=PRODUCTION, slo=LIMITS)
     if name in NUMERICS:
         a, b, ref, exp = NUMERICS[name](root)
         verdict = judge(a, b, inputs=inputs, reference=ref, expected=exp)
@@ -91,6 +100,22 @@ def scenario(name: str, root: Path) -> dict[str, Any]:
         verdict = judge(a, b, inputs=inputs)
     text = json.dumps(encode(verdict), sort_keys=True).replace(str(root), "<root>")
     return json.loads(text)  # type: ignore[no-any-return]
+
+
+#: the fair-rules case: a 4M-parameter pilot of a 1.3B production model (device peaks:
+#: the load holds runtime and weights; the steps add gradients, AdamW states and 1 KiB of
+#: activations a sample-token), and a latency limit the training sides cannot show
+FAIR_SIDE: dict[str, Any] = dict(
+    parameters=4_000_000,
+    memory=Memory(
+        load=MemoryPhase(device=DevicePeaks(allocated=(1 << 20) + 16_000_000)),
+        steps=MemoryPhase(device=DevicePeaks(allocated=(1 << 20) + 64_000_000 + 1024 * 8 * 64)),
+    ),
+)
+PRODUCTION = ProductionShape(
+    parameters=1_300_000_000, seq_len=2048, batch_size=8, precision="bf16", optimizer="adamw"
+)
+LIMITS = (LatencyLimit(metric="ttft", percentile=99, limit_s=0.2),)
 
 
 #: cases with an fp64 reference (and an expected-error run), per-module captures
@@ -107,6 +132,7 @@ CASES = [
     "cheaper-but-slower",
     "contract-broken",
     "stack-drift",
+    "fair-rules",
     *NUMERICS,
 ]
 
@@ -151,6 +177,27 @@ def test_the_golden_cases_say_what_they_claim() -> None:
     assert not broken["contract"]["must_match"][5]["matches"]  # steps
     assert broken["fairness"]["allowed"] == {"steps": "the target team ran a shorter schedule"}
     assert broken["contract"]["holds"]
+    fair = v["fair-rules"]
+    assert fair["tuning"]["label"].startswith("baseline tuned, target first-run")
+    assert "torch.compile" in fair["tuning"]["label"]
+    assert "reduced precision" in fair["tuning"]["label"]
+    # cuda against neuron+bf16: the target alone runs in reduced precision
+    assert v["passes"]["tuning"]["label"].startswith("target tuned, baseline first-run")
+    shape = {r["name"]: r for r in fair["representativeness"]["rows"]}
+    assert shape["parameters"]["text"] == "parameters 0.31% of production"
+    assert (
+        shape["batch_size"]["text"] == "batch_size 1, as in production"
+        or shape["batch_size"]["fraction"] == 1
+    )
+    fit = fair["fit"]["sides"]
+    assert fit["baseline"]["fits"] and not fit["target"]["fits"]
+    assert fit["target"]["fsdp_devices"] == 2
+    names = [p["name"] for p in fit["target"]["parts"]]
+    assert names == ["weights", "gradients", "optimizer states", "activations", "runtime"]
+    gate = next(g for g in fair["gates"] if g["name"] == "latency limits")
+    assert not gate["passed"] and "not measured" in gate["detail"] and not fair["passed"]
+    unproven = {u["item"]: u for u in fair["unproven"]}
+    assert not unproven["a representative workload"]["checked"]
     drift = v["stack-drift"]
     assert drift["passed"] and drift["pins"]["drifted"] == ["torch-neuronx", "numpy"]
     named = [(d["field"], d["baseline"], d["target"]) for d in drift["environment_differences"]]

@@ -40,7 +40,11 @@ def test_summary_has_the_decision_and_the_figures() -> None:
     assert "#### Gates: PASS" in text and "| median step (steady) | 10.00 ms | 7.01 ms |" in text
     assert "target/baseline step time 0.701 [0.684, 0.718] (95% interval)" in text
     assert "| precision | fp32 | bf16 |" in text
-    assert "**Also in the report**: Memory, Phases, Compatibility, Not yet proven" in text
+    assert (
+        "**Also in the report**: Tuning, Workload shape, Memory, Phases, Compatibility, "
+        "Not yet proven" in text
+    )
+    assert "the ratio is not a hardware result" in text  # the tuning label, beside the ratio
 
 
 def test_failed_and_withheld_are_bold_and_ungated_is_info() -> None:

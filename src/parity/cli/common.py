@@ -159,6 +159,35 @@ Checks = Annotated[
     ),
 ]
 
+Production = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--production",
+        metavar="KEY=VALUE",
+        help="the production shape, repeatable: parameters=1.3B, seq_len, batch_size, "
+        "precision, optimizer, max_new_tokens, data_pipeline; the verdict compares the "
+        "workload with it and projects memory at that size",
+    ),
+]
+Slo = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--slo",
+        metavar="LIMITS",
+        help="latency limits gating the target, e.g. ttft_p99=200ms,tpot_p50=30ms,e2e_p99=2s "
+        "(ttft, tpot, itl, e2e, latency; p50, p90, p99)",
+    ),
+]
+TuningIntended = Annotated[
+    str | None,
+    typer.Option(
+        "--tuning-intended",
+        metavar="REASON",
+        help="the sides are tuned differently on purpose: the speed figures lose the "
+        "tuning-asymmetry label (the asymmetry is still listed)",
+    ),
+]
+
 # -- output -----------------------------------------------------------------------------------
 
 AsJson = Annotated[bool, typer.Option("--json", help="print JSON on stdout instead of tables")]
@@ -226,6 +255,9 @@ JUDGING: dict[str, object] = {
     "prices": Prices,
     "pins": Pins,
     "checks": Checks,
+    "production": Production,
+    "slo": Slo,
+    "tuning_intended": TuningIntended,
 }
 F = TypeVar("F", bound=Callable[..., None])
 #: a command's own options listed after the groups: what to do with the result

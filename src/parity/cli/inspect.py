@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 SchemaName = Enum("SchemaName", {name: name for name in SCHEMAS})  # type: ignore[misc]
 
 
+#: the judging options that replace a comparison's stored inputs
+JUDGED = (
+    *("allow_diff", "target_loss", "prices", "pins"),
+    *("production", "slo", "tuning_intended"),
+)
+
+
 @c.with_options(c.JUDGING)
 def diff(
     ctx: typer.Context,
@@ -47,7 +54,7 @@ def diff(
     from parity.request import judge_inputs
 
     o = c.given_options(ctx)
-    judging = any(c.given(ctx, k) for k in ("allow_diff", "target_loss", "prices", "pins"))
+    judging = any(c.given(ctx, k) for k in JUDGED)
     given = judge_inputs(o) if judging else None
     from parity import api
 

@@ -210,17 +210,42 @@ class Device:
     # -- reporting --------------------------------------------------------------------
     def environment(self) -> DeviceInfo:
         """Device facts for the manifest: name, count, backend package versions, flags."""
+        from parity.devices.specs import device_memory
+
+        name = self.name()
+        memory, source = self.total_memory(), f"reported by the {self.type} device"
+        if memory is None and (found := device_memory(name)) is not None:
+            memory, source = found
         return DeviceInfo(
             type=self.type,
-            name=self.name(),
+            name=name,
             count=self.count(),
             backend_packages=package_versions(self.backend_packages),
             flags=self.flags(),
+            memory_bytes=memory,
+            memory_source=source if memory is not None else None,
         )
+
+    def total_memory(self) -> int | None:
+        """The memory the device reports (``get_device_properties().total_memory``)."""
+        props = _try_call(self.module(), "get_device_properties", self._index())
+        total = getattr(props, "total_memory", None)
+        return total if isinstance(total, int) and total > 0 else None
 
     def flags(self) -> dict[str, FlagValue]:
         """Settings that change numerics (TF32 and the like)."""
         return {}
+
+
+def _try_call(mod: object, name: str, *args: object) -> object:
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        return None
+    try:
+        value: object = fn(*args)
+    except (RuntimeError, NotImplementedError, AssertionError, TypeError, AttributeError):
+        return None
+    return value
 
 
 def _try(mod: object, name: str) -> object:

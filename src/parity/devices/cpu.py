@@ -39,6 +39,16 @@ class CpuDevice(Device):
         """No device allocator: host memory is read by ``parity.probes.memory``."""
         return None
 
+    def total_memory(self) -> int | None:
+        """The host's memory (``MemTotal``): a CPU side's tensors live there."""
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
     def rng_state(self) -> None:
         """The CPU generator is the host's, saved with every checkpoint anyway."""
         return None

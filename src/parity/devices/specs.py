@@ -43,6 +43,9 @@ class DeviceEntry:
     source: str | None = None
     source_url: str | None = None
     date: str | None = None
+    #: memory of one framework device, and where the figure comes from
+    memory_bytes: int | None = None
+    memory_source: str | None = None
 
     @classmethod
     def of(cls, label: str, entry: Mapping[str, object], where: str) -> DeviceEntry:
@@ -63,6 +66,10 @@ class DeviceEntry:
                 source=_text(entry.get("source")),
                 source_url=_text(entry.get("source_url")),
                 date=_text(entry.get("date")),
+                memory_bytes=None
+                if entry.get("memory_bytes") is None
+                else int(_number(entry.get("memory_bytes"))),
+                memory_source=_text(entry.get("memory_source")),
             )
         except (TypeError, ValueError) as exc:
             raise UsageError(f"device spec {label!r} in {where} is malformed: {exc}") from None
@@ -200,3 +207,11 @@ def price_for(device_name: str) -> PriceEntry | None:
     if entry is None:
         return None
     return next((p for p in load_prices().values() if p.device == entry.label), None)
+
+
+def device_memory(device_name: str) -> tuple[int, str] | None:
+    """Memory of one framework device of this exact name, and its source (specs.toml)."""
+    entry = lookup(device_name)
+    if entry is None or entry.memory_bytes is None:
+        return None
+    return entry.memory_bytes, f"devices/specs.toml: {entry.memory_source or entry.label}"

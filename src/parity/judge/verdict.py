@@ -24,6 +24,7 @@ from parity.judge.agreement import agreement_checks
 from parity.judge.cost import judge_cost
 from parity.judge.latency import pooled_generation, pooled_inference
 from parity.judge.numerics import judge_numerics
+from parity.judge.rules import apply_rules
 from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
 from parity.judge.tolerances import Tolerance
@@ -276,6 +277,7 @@ def judge(
         unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
         operational=decision.operational(inputs.operational),
     )
+    verdict = apply_rules(verdict, baseline, target, inputs)
     if not (baseline.ok and target.ok):
         return verdict
     return _measured(verdict, baseline, target, inputs, (reference, expected))

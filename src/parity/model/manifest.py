@@ -43,6 +43,10 @@ class DeviceInfo:
     count: int
     backend_packages: dict[str, str | None] = field(default_factory=dict)
     flags: dict[str, FlagValue] = field(default_factory=dict)
+    #: the memory one device reports (a CPU: the host's), bytes; None: not reported
+    memory_bytes: int | None = omit_none()
+    #: where that figure comes from: the device's own report, else devices/specs.toml
+    memory_source: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

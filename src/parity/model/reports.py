@@ -42,9 +42,21 @@ class CurvePoint:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class CurveBest:
+    """With latency limits: the largest batch whose figures meet every limit on a side,
+    its goodput (requests per second at that batch, every limit met) and its cost."""
+
+    batch_size: int | None
+    goodput_per_s: float | None = omit_none()
+    usd_per_1k_requests: float | None = omit_none()
+    summary: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Curve:
     batch_sizes: tuple[int, ...]
     points: tuple[CurvePoint, ...]
+    best: ByRole[CurveBest] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from parity.model.codec import Json, omit_none
+from parity.model.fair import Fit, LatencyLimit, ProductionShape, Representativeness, Slo, Tuning
 from parity.model.metrics import (
     Flops,
     Generation,
@@ -389,6 +390,13 @@ class Verdict:
     cost: Cost | None = None
     memory: ByRole[Memory] | None = None
     phases: ByRole[Phases] | None = None
+    #: the fair-comparison rules: tuning asymmetry (its label goes with every speed
+    #: figure), the measured shape against production, fit at production size, latency
+    #: limits (a gate on the target)
+    tuning: Tuning | None = omit_none()
+    representativeness: Representativeness | None = omit_none()
+    fit: Fit | None = omit_none()
+    slo: Slo | None = omit_none()
     contract: Contract
     unproven: tuple[UnprovenItem, ...]
     operational: tuple[OperationalItem, ...]
@@ -422,6 +430,13 @@ class JudgeInputs:
     pins: dict[str, str] = field(default_factory=dict)
     min_cosine: float = MIN_COSINE
     min_top1: float = MIN_TOP1
+    #: the production shape the workload stands in for ([production], --production)
+    production: ProductionShape | None = omit_none()
+    #: latency limits gating the target ([slo], --slo)
+    slo: tuple[LatencyLimit, ...] = ()
+    #: why a tuning asymmetry between the sides is intended ([tuning] intended): the
+    #: speed figures then carry no asymmetry label
+    tuning_intended: str | None = omit_none()
 
     def __post_init__(self) -> None:
         if self.target_loss is not None and not -float("inf") < self.target_loss < float("inf"):

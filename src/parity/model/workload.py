@@ -114,6 +114,11 @@ class WorkloadDescription:
     #: the git repository a script or workload file lives in: its commit and whether it
     #: has uncommitted changes (recorded, not fingerprinted)
     repository: SourceRepository | None = omit_none()
+    #: the model's parameter count and a training workload's optimizer (``adamw``): the
+    #: shape the verdict compares with a declared production shape (recorded, not
+    #: fingerprinted)
+    parameters: int | None = omit_none()
+    optimizer: str | None = omit_none()
 
     @property
     def script_mode(self) -> bool:

@@ -38,6 +38,25 @@ def percentiles(values: Sequence[float]) -> Percentiles:
     return Percentiles(p50=p50, p90=p90, p99=p99, mean=float(x.mean()), n=int(x.size))
 
 
+def generation_samples(
+    token_times_ns: Sequence[Sequence[int]], batch_size: int
+) -> dict[str, list[float]]:
+    """Each metric's samples (seconds; output tokens/s) over the given steps."""
+    out: dict[str, list[float]] = {k: [] for k in ("ttft", "tpot", "itl", "e2e", "rate")}
+    for stamps in token_times_ns:
+        if not stamps:
+            continue
+        s = [t * 1e-9 for t in stamps]
+        out["ttft"].append(s[0])
+        out["e2e"].append(s[-1])
+        if len(s) > 1:
+            out["tpot"].append((s[-1] - s[0]) / (len(s) - 1))
+            out["itl"].extend(b - a for a, b in itertools.pairwise(s))
+        if s[-1] > 0:
+            out["rate"].append(batch_size * len(s) / s[-1])
+    return out
+
+
 def generation_metrics(
     token_times_ns: Sequence[Sequence[int]],
     batch_size: int,
@@ -46,28 +65,13 @@ def generation_metrics(
 ) -> Generation:
     """Figures over the given steps (pass the steady-state steps only); ``loop`` names
     the generation loop that ran and says what it times."""
-    ttft: list[float] = []
-    tpot: list[float] = []
-    itl: list[float] = []
-    e2e: list[float] = []
-    rate: list[float] = []
-    for stamps in token_times_ns:
-        if not stamps:
-            continue
-        s = [t * 1e-9 for t in stamps]
-        ttft.append(s[0])
-        e2e.append(s[-1])
-        if len(s) > 1:
-            tpot.append((s[-1] - s[0]) / (len(s) - 1))
-            itl.extend(b - a for a, b in itertools.pairwise(s))
-        if s[-1] > 0:
-            rate.append(batch_size * len(s) / s[-1])
+    samples = generation_samples(token_times_ns, batch_size)
     return Generation(
-        ttft_s=percentiles(ttft),
-        tpot_s=percentiles(tpot),
-        itl_s=percentiles(itl),
-        e2e_s=percentiles(e2e),
-        output_tokens_per_s=percentiles(rate),
+        ttft_s=percentiles(samples["ttft"]),
+        tpot_s=percentiles(samples["tpot"]),
+        itl_s=percentiles(samples["itl"]),
+        e2e_s=percentiles(samples["e2e"]),
+        output_tokens_per_s=percentiles(samples["rate"]),
         output_tokens=len(token_times_ns[0]) if token_times_ns else 0,
         requests_per_step=batch_size,
         definitions={

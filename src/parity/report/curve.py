@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
+from parity.judge.slo import best_batch
 from parity.model.metrics import Percentiles
 from parity.model.verdict import SideInfo, Verdict
 from parity.report import fmt
-from parity.report.parts import Section, table
+from parity.report.parts import Part, Section, Sentence, table
 from parity.report.terminal import print_sections
 
 
@@ -60,8 +61,20 @@ def curve_section(points: Sequence[tuple[int, Verdict]]) -> Section:
         rows,
         legend=f"{legend}; {fmt.P99_LEGEND}" if marked else legend,
     )
+    parts: list[Part] = [made]
+    best = best_batch(points)
+    if best is not None:
+        parts += [
+            Sentence(text=f"{role}: {b.summary}", tone="strong", brief=True)
+            for role, b in best.items()
+        ]
+    labels = {v.tuning.label for _, v in points if v.tuning is not None and v.tuning.label}
+    parts += [Sentence(text=label, tone="bad", brief=True) for label in sorted(labels)]
     return Section(
-        key="curve", title="Throughput and latency by batch size", result="INFO", parts=(made,)
+        key="curve",
+        title="Throughput and latency by batch size",
+        result="INFO",
+        parts=tuple(parts),
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from parity.model.metrics import Generation, Inference, MemoryPhase, Percentiles, Phases
 from parity.model.side import Stop
 from parity.model.verdict import ByRole, Cost, SideCost, SideInfo, Speed, Verdict
-from parity.report import fmt
+from parity.report import fair, fmt
 from parity.report.parts import ColumnKind, Part, Row, Section, Sentence, Table, table
 
 LATENCY: tuple[tuple[str, str, Callable[[float | None], str]], ...] = (
@@ -36,6 +36,7 @@ def speed(v: Verdict) -> Section:
         parts: list[Part] = [Sentence(text=why, tone="bad", brief=True)]
         return Section(key="speed", title="Speed", result="WITHHELD", parts=tuple(parts))
     parts = _ratio(s)
+    parts[1:1] = fair.tuning_label(v)  # said beside the ratio, wherever it is shown
     if s.compliance:
         parts.append(
             table(

@@ -35,6 +35,7 @@ from parity.model.quality import (
     TrajectoryCheck,
 )
 from parity.model.verdict import Verdict
+from parity.report import fair
 from parity.report.markdown import render_markdown
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ def run_record(comparison: Comparison) -> RunRecord:
         tags["parity.speed_reliable"] = str(verdict.speed.reliable).lower()
     if verdict.cost is not None and verdict.cost.verdict is not None:
         tags["parity.cost"] = verdict.cost.verdict
+    tags |= fair.mlflow_figures(verdict)[0]
     return RunRecord(
         name=f"{w.name or 'script'}: {sides.baseline.spec} vs {sides.target.spec}",
         params={mlflow_key(k): v[:MAX_PARAM] for k, v in _params(comparison, verdict).items()},
@@ -150,6 +152,7 @@ def _metrics(verdict: Verdict) -> dict[str, float]:
             given[f"{section}.{check.name}.passed"] = float(check.passed)
     if verdict.cost is not None:
         given["cost.ratio"] = verdict.cost.cost_ratio
+    given |= fair.mlflow_figures(verdict)[1]
     return {k: float(v) for k, v in given.items() if v is not None}
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parity.model.verdict import Verdict
-from parity.report import compat, decision, figures, inputs, quality
+from parity.report import compat, decision, fair, figures, inputs, quality
 from parity.report.decision import Sides
 from parity.report.parts import Section, View
 from parity.report.quality import LAYER_ROWS
@@ -53,12 +53,16 @@ def build_view(
         decision.sides(verdict, sides),
         decision.fairness(verdict),
         decision.differences(verdict, package_rows),
+        fair.tuning(verdict),
+        fair.shape(verdict),
         quality.quality(verdict),
         quality.numerics(verdict, layer_rows=layer_rows),
         figures.speed(verdict),
+        fair.slo(verdict),
         inputs.input_pipeline(verdict),
         figures.cost(verdict),
         figures.memory(verdict),
+        fair.fit(verdict),
         figures.phases(verdict),
         compat.compatibility(verdict),
         decision.unproven(verdict),

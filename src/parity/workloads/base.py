@@ -119,6 +119,9 @@ class Workload(ABC):
     takes_task: ClassVar[bool] = False
     #: the generation loops it can time (``--generate-loop``): none but a generator's
     generate_loops: ClassVar[tuple[GenerateLoopName, ...]] = ()
+    #: a training workload's optimizer, by ``parity.model.fair.OPTIMIZER_STATE_BYTES``
+    #: name (what the memory projection counts optimizer states by)
+    optimizer_kind: ClassVar[str | None] = None
 
     def __init__(self, spec: WorkloadSpec) -> None:
         if spec.data is not None and not self.takes_data:
@@ -261,7 +264,17 @@ class Workload(ABC):
             ),
             sources=sources if sources != Sources() else None,
             data_file=self.spec.data,
+            parameters=self._parameters(),
+            optimizer=self.optimizer_kind if self.kind == "train" else None,
         )
+
+    def _parameters(self) -> int | None:
+        """The parameter count, or None where the model cannot be built on the meta
+        device (a model whose construction reads real tensors)."""
+        try:
+            return self.parameter_count()
+        except (RuntimeError, NotImplementedError, TypeError, ValueError):
+            return None
 
     def parameter_count(self) -> int:
         """Parameters of the model, counted on the meta device (no memory, no init)."""

@@ -136,6 +136,7 @@ class GptTrain(Workload):
     name: ClassVar[str] = "gpt-train"
     kind: ClassVar[str] = "train"
     description: ClassVar[str] = "decoder-only transformer LM, AdamW, byte tokens of real text"
+    optimizer_kind: ClassVar[str | None] = "adamw"
     sizes: ClassVar[dict[str, dict[str, Any]]] = _sizes(
         tiny={"batch_size": 8, "seq_len": 64, "steps": 30},
         small={"batch_size": 8, "seq_len": 256, "steps": 100},

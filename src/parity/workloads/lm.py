@@ -108,6 +108,8 @@ class LmWorkload(Workload):
 class LmTrain(LmWorkload):
     """Training: AdamW over a fixed batch order; the objective follows the model."""
 
+    optimizer_kind: ClassVar[str | None] = "adamw"
+
     def make_data(self) -> dict[str, torch.Tensor]:
         assert self.seq_len is not None
         nb = self.n_batches

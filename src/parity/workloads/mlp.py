@@ -33,6 +33,7 @@ class MlpTrain(Workload):
     name: ClassVar[str] = "mlp-train"
     kind: ClassVar[str] = "train"
     description: ClassVar[str] = "MLP classifier, AdamW, seeded Gaussian-cluster data"
+    optimizer_kind: ClassVar[str | None] = "adamw"
     sizes: ClassVar[dict[str, dict[str, Any]]] = {
         "tiny": {
             "in_features": 128,

@@ -1,0 +1,136 @@
+"""Representativeness: the measured workload against the declared production shape.
+
+A two-layer pilot is not a 7B model: each size (parameters, sequence length, batch size,
+new tokens) is given as a fraction of production, and precision, optimizer and data
+pipeline as same or not. The workload is representative when every declared size is
+within ``FACTOR`` of production and every declared kind matches; until then the verdict
+lists "a representative workload" as not yet proven. Without a declared shape it states
+the measured shape and that it was not checked.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from parity.model.fair import ProductionShape, Representativeness, ShapeRow
+from parity.model.workload import WorkloadDescription
+
+#: every declared size within this factor of production (either way) is representative
+FACTOR = 4.0
+ITEM = "a representative workload"
+#: how the sides were fed without a loader
+FROZEN = "frozen data"
+HOW = (
+    f"declare the production shape ([production] in the plan, or --production KEY=VALUE) "
+    f"and measure a workload within {FACTOR:g}x of it in every size"
+)
+
+
+def _fraction_text(name: str, fraction: float) -> str:
+    """``parameters 0.31% of production``, ``batch_size 1/32 of production``, ``2x``."""
+    if fraction == 1:
+        return f"{name} as in production"
+    if fraction > 1:
+        return f"{name} {fraction:.3g}x production"
+    ratio = Fraction(fraction).limit_denominator(64)
+    if ratio.numerator == 1 and abs(float(ratio) - fraction) < 1e-12:
+        return f"{name} 1/{ratio.denominator} of production"
+    return f"{name} {fraction * 100:.2g}% of production"
+
+
+def _size_row(name: str, measured: int | None, production: int | None) -> ShapeRow | None:
+    if measured is None and production is None:
+        return None
+    shown = "-" if measured is None else f"{measured:,}"
+    if production is None:
+        return ShapeRow(name=name, measured=shown, text=f"{name} {shown} (production not declared)")
+    if measured is None:
+        return ShapeRow(
+            name=name,
+            measured=shown,
+            production=f"{production:,}",
+            within=False,
+            text=f"{name}: production {production:,}, the workload reports none",
+        )
+    fraction = measured / production
+    within = 1 / FACTOR <= fraction <= FACTOR
+    return ShapeRow(
+        name=name,
+        measured=shown,
+        production=f"{production:,}",
+        fraction=fraction,
+        within=within,
+        text=_fraction_text(name, fraction),
+    )
+
+
+def _kind_row(name: str, measured: str | None, production: str | None) -> ShapeRow | None:
+    if measured is None and production is None:
+        return None
+    shown = measured or "-"
+    if production is None:
+        return ShapeRow(name=name, measured=shown, text=f"{name} {shown}")
+    same = measured == production
+    text = (
+        f"{name} {shown}, as in production" if same else f"{name} {shown}, production {production}"
+    )
+    return ShapeRow(name=name, measured=shown, production=production, within=same, text=text)
+
+
+def _pipeline_row(measured: str, production: str | None) -> ShapeRow:
+    """The data pipeline: production's is matched only by a measured loader (a frozen
+    tensor file stands in for no pipeline)."""
+    if production is None:
+        return ShapeRow(name="data_pipeline", measured=measured, text=f"data pipeline {measured}")
+    within = measured != FROZEN
+    verb = "measured" if within else "not measured"
+    return ShapeRow(
+        name="data_pipeline",
+        measured=measured,
+        production=production,
+        within=within,
+        text=f"data pipeline {verb} (production {production}, measured {measured})",
+    )
+
+
+def judge_representative(
+    d: WorkloadDescription,
+    precisions: tuple[str, str],
+    pipeline: str,
+    production: ProductionShape | None,
+) -> Representativeness:
+    """``precisions``: the baseline's and the target's; ``pipeline``: how the sides were
+    fed (``frozen data`` or the loader they measured)."""
+    p = production or ProductionShape()
+    new = d.config.get("new_tokens")
+    target_precision = precisions[1]
+    made = [
+        _size_row("parameters", d.parameters, p.parameters),
+        _size_row("seq_len", d.seq_len, p.seq_len),
+        _size_row("batch_size", d.batch_size, p.batch_size),
+        _size_row("max_new_tokens", new if isinstance(new, int) else None, p.max_new_tokens),
+        _kind_row("precision (target)", target_precision, p.precision),
+        _kind_row("optimizer", d.optimizer, p.optimizer),
+        _pipeline_row(pipeline, p.data_pipeline),
+    ]
+    rows = tuple(r for r in made if r is not None)
+    declared = production is not None
+    judged = [r for r in rows if r.within is not None]
+    representative = all(r.within for r in judged) if declared and judged else None
+    measured = ", ".join(f"{r.name} {r.measured}" for r in rows)
+    if not declared:
+        summary = f"measured shape: {measured}; not checked: no production shape declared"
+    else:
+        off = [r.text for r in judged if not r.within]
+        summary = (
+            f"within {FACTOR:g}x of production in every declared dimension"
+            if representative
+            else "not representative: " + ", ".join(off)
+        )
+    return Representativeness(
+        declared=declared,
+        factor=FACTOR,
+        rows=rows,
+        representative=representative,
+        summary=summary,
+    )

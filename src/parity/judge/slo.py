@@ -1,0 +1,179 @@
+"""Latency limits as gates: ``--slo ttft_p99=200ms,tpot_p50=30ms,e2e_p99=2s`` (a plan's
+``[slo]`` table) gates the target; the baseline's figures against the same limits are
+shown beside it.
+
+A percentile from few samples is a guess. The rule (order statistics, distribution-free):
+the upper 95% confidence bound of the q-quantile is the smallest order statistic X(k) of
+n samples with P(Binomial(n, q) <= k - 1) >= 0.95. It exists only when 1 - q^n >= 0.95,
+that is n >= ln(0.05) / ln(q): 5 samples for a p50, 29 for a p90, 299 for a p99. A limit
+passes when that bound is within it; with fewer samples (or a bound above the limit) it
+fails as unproven, naming the count it needs; a measured percentile above the limit
+fails outright.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from parity.model.bundle import SideRuns
+from parity.model.fair import LatencyLimit, Slo, SloCheck, SloSide, SloStatus
+from parity.model.reports import CurveBest
+from parity.model.roles import ByRole
+from parity.model.verdict import Verdict
+from parity.probes.latency import generation_samples
+
+CONFIDENCE = 0.95
+RULE = (
+    "a limit passes when the 95% upper confidence bound of its percentile (an order "
+    "statistic: the smallest X(k) of n samples with P(Binomial(n, q) <= k-1) >= 0.95) is "
+    "within it; that needs n >= ln(0.05)/ln(q) samples: 5 for p50, 29 for p90, 299 for "
+    "p99; fewer samples fail as unproven"
+)
+
+
+def needed(percentile: int, confidence: float = CONFIDENCE) -> int:
+    """Samples an upper bound of the percentile needs: the least n with 1 - q^n >= c."""
+    q = percentile / 100
+    return math.ceil(math.log(1 - confidence) / math.log(q) - 1e-9)
+
+
+def _pmf(i: int, n: int, q: float) -> float:
+    """P(Binomial(n, q) = i), in log space (no overflow at large n)."""
+    return math.exp(
+        math.lgamma(n + 1)
+        - math.lgamma(i + 1)
+        - math.lgamma(n - i + 1)
+        + i * math.log(q)
+        + (n - i) * math.log1p(-q)
+    )
+
+
+def upper_bound(samples: Sequence[float], percentile: int) -> float | None:
+    """The distribution-free upper confidence bound of the percentile (None: too few)."""
+    n, q = len(samples), percentile / 100
+    if n < needed(percentile):
+        return None
+    ordered = sorted(samples)
+    cdf = 0.0
+    for k in range(1, n + 1):  # cdf: P(Binomial(n, q) <= k - 1)
+        cdf += _pmf(k - 1, n, q)
+        if cdf >= CONFIDENCE:
+            return ordered[k - 1]
+    return ordered[-1]  # 1 - q^n >= 0.95 makes k = n the last candidate
+
+
+def percentile(samples: Sequence[float], p: int) -> float:
+    """The percentile as the verdict's figures compute it (linear interpolation)."""
+    ordered = sorted(samples)
+    pos = (len(ordered) - 1) * p / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def side_samples(side: SideRuns) -> dict[str, list[float]]:
+    """Each latency metric's samples over the steady steps of every ok repeat."""
+    out: dict[str, list[float]] = {}
+    for bundle in side.ok:
+        m = bundle.metrics
+        if m is None:
+            continue
+        if m.inference is not None:
+            out.setdefault("latency", []).extend(m.steady_samples)
+        g = m.generation
+        if g is not None and g.token_times_ns is not None:
+            for key, values in generation_samples(g.token_times_ns, g.requests_per_step).items():
+                out.setdefault(key, []).extend(values)
+    return out
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+def check(limit: LatencyLimit, samples: Sequence[float]) -> SloCheck:
+    """One limit against one side's samples."""
+    n, need, name = len(samples), needed(limit.percentile), limit.name
+    bound = f"{name} <= {_time(limit.limit_s)}"
+    if n == 0:
+        return SloCheck(
+            limit=limit,
+            n=0,
+            needed=need,
+            status="unmeasured",
+            detail=f"{bound}: not measured (the workload reports no {limit.metric} latency)",
+        )
+    value = percentile(samples, limit.percentile)
+    upper = upper_bound(samples, limit.percentile)
+    figure = f"p{limit.percentile} {_time(value)} over {n} samples"
+    status: SloStatus
+    if value > limit.limit_s:
+        status, detail = "fail", f"{figure}: over the limit by {value / limit.limit_s:.3g}x"
+    elif upper is None:
+        status = "unproven"
+        detail = (
+            f"{figure}: within the limit, but unproven: a p{limit.percentile} needs at least "
+            f"{need} samples (1 - q^n >= {CONFIDENCE:g}), {need - n} more"
+        )
+    elif upper > limit.limit_s:
+        status = "unproven"
+        detail = f"{figure}: its 95% upper bound {_time(upper)} is over the limit"
+    else:
+        status, detail = "pass", f"{figure}, 95% upper bound {_time(upper)}: within the limit"
+    return SloCheck(
+        limit=limit,
+        n=n,
+        needed=need,
+        status=status,
+        detail=f"{bound}: {detail}",
+        value_s=value,
+        upper_s=upper,
+    )
+
+
+def judge_slo(limits: tuple[LatencyLimit, ...], sides: ByRole[SideRuns]) -> Slo | None:
+    """Every limit on both sides (None: no limits given); the gate is the target's."""
+    if not limits:
+        return None
+    made: dict[str, SloSide] = {}
+    for role, side in sides.items():
+        samples = side_samples(side)
+        checks = tuple(check(limit, samples.get(limit.metric, [])) for limit in limits)
+        made[role] = SloSide(checks=checks, passed=all(c.status == "pass" for c in checks))
+    pair = ByRole(baseline=made["baseline"], target=made["target"])
+    return Slo(limits=limits, rule=RULE, sides=pair, passed=pair.target.passed)
+
+
+def best_batch(points: Sequence[tuple[int, Verdict]]) -> ByRole[CurveBest] | None:
+    """Per side, the largest batch of a curve that meets every latency limit, its goodput
+    and its cost per 1k requests (None: the verdicts have no limits)."""
+    if not points or points[0][1].slo is None:
+        return None
+    made: dict[str, CurveBest] = {}
+    for role in ("baseline", "target"):
+        meeting = [(bs, v) for bs, v in points if v.slo is not None and _met(v.slo, role)]
+        if not meeting:
+            made[role] = CurveBest(batch_size=None, summary="no batch size meets every limit")
+            continue
+        bs, v = max(meeting, key=lambda p: p[0])
+        info = v.sides.baseline if role == "baseline" else v.sides.target
+        rate = info.throughput.samples_per_s if info.throughput is not None else None
+        side_cost = None
+        if v.cost is not None:
+            side_cost = (
+                v.cost.baseline if role == "baseline" else v.cost.target
+            ).usd_per_1k_requests
+        cost = f", ${side_cost:.4g} per 1k requests" if side_cost is not None else ", no price"
+        goodput = f"{rate:.4g} requests/s" if rate is not None else "no throughput"
+        made[role] = CurveBest(
+            batch_size=bs,
+            goodput_per_s=rate,
+            usd_per_1k_requests=side_cost,
+            summary=f"largest batch within every limit: {bs} ({goodput}{cost})",
+        )
+    return ByRole(baseline=made["baseline"], target=made["target"])
+
+
+def _met(slo: Slo, role: str) -> bool:
+    return (slo.sides.baseline if role == "baseline" else slo.sides.target).passed

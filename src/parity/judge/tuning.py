@@ -1,0 +1,180 @@
+"""Tuning asymmetry: every speed setting one side has and the other lacks, and which way
+it moves the target/baseline step time ratio.
+
+A fully tuned baseline (compiled, bf16, TF32, all threads) against a first-run target
+measures the tuning, not the hardware: the speed verdict over such sides carries a label
+in every output (``Tuning.label``) unless the plan declares the asymmetry intended
+(``[tuning] intended = "why"``, ``--tuning-intended``). The settings are read from what
+each side resolved and ran (the bundle's ``resolved`` settings and device flags), not
+from what was asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from parity.model.fair import Optimisation, Tuning
+from parity.model.manifest import FlagValue, Resolved
+from parity.model.roles import ByRole, Role
+from parity.spec import SideSpec
+
+#: device flags that are speed optimisations when on (the names adapters report them by)
+SPEED_FLAGS = {
+    "cudnn_benchmark": "cuDNN autotuning (cudnn.benchmark)",
+    "cuda_graphs": "CUDA graphs",
+    "graph_capture": "graph capture",
+    "flash_sdp": "flash attention",
+    "mem_efficient_sdp": "memory-efficient attention",
+    "fused_attention": "fused attention",
+}
+METHOD = (
+    "from each side's resolved settings: torch.compile and its backend, autocast precision, "
+    "the matmul and convolution formats (TF32), threads, deterministic algorithms, processes "
+    "and batch per device, and device flags that are speed optimisations ("
+    + ", ".join(SPEED_FLAGS)
+    + ") where both sides report them; a setting neither records (CUDA graphs or fused "
+    "attention inside a workload that does not report them) cannot be seen"
+)
+#: what an optimisation on each side does to the ratio (target step / baseline step)
+BIAS: dict[Role, str] = {
+    "baseline": "raises the ratio: flatters the baseline",
+    "target": "lowers the ratio: flatters the target",
+}
+
+
+def _one_sided(setting: str, a: str, b: str, ahead: Role | None) -> Optimisation:
+    bias = BIAS[ahead] if ahead is not None else "either way: the sides differ in kind"
+    return Optimisation(setting=setting, baseline=a, target=b, side=ahead, bias=bias)
+
+
+def _ahead(a: float, b: float) -> Role | None:
+    return "baseline" if a > b else "target" if b > a else None
+
+
+def _spec_rows(
+    a: SideSpec, b: SideSpec, backends: tuple[str | None, str | None]
+) -> list[Optimisation]:
+    rows = []
+    if a.compile != b.compile:
+        a = replace(a, compile_backend=backends[0] or a.compile_backend) if a.compile else a
+        b = replace(b, compile_backend=backends[1] or b.compile_backend) if b.compile else b
+        rows.append(
+            _one_sided(
+                "torch.compile", _compiled(a), _compiled(b), "baseline" if a.compile else "target"
+            )
+        )
+    if a.deterministic != b.deterministic:  # deterministic kernels are the slower ones
+        ahead: Role = "target" if a.deterministic else "baseline"
+        rows.append(
+            _one_sided(
+                "non-deterministic kernels",
+                _flag(not a.deterministic),
+                _flag(not b.deterministic),
+                ahead,
+            )
+        )
+    pa, pb = a.nproc or 1, b.nproc or 1
+    if pa != pb:
+        rows.append(_one_sided("processes (nproc)", str(pa), str(pb), _ahead(pa, pb)))
+    if a.fsdp != b.fsdp:
+        rows.append(_one_sided("FSDP sharding", _flag(a.fsdp), _flag(b.fsdp), None))
+    return rows
+
+
+def _compiled(s: SideSpec) -> str:
+    return f"compile={s.compile_backend or 'default backend'}" if s.compile else "eager"
+
+
+def _flag(on: bool) -> str:
+    return "on" if on else "off"
+
+
+def _resolved_rows(a: Resolved, b: Resolved) -> list[Optimisation]:
+    rows = []
+    if a.compile_backend and b.compile_backend and a.compile_backend != b.compile_backend:
+        rows.append(_one_sided("compile backend", a.compile_backend, b.compile_backend, None))
+    reduced_a, reduced_b = a.precision != "fp32", b.precision != "fp32"
+    if reduced_a != reduced_b:
+        ahead: Role = "baseline" if reduced_a else "target"
+        rows.append(_one_sided("reduced precision (autocast)", a.precision, b.precision, ahead))
+    else:
+        for name, label in (("matmul", "matmul format"), ("conv", "convolution format")):
+            x, y = getattr(a, name), getattr(b, name)
+            if x != y and "fp32" in (x, y):  # TF32 (or lower) on one side only
+                rows.append(
+                    _one_sided(f"{label} (TF32)", x, y, "target" if x == "fp32" else "baseline")
+                )
+    if a.threads != b.threads:
+        rows.append(
+            _one_sided("threads", str(a.threads), str(b.threads), _ahead(a.threads, b.threads))
+        )
+    return rows
+
+
+def _flag_rows(fa: Mapping[str, FlagValue], fb: Mapping[str, FlagValue]) -> list[Optimisation]:
+    rows = []
+    for key, label in SPEED_FLAGS.items():
+        if key in fa and key in fb and bool(fa[key]) != bool(fb[key]):
+            ahead: Role = "baseline" if fa[key] else "target"
+            rows.append(_one_sided(label, _flag(bool(fa[key])), _flag(bool(fb[key])), ahead))
+    return rows
+
+
+def batch_rows(batch: int | None, a: SideSpec, b: SideSpec) -> list[Optimisation]:
+    """The batch each device sees (the global batch over the processes): a larger one
+    keeps a device busier."""
+    pa, pb = a.nproc or 1, b.nproc or 1
+    if batch is None or pa == pb:
+        return []
+    ba, bb = batch / pa, batch / pb
+    return [_one_sided("batch per device", f"{ba:g}", f"{bb:g}", _ahead(ba, bb))]
+
+
+def label(rows: tuple[Optimisation, ...]) -> str | None:
+    """The label a speed verdict over these sides carries (None: like with like)."""
+    ahead = {r.side for r in rows}
+    if not rows:
+        return None
+    if ahead == {"baseline"}:
+        first = "baseline tuned, target first-run"
+    elif ahead == {"target"}:
+        first = "target tuned, baseline first-run"
+    else:
+        first = "the sides are tuned differently"
+    named = ", ".join(r.setting for r in rows)
+    return f"{first} ({named}): the ratio is not a hardware result"
+
+
+def judge_tuning(
+    specs: ByRole[SideSpec],
+    resolved: ByRole[Resolved | None],
+    flags: ByRole[Mapping[str, FlagValue]],
+    *,
+    batch: int | None,
+    intended: str | None,
+) -> Tuning:
+    """Every optimisation one side has and the other lacks; the label unless intended."""
+    a, b = specs.baseline, specs.target
+    ra, rb = resolved.baseline, resolved.target
+    rows = _spec_rows(
+        a, b, (ra.compile_backend if ra else None, rb.compile_backend if rb else None)
+    )
+    if ra is not None and rb is not None:
+        rows += _resolved_rows(ra, rb)
+    elif a.precision != b.precision:  # a side that never resolved: as asked
+        reduced: Role = "baseline" if a.precision != "fp32" else "target"
+        if "fp32" in (a.precision, b.precision):
+            rows.append(
+                _one_sided("reduced precision (autocast)", a.precision, b.precision, reduced)
+            )
+    rows += _flag_rows(flags.baseline, flags.target)
+    rows += batch_rows(batch, a, b)
+    made = tuple(rows)
+    return Tuning(
+        asymmetric=bool(made),
+        optimisations=made,
+        method=METHOD,
+        intended=intended if made else None,
+        label=None if intended else label(made),
+    )
