@@ -106,14 +106,14 @@ API_CASES: list[tuple[str, str, dict[str, Any], type[UsageError], str]] = [
     ("target loss nan", "compare", {"target_loss": math.nan}, OptionError, "finite"),
     ("compliance text", "compare", {"compliance": "yes"}, OptionError, "True or False"),
     ("workload int", "compare", {"workload": 5}, OptionError, "workload must be a string"),
-    ("target list", "compare", {"target": ["cpu"]}, OptionError, "target must be a string"),
+    ("target list", "compare", {"target": ["cpu"]}, OptionError, "--target must be a side"),
     ("baseline device", "compare", {"baseline": "tpu9"}, SpecError, "unknown device 'tpu9'"),
     ("target nproc zero", "compare", {"target": "cpu+nproc=0"}, SpecError, "nproc=0"),
     ("unknown workload", "compare", {"workload": "nope"}, WorkloadError, "unknown workload"),
     ("size", "compare", {"size": "huge"}, SpecError, "size 'huge' is unknown"),
     ("allow int", "compare", {"allow_diff": 5}, OptionError, "allow_diff must be a list"),
     ("allow field", "compare", {"allow_diff": {"colour": "x"}}, OptionError, "fingerprint"),
-    ("hf config int", "compare", {"hf_config": 5}, OptionError, "hf_config must be a list"),
+    ("hf config int", "compare", {"hf_config": 5}, OptionError, "--hf-config must be a list"),
     ("hf config item", "compare", {"hf_config": ["novalue"]}, SpecError, "KEY=VALUE"),
     ("cost int", "compare", {"cost": 3}, OptionError, "cost must be a mapping"),
     ("cost range", "compare", {"cost": {"idle_fraction": 1.5}}, OptionError, "idle_fraction"),
@@ -214,6 +214,22 @@ def test_the_api_hands_the_cli_s_options_to_one_request(monkeypatch: pytest.Monk
 
 
 @pytest.mark.slow
+def test_the_cli_and_the_api_build_the_same_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fixtures.cli import invoke
+
+    calls = stub_api(monkeypatch)
+    with pytest.raises(parity.ParityError, match="stub"):
+        parity.compare(
+            "mlp-train", target="cpu+bf16", steps=6, repeats=2, pins=["torch==2.13.*"],
+            allow_diff={"seed": "why"}, prices={"target": "21.5:16"}, progress=False,
+        )  # fmt: skip
+    from_api = calls.last("compare")
+    args = ["compare", "mlp-train", "--target", "cpu+bf16", "--steps", "6", "--repeats", "2"]
+    args += ["--pin", "torch==2.13.*", "--allow-diff", "seed=why", "--price", "target=21.5:16"]
+    assert invoke(*args).exit_code == 1
+    assert calls.last("compare") == from_api
+
+
 def test_compare_and_run_from_python(tmp_path: Path) -> None:
     result = parity.compare(
         "mlp-train", target="cpu+bf16", repeats=1, compliance=False, steps=6, out=tmp_path / "c"

@@ -88,8 +88,14 @@ FILE_CASES: list[tuple[str, list[str], Setup, str]] = [
     (
         "request bad side",
         ["compare", "--resume", "run"],
-        stored_request(at("target", "tpu9+bf16")),
+        stored_request(at("target.device", "tpu9")),
         "unknown device 'tpu9'",
+    ),
+    (
+        "request side as a string",
+        ["compare", "--resume", "run"],
+        stored_request(at("target", "cpu+bf16")),
+        "$.target: expected an object",
     ),
     (
         "request huge steps",

@@ -23,6 +23,7 @@ from parity.bundle import (
     write_json,
 )
 from parity.errors import BundleError
+from parity.spec import parse_side
 from tests.fixtures import bundles
 
 
@@ -62,7 +63,7 @@ def test_a_bundle_appears_only_when_finalized_and_sealed(tmp_path: Path) -> None
 
 def test_load_round_trip(tmp_path: Path) -> None:
     b = load_bundle(make_bundle(tmp_path / "b"))
-    assert b.ok and b.side == "cpu" and b.metrics is not None
+    assert b.ok and b.side == parse_side("cpu") and b.metrics is not None
     assert b.fingerprint == b.manifest.workload.parts.digest()
     assert torch.equal(b.output_tensors()["y"], torch.ones(2))
 

@@ -293,7 +293,7 @@ def test_the_workloads_table_keeps_its_columns_at_80() -> None:
 def all_help() -> dict[str, str]:
     import typer
 
-    from parity.cli import app
+    from parity.cli.app import app
 
     pages: dict[str, str] = {}
 
@@ -333,6 +333,39 @@ def test_the_entry_point_and_python_m(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 2 and done.stderr.startswith("parity: error: unknown device")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "--target", "bogus+bf16"],
+        ["compare", "mlp-train", "--baseline=cpu+turbo"],
+        ["run", "mlp-train", "--device", "tpu9"],
+        ["check", "rollback", "mlp-train", "--target", "cpu++bf16"],
+        ["check", "soak", "gpt-generate", "--device", "cuda:x"],
+    ],
+)
+def test_a_bad_side_spec_is_refused_before_numpy_torch_or_typer(args: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from parity.cli import main\n"
+        f"code = main({args!r})\n"
+        "print(code, *(m in sys.modules for m in ('numpy', 'torch', 'typer', 'rich')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["2", "False", "False", "False", "False"], out.stderr
+    assert out.stderr.startswith("parity: error: ") and out.stderr.count("\n") == 1
+
+
+def test_the_early_refusal_leaves_help_and_other_commands_to_the_app() -> None:
+    from parity.cli import early_refusal
+
+    assert early_refusal(["compare", "--target", "bogus", "--help"]) is None
+    assert early_refusal(["ls", "--device", "bogus"]) is None  # a filter, not a side
+    assert early_refusal(["compare", "--target"]) is None  # the parser names it
+    assert early_refusal(["run", "--device", "cpu", "--", "python", "--device", "x"]) is None
+    line = early_refusal(["scale", "mlp-train", "--device=tpu"])
+    assert line is not None and "unknown device 'tpu'" in line
 
 
 def test_importing_the_cli_imports_no_torch() -> None:

@@ -30,7 +30,7 @@ def test_compare_and_diff_give_the_same_verdict(tmp_path: Path) -> None:
     )
     assert cmp.returncode == 0, cmp.stderr
     verdict = json.loads(cmp.stdout)
-    assert verdict["passed"] and verdict["sides"]["target"]["spec"] == "cpu+bf16"
+    assert verdict["passed"] and verdict["sides"]["target"]["side"]["spec"] == "cpu+bf16"
     assert json.loads((out / "verdict.json").read_text()) == verdict
     d = run_cli("diff", str(out / "baseline"), str(out / "target"), "--json")
     assert d.returncode == 0, d.stderr

@@ -23,7 +23,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -34,9 +34,9 @@ import typer
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from parity.cli import app
+from parity.cli.app import app
+from parity.options import options_of
 from parity.plan import TEMPLATE
-from parity.request import CompareOptions
 from tests.fixtures.cli import STUB, invoke, snapshot, stub_api
 
 EXAMPLES = int(os.environ.get("PARITY_FUZZ_EXAMPLES", "500"))
@@ -263,7 +263,7 @@ def test_the_tree_covers_every_command() -> None:
 
 # -- the Python API ----------------------------------------------------------------------------
 
-API_NAMES = [f.name for f in fields(CompareOptions)] + ["plan", "resume", "progress", "colour"]
+API_NAMES = [o.key for o in options_of("compare")] + ["plan", "resume", "progress", "colour"]
 ODD_VALUES = st.one_of(
     st.none(),
     st.booleans(),

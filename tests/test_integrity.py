@@ -15,12 +15,12 @@ from parity import api
 from parity.bundle import load_bundle
 from parity.cache import cache_root
 from parity.errors import BundleError
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from parity.results import ComparisonResult
 
 
 def _compare(out: Path) -> ComparisonResult:
-    options = CompareOptions(
+    options = dict(
         workload="mlp-train",
         target="cpu+bf16",
         steps=4,
@@ -29,7 +29,7 @@ def _compare(out: Path) -> ComparisonResult:
         compliance=False,
         out=str(out),
     )
-    return api.compare(CompareRequest.from_options(options))
+    return api.compare(CompareRequest.from_kwargs(**options))
 
 
 def _times_ten(path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from parity import api
 from parity.model.codec import encode
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.slow
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 def compare(tmp_path: Path, workload: str, target: str, **extra: Any) -> dict[str, Any]:
     out = tmp_path / target.replace("+", "_").replace("=", "-")
-    options = CompareOptions(
+    options = dict(
         workload=workload,
         baseline="cpu",
         target=target,
@@ -30,7 +30,7 @@ def compare(tmp_path: Path, workload: str, target: str, **extra: Any) -> dict[st
         out=str(out),
         **extra,
     )
-    verdict = api.compare(CompareRequest.from_options(options)).verdict
+    verdict = api.compare(CompareRequest.from_kwargs(**options)).verdict
     assert (out / "reference" / "capture.safetensors").is_file()
     assert (out / "reference" / "numerics.safetensors").is_file()  # the whole run
     result: dict[str, Any] = json.loads(json.dumps(encode(verdict)))

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from parity.errors import PlanError, UsageError
-from parity.options import parse_price
+from parity.options import BASELINE, PINS, PRECISION, TARGET, WORKLOAD, Given
 from parity.plan import TEMPLATE, load_plan, write_template
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
+from parity.values import parse_price
 from tests.conftest import differences, run_cli
 from tests.fixtures.cli import invoke, snapshot, stub_api
 
@@ -21,8 +22,8 @@ def test_init_template_is_a_valid_plan(tmp_path: Path) -> None:
     path = tmp_path / "parity.toml"
     write_template(path)
     plan = load_plan(path)
-    assert plan.workload == "gpt-train" and plan.baseline == "cpu"
-    assert plan.target == "cpu+bf16" and plan.precision == 0.02
+    assert plan.get(WORKLOAD) == "gpt-train" and str(plan.get(BASELINE)) == "cpu"
+    assert str(plan.get(TARGET)) == "cpu+bf16" and plan.get(PRECISION) == 0.02
     request = CompareRequest.from_plan(path)
     assert request.measure.precision == 0.02 and str(request.target) == "cpu+bf16"
     with pytest.raises(UsageError, match="already exists"):
@@ -36,10 +37,10 @@ def test_a_plan_s_stack_table_pins_versions_merged_with_given_pins(tmp_path: Pat
             '# numpy = "~=2.1"', 'NumPy = "2.1.0"'
         )
     )
-    assert load_plan(path).pins == {"torch": "==2.13.*", "NumPy": "2.1.0"}
+    assert load_plan(path).get(PINS) == {"torch": "==2.13.*", "numpy": "==2.1.0"}
     request = CompareRequest.from_plan(path)
     assert request.judge.pins == {"torch": "==2.13.*", "numpy": "==2.1.0"}
-    given = CompareOptions.from_kwargs(pins=["torch>=2.13,<2.15", "six==1.17.0"])
+    given = Given.read("compare", {"pins": ["torch>=2.13,<2.15", "six==1.17.0"]}, "kwargs")
     merged = CompareRequest.from_plan(path, given).judge.pins
     assert merged == {"torch": ">=2.13,<2.15", "numpy": "==2.1.0", "six": "==1.17.0"}
 
@@ -47,7 +48,7 @@ def test_a_plan_s_stack_table_pins_versions_merged_with_given_pins(tmp_path: Pat
 def test_options_given_beside_a_plan_replace_its_values(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     path.write_text(TEMPLATE.replace("# steps = 30", "steps = 30"))
-    given = CompareOptions(steps=5, target="cpu+fp16")
+    given = Given.read("compare", {"steps": 5, "target": "cpu+fp16"}, "kwargs")
     request = CompareRequest.from_plan(path, given)
     assert request.workload is not None and request.workload.steps == 5
     assert str(request.target) == "cpu+fp16" and str(request.baseline) == "cpu"
@@ -99,13 +100,18 @@ def edit(old: str, new: str) -> str:
 
 PLAN_CASES: list[tuple[str, str, list[str], str]] = [
     ("bad size", edit('size = "tiny"', 'size = "huge"'), [], "size 'huge' is unknown"),
-    ("seed text", edit("seed = 0", 'seed = "zero"'), [], "workload.seed must be int"),
-    ("seed float", edit("seed = 0", "seed = 1.5"), [], "workload.seed must be int"),
-    ("seed negative", edit("seed = 0", "seed = -1"), [], "--seed must be at least 0"),
+    ("seed text", edit("seed = 0", 'seed = "zero"'), [], "workload.seed must be a whole number"),
+    ("seed float", edit("seed = 0", "seed = 1.5"), [], "workload.seed must be a whole"),
+    ("seed negative", edit("seed = 0", "seed = -1"), [], "workload.seed must be at least 0"),
     ("target device", edit('side = "cpu+bf16"', 'side = "tpu9"'), [], "unknown device 'tpu9'"),
     ("side not text", edit('side = "cpu+bf16"', "side = 3"), [], "target.side must be str"),
     ("idle fraction", edit("idle_fraction = 0.0", "idle_fraction = 1.5"), [], "idle_fraction"),
-    ("compliance int", edit("compliance = true", "compliance = 1"), [], "must be bool"),
+    (
+        "compliance int",
+        edit("compliance = true", "compliance = 1"),
+        [],
+        "measure.compliance must be True or False",
+    ),
     ("unknown table", TEMPLATE + "\n[cost2]\n", [], "plan.cost2 is not a known key"),
     ("mlflow uri", TEMPLATE + '\n[mlflow]\ntracking_uri = "ftp://x"\n', [], "not a tracking URI"),
     ("mlflow key", TEMPLATE + "\n[mlflow]\nuri = 1\n", [], "mlflow.uri is not a known key"),
@@ -130,12 +136,32 @@ PLAN_CASES: list[tuple[str, str, list[str], str]] = [
     ("accelerators alone", edit("# accelerators = 16", "accelerators = 4"), [], "price_per_hour"),
     ("timeout nan", edit("timeout_s = 900", "timeout_s = nan"), [], "must be a finite number"),
     ("timeout inf", edit("timeout_s = 900", "timeout_s = inf"), [], "must be a finite number"),
-    ("timeout zero", edit("timeout_s = 900", "timeout_s = 0"), [], "--timeout must be at least 1"),
-    ("budget zero", edit("budget_s = 30", "budget_s = 0"), [], "--budget must be more than 0"),
-    ("repeats zero", edit("# repeats = 3", "repeats = 0"), [], "--repeats must be at least 1"),
-    ("repeats many", edit("# repeats = 3", "repeats = 5000"), [], "--repeats must be at most"),
-    ("steps zero", edit("# steps = 30", "steps = 0"), [], "--steps must be at least 1"),
-    ("batch negative", edit("# batch_size = 8", "batch_size = -1"), [], "--batch-size"),
+    (
+        "timeout zero",
+        edit("timeout_s = 900", "timeout_s = 0"),
+        [],
+        "measure.timeout_s must be at least 1",
+    ),
+    (
+        "budget zero",
+        edit("budget_s = 30", "budget_s = 0"),
+        [],
+        "measure.budget_s must be more than 0",
+    ),
+    (
+        "repeats zero",
+        edit("# repeats = 3", "repeats = 0"),
+        [],
+        "measure.repeats must be at least 1",
+    ),
+    (
+        "repeats many",
+        edit("# repeats = 3", "repeats = 5000"),
+        [],
+        "measure.repeats must be at most",
+    ),
+    ("steps zero", edit("# steps = 30", "steps = 0"), [], "workload.steps must be at least 1"),
+    ("batch negative", edit("# batch_size = 8", "batch_size = -1"), [], "workload.batch_size"),
     ("allow table twice", TEMPLATE + '\n[allow_diff]\ncolour = "x"\n', [], "not valid TOML"),
     ("allow field", edit('# seed = "the target', 'colour = "x" #'), [], "not a fingerprint field"),
     (
@@ -146,7 +172,12 @@ PLAN_CASES: list[tuple[str, str, list[str], str]] = [
     ),
     ("operational key", TEMPLATE.replace('quotas = ""', 'quota = ""'), [], "operational.quota"),
     ("target loss nan", edit("# target_loss = 5.0", "target_loss = nan"), [], "finite"),
-    ("target loss text", edit("# target_loss = 5.0", 'target_loss = "low"'), [], "must be int"),
+    (
+        "target loss text",
+        edit("# target_loss = 5.0", 'target_loss = "low"'),
+        [],
+        "must be a number",
+    ),
     ("no baseline", TEMPLATE.replace("[baseline]", "[baseline_]"), [], "plan.baseline_ is not"),
     ("workload not a table", 'workload = "x"\n', [], "plan.workload must be dict"),
     ("run steps zero", edit("# run_steps = 100000", "run_steps = 0"), [], "cost.run_steps"),

@@ -17,7 +17,7 @@ import pytest
 from parity import api
 from parity.model.quality import NonFiniteCheck, QualityCheck, TrajectoryCheck
 from parity.model.verdict import Verdict
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from tests.conftest import FIXTURES, HAVE_FAKEDEVICE, needs_fakedevice
 
 if HAVE_FAKEDEVICE:
@@ -33,7 +33,7 @@ TARGETS = ("parityfake", "parityfake+bf16")
 def compare(tmp: Path, workload: str, target: str, steps: int, batch_size: int = 16) -> Verdict:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PARITY_PLUGINS", "parity.testing.fakedevice")
-        options = CompareOptions(
+        options = dict(
             workload=workload,
             baseline="cpu",
             target=target,
@@ -43,7 +43,7 @@ def compare(tmp: Path, workload: str, target: str, steps: int, batch_size: int =
             compliance=False,
             out=str(tmp / "out"),
         )
-        return api.compare(CompareRequest.from_options(options)).verdict
+        return api.compare(CompareRequest.from_kwargs(**options)).verdict
 
 
 def checks(v: Verdict) -> dict[str, QualityCheck]:

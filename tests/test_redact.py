@@ -173,7 +173,9 @@ def test_the_process_redactor_follows_the_environment(monkeypatch: pytest.Monkey
     assert redact("value late-set-secret-42") == f"value {REDACTED}"
 
 
-def test_a_long_log_keeps_its_tail_and_a_key_block_goes_whole(r: Redactor, tmp_path: Path) -> None:
+def test_a_long_log_keeps_its_head_and_tail_and_a_key_block_goes_whole(
+    r: Redactor, tmp_path: Path
+) -> None:
     log = tmp_path / "stdout.log"
     body = "".join(f"line {i}\n" for i in range(5000))
     key = (
@@ -181,11 +183,12 @@ def test_a_long_log_keeps_its_tail_and_a_key_block_goes_whole(r: Redactor, tmp_p
         "-----END RSA PRIVATE KEY-----\n"
     )
     log.write_text(body + key + "last\n")
-    r.file(log, limit=1000)
+    written, dropped = r.file(log, limit=1000)
     text = log.read_text()
-    assert text.startswith("[parity: the first ") and text.endswith(f"{REDACTED}\nlast\n")
-    assert "line 4999\n" in text and "line 0\n" not in text and "MIIE" not in text
-    assert len(text) < 1100
+    assert text.startswith("line 0\n") and text.endswith(f"{REDACTED}\nlast\n")
+    assert f"[parity: {dropped} bytes of this log were left out here" in text
+    assert "line 4999\n" in text and "line 2500\n" not in text and "MIIE" not in text
+    assert len(text) < 1200 and written == len(body + key + "last\n")
 
 
 def test_a_log_that_cannot_be_redacted_is_not_left_as_it_was(

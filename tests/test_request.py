@@ -12,17 +12,10 @@ import pytest
 
 from parity.errors import OptionError, PlanError, ResumeError, SpecError, WorkloadError
 from parity.model.codec import decode, encode
+from parity.options import Given
 from parity.plan import TEMPLATE
-from parity.request import (
-    CheckRequest,
-    CompareOptions,
-    CompareRequest,
-    RunRequest,
-    ScaleRequest,
-    parse_batch_sizes,
-    parse_duration,
-    parse_price,
-)
+from parity.request import CheckRequest, CompareRequest, RunRequest, ScaleRequest
+from parity.values import parse_batch_sizes, parse_duration, parse_price
 
 PLAN = """
 [workload]
@@ -49,8 +42,8 @@ seed = "reseeded on purpose"
 
 
 def test_options_become_a_typed_request() -> None:
-    r = CompareRequest.from_options(
-        CompareOptions(
+    r = CompareRequest.from_kwargs(
+        **dict(
             workload="gpt-train",
             target="cpu+bf16",
             steps=7,
@@ -69,44 +62,47 @@ def test_options_become_a_typed_request() -> None:
 @pytest.mark.parametrize(
     ("options", "error", "words"),
     [
-        (CompareOptions(target="nope"), SpecError, "unknown device 'nope'"),
-        (CompareOptions(target="cpu+turbo"), SpecError, "unknown option"),
-        (CompareOptions(target="cpu+threads=²"), SpecError, "whole number"),
-        (CompareOptions(workload="nope", target="cpu"), WorkloadError, "unknown workload"),
-        (CompareOptions(workload="hf:", target="cpu"), WorkloadError, "names nothing"),
-        (CompareOptions(workload="x.py:f", target="cpu"), WorkloadError, "does not exist"),
-        (CompareOptions(target="cpu", steps=1.5), OptionError, "--steps must be a whole number"),
-        (CompareOptions(target="cpu", batch_size=True), OptionError, "--batch-size"),
-        (CompareOptions(target="cpu", seed=-1), OptionError, "--seed must be at least 0"),
-        (CompareOptions(target="cpu", budget_s=math.nan), OptionError, "finite"),
-        (CompareOptions(target="cpu", timeout_s=0), OptionError, "--timeout must be at least 1"),
-        (CompareOptions(target="cpu", precision=1.5), OptionError, "--precision"),
-        (CompareOptions(target="cpu", target_loss=math.inf), OptionError, "finite"),
-        (CompareOptions(target="cpu", nproc=0), OptionError, "--nproc must be at least 1"),
-        (CompareOptions(target="cpu", nnodes=-1), OptionError, "--nnodes"),
-        (CompareOptions(target="cpu", allow_diff=["colour"]), OptionError, "fingerprint field"),
-        (CompareOptions(target="cpu", cost={"idle_fraction": 1.0}), OptionError, "idle"),
-        (CompareOptions(target="cpu", cost={"tips": 1}), OptionError, "not a cost setting"),
-        (CompareOptions(target="cpu", batch_sizes="1,x"), OptionError, "whole numbers"),
-        (CompareOptions(target="cpu", pins={"torch": "2.x"}), OptionError, "pin torch: '2.x'"),
-        (CompareOptions(target="cpu", pins={"torch": "~=2"}), OptionError, "two release"),
-        (CompareOptions(target="cpu", batch_sizes="1", batch_size=2), OptionError, "not both"),
-        (CompareOptions(target="cpu", script=("python",)), OptionError, "runs a Python script"),
-        (CompareOptions(target="cpu", task="embedd"), SpecError, "--task 'embedd' is unknown"),
-        (CompareOptions(target="cpu", data=" "), SpecError, "--data is empty"),
+        (dict(target="nope"), SpecError, "unknown device 'nope'"),
+        (dict(target="cpu+turbo"), SpecError, "unknown option"),
+        (dict(target="cpu+threads=²"), SpecError, "whole number"),
+        (dict(workload="nope", target="cpu"), WorkloadError, "unknown workload"),
+        (dict(workload="hf:", target="cpu"), WorkloadError, "names nothing"),
+        (dict(workload="x.py:f", target="cpu"), WorkloadError, "does not exist"),
+        (dict(target="cpu", steps=1.5), OptionError, "--steps must be a whole number"),
+        (dict(target="cpu", batch_size=True), OptionError, "--batch-size"),
+        (dict(target="cpu", seed=-1), OptionError, "--seed must be at least 0"),
+        (dict(target="cpu", budget_s=math.nan), OptionError, "finite"),
+        (dict(target="cpu", timeout_s=0), OptionError, "--timeout must be at least 1"),
+        (dict(target="cpu", precision=1.5), OptionError, "--precision"),
+        (dict(target="cpu", target_loss=math.inf), OptionError, "finite"),
+        (dict(target="cpu", nproc=0), OptionError, "--nproc must be at least 1"),
+        (dict(target="cpu", nnodes=-1), OptionError, "--nnodes"),
+        (dict(target="cpu", allow_diff=["colour"]), OptionError, "fingerprint field"),
+        (dict(target="cpu", cost={"idle_fraction": 1.0}), OptionError, "idle"),
+        (dict(target="cpu", cost={"tips": 1}), OptionError, "not a cost setting"),
+        (dict(target="cpu", batch_sizes="1,x"), OptionError, "whole numbers"),
+        (dict(target="cpu", pins={"torch": "2.x"}), OptionError, "pin torch: '2.x'"),
+        (dict(target="cpu", pins={"torch": "~=2"}), OptionError, "two release"),
+        (dict(target="cpu", batch_sizes="1", batch_size=2), OptionError, "not both"),
+        (dict(target="cpu", script=("python",)), OptionError, "runs a Python script"),
+        (dict(target="cpu", task="embedd"), SpecError, "--task 'embedd' is unknown"),
+        (dict(target="cpu", data=" "), SpecError, "--data is empty"),
         (
-            CompareOptions(target="cpu", data="a.txt", script=("python", "t.py")),
+            dict(target="cpu", data="a.txt", script=("python", "t.py")),
             OptionError,
             "--data cannot go with a script",
         ),
     ],
 )
 def test_bad_options_are_one_typed_error(
-    options: CompareOptions, error: type[Exception], words: str
+    options: dict[str, object], error: type[Exception], words: str
 ) -> None:
     with pytest.raises(error) as info:
-        CompareRequest.from_options(options)
+        CompareRequest.from_kwargs(**options)
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+GIVEN = {"steps": 5, "target": "cpu+fp16"}
 
 
 def test_a_plan_file_with_given_options_replacing_its_values(tmp_path: Path) -> None:
@@ -117,7 +113,7 @@ def test_a_plan_file_with_given_options_replacing_its_values(tmp_path: Path) -> 
     assert r.measure.repeats == 3 and r.measure.budget_s == 45
     assert r.judge.cost.prices["baseline"].usd_per_hour == 3.0
     assert r.judge.cost.idle_fraction == 0.2 and r.judge.allow == {"seed": "reseeded on purpose"}
-    given = CompareRequest.from_plan(plan, CompareOptions(steps=5, target="cpu+fp16"))
+    given = CompareRequest.from_plan(plan, Given.read("compare", GIVEN, "kwargs"))
     assert given.workload is not None and given.workload.steps == 5
     assert given.target.precision == "fp16" and given.measure.repeats == 3
 
@@ -141,8 +137,8 @@ def test_a_plan_names_the_task_and_the_data(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        (PLAN.replace("repeats = 3", "repeats = 0"), "--repeats must be at least 1"),
-        (PLAN.replace("repeats = 3", 'repeats = "3"'), "measure.repeats must be int"),
+        (PLAN.replace("repeats = 3", "repeats = 0"), "measure.repeats must be at least 1"),
+        (PLAN.replace("repeats = 3", 'repeats = "3"'), "measure.repeats must be a whole number"),
         (PLAN.replace("budget_s = 45", "budget_s = nan"), "finite"),
         (PLAN.replace("[cost]", "[costs]"), "plan.costs is not a known key"),
         (PLAN.replace('name = "mlp-train"', ""), "workload.name is required"),
@@ -158,7 +154,7 @@ def test_a_bad_plan_names_the_file_and_key(tmp_path: Path, text: str, words: str
 
 
 def test_request_json_round_trip_and_refusals(tmp_path: Path) -> None:
-    r = CompareRequest.from_options(CompareOptions(workload="mlp-train", target="cpu+bf16"))
+    r = CompareRequest.from_kwargs(workload="mlp-train", target="cpu+bf16")
     r.save(tmp_path)
     assert CompareRequest.from_file(tmp_path) == r
     with pytest.raises(ResumeError, match=r"holds no request\.json"):
@@ -173,7 +169,7 @@ def test_kwargs_are_type_checked() -> None:
     assert ok.workload is not None and ok.workload.overrides == (("x", "1"),)
     with pytest.raises(OptionError, match="unknown argument 'colour'"):
         CompareRequest.from_kwargs(colour="red")
-    with pytest.raises(OptionError, match="target must be a string"):
+    with pytest.raises(OptionError, match="--target must be a side spec string"):
         CompareRequest.from_kwargs(target=3)
     with pytest.raises(OptionError, match="--seed must be a whole number"):
         CompareRequest.from_kwargs(target="cpu", seed=1.5)
@@ -193,18 +189,18 @@ def test_kwargs_are_type_checked() -> None:
 
 
 def test_run_check_and_scale_requests() -> None:
-    run = RunRequest.from_options(CompareOptions(workload="mlp-train"), side="cpu", mode="scan")
+    run = RunRequest.from_kwargs("scan", workload="mlp-train", device="cpu")
     assert run.job_mode == "scan" and run.name == "mlp-train"
-    soak = CheckRequest.from_options(
-        "soak", CompareOptions(workload="gpt-generate"), side="cpu", duration="1m30s"
-    )
+    soak = CheckRequest.from_kwargs("soak", workload="gpt-generate", device="cpu", duration="1m30s")
     assert soak.duration_s == 90
     with pytest.raises(OptionError, match="drop nproc"):
-        CheckRequest.from_options("recovery", CompareOptions(), side="cpu+nproc=2")
-    scale = ScaleRequest.from_options(CompareOptions(), side="cpu", counts="4,1,2,2")
+        CheckRequest.from_kwargs("recovery", device="cpu+nproc=2")
+    scale = ScaleRequest.from_kwargs(device="cpu", scaling="4,1,2,2")
     assert scale.counts == (1, 2, 4)
-    with pytest.raises(OptionError, match="process counts"):
-        ScaleRequest.from_options(CompareOptions(), side="cpu", counts="0,2")
+    with pytest.raises(OptionError, match="--scaling must be at least 1"):
+        ScaleRequest.from_kwargs(device="cpu", scaling="0,2")
+    with pytest.raises(OptionError, match="unknown argument 'repeats'"):
+        RunRequest.from_kwargs("run", workload="mlp-train", device="cpu", repeats=3)
 
 
 def test_small_parsers() -> None:
@@ -222,11 +218,11 @@ def test_small_parsers() -> None:
 def test_bad_input_is_refused_without_importing_torch() -> None:
     code = (
         "import sys\n"
-        "from parity.request import CompareRequest, CompareOptions\n"
-        "bad = (CompareOptions(target='bogus'), CompareOptions(workload='nope', target='cpu'))\n"
+        "from parity.request import CompareRequest\n"
+        "bad = (dict(target='bogus'), dict(workload='nope', target='cpu'))\n"
         "for o in bad:\n"
         "    try:\n"
-        "        CompareRequest.from_options(o)\n"
+        "        CompareRequest.from_kwargs(**o)\n"
         "    except Exception as exc:\n"
         "        print(type(exc).__name__)\n"
         "print('torch' in sys.modules)\n"
@@ -236,9 +232,9 @@ def test_bad_input_is_refused_without_importing_torch() -> None:
 
 
 def test_the_agreement_thresholds_come_from_options_and_plans(tmp_path: Path) -> None:
-    r = CompareRequest.from_options(CompareOptions(target="cpu", min_cosine=0.95, min_top1=0.9))
+    r = CompareRequest.from_kwargs(target="cpu", min_cosine=0.95, min_top1=0.9)
     assert (r.judge.min_cosine, r.judge.min_top1) == (0.95, 0.9)
-    default = CompareRequest.from_options(CompareOptions(target="cpu"))
+    default = CompareRequest.from_kwargs(target="cpu")
     assert (default.judge.min_cosine, default.judge.min_top1) == (0.99, 0.99)
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN + "\n[quality]\nmin_cosine = 0.97\nmin_top1 = 1\n")
@@ -257,4 +253,21 @@ def test_the_agreement_thresholds_come_from_options_and_plans(tmp_path: Path) ->
 )
 def test_bad_agreement_thresholds_name_the_setting(given: dict[str, object], words: str) -> None:
     with pytest.raises(OptionError, match=words):
-        CompareRequest.from_options(CompareOptions(target="cpu", **given))  # type: ignore[arg-type]
+        CompareRequest.from_kwargs(target="cpu", **given)
+
+
+def test_every_option_is_declared_once_for_the_commands_that_read_it() -> None:
+    from parity.options import TABLE, options_of
+
+    commands = {"compare", "run", "scan", "scale", "rollback", "recovery", "soak", "diff"}
+    assert {c for o in TABLE.values() for c in o.commands} == commands
+    flags = [o.flag for o in TABLE.values() if o.cli is not None]
+    assert len(flags) == len(set(flags))
+    plans = [o.plan for o in TABLE.values() if o.plan is not None]
+    assert len(plans) == len(set(plans))
+    assert {o.key for o in options_of("scan")} < {o.key for o in options_of("run")}
+    # a value out of range is refused by the table, whichever surface it came from
+    with pytest.raises(OptionError, match="--repeats must be at most 1000"):
+        CompareRequest.from_kwargs(target="cpu", repeats=1001)
+    with pytest.raises(OptionError, match=r"measure\.repeats must be at most 1000"):
+        Given.read("compare", {"repeats": 1001}, "plan")

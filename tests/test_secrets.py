@@ -20,7 +20,7 @@ from parity.progress import LineProgress
 from parity.redact import REDACTED
 from parity.report.markdown import render_markdown
 from parity.report.terminal import render_terminal
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from parity.results import ComparisonResult
 from tests.conftest import FIXTURES, run_cli
 from tests.fixtures import planted_secrets as secrets
@@ -88,8 +88,8 @@ PLANTED = [
 
 
 def _compare(out: Path, progress: LineProgress, **options: object) -> ComparisonResult:
-    request = CompareRequest.from_options(
-        CompareOptions(target="cpu+bf16", repeats=1, compliance=False, out=str(out), **options)  # type: ignore[arg-type]
+    request = CompareRequest.from_kwargs(
+        **dict(target="cpu+bf16", repeats=1, compliance=False, out=str(out), **options)  # type: ignore[arg-type]
     )
     return api.compare(request, progress=progress)
 
@@ -154,8 +154,8 @@ def test_planted_secrets_reach_no_file_and_no_printed_line(
     # the stored request holds the command masked: resuming needs the real one again
     with pytest.raises(ResumeError, match="secret values masked"):
         api.resume(tmp_path / "script")
-    request = CompareRequest.from_options(
-        CompareOptions(
+    request = CompareRequest.from_kwargs(
+        **dict(
             target="cpu+bf16",
             repeats=1,
             compliance=False,

@@ -10,8 +10,9 @@ light (no torch); modules take the version from ``parity.version``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from parity.lazy import lazy_names as _lazy_names
 from parity.version import __version__
 
 if TYPE_CHECKING:
@@ -40,9 +41,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'parity' has no attribute {name!r}")
+__getattr__ = _lazy_names("parity", _LAZY)

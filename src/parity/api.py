@@ -22,9 +22,7 @@ from parity.request import CompareRequest, RunRequest
 from parity.results import ComparisonResult
 from parity.sinks import judge_inputs, overridden
 
-__all__ = ["check_resume", "compare", "compare_curve", "diff", "resume", "run"]
-
-check_resume = runs.check_resume
+__all__ = ["compare", "compare_curve", "diff", "resume", "run"]
 
 
 def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:

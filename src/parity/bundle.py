@@ -39,11 +39,11 @@ from parity.model import SCHEMA_VERSION
 from parity.model.bundle import MARGIN, Bundle, SideRuns
 from parity.model.codec import DecodeError, Json, decode, encode, loads
 from parity.model.job import Mode
-from parity.model.manifest import Manifest
+from parity.model.manifest import LogCut, Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
-from parity.model.side import SideFile
+from parity.model.side import MeasureRecord
 from parity.model.verdict import JudgeInputs, Verdict
 from parity.model.workload import PreparedWorkload
 
@@ -65,6 +65,8 @@ OPS = "ops.json"
 SIDE_FILE = "side.json"
 PREPARED = "prepared.json"
 DIGEST = "digest.json"
+#: which logs were cut to the size a bundle keeps, and by how much (``model.manifest.Logs``)
+LOGS_FILE = "logs.json"
 LOGS = (".log", ".jsonl")
 #: what ``write_json`` writes before its rename, and the redactor before its own
 TEMP_SUFFIX = ".tmp"
@@ -154,10 +156,15 @@ def seal(directory: Path, redactor: Redactor | None = None) -> dict[str, bytes]:
     for stray in directory.glob(".*"):
         if stray.is_file() or stray.is_symlink():
             stray.unlink()
+    cut = []
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.name.endswith(LOGS):
+            written, dropped = r.file(path)
+            if dropped:
+                cut.append(LogCut(name=path.name, written=written, dropped=dropped))
+    if cut:  # said in the bundle, so the verdict and the views can say it
+        write_doc(directory / LOGS_FILE, Logs(cut=tuple(cut)))
     paths = sorted(p for p in directory.iterdir() if p.is_file() and p.name != DIGEST)
-    for path in paths:
-        if path.name.endswith(LOGS):
-            r.file(path)
     read = {p.name: read_hashed(p) for p in paths}
     digest = Digest(files={name: sha for name, (_, sha) in read.items()})
     write_doc(directory / DIGEST, digest)
@@ -341,6 +348,7 @@ def _decode_bundle(path: Path, files: Mapping[str, bytes], digest: Digest) -> Bu
         ops=doc(OPS, OpsCensus),
         capture=doc(CAPTURE, Capture),
         prepared=doc(PREPARED, PreparedWorkload),
+        logs=doc(LOGS_FILE, Logs),
         tensors=_tensors(path / OUTPUT_TENSORS, files.get(OUTPUT_TENSORS)),
         probe=_tensors(path / CAPTURE_TENSORS, files.get(CAPTURE_TENSORS)),
         digest=digest.files,
@@ -384,7 +392,7 @@ def load_side(path: Path | str) -> SideRuns:
         path=path,
         repeats=tuple(load_bundle(p) for p in repeats),
         compliance=compliance,
-        info=read_doc(info, SideFile) if info.is_file() else None,
+        info=read_doc(info, MeasureRecord) if info.is_file() else None,
     )
 
 

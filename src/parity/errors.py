@@ -13,7 +13,8 @@ parent but a recorded result (exit code 1 through the verdict).
     │   ├── ResumeError              --resume on a directory it cannot finish
     │   ├── BundleError              missing, corrupt, tampered or other-schema bundle
     │   ├── CheckError               a check result (check.json) that cannot be used
-    │   └── ContractError            the two sides did not run the same frozen workload
+    │   ├── ContractError            the two sides did not run the same frozen workload
+    │   └── DeviceError              a side this machine cannot run (found in the pre-flight)
     ├── SideError                    a worker process failed (crash, timeout, exception)
     ├── CheckpointError              a training checkpoint cannot be written or read back
     └── OutputError                  what was measured cannot be written (disk full, I/O)
@@ -66,6 +67,12 @@ class ContractError(UsageError):
     """The two bundles did not run the same frozen workload and no difference was allowed."""
 
 
+class DeviceError(UsageError):
+    """A side this machine cannot run: a device that is not there, an unknown compile
+    backend, more threads than cores. Found by the worker that prepares the workload,
+    before anything is written."""
+
+
 class SideError(ParityError):
     """A worker process failed; carries the reason recorded in its bundle."""
 
@@ -92,14 +99,9 @@ def one_line(message: object, *, longest: int = LONGEST_VALUE) -> str:
     and format characters (newlines, escapes, lone surrogates from undecodable
     arguments) escaped, each value longer than ``longest`` characters shortened in the
     middle, and the whole line kept under ten such values."""
-    import unicodedata
+    from parity.printable import printable
 
-    text = "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")
-        else ch
-        for ch in str(message)
-    )
+    text = printable(message, layout=False)
     text = " ".join(_shorten(word, longest) for word in text.split(" "))
     return _shorten(text, 10 * longest)
 

@@ -1,451 +1,520 @@
-"""One option value at a time: every number in its declared range and finite, prices,
-batch sizes, durations, lists of strings and paths, each checked for its type and value
-(``OptionError`` naming the option and the fix).
+"""The option table: every option parity takes, declared once with its reader, its range,
+its help and the commands that take it.
 
-``parity.request`` builds its requests of these; they are apart so that each surface
-(the command line, plan files, Python keyword arguments, a stored ``request.json``)
-shares one definition of what a value may be. Nothing here imports torch.
+One ``declare(...)`` per option. The command line builds each command's options from
+the table (``parity.cli.common.table_options``), plan files map their keys onto it
+(``plan=``), Python keyword arguments are its keys, and a stored ``request.json`` is read
+back through it. Values are read once, by ``Given.read``: each by its option's reader
+(``parity.values``), which checks type, finiteness and range and names the option as
+the surface spells it. What holds across options (a workload or a script, the device
+known, one of ``--batch-size`` and ``--batch-sizes``) is the request builder's
+(``parity.request``). Nothing here imports torch or numpy.
+
+Adding an option: one ``declare`` here (name, reader, help, commands, plan key), then
+read it in the request builder of each command that takes it.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from parity.errors import OptionError
-from parity.model.verdict import Price
-from parity.model.workload import FingerprintParts
-from parity.versions import parse_pin, split_requirement
-
-DAY_S = 86400.0
-#: the declared upper bound of every numeric option (the lower bounds are where each is
-#: read): beyond these a value is a typo, or would overflow what it feeds (a seed is 64
-#: bits, a timeout a timer); plan files and the Python API share them
-HIGH: dict[str, float] = {
-    "--batch-size": 2**20,
-    "--batch-sizes": 2**20,
-    "--seq-len": 2**20,
-    "--steps": 10**7,
-    "--seed": 2**63 - 1,
-    "--repeats": 1000,
-    "--nproc": 4096,
-    "--nnodes": 4096,
-    "--scaling process counts": 4096,
-    "--timeout": 30 * DAY_S,
-    "--budget": 30 * DAY_S,
-    "--duration": 30 * DAY_S,
-    "--target-loss": 1e30,
-    "--price": 1e7,
-    "--price accelerators": 4096,
-    "--k": 10**7,
-    "--m": 10**7,
-    "--max-drift": 1e6,
-    "--max-host-growth": 1e9,
-    "--max-device-growth": 1e9,
-    "--limit": 10**6,
-    "cost.run_steps": 10**12,
-    "cost.engineering_hours": 1e7,
-    "cost.engineering_rate": 1e6,
-    "cost.retry_fraction": 100,
-    "cost.checkpoint_overhead": 100,
-}
-
-
-def check_number(
-    name: str,
-    value: object,
-    *,
-    integer: bool = False,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-) -> float:
-    """``value`` as a finite number in range (``high`` defaults to ``HIGH[name]``), or
-    OptionError naming ``name``."""
-    high = HIGH.get(name) if high is None else high
-    kind = "a whole number" if integer else "a number"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise OptionError(f"{name} must be {kind}, got {show(value)}")
-    if integer and not isinstance(value, int):
-        raise OptionError(f"{name} must be {kind}, got {show(value)}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise OptionError(f"{name} must be a finite number, got {value}")
-    if low is not None and (value <= low if low_open else value < low):
-        bound = f"more than {number_text(low)}" if low_open else f"at least {number_text(low)}"
-        raise OptionError(f"{name} must be {bound}, got {number_text(value)}")
-    if high is not None and value > high:
-        raise OptionError(f"{name} must be at most {number_text(high)}, got {number_text(value)}")
-    if low is None and high is not None and value < -high:  # no lower bound: a magnitude
-        raise OptionError(f"{name} must be at least {number_text(-high)}, got {number_text(value)}")
-    return value
-
-
-def number_text(value: float) -> str:
-    """A number as people write it: whole numbers in full up to 16 digits."""
-    try:
-        if float(value).is_integer() and abs(value) < 1e16:
-            return str(int(value))
-        return f"{value:g}"
-    except OverflowError:  # an int beyond any float
-        return f"{'-' if value < 0 else ''}a {int(value).bit_length()}-bit number"
-
-
-def show(value: object) -> str:
-    try:
-        text = repr(value)
-    except ValueError:  # an int too long to print
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def whole_numbers(option: str, text: str, example: str) -> list[int]:
-    """``1,8,32`` into whole numbers (ASCII digits only), each checked against its range."""
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not all(x.isascii() and x.isdigit() and len(x) <= 30 for x in items):
-        raise OptionError(f"{option} {show(text)} must be whole numbers, e.g. {example}")
-    return [int(check_number(option, int(x), integer=True, low=1)) for x in items]
-
-
-def parse_price(text: str) -> tuple[str, Price]:
-    """``SIDE=DOLLARS_PER_HOUR[:ACCELERATORS]`` with SIDE baseline or target."""
-    side, sep, rest = text.partition("=")
-    side = side.strip()
-    if not sep or side not in ("baseline", "target"):
-        raise OptionError(
-            f"--price {show(text)}: write baseline=DOLLARS_PER_HOUR[:ACCELERATORS] or target=..."
-        )
-    amount, _, accel = rest.partition(":")
-    try:
-        usd, count = float(amount), int(accel or "1")
-    except ValueError:
-        raise OptionError(
-            f"--price {show(text)}: the price and accelerator count must be numbers, "
-            "e.g. target=21.50:16"
-        ) from None
-    check_number("--price", usd, low=0, low_open=True)
-    check_number("--price accelerators", count, integer=True, low=1)
-    return side, Price(usd_per_hour=usd, accelerators=count)
-
-
-def parse_batch_sizes(text: str | Sequence[int]) -> tuple[int, ...]:
-    """``1,8,32`` (or a list) into sorted distinct batch sizes of at least 1."""
-    if isinstance(text, str):
-        values: Sequence[object] = whole_numbers("--batch-sizes", text, "1,8,32")
-    elif isinstance(text, Sequence):
-        values = list(text)
-    else:
-        raise OptionError(f"batch_sizes must be a list of whole numbers, got {show(text)}")
-    sizes = sorted({int(check_number("--batch-sizes", v, integer=True, low=1)) for v in values})
-    if not sizes:
-        raise OptionError("--batch-sizes needs at least one batch size, e.g. 1,8,32")
-    return tuple(sizes)
-
-
-def allowed_differences(items: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
-    """``FIELD`` or ``FIELD=reason`` items (or a mapping) into field -> reason."""
-    pairs: list[tuple[str, str]] = []
-    if isinstance(items, Mapping):
-        pairs = [(str(k), str(v)) for k, v in items.items()]
-    elif items is not None:
-        for item in strings("allow_diff", items):
-            name, _, reason = item.partition("=")
-            pairs.append((name, reason))
-    allow: dict[str, str] = {}
-    for name, reason in pairs:
-        name = name.strip()
-        if name not in FingerprintParts.names():
-            raise OptionError(
-                f"--allow-diff {show(name)} is not a fingerprint field: use one of "
-                f"{', '.join(FingerprintParts.names())}"
-            )
-        allow[name] = reason.strip().strip('"') or "allowed by the user (no reason given)"
-    return allow
-
-
-def pins(value: object) -> dict[str, str]:
-    """Pinned versions as given: a mapping of package names to pins, or ``NAME PIN``
-    items (``torch==2.13.0``, ``numpy>=1.24,<3``: the command line's ``--pin``). Their
-    shape is checked here, the pins themselves by ``checked_pins``."""
-    if isinstance(value, Mapping):
-        out: dict[str, str] = {}
-        for name, pin in value.items():
-            if not isinstance(name, str) or not isinstance(pin, str):
-                raise OptionError(
-                    "pins must map package names to version pins, e.g. {'torch': '==2.13.*'}, "
-                    f"got {show(name)}: {show(pin)}"
-                )
-            out[name] = pin
-        return out
-    return dict(split_requirement(item) for item in strings("--pin", value))
-
-
-def checked_pins(given: Mapping[str, str]) -> dict[str, str]:
-    """Each pin read (``parity.versions``): normalised name -> the pin as written back."""
-    out: dict[str, str] = {}
-    for name, text in given.items():
-        pin = parse_pin(name, text, f"pin {name}")
-        out[pin.package] = pin.text
-    return out
-
-
-def strings(name: str, value: object) -> tuple[str, ...]:
-    """A string, a list of strings (or paths) or a mapping (``KEY=VALUE``) as strings."""
-    if value is None:
-        return ()
-    if isinstance(value, str | Path):
-        return (str(value),)
-    if isinstance(value, Mapping):
-        return tuple(
-            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in value.items()
-        )
-    if isinstance(value, Sequence) and all(isinstance(v, str | Path) for v in value):
-        return tuple(str(v) for v in value)
-    raise OptionError(f"{name} must be a list of strings, got {show(value)}")
-
-
-def flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise OptionError(f"{name} must be True or False, got {show(value)}")
-    return value
-
-
-def check_path(name: str, value: object) -> str:
-    if isinstance(value, str | os.PathLike):
-        text = os.fspath(value)
-        if isinstance(text, str) and text.strip() and "\0" not in text:
-            return text
-    raise OptionError(f"{name} must be a directory path, got {show(value)}")
-
-
-def script_argv(value: object) -> tuple[str, ...]:
-    """A script's command as a list of strings (``["python", "train.py", ...]``)."""
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise OptionError(
-            f"script must be a list of strings such as ['python', 'train.py'], got {show(value)}"
-        )
-    argv = strings("script", value)
-    if not argv:
-        raise OptionError("script is empty: give the command, e.g. ['python', 'train.py']")
-    return argv
-
-
-def prices(value: object) -> dict[str, Price]:
-    if isinstance(value, Mapping):
-        out: dict[str, Price] = {}
-        for role, price in value.items():
-            if isinstance(price, Price):
-                out[str(role)] = price
-            else:
-                out.update([parse_price(f"{role}={price}")])
-        return out
-    return dict(parse_price(p) for p in strings("prices", value))
-
-
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([hms])", re.ASCII)
-_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0}
-
-
-def parse_duration(text: str) -> float:
-    """``30s``, ``10m``, ``1h``, ``1h30m``, ``1.5h`` or plain seconds, in seconds."""
-    t = text.strip().lower()
-    try:
-        seconds = float(t) if t.isascii() else math.nan
-    except ValueError:
-        pos, seconds = 0, 0.0
-        for match in _DURATION.finditer(t):
-            if match.start() != pos:
-                break
-            seconds += float(match[1]) * _UNIT_S[match[2]]
-            pos = match.end()
-        if pos != len(t) or not t:
-            raise OptionError(
-                f"--duration {show(text)} is not a duration: use e.g. 30s, 10m, 1h or 1h30m"
-            ) from None
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise OptionError(f"--duration {show(text)} must be more than zero, e.g. 30s")
-    return check_number("--duration", seconds, low=0, low_open=True)
-
-
-#: tracking URI schemes MLflow speaks (a local directory is ``file:PATH``)
-TRACKING_SCHEMES = ("http", "https", "file", "sqlite", "postgresql", "mysql", "mssql", "databricks")
-
-
-def parse_tracking_uri(value: object) -> str:
-    """``--mlflow``'s URI: empty for MLflow's own default (``MLFLOW_TRACKING_URI``, else
-    ``./mlruns``), else a URI with a scheme MLflow speaks and no credentials in it (they
-    would be written into ``request.json``)."""
-    if not isinstance(value, str) or "\0" in value:
-        raise OptionError(f"--mlflow must be a tracking URI string, got {show(value)}")
-    uri = value.strip()
-    if not uri:
-        return ""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        parts = None
-    scheme = parts.scheme.split("+")[0].lower() if parts is not None else ""
-    if parts is None or scheme not in TRACKING_SCHEMES:
-        raise OptionError(
-            f"--mlflow {show(value)} is not a tracking URI: use http(s)://HOST:PORT, "
-            "sqlite:///FILE, file:DIR or databricks (or --mlflow alone for MLflow's default)"
-        )
-    if parts.username is not None or parts.password is not None:
-        raise OptionError(
-            "--mlflow: credentials in the tracking URI would be written into request.json: "
-            "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD instead"
-        )
-    return uri
-
-
-def optional_int(name: str, value: object, low: int = 1) -> int | None:
-    return None if value is None else int(check_number(name, value, integer=True, low=low))
-
-
-def typed_options(given: dict[str, Any]) -> dict[str, Any]:
-    """``CompareOptions`` keyword arguments checked for their type (their values are the
-    request's to check), strings, lists, prices and paths normalised."""
-    if isinstance(given.get("data"), os.PathLike):
-        given["data"] = os.fspath(given["data"])
-    text_keys = (
-        *("workload", "size", "baseline", "target", "rdzv_endpoint", "task", "data"),
-        "generate_loop",
-    )
-    for key in (*text_keys, "mlflow_experiment", "tuning_intended"):
-        if key in given and not isinstance(given[key], str):
-            raise OptionError(f"{key} must be a string, got {show(given[key])}")
-    if "out" in given:
-        given["out"] = check_path("out", given["out"])
-    if "script" in given:
-        given["script"] = script_argv(given["script"])
-    if "hf_config" in given:
-        given["hf_config"] = strings("hf_config", given["hf_config"])
-    if "checks" in given:  # directories, also comma-separated
-        items = strings("checks", given["checks"])
-        given["checks"] = tuple(p.strip() for i in items for p in i.split(",") if p.strip())
-    if "prices" in given:
-        given["prices"] = prices(given["prices"])
-    if "pins" in given:
-        given["pins"] = pins(given["pins"])
-    for key in ("cost", "operational"):
-        if key in given and not isinstance(given[key], Mapping):
-            raise OptionError(f"{key} must be a mapping of names to values, got {show(given[key])}")
-    if "compliance" in given:
-        flag("compliance", given["compliance"])
-    if given.get("mlflow") is True:  # parity.compare(..., mlflow=True): MLflow's default
-        given["mlflow"] = ""
-    if "mlflow" in given:
-        given["mlflow"] = parse_tracking_uri(given["mlflow"])
-    return given
-
-
-def default_target() -> str:
-    """The accelerator PyTorch reports, or ``cpu+bf16`` on a machine without one (or with
-    one parity has no adapter for: a device a plugin registered in this process only)."""
-    import torch
-
-    from parity.devices.names import check_device_name
-    from parity.errors import SpecError
-
-    accel = getattr(torch, "accelerator", None)
-    if accel is not None and accel.is_available():
-        current = accel.current_accelerator()
-        if current is not None and current.type != "cpu":
-            try:
-                check_device_name(current.type, current.type)
-            except SpecError:
-                return "cpu+bf16"
-            return str(current.type)
-    return "cpu+bf16"
-
-
-# -- the options as given ---------------------------------------------------------------------
-
-COST_KNOBS = (
-    "run_steps",
-    "engineering_hours",
-    "engineering_rate",
-    "idle_fraction",
-    "retry_fraction",
-    "checkpoint_overhead",
+from parity.values import (
+    DAY_S,
+    MAX_BATCH,
+    allowed_differences,
+    check_number,
+    check_path,
+    checked_pins,
+    flag,
+    parse_batch_sizes,
+    parse_duration,
+    parse_tracking_uri,
+    pins,
+    prices,
+    read_side,
+    script_argv,
+    show,
+    strings,
+    whole_numbers,
 )
 
+if TYPE_CHECKING:
+    from parity.model.fair import LatencyLimit, ProductionShape
+    from parity.model.inputs import CostInputs, Price
+    from parity.spec import SideSpec
 
-@dataclass(frozen=True, kw_only=True)
-class CompareOptions:
-    """The options of a comparison as given, before validation (None: not given)."""
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+#: reads one value: (the option as the surface names it, the value given) -> typed value
+Reader = Callable[[str, Any], T]
+#: where a value comes from: the command line and keyword arguments name an option by its
+#: flag, a plan file by its key path
+Surface = Literal["cli", "kwargs", "plan", "request"]
 
-    workload: str | None = None
-    script: tuple[str, ...] = ()
-    size: str | None = None
-    batch_size: object = None
-    seq_len: object = None
-    steps: object = None
-    seed: object = None
-    hf_config: tuple[str, ...] = ()
-    task: str | None = None
-    data: str | None = None
-    generate_loop: str | None = None
-    baseline: str | None = None
-    target: str | None = None
-    out: str | None = None
-    repeats: object = None
-    precision: object = None
-    budget_s: object = None
-    compliance: bool | None = None
-    timeout_s: object = None
-    nproc: object = None
-    nnodes: object = None
-    rdzv_endpoint: str | None = None
-    allow_diff: Mapping[str, str] | Sequence[str] | None = None
-    target_loss: object = None
-    #: the agreement gates' thresholds: embeddings' smallest per-row cosine similarity and
-    #: logits' smallest top-1 agreement with the baseline (None: the defaults, 0.99)
-    min_cosine: object = None
-    min_top1: object = None
-    prices: Mapping[str, Price] = field(default_factory=dict)
-    cost: Mapping[str, object] = field(default_factory=dict)
-    operational: Mapping[str, str] = field(default_factory=dict)
-    checks: tuple[str, ...] = ()
-    batch_sizes: str | Sequence[int] | None = None
-    #: package name -> expected version (``==2.13.*``); the plan's ``[stack]`` table
-    pins: Mapping[str, str] = field(default_factory=dict)
-    mlflow: str | None = None
-    mlflow_experiment: str | None = None
-    #: the fair-comparison rules (``parity.fair_options``): the production shape
-    #: (``KEY=VALUE`` items or a mapping), latency limits, why a tuning asymmetry is meant
-    production: Mapping[str, object] | Sequence[str] | None = None
-    slo: Mapping[str, object] | Sequence[str] | str | None = None
-    tuning_intended: str | None = None
+COMPARE = ("compare",)
+RUN = ("run", "scan")
+CHECKS = ("rollback", "recovery", "soak")
+#: commands that run a workload (the workload's knobs)
+WORKLOAD_COMMANDS = (*COMPARE, *RUN, "scale", *CHECKS)
+RUNNING = WORKLOAD_COMMANDS
+TORCHRUN = (*COMPARE, *RUN)
+MULTINODE = (*TORCHRUN, "scale")
+JUDGING = (*COMPARE, "diff")
 
-    def merged(self, over: CompareOptions) -> CompareOptions:
-        """These options with every option ``over`` gives replacing them."""
-        defaults = CompareOptions()
-        changes = {
-            f.name: getattr(over, f.name)
-            for f in fields(self)
-            if getattr(over, f.name) != getattr(defaults, f.name)
-        }
-        for key in ("prices", "pins"):  # merged, name by name
-            if key in changes:
-                changes[key] = {**getattr(self, key), **getattr(over, key)}
-        return replace(self, **changes)
+
+@dataclass(frozen=True, slots=True)
+class Option(Generic[T_co]):
+    """One option: its keyword (``batch_size``), its flag (``--batch-size``), the reader
+    that checks a value of it, its help, and the commands that take it."""
+
+    key: str
+    flag: str
+    read: Callable[[str, Any], T_co]
+    help: str
+    commands: tuple[str, ...]
+    metavar: str = ""
+    #: what the command line hands over (Typer converts to it; None: no command-line form)
+    cli: Any = str
+    #: its key path in a plan file (``measure.repeats``), where a plan sets it
+    plan: str | None = None
+    #: the flag that turns it off (``--no-compliance``)
+    negative: str | None = None
+    #: a plan's value and a given one are merged name by name (mappings)
+    merge: bool = False
+
+    def name(self, surface: Surface) -> str:
+        """The option as ``surface`` spells it, for messages: a plan's key path, else its
+        flag (its key path where it has no command-line form)."""
+        if self.plan and (surface == "plan" or self.cli is None):
+            return self.plan
+        return self.flag
+
+
+TABLE: dict[str, Option[Any]] = {}
+
+
+def declare(
+    key: str, flag: str, read: Reader[T], help: str, commands: tuple[str, ...], **more: Any
+) -> Option[T]:
+    option: Option[T] = Option(key, flag, read, help, commands, **more)
+    assert key not in TABLE, f"option {key} declared twice"
+    TABLE[key] = option
+    return option
+
+
+# -- readers -------------------------------------------------------------------------------
+
+
+def whole(low: int = 1, high: float = 10**7) -> Reader[int]:
+    return lambda name, v: int(check_number(name, v, integer=True, low=low, high=high))
+
+
+def number(low: float | None = 0, high: float = 1e7, *, open_low: bool = False) -> Reader[float]:
+    return lambda name, v: float(check_number(name, v, low=low, high=high, low_open=open_low))
+
+
+def text(name: str, value: object) -> str:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise OptionError(f"{name} must be a string, got {show(value)}")
+    return value
+
+
+def texts(name: str, value: object) -> tuple[str, ...]:
+    return strings(name, value)
+
+
+def comma_texts(name: str, value: object) -> tuple[str, ...]:
+    """Strings, each also split at commas (``--checks a,b``)."""
+    return tuple(p.strip() for i in strings(name, value) for p in i.split(",") if p.strip())
+
+
+def mapping(name: str, value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise OptionError(f"{name} must be a mapping of names to values, got {show(value)}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def side(name: str, value: object) -> SideSpec:
+    """A side spec string parsed, or a side as typed (a stored request's): its device known."""
+    from parity.devices.names import check_device_name
+    from parity.spec import SideSpec
+
+    if not isinstance(value, SideSpec):
+        return read_side(name, value)
+    check_device_name(value.device, value.spec)
+    return value
+
+
+def price_table(name: str, value: object) -> dict[str, Price]:
+    found = prices(value)
+    for role in found:
+        if role not in ("baseline", "target"):
+            raise OptionError(f"a price for {role!r}: prices are for the baseline or the target")
+    return found
+
+
+COST_HIGH = {
+    "run_steps": 1e12,
+    "engineering_hours": 1e7,
+    "engineering_rate": 1e6,
+    "idle_fraction": 0.999,
+    "retry_fraction": 100,
+    "checkpoint_overhead": 100,
+}
+COST_KNOBS = tuple(COST_HIGH)
+
+
+def cost(name: str, value: object) -> CostInputs:
+    """The cost settings (``cost.KNOB``), prices aside."""
+    from parity.model.inputs import CostInputs
+
+    given = mapping(name, value) if not isinstance(value, Mapping) else value
+    unknown = sorted(set(given) - set(COST_HIGH))
+    if unknown:
+        raise OptionError(
+            f"cost.{unknown[0]} is not a cost setting: use one of {', '.join(COST_KNOBS)}"
+        )
+    knobs: dict[str, Any] = {}
+    for key, v in given.items():
+        where, high = f"cost.{key}", COST_HIGH[key]
+        if key == "run_steps":
+            knobs[key] = int(check_number(where, v, integer=True, low=1, high=high))
+        else:
+            knobs[key] = float(check_number(where, v, low=0, high=high))
+    return CostInputs(**knobs)
+
+
+def tracking_uri(name: str, value: object) -> str:
+    return "" if value is True else parse_tracking_uri(value)
+
+
+def experiment(name: str, value: object) -> str:
+    got = text(name, value).strip()
+    if not got or len(got) > 500:
+        raise OptionError(f"{name} {show(value)} must be a name of 1 to 500 characters")
+    return got
+
+
+def fraction(name: str, value: object) -> float:
+    """An agreement gate's threshold, in (0, 1]."""
+    return float(check_number(name, value, low=0, low_open=True, high=1))
+
+
+def production(name: str, value: object) -> ProductionShape | None:
+    from parity.fair_options import parse_production
+    from parity.model.fair import ProductionShape
+
+    return value if isinstance(value, ProductionShape) else parse_production(value)
+
+
+def slo(name: str, value: object) -> tuple[LatencyLimit, ...]:
+    from parity.fair_options import parse_slo
+    from parity.model.fair import LatencyLimit
+
+    if isinstance(value, tuple) and all(isinstance(v, LatencyLimit) for v in value):
+        return value
+    return parse_slo(value)
+
+
+def counts(name: str, value: object) -> tuple[int, ...]:
+    items = whole_numbers(name, text(name, value), "1,2,4", 4096)
+    if not items:
+        raise OptionError(f"{name} {show(value)} names no process count, e.g. 1,2,4")
+    return tuple(sorted(set(items)))
+
+
+# -- the table -------------------------------------------------------------------------------
+
+W = "workload"
+WORKLOAD = declare(
+    "workload", "workload", text,
+    "built-in name, hf:ARCH or path/to/file.py:factory (default: gpt-train)",
+    WORKLOAD_COMMANDS, plan="workload.name",
+)  # fmt: skip
+SCRIPT = declare(
+    "script", "--", lambda n, v: script_argv(v), "a script's command", (*COMPARE, "run"), cli=None
+)
+SIZE = declare(
+    "size", "--size", text, "tiny | small | base (default: tiny)", WORKLOAD_COMMANDS,
+    metavar="NAME", plan="workload.size",
+)  # fmt: skip
+BATCH_SIZE = declare(
+    "batch_size", "--batch-size", whole(high=MAX_BATCH), "override the workload's batch size",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.batch_size",
+)  # fmt: skip
+SEQ_LEN = declare(
+    "seq_len", "--seq-len", whole(high=2**20), "override the workload's sequence length",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.seq_len",
+)  # fmt: skip
+STEPS = declare(
+    "steps", "--steps", whole(high=10**7), "override the workload's step count",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.steps",
+)  # fmt: skip
+SEED = declare(
+    "seed", "--seed", whole(low=0, high=2**63 - 1), "seed of weights and data (default: 0)",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.seed",
+)  # fmt: skip
+HF_CONFIG = declare(
+    "hf_config", "--hf-config", texts,
+    "KEY=VALUE, repeatable: a transformers config setting of an hf: workload (another "
+    "workload: one of its config keys); enters the fingerprint",
+    WORKLOAD_COMMANDS, metavar="KEY=VALUE", cli=list[str],
+)  # fmt: skip
+TASK = declare(
+    "task", "--task", text,
+    "what an hf:PATH checkpoint does: train | generate | infer | embed | classify (default: "
+    "from its config's architectures)",
+    WORKLOAD_COMMANDS, metavar="TASK", plan="workload.task",
+)  # fmt: skip
+DATA = declare(
+    "data", "--data", text,
+    "a text, JSONL, CSV or Parquet file (or a datasets directory) whose tokens become the "
+    "frozen data (default: the corpus shipped with parity)",
+    WORKLOAD_COMMANDS, metavar="FILE[:FIELD]", plan="workload.data",
+)  # fmt: skip
+GENERATE_LOOP = declare(
+    "generate_loop", "--generate-loop", text,
+    "what a generation step times: parity | hf (parity: its own decoding loop, the default; "
+    "hf: the transformers model's own generate()); enters the fingerprint",
+    WORKLOAD_COMMANDS, metavar="LOOP", plan="workload.generate_loop",
+)  # fmt: skip
+
+BASELINE = declare(
+    "baseline", "--baseline", side, "side spec, e.g. cpu or cuda:0+bf16 (default: cpu)",
+    (*COMPARE, "rollback"), metavar="SIDE", plan="baseline.side",
+)  # fmt: skip
+TARGET = declare(
+    "target", "--target", side,
+    "side spec, e.g. neuron+bf16 (default: the accelerator PyTorch reports, else cpu+bf16)",
+    (*COMPARE, "rollback"), metavar="SIDE", plan="target.side",
+)  # fmt: skip
+DEVICE = declare(
+    "device", "--device", side, "side spec, e.g. cpu+bf16 or cuda:1",
+    (*RUN, "scale", "recovery", "soak"), metavar="SIDE",
+)  # fmt: skip
+OUT = declare(
+    "out", "--out", check_path, "output directory, new or empty (default: parity-runs/STAMP-NAME)",
+    RUNNING, metavar="DIR", cli=Path,
+)  # fmt: skip
+TIMEOUT = declare(
+    "timeout_s", "--timeout", number(low=1, high=30 * DAY_S),
+    "seconds per process before it is stopped and recorded as failed (default: 900)",
+    RUNNING, metavar="SECONDS", cli=float, plan="measure.timeout_s",
+)  # fmt: skip
+NPROC = declare(
+    "nproc", "--nproc", whole(high=4096),
+    "run each side as a torchrun job of N processes (nproc=N)",
+    TORCHRUN, metavar="N", cli=int,
+)  # fmt: skip
+NNODES = declare(
+    "nnodes", "--nnodes", whole(high=4096), "torchrun --nnodes (default: 1)",
+    MULTINODE, metavar="N", cli=int,
+)  # fmt: skip
+RDZV = declare(
+    "rdzv_endpoint", "--rdzv-endpoint", text, "torchrun --rdzv-endpoint HOST:PORT",
+    MULTINODE, metavar="HOST:PORT",
+)  # fmt: skip
+
+BATCH_SIZES = declare(
+    "batch_sizes", "--batch-sizes", lambda n, v: parse_batch_sizes(v),
+    "inference and generation: one comparison per batch size, e.g. 1,8,32, and the "
+    "throughput-latency curve",
+    COMPARE, metavar="N,N,...",
+)  # fmt: skip
+REPEATS = declare(
+    "repeats", "--repeats", whole(high=1000),
+    "fresh processes per side (default: adaptive, see --precision, --budget)",
+    COMPARE, metavar="N", cli=int, plan="measure.repeats",
+)  # fmt: skip
+PRECISION = declare(
+    "precision", "--precision", number(low=0, high=0.999, open_low=True),
+    "stop when the speed ratio's 95% interval is within this fraction (default: 0.02)",
+    COMPARE, metavar="FRACTION", cli=float, plan="measure.precision",
+)  # fmt: skip
+BUDGET = declare(
+    "budget_s", "--budget", number(low=0, high=30 * DAY_S, open_low=True),
+    "seconds for measuring after set-up: the fp64 reference, the rounds and the compliance "
+    "runs; a round that would not fit is not started (default: 30)",
+    COMPARE, metavar="SECONDS", cli=float, plan="measure.budget_s",
+)  # fmt: skip
+COMPLIANCE = declare(
+    "compliance", "--compliance", flag,
+    "run the target's re-seeded and identical-input checks (default: on)",
+    COMPARE, cli=bool, negative="--no-compliance", plan="measure.compliance",
+)  # fmt: skip
+
+ALLOW_DIFF = declare(
+    "allow_diff", "--allow-diff", lambda n, v: allowed_differences(v),
+    'FIELD="reason", repeatable: accept a differing fingerprint field',
+    JUDGING, metavar="FIELD=REASON", cli=list[str],
+)  # fmt: skip
+TARGET_LOSS = declare(
+    "target_loss", "--target-loss", number(low=None, high=1e30),
+    "training: report steps and time to this loss",
+    JUDGING, metavar="LOSS", cli=float, plan="quality.target_loss",
+)  # fmt: skip
+MIN_COSINE = declare(
+    "min_cosine", "--min-cosine", fraction,
+    "embeddings: the smallest per-row cosine similarity with the baseline (default: 0.99)",
+    COMPARE, plan="quality.min_cosine", cli=None,
+)  # fmt: skip
+MIN_TOP1 = declare(
+    "min_top1", "--min-top1", fraction,
+    "logits: the smallest top-1 agreement with the baseline (default: 0.99)",
+    COMPARE, plan="quality.min_top1", cli=None,
+)  # fmt: skip
+PRICES = declare(
+    "prices", "--price", price_table,
+    "SIDE=DOLLARS_PER_HOUR[:ACCELERATORS], repeatable, e.g. target=21.50:16 (default: the "
+    "price in devices/specs.toml of the device a bundle recorded)",
+    JUDGING, metavar="SIDE=USD[:N]", cli=list[str], merge=True,
+)  # fmt: skip
+COST = declare("cost", "cost", cost, "cost settings", COMPARE, cli=None)
+OPERATIONAL = declare(
+    "operational", "operational", mapping, "operational answers", COMPARE, cli=None
+)
+PINS = declare(
+    "pins", "--pin", lambda n, v: checked_pins(pins(v)),
+    "a package's expected version as pip writes it, repeatable, e.g. torch==2.13.* or "
+    "'numpy>=1.24,<3': drift on either side is reported in the verdict",
+    JUDGING, metavar="NAME==VERSION", cli=list[str], merge=True,
+)  # fmt: skip
+CHECKS_DIRS = declare(
+    "checks", "--checks", comma_texts,
+    "check directories (parity check --out), comma-separated: each passing check on the "
+    "same sides ticks the verdict's not-yet-proven list",
+    JUDGING, metavar="DIR,...",
+)  # fmt: skip
+PRODUCTION = declare(
+    "production", "--production", production,
+    "the production shape, repeatable: parameters=1.3B, seq_len, batch_size, precision, "
+    "optimizer, max_new_tokens, data_pipeline; the verdict compares the workload with it "
+    "and projects memory at that size",
+    JUDGING, metavar="KEY=VALUE", cli=list[str],
+)  # fmt: skip
+SLO = declare(
+    "slo", "--slo", slo,
+    "latency limits gating the target, e.g. ttft_p99=200ms,tpot_p50=30ms,e2e_p99=2s (ttft, "
+    "tpot, itl, e2e, latency; p50, p90, p99)",
+    JUDGING, metavar="LIMITS", cli=list[str],
+)  # fmt: skip
+TUNING_INTENDED = declare(
+    "tuning_intended", "--tuning-intended", lambda n, v: text(n, v).strip() or None,
+    "the sides are tuned differently on purpose: the speed figures lose the tuning-asymmetry "
+    "label (the asymmetry is still listed)",
+    JUDGING, metavar="REASON", plan="tuning.intended",
+)  # fmt: skip
+MLFLOW = declare(
+    "mlflow", "--mlflow", tracking_uri,
+    "log the comparison as an MLflow run, at URI (http(s)://HOST:PORT, sqlite:///FILE, "
+    "file:DIR) or, given alone, MLflow's default (MLFLOW_TRACKING_URI, else ./mlruns); "
+    "needs parity[mlflow]",
+    COMPARE, metavar="[URI]", plan="mlflow.tracking_uri",
+)  # fmt: skip
+MLFLOW_EXPERIMENT = declare(
+    "mlflow_experiment", "--mlflow-experiment", experiment,
+    "the MLflow experiment (default: parity)",
+    COMPARE, metavar="NAME", plan="mlflow.experiment",
+)  # fmt: skip
+
+SCALING = declare(
+    "scaling", "--scaling", counts, "process counts, comma-separated, e.g. 1,2,4 (default: 1,2)",
+    ("scale",), metavar="N,N,...",
+)  # fmt: skip
+K = declare(
+    "k", "--k", whole(high=10**7), "steps before the checkpoint (default: half the steps)",
+    ("rollback", "recovery"), metavar="K", cli=int,
+)  # fmt: skip
+M = declare(
+    "m", "--m", whole(high=10**7), "steps after the checkpoint (default: the rest)",
+    ("rollback", "recovery"), metavar="M", cli=int,
+)  # fmt: skip
+DURATION = declare(
+    "duration", "--duration", lambda n, v: parse_duration(text(n, v)),
+    "how long to run: 30s, 10m, 1h, 1h30m (default: 10m)",
+    ("soak",), metavar="DURATION",
+)  # fmt: skip
+MAX_DRIFT = declare(
+    "max_drift", "--max-drift", number(low=0, high=1e6, open_low=True),
+    "latency drift bound, relative per hour (default: 0.1 = 10%/h)",
+    ("soak",), metavar="FRACTION", cli=float,
+)  # fmt: skip
+MAX_HOST_GROWTH = declare(
+    "max_host_growth", "--max-host-growth", number(low=0, high=1e9, open_low=True),
+    "host RSS growth bound, MiB per minute (default: 1)",
+    ("soak",), metavar="MIB", cli=float,
+)  # fmt: skip
+MAX_DEVICE_GROWTH = declare(
+    "max_device_growth", "--max-device-growth", number(low=0, high=1e9, open_low=True),
+    "device allocated growth bound, MiB per minute (default: 1)",
+    ("soak",), metavar="MIB", cli=float,
+)  # fmt: skip
+WARMUP = declare(
+    "warmup", "--warmup", number(low=0, high=0.9),
+    "fraction of the run left out of the slopes (default: 0.1)",
+    ("soak",), metavar="FRACTION", cli=float,
+)  # fmt: skip
+
+
+def side_flags(command: str) -> tuple[str, ...]:
+    """The flags of ``command`` (``compare``, ``check soak``) whose value is a side spec."""
+    name = command.split()[-1] if command else ""
+    return tuple(o.flag for o in TABLE.values() if o.read is side and name in o.commands)
+
+
+def options_of(command: str) -> list[Option[Any]]:
+    """The options ``command`` takes, in declaration order."""
+    return [o for o in TABLE.values() if command in o.commands]
+
+
+# -- the options given ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Given:
+    """The options given to one command, each read by its option (not given: absent)."""
+
+    command: str
+    values: Mapping[str, object] = field(default_factory=dict)
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> CompareOptions:
-        """Options from keyword arguments (the Python API's, the command line's), of any
-        type: each is checked for its type here, and for its value by the request."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(kwargs) - names)
-        if unknown:
-            raise OptionError(
-                f"unknown argument {show(unknown[0])}: use one of {', '.join(sorted(names))}"
-            )
-        given = typed_options({k: v for k, v in kwargs.items() if v is not None})
-        return cls(**given)
+    def read(cls, command: str, raw: Mapping[str, object], surface: Surface) -> Given:
+        """Read every value of ``raw`` (key -> value; None: not given) by its option."""
+        takes = {o.key: o for o in options_of(command)}
+        values: dict[str, object] = {}
+        for key, value in raw.items():
+            option = takes.get(key)
+            if option is None:
+                known = ", ".join(sorted(takes))
+                raise OptionError(f"unknown argument {show(key)}: use one of {known}")
+            if value is not None:
+                values[key] = option.read(option.name(surface), value)
+        return cls(command, values)
+
+    def get(self, option: Option[T]) -> T | None:
+        return cast("T | None", self.values.get(option.key))
+
+    def value(self, option: Option[T], default: T) -> T:
+        got = self.get(option)
+        return default if got is None else got
+
+    def has(self, option: Option[Any]) -> bool:
+        return option.key in self.values
+
+    def merged(self, over: Given) -> Given:
+        """These options with every option ``over`` gives replacing them (mappings merged
+        name by name)."""
+        values = dict(self.values)
+        for key, value in over.values.items():
+            old = values.get(key)
+            if TABLE[key].merge and isinstance(old, Mapping) and isinstance(value, Mapping):
+                value = {**old, **value}
+            values[key] = value
+        return Given(self.command, values)

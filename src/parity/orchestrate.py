@@ -37,6 +37,7 @@ from pathlib import Path
 from parity.bundle import SIDE_FILE, load_bundle, repeat_name, write_doc
 from parity.errors import (
     BundleError,
+    DeviceError,
     OptionError,
     OutputError,
     ParityError,
@@ -46,7 +47,7 @@ from parity.errors import (
 from parity.model.bundle import Bundle, SideRuns, step_samples
 from parity.model.codec import encode
 from parity.model.job import Event, Job, Mode, PreparePlan
-from parity.model.side import Interference, MeasurePlan, SideFile, Stop
+from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop
 from parity.model.verdict import ROLES, ByRole, Role
 from parity.model.workload import (
     FingerprintParts,
@@ -339,7 +340,7 @@ class Orchestrator:
             stop, spent_s=self.elapsed_s(), setup_s=self.setup_s, interference=interference
         )
         for role in ROLES:
-            write_doc(self.out / role / SIDE_FILE, SideFile(stop=stop, plan=plan))
+            write_doc(self.out / role / SIDE_FILE, MeasureRecord(stop=stop, plan=plan))
         return stop
 
     def sides(
@@ -347,7 +348,7 @@ class Orchestrator:
     ) -> ByRole[SideRuns]:
         """Each side as measured, in memory: the rounds' repeats, the target's
         ``compliance`` runs and how measuring ended (``finish``'s ``stop``)."""
-        info = SideFile(stop=stop, plan=plan)
+        info = MeasureRecord(stop=stop, plan=plan)
 
         def side(role: Role, extra: dict[str, Bundle]) -> SideRuns:
             runs = tuple(self.measured.get(role, ()))
@@ -359,10 +360,17 @@ class Orchestrator:
 # -- preparing a workload: user code runs in a worker, never here ---------------------------
 
 
-def prepare_job(spec: WorkloadSpec, *, freeze: bool = True, timeout_s: float = 900.0) -> Job:
-    """A ``freeze`` job for a spec. Until the worker has resolved it the parent knows only
-    the spec, so the job's description and parts are the spec's own (the bundle of this
-    job is read for ``prepared.json`` and removed)."""
+def prepare_job(
+    spec: WorkloadSpec,
+    *,
+    freeze: bool = True,
+    timeout_s: float = 900.0,
+    sides: tuple[SideSpec, ...] = (),
+) -> Job:
+    """A ``freeze`` job for a spec (``sides``: checked first, ``devices.preflight``).
+    Until the worker has resolved it the parent knows only the spec, so the job's
+    description and parts are the spec's own (the bundle of this job is read for
+    ``prepared.json`` and removed)."""
     description = WorkloadDescription(
         name=spec.name, kind="train", size=spec.size, quality=QualitySpec(kind="train", checks=())
     )
@@ -386,7 +394,7 @@ def prepare_job(spec: WorkloadSpec, *, freeze: bool = True, timeout_s: float = 9
         description=description,
         mode="freeze",
         timeout_s=timeout_s,
-        prepare=PreparePlan(freeze=freeze),
+        prepare=PreparePlan(freeze=freeze, sides=sides),
     )
 
 
@@ -396,12 +404,14 @@ def prepare_workload(
     launcher: Launcher,
     freeze: bool = True,
     timeout_s: float = 900.0,
+    sides: tuple[SideSpec, ...] = (),
 ) -> PreparedWorkload:
     """Resolve (and with ``freeze`` freeze) a workload in a worker started like any job;
     the parent learns only what its ``prepared.json`` says. A workload that cannot be
     made (a file that exits or raises when imported, a factory that raises, a size that
     does not exist) is one ``WorkloadError`` line; a worker killed or out of time, a
-    ``SideError``. Warnings (a cache entry rebuilt) are logged. Its events are not shown:
+    ``SideError``; a side in ``sides`` this machine cannot run, a ``DeviceError``.
+    Warnings (a cache entry rebuilt) are logged. Its events are not shown:
     bad input must end in one line, and a workload is prepared before anything else."""
     import tempfile
 
@@ -410,7 +420,7 @@ def prepare_workload(
     where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
     try:
         final = where / "job"
-        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s)
+        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, sides=sides)
         bundle = run_job(job, final, launcher=launcher)
         if not bundle.ok or bundle.prepared is None:
             raise _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")
@@ -431,6 +441,8 @@ def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
     prefix, _, rest = reason.partition(": ")
     if prefix.startswith("WorkloadError in phase"):  # the registry's own words suffice
         return WorkloadError(rest)
+    if prefix.startswith("DeviceError in phase"):
+        return DeviceError(rest)
     return WorkloadError(f"workload {spec.name} could not be prepared: {reason}")
 
 

@@ -1,9 +1,9 @@
 """Plan files: one TOML file that says what to compare, how to judge it, what it costs.
 
 ``parity init`` writes a commented ``parity.toml``; ``parity compare --plan parity.toml``
-runs it. Reading checks the file's shape (an unknown key or a wrong type is a ``PlanError`` naming
-the key path); the values are then validated with every other input surface's by
-``parity.request.CompareRequest``.
+runs it. Reading checks the file's shape (an unknown key or table is a ``PlanError``
+naming the key path); its values are read by the option table (``parity.options``), the
+plan key of each (``measure.repeats``) named in its errors.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from parity.errors import PlanError
-from parity.model.verdict import Price
-from parity.options import COST_KNOBS, CompareOptions
+from parity.errors import PlanError, UsageError
+from parity.model.inputs import Price
+from parity.options import COST_KNOBS, TABLE, Given
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -169,14 +169,17 @@ TOP = (
     "slo",
     "tuning",
 )
-Kind = type | tuple[type, ...]
-MEASURE: dict[str, Kind] = {
-    "repeats": int,
-    "precision": NUMBER,
-    "budget_s": NUMBER,
-    "compliance": bool,
-    "timeout_s": NUMBER,
-}
+#: the tables whose keys are options of the table (``parity.options``, ``plan=``)
+SIMPLE = ("workload", "quality", "measure")
+
+
+def _keys(table: str) -> dict[str, str]:
+    """A simple table's keys -> the options they set."""
+    return {
+        o.plan.split(".", 1)[1]: o.key
+        for o in TABLE.values()
+        if o.plan is not None and o.plan.split(".", 1)[0] == table
+    }
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -215,60 +218,50 @@ def _price(t: _Table, path: Path) -> Price | None:
         raise PlanError(f"{t.where}: {exc}") from None
 
 
-def load_plan(path: Path) -> CompareOptions:
-    """Read a plan file into comparison options; PlanError names the key path and the fix.
-
-    The options are validated with every other input surface's by ``CompareRequest``."""
+def load_plan(path: Path) -> Given:
+    """Read a plan file into the options it gives; PlanError names the key path and the
+    fix. Its shape is checked here, its values by the option table."""
     top = _Table(path, "plan", _read(path), TOP)
-    w = _Table(path, "workload", top.get("workload", dict, required=True), WORKLOAD_KEYS)
-    sides: dict[str, str] = {}
+    raw: dict[str, object] = {}
+    for name in SIMPLE:
+        keys = _keys(name)
+        t = _Table(path, name, top.get(name, dict, required=name == "workload") or {}, tuple(keys))
+        if name == "workload":
+            t.get("name", str, required=True)
+        raw.update({keys[k]: v for k, v in t.data.items()})
     prices: dict[str, Price] = {}
     for role in ("baseline", "target"):
         t = _Table(path, role, top.get(role, dict, required=True), SIDE_KEYS)
-        sides[role] = t.get("side", str, required=True)
+        raw[role] = t.get("side", str, required=True)
         price = _price(t, path)
         if price is not None:
             prices[role] = price
-    q = _Table(path, "quality", top.get("quality", dict) or {}, QUALITY_KEYS)
-    m = _Table(path, "measure", top.get("measure", dict) or {}, tuple(MEASURE))
-    c = _Table(path, "cost", top.get("cost", dict) or {}, COST_KNOBS)
-    allowed = top.get("allow_diff", dict) or {}
-    a = _Table(path, "allow_diff", allowed, tuple(allowed))
-    o = _Table(path, "operational", top.get("operational", dict) or {}, OPERATIONAL)
-    pinned = top.get("stack", dict) or {}
-    p = _Table(path, "stack", pinned, tuple(pinned))
+    raw["prices"] = prices
+    raw["cost"] = _Table(path, "cost", top.get("cost", dict) or {}, COST_KNOBS).data
+    for name, key in (
+        ("allow_diff", "allow_diff"),
+        ("operational", "operational"),
+        ("stack", "pins"),
+    ):
+        given = top.get(name, dict) or {}
+        t = _Table(path, name, given, OPERATIONAL if name == "operational" else tuple(given))
+        raw[key] = {k: t.get(k, str) for k in t.data}
+    raw.update(_fair_tables(top, path))
     mlflow = top.get("mlflow", dict)
-    f = _Table(path, "mlflow", mlflow or {}, ("tracking_uri", "experiment"))
-    return CompareOptions(
-        workload=w.get("name", str, required=True),
-        size=w.get("size", str),
-        batch_size=w.get("batch_size", int),
-        seq_len=w.get("seq_len", int),
-        steps=w.get("steps", int),
-        seed=w.get("seed", int),
-        task=w.get("task", str),
-        generate_loop=w.get("generate_loop", str),
-        data=w.get("data", str),
-        baseline=sides["baseline"],
-        target=sides["target"],
-        target_loss=q.get("target_loss", NUMBER),
-        min_cosine=q.get("min_cosine", NUMBER),
-        min_top1=q.get("min_top1", NUMBER),
-        prices=prices,
-        cost={k: c.get(k, _cost_kind(k)) for k in c.data},
-        allow_diff={k: a.get(k, str) for k in a.data},
-        operational={k: o.get(k, str) for k in o.data},
-        pins={k: p.get(k, str) for k in p.data},
-        **{k: m.get(k, kind) for k, kind in MEASURE.items() if k in m.data},
-        # a [mlflow] table (even empty) logs the comparison; tracking_uri "" or left out:
-        # MLflow's default
-        mlflow=None if mlflow is None else (f.get("tracking_uri", str) or ""),
-        mlflow_experiment=f.get("experiment", str),
-        **_fair_tables(top, path),
-    )
+    if mlflow is not None:  # a [mlflow] table (even empty) logs the comparison
+        f = _Table(path, "mlflow", mlflow, ("tracking_uri", "experiment"))
+        raw["mlflow"] = f.get("tracking_uri", str) or ""
+        raw["mlflow_experiment"] = f.get("experiment", str)
+    try:
+        return Given.read("compare", raw, "plan")
+    except UsageError as exc:
+        raise PlanError(f"{path}: {exc}") from None
 
 
-def _fair_tables(top: _Table, path: Path) -> dict[str, Any]:
+SIDE_KEYS = ("side", "instance", "price_per_hour", "accelerators")
+
+
+def _fair_tables(top: _Table, path: Path) -> dict[str, object]:
     """``[production]`` (the production shape), ``[slo]`` (latency limits) and
     ``[tuning]`` (``intended``: why a tuning asymmetry is meant)."""
     from parity.fair_options import PRODUCTION_KEYS
@@ -277,20 +270,11 @@ def _fair_tables(top: _Table, path: Path) -> dict[str, Any]:
     given = top.get("slo", dict) or {}
     limits = _Table(path, "slo", given, tuple(given))
     tuning = _Table(path, "tuning", top.get("tuning", dict) or {}, ("intended",))
-    out: dict[str, Any] = {
+    return {
         "production": {k: shape.get(k, (str, int, float)) for k in shape.data} or None,
         "slo": {k: limits.get(k, (str, int, float)) for k in limits.data} or None,
         "tuning_intended": tuning.get("intended", str),
     }
-    return out
-
-
-QUALITY_KEYS = ("target_loss", "min_cosine", "min_top1")
-WORKLOAD_KEYS = (
-    *("name", "size", "batch_size", "seq_len", "steps", "seed", "task", "data"),
-    "generate_loop",
-)
-SIDE_KEYS = ("side", "instance", "price_per_hour", "accelerators")
 
 
 def write_template(path: Path, *, force: bool = False) -> None:
@@ -304,7 +288,3 @@ def write_template(path: Path, *, force: bool = False) -> None:
         raise PlanError(
             f"cannot write the plan {path} ({exc.strerror or exc}): choose another path"
         ) from None
-
-
-def _cost_kind(key: str) -> Kind:
-    return int if key == "run_steps" else NUMBER

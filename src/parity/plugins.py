@@ -66,7 +66,8 @@ def _import(item: str) -> None:
 
 
 def import_file(path: Path) -> object:
-    """Import a Python file as a module under a stable name derived from its path."""
+    """Import a Python file as a module under a stable name derived from its path, with
+    its own directory first on ``sys.path`` while it is imported (and last afterwards)."""
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
     name = f"parity_user_{path.stem}_{digest}"
     if name in sys.modules:
@@ -76,11 +77,18 @@ def import_file(path: Path) -> object:
         raise UsageError(f"cannot import {path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    home = str(path.parent)
+    sys.path.insert(0, home)  # its own directory, for its own imports (``runner.python``)
     try:
         spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[name]
         raise
+    finally:
+        # behind everything else afterwards: a function importing a sibling later still
+        # finds it, and a ``json.py`` next to the file shadows nothing of parity's
+        sys.path.remove(home)
+        sys.path.append(home)
     return module
 
 

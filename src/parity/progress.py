@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from parity.errors import OptionError
+from parity.printable import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -42,7 +43,12 @@ PREFIX = "parity: "
 
 
 def describe(event: Event) -> str:
-    """What one event says, e.g. ``phase steps``, ``steps 40/120``, ``checkpoint at 20``."""
+    """What one event says, e.g. ``phase steps``, ``steps 40/120``, ``checkpoint at 20``
+    (printable: a worker's event is a workload's text)."""
+    return printable(_describe(event), layout=False)
+
+
+def _describe(event: Event) -> str:
     kind = getattr(event, "event", None)
     if kind == "phase":
         return f"phase {getattr(event, 'phase', None) or '?'}"
@@ -90,6 +96,7 @@ class LineProgress:
         self._emit(f"{PREFIX}{label}: {text} ({now - state.started:.1f} s)")
 
     def _emit(self, line: str) -> None:
+        line = printable(line, layout=False)  # the label too (a script's name)
         if self.write is not None:
             self.write(line + "\n")
             return
@@ -111,7 +118,10 @@ class LiveProgress:
     def __call__(self, label: str, event: Event) -> None:
         now = time.monotonic()
         started = self.started.setdefault(label, now)
-        self.status.update(f"{label}: {describe(event)} ({now - started:.1f} s)")
+        from rich.text import Text
+
+        line = f"{label}: {describe(event)} ({now - started:.1f} s)"
+        self.status.update(Text(printable(line, layout=False)))
 
 
 class NotebookProgress:
@@ -124,7 +134,8 @@ class NotebookProgress:
     def __call__(self, label: str, event: Event) -> None:
         bar = self.bars.get(label)
         if bar is None:
-            bar = self.bars[label] = self.tqdm(desc=label, total=None, leave=True)
+            desc = printable(label, layout=False)
+            bar = self.bars[label] = self.tqdm(desc=desc, total=None, leave=True)
         kind = getattr(event, "event", None)
         if kind == "progress":
             steps, done = getattr(event, "steps", None), getattr(event, "done", None) or 0

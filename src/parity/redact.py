@@ -29,6 +29,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 REDACTED = "<redacted>"
 ENV_VAR = "PARITY_REDACT"
@@ -101,8 +102,10 @@ _FLAG = re.compile(
 _MIN_VALUE = 4
 #: ``scheme://userinfo@``: everything up to the last ``@`` before the host ends
 _USERINFO = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@")
-#: a log longer than this keeps its last ``LOG_LIMIT`` bytes in a bundle
+#: a log longer than this keeps its first ``LOG_HEAD`` and last bytes, ``LOG_LIMIT`` in
+#: all, in a bundle (the start says what ran, the end how it ended)
 LOG_LIMIT = 8 << 20
+LOG_HEAD = 1 << 20
 
 
 def _is_secret_name(name: str) -> bool:
@@ -202,18 +205,22 @@ class Redactor:
             if name in environ
         }
 
-    def file(self, path: Path, *, limit: int = LOG_LIMIT) -> None:
+    def file(self, path: Path, *, limit: int = LOG_LIMIT) -> tuple[int, int]:
         """Redact a text file in place (a worker's log), through a temporary file; a file
-        longer than ``limit`` bytes keeps its last ``limit`` bytes, after a note.
+        longer than ``limit`` bytes keeps its first ``LOG_HEAD`` (whole lines) and its
+        last bytes, with a line between that says how many were left out. Returns (bytes
+        the file had, bytes of it left out).
 
         Where the redacted copy cannot be written (the disk is full), the file is
         replaced by a one-line note, or removed: never left unredacted."""
         if not path.is_file() or path.is_symlink():
-            return
+            return 0, 0
         tmp = path.with_name(f".{path.name}.redact")
+        size = path.stat().st_size
         try:
-            self._copy(path, tmp, limit)
+            dropped = self._copy(path, tmp, limit)
             os.replace(tmp, path)
+            return size, dropped
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             path.unlink(missing_ok=True)
@@ -221,25 +228,51 @@ class Redactor:
                 path.write_text(
                     f"[parity: this log was left out: it could not be redacted ({exc})]\n"
                 )
+            return size, size
 
-    def _copy(self, src: Path, dst: Path, limit: int) -> None:
+    def _copy(self, src: Path, dst: Path, limit: int) -> int:
+        """Copy ``src`` redacted, cut to its head and tail if longer than ``limit``; the
+        bytes left out."""
         size = src.stat().st_size
         with (
             src.open("rb") as f,
             dst.open("w", encoding="utf-8") as out,
         ):
-            if size > limit:
-                f.seek(size - limit)
-                f.readline()  # from the first whole line on
-                out.write(f"[parity: the first {f.tell()} bytes of this log were left out]\n")
-            in_key = False  # inside a private key block, line by line
-            for raw in f:
-                line = raw.decode("utf-8", errors="replace")
-                if in_key:
-                    in_key = not _KEY_END.search(line)
-                    continue
-                in_key = bool(_KEY_BEGIN.search(line)) and not _KEY_END.search(line)
-                out.write(self.text(line))
+            if size <= limit:
+                self._lines(f, out, size)
+                return 0
+            head = min(LOG_HEAD, limit // 2)
+            ended = self._lines(f, out, head)  # the head, a line longer than it cut
+            kept = f.tell()
+            start = size - (limit - kept)
+            f.seek(start - 1)
+            if not f.readline(limit - kept).endswith(b"\n"):  # no line ends in the tail
+                f.seek(start)
+            dropped = f.tell() - kept
+            out.write(
+                ("" if ended else "\n")
+                + f"[parity: {dropped} bytes of this log were left out here (bytes {kept} to "
+                f"{f.tell()} of {size}): its first and last lines are kept]\n"
+            )
+            self._lines(f, out, size)
+            return dropped
+
+    def _lines(self, f: IO[bytes], out: IO[str], end: int) -> bool:
+        """Redacted lines from ``f`` up to byte ``end`` (a line across it is cut there);
+        whether what was written ends a line."""
+        in_key, ended = False, True  # inside a private key block, line by line
+        while f.tell() < end:
+            raw = f.readline(end - f.tell())
+            if not raw:
+                break
+            ended = raw.endswith(b"\n")
+            line = raw.decode("utf-8", errors="replace")
+            if in_key:
+                in_key = not _KEY_END.search(line)
+                continue
+            in_key = bool(_KEY_BEGIN.search(line)) and not _KEY_END.search(line)
+            out.write(self.text(line))
+        return ended
 
 
 _CACHED: tuple[tuple[tuple[str, str], ...], Redactor] | None = None

@@ -1,101 +1,79 @@
-"""One request per comparison: built from the CLI, a plan file, Python keyword arguments
-or a stored ``request.json``, and validated once, here.
+"""One request per command, built from the options given by one function each, for the
+command line and the Python API alike; ``CompareRequest`` is also read back from a
+stored ``request.json``.
 
-Every input surface fills the same ``CompareOptions`` (raw values, all optional) and
-``CompareRequest.from_options`` turns them into a typed, validated request: side specs
-parsed (``SpecError``), the workload named (``WorkloadError``), every value checked for
-type, finiteness and its declared range by ``parity.options`` (``OptionError``). A plan
-file's values come first and the options given beside it replace them
-(``CompareOptions.merged``). Nothing here imports torch.
+The options are read by the option table (``parity.options``: each value checked for
+type and range once, named as its surface spells it); here, what holds across them:
+the workload or a script, the sides (``--nproc`` into each), defaults, and pairs that
+exclude each other. A plan file's values come first and the options given beside it
+replace them (``Given.merged``). Nothing here imports torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from parity.devices.names import check_device_name
+from parity import options as o
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
-from parity.fair_options import parse_production, parse_slo
 from parity.model.codec import decode, encode, loads
+from parity.model.inputs import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.model.job import Mode, Torchrun
 from parity.model.side import MeasurePlan
-from parity.model.verdict import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
-from parity.options import (
-    COST_KNOBS,
-    allowed_differences,
-    checked_pins,
-    default_target,
-    flag,
-    optional_int,
-    parse_tracking_uri,
-    show,
-    whole_numbers,
-)
-from parity.options import CompareOptions as CompareOptions  # re-exported
-from parity.options import check_number as check_number  # re-exported, as are the next
-from parity.options import parse_batch_sizes as parse_batch_sizes
-from parity.options import parse_duration as parse_duration
-from parity.options import parse_price as parse_price
+from parity.options import Given
 from parity.spec import (
     SideSpec,
     WorkloadSpec,
     check_generate_loop,
     parse_generate_loop,
     parse_overrides,
-    parse_side,
     parse_task,
 )
+from parity.values import default_target as default_target  # tests replace it here
+from parity.values import show
 
 REQUEST_FILE = "request.json"
 WORKLOAD_OPTIONS = (
-    *("workload", "size", "batch_size", "seq_len", "steps", "seed", "task", "data"),
-    "generate_loop",
-)
+    o.SIZE, o.BATCH_SIZE, o.SEQ_LEN, o.STEPS, o.SEED, o.TASK, o.DATA, o.GENERATE_LOOP
+)  # fmt: skip
 
 
-def _workload(o: CompareOptions) -> WorkloadSpec | None:
+def _workload(g: Given) -> WorkloadSpec | None:
     from parity.workloads.names import check_workload_name
 
-    if o.script:
-        given = [name for name in WORKLOAD_OPTIONS if getattr(o, name) is not None]
-        if given or o.hf_config or o.batch_sizes is not None:
-            named = [f"the workload {show(o.workload)}"] if o.workload is not None else []
-            named += ["--" + n.replace("_", "-") for n in given if n != "workload"]
+    if g.has(o.SCRIPT):
+        given = [opt.flag for opt in (*WORKLOAD_OPTIONS, o.HF_CONFIG, o.BATCH_SIZES) if g.has(opt)]
+        if given or g.has(o.WORKLOAD):
+            named = [f"the workload {show(g.get(o.WORKLOAD))}"] if g.has(o.WORKLOAD) else []
             raise OptionError(
-                f"{', '.join(named) or 'workload options'} cannot go with a script after --: "
+                f"{', '.join(named + given)} cannot go with a script after --: "
                 "the script brings its own model and data; pass its options after --"
             )
         return None
-    name = "gpt-train" if o.workload is None else o.workload
+    name = g.value(o.WORKLOAD, "gpt-train")
     check_workload_name(name)
     return WorkloadSpec(
         name=name,
-        size=o.size or "tiny",
-        batch_size=optional_int("--batch-size", o.batch_size),
-        seq_len=optional_int("--seq-len", o.seq_len),
-        steps=optional_int("--steps", o.steps),
-        seed=optional_int("--seed", o.seed, low=0) or 0,
-        overrides=parse_overrides(o.hf_config),
-        task=parse_task(o.task),
-        data=o.data,
-        generate_loop=parse_generate_loop(o.generate_loop),
+        size=g.get(o.SIZE) or "tiny",
+        batch_size=g.get(o.BATCH_SIZE),
+        seq_len=g.get(o.SEQ_LEN),
+        steps=g.get(o.STEPS),
+        seed=g.get(o.SEED) or 0,
+        overrides=parse_overrides(g.get(o.HF_CONFIG)),
+        task=parse_task(g.get(o.TASK)),
+        data=g.get(o.DATA),
+        generate_loop=parse_generate_loop(g.get(o.GENERATE_LOOP)),
     )
 
 
-def _side(option: str, text: object, nproc: int | None) -> SideSpec:
-    if not isinstance(text, str):
-        raise OptionError(f"{option} must be a side spec string such as cpu+bf16, got {show(text)}")
-    side = parse_side(text)
-    check_device_name(side.device, text)
+def _with_nproc(side: SideSpec, nproc: int | None) -> SideSpec:
     if nproc is not None and side.nproc is None and nproc > 1:
-        side = replace(side, nproc=nproc)
+        return replace(side, nproc=nproc)
     return side
 
 
-def _checkscript_argv(argv: Sequence[str], *sides: SideSpec) -> None:
+def _check_script(argv: tuple[str, ...], *sides: SideSpec) -> None:
     """A script command that exists and sides script mode can apply from outside."""
     from parity.workloads.script import check_side, parse_command
 
@@ -104,62 +82,33 @@ def _checkscript_argv(argv: Sequence[str], *sides: SideSpec) -> None:
         check_side(side)
 
 
-def _measure(o: CompareOptions) -> MeasurePlan:
+def _measure(g: Given) -> MeasurePlan:
     base = MeasurePlan()
-    nnodes = optional_int("--nnodes", o.nnodes) or 1
     return MeasurePlan(
-        repeats=optional_int("--repeats", o.repeats),
-        precision=base.precision
-        if o.precision is None
-        else check_number("--precision", o.precision, low=0, low_open=True, high=0.999),
-        budget_s=base.budget_s
-        if o.budget_s is None
-        else check_number("--budget", o.budget_s, low=0, low_open=True),
-        compliance=base.compliance if o.compliance is None else flag("compliance", o.compliance),
-        timeout_s=base.timeout_s
-        if o.timeout_s is None
-        else check_number("--timeout", o.timeout_s, low=1),
-        torchrun=Torchrun(nnodes=nnodes, rdzv_endpoint=o.rdzv_endpoint or None),
+        repeats=g.get(o.REPEATS),
+        precision=g.value(o.PRECISION, base.precision),
+        budget_s=g.value(o.BUDGET, base.budget_s),
+        compliance=g.value(o.COMPLIANCE, base.compliance),
+        timeout_s=g.value(o.TIMEOUT, base.timeout_s),
+        torchrun=Torchrun(nnodes=g.value(o.NNODES, 1), rdzv_endpoint=g.get(o.RDZV) or None),
     )
 
 
-def judge_inputs(o: CompareOptions) -> JudgeInputs:
+def judge_inputs(g: Given) -> JudgeInputs:
     """The judge's inputs from the options (allowed differences, target loss, prices)."""
-    unknown = sorted(set(o.cost) - set(COST_KNOBS))
-    if unknown:
-        raise OptionError(
-            f"cost.{unknown[0]} is not a cost setting: use one of {', '.join(COST_KNOBS)}"
-        )
-    knobs: dict[str, Any] = {}
-    for key, value in o.cost.items():
-        if key == "run_steps":
-            knobs[key] = optional_int("cost.run_steps", value)
-        else:
-            high = 0.999 if key == "idle_fraction" else None
-            knobs[key] = float(check_number(f"cost.{key}", value, low=0, high=high))
-    target_loss = None if o.target_loss is None else check_number("--target-loss", o.target_loss)
-    for role in o.prices:
-        if role not in ("baseline", "target"):
-            raise OptionError(f"a price for {role!r}: prices are for the baseline or the target")
+    knobs = g.get(o.COST) or CostInputs()
     return JudgeInputs(
-        allow=allowed_differences(o.allow_diff),
-        target_loss=float(target_loss) if target_loss is not None else None,
-        cost=CostInputs(prices=dict(o.prices), **knobs),
-        operational={k: str(v) for k, v in o.operational.items()},
-        pins=checked_pins(o.pins),
-        min_cosine=_threshold("min_cosine", o.min_cosine, MIN_COSINE),
-        min_top1=_threshold("min_top1", o.min_top1, MIN_TOP1),
-        production=parse_production(o.production),
-        slo=parse_slo(o.slo),
-        tuning_intended=(o.tuning_intended or "").strip() or None,
+        allow=g.get(o.ALLOW_DIFF) or {},
+        target_loss=g.get(o.TARGET_LOSS),
+        cost=replace(knobs, prices=g.get(o.PRICES) or {}),
+        operational=g.get(o.OPERATIONAL) or {},
+        pins=g.get(o.PINS) or {},
+        min_cosine=g.value(o.MIN_COSINE, MIN_COSINE),
+        min_top1=g.value(o.MIN_TOP1, MIN_TOP1),
+        production=g.get(o.PRODUCTION),
+        slo=g.value(o.SLO, ()),
+        tuning_intended=g.get(o.TUNING_INTENDED),
     )
-
-
-def _threshold(name: str, value: object, default: float) -> float:
-    """An agreement gate's threshold, in (0, 1]."""
-    if value is None:
-        return default
-    return float(check_number(f"quality.{name}", value, low=0, low_open=True, high=1))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -171,17 +120,13 @@ class MlflowLog:
     experiment: str = "parity"
 
     @classmethod
-    def of(cls, uri: str | None, experiment: str | None) -> MlflowLog | None:
+    def of(cls, g: Given) -> MlflowLog | None:
+        uri = g.get(o.MLFLOW)
         if uri is None:
-            if experiment is not None:
+            if g.has(o.MLFLOW_EXPERIMENT):
                 raise OptionError("--mlflow-experiment needs --mlflow: add --mlflow [URI]")
             return None
-        name = "parity" if experiment is None else experiment.strip()
-        if not name or len(name) > 500:
-            raise OptionError(
-                f"--mlflow-experiment {show(experiment)} must be a name of 1 to 500 characters"
-            )
-        return cls(tracking_uri=parse_tracking_uri(uri) or None, experiment=name)
+        return cls(tracking_uri=uri or None, experiment=g.value(o.MLFLOW_EXPERIMENT, "parity"))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -202,54 +147,54 @@ class CompareRequest:
     mlflow: MlflowLog | None = None
 
     @classmethod
-    def from_options(cls, o: CompareOptions) -> CompareRequest:
-        """Validate every option once; the errors name the option and the fix."""
-        nproc = optional_int("--nproc", o.nproc)
-        baseline = _side("--baseline", o.baseline or "cpu", nproc)
-        workload = _workload(o)
-        measure = _measure(o)
-        judge = judge_inputs(o)
-        batch_sizes = () if o.batch_sizes is None else parse_batch_sizes(o.batch_sizes)
-        if batch_sizes and o.batch_size is not None:
+    def build(cls, g: Given) -> CompareRequest:
+        """The request the options describe; the errors name the option and the fix."""
+        nproc = g.get(o.NPROC)
+        baseline = _with_nproc(g.get(o.BASELINE) or o.side("--baseline", "cpu"), nproc)
+        workload = _workload(g)
+        batch_sizes = g.value(o.BATCH_SIZES, ())
+        if batch_sizes and g.has(o.BATCH_SIZE):
             raise OptionError("give --batch-size or --batch-sizes, not both")
-        target_text = o.target if o.target is not None else default_target()
-        target = _side("--target", target_text, nproc)
+        target = g.get(o.TARGET) or o.side("--target", default_target())
+        target = _with_nproc(target, nproc)
         check_generate_loop(workload, baseline, target)
-        if o.script:
-            _checkscript_argv(o.script, baseline, target)
+        script = g.value(o.SCRIPT, ())
+        if script:
+            _check_script(script, baseline, target)
         return cls(
             workload=workload,
-            script=tuple(o.script),
+            script=script,
             baseline=baseline,
             target=target,
-            out=o.out,
-            measure=measure,
-            judge=judge,
-            checks=tuple(o.checks),
+            out=g.get(o.OUT),
+            measure=_measure(g),
+            judge=judge_inputs(g),
+            checks=g.value(o.CHECKS_DIRS, ()),
             batch_sizes=batch_sizes,
-            mlflow=MlflowLog.of(o.mlflow, o.mlflow_experiment),
+            mlflow=MlflowLog.of(g),
         )
 
     @classmethod
-    def from_plan(cls, path: Path, given: CompareOptions | None = None) -> CompareRequest:
+    def from_plan(cls, path: Path, given: Given | None = None) -> CompareRequest:
         """A plan file's settings, with the options given beside it replacing them."""
         from parity.plan import load_plan
 
-        options = load_plan(path)
+        planned = load_plan(path)
         try:
-            plain = cls.from_options(options)
+            plain = cls.build(planned)
         except UsageError as exc:  # a value of the file itself: name the file
             raise PlanError(f"{path}: {exc}") from None
-        return cls.from_options(options.merged(given)) if given is not None else plain
+        return cls.build(planned.merged(given)) if given is not None else plain
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> CompareRequest:
         """The Python API's keyword arguments (``parity.compare(...)``)."""
-        return cls.from_options(CompareOptions.from_kwargs(**kwargs))
+        return cls.build(Given.read("compare", kwargs, "kwargs"))
 
     @classmethod
     def from_file(cls, out: Path) -> CompareRequest:
-        """The request an interrupted comparison stored in ``OUT/request.json``."""
+        """The request an interrupted comparison stored in ``OUT/request.json``, read
+        back through the option table (each value checked as when it was given)."""
         path = out / REQUEST_FILE
         try:
             if not path.is_file():
@@ -257,8 +202,10 @@ class CompareRequest:
                     f"{out} holds no {REQUEST_FILE}: pass --resume the output directory of an "
                     "interrupted parity compare"
                 )
-            request = decode(cls, loads(path.read_text()))
-            request.check_ranges()
+            stored = decode(cls, loads(path.read_text()))
+            again = cls.build(Given.read("compare", stored.options(), "request"))
+            if again != stored:
+                raise ValueError("its values do not make the request it holds")
         except (OSError, ValueError, RecursionError, UsageError) as exc:
             if isinstance(exc, ResumeError):
                 raise
@@ -266,35 +213,60 @@ class CompareRequest:
             raise ResumeError(
                 f"{path} is not a valid request ({why}): rerun the comparison"
             ) from None
-        return request
+        return stored
 
-    def check_ranges(self) -> None:
-        """Every number in its declared range and the devices known: what ``from_options``
-        checks, for a request decoded from a file (OptionError naming the option)."""
-        w, m = self.workload, self.measure
-        if w is not None:
-            knobs = (("--batch-size", w.batch_size), ("--seq-len", w.seq_len), ("--steps", w.steps))
-            for name, value in knobs:
-                optional_int(name, value)
-            optional_int("--seed", w.seed, low=0)
-        optional_int("--repeats", m.repeats)
-        check_number("--precision", m.precision, low=0, low_open=True, high=0.999)
-        check_number("--budget", m.budget_s, low=0, low_open=True)
-        check_number("--timeout", m.timeout_s, low=1)
-        optional_int("--nnodes", m.torchrun.nnodes)
-        for side in (self.baseline, self.target):
-            check_device_name(side.device, str(side))
-            optional_int("--nproc", side.nproc)
-        for size in self.batch_sizes:
-            check_number("--batch-sizes", size, integer=True, low=1)
+    def options(self) -> dict[str, object]:
+        """The options that make this request (what ``request.json`` is read back by)."""
+        w, m, j = self.workload, self.measure, self.judge
+        knobs = {f: getattr(j.cost, f) for f in o.COST_KNOBS}
+        values: dict[str, object] = {
+            "script": self.script or None,
+            "baseline": self.baseline,
+            "target": self.target,
+            "out": self.out,
+            "repeats": m.repeats,
+            "precision": m.precision,
+            "budget_s": m.budget_s,
+            "compliance": m.compliance,
+            "timeout_s": m.timeout_s,
+            "nnodes": m.torchrun.nnodes,
+            "rdzv_endpoint": m.torchrun.rdzv_endpoint,
+            "allow_diff": j.allow,
+            "target_loss": j.target_loss,
+            "prices": j.cost.prices,
+            "cost": {k: v for k, v in knobs.items() if v != getattr(CostInputs(), k)},
+            "operational": j.operational,
+            "pins": j.pins,
+            "min_cosine": j.min_cosine,
+            "min_top1": j.min_top1,
+            "production": j.production,
+            "slo": j.slo or None,
+            "tuning_intended": j.tuning_intended,
+            "checks": self.checks or None,
+            "batch_sizes": self.batch_sizes or None,
+        }
         if self.mlflow is not None:
-            MlflowLog.of(self.mlflow.tracking_uri or "", self.mlflow.experiment)
-        if self.judge.target_loss is not None:
-            check_number("--target-loss", self.judge.target_loss)
-        checked_pins(self.judge.pins)
-        for price in self.judge.cost.prices.values():
-            check_number("--price", price.usd_per_hour, low=0, low_open=True)
-            check_number("--price accelerators", price.accelerators, integer=True, low=1)
+            values["mlflow"] = self.mlflow.tracking_uri or ""
+            values["mlflow_experiment"] = self.mlflow.experiment
+        if w is not None:
+            values.update(workload=w.name, size=w.size, batch_size=w.batch_size)
+            values.update(seq_len=w.seq_len, steps=w.steps, seed=w.seed, task=w.task)
+            values.update(data=w.data, generate_loop=w.generate_loop)
+            values["hf_config"] = [f"{k}={v}" for k, v in w.overrides]
+        return values
+
+    def check_resume(self, out: Path) -> None:
+        """``--resume`` with other options is refused when they differ from the stored
+        ones (a script's command compared as stored: secret values masked)."""
+        from parity.redact import redactor
+
+        stored = CompareRequest.from_file(out)
+        given = replace(self, out=stored.out, script=redactor().argv(self.script))
+        if given != stored:
+            raise ResumeError(
+                f"--resume {out} runs the comparison stored in {out / REQUEST_FILE}: drop the "
+                "other options (they differ from the stored ones)"
+            )
 
     def with_batch_size(self, batch_size: int) -> CompareRequest:
         assert self.workload is not None
@@ -307,6 +279,23 @@ class CompareRequest:
 
         stored = replace(self, script=redactor().argv(self.script))
         write_json(out / REQUEST_FILE, encode(stored))
+
+
+def compare_request(
+    given: Given, plan: Path | None = None, resume: Path | None = None
+) -> CompareRequest:
+    """The one way to a comparison's request, for the command line and the Python API:
+    the options (over a plan file's, with ``plan``); with ``resume`` alone, the stored
+    request, which options given beside it must match."""
+    if resume is not None and plan is None and not given.values:
+        return CompareRequest.from_file(resume)
+    if plan is not None:
+        request = CompareRequest.from_plan(plan, given)
+    else:
+        request = CompareRequest.build(given)
+    if resume is not None:
+        request.check_resume(resume)
+    return request
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -337,35 +326,43 @@ class RunRequest:
         return "script" if self.script else "measure"
 
     @classmethod
-    def from_options(
-        cls, o: CompareOptions, *, side: object, mode: Literal["run", "scan"]
-    ) -> RunRequest:
-        """``side`` is the ``--device`` spec; ``o`` the workload and run options."""
-        if o.workload is None and not o.script:
+    def build(cls, g: Given) -> RunRequest:
+        """``parity run`` or ``parity scan`` (``g.command``) from its options."""
+        mode: Literal["run", "scan"] = "scan" if g.command == "scan" else "run"
+        script = g.value(o.SCRIPT, ())
+        if not g.has(o.WORKLOAD) and not script:
             raise OptionError(
                 f"parity {mode} needs a workload (e.g. mlp-train)"
                 + (" or a script after --" if mode == "run" else "")
             )
-        nproc = optional_int("--nproc", o.nproc)
-        spec = _side("--device", side, nproc)
-        workload = _workload(o)
-        if mode == "scan" and workload is None:
-            raise OptionError("parity scan takes a workload, not a script after --")
-        if workload is None and o.out is None and mode == "run":
+        side = _with_nproc(_required_side(g, o.DEVICE), g.get(o.NPROC))
+        workload = _workload(g)
+        if workload is None and not g.has(o.OUT) and mode == "run":
             raise OptionError("parity run needs --out DIR for the bundle")
-        check_generate_loop(workload, spec)
-        if o.script:
-            _checkscript_argv(o.script, spec)
-        measure = _measure(o)
+        check_generate_loop(workload, side)
+        if script:
+            _check_script(script, side)
+        measure = _measure(g)
         return cls(
             workload=workload,
-            script=tuple(o.script),
-            side=spec,
-            out=o.out,
+            script=script,
+            side=side,
+            out=g.get(o.OUT),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
         )
+
+    @classmethod
+    def from_kwargs(cls, mode: Literal["run", "scan"] = "run", **kwargs: Any) -> RunRequest:
+        return cls.build(Given.read(mode, kwargs, "kwargs"))
+
+
+def _required_side(g: Given, option: o.Option[SideSpec]) -> SideSpec:
+    found = g.get(option)
+    if found is None:
+        raise OptionError(f"parity {g.command} needs {option.flag} SIDE, e.g. {option.flag} cpu")
+    return found
 
 
 CheckName = Literal["rollback", "recovery", "soak"]
@@ -375,8 +372,7 @@ DEFAULT_MAX_GROWTH_MIB = 1.0
 DEFAULT_WARMUP = 0.1
 
 
-def _check_side(option: str, text: object) -> SideSpec:
-    side = _side(option, text, None)
+def _one_process(option: str, side: SideSpec) -> SideSpec:
     if side.nproc is not None:
         raise OptionError(
             f"{option} {side} runs {side.nproc} processes: the checks run one process per "
@@ -407,53 +403,37 @@ class CheckRequest:
     timeout_s: float = 900.0
 
     @classmethod
-    def from_options(
-        cls,
-        check: CheckName,
-        o: CompareOptions,
-        *,
-        side: object,
-        baseline: object = None,
-        k: object = None,
-        m: object = None,
-        duration: str | None = None,
-        bounds: Mapping[str, object] | None = None,
-    ) -> CheckRequest:
-        workload = _workload(o)
+    def build(cls, g: Given) -> CheckRequest:
+        """``parity check rollback | recovery | soak`` (``g.command``) from its options."""
+        check: CheckName = (
+            "rollback" if g.command == "rollback" else "soak" if g.command == "soak" else "recovery"
+        )
+        workload = _workload(g)
         if workload is None:
             raise OptionError(f"parity check {check} takes a workload, not a script")
-        bounds = dict(bounds or {})
-        unknown = sorted(
-            set(bounds) - {"max_drift", "max_host_growth", "max_device_growth", "warmup"}
-        )
-        if unknown:
-            raise OptionError(f"{unknown[0]} is not a soak bound")
-        values = {
-            key: float(
-                check_number(
-                    f"--{key.replace('_', '-')}",
-                    v,
-                    low=0,
-                    low_open=key != "warmup",
-                    high=0.9 if key == "warmup" else None,
-                )
-            )
-            for key, v in bounds.items()
-        }
-        target = _check_side("--target" if check == "rollback" else "--device", side)
+        chosen = o.TARGET if check == "rollback" else o.DEVICE
+        target = _one_process(chosen.flag, _required_side(g, chosen))
         check_generate_loop(workload, target)
+        baseline = g.get(o.BASELINE) or o.side("--baseline", "cpu")
         return cls(
             check=check,
             workload=workload,
             target=target,
-            baseline=_check_side("--baseline", baseline or "cpu") if check == "rollback" else None,
-            k=optional_int("--k", k),
-            m=optional_int("--m", m),
-            duration_s=parse_duration(duration or "10m") if check == "soak" else None,
-            out=o.out,
-            timeout_s=_measure(o).timeout_s,
-            **values,
+            baseline=_one_process("--baseline", baseline) if check == "rollback" else None,
+            k=g.get(o.K),
+            m=g.get(o.M),
+            duration_s=g.value(o.DURATION, 600.0) if check == "soak" else None,
+            max_drift=g.value(o.MAX_DRIFT, DEFAULT_MAX_DRIFT),
+            max_host_growth=g.value(o.MAX_HOST_GROWTH, DEFAULT_MAX_GROWTH_MIB),
+            max_device_growth=g.value(o.MAX_DEVICE_GROWTH, DEFAULT_MAX_GROWTH_MIB),
+            warmup=g.value(o.WARMUP, DEFAULT_WARMUP),
+            out=g.get(o.OUT),
+            timeout_s=_measure(g).timeout_s,
         )
+
+    @classmethod
+    def from_kwargs(cls, check: CheckName, **kwargs: Any) -> CheckRequest:
+        return cls.build(Given.read(check, kwargs, "kwargs"))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -468,24 +448,25 @@ class ScaleRequest:
     torchrun: Torchrun = field(default_factory=Torchrun)
 
     @classmethod
-    def from_options(cls, o: CompareOptions, *, side: object, counts: str) -> ScaleRequest:
-        workload = _workload(o)
+    def build(cls, g: Given) -> ScaleRequest:
+        workload = _workload(g)
         if workload is None:
             raise OptionError("parity scale takes a workload, not a script")
-        spec = _side("--device", side, None)
+        spec = _required_side(g, o.DEVICE)
         if spec.nproc is not None:
             raise OptionError(
                 f"side {spec} already sets nproc: drop it, --scaling chooses the process counts"
             )
-        items = whole_numbers("--scaling process counts", counts, "1,2,4")
-        if not items:
-            raise OptionError(f"--scaling {show(counts)} names no process count, e.g. 1,2,4")
-        measure = _measure(o)
+        measure = _measure(g)
         return cls(
             workload=workload,
             side=spec,
-            counts=tuple(sorted(set(items))),
-            out=o.out,
+            counts=g.value(o.SCALING, (1, 2)),
+            out=g.get(o.OUT),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
         )
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> ScaleRequest:
+        return cls.build(Given.read("scale", kwargs, "kwargs"))

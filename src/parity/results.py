@@ -8,11 +8,11 @@
     >>> result                           # in a notebook: an HTML summary
 
 Both take what the command line takes, as keyword arguments named after the options
-(``parity.request.CompareOptions``: ``baseline``, ``target``, ``size``, ``batch_size``,
+(the keys of ``parity.options.TABLE``: ``baseline``, ``target``, ``size``, ``batch_size``,
 ``seq_len``, ``steps``, ``seed``, ``hf_config``, ``out``, ``repeats``, ``precision``,
 ``budget_s``, ``compliance``, ``timeout_s``, ``nproc``, ``nnodes``, ``rdzv_endpoint``,
 ``allow_diff``, ``target_loss``, ``prices``, ``cost``, ``operational``, ``checks``,
-``batch_sizes``), a workload name, ``hf:ARCH``, ``path/to/file.py:factory`` or
+``batch_sizes``, ...), a workload name, ``hf:ARCH``, ``path/to/file.py:factory`` or
 ``script=[...]`` (script mode), ``plan=`` (a plan file; the options given replace its
 values) and ``resume=`` (an interrupted comparison's directory). Bad input of any type
 raises a ``parity.UsageError`` subclass naming the option and the fix, before anything
@@ -42,34 +42,12 @@ if TYPE_CHECKING:
     from parity.comparison import Comparison
     from parity.model.bundle import Bundle, SideRuns
     from parity.progress import ProgressArg
-    from parity.request import CompareRequest
 
 ROLES: tuple[Role, Role] = ("baseline", "target")
 VIEWS = ("sides", "steps", "checks")
 
 #: one row of a DataFrame view: a column name and a plain value (str, number, bool, None)
 Row = dict[str, object]
-
-
-def _request(
-    workload: str | None, plan: object, resume: Path | None, options: dict[str, Any]
-) -> CompareRequest:
-    """The request: from the options (or a plan file and the options), or with
-    ``resume`` alone the stored one; options given with ``resume`` must match it."""
-    from parity import runs
-    from parity.options import check_path
-    from parity.request import CompareOptions, CompareRequest
-
-    given = CompareOptions.from_kwargs(workload=workload, **options)
-    if resume is not None and plan is None and given == CompareOptions():
-        return CompareRequest.from_file(resume)
-    if plan is not None:
-        request = CompareRequest.from_plan(Path(check_path("plan", plan)), given)
-    else:
-        request = CompareRequest.from_options(given)
-    if resume is not None:
-        runs.check_resume(resume, request)
-    return request
 
 
 def compare(
@@ -93,11 +71,15 @@ def compare(
     reason (see the README's fair-comparison rules).
     """
     from parity import runs
-    from parity.options import check_path
+    from parity.options import Given
     from parity.progress import resolve
+    from parity.request import compare_request
+    from parity.values import check_path
 
     where = None if resume is None else Path(check_path("resume", resume))
-    request = _request(workload, plan, where, options)
+    planned = None if plan is None else Path(check_path("plan", plan))
+    given = Given.read("compare", _named(workload, options), "kwargs")
+    request = compare_request(given, planned, where)
     with resolve(progress) as sink:
         if where is not None:
             return ComparisonResult(runs.resume(where, progress=sink))
@@ -118,12 +100,15 @@ def run(
     bundle (``out``; required for a script), as ``parity run`` does."""
     from parity import runs
     from parity.progress import resolve
-    from parity.request import CompareOptions, RunRequest
+    from parity.request import RunRequest
 
-    given = CompareOptions.from_kwargs(workload=workload, **options)
-    request = RunRequest.from_options(given, side=device, mode="run")
+    request = RunRequest.from_kwargs("run", device=device, **_named(workload, options))
     with resolve(progress) as sink:
         return RunResult(runs.run(request, progress=sink))
+
+
+def _named(workload: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    return {"workload": workload, **options} if workload is not None else dict(options)
 
 
 # -- result objects ---------------------------------------------------------------------
@@ -147,7 +132,7 @@ def _step_rows(role: str, side: SideRuns) -> list[Row]:
             rows.append(
                 {
                     "role": role,
-                    "side": bundle.side,
+                    "side": str(bundle.side),
                     "repeat": bundle.path.name,
                     "step": i,
                     "time_s": times[i] if i < len(times) else None,
@@ -230,7 +215,7 @@ class ComparisonResult:
         losses = self.losses()[role]
         return {
             "role": role,
-            "side": side.spec,
+            "side": str(side.side),
             "status": side.status,
             "device": side.device_name,
             "repeats_ok": side.repeats_ok,
@@ -312,7 +297,7 @@ class RunResult:
     def to_dict(self) -> Row:
         return {
             "path": str(self.path),
-            "side": self.bundle.side,
+            "side": str(self.bundle.side),
             "status": self.bundle.status,
             "reason": self.reason,
             "median_step_s": self.median_step_s,

@@ -46,7 +46,7 @@ from parity.orchestrate import (
     prepare_workload,
     remove,
 )
-from parity.redact import REDACTED, redactor
+from parity.redact import REDACTED
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.launch import Launcher
 from parity.sinks import conclude
@@ -89,7 +89,10 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s)
+    sides = (
+        (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
+    )
+    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 
@@ -188,7 +191,7 @@ def _expected(
     if not target.ok:
         return None
     first = target.ok[0]
-    side = expected_side(first.spec, bundle_precision(first))
+    side = expected_side(first.side, bundle_precision(first))
     return expected_run(orch, template, side, cache) if side is not None else None
 
 
@@ -255,7 +258,7 @@ def resume(
     command is stored with its secret values masked, so resuming one whose command held
     any needs the real command again."""
     if request is not None:
-        check_resume(out, request)
+        request.check_resume(out)
     else:
         request = CompareRequest.from_file(out)
     if any(REDACTED in arg for arg in request.script):
@@ -265,18 +268,6 @@ def resume(
             "secrets to the script in environment variables)"
         )
     return compare(request, progress=progress, resuming=True)
-
-
-def check_resume(out: Path, request: CompareRequest) -> None:
-    """``--resume`` with other options is refused when they differ from the stored ones
-    (a script's command compared as stored: secret values masked)."""
-    stored = CompareRequest.from_file(out)
-    given = replace(request, out=stored.out, script=redactor().argv(request.script))
-    if given != stored:
-        raise ResumeError(
-            f"--resume {out} runs the comparison stored in {out / REQUEST_FILE}: drop the "
-            "other options (they differ from the stored ones)"
-        )
 
 
 # -- the CPU runs beside the sides: the fp64 reference, the expected error, compliance ------

@@ -66,8 +66,13 @@ _DEVICE_RE = re.compile(r"(?P<type>[a-z][a-z0-9_]*)(?::(?P<index>[0-9]+))?", re.
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SideSpec:
-    """One side of a comparison: a device and how the workload runs on it."""
+    """One side of a comparison: a device and how the workload runs on it.
 
+    Parsed once from its string (``parse_side``); from there every layer, the documents
+    included, carries this object. In JSON it is its fields, with ``spec``, the string
+    it writes as, first for readers (derived: decoding rebuilds it from the fields)."""
+
+    spec: str = field(init=False)
     device: str
     index: int | None = None
     precision: Precision = "fp32"
@@ -96,6 +101,7 @@ class SideSpec:
             raise SpecError("fsdp shards over processes: add nproc=N with N >= 2")
         if self.compile_backend is not None and not self.compile:
             raise SpecError("compile_backend is set but compile is off: write compile=BACKEND")
+        object.__setattr__(self, "spec", self._text())
 
     @property
     def device_string(self) -> str:
@@ -103,6 +109,9 @@ class SideSpec:
         return self.device if self.index is None else f"{self.device}:{self.index}"
 
     def __str__(self) -> str:
+        return self.spec
+
+    def _text(self) -> str:
         parts = [self.device_string]
         if self.precision != "fp32":
             parts.append(self.precision)
@@ -123,7 +132,7 @@ class SideSpec:
     def fields(self) -> dict[str, object]:
         """The spec string and its parsed fields (what ``side`` objects in JSON hold)."""
         return {
-            "spec": str(self),
+            "spec": self.spec,
             "device": self.device,
             "index": self.index,
             "precision": self.precision,
@@ -134,43 +143,6 @@ class SideSpec:
             "emulate": self.emulate,
             "nproc": self.nproc,
             "fsdp": self.fsdp,
-        }
-
-    # the codec's hooks: a side is its spec string, with the parsed fields beside it
-    def __codec_encode__(self) -> dict[str, object]:
-        return self.fields()
-
-    @classmethod
-    def __codec_decode__(cls, data: object, path: str) -> SideSpec:
-        from parity.model.codec import DecodeError
-
-        if isinstance(data, str):
-            text = data
-        elif isinstance(data, dict) and isinstance(data.get("spec"), str):
-            unknown = sorted(set(data) - {"spec", *SIDE_FIELDS})
-            if unknown:
-                raise DecodeError(f"{path}.{unknown[0]}", "is not a side spec field")
-            text = data["spec"]
-        else:
-            raise DecodeError(path, "expected a side spec: a string or an object with 'spec'")
-        try:
-            side = parse_side(text)
-        except SpecError as exc:
-            raise DecodeError(path, str(exc)) from None
-        if isinstance(data, dict):
-            mine = side.fields()
-            differ = [k for k in SIDE_FIELDS if k in data and data[k] != mine[k]]
-            if differ:
-                raise DecodeError(f"{path}.{differ[0]}", f"does not match the spec {text!r}")
-        return side
-
-    @classmethod
-    def __codec_schema__(cls) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {"spec": {"type": "string"}},
-            "required": ["spec"],
-            "description": "a side spec DEVICE[:INDEX][+OPTION...] and its parsed fields",
         }
 
     def config_differences(self, other: SideSpec) -> list[tuple[str, str, str]]:

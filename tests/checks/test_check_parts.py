@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,8 +25,8 @@ from parity.model.checks import (
     SlopeGate,
 )
 from parity.model.metrics import SoakFigures, SoakWindow
-from parity.request import CheckRequest, CompareOptions
-from parity.spec import WorkloadSpec
+from parity.request import CheckRequest
+from parity.spec import WorkloadSpec, parse_side
 from tests.fixtures import bundles
 from tests.judge.synthetic import side_runs
 
@@ -75,9 +76,7 @@ def _windows(
 
 
 def _request(**over: object) -> CheckRequest:
-    base = CheckRequest.from_options(
-        "soak", CompareOptions(workload="cnn-infer"), side="cpu", duration="1h"
-    )
+    base = CheckRequest.from_kwargs("soak", workload="cnn-infer", device="cpu", duration="1h")
     return replace(base, **over)  # type: ignore[arg-type]
 
 
@@ -136,15 +135,15 @@ def test_checked_items_need_a_pass_on_the_verdicts_sides(tmp_path: Path) -> None
     a = side_runs(tmp_path, "baseline", side="cpu", step_s=0.01, repeats=1).first
     b = side_runs(tmp_path, "target", side="cpu+bf16", step_s=0.01, repeats=1).first
     config = a.manifest.workload.parts.config
-    rollback = CheckSides(target="cpu+bf16", baseline="cpu")
+    rollback = CheckSides(target=parse_side("cpu+bf16"), baseline=parse_side("cpu"))
     checks = [
         _check("rollback", rollback, True, config),
-        _check("recovery", CheckSides(device="cpu+bf16"), False, config),  # failed
-        _check("soak", CheckSides(device="cpu"), True, "other"),  # another side
+        _check("recovery", CheckSides(device=parse_side("cpu+bf16")), False, config),  # failed
+        _check("soak", CheckSides(device=parse_side("cpu")), True, "other"),  # another side
     ]
     assert checked_items(checks, a, b) == {"rollback path": "rollback evidence"}
     assert checked_items([_check("rollback", rollback, True, "x")], a, b) == {}
-    soak = [_check("soak", CheckSides(device="cpu+bf16"), True, "any workload")]
+    soak = [_check("soak", CheckSides(device=parse_side("cpu+bf16")), True, "any workload")]
     assert checked_items(soak, a, b) == {"sustained load": "soak evidence"}
 
 
@@ -176,11 +175,14 @@ def test_bad_input_is_refused_and_writes_nothing(
     out = tmp_path / "out"
     with pytest.raises(error, match=message):
         side = options.pop("side", "cpu")
-        request = CheckRequest.from_options(
+        bounds: Any = options.pop("bounds", {})
+        request = CheckRequest.from_kwargs(
             check,  # type: ignore[arg-type]
-            CompareOptions(workload=workload, out=str(out)),
-            side=side,
-            **options,  # type: ignore[arg-type]
+            workload=workload,
+            out=str(out),
+            **{"target" if check == "rollback" else "device": side},
+            **options,
+            **bounds,
         )
         run_check(request)
     assert not out.exists() and not (tmp_path / "parity-runs").exists()
@@ -188,8 +190,8 @@ def test_bad_input_is_refused_and_writes_nothing(
 
 def test_a_full_out_dir_is_refused(tmp_path: Path) -> None:
     (tmp_path / "x").write_text("keep")
-    request = CheckRequest.from_options(
-        "soak", CompareOptions(workload="cnn-infer", out=str(tmp_path)), side="cpu"
+    request = CheckRequest.from_kwargs(
+        "soak", workload="cnn-infer", out=str(tmp_path), device="cpu"
     )
     with pytest.raises(OptionError, match="not empty"):
         run_check(request)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -15,7 +16,7 @@ from parity.bundle import load_bundle
 from parity.checks import run_check
 from parity.model.checks import CheckGate, CheckResult, Gate, SlopeGate
 from parity.model.quality import LossCheck
-from parity.request import CheckRequest, CompareOptions, CompareRequest
+from parity.request import CheckRequest, CompareRequest
 from parity.schemas import schema
 
 pytestmark = pytest.mark.slow
@@ -43,12 +44,16 @@ def _valid(bundle: Path) -> None:
             assert not errors, (bundle, name, errors)
 
 
-def _check(check: str, workload: str, out: Path, side: str, **options: object) -> CheckResult:
-    request = CheckRequest.from_options(
+def _check(check: str, workload: str, out: Path, side: str, **options: Any) -> CheckResult:
+    where = "target" if check == "rollback" else "device"
+    bounds = options.pop("bounds", {})
+    request = CheckRequest.from_kwargs(
         check,  # type: ignore[arg-type]
-        CompareOptions(workload=workload, out=str(out)),
-        side=side,
-        **options,  # type: ignore[arg-type]
+        workload=workload,
+        out=str(out),
+        **{where: side},
+        **options,
+        **bounds,
     )
     return run_check(request)
 
@@ -67,7 +72,7 @@ def test_rollback_passes_bf16_target_to_fp32_baseline(rollback_dir: Path) -> Non
 
     result = read_doc(rollback_dir / "check.json", CheckResult)
     assert result.passed and result.item == "rollback path"
-    assert (result.sides.target, result.sides.baseline) == ("cpu+bf16", "cpu")
+    assert (str(result.sides.target), str(result.sides.baseline)) == ("cpu+bf16", "cpu")
     loss = _gate(result, "loss curve from step 4")
     assert isinstance(loss, LossCheck) and loss.passed and loss.tolerance == 0.02
     cont = result.figures.continuation
@@ -155,8 +160,8 @@ def test_a_passing_check_ticks_the_verdict_in_compare_and_diff(
     rollback_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "cmp"
-    request = CompareRequest.from_options(
-        CompareOptions(
+    request = CompareRequest.from_kwargs(
+        **dict(
             workload="mlp-train",
             steps=8,
             target="cpu+bf16",

@@ -20,7 +20,7 @@ from parity.bundle import repeat_name
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.job import Mode
 from parity.model.numerics import AfterRun, Capture, LayerRecord, TensorSummary
-from parity.model.side import MeasurePlan, SideFile, Stop
+from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from tests.fixtures import bundles
 from tests.judge.synthetic import LOSSES
 
@@ -111,7 +111,7 @@ def make_run(
 def make_side(root: Path, role: str, spec: str, **given: Any) -> SideRuns:
     """A side of one repeat (``make_run``'s), measured as asked."""
     stop = Stop(reason="repeats", message="1 repeat(s) per side, as asked")
-    info = SideFile(stop=stop, plan=MeasurePlan(repeats=1))
+    info = MeasureRecord(stop=stop, plan=MeasurePlan(repeats=1))
     run = make_run(root, role, spec, **given)
     return SideRuns(path=root / role, repeats=(run,), info=info)
 

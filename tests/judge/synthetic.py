@@ -13,7 +13,7 @@ import torch
 from parity.bundle import repeat_name
 from parity.model.bundle import SideRuns
 from parity.model.metrics import Memory
-from parity.model.side import MeasurePlan, SideFile, Stop
+from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from parity.model.stack import Package
 from tests.fixtures import bundles
 
@@ -76,7 +76,7 @@ def side_runs(
             )
         )
     stop = Stop(reason="repeats", message=f"{repeats} repeat(s) per side, as asked")
-    info = SideFile(stop=stop, plan=MeasurePlan(repeats=repeats))
+    info = MeasureRecord(stop=stop, plan=MeasurePlan(repeats=repeats))
     return SideRuns(path=path, repeats=tuple(made), info=info)
 
 

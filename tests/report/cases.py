@@ -19,6 +19,7 @@ from parity.model.quality import TokensCheck
 from parity.model.verdict import ByRole, Gate, SideInfo, Verdict
 from parity.report.layout import segments
 from parity.report.parts import Sentence, Table, View
+from parity.spec import parse_side
 from tests.fixtures.runs import STDERR_TAIL, with_layers
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -65,11 +66,11 @@ def with_failed_target(verdict: Verdict) -> Verdict:
 def with_long_names(verdict: Verdict) -> Verdict:
     """Sides as real machines name them: long device names and side specs."""
     cpu = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
-    baseline = replace(verdict.sides.baseline, device_name=cpu, spec="cpu+threads=32")
+    baseline = replace(verdict.sides.baseline, device_name=cpu, side=parse_side("cpu+threads=32"))
     target = replace(
         verdict.sides.target,
         device_name="AWS Trainium2 NeuronCore-v3",
-        spec="neuron+bf16+compile=neuron",
+        side=parse_side("neuron+bf16+compile=neuron"),
     )
     return replace(verdict, sides=ByRole(baseline=baseline, target=target))
 

@@ -20,7 +20,7 @@ from parity.comparison import Comparison
 from parity.errors import UsageError
 from parity.model.bundle import SideRuns
 from parity.model.codec import decode, loads
-from parity.model.side import MeasurePlan, SideFile, Stop
+from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from parity.model.verdict import Verdict
 from parity.report.markdown import render_markdown
 from parity.report.mlflow import log_comparison, log_comparison_quietly, mlflow_key, run_record
@@ -42,14 +42,14 @@ def comparison(root: Path, golden: str = "verdict-passes.json") -> Comparison:
     (out / "verdict.json").write_text(text)
     (out / "report.html").write_text("<!doctype html><title>stub</title>\n")
     stop = Stop(reason="repeats", message="3 repeat(s) per side, as asked")
-    info = SideFile(stop=stop, plan=MeasurePlan(repeats=3, timeout_s=600.0))
+    info = MeasureRecord(stop=stop, plan=MeasurePlan(repeats=3, timeout_s=600.0))
     sides = {
         role: SideRuns(
             path=out / role,
             repeats=(
                 make_bundle(
                     out / role / "r00",
-                    manifest(role=role, spec=side.spec, device_name=side.device_name),
+                    manifest(role=role, spec=str(side.side), device_name=side.device_name),
                     run_metrics=metrics([0.02, *[0.01] * 10]),
                 ),
             ),
@@ -82,7 +82,7 @@ def test_every_golden_verdict_makes_a_record(tmp_path: Path, golden: str) -> Non
     record = run_record(made)
     assert record.tags["parity.verdict"] == ("PASS" if verdict.passed else "FAIL")
     assert record.tags["parity.exit_code"] == str(verdict.exit_code)
-    assert record.params["baseline.spec"] == verdict.sides.baseline.spec
+    assert record.params["baseline.spec"] == str(verdict.sides.baseline.side)
     assert record.params["measure.repeats"] == "3" and record.params["measure.timeout_s"] == "600.0"
     assert record.params["target.parity_version"] == "0.1.0"
     assert all(len(k) <= 250 and mlflow_key(k) == k for k in [*record.params, *record.metrics])
@@ -183,7 +183,7 @@ def test_a_comparison_is_logged_as_a_run(
 
     assert params["workload.name"] == v.workload.name
     assert params["workload.fingerprint"] == v.workload.fingerprint
-    assert params["target.spec"] == v.sides.target.spec
+    assert params["target.spec"] == str(v.sides.target.side)
     assert params["baseline.version.torch"] == "2.13.0" and params["measure.repeats"] == "3"
     assert tags["parity.verdict"] == ("PASS" if v.passed else "FAIL")
     assert tags["parity.exit_code"] == str(v.exit_code) and tags["parity.out"] == str(out.resolve())

@@ -8,6 +8,7 @@ from dataclasses import replace
 from parity.model.verdict import ByRole
 from parity.report import plots
 from parity.report.view import Sides
+from parity.spec import parse_side
 from tests.report.cases import cases
 
 CASES = cases()
@@ -16,7 +17,7 @@ NO_SIDES: Sides = ByRole(baseline=None, target=None)
 
 def test_svg_is_inline_ready_and_ids_are_prefixed() -> None:
     v = CASES["passes"]
-    sides = replace(v.sides, target=replace(v.sides.target, spec="cpu+$x$"))
+    sides = replace(v.sides, target=replace(v.sides.target, side=parse_side("cpu+compile=$x$")))
     plot = plots.speed_plot(replace(v, sides=sides))
     assert plot is not None and plot.points == 3
     svg = plot.svg

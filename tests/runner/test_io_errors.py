@@ -33,7 +33,7 @@ from parity.bundle import (
 from parity.errors import OutputError
 from parity.model.manifest import Manifest
 from parity.redact import LOG_LIMIT
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from parity.results import ComparisonResult
 from parity.runner.failure import TAIL_BYTES
 from parity.runner.launch import run_job
@@ -128,15 +128,19 @@ def test_a_flood_of_output_is_kept_short_and_never_crashes_the_parent(tmp_path: 
     tail = bundle.manifest.stderr_tail or ""
     assert tail.endswith("the last words") and len(tail) < TAIL_BYTES // 8
     stdout = bundle.path / "stdout.log"
-    assert LOG_LIMIT - 2048 < stdout.stat().st_size < LOG_LIMIT + 200  # the last 8 MiB
-    assert stdout.read_text().startswith("[parity: the first ")
+    assert LOG_LIMIT - 2048 < stdout.stat().st_size < LOG_LIMIT + 300  # 8 MiB: head and tail
+    kept = stdout.read_text()
+    assert kept.startswith("x" * 1023 + "\n")  # the head is kept
+    assert " bytes of this log were left out here (bytes 1048576 to " in kept
+    assert bundle.logs is not None and [c.name for c in bundle.logs.cut] == ["stdout.log"]
+    assert bundle.logs.cut[0].written >= 12 << 20 and bundle.logs.cut[0].dropped >= 4 << 20
 
 
 def _compare(out: Path) -> ComparisonResult:
-    options = CompareOptions(
+    options = dict(
         workload="mlp-train", target="cpu+bf16", steps=4, repeats=1, compliance=False, out=str(out)
     )
-    return api.compare(CompareRequest.from_options(options))
+    return api.compare(CompareRequest.from_kwargs(**options))
 
 
 @pytest.mark.slow
@@ -163,15 +167,15 @@ from pathlib import Path
 from parity import api
 from parity.bundle import load_bundle
 from parity.errors import OutputError
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 
 disk, out = Path(sys.argv[1]), Path(sys.argv[1]) / "c"
-options = CompareOptions(
+options = dict(
     workload="mlp-train", target="cpu+bf16", steps=4, repeats=1, compliance=False, out=str(out)
 )
 seen = {}
 try:
-    api.compare(CompareRequest.from_options(options))
+    api.compare(CompareRequest.from_kwargs(**options))
 except OutputError as exc:
     seen["error"] = str(exc)
 seen["final"] = sorted(str(m.parent.relative_to(out)) for m in out.rglob("manifest.json")

@@ -15,6 +15,7 @@ from parity.model.job import Event, Torchrun
 from parity.model.manifest import Manifest
 from parity.runner.failure import failed_manifest, torchrun_root_cause
 from parity.runner.launch import EventTail, command, run_job
+from parity.runner.python import BOOT
 from parity.spec import parse_side
 from tests.conftest import FIXTURES
 from tests.fixtures.bundles import manifest
@@ -30,16 +31,17 @@ def _job(side: str, **changes: object) -> object:
 
 def test_plain_side_is_one_interpreter() -> None:
     cmd = command(_job("cpu"), Path("/t"))  # type: ignore[arg-type]
-    assert cmd[:3] == [sys.executable, "-X", "faulthandler"]
-    assert cmd[-3:] == ["-m", "parity.runner.worker", "/t"]
-    assert "torch.distributed.run" not in cmd
+    assert cmd[:4] == [sys.executable, "-X", "faulthandler", "-c"]
+    assert cmd[-2:] == ["parity.runner.worker", "/t"]
+    assert "torch.distributed.run" not in cmd and "-m" not in cmd
 
 
 def test_nproc_runs_under_torchrun_standalone() -> None:
     cmd = command(_job("cpu+nproc=4"), Path("/t"))  # type: ignore[arg-type]
     assert "torch.distributed.run" in cmd and "--nproc-per-node=4" in cmd
-    assert "--standalone" in cmd and "--max-restarts=0" in cmd
-    assert cmd[-3:] == ["-m", "parity.runner.worker", "/t"]
+    assert "--standalone" in cmd and "--max-restarts=0" in cmd and "--no-python" in cmd
+    worker = [sys.executable, "-X", "faulthandler", "-c", BOOT, "parity.runner.worker", "/t"]
+    assert cmd[-len(worker) :] == worker
 
 
 def test_multi_node_passes_the_rendezvous_through() -> None:

@@ -18,8 +18,18 @@ ENTRY = "tests.runner.zygote_entries"
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module", autouse=True)
+def importable_tests() -> Iterator[None]:
+    """The entry points live in ``tests``: on the zygote's path through PYTHONPATH (it
+    starts without the working directory, ``parity.runner.python``)."""
+    root = str(Path(__file__).resolve().parents[2])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+        yield
+
+
 @pytest.fixture(scope="module")
-def zygote() -> Iterator[Zygote]:
+def zygote(importable_tests: None) -> Iterator[Zygote]:
     z = Zygote.start()
     yield z
     z.close()

@@ -194,7 +194,7 @@ def test_default_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def test_cli_history_commands(tmp_path: Path, runs: Path) -> None:
     from typer.testing import CliRunner
 
-    from parity.cli import app
+    from parity.cli.app import app
 
     runner = CliRunner()
     db = str(tmp_path / "cli.sqlite")

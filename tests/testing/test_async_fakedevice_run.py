@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from parity import api
-from parity.request import CompareOptions, RunRequest
+from parity.request import RunRequest
 from parity.runner.load import load_model
 from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
@@ -82,13 +82,13 @@ def replica() -> Replica:
 @pytest.fixture(scope="module")
 def metrics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("async") / "run"
-    options = CompareOptions(workload=SPEC.name, steps=SPEC.steps, out=str(out))
+    options = dict(workload=SPEC.name, steps=SPEC.steps, out=str(out))
     env = {"PARITY_PLUGINS": "parity.testing.fakedevice", "PARITY_FAKE_ASYNC_US": str(COST_US)}
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
             mp.setenv(key, value)
         # one thread: two threads on a busy two-core machine launch kernels slowly
-        bundle = api.run(RunRequest.from_options(options, side=f"{DEV}+threads=1", mode="run"))
+        bundle = api.run(RunRequest.from_kwargs("run", device=f"{DEV}+threads=1", **options))
     assert bundle.ok, bundle.manifest.reason
     assert json.loads((out / "manifest.json").read_text())["status"] == "ok"
     result: dict[str, Any] = json.loads((out / "metrics.json").read_text())

@@ -19,7 +19,7 @@ from parity.errors import WorkloadError
 from parity.model.quality import OutputCheck, ReferenceCheck, TokensCheck
 from parity.model.verdict import Verdict
 from parity.model.workload import CheckpointSource
-from parity.request import CompareOptions, CompareRequest, RunRequest
+from parity.request import CompareRequest, RunRequest
 from parity.spec import SideSpec, Task, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext, RunNumerics
@@ -216,7 +216,7 @@ def compare(
     seq_len: int | None = None,
 ) -> Verdict:
     """``parity.api.compare``, cpu against cpu+bf16, one repeat, no compliance runs."""
-    options = CompareOptions(
+    options = dict(
         workload=workload,
         task=task,
         data=data,
@@ -229,7 +229,7 @@ def compare(
         compliance=False,
         out=str(out),
     )
-    return api.compare(CompareRequest.from_options(options)).verdict
+    return api.compare(CompareRequest.from_kwargs(**options)).verdict
 
 
 def assert_gated_and_counted(
@@ -305,10 +305,10 @@ def test_compare_a_gpt2_checkpoint_training(gpt2: Path, tmp_path: Path) -> None:
 def test_run_a_checkpoint_writes_kinds_and_flops_in_the_bundle(bert: Path, tmp_path: Path) -> None:
     data = tmp_path / "notes.txt"
     data.write_text("".join(f"note {i}: a short text\n" for i in range(9)))
-    options = CompareOptions(
+    options = dict(
         workload=f"hf:{bert}", task="classify", steps=2, data=str(data), out=str(tmp_path / "b")
     )
-    bundle = api.run(RunRequest.from_options(options, side="cpu", mode="run"))
+    bundle = api.run(RunRequest.from_kwargs("run", device="cpu", **options))
     assert bundle.ok and bundle.outputs is not None and bundle.capture is not None
     # the outputs of the first pass and of the pass after the run (``final_``)
     kinds = {k: v.kind for k, v in bundle.outputs.outputs.items()}

@@ -125,7 +125,7 @@ def test_the_option_is_checked_once_in_the_request() -> None:
         CompareRequest.from_kwargs(
             workload="hf:gpt2-generate", generate_loop="hf", target="cpu+compile"
         )
-    with pytest.raises(OptionError, match="generate_loop must be a string"):
+    with pytest.raises(OptionError, match="--generate-loop must be a string"):
         CompareRequest.from_kwargs(**gen, generate_loop=1)
     assert codec.decode(WorkloadSpec, codec.encode(request.workload)) == request.workload
 

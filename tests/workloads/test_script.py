@@ -9,7 +9,7 @@ import pytest
 from parity import api
 from parity.bundle import load_bundle, load_side
 from parity.errors import UsageError
-from parity.request import CompareOptions, CompareRequest, RunRequest
+from parity.request import CompareRequest, RunRequest
 from parity.results import ComparisonResult
 from parity.spec import parse_side
 from parity.workloads.repository import repository
@@ -79,8 +79,8 @@ def test_a_script_is_fingerprinted_by_its_command_and_bytes_not_weights() -> Non
 
 
 def _compare(out: Path, target: str, script: list[str]) -> ComparisonResult:
-    options = CompareOptions(target=target, out=str(out), script=tuple(script))
-    return api.compare(CompareRequest.from_options(options))
+    options = dict(target=target, out=str(out), script=tuple(script))
+    return api.compare(CompareRequest.from_kwargs(**options))
 
 
 @pytest.mark.slow
@@ -118,7 +118,7 @@ def test_a_script_that_fails_on_the_target_is_recorded(tmp_path: Path) -> None:
     assert verdict.exit_code == 1
     assert verdict.sides.baseline.status == "ok"
     assert "the script exited with code 4" in str(verdict.sides.target.reason)
-    options = CompareOptions(out=str(tmp_path / "one"), script=(str(script),))
-    bundle = api.run(RunRequest.from_options(options, side="cpu", mode="run"))
+    options = dict(out=str(tmp_path / "one"), script=(str(script),))
+    bundle = api.run(RunRequest.from_kwargs("run", device="cpu", **options))
     assert bundle.ok and (bundle.losses[0] or 0) > 0
     assert load_bundle(tmp_path / "one").ok

@@ -134,7 +134,7 @@ def recovery(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
     )
     return common.finish(
         run,
-        sides=results.CheckSides(device=str(side)),
+        sides=results.CheckSides(device=side),
         settings=results.CheckSettings(k=k, m=m, steps=k + m, tolerances=tol),
         gates=gates,
         figures=figures,

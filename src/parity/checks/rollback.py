@@ -71,7 +71,7 @@ def rollback(request: CheckRequest, *, progress: ProgressSink | None = None) -> 
     )
     return common.finish(
         run,
-        sides=results.CheckSides(target=str(target), baseline=str(baseline)),
+        sides=results.CheckSides(target=target, baseline=baseline),
         settings=results.CheckSettings(k=k, m=m, steps=k + m, tolerances=tol),
         gates=gates,
         figures=figures,

@@ -195,7 +195,7 @@ def soak(request: CheckRequest, *, progress: ProgressSink | None = None) -> Chec
     )
     return finish(
         run,
-        sides=CheckSides(device=str(request.target)),
+        sides=CheckSides(device=request.target),
         settings=CheckSettings(
             duration_s=duration,
             window_s=window,

@@ -11,7 +11,7 @@ from parity.cli import common as c
 from parity.cli.render import show_check
 
 if TYPE_CHECKING:
-    from parity.request import CheckRequest
+    from parity.request import CheckName
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -21,54 +21,8 @@ app = typer.Typer(
     "check ticks the verdict's not-yet-proven list (parity compare --checks DIR).",
 )
 
-K = Annotated[
-    int | None,
-    typer.Option("--k", metavar="K", help="steps before the checkpoint (default: half the steps)"),
-]
-M = Annotated[
-    int | None,
-    typer.Option("--m", metavar="M", help="steps after the checkpoint (default: the rest)"),
-]
 CheckDevice = Annotated[
     str, typer.Option("--device", metavar="SIDE", help="side spec to check, e.g. neuron")
-]
-Duration = Annotated[
-    str | None,
-    typer.Option(
-        "--duration", metavar="DURATION", help="how long to run: 30s, 10m, 1h, 1h30m (default: 10m)"
-    ),
-]
-MaxDrift = Annotated[
-    float | None,
-    typer.Option(
-        "--max-drift",
-        metavar="FRACTION",
-        help="latency drift bound, relative per hour (default: 0.1 = 10%/h)",
-    ),
-]
-MaxHost = Annotated[
-    float | None,
-    typer.Option(
-        "--max-host-growth",
-        metavar="MIB",
-        help="host RSS growth bound, MiB per minute (default: 1)",
-    ),
-]
-MaxDevice = Annotated[
-    float | None,
-    typer.Option(
-        "--max-device-growth",
-        metavar="MIB",
-        help="device allocated growth bound, MiB per minute (default: 1)",
-    ),
-]
-Warmup = Annotated[
-    float | None,
-    typer.Option(
-        "--warmup",
-        metavar="FRACTION",
-        help="fraction of the run left out of the slopes (default: 0.1)",
-    ),
 ]
 SoakTimeout = Annotated[
     float | None,
@@ -80,10 +34,12 @@ SoakTimeout = Annotated[
 ]
 
 
-def _run(request: CheckRequest, as_json: bool) -> None:
+def _run(ctx: typer.Context, check: CheckName, as_json: bool) -> None:
     from parity.checks import run_check
     from parity.progress import display
+    from parity.request import CheckRequest
 
+    request = CheckRequest.build(c.given_options(ctx, check))
     with display(c.stderr()) as progress:
         result = run_check(request, progress=progress)
     show_check(result, as_json=as_json)
@@ -91,7 +47,7 @@ def _run(request: CheckRequest, as_json: bool) -> None:
 
 
 @app.command(short_help="train on the target, resume on the baseline")
-@c.with_options(c.WORKLOAD, c.RUNNING)
+@c.table_options("rollback")
 def rollback(
     ctx: typer.Context,
     workload: c.RequiredWorkload,
@@ -102,8 +58,6 @@ def rollback(
         str | None,
         typer.Option("--baseline", metavar="SIDE", help="side that resumes (default: cpu)"),
     ] = None,
-    k: K = None,
-    m: M = None,
     as_json: c.AsJson = False,
     **options: object,
 ) -> None:
@@ -111,21 +65,15 @@ def rollback(
 
     K steps on the target, a checkpoint (safetensors + JSON), M steps resumed on the
     baseline, compared with the baseline's uninterrupted K+M steps through the loss gate."""
-    from parity.request import CheckRequest
-
-    o = c.given_options(ctx)
-    request = CheckRequest.from_options("rollback", o, side=target, baseline=baseline, k=k, m=m)
-    _run(request, as_json)
+    _run(ctx, "rollback", as_json)
 
 
 @app.command(short_help="kill a run after its checkpoint and resume it")
-@c.with_options(c.WORKLOAD, c.RUNNING)
+@c.table_options("recovery")
 def recovery(
     ctx: typer.Context,
     workload: c.RequiredWorkload,
     device: CheckDevice,
-    k: K = None,
-    m: M = None,
     as_json: c.AsJson = False,
     **options: object,
 ) -> None:
@@ -133,23 +81,15 @@ def recovery(
 
     The parent sends SIGKILL once the worker reports its checkpoint at step K; a fresh
     process resumes from it, and its curve is compared with an uninterrupted run's."""
-    from parity.request import CheckRequest
-
-    o = c.given_options(ctx)
-    _run(CheckRequest.from_options("recovery", o, side=device, k=k, m=m), as_json)
+    _run(ctx, "recovery", as_json)
 
 
 @app.command(short_help="sustained load: latency drift and memory growth")
-@c.with_options(c.WORKLOAD, c.RUNNING)
+@c.table_options("soak")
 def soak(
     ctx: typer.Context,
     workload: c.RequiredWorkload,
     device: CheckDevice,
-    duration: Duration = None,
-    max_drift: MaxDrift = None,
-    max_host_growth: MaxHost = None,
-    max_device_growth: MaxDevice = None,
-    warmup: Warmup = None,
     timeout_s: SoakTimeout = None,
     as_json: c.AsJson = False,
     **options: object,
@@ -157,12 +97,4 @@ def soak(
     """Sustained inference or generation: latency drift and memory growth.
 
     Slopes with 95% intervals; fails when drift or growth lies beyond its bound."""
-    from parity.request import CheckRequest
-
-    bounds = {k: v for k, v in ctx.params.items() if k in SOAK_BOUNDS and v is not None}
-    o = c.given_options(ctx)
-    request = CheckRequest.from_options("soak", o, side=device, duration=duration, bounds=bounds)
-    _run(request, as_json)
-
-
-SOAK_BOUNDS = ("max_drift", "max_host_growth", "max_device_growth", "warmup")
+    _run(ctx, "soak", as_json)

@@ -30,18 +30,22 @@ def ls(
     wide: c.Wide = False,
 ) -> None:
     """List indexed comparisons and runs, newest first."""
-    from parity.options import check_number
+    from parity.report.history import render_runs
     from parity.store import Store
+    from parity.values import check_number
 
-    count = int(check_number("--limit", limit, integer=True, low=1))
+    count = int(check_number("--limit", limit, integer=True, low=1, high=10**6))
     with Store.open(store) as s:
         rows = s.runs(workload=workload, device=device, limit=count)
-    if as_json:
-        c.write_out(dumps(rows))
-        return
-    from parity.report.history import render_runs
+    _emit(rows, as_json, lambda: render_runs(rows, c.stdout(), wide=wide))
 
-    render_runs(rows, c.stdout(), wide=wide)
+
+def _emit(found: object, as_json: bool, render: Callable[[], None]) -> None:
+    """What a command found, as JSON on stdout or rendered for the terminal."""
+    if as_json:
+        c.write_out(dumps(found))
+    else:
+        render()
 
 
 def show(
@@ -53,16 +57,12 @@ def show(
     wide: c.Wide = False,
 ) -> None:
     """One indexed comparison or run: where it is, its bundles and figures."""
+    from parity.report.history import render_record
     from parity.store import Store
 
     with Store.open(store) as s:
         record = s.show(run_id)
-    if as_json:
-        c.write_out(dumps(record))
-        return
-    from parity.report.history import render_record
-
-    render_record(record, c.stdout(), wide=wide)
+    _emit(record, as_json, lambda: render_record(record, c.stdout(), wide=wide))
 
 
 def trend(
@@ -85,16 +85,12 @@ def trend(
     wide: c.Wide = False,
 ) -> None:
     """A metric over the indexed runs, oldest first, per side."""
+    from parity.report.history import render_trend
     from parity.store import Store
 
     with Store.open(store) as s:
         points = s.trend(metric, workload=workload, device=device, side=side)
-    if as_json:
-        c.write_out(dumps(points))
-        return
-    from parity.report.history import render_trend
-
-    render_trend(metric, points, c.stdout(), wide=wide)
+    _emit(points, as_json, lambda: render_trend(metric, points, c.stdout(), wide=wide))
 
 
 def reindex(

@@ -21,14 +21,7 @@ if TYPE_CHECKING:
 SchemaName = Enum("SchemaName", {name: name for name in SCHEMAS})  # type: ignore[misc]
 
 
-#: the judging options that replace a comparison's stored inputs
-JUDGED = (
-    *("allow_diff", "target_loss", "prices", "pins"),
-    *("production", "slo", "tuning_intended"),
-)
-
-
-@c.with_options(c.JUDGING)
+@c.table_options("diff")
 def diff(
     ctx: typer.Context,
     baseline_bundle: Annotated[
@@ -51,11 +44,13 @@ def diff(
 
     Sides of one parity compare are judged with the inputs it stored (inputs.json); the
     options given here replace them."""
+    from parity import options as o
     from parity.request import judge_inputs
 
-    o = c.given_options(ctx)
-    judging = any(c.given(ctx, k) for k in JUDGED)
-    given = judge_inputs(o) if judging else None
+    chosen = c.given_options(ctx, "diff")
+    judged = (o.ALLOW_DIFF, o.TARGET_LOSS, o.PRICES, o.PINS, o.PRODUCTION, o.SLO, o.TUNING_INTENDED)
+    judging = [x for x in judged if chosen.has(x)]
+    given = judge_inputs(chosen) if judging else None
     from parity import api
 
     verdict = api.diff(
@@ -63,7 +58,7 @@ def diff(
         target_bundle,
         given=given,
         reference=reference,
-        checks=[Path(p) for p in o.checks] or None,
+        checks=[Path(p) for p in chosen.value(o.CHECKS_DIRS, ())] or None,
     )
     show_verdict(verdict, c.stdout(), as_json=as_json, wide=wide)
     raise typer.Exit(verdict.exit_code)

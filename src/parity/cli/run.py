@@ -15,7 +15,7 @@ Strict = Annotated[
 ]
 
 
-@c.with_options(c.WORKLOAD, c.RUNNING, c.TORCHRUN)
+@c.table_options("run")
 def run(
     ctx: typer.Context,
     device: c.Device,
@@ -25,7 +25,7 @@ def run(
     """Run a workload (or a script after --) on one side and write its bundle."""
     from parity.request import RunRequest
 
-    request = RunRequest.from_options(c.given_options(ctx), side=device, mode="run")
+    request = RunRequest.build(c.given_options(ctx, "run"))
     from parity import api
     from parity.progress import display
 
@@ -37,7 +37,7 @@ def run(
     show_run(bundle)
 
 
-@c.with_options(c.WORKLOAD, c.RUNNING)
+@c.table_options("scan")
 def scan(
     ctx: typer.Context,
     workload: c.RequiredWorkload,
@@ -50,7 +50,7 @@ def scan(
     """Every op the side cannot run, CPU fallbacks, host syncs and graph breaks, in one pass."""
     from parity.request import RunRequest
 
-    request = RunRequest.from_options(c.given_options(ctx), side=device, mode="scan")
+    request = RunRequest.build(c.given_options(ctx, "scan"))
     from parity import api
     from parity.progress import display
 

@@ -3,27 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from parity.cli import common as c
 from parity.cli.render import show_scaling
 
-Scaling = Annotated[
-    str,
-    typer.Option(
-        "--scaling", metavar="N,N,...", help="process counts, comma-separated, e.g. 1,2,4"
-    ),
-]
 
-
-@c.with_options(c.WORKLOAD, c.RUNNING, c.MULTINODE)
+@c.table_options("scale")
 def scale(
     ctx: typer.Context,
     workload: c.RequiredWorkload,
     device: c.Device,
-    scaling: Scaling = "1,2",
     as_json: c.AsJson = False,
     wide: c.Wide = False,
     **options: object,
@@ -31,7 +21,7 @@ def scale(
     """Scaling over process counts as torchrun jobs (DDP): step time, efficiency, all-reduce."""
     from parity.request import ScaleRequest
 
-    request = ScaleRequest.from_options(c.given_options(ctx), side=device, counts=scaling)
+    request = ScaleRequest.build(c.given_options(ctx, "scale"))
     from parity.progress import display
     from parity.scaling import scale as run_scale
 

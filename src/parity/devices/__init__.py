@@ -6,7 +6,9 @@ not import torch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parity.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from parity.devices.base import Device
@@ -15,13 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["Device", "get_device", "known_device_types", "register_device"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "Device":
-        from parity.devices.base import Device
-
-        return Device
-    if name in __all__:
-        from parity.devices import registry
-
-        return getattr(registry, name)
-    raise AttributeError(f"module 'parity.devices' has no attribute {name!r}")
+__getattr__ = _lazy_names(
+    "parity.devices",
+    {"Device": "parity.devices.base", **dict.fromkeys(__all__[1:], "parity.devices.registry")},
+)

@@ -85,8 +85,8 @@ class Device:
         count = self.count()
         if self.index is not None and count and self.index >= count:
             raise RuntimeError(
-                f"device {self.type}:{self.index} does not exist: this machine has {count} "
-                f"(indices 0..{count - 1})"
+                f"device {self.type}:{self.index} does not exist: this machine has {count}; "
+                f"use an index in 0..{count - 1}"
             )
 
     def count(self) -> int:

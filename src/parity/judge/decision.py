@@ -18,6 +18,7 @@ from parity.model.verdict import (
     ContractRow,
     EnvironmentDifference,
     Fairness,
+    Gate,
     OperationalItem,
     SideInfo,
     UnprovenItem,
@@ -215,4 +216,27 @@ def operational(answers: dict[str, str]) -> tuple[OperationalItem, ...]:
             item=label, answer=answers.get(key) or None, answered=bool(answers.get(key))
         )
         for key, label in OPERATIONAL_LABELS.items()
+    )
+
+
+def settings_gate(sides: Mapping[str, tuple[Bundle, ...]]) -> Gate | None:
+    """The torch settings a workload's code changed after set-up (``Resolved.changed``),
+    named; a gate that fails where a change breaks the contract (a float32 side that ran
+    in float64 or with TF32). None where no bundle recorded a change."""
+    said: list[str] = []
+    broken = False
+    for role, bundles in sides.items():
+        for bundle in bundles:
+            resolved = bundle.manifest.resolved
+            for change in (resolved.changed or ()) if resolved is not None else ():
+                line = f"{role} {bundle.side}: {change.sentence()}"
+                if line not in said:
+                    said.append(line)
+                broken = broken or change.breaks_contract
+    if not said:
+        return None
+    return Gate(
+        name="settings as set up",
+        passed=not broken,
+        detail="the workload changed torch's settings: " + "; ".join(said),
     )

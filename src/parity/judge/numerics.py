@@ -98,7 +98,7 @@ def bundle_precision(bundle: Bundle) -> str:
     """:func:`effective_precision` of a measured bundle, from what it recorded."""
     env = bundle.manifest.environment
     flags = env.device.flags if env is not None else None
-    return effective_precision(bundle.spec, flags, convolutions=runs_convolutions(bundle.ops))
+    return effective_precision(bundle.side, flags, convolutions=runs_convolutions(bundle.ops))
 
 
 def expected_side(target: SideSpec, precision: str) -> SideSpec | None:
@@ -183,7 +183,7 @@ def _notes(
     if exp is None or not exp.ok:
         why = f"no expected-error run ({want}): the baseline's error is the comparator"
         return ref, ref_note, None, ReferenceNote(available=False, reason=why)
-    if exp.spec != want:
+    if exp.side != want:
         why = f"the expected-error run is {exp.side}, the target's precision needs {want}"
         return ref, ref_note, None, ReferenceNote(available=False, reason=why)
     return ref, ref_note, exp, ReferenceNote(available=True, bundle=exp.path.name)
@@ -196,7 +196,7 @@ def judge_numerics(
     (``b`` the target; ``exp`` the expected-error run at its precision)."""
     precision = bundle_precision(b)
     row = tolerances.of(precision)
-    want = expected_side(b.spec, precision)
+    want = expected_side(b.side, precision)
     ref, ref_note, exp, exp_note = _notes(ref, exp, want)
     head = NumericsSection(precision=precision, k=row.k, tolerance=row.tol, available=False)
     gates = run_gates(a, b, ref, exp, row) if ref is not None else []

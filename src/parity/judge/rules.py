@@ -41,7 +41,7 @@ def _measured(side: SideRuns) -> Measured | None:
         memory=memory,
         host=memory.steps.device.allocated is None,
         probed=first.capture is not None,
-        precision=resolved.precision if resolved is not None else first.spec.precision,
+        precision=resolved.precision if resolved is not None else first.side.precision,
         device_memory=device_memory(first),
     )
 
@@ -76,7 +76,7 @@ def apply_rules(
     a, b = baseline.first, target.first
     description = a.manifest.workload.description
     tuning = judge_tuning(
-        ByRole(baseline=a.spec, target=b.spec),
+        ByRole(baseline=a.side, target=b.side),
         ByRole(baseline=a.manifest.resolved, target=b.manifest.resolved),
         ByRole(baseline=_flags(a), target=_flags(b)),
         batch=description.batch_size,
@@ -87,7 +87,7 @@ def apply_rules(
     )
     shape = judge_representative(
         description,
-        (str(a.spec.precision), str(b.spec.precision)),
+        (str(a.side.precision), str(b.side.precision)),
         "the workload's loader" if fed else FROZEN,
         inputs.production,
     )

@@ -72,7 +72,7 @@ def _side_info(side: SideRuns) -> SideInfo:
         mfu = achieved / flops.peak.flops / world if flops.peak else None
         flops = replace(flops, achieved_flops=achieved, mfu=mfu)
     return SideInfo(
-        spec=first.side,
+        side=first.side,
         status="failed" if failed else "ok",
         reason=reason or None,
         stderr_tail=failed[0].manifest.stderr_tail if failed else None,
@@ -91,7 +91,19 @@ def _side_info(side: SideRuns) -> SideInfo:
                 b.metrics.input_pipeline for b in side.ok if b.metrics and b.metrics.input_pipeline
             )
         ),
+        logs_cut=_logs_cut(side),
     )
+
+
+def _logs_cut(side: SideRuns) -> tuple[str, ...] | None:
+    """A sentence for each log a bundle of the side keeps cut (``logs.json``)."""
+    said = tuple(
+        (f"{b.path.name}: " if b.path != side.path else "") + cut.sentence()
+        for b in side.repeats
+        if b.logs is not None
+        for cut in b.logs.cut
+    )
+    return said or None
 
 
 def _worst_noise(bundles: tuple[Bundle, ...]) -> tuple[str, ...]:
@@ -115,7 +127,7 @@ def judge_quality(
 ) -> list[QualityCheck]:
     """The target against the baseline directly: the loss curve, every float output, and
     the agreement gates (generated tokens, top-1 of logits, cosine of embeddings)."""
-    tol = quality.tolerances(a.spec, b.spec)
+    tol = quality.tolerances(a.side, b.side)
     checks: list[QualityCheck] = []
     if a.losses or b.losses:
         checks.append(quality.compare_losses(a.losses, b.losses, tol["final_loss_rel"]))
@@ -208,7 +220,7 @@ def quality_section(
     checks += nonfinite_checks(ByRole(baseline=first_a, target=first_b))
     gated = [c for c in checks if c.gated]
     return Quality(
-        tolerances=quality.tolerances(first_a.spec, first_b.spec),
+        tolerances=quality.tolerances(first_a.side, first_b.side),
         checks=tuple(checks),
         passed=bool(gated) and all(c.passed for c in gated),
         method=method,
@@ -253,7 +265,7 @@ def judge(
     first_a, first_b = baseline.first, target.first
     fair = decision.fairness(first_a, first_b, inputs.allow)
     changes = decision.config_differences(
-        first_a.spec, first_b.spec, first_a.manifest.resolved, first_b.manifest.resolved
+        first_a.side, first_b.side, first_a.manifest.resolved, first_b.manifest.resolved
     )
     description = first_a.manifest.workload.description
     sides = ByRole(baseline=_side_info(baseline), target=_side_info(target))
@@ -277,6 +289,10 @@ def judge(
         unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
         operational=decision.operational(inputs.operational),
     )
+    settings = decision.settings_gate({"baseline": baseline.repeats, "target": target.repeats})
+    if settings is not None:  # said, and a change of what a side computes in fails
+        contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
+        verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
     verdict = apply_rules(verdict, baseline, target, inputs)
     if not (baseline.ok and target.ok):
         return verdict
@@ -321,9 +337,7 @@ def _measured(
         # quality first: a target that fails quality gets no speed or cost verdict
         withheld = f"no speed or cost verdict: the target fails quality ({', '.join(failing)})"
         return replace(verdict, withheld=withheld)
-    emulated = [
-        f"{role} {info.spec}" for role, info in verdict.sides.items() if "emulate=" in info.spec
-    ]
+    emulated = [f"{role} {info.side}" for role, info in verdict.sides.items() if info.side.emulate]
     if emulated:
         return replace(verdict, withheld=EMULATED.format(sides=", ".join(emulated)))
     speed = judge_speed(a, b)

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from parity.model.manifest import Manifest
+from parity.model.manifest import Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
-from parity.model.side import SideFile
+from parity.model.side import MeasureRecord
 from parity.model.workload import PreparedWorkload
 from parity.spec import SideSpec
 
@@ -42,6 +42,8 @@ class Bundle:
     ops: OpsCensus | None = None
     capture: Capture | None = None
     prepared: PreparedWorkload | None = None
+    #: ``logs.json``: the logs that were cut to the size a bundle keeps
+    logs: Logs | None = None
     #: ``numerics.safetensors``: the outputs, and the margins under ``MARGIN``
     tensors: Tensors = field(default_factory=dict)
     #: ``capture.safetensors``: the numerics probe's samples
@@ -66,13 +68,9 @@ class Bundle:
         return self.manifest.workload.fingerprint
 
     @property
-    def spec(self) -> SideSpec:
+    def side(self) -> SideSpec:
+        """The side this bundle ran (``str()`` writes it as given, e.g. ``cpu+bf16``)."""
         return self.manifest.side
-
-    @property
-    def side(self) -> str:
-        """The side spec as written, e.g. ``cpu+bf16``."""
-        return str(self.manifest.side)
 
     @property
     def losses(self) -> tuple[float | None, ...]:
@@ -104,7 +102,7 @@ class SideRuns:
     path: Path
     repeats: tuple[Bundle, ...]
     compliance: Mapping[str, Bundle] = field(default_factory=dict)
-    info: SideFile | None = None
+    info: MeasureRecord | None = None
 
     @property
     def ok(self) -> tuple[Bundle, ...]:

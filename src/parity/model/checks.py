@@ -12,7 +12,7 @@ from typing import Literal
 from parity.model.codec import omit_none
 from parity.model.quality import LossCheck, OutputCheck
 from parity.model.workload import FingerprintParts, Kind
-from parity.spec import WorkloadSpec
+from parity.spec import SideSpec, WorkloadSpec
 
 CheckName = Literal["rollback", "recovery", "soak"]
 ITEMS: dict[CheckName, str] = {
@@ -37,9 +37,9 @@ class CheckSides:
     """Rollback: the side that trained first (target) and the one that resumed
     (baseline); recovery and soak: the side checked (device)."""
 
-    target: str | None = omit_none()
-    baseline: str | None = omit_none()
-    device: str | None = omit_none()
+    target: SideSpec | None = omit_none()
+    baseline: SideSpec | None = omit_none()
+    device: SideSpec | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
+from parity.errors import SpecError
+
 Json = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]  # noqa: UP007
 JsonObject = dict[str, Json]
 T = TypeVar("T")
@@ -297,7 +299,7 @@ def _decode_dataclass(
             raise DecodeError(f"{path}.{name}", "is missing")
     try:
         return cls(**kwargs)
-    except (ValueError, TypeError) as exc:  # __post_init__ validation
+    except (ValueError, TypeError, SpecError) as exc:  # __post_init__ validation
         raise DecodeError(path, str(exc)) from None
 
 

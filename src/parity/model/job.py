@@ -72,6 +72,9 @@ class PreparePlan:
     (``freeze``), or only describe it."""
 
     freeze: bool = True
+    #: the sides to check first (``parity.devices.preflight``): one that cannot run here
+    #: ends the job with a ``DeviceError`` before the workload is touched
+    sides: tuple[SideSpec, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

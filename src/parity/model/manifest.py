@@ -89,6 +89,40 @@ class Environment:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class TorchSettings:
+    """torch's process-wide settings that change numerics or speed, as read in the worker
+    (``parity.probes.settings``): at set-up, and around the timed steps."""
+
+    default_dtype: str
+    num_threads: int
+    float32_matmul_precision: str
+    deterministic_algorithms: bool
+    cuda_matmul_allow_tf32: bool
+    cudnn_allow_tf32: bool
+    cudnn_deterministic: bool
+    cudnn_benchmark: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SettingChange:
+    """A torch setting the workload's code changed after parity set the side up."""
+
+    setting: str
+    #: as parity set it up, and as it was during the timed steps
+    before: str
+    during: str
+    #: whether it breaks the comparison's contract (a float32 side that computed in
+    #: float64, or with TF32 matmuls), not only its figures
+    breaks_contract: bool
+
+    def sentence(self) -> str:
+        how = "breaks the contract" if self.breaks_contract else "changes the figures"
+        return (
+            f"{self.setting} was {self.before} at set-up, {self.during} in the timed steps ({how})"
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Items:
     """How many samples and tokens one step processes."""
 
@@ -122,6 +156,10 @@ class Resolved:
     #: after the run: ops that refused determinism, emulated calls
     nondeterministic_ops: tuple[str, ...] | None = omit_none()
     emulated_calls: int | None = omit_none()
+    #: torch's settings as they were during the timed steps, and those the workload's
+    #: code changed from what parity set up (``threads`` above is what ran)
+    timed: TorchSettings | None = omit_none()
+    changed: tuple[SettingChange, ...] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -168,3 +206,29 @@ class Manifest:
     @property
     def script_mode(self) -> bool:
         return self.mode == "script"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LogCut:
+    """One log a bundle keeps cut: its first and last lines, without the middle."""
+
+    #: the file's name in the bundle (``stdout.log``, ``stderr.log``)
+    name: str
+    #: the bytes the process wrote to it, and the bytes left out
+    written: int
+    dropped: int
+
+    def sentence(self) -> str:
+        mib = 1 << 20
+        return (
+            f"{self.name} was cut: {self.dropped / mib:.1f} MiB of its "
+            f"{self.written / mib:.1f} MiB were left out (its first and last lines are kept)"
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Logs:
+    """``logs.json``: the logs of a bundle that were cut to the size a bundle keeps
+    (written only where one was)."""
+
+    cut: tuple[LogCut, ...]

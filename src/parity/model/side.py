@@ -9,7 +9,8 @@ from parity.model.job import Torchrun
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MeasurePlan:
-    """How much to measure: fixed repeats, or until a precision or a time budget."""
+    """How much to measure: fixed repeats, or until a precision or a time budget (each
+    read and checked by the option table, ``parity.options``)."""
 
     repeats: int | None = None
     precision: float = 0.02
@@ -21,14 +22,7 @@ class MeasurePlan:
     torchrun: Torchrun = field(default_factory=Torchrun)
 
     def __post_init__(self) -> None:
-        if self.repeats is not None and self.repeats < 1:
-            raise ValueError(f"--repeats must be at least 1, got {self.repeats}")
-        if not 0 < self.precision < 1:
-            raise ValueError(f"--precision must be a fraction in (0, 1), got {self.precision}")
-        if not 0 < self.budget_s < float("inf"):
-            raise ValueError(f"--budget must be positive seconds, got {self.budget_s}")
-        if not 0 < self.timeout_s < float("inf"):
-            raise ValueError(f"--timeout must be positive seconds, got {self.timeout_s}")
+        # repeats, precision, budget and timeout are options: the option table reads them
         if not 1 <= self.min_repeats <= self.max_repeats:
             raise ValueError(
                 f"need 1 <= min_repeats <= max_repeats, got {self.min_repeats} and "
@@ -73,6 +67,8 @@ class Stop:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class SideFile:
+class MeasureRecord:
+    """``side.json``: how much a side was to be measured, and why measuring stopped."""
+
     stop: Stop
     plan: MeasurePlan

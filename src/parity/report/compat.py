@@ -88,7 +88,7 @@ def compatibility(v: Verdict) -> Section:
             Sentence(text=f"no op scan in either side's bundle: {SCAN_HINT}", tone="muted")
         )
     else:
-        spec = {"baseline": v.sides.baseline.spec, "target": v.sides.target.spec}
+        spec = {"baseline": str(v.sides.baseline.side), "target": str(v.sides.target.side)}
         parts.append(
             table(
                 [

@@ -24,8 +24,8 @@ def headline(v: Verdict) -> tuple[str, str]:
     w = v.workload
     what = ", ".join(x for x in (w.size, w.kind) if x)
     subtitle = (
-        f"{w.name or 'workload'}{f' ({what})' if what else ''}: baseline {v.sides.baseline.spec} "
-        f"against target {v.sides.target.spec}; fingerprint {w.fingerprint[:12]}"
+        f"{w.name or 'workload'}{f' ({what})' if what else ''}: baseline {v.sides.baseline.side} "
+        f"against target {v.sides.target.side}; fingerprint {w.fingerprint[:12]}"
     )
     return title, subtitle
 
@@ -93,7 +93,7 @@ def sides(v: Verdict, runs: Sides | None) -> Section:
     )
     parts: list[Part] = [
         table(
-            [("", "text"), (f"baseline {a.spec}", "number"), (f"target {b.spec}", "number")],
+            [("", "text"), (f"baseline {a.side}", "number"), (f"target {b.side}", "number")],
             _side_rows(a, b),
             legend=legend,
             brief=True,
@@ -105,6 +105,8 @@ def sides(v: Verdict, runs: Sides | None) -> Section:
             parts.append(Sentence(text=info.stderr_tail, verbatim=True))
         for warning in info.noise_warnings:
             parts.append(Sentence(text=f"{role} step times: {warning}", tone="warn", brief=True))
+        for cut in info.logs_cut or ():
+            parts.append(Sentence(text=f"{role} {cut}", tone="warn"))
         if info.flops is not None and info.flops.error:
             parts.append(
                 Sentence(text=f"{role} FLOPs not counted: {info.flops.error}", tone="warn")

@@ -139,8 +139,8 @@ def fit(v: Verdict) -> Section | None:
         table(
             [
                 ("part", "text"),
-                (f"baseline {v.sides.baseline.spec}", "number"),
-                (f"target {v.sides.target.spec}", "number"),
+                (f"baseline {v.sides.baseline.side}", "number"),
+                (f"target {v.sides.target.side}", "number"),
                 ("how", "text"),
             ],
             _fit_rows(a, b),
@@ -183,8 +183,8 @@ def slo(v: Verdict) -> Section | None:
             [
                 ("limit", "text"),
                 ("at most", "number"),
-                (f"target {v.sides.target.spec}", "number"),
-                (f"baseline {v.sides.baseline.spec}", "number"),
+                (f"target {v.sides.target.side}", "number"),
+                (f"baseline {v.sides.baseline.side}", "number"),
                 ("samples needed", "number"),
             ],
             rows,

@@ -164,8 +164,8 @@ def latency(sides: ByRole[SideInfo]) -> list[Part]:
         table(
             [
                 ("latency", "text"),
-                (f"baseline {sides.baseline.spec}", "number"),
-                (f"target {sides.target.spec}", "number"),
+                (f"baseline {sides.baseline.side}", "number"),
+                (f"target {sides.target.side}", "number"),
                 ("samples", "number"),
             ],
             rows,
@@ -238,8 +238,8 @@ def memory(v: Verdict) -> Section | None:
 def _role_columns(v: Verdict, first: str) -> list[tuple[str, ColumnKind]]:
     return [
         (first, "text"),
-        (f"baseline {v.sides.baseline.spec}", "number"),
-        (f"target {v.sides.target.spec}", "number"),
+        (f"baseline {v.sides.baseline.side}", "number"),
+        (f"target {v.sides.target.side}", "number"),
     ]
 
 

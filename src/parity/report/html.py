@@ -16,6 +16,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
+from parity.printable import printable
 from parity.report.fmt import Result
 from parity.report.parts import Section, Sentence, Table, View
 from parity.report.view import build_view
@@ -78,8 +79,9 @@ footer { color: var(--muted); font-size: 12px; margin-top: 24px; overflow-wrap: 
 
 
 def esc(value: object) -> str:
-    """HTML-escaped text in which ``http`` never appears literally."""
-    text = html.escape(str(value), quote=True)
+    """HTML-escaped text in which ``http`` never appears literally and control characters
+    are visible (``parity.printable``)."""
+    text = html.escape(printable(value), quote=True)
     return re.sub(r"(?i)(h)(t)(tp)", lambda m: f"{m[1]}&#{ord(m[2])};{m[3]}", text)
 
 

@@ -43,8 +43,8 @@ def input_pipeline(v: Verdict) -> Section | None:
         table(
             [
                 ("", "text"),
-                (f"baseline {v.sides.baseline.spec}", "number"),
-                (f"target {v.sides.target.spec}", "number"),
+                (f"baseline {v.sides.baseline.side}", "number"),
+                (f"target {v.sides.target.side}", "number"),
             ],
             rows,
             legend=legend,

@@ -83,7 +83,7 @@ def run_record(comparison: Comparison) -> RunRecord:
         tags["parity.cost"] = verdict.cost.verdict
     tags |= fair.mlflow_figures(verdict)[0]
     return RunRecord(
-        name=f"{w.name or 'script'}: {sides.baseline.spec} vs {sides.target.spec}",
+        name=f"{w.name or 'script'}: {sides.baseline.side} vs {sides.target.side}",
         params={mlflow_key(k): v[:MAX_PARAM] for k, v in _params(comparison, verdict).items()},
         metrics={mlflow_key(k): v for k, v in _metrics(verdict).items()},
         tags={k: v[:MAX_TAG] for k, v in tags.items()},
@@ -104,7 +104,7 @@ def _params(comparison: Comparison, verdict: Verdict) -> dict[str, str]:
     for key in ("batch_size", "seq_len", "steps", "seed"):
         given[f"workload.{key}"] = getattr(w.description, key)
     for role, side in verdict.sides.items():
-        given[f"{role}.spec"] = side.spec
+        given[f"{role}.spec"] = str(side.side)
         given[f"{role}.device_name"] = side.device_name
         given[f"{role}.repeats"] = side.repeats
         if side.generation is not None:

@@ -4,6 +4,10 @@ A view is what every renderer formats (terminal, Markdown, HTML, the result obje
 own display): the figures in it are already written out by ``parity.report.fmt`` and
 the sentences already said, so a renderer only chooses fonts, colours and line breaks.
 ``brief`` marks what a short summary (a pull-request comment) keeps.
+
+Every string a part holds is made printable when the part is made
+(``parity.printable``): a workload's name, output or exception, or a bundle's text, can
+carry terminal control sequences, and no renderer shows them raw.
 """
 
 from __future__ import annotations
@@ -12,7 +16,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from parity.printable import printable
 from parity.report.fmt import Result
+
+
+def _clean(part: object, *names: str) -> None:
+    """Make the named string fields of a frozen part printable, in place."""
+    for name in names:
+        value = getattr(part, name)
+        if isinstance(value, str):
+            object.__setattr__(part, name, printable(value))
+        elif isinstance(value, tuple):
+            object.__setattr__(part, name, tuple(printable(v) for v in value))
+
 
 #: how a sentence reads: plain, good news, bad news, a warning, or background
 Tone = Literal["plain", "good", "bad", "warn", "muted", "strong"]
@@ -27,6 +43,9 @@ class Column:
     header: str
     kind: ColumnKind = "text"
 
+    def __post_init__(self) -> None:
+        _clean(self, "header")
+
     @property
     def right(self) -> bool:
         return self.kind == "number"
@@ -37,6 +56,9 @@ class Row:
     cells: tuple[str, ...]
     #: the row the table is about (the first diverging module, a failing gate)
     highlight: bool = False
+
+    def __post_init__(self) -> None:
+        _clean(self, "cells")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -49,6 +71,7 @@ class Table:
     brief: bool = False
 
     def __post_init__(self) -> None:
+        _clean(self, "title", "legend")
         for row in self.rows:
             if len(row.cells) != len(self.columns):
                 raise ValueError(
@@ -67,6 +90,9 @@ class Sentence:
     #: verbatim text (a stderr tail): shown as it is, in a monospace block
     verbatim: bool = False
 
+    def __post_init__(self) -> None:
+        _clean(self, "text")
+
 
 Part = Sentence | Table
 
@@ -79,6 +105,9 @@ class Section:
     parts: tuple[Part, ...]
     #: the plots (``parity.report.plots`` keys) that belong to this section
     plots: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _clean(self, "title")
 
     @property
     def empty(self) -> bool:
@@ -95,6 +124,9 @@ class View:
     sections: tuple[Section, ...]
     #: what the report could not read (a side's bundles), said once at the top
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        _clean(self, "title", "subtitle", "notes")
 
     def section(self, key: str) -> Section | None:
         return next((s for s in self.sections if s.key == key), None)

@@ -33,7 +33,7 @@ def _finite(values: Iterable[float | None]) -> list[float]:
 
 
 def _spec(verdict: Verdict, role: Role) -> str:
-    return plain(f"{role} {verdict.sides.of(role).spec}")
+    return plain(f"{role} {verdict.sides.of(role).side}")
 
 
 def _side(sides: Sides | None, role: Role) -> SideRuns | None:

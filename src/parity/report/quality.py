@@ -3,6 +3,9 @@ determinism and convergence, and where the target's numbers start to differ from
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from parity.model.quality import (
     AgreementCheck,
     Determinism,
@@ -29,29 +32,31 @@ CHECK_LEGEND = (
 )
 
 
-def _loss(c: LossCheck) -> str:
-    if c.final_rel is None:
-        return c.detail or fmt.DASH
+C = TypeVar("C", bound=QualityCheck)
+
+
+def _measured(check: C, value: float | None, render: Callable[[C, float], str]) -> str:
+    """A check's figures from the value it is measured by; its detail (why) without it."""
+    return check.detail or fmt.DASH if value is None else render(check, value)
+
+
+def _loss(c: LossCheck, rel: float) -> str:
     text = (
         f"final {fmt.number(c.final_baseline)} vs {fmt.number(c.final_target)} (rel "
-        f"{fmt.sci(c.final_rel)}, max over steps {fmt.sci(c.max_rel)})"
+        f"{fmt.sci(rel)}, max over steps {fmt.sci(c.max_rel)})"
     )
     if c.first_step_outside_band is not None:
         text += f"; first step outside the band: {c.first_step_outside_band}"
     return text
 
 
-def _output(c: OutputCheck) -> str:
-    if c.rel_rmse is None:
-        return c.detail or fmt.DASH
-    text = f"rel RMSE {fmt.sci(c.rel_rmse)}, max abs {fmt.sci(c.max_abs)}"
+def _output(c: OutputCheck, rel_rmse: float) -> str:
+    text = f"rel RMSE {fmt.sci(rel_rmse)}, max abs {fmt.sci(c.max_abs)}"
     return text + ("" if c.cosine is None else f", cosine {c.cosine:.4f}")
 
 
-def _tokens(c: TokensCheck) -> str:
-    if c.agreement is None:
-        return c.detail or fmt.DASH
-    text = f"{c.agreement:.0%} of tokens agree"
+def _tokens(c: TokensCheck, agreement: float) -> str:
+    text = f"{agreement:.0%} of tokens agree"
     firsts = [str(i) for i in c.first_difference if i is not None]
     if firsts:
         text += f"; first difference at position {', '.join(firsts)}"
@@ -62,12 +67,10 @@ def _tokens(c: TokensCheck) -> str:
     return text
 
 
-def _agreement(c: AgreementCheck) -> str:
-    if c.value is None:
-        return c.detail or fmt.DASH
+def _agreement(c: AgreementCheck, value: float) -> str:
     if c.metric == "cosine":
-        return f"smallest cosine {c.value:.4f} over {c.rows} rows (at least {c.threshold:g})"
-    text = f"top-1 agreement {c.value:.1%} of decisive rows (at least {c.threshold:.0%})"
+        return f"smallest cosine {value:.4f} over {c.rows} rows (at least {c.threshold:g})"
+    text = f"top-1 agreement {value:.1%} of decisive rows (at least {c.threshold:.0%})"
     if c.agreement is not None:
         text += f"; {c.agreement:.1%} of all {c.rows} rows"
     if c.near_ties:
@@ -75,10 +78,8 @@ def _agreement(c: AgreementCheck) -> str:
     return text
 
 
-def _trajectory(c: TrajectoryCheck) -> str:
-    if c.worst_ratio is None:
-        return c.detail or fmt.DASH
-    text = f"{c.steps} steps; worst step {c.worst_step} at {c.worst_ratio:.2g}x its bound"
+def _trajectory(c: TrajectoryCheck, worst_ratio: float) -> str:
+    text = f"{c.steps} steps; worst step {c.worst_step} at {worst_ratio:.2g}x its bound"
     if c.first_failing_step is not None:
         text += f"; first step over its bound: {c.first_failing_step}"
     if c.drift_from_step is not None:
@@ -118,15 +119,15 @@ def _reference(c: ReferenceCheck) -> str:
 def figure(check: QualityCheck) -> str:
     """The figures of a check in one phrase; its detail where the figures leave it unsaid."""
     if isinstance(check, LossCheck):
-        text = _loss(check)
+        text = _measured(check, check.final_rel, _loss)
     elif isinstance(check, OutputCheck):
-        text = _output(check)
+        text = _measured(check, check.rel_rmse, _output)
     elif isinstance(check, TokensCheck):
-        text = _tokens(check)
+        text = _measured(check, check.agreement, _tokens)
     elif isinstance(check, AgreementCheck):
-        text = _agreement(check)
+        text = _measured(check, check.value, _agreement)
     elif isinstance(check, TrajectoryCheck):
-        text = _trajectory(check)
+        text = _measured(check, check.worst_ratio, _trajectory)
     elif isinstance(check, NonFiniteCheck):
         text = _nonfinite(check)
     else:

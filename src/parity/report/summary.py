@@ -71,7 +71,7 @@ def summary_html(verdict: Verdict, *, out: Path | None = None) -> str:
 
 def _run_facts(bundle: Bundle) -> list[tuple[str, str]]:
     m = bundle.metrics
-    facts = [("side", bundle.side), ("status", bundle.status)]
+    facts = [("side", str(bundle.side)), ("status", bundle.status)]
     if not bundle.ok:
         facts.append(("reason", str(bundle.manifest.reason)))
     if m is not None:

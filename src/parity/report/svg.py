@@ -18,6 +18,8 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from parity.printable import printable
+
 COLORS = {"baseline": "#3b6fb6", "target": "#e07b39", "expected": "#8e8e8e"}
 WIDTH_IN = 9.0
 RC: Any = {  # rcParams; typed Any because matplotlib types keys as literals
@@ -64,7 +66,8 @@ class Canvas:
     def render(self, title: str, caption: str = "") -> Plot | None:
         if self.points == 0:
             return None
-        return Plot(self.key, title, to_svg(self.fig, self.key), self.points, caption)
+        svg = printable(to_svg(self.fig, self.key))  # labels from a bundle: made visible
+        return Plot(self.key, title, svg, self.points, caption)
 
 
 def to_svg(fig: Figure, prefix: str) -> str:

@@ -9,9 +9,10 @@ it one of two ways, and the manifest records which:
   once and touched no device, so a repeat does not pay for an interpreter and ``import
   torch`` again; for one-process sides on devices that may be initialised in a forked
   process (the CPU, CUDA: safe while the parent never initialised it);
-- ``spawn``: a new ``python -m parity.runner.worker`` (nothing inherited but the
-  environment): torchrun sides, devices whose runtime refuses a fork (TorchNeuron, XLA,
-  any plugin device), or when the zygote cannot start. ``PARITY_LAUNCHER=spawn`` forces it.
+- ``spawn``: a new ``python -m parity.runner.worker`` (isolated: ``runner.python``;
+  nothing inherited but the environment): torchrun sides, devices whose runtime refuses
+  a fork (TorchNeuron, XLA, any plugin device), or when the zygote cannot start.
+  ``PARITY_LAUNCHER=spawn`` forces it.
 
 Whatever happens to the worker, the side ends as a bundle under its final name: ``ok``
 as the worker wrote it, or ``failed`` with the reason (the worker's exception, the signal
@@ -53,6 +54,8 @@ from parity.model.codec import decode, loads
 from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
 from parity.runner.cpu import process_cpu_s
 from parity.runner.failure import failure_reason, write_failed
+from parity.runner.python import module_command
+from parity.runner.reaper import hold_subreaper, kill_group, mark, release_subreaper, sweep
 from parity.runner.worker import job_redactor
 from parity.runner.zygote import Zygote, ZygoteError
 from parity.workloads.names import preload_modules
@@ -169,6 +172,10 @@ class Launcher:
         self.pending: tuple[tuple[str, ...], subprocess.Popen[bytes]] | None = None
         self.broken: str | None = None
         self.lock = threading.Lock()  # parts run from threads share one zygote
+        #: spawned workers still running (a sweep spares them) and whether this launcher
+        #: made the process a subreaper (``runner.reaper``)
+        self.running: set[int] = set()
+        self.reaping = False
 
     def how(self, job: Job) -> Literal["fork", "spawn"]:
         """``fork`` or ``spawn`` for this job."""
@@ -211,6 +218,10 @@ class Launcher:
 
     def start(self, job: Job, tmp: Path, env: dict[str, str]) -> Worker:
         out, err = tmp / "stdout.log", tmp / "stderr.log"
+        with self.lock:
+            if not self.reaping:  # orphans of workers (or of a zygote that died) come here
+                hold_subreaper()
+                self.reaping = True
         if job.launch == "fork" and self.zygote is not None:
             try:
                 return Forked(self.zygote, self.zygote.fork(tmp, out, err, env))
@@ -227,7 +238,29 @@ class Launcher:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
+        with self.lock:
+            self.running.add(proc.pid)
         return Spawned(proc)
+
+    def ended(self, worker: Worker) -> None:
+        """A worker ended: kill what it left in its process group and, for a spawned one,
+        the orphans of parity's workers re-parented to this process (the zygote sweeps
+        its own)."""
+        kill_group(worker.pid)
+        if isinstance(worker, Spawned):
+            with self.lock:
+                self.running.discard(worker.pid)
+                self._sweep()
+
+    def _sweep(self) -> None:
+        keep = set(self.running)
+        for proc in (self.zygote.proc if self.zygote else None, *self._pending_procs()):
+            if proc is not None:
+                keep.add(proc.pid)
+        sweep(keep)
+
+    def _pending_procs(self) -> tuple[subprocess.Popen[bytes], ...]:
+        return (self.pending[1],) if self.pending is not None else ()
 
     def cpu_s(self) -> float:
         """CPU seconds of the zygote and the workers it forked and reaped (spawned workers
@@ -242,6 +275,11 @@ class Launcher:
         if self.pending is not None:  # launched ahead and never used
             _stop(self.pending[1])
             self.pending = None
+        with self.lock:
+            self._sweep()  # what the zygote's or a spawned worker's children left here
+            if self.reaping:
+                release_subreaper()
+                self.reaping = False
 
     def __enter__(self) -> Launcher:
         return self
@@ -299,7 +337,7 @@ def _run(
     on_event: EventHandler | None,
     env: dict[str, str] | None,
 ) -> Bundle:
-    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    child_env = mark({**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
     job = replace(job, launch=launcher.prepare(job), spawned_ns=time.perf_counter_ns())
     write_doc(tmp / JOB_FILE, job)
     try:
@@ -308,7 +346,10 @@ def _run(
         job = replace(job, launch="spawn", spawned_ns=time.perf_counter_ns())
         write_doc(tmp / JOB_FILE, job)
         worker = launcher.start(job, tmp, child_env)
-    rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
+    try:
+        rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
+    finally:
+        launcher.ended(worker)
     reason, unwritable = failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
     if unwritable:
         raise OutputError(job_redactor(job).text(reason or "the worker could not write its bundle"))
@@ -391,21 +432,19 @@ def _die_with_parent() -> None:
 
 def command(job: Job, tmp: Path) -> list[str]:
     """The worker's command line: plain, or under torchrun for ``nproc=N`` / multi-node."""
-    worker = ["-m", "parity.runner.worker", str(tmp)]
+    worker = module_command("parity.runner.worker", str(tmp), flags=("-X", "faulthandler"))
     nproc = job.side.nproc or 1
     nnodes = job.torchrun.nnodes
     if nproc <= 1 and nnodes <= 1:
-        return [sys.executable, "-X", "faulthandler", *worker]
-    run = [
-        sys.executable,
-        "-X",
-        "faulthandler",
-        "-m",
+        return worker
+    run = module_command(
         "torch.distributed.run",
+        "--no-python",
         f"--nproc-per-node={nproc}",
         "--max-restarts=0",
         "--monitor-interval=0.5",
-    ]
+        flags=("-X", "faulthandler"),
+    )
     endpoint = job.torchrun.rdzv_endpoint
     if nnodes <= 1 and not endpoint:
         run.append("--standalone")

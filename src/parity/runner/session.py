@@ -35,9 +35,9 @@ from parity.errors import OutputError
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import dumps
 from parity.model.job import EVENTS_FILE, Event, Job
-from parity.model.manifest import DistInfo, Items, Manifest, Resolved
+from parity.model.manifest import DistInfo, Items, Manifest, Resolved, TorchSettings
 from parity.plugins import load_plugins
-from parity.probes import environment
+from parity.probes import environment, settings
 from parity.probes.determinism import RefusalRecorder
 from parity.probes.emulate import EmulateMode
 from parity.probes.scan import failure_scan
@@ -122,6 +122,9 @@ class SideSession:
         self._device: Device | None = None
         self._manifest: Manifest | None = None
         self._ready_ns: int | None = None
+        #: torch's settings as parity set them up, and as they were in the timed steps
+        self.settings_at_setup: TorchSettings | None = None
+        self.settings_timed: TorchSettings | None = None
 
     # -- set-up -------------------------------------------------------------------------
     def setup(self, *, join_group: bool = True) -> None:
@@ -140,6 +143,7 @@ class SideSession:
         if self.job.frozen is not None:
             self.workload = resolve(self.job.workload)
         resolved = apply_settings(side, device, self.workload)
+        self.settings_at_setup = settings.read()
         self._manifest = Manifest(
             schema_version=SCHEMA_VERSION,
             parity_version=__version__,
@@ -258,11 +262,25 @@ class SideSession:
                 emulated_calls=self.emulated_calls if side.emulate else None,
                 nondeterministic_ops=tuple(self.refused) if side.deterministic else None,
             )
+            resolved = self._as_timed(resolved)
         self._manifest = replace(
             self.manifest, status="ok", reason=None, resolved=resolved, finished_unix=time.time()
         )
         self.enter("done")
         self.write(MANIFEST, self._manifest)
+
+    def note_timed_settings(self) -> None:
+        """Read torch's settings now, right after the timed steps (the workload's code has
+        run: ``build_model``, ``make_runner`` and the steps)."""
+        self.settings_timed = settings.read()
+
+    def _as_timed(self, resolved: Resolved) -> Resolved:
+        """``resolved`` with the settings of the timed steps: what ran, what changed."""
+        timed, before = self.settings_timed, self.settings_at_setup
+        if timed is None or before is None:
+            return resolved
+        changed = settings.changes(before, timed)
+        return replace(resolved, threads=timed.num_threads, timed=timed, changed=changed or None)
 
     def teardown(self) -> None:
         """After a mode finished: leave the process group (every rank waits for rank 0)."""

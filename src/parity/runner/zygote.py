@@ -2,7 +2,8 @@
 
 Starting ``python -m parity.runner.worker`` costs an interpreter and ``import torch`` (3-5 s
 on a small machine) before a worker does anything. The zygote pays that once: it is a
-plain ``python -m parity.runner.zygote`` process that imports torch and the worker's
+plain ``python -m parity.runner.zygote`` process (isolated from the working directory:
+``runner.python``) that imports torch and the worker's
 modules, touches no device, and then forks one child per job. Each child is a new
 process: a fresh allocator and caches, no device state (none existed to inherit), its
 own session (so a timeout stops its whole group), killed with the zygote (Linux
@@ -17,7 +18,8 @@ The parent talks to the zygote over its stdin and stdout, one JSON object per li
                        {"pid": PID}     for each start, in order
                        {"exit": PID, "status": CODE}   when a child ends (-N: signal N)
 
-The zygote is single-threaded (it forks), reaps its children itself as soon as they end
+The zygote is single-threaded (it forks), a child subreaper that kills what a worker
+leaves behind (``runner.reaper``), reaps its children itself as soon as they end
 (``SIGCHLD`` wakes its ``select``, so the parent hears of an exit at once, not at the next
 poll) and, when its stdin closes (the parent ended), kills them and exits. Devices that
 cannot be initialised in a forked process, and torchrun jobs, are spawned as before
@@ -37,6 +39,9 @@ import threading
 import time
 from pathlib import Path
 from typing import IO
+
+from parity.runner.python import module_command
+from parity.runner.reaper import hold_subreaper, kill_group, mark, sweep
 
 #: what the zygote imports before it forks: torch, the worker with its session and modes,
 #: the built-in workloads and the device adapters (never a plugin or a user's file: user
@@ -118,16 +123,25 @@ def _say(message: dict[str, object]) -> None:
 
 
 def _reap(children: set[int]) -> None:
-    while children:
+    """Report each worker that ended, killing what it left in its process group; once
+    no worker runs, kill the orphans re-parented here (the zygote is a subreaper)."""
+    reaped = False
+    while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
-            return
+            break
+        reaped = True
+        if pid not in children:  # an orphan a worker left, re-parented here
+            continue
         children.discard(pid)
+        kill_group(pid)
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         _say({"exit": pid, "status": code})
+    if reaped and not children:
+        sweep(marked_only=False)
 
 
 def serve() -> None:
@@ -135,6 +149,7 @@ def serve() -> None:
     import importlib
 
     _die_with_parent()
+    hold_subreaper()
     for name in PRELOAD:
         importlib.import_module(name)
     for name in sys.argv[1:]:  # the workload's own (``workloads.names.preload_modules``)
@@ -173,8 +188,8 @@ def serve() -> None:
             children.add(pid)
             _say({"pid": pid})
     for pid in children:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        kill_group(pid)
+    sweep(marked_only=False)
     # nothing left to write: skip the interpreter's teardown of torch (about a second the
     # parent would wait for at the end of every comparison)
     os._exit(0)
@@ -211,7 +226,8 @@ class Zygote:
     def launch(*, preload: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
         """The zygote's process, importing while the caller goes on (``ready`` waits)."""
         return subprocess.Popen(
-            [sys.executable, "-m", "parity.runner.zygote", *preload],
+            module_command("parity.runner.zygote", *preload),
+            env=mark(dict(os.environ)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from parity.bundle import (
@@ -33,11 +34,12 @@ from parity.bundle import (
     written_unix,
 )
 from parity.comparison import Comparison
-from parity.errors import BundleError, UsageError
+from parity.errors import BundleError, SpecError, UsageError
 from parity.model.bundle import Bundle
 from parity.model.codec import decode, dumps, loads
 from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
 from parity.model.verdict import Verdict
+from parity.spec import parse_side
 from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
 from parity.store.schema import check_sqlite, default_path, migrate
 
@@ -180,8 +182,8 @@ class Store:
                     w.size,
                     w.kind,
                     w.fingerprint,
-                    verdict.sides.baseline.spec,
-                    verdict.sides.target.spec,
+                    str(verdict.sides.baseline.side),
+                    str(verdict.sides.target.side),
                     verdict.sides.baseline.device_name,
                     verdict.sides.target.device_name,
                     int(verdict.passed),
@@ -278,7 +280,7 @@ class Store:
                     time_unix=r["time_unix"],
                     workload=r["workload"],
                     size=r["size"],
-                    sides=f"{r['baseline_spec']} -> {r['target_spec']}",
+                    sides=_sides(r),
                     result="PASS" if r["passed"] else "FAIL",
                     speed_ratio=r["speed_ratio"],
                     speed_verdict=r["speed_verdict"],
@@ -298,10 +300,10 @@ class Store:
                 RunRow(
                     id=r["id"],
                     type="run",
-                    time_unix=r["finished_unix"] or r["started_unix"] or r["indexed_unix"],
+                    time_unix=_finished(r) or r["indexed_unix"],
                     workload=r["workload"],
                     size=r["size"],
-                    sides=r["side_spec"],
+                    sides=_sides(r),
                     result=r["status"],
                     median_step_s=r["median"],
                     path=r["path"],
@@ -338,6 +340,7 @@ class Store:
         """One comparison (with its bundles and verdict) or one bundle (with its figures)."""
         table, rid = self.resolve(ident)
         r = self.conn.execute(f"SELECT * FROM {table} WHERE id = ?", (rid,)).fetchone()
+        record = partial(RunRecord, id=rid, path=r["path"], workload=r["workload"], size=r["size"])
         if table == "comparisons":
             bundles = tuple(
                 BundleRow(
@@ -354,27 +357,19 @@ class Store:
                     "SELECT * FROM bundles WHERE comparison_id = ? ORDER BY role, run", (rid,)
                 )
             )
-            return RunRecord(
-                id=rid,
+            return record(
                 type="compare",
-                path=r["path"],
-                workload=r["workload"],
-                size=r["size"],
                 time_unix=r["time_unix"],
-                sides=f"{r['baseline_spec']} -> {r['target_spec']}",
+                sides=_sides(r),
                 passed=bool(r["passed"]),
                 exit_code=r["exit_code"],
                 verdict=decode(Verdict, loads(r["verdict"])),
                 bundles=bundles,
             )
-        return RunRecord(
-            id=rid,
+        return record(
             type="run",
-            path=r["path"],
-            workload=r["workload"],
-            size=r["size"],
-            time_unix=r["finished_unix"] or r["started_unix"],
-            sides=r["side_spec"],
+            time_unix=_finished(r),
+            sides=_sides(r),
             status=r["status"],
             reason=r["reason"],
             side_spec=r["side_spec"],
@@ -514,6 +509,18 @@ def _walk(root: Path) -> Iterator[Path]:
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
 
 
+def _sides(r: sqlite3.Row) -> str:
+    """A row's sides as the index lists them: a bundle's side, or a comparison's pair."""
+    if "side_spec" in r.keys():  # noqa: SIM118 - a Row iterates over its values
+        return str(r["side_spec"])
+    return f"{r['baseline_spec']} -> {r['target_spec']}"
+
+
+def _finished(r: sqlite3.Row) -> float | None:
+    """When a bundle's run ended (or began, where it never ended)."""
+    return r["finished_unix"] or r["started_unix"]  # type: ignore[no-any-return]
+
+
 def _matches(value: str | None, wanted: str | None) -> bool:
     return wanted is None or value == wanted
 
@@ -522,8 +529,11 @@ def _device_matches(spec: str | None, device_name: str | None, wanted: str) -> b
     """``cuda`` matches ``cuda``, ``cuda:1+bf16``; a full spec matches itself; else the
     device name must contain it (case-insensitive)."""
     if spec:
-        head = spec.split("+", 1)[0]
-        if wanted in (spec, head, head.split(":", 1)[0]):
+        try:
+            side = parse_side(spec)  # the index holds a side as it writes
+        except SpecError:
+            side = None
+        if wanted == spec or (side is not None and wanted in (side.device_string, side.device)):
             return True
     return bool(device_name) and wanted.lower() in str(device_name).lower()
 

@@ -5,7 +5,9 @@ name) imports neither torch nor any workload.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parity.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from parity.workloads.base import RunContext, RunNumerics, StepRunner, Workload
@@ -31,13 +33,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _BASE:
-        from parity.workloads import base
-
-        return getattr(base, name)
-    if name in __all__:
-        from parity.workloads import registry
-
-        return getattr(registry, name)
-    raise AttributeError(f"module 'parity.workloads' has no attribute {name!r}")
+__getattr__ = _lazy_names(
+    "parity.workloads",
+    {
+        **dict.fromkeys(__all__, "parity.workloads.registry"),
+        **dict.fromkeys(_BASE, "parity.workloads.base"),
+    },
+)

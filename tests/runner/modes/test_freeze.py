@@ -13,7 +13,7 @@ from parity import api
 from parity.cache import cache_root
 from parity.errors import WorkloadError
 from parity.orchestrate import prepare_workload
-from parity.request import CompareOptions, CompareRequest
+from parity.request import CompareRequest
 from parity.runner.launch import Launcher
 from parity.spec import WorkloadSpec
 from parity.workloads import registered
@@ -76,8 +76,8 @@ def test_a_user_file_that_exits_or_raises_is_one_workload_error_line(
     path = tmp_path / file
     path.write_text(BAD_FILES[file])
     out = tmp_path / "out"
-    options = CompareOptions(workload=f"{path}:make", repeats=1, compliance=False, out=str(out))
+    options = dict(workload=f"{path}:make", repeats=1, compliance=False, out=str(out))
     with pytest.raises(WorkloadError) as refused:
-        api.compare(CompareRequest.from_options(options))
+        api.compare(CompareRequest.from_kwargs(**options))
     assert words in str(refused.value) and "\n" not in str(refused.value)
     assert not out.exists()

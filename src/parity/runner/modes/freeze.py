@@ -4,7 +4,9 @@ A user's workload file (or a plugin's, or a checkpoint's code) is imported only 
 worker process: the parent asks for a ``freeze`` job (forked from the zygote like any
 job), and this mode resolves the spec, freezes the workload into the cache (verifying a
 cached copy by content, rebuilding it with a warning where it differs) and writes
-``prepared.json``: the frozen directory, fingerprint, parts and description. A file that
+``prepared.json``: the frozen directory, fingerprint, parts and description. First it
+checks that each side of the command can run here (a ``DeviceError``, exit code 2,
+before anything is written: ``parity.devices.preflight``). A file that
 exits when imported, or a factory that raises, ends this job as failed, which the parent
 turns into one ``WorkloadError`` line.
 """
@@ -21,6 +23,17 @@ from parity.runner.modes.base import Mode
 from parity.runner.session import SideSession
 
 
+def _preflight(plan: PreparePlan) -> None:
+    """Each side this machine cannot run, as one ``DeviceError``."""
+    from parity.devices.preflight import unusable
+    from parity.errors import DeviceError
+
+    for side in plan.sides:
+        problem = unusable(side)
+        if problem is not None:
+            raise DeviceError(f"side {side} cannot run here: {problem}")
+
+
 class Freeze(Mode):
     name: ClassVar[ModeName] = "freeze"
     join_group: ClassVar[bool] = False
@@ -30,6 +43,8 @@ class Freeze(Mode):
         from parity.workloads.frozen import freeze
 
         plan = session.job.prepare or PreparePlan()
+        session.enter("preflight")
+        _preflight(plan)
         session.enter("resolve")
         workload = resolve(session.job.workload)
         if not plan.freeze:

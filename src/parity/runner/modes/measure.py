@@ -159,6 +159,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         for start in range(1, steps, chunk):
             samples += timer.run(start, min(chunk, steps - start))
             session.progress(len(samples), steps)
+        session.note_timed_settings()  # as they were during the steps, not at set-up
         rest = memory_phase(session)
         session.enter("finish", announce=False)
         numerics = runner.finish()

@@ -330,6 +330,7 @@ class Script(Mode):
         try:
             with session.region(), self.autocast(session):
                 run_script(plan)
+                session.note_timed_settings()  # the script's own changes included
         finally:
             probe.uninstall()
             session.device.synchronize()
@@ -403,20 +404,20 @@ def script_metrics(
 def run_script(plan: ScriptPlan) -> None:
     """Run the script as ``__main__`` from its working directory; a non-zero
     ``sys.exit`` is a failure."""
-    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
     os.chdir(plan.cwd)
     sys.argv = [plan.target, *plan.args]
+    # first on the path, as ``python -m`` / ``python script.py`` would put it (the worker
+    # itself starts without the working directory: ``runner.python``)
+    sys.path.insert(0, os.getcwd() if plan.module else str(Path(plan.target).parent))
     try:
         if plan.module:
-            sys.path[0] = os.getcwd()
             runpy.run_module(plan.target, run_name="__main__", alter_sys=True)
         else:
-            sys.path[0] = str(Path(plan.target).parent)
             runpy.run_path(plan.target, run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise RuntimeError(f"the script exited with code {exc.code}") from None
     finally:
         sys.argv = saved_argv
-        if saved_path0 is not None:
-            sys.path[0] = saved_path0
+        sys.path[:] = saved_path
