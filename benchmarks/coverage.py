@@ -9,6 +9,11 @@ the true ratio, and its median half-width. The bootstrap is the one parity used 
 (two levels: processes, then steps within each chosen process; percentile interval over
 the ratio of pooled medians), kept here only for this comparison.
 
+A third table is for sized timing processes (issue 28): each side's first process is its
+quality run (``--quality-steps``, default 30 steady steps: the frozen workload's), the
+others are timing processes of 10 or 15 steady steps (what ``stats.process_steps`` gives
+a side whose steps are slow or noisy); the Welch t interval over them, as above.
+
 A second table runs the adaptive protocol (phi 0.5): rounds of one process per side until
 precision or the round cap (what the default budget allows) is reached. The old rule stops
 on the bootstrap interval from 2 rounds on; the new one on ``should_stop`` (never on a
@@ -17,6 +22,9 @@ interval over all draws, how many stopped on precision, their coverage, and the 
 number of rounds.
 
     python benchmarks/coverage.py [--quick] [--draws N] [--old-draws N] [--resamples N]
+                                  [--quality-steps N]
+
+``--old-draws 0`` skips the bootstrap (most of the run's time).
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ from _common import load_line, table
 from parity.stats import Processes, ratio_ci, should_stop
 
 STEP_NOISE = 0.05
-STEPS = (20, 50, 100, 200)
+STEPS = (10, 15, 20, 50, 100, 200)
+#: steady steps of a sized timing process (``stats.process_steps``'s floor and a bit more)
+TIMING_STEPS = (10, 15)
 TARGET = 0.93
 ADAPTIVE_CAP = 6  # rounds: what the default 30 s budget reaches at most (issue 16)
 OLD_ADAPTIVE_RESAMPLES = 500
@@ -89,10 +99,35 @@ def fixed(
         m,
         phi,
         f"{spread:.0%}",
-        f"{np.mean(old_hits):.3f}",
+        f"{np.mean(old_hits):.3f}" if old_hits else "-",
         f"{np.mean(new_hits):.3f}",
-        f"{np.median(old_half):.1%}",
+        f"{np.median(old_half):.1%}" if old_half else "-",
         f"{np.median(new_half):.1%}",
+    ]
+
+
+def sized(m: int, phi: float, spread: float, draws: int, quality_steps: int) -> list[object]:
+    """Coverage with a long first process (the quality run) and short timing processes."""
+    rng = np.random.default_rng([7, m, int(phi * 10), int(spread * 1000)])
+    hits, halves = [], []
+    for k in range(draws):
+        truth = math.exp(rng.uniform(math.log(0.5), math.log(2.0)))
+        n = TIMING_STEPS[k % len(TIMING_STEPS)]
+        sides = []
+        for scale in (1.0, truth):
+            first = _steps(rng, 1, quality_steps, phi, spread)[0]
+            rest = _steps(rng, m - 1, n, phi, spread)
+            sides.append([scale * first, *(scale * rest)])
+        ci = ratio_ci(Processes.from_steps(sides[0]), Processes.from_steps(sides[1]))
+        hits.append(ci.low <= truth <= ci.high)
+        halves.append(ci.half_width_rel)
+    return [
+        m,
+        phi,
+        f"{spread:.0%}",
+        quality_steps,
+        f"{np.mean(hits):.3f}",
+        f"{np.median(halves):.1%}",
     ]
 
 
@@ -127,6 +162,9 @@ def adaptive(
     rng = np.random.default_rng([99, int(phi * 10), int(spread * 1000), int(precision * 1000)])
     out: list[object] = [phi, f"{spread:.1%}", f"±{precision:.0%}", cap]
     for old, count in ((True, old_draws), (False, draws)):
+        if count == 0:
+            out += ["-"] * 4
+            continue
         hits, stopped_hits, rounds = [], [], []
         for k in range(count):
             truth = math.exp(rng.uniform(math.log(0.5), math.log(2.0)))
@@ -155,9 +193,13 @@ def main() -> None:
         "--old-draws", type=int, help="of those, bootstrapped too (default 400, quick 50)"
     )
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    parser.add_argument(
+        "--quality-steps", type=int, default=30, help="steady steps of a side's quality run"
+    )
     args = parser.parse_args()
     draws = args.draws or (100 if args.quick else 1000)
-    old_draws = min(draws, args.old_draws or (50 if args.quick else 400))
+    given = args.old_draws if args.old_draws is not None else (50 if args.quick else 400)
+    old_draws = min(draws, given)
     print(f"coverage: {time.strftime('%Y-%m-%d %H:%M:%S')}, {load_line()}")
     print(
         f"{draws} draws per setting ({old_draws} also bootstrapped, {args.resamples} "
@@ -172,6 +214,16 @@ def main() -> None:
     headers = ["per side", "phi", "spread", "old cover", "new cover", "old ±", "new ±"]
     print(table(headers, rows))
     print()
+    print(f"sized: the quality run, then timing processes of {TIMING_STEPS} steady steps")
+    rows_sized = [
+        sized(m, phi, spread, draws, args.quality_steps)
+        for m in (3, 4, 6)
+        for phi in (0.0, 0.5, 0.8)
+        for spread in (0.0, 0.02, 0.05)
+    ]
+    headers_sized = ["per side", "phi", "spread", "quality steps", "cover", "±"]
+    print(table(headers_sized, rows_sized))
+    print()
     print("adaptive: rounds of one process per side from 2 until precision or the cap")
     rows_ad = [
         adaptive(0.5, spread, precision, ADAPTIVE_CAP, draws, old_draws)
@@ -183,7 +235,10 @@ def main() -> None:
         headers += [f"{who} cover", f"{who} on ±", f"{who} their cover", f"{who} rounds"]
     print(table(headers, rows_ad))
     print(f"load at the end: {load_line()}")
-    worst = min(float(str(r[4])) for r in rows)
+    worst = min(
+        *(float(str(r[4])) for r in rows),
+        *(float(str(r[4])) for r in rows_sized),
+    )
     verdict = "PASS" if worst >= TARGET else "FAIL"
     print(f"RESULT: coverage {worst:.3f} (target >= {TARGET}) {verdict}")
 

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+#: servers and a Ray cluster that tests start themselves, one of each per session/module
+pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.cluster"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -139,7 +139,8 @@ def test_gpu_wheels_carries_only_what_the_image_lacks(tmp_path: Path) -> None:
     wheels = [sys.executable, str(ROOT / "scripts" / "gpu-wheels"), "--list"]
     env = {**os.environ, **OFFLINE}
     listed = subprocess.run(wheels, capture_output=True, text=True, env=env, check=True)
-    assert "to carry: nothing" in listed.stdout  # today's image holds every need
+    # today's image holds every need but SQLAlchemy (the history index's, issue 27)
+    assert "to carry: sqlalchemy>=2.0\n" in listed.stdout
     assert "torch>=2.9" in listed.stdout and "pytest-timeout>=2.3" in listed.stdout
     assert "tomli" not in listed.stdout  # Python 3.10 only; the machine has 3.12
     image = tmp_path / "image.txt"
@@ -152,12 +153,13 @@ def test_gpu_wheels_carries_only_what_the_image_lacks(tmp_path: Path) -> None:
         env=env,
         check=True,
     )
-    assert "to carry: typer>=0.12.4 rich>=13 jsonschema>=4" in listed.stdout
+    assert "to carry: typer>=0.12.4 rich>=13 sqlalchemy>=2.0 jsonschema>=4" in listed.stdout
     # named: carried even though the image holds it (gpu-check found its version too old)
     listed = subprocess.run(
         [*wheels, "numpy>=9"], capture_output=True, text=True, env=env, check=True
     )
-    assert "to carry: numpy>=9" in listed.stdout and "numpy>=1.24" not in listed.stdout
+    assert "to carry: sqlalchemy>=2.0 numpy>=9" in listed.stdout
+    assert "numpy>=1.24" not in listed.stdout
 
 
 def test_an_image_package_older_than_parity_needs_stops_the_run_in_one_line(

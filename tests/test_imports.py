@@ -15,6 +15,10 @@ FORBIDDEN = {
     "parity.probes": ("parity.bundle", "parity.api", "parity.runner"),
     "parity.stats": ("parity.",),
     "parity.model": ("parity.runner", "parity.judge", "parity.report", "parity.api"),
+    # sides on cluster nodes run jobs; they never judge, index or report
+    "parity.cluster": ("parity.api", "parity.store", "parity.judge", "parity.report"),
+    # bundles at URLs: a leaf beside the bundle layer
+    "parity.storage": ("parity.api", "parity.store", "parity.judge", "parity.runner"),
 }
 
 

@@ -15,15 +15,9 @@ import pytest
 
 from parity.model.side import MeasurePlan as Plan
 from parity.model.side import Stop
-from parity.orchestrate import (
-    COST_MARGIN,
-    RUN_OVERHEAD_S,
-    Orchestrator,
-    Samples,
-    Tally,
-    adaptive_stop,
-)
-from parity.orchestrate import decide_stop as _decide
+from parity.orchestrate import COST_MARGIN, RUN_OVERHEAD_S, Orchestrator, Tally
+from parity.stopping import Samples, adaptive_stop
+from parity.stopping import decide_stop as _decide
 
 
 def _samples(rounds: int, seed: int = 0) -> Samples:
@@ -45,16 +39,25 @@ def test_a_precise_but_provisional_interval_does_not_stop_measuring() -> None:
     assert stop is not None and stop.reason == "precision"
 
 
-def test_the_budget_ends_a_provisional_interval_and_says_so() -> None:
-    stop = _decide(Plan(precision=0.05, budget_s=12.0), _samples(2), 2, elapsed=10.0, failed=False)
-    assert stop is not None and stop.reason == "budget"
-    assert "provisional" in stop.message
+def test_the_budget_does_not_end_a_provisional_interval() -> None:
+    """Three processes a side come first (issue 28): two rounds over the budget go on."""
+    plan = Plan(precision=0.05, budget_s=12.0)
+    assert _decide(plan, _samples(2), 2, elapsed=20.0, failed=False, next_round_s=5.0) is None
+    stop = _decide(plan, _samples(3), 3, elapsed=25.0, failed=False, next_round_s=5.0)
+    assert stop is not None and stop.reason in ("budget", "precision")
+    # a repeat cap below three is the user's: it still ends a provisional interval
+    capped = Plan(precision=0.05, budget_s=12.0, min_repeats=1, max_repeats=2)
+    stop = _decide(capped, _samples(2), 2, elapsed=20.0, failed=False)
+    assert stop is not None and stop.reason == "max_repeats"
 
 
 def test_fixed_repeats_and_failures_end_as_before() -> None:
     assert _decide(Plan(repeats=2), _samples(2), 2, elapsed=1.0, failed=False) == Stop(
         reason="repeats", message="2 repeat(s) per side, as asked"
     )
+    default = _decide(Plan(repeats=1), _samples(1), 1, 1.0, False, asked=False)
+    assert default is not None and "as asked" not in default.message
+    assert "--repeats N" in default.message
     failure = _decide(Plan(), _samples(1), 1, elapsed=1.0, failed=True)
     assert failure is not None and failure.reason == "failure"
 
@@ -70,12 +73,12 @@ def test_a_round_that_would_not_fit_with_the_runs_after_is_not_started() -> None
     assert "20 s kept for the runs after" in stop.message
 
 
-def test_the_budget_wins_over_the_minimum_repeats() -> None:
-    plan = Plan(precision=0.05, budget_s=10.0, min_repeats=3)
-    stop = _decide(plan, _samples(1), 1, elapsed=8.0, failed=False, next_round_s=4.0)
+def test_the_budget_wins_over_a_minimum_above_three() -> None:
+    plan = Plan(precision=0.05, budget_s=10.0, min_repeats=4)
+    assert _decide(plan, _samples(1), 1, elapsed=8.0, failed=False, next_round_s=4.0) is None
+    stop = _decide(plan, _samples(3), 3, elapsed=8.0, failed=False, next_round_s=4.0)
     assert stop is not None and stop.reason == "budget"
-    assert "fewer than the 3 wanted" in stop.message
-    assert _decide(plan, _samples(1), 1, elapsed=2.0, failed=False, next_round_s=4.0) is None
+    assert "fewer than the 4 wanted" in stop.message
 
 
 class _Sleeping(Orchestrator):
@@ -152,3 +155,78 @@ def test_after_the_first_round_the_next_is_costed_from_its_plain_phases() -> Non
     # a first run that failed (no metrics) is costed by its wall time, as before
     failed = replace(tally, done={"baseline": [], "target": [SimpleNamespace(ok=False)]})
     assert failed.next_run_s("target") == pytest.approx(COST_MARGIN * 6.0)
+
+
+def _quality_run(step_s: float, steps: int = 30, warmup: int = 2) -> SimpleNamespace:
+    """A side's first bundle as ``size_timing`` reads it: 1% step noise."""
+    rng = np.random.default_rng(int(step_s * 1e6))
+    steady = list(step_s * np.exp(rng.normal(0, 0.01, steps - 1 - warmup)))
+    phases = SimpleNamespace(
+        start_import_s=0.05,
+        load_s=0.05,
+        first_step_s=3 * step_s,
+        warmup_s=warmup * 1.5 * step_s,
+        warmup_steps=warmup,
+        steady_s=sum(steady),
+        steady_steps=len(steady),
+    )
+    metrics = SimpleNamespace(
+        steady_samples=steady,
+        phases=phases,
+        step_samples_s=[3 * step_s] + [1.5 * step_s] * warmup + steady,
+    )
+    return SimpleNamespace(ok=True, metrics=metrics)
+
+
+def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path) -> None:
+    """After the first round each side's timing processes get their own steps (slow steps:
+    the floor of 10 steady after the warm-up), and where three a side will not fit the
+    budget a line says, before they run, the budget that would."""
+    from parity.stats import MIN_STEADY
+    from parity.stopping import size_timing, timing_plan
+
+    sized = size_timing(_quality_run(0.12))  # type: ignore[arg-type]
+    assert sized is not None and sized.steps == 1 + 2 + MIN_STEADY and sized.shortened
+    assert sized.workload_steps == 30 and "Cochran" in sized.reason
+    orch = Orchestrator(out=tmp_path)
+    orch.start_budget()
+    done = {"baseline": [_quality_run(0.02)], "target": [_quality_run(0.12)]}
+    steps = timing_plan(orch, Plan(budget_s=30.0), runs_after=2, shorten=True)(done)  # type: ignore[arg-type]
+    assert steps == {"baseline": 13, "target": 13} and orch.notes == []
+    # after the second round, the spread measured between processes (20% here) sizes them
+    spread = {"baseline": [*done["baseline"], _quality_run(0.025)], "target": done["target"] * 2}
+    plan = timing_plan(orch, Plan(budget_s=30.0), runs_after=2, shorten=True)
+    noisy = {"baseline": [_quality_run(0.001, steps=400)] * 2, "target": spread["baseline"]}
+    assert plan(noisy)["baseline"] == 1 + 2 + MIN_STEADY  # type: ignore[arg-type]
+    timing = orch.timing["baseline"]
+    assert timing is not None and "apart (measured)" in timing.reason
+    tight = Orchestrator(out=tmp_path)
+    tight.start_budget()
+    timing_plan(tight, Plan(budget_s=1.0), runs_after=2, shorten=False)(done)  # type: ignore[arg-type]
+    assert tight.timing == {"baseline": None, "target": None}
+    assert len(tight.notes) == 1 and "3 processes a side need about" in tight.notes[0]
+    assert "more than --budget 1: measuring them anyway; --budget" in tight.notes[0]
+
+
+@pytest.mark.slow
+def test_a_comparison_s_timing_processes_run_the_steps_its_verdict_states(tmp_path: Path) -> None:
+    """Real workers: each side's r00 runs the workload's 200 steps; every later process of
+    a side, and the target's compliance runs, the steps ``verdict.json`` states for it."""
+    from parity import api
+    from parity.request import CompareRequest
+
+    request = CompareRequest.from_kwargs(
+        workload="mlp-train", target="cpu+threads=1", steps=200, repeats=3, out=str(tmp_path)
+    )
+    result = api.compare(request)
+    speed = json.loads((tmp_path / "verdict.json").read_text())["speed"]
+    assert speed["repeats"] == {"baseline": 3, "target": 3}
+    for role, side in (("baseline", result.baseline), ("target", result.target)):
+        timing = speed["timing"][role]
+        assert timing["workload_steps"] == 200 and "Cochran" in timing["reason"]
+        ran = [len(b.metrics.step_samples_s) for b in side.repeats if b.metrics]
+        assert ran[0] == 200 and ran == timing["ran"], (role, timing)
+        assert ran[2] == timing["steps"]  # sized again after the second round
+    for run in result.target.compliance.values():
+        assert run.metrics is not None
+        assert len(run.metrics.step_samples_s) == speed["timing"]["target"]["steps"]

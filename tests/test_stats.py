@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 import numpy as np
 import pytest
@@ -304,19 +305,31 @@ def test_welch_interval_by_hand() -> None:
     )
 
 
+def test_a_provisional_interval_gives_no_verdict_word_however_far_from_one() -> None:
+    """Two processes a side, 5x apart and tight: still "undetermined" (issue 28: a
+    provisional interval said "indistinguishable" of a 4.8x ratio)."""
+    for target in ((5.0, 5.01), (1.0, 1.02), (0.2, 0.201)):
+        ci = ratio_ci(Processes(medians=(1.0, 1.01)), Processes(medians=target))
+        assert ci.provisional and ci.verdict == "undetermined"
+    ci = ratio_ci(Processes(medians=(1.0, 1.01, 0.99)), Processes(medians=(5.0, 5.01, 4.99)))
+    assert not ci.provisional and ci.verdict == "slower"
+
+
 def test_fewer_than_min_processes_is_provisional() -> None:
     three = Processes(medians=(1.0, 1.01, 0.99))
     two = Processes(medians=(1.2, 1.21))
     ci = ratio_ci(three, two)
     assert MIN_PROCESSES == 3 and ci.provisional
-    assert ci.note is not None and "spread is not yet estimable" in ci.note
+    assert ci.note is not None and "spread not yet estimable" in ci.note
+    assert ci.verdict == "undetermined" and "1 more target process(es) would settle" in ci.note
     rng = np.random.default_rng(2)
     lone = Processes.from_steps([list(1.2 * np.exp(rng.normal(0, 0.05, 40)))])
     borrowed = ratio_ci(three, lone)
     assert borrowed.provisional and "other's spread" in borrowed.method and borrowed.df == 2
     both = ratio_ci(Processes.from_steps([list(np.exp(rng.normal(0, 0.05, 40)))]), lone)
     assert both.provisional and "sectioning" in both.method
-    assert both.note is not None and both.note.startswith("one process per side")
+    assert both.note is not None and both.note.startswith("undetermined: one process per side")
+    assert "2 more baseline and 2 more target process(es)" in both.note
     assert both.low < both.ratio < both.high
 
 
@@ -522,3 +535,27 @@ def test_interleaved_order_validates() -> None:
         interleaved_order(2, ("A", "A"))
     with pytest.raises(ValueError, match="repeats"):
         interleaved_order(-1)
+
+
+def test_a_timing_process_is_sized_by_cochran_s_optimum() -> None:
+    """Steady steps ``sqrt(c_p s_w^2 / (c_s s_p^2))`` with ``s_w^2 = (pi/2) cv^2``; at
+    least ``MIN_STEADY`` and the warm-up; at most the workload's own steps."""
+    from parity.stats import MIN_STEADY, process_steps
+
+    rng = np.random.default_rng(3)
+    noisy = list(1e-3 * np.exp(rng.normal(0, 0.10, 400)))  # 1 ms steps, 10% noise
+    q1, q3 = np.percentile(np.log(noisy), [25, 75])
+    cv = (q3 - q1) / 1.349
+    want = math.ceil(math.sqrt(0.5 * math.pi / 2 * cv * cv / (np.median(noisy) * 0.02**2)))
+    size = process_steps(noisy, warmup=3, fixed_s=0.5, workload_steps=10_000)
+    assert size.steady == want and size.steps == 1 + 3 + want and size.shortened
+    assert "Cochran 1977" in size.reason and f"+ {want} steady" in size.reason
+    # slow steps (a second each): the floor, so more and shorter processes
+    slow = process_steps([1.0, 1.01, 0.99, 1.02] * 5, warmup=2, fixed_s=0.5, workload_steps=30)
+    assert (slow.steady, slow.steps) == (MIN_STEADY, 1 + 2 + MIN_STEADY)
+    # a long warm-up: at least as many steady steps, so that MSER can pass it again
+    long = process_steps([1.0, 1.01] * 10, warmup=14, fixed_s=0.5, workload_steps=100)
+    assert long.steady == 14 and long.steps == 29
+    # the rule asks more than the workload has: every process runs all of them
+    whole = process_steps(noisy, warmup=3, fixed_s=0.5, workload_steps=40)
+    assert whole.steps == 40 and not whole.shortened and whole.reason.startswith("all 40")

@@ -53,22 +53,31 @@ def compare_curve(
 
 
 def diff(
-    bundle_a: Path,
-    bundle_b: Path,
+    bundle_a: Path | str,
+    bundle_b: Path | str,
     *,
     given: JudgeInputs | None = None,
-    reference: Path | None = None,
+    reference: Path | str | None = None,
     checks: list[Path] | None = None,
 ) -> Verdict:
-    """Judge two existing bundles (possibly from different machines).
+    """Judge two existing bundles (possibly from different machines; paths or URLs).
 
     Sides from one ``parity compare`` directory are judged with the inputs that compare
     stored (``inputs.json``: allowed differences, target loss, resolved prices,
     operational answers, pinned versions), so the verdict is the same; inputs ``given``
     replace them. Nothing is written."""
-    found = Comparison.of_sides(Path(bundle_a), Path(bundle_b), reference=reference)
-    roots = [Path(bundle_a).parent, Path(bundle_b).parent]
-    inputs = judge_inputs(found, overridden(found.inputs, given), roots=roots, checks=checks)
+    from parity.remote import relocated
+    from parity.storage import is_url, readable, shown
+
+    where = {
+        r: shown(str(u)) for r, u in (("baseline", bundle_a), ("target", bundle_b)) if is_url(u)
+    }
+    a, b = readable(bundle_a), readable(bundle_b)
+    ref = readable(reference) if reference is not None else None
+    found = Comparison.of_sides(a, b, reference=ref)
+    inputs = judge_inputs(
+        found, overridden(found.inputs, given), roots=[a.parent, b.parent], checks=checks
+    )
     judged = found.judged(inputs)
     assert judged.verdict is not None
-    return judged.verdict
+    return relocated(judged.verdict, where)

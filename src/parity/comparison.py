@@ -49,6 +49,8 @@ class Comparison:
     verdict_sha256: str | None = None
     #: the HTML report, once written
     report: Path | None = None
+    #: where the comparison was published (``--out URL``); ``out`` is its local copy
+    url: str | None = None
     #: why a side could not be read back (a report's notes)
     problems: tuple[str, ...] = ()
 

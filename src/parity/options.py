@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
+from parity.cluster.address import cluster_address, parse_place
 from parity.errors import OptionError
 from parity.values import (
     DAY_S,
@@ -300,8 +300,22 @@ DEVICE = declare(
     (*RUN, "scale", "recovery", "soak"), metavar="SIDE",
 )  # fmt: skip
 OUT = declare(
-    "out", "--out", check_path, "output directory, new or empty (default: parity-runs/STAMP-NAME)",
-    RUNNING, metavar="DIR", cli=Path,
+    "out", "--out", check_path,
+    "output directory, new or empty, or a URL such as s3://BUCKET/PREFIX (default: "
+    "parity-runs/STAMP-NAME)",
+    RUNNING, metavar="DIR|URL",
+)  # fmt: skip
+CLUSTER = declare(
+    "cluster", "--cluster", lambda n, v: cluster_address(text(n, v)),
+    "run each side on a node of this Ray cluster: ray://HOST:PORT, or auto for $RAY_ADDRESS "
+    "(needs parity[cluster])",
+    (*COMPARE, *RUN), metavar="ADDRESS",
+)  # fmt: skip
+PLACE = declare(
+    "place", "--place", lambda n, v: parse_place(v if isinstance(v, Mapping) else texts(n, v)),
+    "the Ray resource a side's node must have, e.g. target=neuron_cores:2 (repeatable; "
+    "default: GPU for cuda, neuron_cores for neuron, CPU for cpu)",
+    (*COMPARE, *RUN), metavar="SIDE=RESOURCE[:AMOUNT]", cli=list[str], plan="place",
 )  # fmt: skip
 TIMEOUT = declare(
     "timeout_s", "--timeout", number(low=1, high=30 * DAY_S),

@@ -29,10 +29,11 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar, Protocol
 
 from parity.bundle import SIDE_FILE, load_bundle, repeat_name, write_doc
 from parity.errors import (
@@ -44,10 +45,10 @@ from parity.errors import (
     SideError,
     WorkloadError,
 )
-from parity.model.bundle import Bundle, SideRuns, step_samples
+from parity.model.bundle import Bundle, SideRuns
 from parity.model.codec import encode
 from parity.model.job import Event, Job, Mode, PreparePlan
-from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop
+from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
 from parity.model.verdict import ROLES, ByRole, Role
 from parity.model.workload import (
     FingerprintParts,
@@ -140,6 +141,30 @@ class JobTemplate:
         )
 
 
+class PhaseClock:
+    """An event hook that keeps when each phase of a run began, for what the set-up parts
+    inside a comparison's first processes took (the numerics probe, the op scan)."""
+
+    #: phase names in a worker's events, and what a verdict calls them
+    PROBES: ClassVar[dict[str, str]] = {"numerics probe": "numerics probe", "scan": "op scan"}
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, int]] = []
+
+    def __call__(self, event: Event) -> None:
+        if event.event == "phase" and event.phase is not None:
+            self.marks.append((event.phase, event.t_ns))
+
+    def probes(self, role: str) -> dict[str, float]:
+        """``{"<role> numerics probe": seconds, ...}`` for the probe phases seen."""
+        spans = zip(self.marks, self.marks[1:], strict=False)
+        return {
+            f"{role} {self.PROBES[phase]}": (end - start) / 1e9
+            for (phase, start), (_, end) in spans
+            if phase in self.PROBES
+        }
+
+
 @dataclass(frozen=True)
 class Part:
     """One job of a plan, where its bundle goes, its progress label and an event hook."""
@@ -161,6 +186,8 @@ class Tally:
     #: wall seconds of each round, and of each side's runs, in order
     round_s: tuple[float, ...]
     run_s: dict[Role, tuple[float, ...]]
+    #: steps each side's timing processes run (None: the workload's own)
+    steps: dict[Role, int | None] = field(default_factory=dict)
 
     @property
     def next_round_s(self) -> float:
@@ -178,7 +205,7 @@ class Tally:
         margin and the parent's own share per run."""
         costs = self.run_s[role]
         if len(costs) == 1 and self.done[role]:
-            plain = _plain_run_s(self.done[role][0])
+            plain = plain_run_s(self.done[role][0], self.steps.get(role))
             if plain is not None:
                 return min(costs[0], COST_MARGIN * plain + RUN_OVERHEAD_S)
         return _next_cost(costs)
@@ -191,15 +218,19 @@ COST_MARGIN = 1.2
 RUN_OVERHEAD_S = 0.5
 
 
-def _plain_run_s(bundle: Bundle) -> float | None:
-    """A run's start, load and steps (what every repeat pays), from its metrics."""
+def plain_run_s(bundle: Bundle, steps: int | None = None) -> float | None:
+    """A run's start, load and steps (what every repeat pays), from its metrics; with
+    ``steps``, a timing process of that many steps (its steady steps at the median)."""
     if not bundle.ok or bundle.metrics is None:
         return None
     metrics = bundle.metrics
     p = metrics.phases
     if p.start_import_s is None:
         return None
-    return p.start_import_s + (p.load_s or 0.0) + p.first_step_s + p.warmup_s + p.steady_s
+    steady = p.steady_s
+    if steps is not None and p.steady_steps:
+        steady = max(steps - 1 - p.warmup_steps, 0) * p.steady_s / p.steady_steps
+    return p.start_import_s + (p.load_s or 0.0) + p.first_step_s + p.warmup_s + steady
 
 
 def _next_cost(costs: tuple[float, ...]) -> float:
@@ -214,12 +245,26 @@ def _next_cost(costs: tuple[float, ...]) -> float:
 
 
 Decide = Callable[[Tally], Stop | None]
+#: told each side's bundles after the first and second rounds; answers the timing
+#: processes' steps
+AfterFirst = Callable[[dict[Role, list[Bundle]]], dict[Role, int | None]]
+#: rounds after which the timing processes are (re)sized: the first (the quality runs),
+#: and the second, the first with a spread between processes to size by
+SIZING_ROUNDS = 2
+
+
+class Placed(Protocol):
+    """A side that runs on a node of its own (``parity.cluster``): a job in, its bundle
+    at ``final``."""
+
+    def run(self, job: Job, final: Path, on_event: EventHook | None) -> Path: ...
 
 
 @dataclass
 class Orchestrator:
     """Runs jobs into bundles under one output directory; its launcher's zygote (forked
-    workers) lives until ``close()`` (or the end of a ``with`` block)."""
+    workers) lives until ``close()`` (or the end of a ``with`` block). A role in
+    ``placed`` runs on its own node, every other job here."""
 
     out: Path
     progress: ProgressSink | None = None
@@ -229,6 +274,15 @@ class Orchestrator:
     clock: float | None = None
     setup_s: float | None = None
     watch: CpuWatch | None = None
+    #: lines the plan adds to how measuring ended (``Stop.notes``)
+    notes: list[str] = field(default_factory=list)
+    #: seconds each set-up part took, by name (``Stop.probes``)
+    probes: dict[str, float] = field(default_factory=dict)
+    #: each side's timing processes' steps (``MeasureRecord.timing``), set after the first round
+    timing: dict[Role, TimingSteps | None] = field(default_factory=dict)
+    #: where the rounds stood after the last one
+    tally: Tally | None = None
+    placed: Mapping[str, Placed] = field(default_factory=dict)
     #: each side's repeats as ``rounds`` ran them (loaded once, as each finished)
     measured: dict[Role, list[Bundle]] = field(default_factory=dict)
 
@@ -236,7 +290,8 @@ class Orchestrator:
         """Set-up is over: start the zygote the ``first`` jobs will fork from (if one
         forks), then the budget's clock and the watch on the machine's CPU."""
         for job in first:
-            self.launcher.prepare(job)
+            if job.role not in self.placed:
+                self.launcher.prepare(job)
         self.clock = time.monotonic()
         self.setup_s = self.clock - self.started
         self.watch = CpuWatch(extra=self.launcher.cpu_s)
@@ -278,9 +333,12 @@ class Orchestrator:
                 log.warning("parity: %s: running it again", exc)
                 remove(path)
         try:
-            return run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
+            if job.role not in self.placed:  # decoded from what its seal read: read once
+                return run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
+            self.placed[job.role].run(job, path, self._relay(label, hook))
         except OutputError as exc:
             raise OutputError(f"{label}: {exc}") from exc
+        return load_bundle(path)  # made on another node: loaded (and verified) here, once
 
     def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
         """Independent jobs, at the same time when ``together`` (parts that share no
@@ -293,10 +351,18 @@ class Orchestrator:
             )
 
     def rounds(
-        self, make_job: Callable[[Role, int], Job], plan: MeasurePlan, decide: Decide
+        self,
+        make_job: Callable[[Role, int], Job],
+        plan: MeasurePlan,
+        decide: Decide,
+        *,
+        after_first: AfterFirst | None = None,
     ) -> Stop:
         """Rounds of one process per side, ABBA, until ``decide`` says stop (or, with
-        ``plan.repeats``, that many rounds). ``finish`` records the end."""
+        ``plan.repeats``, that many rounds). ``after_first`` is told each side's bundles
+        after the first round (the quality runs) and the second, and answers the steps of
+        the timing processes after them, per side (None: the workload's). ``finish``
+        records the end."""
         from parity.stats import interleaved_order
 
         if self.clock is None:
@@ -309,23 +375,32 @@ class Orchestrator:
         round_s: list[float] = []
         stop: Stop | None = None
         ran: list[str] = []
+        steps: dict[Role, int | None] = {}
         for i in range(0, len(order), len(ROLES)):
             round_start = time.monotonic()
             for role, k in order[i : i + len(ROLES)]:
                 label = f"{role} {repeat_name(k)}"
                 run_start = time.monotonic()
-                bundle = self.run(make_job(role, k), self.out / role / repeat_name(k), label=label)
+                clock = PhaseClock() if k == 0 else None
+                path = self.out / role / repeat_name(k)
+                bundle = self.run(make_job(role, k), path, label=label, hook=clock)
                 run_s[role].append(time.monotonic() - run_start)
+                if clock is not None:
+                    self.probes.update(clock.probes(role))
                 done[role].append(bundle)
                 ran.append(label)
             round_s.append(time.monotonic() - round_start)
+            if i < SIZING_ROUNDS * len(ROLES) and after_first is not None:
+                steps = after_first(done)
             tally = Tally(
                 done=done,
                 rounds=i // len(ROLES) + 1,
                 elapsed_s=self.elapsed_s(),
                 round_s=tuple(round_s),
                 run_s={role: tuple(costs) for role, costs in run_s.items()},
+                steps=steps,
             )
+            self.tally = tally
             stop = decide(tally)
             if stop is not None:
                 break
@@ -334,24 +409,38 @@ class Orchestrator:
 
     def finish(self, stop: Stop, plan: MeasurePlan) -> Stop:
         """Measuring is over: what the budget paid for and what interference took of it,
-        into each side's ``side.json``."""
+        the plan's notes and the set-up parts' costs, and each side's timing processes'
+        steps, into each side's ``side.json``."""
         interference: Interference | None = self.watch.finish() if self.watch else None
         stop = replace(
-            stop, spent_s=self.elapsed_s(), setup_s=self.setup_s, interference=interference
+            stop,
+            spent_s=self.elapsed_s(),
+            setup_s=self.setup_s,
+            interference=interference,
+            notes=(*(stop.notes or ()), *self.notes) or None,
+            probes={**(stop.probes or {}), **self.probes} or None,
         )
         for role in ROLES:
-            write_doc(self.out / role / SIDE_FILE, MeasureRecord(stop=stop, plan=plan))
+            write_doc(self.out / role / SIDE_FILE, self.record(role, stop, plan))
         return stop
+
+    def record(self, role: Role, stop: Stop, plan: MeasurePlan) -> MeasureRecord:
+        """How measuring ``role`` ended (its ``side.json``)."""
+        timing = self.timing.get(role)
+        if timing is not None and self.tally is not None:
+            ran = [len(b.metrics.step_samples_s) for b in self.tally.done[role] if b.metrics]
+            timing = replace(timing, ran=tuple(ran))
+        return MeasureRecord(stop=stop, plan=plan, timing=timing)
 
     def sides(
         self, stop: Stop, plan: MeasurePlan, compliance: dict[str, Bundle] | None = None
     ) -> ByRole[SideRuns]:
         """Each side as measured, in memory: the rounds' repeats, the target's
         ``compliance`` runs and how measuring ended (``finish``'s ``stop``)."""
-        info = MeasureRecord(stop=stop, plan=plan)
 
         def side(role: Role, extra: dict[str, Bundle]) -> SideRuns:
             runs = tuple(self.measured.get(role, ()))
+            info = self.record(role, stop, plan)
             return SideRuns(path=self.out / role, repeats=runs, compliance=extra, info=info)
 
         return ByRole(baseline=side("baseline", {}), target=side("target", compliance or {}))
@@ -444,79 +533,3 @@ def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
     if prefix.startswith("DeviceError in phase"):
         return DeviceError(rest)
     return WorkloadError(f"workload {spec.name} could not be prepared: {reason}")
-
-
-# -- a comparison's measuring: when the rounds stop ----------------------------------------
-
-Samples = dict[Role, list[list[float]]]
-
-
-def decide_stop(
-    plan: MeasurePlan,
-    samples: Samples,
-    rounds: int,
-    elapsed: float,
-    failed: bool,
-    *,
-    next_round_s: float | None = None,
-    reserve_s: float = 0.0,
-) -> Stop | None:
-    """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
-    are each side's steady step times, one list per process; another round costs
-    ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds."""
-    from parity.stats import Processes, ratio_ci, should_stop
-
-    if failed:
-        return Stop(
-            reason="failure",
-            message=f"a side failed in round {rounds}: no further repeats were run",
-        )
-    if plan.repeats is not None:
-        if rounds >= plan.repeats:
-            return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, as asked")
-        return None
-    if rounds < plan.min_repeats and elapsed + (next_round_s or 0.0) + reserve_s <= plan.budget_s:
-        return None
-    usable = {role: [s for s in runs if s] for role, runs in samples.items()}
-    if not all(usable.values()):
-        return Stop(
-            reason="no_samples",
-            message="no steady-state samples: raise --steps so a run has more than one",
-        )
-    ci = ratio_ci(
-        Processes.from_steps(usable["baseline"], "baseline"),
-        Processes.from_steps(usable["target"], "target"),
-    )
-    decision = should_stop(
-        ci,
-        precision=plan.precision,
-        elapsed_s=elapsed,
-        budget_s=plan.budget_s,
-        repeats=rounds,
-        min_repeats=plan.min_repeats,
-        max_repeats=plan.max_repeats,
-        next_repeat_s=next_round_s,
-        reserve_s=reserve_s,
-    )
-    return None if decision is None else Stop(reason=decision.reason, message=decision.message)
-
-
-def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0) -> Decide:
-    """The stopping rule of a comparison's rounds on its bundles (see ``decide_stop``):
-    the next round is costed as ``Tally.next_round_s`` says, and ``runs_after`` target
-    runs (the compliance runs) are kept out of the budget at ``Tally.next_run_s`` each."""
-
-    def decide(tally: Tally) -> Stop | None:
-        failed = any(not b.ok for bundles in tally.done.values() for b in bundles)
-        samples: Samples = {role: step_samples(bundles) for role, bundles in tally.done.items()}
-        return decide_stop(
-            plan,
-            samples,
-            tally.rounds,
-            tally.elapsed_s,
-            failed,
-            next_round_s=tally.next_round_s,
-            reserve_s=runs_after * tally.next_run_s("target"),
-        )
-
-    return decide

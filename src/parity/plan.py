@@ -168,6 +168,7 @@ TOP = (
     "production",
     "slo",
     "tuning",
+    "place",
 )
 #: the tables whose keys are options of the table (``parity.options``, ``plan=``)
 SIMPLE = ("workload", "quality", "measure")
@@ -247,6 +248,10 @@ def load_plan(path: Path) -> Given:
         t = _Table(path, name, given, OPERATIONAL if name == "operational" else tuple(given))
         raw[key] = {k: t.get(k, str) for k in t.data}
     raw.update(_fair_tables(top, path))
+    placed = top.get("place", dict) or {}
+    pl = _Table(path, "place", placed, ("baseline", "target"))
+    if pl.data:
+        raw["place"] = {k: pl.get(k, str) for k in pl.data}
     mlflow = top.get("mlflow", dict)
     if mlflow is not None:  # a [mlflow] table (even empty) logs the comparison
         f = _Table(path, "mlflow", mlflow, ("tracking_uri", "experiment"))

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from parity import options as o
+from parity.cluster.address import cluster_plan
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
-from parity.model.codec import decode, encode, loads
+from parity.model.codec import decode, encode, loads, omit_none
 from parity.model.inputs import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.model.job import Mode, Torchrun
+from parity.model.placement import ClusterPlan
 from parity.model.side import MeasurePlan
 from parity.options import Given
 from parity.spec import (
@@ -145,6 +147,8 @@ class CompareRequest:
     batch_sizes: tuple[int, ...] = ()
     #: log the finished comparison as an MLflow run (None: do not)
     mlflow: MlflowLog | None = None
+    #: run each side on a node of a Ray cluster (None: on this machine)
+    cluster: ClusterPlan | None = omit_none()
 
     @classmethod
     def build(cls, g: Given) -> CompareRequest:
@@ -172,6 +176,7 @@ class CompareRequest:
             checks=g.value(o.CHECKS_DIRS, ()),
             batch_sizes=batch_sizes,
             mlflow=MlflowLog.of(g),
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE)),
         )
 
     @classmethod
@@ -245,6 +250,9 @@ class CompareRequest:
             "checks": self.checks or None,
             "batch_sizes": self.batch_sizes or None,
         }
+        if self.cluster is not None:
+            values["cluster"] = self.cluster.address
+            values["place"] = {k: str(v) for k, v in self.cluster.place.items()}
         if self.mlflow is not None:
             values["mlflow"] = self.mlflow.tracking_uri or ""
             values["mlflow_experiment"] = self.mlflow.experiment
@@ -310,6 +318,8 @@ class RunRequest:
     timeout_s: float = 900.0
     torchrun: Torchrun = field(default_factory=Torchrun)
     mode: Literal["run", "scan"] = "run"
+    #: run the side on a node of a Ray cluster (``--place run=...`` / ``scan=...``)
+    cluster: ClusterPlan | None = omit_none()
 
     @property
     def name(self) -> str:
@@ -351,6 +361,7 @@ class RunRequest:
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE)),
         )
 
     @classmethod

@@ -163,6 +163,11 @@ class ComparisonResult:
         return self.comparison.report
 
     @property
+    def url(self) -> str | None:
+        """Where the comparison was published (``--out URL``); ``out`` is its local copy."""
+        return self.comparison.url
+
+    @property
     def verdict(self) -> Verdict:
         """The verdict, typed (``to_dict()["verdict"]`` is its JSON, as ``verdict.json``)."""
         assert self.comparison.verdict is not None

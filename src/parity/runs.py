@@ -32,14 +32,14 @@ from parity.bundle import (
 from parity.comparison import Comparison
 from parity.errors import BundleError, OptionError, OutputError, ResumeError
 from parity.model import SCHEMA_VERSION
-from parity.model.bundle import Bundle, SideRuns
+from parity.model.bundle import Bundle
 from parity.model.job import Job
-from parity.model.verdict import ByRole
+from parity.model.side import MeasurePlan, Stop
+from parity.model.verdict import Role
 from parity.orchestrate import (
     JobTemplate,
     Orchestrator,
     ProgressSink,
-    adaptive_stop,
     check_fresh,
     clear_partial,
     default_out,
@@ -47,10 +47,13 @@ from parity.orchestrate import (
     remove,
 )
 from parity.redact import REDACTED
+from parity.remote import placed_sides, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.launch import Launcher
 from parity.sinks import conclude
 from parity.spec import SideSpec
+from parity.stopping import adaptive_stop, timing_plan
+from parity.storage import local, publish, staging
 
 if TYPE_CHECKING:
     from parity.spec import WorkloadSpec
@@ -89,9 +92,11 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    sides = (
+    sides: tuple[SideSpec, ...] = (
         (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
     )
+    if request.cluster is not None:  # they run on their nodes, which this machine need not be
+        sides = ()
     prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
@@ -100,9 +105,14 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
     """Run one side once (or scan it) into the bundle ``request.out``."""
     from parity.store import index_quietly
 
-    out = Path(request.out) if request.out else default_out(request.name, request.mode)
+    url = url_out(request.out)
+    out = staging() if url else local(request.out) if request.out else None
+    out = out or default_out(request.name, request.mode)
     check_fresh(out)
-    with Launcher() as launcher:
+    if request.cluster is not None and request.script:
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
+    roles: dict[str, SideSpec] = {request.mode: request.side}
+    with placed_sides(request.cluster, roles) as placed, Launcher() as launcher:
         if request.script:
             template, command = _script_template(request.script, request.timeout_s)
             plan = command.plan(request.side)
@@ -118,10 +128,12 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
             )
         if out.is_dir():
             out.rmdir()
-        with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+        with Orchestrator(out=out, progress=progress, launcher=launcher, placed=placed) as orch:
             bundle = orch.run(job, out, label=request.mode)
+    if url:
+        publish(out, url)
     if request.mode == "run":
-        index_quietly(bundle)
+        index_quietly(bundle, url=url)
     return bundle
 
 
@@ -151,11 +163,15 @@ def compare(
         return _compare_script(request, progress=progress, resuming=resuming)
     from parity.cache import cache_root
 
+    url = url_out(request.out, resuming)
+    if url:  # measured and judged in a local staging directory, then published
+        request = replace(request, out=str(staging()))
     if request.out and not resuming:
-        check_fresh(Path(request.out))  # before a worker starts
+        check_fresh(local(request.out))  # before a worker starts
     plan = request.measure
     began = time.monotonic()  # set-up: preparing the workload (and the zygote) counts
-    with Launcher() as launcher:
+    roles = {"baseline": request.baseline, "target": request.target}
+    with placed_sides(request.cluster, roles) as placed, Launcher() as launcher:
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
         from parity.checks.common import read_checks  # (torch, for the judge)
@@ -163,9 +179,11 @@ def compare(
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
         template = _prepare(request, launcher, timeout_s=plan.timeout_s)
         reseeded = _reseeded(request, launcher) if plan.compliance else None
-        out = Path(request.out) if request.out else default_out(template.description.name)
+        out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)
-        with Orchestrator(out=out, progress=progress, launcher=launcher, started=began) as orch:
+        with Orchestrator(
+            out=out, progress=progress, launcher=launcher, started=began, placed=placed
+        ) as orch:
             orch.start_budget(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),
@@ -173,26 +191,40 @@ def compare(
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, cache / f"reference-v{SCHEMA_VERSION}-run")
-            sides = _measure(request, orch, template, reseeded)
-            expected = _expected(
-                orch, template, sides.target, cache / f"expected-v{SCHEMA_VERSION}"
-            )
+            stop, compliance = _measure(request, orch, template, reseeded)
+            target = orch.measured.get("target", [])
+            expected = _expected(orch, template, target, cache / f"expected-v{SCHEMA_VERSION}")
+            sides = orch.sides(orch.finish(stop, plan), plan, compliance)
     measured = Comparison.measured(out, sides, reference=reference, expected=expected)
-    return conclude(measured, request.judge, mlflow=request.mlflow)
+    return conclude(measured, request.judge, mlflow=request.mlflow, url=url)
 
 
 def _expected(
-    orch: Orchestrator, template: JobTemplate, target: SideRuns, cache: Path
+    orch: Orchestrator, template: JobTemplate, target: list[Bundle], cache: Path
 ) -> Bundle | None:
     """The expected-error run at the precision the target's first bundle ran in (none for
-    an fp32 target, or a target that failed)."""
+    an fp32 target, or a target that failed). A target on the CPU at that precision and
+    nothing else (``cpu+bf16``) is its own expected-error run: its quality run is copied
+    to ``OUT/expected`` instead of running the same again."""
     from parity.judge.numerics import bundle_precision, expected_side
 
-    if not target.ok:
+    ok = [b for b in target if b.ok]
+    if not ok:
         return None
-    first = target.ok[0]
+    first = ok[0]
     side = expected_side(first.side, bundle_precision(first))
-    return expected_run(orch, template, side, cache) if side is not None else None
+    if side is None:
+        return None
+    if side != first.side:
+        return expected_run(orch, template, side, cache)
+    dest = orch.out / EXPECTED_DIR
+    if not is_bundle(dest):
+        copy_bundle(first.path, dest)
+    orch.notes.append(
+        f"no expected-error run: the target ({first.side}) is that run's own device and "
+        "settings, so its quality run is the expected-error run"
+    )
+    return replace(first, path=dest)  # the bytes already verified, under their copy's name
 
 
 def _reseeded(request: CompareRequest, launcher: Launcher) -> JobTemplate:
@@ -208,22 +240,50 @@ def _measure(
     orch: Orchestrator,
     template: JobTemplate,
     reseeded: JobTemplate | None,
-) -> ByRole[SideRuns]:
-    """The rounds of both sides, then (unless a side failed) the target's compliance runs,
-    all on the budget's clock."""
+) -> tuple[Stop, dict[str, Bundle]]:
+    """The rounds of both sides (each side's first process its quality run, the ones after
+    it timing processes sized from it), then, where the budget holds them and no side
+    failed, the target's compliance runs (timing processes too), on the budget's clock."""
     plan = request.measure
     sides = {"baseline": request.baseline, "target": request.target}
+    runs_after = 2 if reseeded is not None else 0
+    # time to a loss needs every process's whole run
+    shorten = request.judge.target_loss is None
+
+    def job(role: Role, k: int) -> Job:
+        timing = orch.timing.get(role) if k > 0 else None
+        steps = timing.steps if timing is not None and timing.shortened else None
+        return template.job(
+            role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun, steps=steps
+        )
+
     stop = orch.rounds(
-        lambda role, k: template.job(
-            role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun
-        ),
+        job,
         plan,
-        adaptive_stop(plan, runs_after=2 if reseeded is not None else 0),
+        adaptive_stop(plan, runs_after=runs_after),
+        after_first=timing_plan(orch, plan, runs_after=runs_after, shorten=shorten),
     )
     compliance: dict[str, Bundle] = {}
     if reseeded is not None and stop.reason != "failure":
-        compliance = compliance_runs(orch, request.target, reseeded, template)
-    return orch.sides(orch.finish(stop, plan), plan, compliance)
+        if _compliance_fits(orch, plan):
+            timing = orch.timing.get("target")
+            steps = timing.steps if timing is not None and timing.shortened else None
+            compliance = compliance_runs(orch, request.target, reseeded, template, steps=steps)
+        else:
+            orch.notes.append(
+                f"the compliance runs were dropped: the budget ({plan.budget_s:g} s) could not "
+                f"hold them after {len(orch.tally.done['target']) if orch.tally else 0} "
+                "processes a side; a larger --budget runs them"
+            )
+    return stop, compliance
+
+
+def _compliance_fits(orch: Orchestrator, plan: MeasurePlan) -> bool:
+    """Whether the two compliance runs fit in what is left of the budget (always with
+    ``--repeats``, which fixes the work instead of the time)."""
+    if plan.repeats is not None or orch.tally is None:
+        return True
+    return orch.elapsed_s() + 2 * orch.tally.next_run_s("target") <= plan.budget_s
 
 
 def _compare_script(
@@ -231,9 +291,13 @@ def _compare_script(
 ) -> Comparison:
     """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
     and no fp64 reference (script mode has neither)."""
+    if request.cluster is not None:
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
     template, command = _script_template(request.script, plan.timeout_s)
-    out = Path(request.out) if request.out else default_out(command.name)
+    url = url_out(request.out, resuming)
+    out = staging() if url else local(request.out) if request.out else None
+    out = out or default_out(command.name)
     _start(request, out, resuming)
     sides = {"baseline": request.baseline, "target": request.target}
     with Orchestrator(out=out, progress=progress) as orch:
@@ -242,10 +306,11 @@ def _compare_script(
                 role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
             ),
             plan,
-            adaptive_stop(plan),
+            adaptive_stop(plan, asked=request.measure.repeats is not None),
         )
         measured = orch.sides(orch.finish(stop, plan), plan)
-    return conclude(Comparison.measured(out, measured), request.judge, mlflow=request.mlflow)
+    found = Comparison.measured(out, measured)
+    return conclude(found, request.judge, mlflow=request.mlflow, url=url)
 
 
 def resume(
@@ -291,9 +356,19 @@ def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cach
 
 def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
     """A CPU run that depends on its job alone: reused from ``cached``, else run and
-    cached there, then copied to ``OUT/name`` (a failure stays there, never cached). The
-    copy is what is loaded and verified (once): a cache entry that does not verify is
-    removed and made again."""
+    cached there, then copied to ``OUT/name`` (a failure stays there, never cached); what
+    it took is one of the set-up parts' costs (``Stop.probes``)."""
+    began = time.monotonic()
+    reused = is_bundle(cached) or is_bundle(orch.out / name)
+    try:
+        return _cached_run(orch, job, cached, name, label)
+    finally:
+        orch.probes[f"{label}{' (cached)' if reused else ''}"] = time.monotonic() - began
+
+
+def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
+    """``cached_run``'s work. The copy is what is loaded and verified (once): a cache entry
+    that does not verify is removed and made again."""
     dest = orch.out / name
     if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
         try:
@@ -344,11 +419,14 @@ def compliance_runs(
     target: SideSpec,
     reseeded: JobTemplate,
     same: JobTemplate,
+    *,
+    steps: int | None = None,
 ) -> dict[str, Bundle]:
-    """The target's two compliance runs: another seed, and one identical input."""
+    """The target's two compliance runs: another seed, and one identical input; each a
+    timing process of ``steps`` (None: the workload's)."""
     runs = {
-        "reseeded": reseeded.job("target", target, compliance=True),
-        "same-input": same.job("target", target, compliance=True, same_input=True),
+        "reseeded": reseeded.job("target", target, compliance=True, steps=steps),
+        "same-input": same.job("target", target, compliance=True, same_input=True, steps=steps),
     }
     return {
         name: orch.run(job, orch.out / "target" / name, label=f"target {name}")

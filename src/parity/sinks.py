@@ -83,18 +83,35 @@ def overridden(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
 
 
 def conclude(
-    comparison: Comparison, inputs: JudgeInputs, *, mlflow: MlflowLog | None = None
+    comparison: Comparison,
+    inputs: JudgeInputs,
+    *,
+    mlflow: MlflowLog | None = None,
+    url: str | None = None,
 ) -> Comparison:
     """Judge a measured comparison and send it to every sink: ``inputs.json`` and
-    ``verdict.json``, the HTML report, the index, and MLflow where asked (the last three
-    after the verdict is on disk: a failure only warns)."""
+    ``verdict.json``, the HTML report, the comparison published at ``url`` (if given: the
+    verdict names its sides there), the index, and MLflow where asked (the report, the
+    index and MLflow after the verdict is on disk: a failure only warns)."""
     from parity.report.run import report_after_compare
     from parity.store import index_quietly
 
     inputs = judge_inputs(comparison, inputs, roots=[comparison.out])
-    done = comparison.judged(inputs).save()
+    judged = comparison.judged(inputs)
+    if url:
+        from parity.remote import relocated
+        from parity.storage import shown
+
+        assert judged.verdict is not None
+        where = {role: f"{shown(url)}/{role}" for role in ("baseline", "target")}
+        judged = replace(judged, verdict=relocated(judged.verdict, where), url=shown(url))
+    done = judged.save()
     done = replace(done, report=report_after_compare(done))
-    index_quietly(done)
+    if url:
+        from parity.storage import publish
+
+        publish(done.out, url)
+    index_quietly(done, url=url)
     if mlflow is not None:
         from parity.report.mlflow import log_comparison_quietly
 

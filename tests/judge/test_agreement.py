@@ -1,12 +1,23 @@
-"""Agreement gates: generated tokens with their margins, top-1 of logits, cosine of
-embeddings."""
+"""Agreement gates: generated tokens with the baseline's margins, top-1 of logits over
+decisive rows (not decided below the count that tells the threshold from chance), cosine
+of embeddings, and every position of every prompt."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
 
-from parity.judge.agreement import cosine_check, tokens_check, top1_check
+from parity.judge.agreement import (
+    EVERY_TOKENS,
+    EVERY_TOP1,
+    cosine_check,
+    every_position_checks,
+    required_rows,
+    tokens_check,
+    top1_check,
+)
 
 TOKENS = torch.arange(24).view(3, 8)
 MARGINS = torch.full((3, 8), 2.0)
@@ -19,24 +30,30 @@ def flipped(row: int, at: int) -> torch.Tensor:
 
 
 def test_equal_tokens_pass() -> None:
-    check = tokens_check("tokens", TOKENS, TOKENS.clone(), (MARGINS, MARGINS), 0.1)
+    check = tokens_check("tokens", TOKENS, TOKENS.clone(), MARGINS, 0.1)
     assert check.passed and check.agreement == 1.0 and check.first_difference == (None,) * 3
+    assert (check.prompts, check.new_tokens, check.compared, check.not_compared) == (3, 8, 24, 0)
 
 
-def test_a_flip_on_a_near_tie_is_no_fault() -> None:
+def test_a_flip_on_a_near_tie_is_no_fault_and_later_tokens_are_not_counted() -> None:
     tie = MARGINS.clone()
-    tie[1, 5] = 0.01
-    check = tokens_check("tokens", TOKENS, flipped(1, 5), (MARGINS, tie), 0.1)
+    tie[1, 5] = 0.01  # the baseline's own margin where the target flips
+    check = tokens_check("tokens", TOKENS, flipped(1, 5), tie, 0.1)
     assert check.passed and check.near_ties == 1
     assert check.first_difference == (None, 5, None) and check.margins is not None
     assert check.margins[1] == pytest.approx(0.01)
-    assert check.agreement == 1 - 3 / 24
+    # prompt 1 is compared up to and including its flip: 8 + 6 + 8 tokens, one differs
+    assert (check.compared, check.not_compared) == (22, 2)
+    assert check.agreement == pytest.approx(21 / 22)
+    assert check.divergences is not None and len(check.divergences) == 1
+    d = check.divergences[0]
+    assert (d.prompt, d.position, d.near_tie) == (1, 5, True)
 
 
-def test_a_flip_on_a_clear_margin_fails() -> None:
-    check = tokens_check("tokens", TOKENS, flipped(2, 1), (MARGINS, MARGINS), 0.1)
+def test_a_flip_on_a_clear_baseline_margin_fails() -> None:
+    check = tokens_check("tokens", TOKENS, flipped(2, 1), MARGINS, 0.1)
     assert check.passed is False and check.near_ties == 0
-    assert "exceeds" in (check.detail or "") and check.margins == (None, None, 2.0)
+    assert "at least" in (check.detail or "") and check.margins == (None, None, 2.0)
 
 
 def test_tokens_without_margins_are_reported_not_gated() -> None:
@@ -44,16 +61,39 @@ def test_tokens_without_margins_are_reported_not_gated() -> None:
     assert not check.gated and check.passed is None and check.first_difference[0] == 0
 
 
-def test_top1_excuses_near_ties_and_fails_decisive_flips() -> None:
+def test_required_rows_is_where_clopper_pearson_excludes_the_threshold() -> None:
+    for p in (0.9, 0.95, 0.99, 0.999):
+        n = required_rows(p)
+        assert 0.05 ** (1 / n) > p >= 0.05 ** (1 / (n - 1))
+    assert required_rows(0.99) == 299 and required_rows(0.95) == 59
+    assert required_rows(1.0) == 1 and math.isfinite(required_rows(0.5))
+
+
+def test_top1_with_too_few_decisive_rows_is_not_decided() -> None:
     base = torch.tensor([[3.0, 1.0, 0.0], [1.0, 0.99, 0.0], [0.0, 0.0, 5.0], [2.0, 0.0, 0.0]])
-    tie_flip = base.clone()
-    tie_flip[1] = torch.tensor([0.99, 1.0, 0.0])  # a near-tie flips
-    ok = top1_check("logits", base, tie_flip, threshold=0.05, minimum=0.99)
-    assert ok.passed and ok.value == 1.0 and ok.near_ties == 1 and ok.agreement == 0.75
-    clear_flip = tie_flip.clone()
-    clear_flip[0] = torch.tensor([1.0, 3.0, 0.0])
-    bad = top1_check("logits", base, clear_flip, threshold=0.05, minimum=0.99)
-    assert not bad.passed and bad.value == 2 / 3
+    check = top1_check("logits", base, base.clone(), threshold=0.05, minimum=0.99)
+    assert check.gated and check.passed is None and check.decided is False
+    assert (check.decisive, check.required, check.near_ties) == (3, 299, 1)
+    assert "not decided" in (check.detail or "")
+    zero = top1_check("logits", base, base.clone(), threshold=100.0, minimum=0.99)
+    assert zero.passed is None and zero.decisive == 0 and zero.value is None
+
+
+def test_top1_excuses_near_ties_and_fails_decisive_flips() -> None:
+    gen = torch.Generator().manual_seed(0)
+    base = torch.randn(400, 10, generator=gen) * 3
+    top2 = base.topk(2, dim=-1).values
+    margin = top2[:, 0] - top2[:, 1]
+    tie = int(margin.argmin())
+    flip = base.clone()
+    flip[tie] = flip[tie].flip(0)  # a near-tie row ranks otherwise: excused
+    threshold = float(margin[tie]) + 1e-6
+    ok = top1_check("logits", base, flip, threshold=threshold, minimum=0.99)
+    assert ok.passed and ok.decided and ok.value == 1.0 and ok.decisive == 399
+    bad_rows = [int(i) for i in margin.argsort(descending=True)[:5]]
+    flip[bad_rows] = -flip[bad_rows]  # five decisive rows' arg-max moves: 98.7% < 99%
+    bad = top1_check("logits", base, flip, threshold=threshold, minimum=0.99)
+    assert bad.passed is False and bad.value == pytest.approx(394 / 399)
 
 
 def test_cosine_gates_the_worst_row() -> None:
@@ -64,3 +104,45 @@ def test_cosine_gates_the_worst_row() -> None:
     one_bad[3] = -one_bad[3]
     check = cosine_check("embeddings", base, one_bad, 0.99)
     assert not check.passed and check.value is not None and check.value < 0 and check.rows == 5
+
+
+def _every(prompts: int, prompt_len: int, new: int, seed: int) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    width = prompt_len - 1 + new
+    return {
+        EVERY_TOKENS: torch.randint(0, 50, (prompts, new), generator=gen),
+        EVERY_TOP1: torch.randint(0, 50, (prompts, width), generator=gen),
+    }
+
+
+def test_every_position_counts_rows_with_one_context_only() -> None:
+    base = _every(40, 6, 4, 0)  # 40 prompts x (5 prompt + 4 generated positions) = 360 rows
+    margins = {EVERY_TOKENS: torch.full((40, 4), 3.0), EVERY_TOP1: torch.full((40, 9), 3.0)}
+    target = {k: v.clone() for k, v in base.items()}
+    tokens, top1 = every_position_checks(base, target, margins, 0.5, 0.99)
+    assert tokens.passed and tokens.compared == 160 and tokens.not_compared == 0
+    assert top1.passed and top1.decided and (top1.rows, top1.decisive) == (360, 360)
+    # prompt 7 flips at its generated token 1 on a near-tie: its top-1 rows after it
+    # (positions 5 + 1 + 1 = 7 on) see another context: not compared
+    margins[EVERY_TOKENS][7, 1] = 0.1
+    target[EVERY_TOKENS][7, 1:] += 1
+    target[EVERY_TOP1][7, 6:] += 1
+    tokens, top1 = every_position_checks(base, target, margins, 0.5, 0.99)
+    assert tokens.passed and tokens.compared == 158 and tokens.not_compared == 2
+    assert (top1.rows, top1.not_compared) == (358, 2)
+    assert top1.value == pytest.approx(357 / 358) and top1.passed  # within 99%
+    # the same flip on a near-tie row of the baseline's teacher-forced pass: excused
+    margins[EVERY_TOP1][7, 6] = 0.1
+    _, top1 = every_position_checks(base, target, margins, 0.5, 0.99)
+    assert top1.value == 1.0 and top1.decisive == 357 and top1.near_ties == 1
+    # four more prompts' prefill rows disagree on clear margins: 353 / 357 < 99%
+    target[EVERY_TOP1][:4, 0] += 1
+    _, top1 = every_position_checks(base, target, margins, 0.5, 0.99)
+    assert top1.passed is False and top1.value == pytest.approx(353 / 357)
+
+
+def test_every_position_with_flat_logits_is_not_decided() -> None:
+    base = _every(4, 8, 4, 1)
+    flat = {EVERY_TOKENS: torch.zeros(4, 4), EVERY_TOP1: torch.zeros(4, 11)}
+    _, top1 = every_position_checks(base, dict(base), flat, 0.5, 0.99)
+    assert top1.gated and top1.passed is None and top1.decisive == 0 and top1.rows == 44

@@ -73,8 +73,11 @@ def scenario(name: str, root: Path) -> dict[str, Any]:
     elif name == "fails-quality":
         target.update(step_s=0.006, losses=[x * 1.2 for x in LOSSES], logits_scale=1.3)
     elif name == "not-significantly-faster":
-        base.update(noise=0.25, repeats=2)
-        target.update(step_s=0.0098, noise=0.25, repeats=2)
+        base.update(noise=0.25, repeats=3)
+        target.update(step_s=0.0098, noise=0.25, repeats=3)
+    elif name == "undetermined":  # 5x slower, two processes a side: no verdict word
+        base.update(repeats=2)
+        target.update(step_s=0.05, repeats=2)
     elif name == "cheaper-but-slower":
         target.update(step_s=0.013)
     elif name == "contract-broken":
@@ -129,6 +132,7 @@ CASES = [
     "passes",
     "fails-quality",
     "not-significantly-faster",
+    "undetermined",
     "cheaper-but-slower",
     "contract-broken",
     "stack-drift",
@@ -156,6 +160,9 @@ def test_the_golden_cases_say_what_they_claim() -> None:
     assert v["fails-quality"]["speed"] is None and v["fails-quality"]["cost"] is None
     assert "fails quality" in v["fails-quality"]["withheld"]
     assert v["not-significantly-faster"]["speed"]["verdict"] == "indistinguishable"
+    undetermined = v["undetermined"]["speed"]
+    assert undetermined["verdict"] == "undetermined" and undetermined["interval"]["provisional"]
+    assert undetermined["interval"]["low"] > 1 and "would settle it" in undetermined["note"]
     slow = v["cheaper-but-slower"]
     assert slow["speed"]["verdict"] == "slower" and slow["cost"]["verdict"] == "cheaper"
     after = v["fails-after-step-1"]

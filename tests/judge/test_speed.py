@@ -65,8 +65,8 @@ def test_ratio_interval_and_side_figures() -> None:
 
 def test_two_processes_per_side_are_provisional() -> None:
     speed = _speed({}, medians=[1.0, 1.02])
-    assert speed.interval.provisional is True
-    assert "spread is not yet estimable" in speed.note
+    assert speed.interval.provisional is True and speed.verdict == "undetermined"
+    assert "spread not yet estimable" in speed.note
 
 
 def test_runs_within_process_variation_pass() -> None:
@@ -105,4 +105,4 @@ def test_a_failed_run_fails_and_one_process_per_side_is_not_judged() -> None:
     check = lone.compliance[0]
     assert check.passed is None and "not judged" in check.detail
     assert lone.reliable and lone.interval.provisional
-    assert lone.note.startswith("one process per side")
+    assert lone.note.startswith("undetermined: one process per side")

@@ -55,8 +55,8 @@ def test_what_the_budget_paid_for_and_a_busy_machine_are_said() -> None:
     stop = Stop(reason="budget", message="m", spent_s=50.0, setup_s=2.5, interference=busy)
     texts = [p.text for p in speed(replace(v, speed=replace(v.speed, stop=stop))).parts]
     assert (
-        "measuring took 50.0 s after 2.5 s of set-up (the fp64 reference, the rounds and the "
-        "compliance runs)" in texts
+        "measuring took 50.0 s after 2.5 s of set-up (the fp64 reference, the rounds, the "
+        "compliance runs and the expected-error run)" in texts
     )
     assert (
         "other processes used 40% of the machine's 2 cores while it measured (about 20 s of "
@@ -65,6 +65,34 @@ def test_what_the_budget_paid_for_and_a_busy_machine_are_said() -> None:
     quiet = replace(stop, interference=replace(busy, share=0.02))
     texts = [p.text for p in speed(replace(v, speed=replace(v.speed, stop=quiet))).parts]
     assert not any("other processes" in t for t in texts)
+
+
+def test_the_plan_s_notes_the_set_up_parts_and_the_timing_steps_are_said() -> None:
+    from parity.model.side import TimingSteps
+    from parity.model.verdict import ByRole
+
+    v = golden("passes")
+    assert v.speed is not None
+    stop = Stop(
+        reason="budget",
+        message="m",
+        notes=("the compliance runs were dropped: planted",),
+        probes={"fp64 reference (cached)": 0.04, "target op scan": 1.25},
+    )
+    short = TimingSteps(steps=16, warmup=5, steady=10, workload_steps=30, reason="the rule")
+    whole = TimingSteps(steps=30, warmup=0, steady=29, workload_steps=30, reason="asks 40")
+    speed_ = replace(v.speed, stop=stop, timing=ByRole(baseline=whole, target=short))
+    texts = [p.text for p in speed(replace(v, speed=speed_)).parts if isinstance(p, Sentence)]
+    assert "the compliance runs were dropped: planted" in texts
+    assert "set-up parts took: fp64 reference (cached) 0.0 s, target op scan 1.2 s" in texts
+    assert (
+        "steps per process, target: the first, its quality run, ran the workload's 30; its "
+        "timing processes 16 each (the rule)" in texts
+    )
+    assert (
+        "steps per process, baseline: the first, its quality run, ran the workload's 30; its "
+        "timing processes all of them too (asks 40)" in texts
+    )
 
 
 def test_the_generation_loop_is_named_once_or_per_side_when_they_differ() -> None:
@@ -95,3 +123,28 @@ def test_the_generation_loop_is_named_once_or_per_side_when_they_differ() -> Non
         "generation loops differ: baseline parity: what it times; target hf: what it times"
     )
     assert not any("loop" in s.lower() for s in said(None, None))
+
+
+def test_an_undetermined_speed_says_so_in_every_view_and_never_a_verdict_word() -> None:
+    """Two processes a side, the target 5x slower: every view says "undetermined", the
+    figures and what would settle it, and none says faster, slower or indistinguishable."""
+    from parity.model.codec import encode
+    from parity.report.markdown import render_markdown
+    from parity.report.terminal import render_terminal
+    from tests.report.cases import printed
+
+    v = golden("undetermined")
+    terminal = printed(lambda c: render_terminal(v, c), 100, terminal=False)
+    texts = {
+        "terminal": terminal,
+        "markdown": render_markdown(v),
+        "json": str(encode(v.speed)),
+        "section (HTML's too)": " ".join(p.text for p in speed(v).parts if isinstance(p, Sentence)),
+    }
+    for where, text in texts.items():
+        flat = " ".join(text.split())
+        assert "undetermined" in flat, where
+        assert "would settle it" in flat, where
+        for word in ("faster", "slower", "indistinguishable"):
+            assert word not in flat, (where, word)
+    assert "5.045 [4.503, 5.652]" in " ".join(texts["terminal"].split())

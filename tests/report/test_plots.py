@@ -37,7 +37,7 @@ def test_plots_from_the_verdict_alone() -> None:
     made = plots.all_plots(CASES["layers"], NO_SIDES)
     assert set(made) == {"speed", "memory", "phases", "layers", "cost"}
     layers = made["layers"]
-    assert layers.points == 2 * 42 and "42 of 112 leaf modules" in layers.caption
+    assert layers.points == 2 * 40 and "40 of 112 leaf modules" in layers.caption
     assert made["cost"].points == 4
 
 

@@ -41,8 +41,8 @@ def test_every_line_fits_and_no_word_is_split(name: str, width: int, terminal: b
 def test_module_names_are_abbreviated_from_the_middle() -> None:
     text = render(CASES["layers"], 80, terminal=False)
     assert "bert.encoder.layer.4.attention.self.value" not in text.split("first diverging")[0]
-    # the layer index is kept where it fits, so sibling layers stay apart
-    assert "bert.….4.attention.self.value" in text and "bert.….5.attention.self.value" in text
+    # the layer index is kept where it fits, so layers stay apart
+    assert "bert.….4.attention.self.value" in text and "bert.….0.intermediate.dense" in text
     wide = render(CASES["layers"], 80, terminal=False, wide=True)
     assert "bert.encoder.layer.4.attention.self.value" in wide.split("first diverging")[0]
     assert max(len(x) for x in wide.splitlines()) > 80
@@ -50,13 +50,26 @@ def test_module_names_are_abbreviated_from_the_middle() -> None:
 
 def test_the_per_module_table_says_how_many_rows_and_shows_every_amplifier() -> None:
     text = render(CASES["layers"], 200, terminal=False)
-    assert "Per-module error against fp64 (target bf16): 14 of 112 leaf modules" in text
+    assert "Per-module error against fp64 (target bf16): 12 of 112 leaf modules" in text
+    assert "full table in the HTML report and verdict.json" in text
     numerics = CASES["layers"].numerics
     assert numerics is not None and numerics.layers is not None
     table = text.split("Per-module error")[1].split("err: relative error")[0]
     for module in numerics.layers.top_amplification:
         assert module in table
     assert "first, top" not in table and "top 1" in table and "first" in table
+
+
+def test_at_80_columns_the_module_table_leads_with_the_first_and_the_amplifiers() -> None:
+    """Whatever layer they sit in (layer 0, 4 and 9 here), the first diverging module and
+    the top amplifiers are the table's first rows, in that order."""
+    text = render(CASES["layers"], 80, terminal=False)
+    table = text.split("Per-module error")[1].split("err: relative error")[0]
+    rows = [line for line in table.splitlines() if line.strip().startswith("bert.")]
+    flags = [row.split()[-1] for row in rows[:4]]
+    assert flags == ["first", "1", "2", "3"]  # "top 1" ... split on spaces
+    assert "bert.….4.attention.self.value" in rows[0]
+    assert "bert.….0.intermediate.dense" in rows[1] and ".9.output.dense" in rows[3]
 
 
 def test_results_use_one_vocabulary() -> None:

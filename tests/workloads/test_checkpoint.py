@@ -72,6 +72,9 @@ def test_the_task_defaults_from_the_architectures(
     assert default_task(architectures) == task
 
 
+EVERY = ("every_tokens", "every_top1")
+
+
 def test_each_task_names_its_outputs_and_their_kinds(gpt2: Path, bert: Path) -> None:
     expect: dict[tuple[Path, Task], dict[str, str]] = {
         (gpt2, "generate"): {"prefill_logits": "logits", "tokens": "tokens"},
@@ -86,10 +89,21 @@ def test_each_task_names_its_outputs_and_their_kinds(gpt2: Path, bert: Path) -> 
         numerics, data = run_steps(WorkloadSpec(name=f"hf:{path}", task=task, steps=2))
         if task != "train":  # inference and generation: the first batch again after the run
             kinds = {**kinds, **{f"final_{k}": v for k, v in kinds.items()}}
+        if task == "generate":  # and every prompt's tokens and arg-max at every position
+            kinds |= {"every_tokens": "tokens", "every_top1": "tokens"}
         assert {k: numerics.kind(k) for k in numerics.outputs} == kinds, (path.name, task)
         if task == "generate":  # the margins of the replay's tokens, one per position
-            assert set(numerics.margins) == {"tokens", "final_tokens"}
+            assert set(numerics.margins) == {"tokens", "final_tokens", *EVERY}
             assert numerics.margins["tokens"].shape == numerics.outputs["tokens"].shape
+            # 2 steps of 2 prompts: each prompt's 16 new tokens, and its 15 prompt
+            # positions and 16 generated ones, teacher-forced on its own tokens
+            assert numerics.outputs["every_tokens"].shape == (4, 16)
+            assert numerics.outputs["every_top1"].shape == (4, 31)
+            for name in EVERY:
+                assert numerics.margins[name].shape == numerics.outputs[name].shape
+            # at a generated position the arg-max is the greedy token itself
+            first = numerics.outputs["every_top1"][:, 15:]
+            assert (first == numerics.outputs["every_tokens"]).float().mean() > 0.9
         assert all(torch.isfinite(t.float()).all() for t in numerics.outputs.values())
         assert len(numerics.losses) == (2 if task == "train" else 0)
         if task in ("embed", "classify", "infer"):  # named inputs, a mask with padding
@@ -97,9 +111,34 @@ def test_each_task_names_its_outputs_and_their_kinds(gpt2: Path, bert: Path) -> 
             assert numerics.outputs[next(iter(kinds))].shape[0] == 4  # the batch
 
 
+def test_a_checkpoint_is_named_from_its_config_the_directory_last(
+    gpt2: Path, tmp_path: Path
+) -> None:
+    hf = shutil.copytree(gpt2, tmp_path / "hf")
+    assert resolve(WorkloadSpec(name=f"hf:{hf}")).name == "hf:GPT2LMHeadModel"
+    config = json.loads((hf / "config.json").read_text())
+    for source, name in (
+        ("openai-community/gpt2", "hf:openai-community/gpt2"),  # a repository id names it
+        (str(tmp_path / "somewhere"), "hf:GPT2LMHeadModel"),  # a path does not
+    ):
+        (hf / "config.json").write_text(json.dumps({**config, "_name_or_path": source}))
+        assert checkpoint_name(hf) == name
+    (hf / "config.json").write_text(json.dumps({**config, "architectures": None}))
+    assert checkpoint_name(hf) == "hf:hf"  # nothing in the config: the directory
+
+
+def checkpoint_name(path: Path) -> str:
+    from parity.workloads.checkpoint import Location, config_name
+
+    config = json.loads((path / "config.json").read_text())
+    where = Location(path=path, ident=path.name, origin="directory")
+    return f"hf:{config_name(where, config)}"
+
+
 def test_default_task_and_a_path_independent_name(gpt2: Path, tmp_path: Path) -> None:
     w = resolve(WorkloadSpec(name=f"hf:{gpt2}"))
-    assert (w.kind, w.config["task"], w.name) == ("generate", "generate", "hf:tiny-gpt2")
+    # named from its config (its architecture), not from the directory
+    assert (w.kind, w.config["task"], w.name) == ("generate", "generate", "hf:GPT2LMHeadModel")
     assert w.config["model"] == "GPT2LMHeadModel" and w.config["tokens"] == "bytes"
     moved = shutil.copytree(gpt2, tmp_path / "elsewhere" / "tiny-gpt2")
     # the same bytes at another path: the same fingerprint (a bundle made on another

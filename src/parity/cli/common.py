@@ -12,7 +12,6 @@ import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
@@ -45,11 +44,12 @@ Wide = Annotated[
     bool, typer.Option("--wide", help="print tables at full width (no wrapping or shortening)")
 ]
 Store = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--store",
-        metavar="FILE",
-        help="history index (default: $PARITY_STORE, else ~/.local/share/parity/index.sqlite)",
+        metavar="FILE|URL",
+        help="history index: an SQLite file or postgresql://USER@HOST/DB (default: "
+        "$PARITY_STORE, else ~/.local/share/parity/index.sqlite)",
     ),
 ]
 

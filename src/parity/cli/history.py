@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -95,9 +94,10 @@ def trend(
 
 def reindex(
     dirs: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Argument(
-            metavar="DIRS", help="directories holding runs (default: those the index knows)"
+            metavar="DIRS",
+            help="directories or URL prefixes holding runs (default: those the index knows)",
         ),
     ] = None,
     store: c.Store = None,

@@ -25,13 +25,17 @@ SchemaName = Enum("SchemaName", {name: name for name in SCHEMAS})  # type: ignor
 def diff(
     ctx: typer.Context,
     baseline_bundle: Annotated[
-        Path, typer.Argument(metavar="BASELINE", help="baseline bundle or side directory")
+        str,
+        typer.Argument(
+            metavar="BASELINE", help="baseline bundle or side directory (a path or a URL)"
+        ),
     ],
     target_bundle: Annotated[
-        Path, typer.Argument(metavar="TARGET", help="target bundle or side directory")
+        str,
+        typer.Argument(metavar="TARGET", help="target bundle or side directory (a path or a URL)"),
     ],
     reference: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             metavar="DIR", help="fp64 reference bundle (default: reference/ beside the sides)"
         ),
@@ -66,7 +70,8 @@ def diff(
 
 def report(
     run_dir: Annotated[
-        Path, typer.Argument(metavar="RUN_DIR", help="a comparison directory (compare --out)")
+        str,
+        typer.Argument(metavar="RUN_DIR", help="a comparison directory or URL (compare --out)"),
     ],
     html: Annotated[
         Path | None, typer.Option("--html", metavar="FILE", help="write the HTML report")
@@ -81,10 +86,13 @@ def report(
 ) -> None:
     """Write reports of a comparison: HTML with plots, Markdown for a pull request, JSON.
 
-    With no option, writes RUN_DIR/report.html."""
+    With no option, writes RUN_DIR/report.html (for a URL: NAME-report.html here)."""
+    from parity import storage
     from parity.report.run import write_reports
 
-    made = write_reports(run_dir, html=html, md=md, json_path=json_path)
+    if storage.is_url(run_dir) and html is None and md is None and json_path is None:
+        html = Path(f"{run_dir.rstrip('/').rsplit('/', 1)[-1]}-report.html")
+    made = write_reports(storage.readable(run_dir), html=html, md=md, json_path=json_path)
     for kind, where in made.items():
         if isinstance(where, str):
             c.write_out(where)

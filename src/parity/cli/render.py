@@ -58,7 +58,7 @@ def show_result(result: ComparisonResult, *, as_json: bool, wide: bool) -> None:
     """A comparison: the verdict, where the bundles are, where the report is."""
     console = c.stdout()
     show_verdict(result.verdict, console, as_json=as_json, wide=wide, sides=_sides(result))
-    where = f"bundles and verdict.json in {result.out}"
+    where = f"bundles and verdict.json in {result.url or result.out}"
     if result.report is not None:
         where += f"; report: {result.report}"
     if as_json:

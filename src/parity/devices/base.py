@@ -41,6 +41,8 @@ class Device:
     dist_backend: ClassVar[str | None] = None
     #: what to tell a user whose machine lacks this device
     install_hint: ClassVar[str] = "install the PyTorch backend package for this device"
+    #: the Ray resource a side on this device asks its cluster node for (``--place``)
+    cluster_resource: ClassVar[str] = "GPU"
 
     def __init__(self, device_type: str, index: int | None = None) -> None:
         self.type = device_type

@@ -52,6 +52,7 @@ class NeuronOpTracker(OpTracker):
 
 
 class NeuronDevice(Device):
+    cluster_resource: ClassVar[str] = "neuron_cores"
     backend_packages: ClassVar[tuple[str, ...]] = (
         "torch-neuronx",
         "libneuronxla",

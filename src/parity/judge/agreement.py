@@ -1,25 +1,30 @@
 """Agreement with the baseline by what an output means: generated tokens, classifier and
 LM logits (top-1), embeddings (cosine similarity).
 
-- **Tokens**: the share of generated tokens that match the baseline's, and per row the
-  first position where they differ, with the top-2 logits margin there (the smaller of
-  the two sides'; the runner records it on a replay of the first batch). Greedy decoding
-  flips on near-ties: a row whose first difference falls on a margin within the
-  *margin threshold* is no fault; any other difference fails.
-- **Top-1** (outputs of kind ``logits``): the share of rows (the last dimension is the
-  class or vocabulary) whose arg-max agrees, among the rows whose baseline top-2 margin
-  is beyond the margin threshold, at least ``min_top1``.
+- **Tokens**: every prompt's generated tokens against the baseline's. A prompt is
+  compared up to and including its first difference; after it the two sides decode from
+  different contexts, so its later tokens are counted as not compared, never as
+  differences. A first difference is a near-tie flip (no fault) only where the
+  baseline's own top-2 logits margin there is under the near-tie margin; any other fails.
+- **Top-1** (outputs of kind ``logits``, and ``every_top1``: the arg-max at every position
+  of every prompt, teacher-forced): the share of *decisive* rows (the baseline's top-2
+  margin beyond the near-tie margin) whose arg-max agrees, at least ``min_top1``. A gate
+  with fewer decisive rows than :func:`required_rows` is not decided (never a pass).
 - **Cosine** (outputs of kind ``embeddings``): the smallest per-row cosine similarity, at
   least ``min_cosine``.
 
-The margin threshold is ``2 k eps + tol``: ``eps`` the largest absolute logits error that
-the comparator (the baseline, or the expected-error run at the target's precision) makes
-against fp64, so a flip within what two such runs can perturb is a near-tie; without a
-reference, ``tol`` times the largest absolute logit (the precision's relative rounding).
+The near-tie margin (:func:`near_tie_margin`) is ``2 (e_base + e_target)``: ``e_base`` the
+largest absolute logit error of the baseline against fp64, ``e_target`` that of the
+expected-error run (the workload on the CPU at the target's precision; the baseline's
+where there is none), over every logits output. Two logits' gap moves by at most twice
+the largest error of each, so a flip on a smaller margin is within what the two
+precisions can do. Without an fp64 reference, each error is ``tol`` times the largest
+absolute logit (the precision's relative rounding).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -28,9 +33,25 @@ import torch
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
 from parity.model.numerics import OutputKind, output_kind
-from parity.model.quality import AgreementCheck, QualityCheck, TokensCheck
+from parity.model.quality import AgreementCheck, Divergence, QualityCheck, TokensCheck
 
 Tensors = dict[str, torch.Tensor]
+#: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
+ALPHA = 0.05
+#: every prompt's generated tokens, and the arg-max at every position of every prompt
+#: (teacher-forced on the side's own tokens), recorded by generate workloads after the run
+EVERY_TOKENS, EVERY_TOP1 = "every_tokens", "every_top1"
+#: the first batch's outputs that the every-prompt outputs cover
+COVERED = frozenset({"tokens", "final_tokens", "prefill_logits", "final_prefill_logits"})
+
+
+def required_rows(minimum: float, alpha: float = ALPHA) -> int:
+    """The fewest decisive rows that can tell ``minimum`` from chance: ``n`` rows that all
+    agree put the one-sided Clopper-Pearson lower bound at ``alpha ** (1 / n)``, above
+    ``minimum`` once ``n > ln(alpha) / ln(minimum)`` (299 rows for 99%, 59 for 95%)."""
+    if minimum <= 0 or minimum >= 1:
+        return 1  # nothing to tell from chance, or only "every row" can meet it
+    return math.floor(math.log(alpha) / math.log(minimum)) + 1
 
 
 def _kind(bundle: Bundle, name: str, tensor: torch.Tensor) -> OutputKind:
@@ -47,78 +68,83 @@ def _max_abs(x: torch.Tensor, y: torch.Tensor) -> float:
     return float(diff[torch.isfinite(diff)].max()) if bool(torch.isfinite(diff).any()) else 0.0
 
 
-def logit_noise(a: Bundle, ref: Bundle | None, exp: Bundle | None, tol: float) -> float:
-    """``eps`` of the margin threshold (see the module's docstring), over every logits
-    output of the baseline ``a``."""
+def near_tie_margin(a: Bundle, ref: Bundle | None, exp: Bundle | None, tol: float) -> float:
+    """The near-tie margin ``2 (e_base + e_target)`` (see the module's docstring)."""
     ta = a.output_tensors()
-    names = [n for n, t in ta.items() if _kind(a, n, t) == "logits"]
+    names = [n for n, t in ta.items() if t.is_floating_point() and _kind(a, n, t) == "logits"]
     if ref is None or ref.outputs is None:
-        return max((tol * float(ta[n].double().abs().max()) for n in names), default=0.0)
+        e = max((tol * float(ta[n].double().abs().max()) for n in names), default=0.0)
+        return 4 * e
     tr = ref.output_tensors()
     te = exp.output_tensors() if exp is not None else {}
-    return max(
-        (
-            max(_max_abs(ta[n], tr[n]), _max_abs(te[n], tr[n]) if n in te else 0.0)
-            for n in names
-            if n in tr
-        ),
-        default=0.0,
-    )
+    shared = [n for n in names if n in tr]
+    e_base = max((_max_abs(ta[n], tr[n]) for n in shared), default=0.0)
+    if not te:
+        return 4 * e_base
+    e_target = max((_max_abs(te[n], tr[n]) for n in shared if n in te), default=0.0)
+    return 2 * (e_base + e_target)
+
+
+def _first_differences(rows: torch.Tensor) -> tuple[int | None, ...]:
+    return tuple(int((~r).nonzero()[0]) if not bool(r.all()) else None for r in rows)
 
 
 def tokens_check(
     name: str,
     base: torch.Tensor,
     target: torch.Tensor,
-    margins: tuple[torch.Tensor, torch.Tensor] | None,
+    margins: torch.Tensor | None,
     threshold: float,
 ) -> TokensCheck:
-    """Generated tokens against the baseline's, each row's first difference and its margin."""
-    label = f"output {name}"
+    """Generated tokens against the baseline's, each prompt up to its first difference;
+    ``margins``: the baseline's own top-2 margin at each generated position."""
+    label = f"tokens {name}" if name == EVERY_TOKENS else f"output {name}"
     if base.shape != target.shape:
         detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
         return TokensCheck(name=label, passed=False, detail=detail, output_kind="tokens")
-    same = (base == target).reshape(base.shape[0], -1) if base.dim() > 1 else (base == target)
-    rows = same if same.dim() > 1 else same.reshape(1, -1)
-    first = tuple(int((~r).nonzero()[0]) if not bool(r.all()) else None for r in rows)
-    agreement = float(same.float().mean()) if same.numel() else 1.0
+    rows = (base == target).reshape(base.shape[0], -1) if base.dim() > 1 else (base == target)
+    rows = rows if rows.dim() > 1 else rows.reshape(1, -1)
+    n, g = rows.shape
+    first = _first_differences(rows)
+    compared = sum(g if p is None else p + 1 for p in first)
+    diverged = sum(p is not None for p in first)
     check = TokensCheck(
-        name=label, passed=True, agreement=agreement, first_difference=first, output_kind="tokens"
+        name=label,
+        passed=True,
+        agreement=(compared - diverged) / compared if compared else 1.0,
+        first_difference=first,
+        output_kind="tokens",
+        prompts=n,
+        new_tokens=g,
+        compared=compared,
+        not_compared=n * g - compared,
     )
-    if all(p is None for p in first):
+    if not diverged:
         return check
-    if margins is None or margins[0].shape != rows.shape or margins[1].shape != rows.shape:
+    if margins is None or margins.shape != rows.shape:
         detail = "no logits margins recorded: the first differences are reported, not gated"
-        return TokensCheck(
-            name=label,
-            gated=False,
-            passed=None,
-            agreement=agreement,
-            first_difference=first,
-            detail=detail,
-            output_kind="tokens",
-        )
-    at = tuple(
-        None if p is None else float(torch.minimum(margins[0][i, p], margins[1][i, p]))
-        for i, p in enumerate(first)
+        return replace(check, gated=False, passed=None, detail=detail)
+    at = tuple(None if p is None else float(margins[i, p]) for i, p in enumerate(first))
+    found = tuple(
+        Divergence(prompt=i, position=p, margin=m, near_tie=m is not None and m < threshold)
+        for i, (p, m) in enumerate(zip(first, at, strict=True))
+        if p is not None
     )
-    ties = [m is not None and m <= threshold for m in at]
-    flips = sum(1 for p, tie in zip(first, ties, strict=True) if p is not None and not tie)
+    flips = sum(not d.near_tie for d in found)
     detail = (
         "every first difference is a near-tie flip (greedy decoding; not a fault)"
         if flips == 0
-        else f"{flips} row(s) first differ where the top-2 margin exceeds {threshold:.3g}"
+        else f"{flips} prompt(s) first differ where the baseline's top-2 margin is at least "
+        f"{threshold:.3g}"
     )
-    return TokensCheck(
-        name=label,
+    return replace(
+        check,
         passed=flips == 0,
-        agreement=agreement,
-        first_difference=first,
         margins=at,
         margin_threshold=threshold,
-        near_ties=sum(ties),
+        near_ties=sum(d.near_tie for d in found),
+        divergences=found,
         detail=detail,
-        output_kind="tokens",
     )
 
 
@@ -127,34 +153,52 @@ def _rows(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1, t.shape[-1]) if t.dim() > 1 else t.reshape(1, -1)
 
 
+def top1_decision(
+    head: AgreementCheck, agree: torch.Tensor, decisive: torch.Tensor, compared: int
+) -> AgreementCheck:
+    """A top-1 gate from each compared row's agreement and decisiveness: decided once the
+    decisive rows reach :func:`required_rows`, else not decided (never a pass)."""
+    count, need = int(decisive.sum()), required_rows(head.threshold)
+    value = float(agree[decisive].double().mean()) if count else None
+    check = replace(
+        head,
+        value=value,
+        rows=compared,
+        agreement=float(agree.double().mean()) if compared else None,
+        near_ties=compared - count,
+        decisive=count,
+        required=need,
+    )
+    if count < need:
+        detail = (
+            f"not decided: {count} decisive rows, {need} needed to tell "
+            f"{head.threshold:.0%} from chance"
+        )
+        return replace(check, passed=None, decided=False, detail=detail)
+    assert value is not None
+    return replace(check, passed=value >= head.threshold, decided=True)
+
+
 def top1_check(
     name: str, base: torch.Tensor, target: torch.Tensor, threshold: float, minimum: float
 ) -> AgreementCheck:
     """Top-1 agreement of logits rows, among rows beyond a near-tie."""
     b, t = _rows(base), _rows(target)
     head = AgreementCheck(
-        name=f"top-1 {name}", passed=False, metric="top1", threshold=minimum, output_kind="logits"
+        name=f"top-1 {name}",
+        passed=False,
+        metric="top1",
+        threshold=minimum,
+        output_kind="logits",
+        margin_threshold=threshold,
+        output=name,
     )
     if b.shape != t.shape or b.shape[-1] < 2:
         detail = "shapes differ" if b.shape != t.shape else "one class: nothing to rank"
         return replace(head, passed=None, gated=False, detail=detail)
-    agree = b.argmax(-1) == t.argmax(-1)
     top2 = b.topk(2, dim=-1).values
     decisive = (top2[:, 0] - top2[:, 1]) > threshold
-    value = float(agree[decisive].double().mean()) if bool(decisive.any()) else 1.0
-    return AgreementCheck(
-        name=head.name,
-        passed=value >= minimum,
-        metric="top1",
-        value=value,
-        threshold=minimum,
-        rows=int(b.shape[0]),
-        agreement=float(agree.double().mean()),
-        near_ties=int((~decisive).sum()),
-        margin_threshold=threshold,
-        output_kind="logits",
-        detail=None if bool(decisive.any()) else "every row is a near-tie: nothing decisive",
-    )
+    return top1_decision(head, b.argmax(-1) == t.argmax(-1), decisive, int(b.shape[0]))
 
 
 def cosine_check(
@@ -180,7 +224,44 @@ def cosine_check(
         threshold=minimum,
         rows=int(b.shape[0]),
         output_kind="embeddings",
+        output=name,
     )
+
+
+def every_position_checks(
+    ta: Tensors, tb: Tensors, ma: Tensors, threshold: float, minimum: float
+) -> list[QualityCheck]:
+    """Every prompt's tokens, and top-1 at every position where both sides saw the same
+    context: every prompt position, and each generated position up to and including the
+    prompt's first difference (``every_top1`` holds ``prompt - 1 + new_tokens`` positions
+    per prompt: position ``j`` predicts token ``j + 1`` of prompt and tokens)."""
+    base, target = ta[EVERY_TOKENS], tb[EVERY_TOKENS]
+    tokens = tokens_check(EVERY_TOKENS, base, target, ma.get(EVERY_TOKENS), threshold)
+    head = AgreementCheck(
+        name="top-1 every position",
+        passed=False,
+        metric="top1",
+        threshold=minimum,
+        output_kind="logits",
+        margin_threshold=threshold,
+        output=EVERY_TOP1,
+    )
+    pa, pb, margins = ta.get(EVERY_TOP1), tb.get(EVERY_TOP1), ma.get(EVERY_TOP1)
+    if pa is None or pb is None or margins is None or pa.shape != pb.shape:
+        detail = "the sides recorded no comparable arg-max at every position"
+        return [tokens, replace(head, passed=None, gated=False, detail=detail)]
+    if base.shape != target.shape or margins.shape != pa.shape or pa.shape[0] != base.shape[0]:
+        return [tokens, replace(head, detail="the sides' shapes differ")]
+    n, width = pa.shape
+    prefill = width - base.shape[1]  # positions before the first generated token's
+    first = tokens.first_difference
+    reach = torch.tensor([width if p is None else prefill + p + 1 for p in first])
+    same_context = torch.arange(width)[None, :] < reach[:, None]
+    compared = int(same_context.sum())
+    decisive = same_context & (margins.double() > threshold)
+    agree = pa == pb
+    check = top1_decision(head, agree[same_context], decisive[same_context], compared)
+    return [tokens, replace(check, not_compared=n * width - compared)]
 
 
 def agreement_checks(
@@ -191,19 +272,22 @@ def agreement_checks(
     row: Tolerance,
     minimum: Mapping[str, float],
 ) -> list[QualityCheck]:
-    """Tokens, top-1 and cosine checks of every output both sides produced."""
+    """Tokens, top-1 and cosine checks of every output both sides produced; where a
+    generate workload recorded every prompt (``every_*``), those decide for its first
+    batch's tokens and prefill logits."""
     ta, tb = a.output_tensors(), b.output_tensors()
-    ma, mb = a.margin_tensors(), b.margin_tensors()
+    ma = a.margin_tensors()
+    threshold = near_tie_margin(a, ref, exp, row.tol)
+    every = EVERY_TOKENS in ta and EVERY_TOKENS in tb
     checks: list[QualityCheck] = []
-    noise: float | None = None
-    for name in sorted(set(ta) & set(tb)):
+    if every:
+        checks += every_position_checks(ta, tb, ma, threshold, minimum["top1"])
+    for name in sorted(set(ta) & set(tb) - {EVERY_TOKENS, EVERY_TOP1}):
+        if every and name in COVERED:
+            continue
         kind = _kind(a, name, ta[name])
-        if kind in ("tokens", "logits"):
-            noise = logit_noise(a, ref, exp, row.tol) if noise is None else noise
-            threshold = 2 * row.k * noise + row.tol
         if kind == "tokens":
-            pair = (ma[name], mb[name]) if name in ma and name in mb else None
-            checks.append(tokens_check(name, ta[name], tb[name], pair, threshold))
+            checks.append(tokens_check(name, ta[name], tb[name], ma.get(name), threshold))
         elif kind == "logits":
             checks.append(top1_check(name, ta[name], tb[name], threshold, minimum["top1"]))
         elif kind == "embeddings":

@@ -40,9 +40,16 @@ from parity.model.verdict import (
 
 
 def _run_seconds(bundle: Bundle, run_steps: int | None) -> float:
+    """A run of ``run_steps`` (None: the workload's own) from a bundle's step times: its
+    sum where the bundle ran them all, else its first steps and the median steady step
+    for the rest (a timing process runs fewer of the workload's steps)."""
     metrics = bundle.metrics
     samples = metrics.step_samples_s if metrics is not None else ()
-    if run_steps is None or metrics is None or not samples:
+    if run_steps is None:
+        run_steps = bundle.manifest.workload.parts.steps or len(samples)
+        if len(samples) >= run_steps:
+            return float(sum(samples))
+    if metrics is None or not samples:
         return float(sum(samples))
     start = metrics.steady_from_step
     steady = sorted(metrics.steady_samples)

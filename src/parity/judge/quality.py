@@ -127,13 +127,18 @@ def compare_losses(
 
 
 def determinism(repeats: Sequence[Bundle]) -> Determinism:
-    """Outputs and losses of a side's first two repeats: bitwise equal, or how far apart."""
+    """Outputs and losses of a side's first two repeats: bitwise equal, or how far apart.
+    A timing process (the second repeat, sized shorter than the quality run) is compared
+    on the steps it ran: its losses against the first's, its outputs not at all (they
+    come after fewer steps)."""
     if len(repeats) < 2:
         return Determinism(checked=False, detail="one repeat: run --repeats 2 to check")
     a, b = repeats[0], repeats[1]
-    out_a, out_b = a.output_tensors(), b.output_tensors()
+    common = min(len(a.losses), len(b.losses))
+    shorter = len(a.losses) != len(b.losses)
+    out_a, out_b = ({}, {}) if shorter else (a.output_tensors(), b.output_tensors())
     max_diff = 0.0
-    equal = a.losses == b.losses and out_a.keys() == out_b.keys()
+    equal = a.losses[:common] == b.losses[:common] and out_a.keys() == out_b.keys()
     for name in out_a.keys() & out_b.keys():
         x, y = out_a[name], out_b[name]
         if x.shape != y.shape:
@@ -141,15 +146,22 @@ def determinism(repeats: Sequence[Bundle]) -> Determinism:
         if not torch.equal(x, y):
             equal = False
             max_diff = max(max_diff, float((x.double() - y.double()).abs().max()))
-    losses_a = [v for v in a.losses if v is not None]
-    losses_b = [v for v in b.losses if v is not None]
+    losses_a = [v for v in a.losses[:common] if v is not None]
+    losses_b = [v for v in b.losses[:common] if v is not None]
     loss_diff = max((abs(x - y) for x, y in zip(losses_a, losses_b, strict=False)), default=0.0)
+    detail = (
+        f"the losses of the first {common} steps (a timing process ran {common} of "
+        f"{max(len(a.losses), len(b.losses))}); outputs not compared"
+        if shorter
+        else None
+    )
     return Determinism(
         checked=True,
         bitwise_equal=equal,
         max_abs_output_diff=max_diff,
         max_abs_loss_diff=loss_diff,
         compared=(a.path.name, b.path.name),
+        detail=detail,
     )
 
 

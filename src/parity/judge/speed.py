@@ -29,6 +29,7 @@ from __future__ import annotations
 import statistics
 
 from parity.model.bundle import Bundle, SideRuns, step_samples
+from parity.model.side import TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
 
@@ -90,7 +91,18 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
             target=b.first.metrics.throughput if b.first.metrics else None,
         ),
         compliance=tuple(checks),
+        timing=_timing(a, b),
     )
+
+
+def _timing(a: SideRuns, b: SideRuns) -> ByRole[TimingSteps | None] | None:
+    """The steps each side's timing processes ran, where any ran fewer than the workload's
+    (from ``side.json``)."""
+    found = ByRole(
+        baseline=a.info.timing if a.info is not None else None,
+        target=b.info.timing if b.info is not None else None,
+    )
+    return None if found.baseline is None and found.target is None else found
 
 
 def compliance(

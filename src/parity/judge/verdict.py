@@ -16,6 +16,7 @@ same verdict as ``parity compare`` did.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from parity.errors import ContractError
@@ -32,6 +33,7 @@ from parity.judge.trajectory import nonfinite_checks
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.metrics import InputPipeline, Throughput
 from parity.model.quality import (
+    AgreementCheck,
     LossCheck,
     NumericsSection,
     OutputCheck,
@@ -91,6 +93,7 @@ def _side_info(side: SideRuns) -> SideInfo:
                 b.metrics.input_pipeline for b in side.ok if b.metrics and b.metrics.input_pipeline
             )
         ),
+        placement=env.placement if env is not None else None,
         logs_cut=_logs_cut(side),
     )
 
@@ -219,10 +222,14 @@ def quality_section(
         checks += numerics.gates
     checks += nonfinite_checks(ByRole(baseline=first_a, target=first_b))
     gated = [c for c in checks if c.gated]
+    undecided = [c for c in gated if c.passed is None]
     return Quality(
         tolerances=quality.tolerances(first_a.side, first_b.side),
         checks=tuple(checks),
-        passed=bool(gated) and all(c.passed for c in gated),
+        passed=bool(gated)
+        and all(c.passed is not False for c in gated)
+        and all(_covered(c, checks) for c in undecided),
+        undecided=tuple(_undecided_label(c) for c in undecided),
         method=method,
         convergence=ByRole(
             baseline=quality.convergence(a.ok, inputs.target_loss),
@@ -232,6 +239,39 @@ def quality_section(
         else None,
         determinism=ByRole(baseline=quality.determinism(a.ok), target=quality.determinism(b.ok)),
     )
+
+
+def _covered(check: QualityCheck, checks: Sequence[QualityCheck]) -> bool:
+    """A gate that is not decided is never a pass; the quality verdict may pass beside it
+    only where a decided error bound on the same output passed (its fp64 gate, or the
+    direct check where no reference decides): ``top-1 eval_logits`` beside ``eval_logits
+    against fp64``. The not-decided gate is named on the quality line either way."""
+    output = check.output if isinstance(check, AgreementCheck) else None
+    names = {f"{output} against fp64", f"output {output}"}
+    return output is not None and any(
+        c.gated and c.passed is True and c.kind in ("fp64", "output") and c.name in names
+        for c in checks
+    )
+
+
+def _undecided_label(check: QualityCheck) -> str:
+    if isinstance(check, AgreementCheck) and check.decisive is not None:
+        return f"{check.name} ({check.decisive} decisive rows, {check.required} needed)"
+    return check.name
+
+
+def quality_gate(qual: Quality) -> Gate:
+    """The verdict's quality line: what failed, and which gates were not decided."""
+    undecided = f"not decided: {', '.join(qual.undecided)}" if qual.undecided else ""
+    if qual.failing:
+        detail = f"outside tolerance: {', '.join(qual.failing)}"
+    elif qual.passed:
+        beside = f"; {undecided} (the same outputs' error bounds decide)" if undecided else ""
+        detail = "within tolerance" + beside
+    else:
+        detail = undecided or "no gate decided"
+    decided = None if qual.passed or qual.failing else False
+    return Gate(name="quality", passed=qual.passed, detail=detail, decided=decided)
 
 
 def _same_workload(side: SideRuns) -> None:
@@ -316,11 +356,7 @@ def _measured(
     )
     qual = quality_section(a, b, numerics, inputs, context)
     failing = qual.failing
-    gate = Gate(
-        name="quality",
-        passed=qual.passed,
-        detail="within tolerance" if qual.passed else f"outside tolerance: {', '.join(failing)}",
-    )
+    gate = quality_gate(qual)
     verdict = replace(
         verdict,
         gates=(*verdict.gates, gate),
@@ -333,8 +369,9 @@ def _measured(
         if first_a.metrics and first_b.metrics
         else None,
     )
-    if not qual.passed:
-        # quality first: a target that fails quality gets no speed or cost verdict
+    if failing or not any(c.gated for c in qual.checks):
+        # quality first: a target that fails quality gets no speed or cost verdict; one
+        # whose quality is only not decided keeps them (nothing failed)
         withheld = f"no speed or cost verdict: the target fails quality ({', '.join(failing)})"
         return replace(verdict, withheld=withheld)
     emulated = [f"{role} {info.side}" for role, info in verdict.sides.items() if info.side.emulate]

@@ -102,6 +102,8 @@ class Job:
     compliance: bool = False
     #: the anti-caching compliance run: one identical input at every step
     same_input: bool = False
+    #: a timing process: the first ``steps`` of the workload's steps (None: all of them)
+    steps: int | None = omit_none()
     torchrun: Torchrun = field(default_factory=Torchrun)
     checkpoint: CheckpointPlan | None = omit_none()
     soak: SoakPlan | None = omit_none()

@@ -12,6 +12,7 @@ from typing import Literal
 
 from parity.model.codec import omit_none
 from parity.model.job import Mode
+from parity.model.placement import Placement
 from parity.model.stack import Package
 from parity.model.workload import WorkloadRef
 from parity.spec import Precision, SideSpec
@@ -86,6 +87,8 @@ class Environment:
     pip_freeze: PipFreeze
     #: allow-listed variables, credential-like ones redacted
     env: dict[str, str] = field(default_factory=dict)
+    #: the cluster node the side ran on (``--cluster``); absent on this machine
+    placement: Placement | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

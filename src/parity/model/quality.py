@@ -67,10 +67,26 @@ class OutputCheck(CheckBase):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Divergence:
+    """Where a prompt's generated tokens first differ from the baseline's: the baseline's
+    own top-2 logits margin there, and whether that makes the flip a near-tie."""
+
+    prompt: int
+    position: int
+    margin: float | None
+    near_tie: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TokensCheck(CheckBase):
     """Generated tokens against the baseline's: agreement, the first differing position per
-    row and the top-2 logits margin there (the smaller of the two sides'); a row whose
-    first difference falls on a margin within ``margin_threshold`` is a near-tie flip."""
+    row and the top-2 logits margin there; a row whose first difference falls on a margin
+    within ``margin_threshold`` is a near-tie flip.
+
+    Over every prompt (``prompts`` x ``new_tokens``), each prompt is compared up to and
+    including its first difference (``compared`` tokens in all): after it the two sides
+    decode from different contexts, so its later tokens are counted apart
+    (``not_compared``), never as differences."""
 
     kind: Literal["tokens"] = "tokens"
     agreement: float | None = None
@@ -78,6 +94,11 @@ class TokensCheck(CheckBase):
     margins: tuple[float | None, ...] | None = omit_none()
     margin_threshold: float | None = omit_none()
     near_ties: int | None = omit_none()
+    prompts: int | None = omit_none()
+    new_tokens: int | None = omit_none()
+    compared: int | None = omit_none()
+    not_compared: int | None = omit_none()
+    divergences: tuple[Divergence, ...] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -97,7 +118,12 @@ class LossCheck(CheckBase):
 class AgreementCheck(CheckBase):
     """An output against the baseline's by what it means: ``cosine`` (embeddings: the
     smallest per-row cosine similarity) or ``top1`` (logits: the share of rows whose
-    top-1 class agrees, among rows whose top-2 margin is beyond ``margin_threshold``)."""
+    top-1 class agrees, among the *decisive* rows, whose baseline top-2 margin is beyond
+    ``margin_threshold``).
+
+    A top-1 gate with fewer decisive rows than ``required`` (the count at which rows that
+    all agree would put the one-sided 95% Clopper-Pearson bound above ``threshold``) is
+    not decided: ``decided`` false, ``passed`` None, and it is never a pass."""
 
     kind: Literal["agreement"] = "agreement"
     metric: Literal["cosine", "top1"]
@@ -107,6 +133,13 @@ class AgreementCheck(CheckBase):
     agreement: float | None = omit_none()
     near_ties: int | None = omit_none()
     margin_threshold: float | None = omit_none()
+    decisive: int | None = omit_none()
+    required: int | None = omit_none()
+    decided: bool | None = omit_none()
+    #: rows left out because their contexts differ (after a prompt's first flip)
+    not_compared: int | None = omit_none()
+    #: the output the rows come from
+    output: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -221,9 +254,12 @@ class Quality:
     convergence: ByRole[Convergence] | None = omit_none()
     determinism: ByRole[Determinism] | None = omit_none()
 
+    #: gated checks that are not decided (too little evidence): never a pass
+    undecided: tuple[str, ...] = ()
+
     @property
     def failing(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.checks if c.gated and not c.passed)
+        return tuple(c.name for c in self.checks if c.gated and c.passed is False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from parity.model.codec import omit_none
 from parity.model.job import Torchrun
 
 
@@ -64,6 +65,32 @@ class Stop:
     setup_s: float | None = None
     #: other processes' share of the machine while measuring (None: unknown here)
     interference: Interference | None = None
+    #: what the plan said before measuring and what it left out, one line each (three
+    #: processes a side over the budget, compliance runs dropped, a probe skipped)
+    notes: tuple[str, ...] | None = omit_none()
+    #: seconds each set-up part took (the fp64 reference, the expected-error run, the
+    #: first processes' numerics probe and op scan), by name; absent when not run
+    probes: dict[str, float] | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TimingSteps:
+    """How many of the workload's steps a side's timing processes ran (every process
+    after its first, the quality run, which runs them all), and why."""
+
+    steps: int
+    warmup: int
+    steady: int
+    workload_steps: int
+    reason: str
+    #: the steps each of the side's processes ran, in order (the quality run first): the
+    #: timing processes are sized after the first round and again after the second
+    ran: tuple[int, ...] | None = omit_none()
+
+    @property
+    def shortened(self) -> bool:
+        """Fewer steps than the workload's (else every process ran them all)."""
+        return self.steps < self.workload_steps
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,3 +99,5 @@ class MeasureRecord:
 
     stop: Stop
     plan: MeasurePlan
+    #: the side's timing processes' steps (None: every process ran the workload's own)
+    timing: TimingSteps | None = omit_none()

@@ -27,11 +27,12 @@ from parity.model.metrics import (
     Phases,
     Throughput,
 )
+from parity.model.placement import Placement
 from parity.model.quality import NumericsSection, Quality
 from parity.model.roles import ROLES as ROLES
 from parity.model.roles import ByRole as ByRole
 from parity.model.roles import Role as Role
-from parity.model.side import Stop
+from parity.model.side import Stop, TimingSteps
 from parity.model.stack import PackageDifference, Pins
 from parity.model.workload import WorkloadDescription
 from parity.spec import SideSpec
@@ -66,6 +67,8 @@ class SideInfo:
     noise_warnings: tuple[str, ...] = ()
     #: a workload fed by a data loader: its input side, pooled over the ok repeats
     input_pipeline: InputPipeline | None = omit_none()
+    #: the cluster node the side ran on (``--cluster``)
+    placement: Placement | None = omit_none()
     #: the logs its bundles keep cut (``logs.json``), one sentence each
     logs_cut: tuple[str, ...] | None = omit_none()
 
@@ -103,11 +106,13 @@ class EnvironmentDifference:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Gate:
-    """A gate of the verdict: every gate must pass for exit code 0."""
+    """A gate of the verdict: every gate must pass for exit code 0. ``decided`` false: the
+    gate did not pass because its evidence was too little to decide (not a pass)."""
 
     name: str
     passed: bool
     detail: str
+    decided: bool | None = omit_none()
 
 
 # -- compatibility ---------------------------------------------------------------------------
@@ -234,12 +239,15 @@ class Speed:
     ratio: float
     speedup: float
     interval: Interval
-    verdict: Literal["faster", "slower", "indistinguishable"]
+    #: "undetermined" while the interval is provisional (fewer than 3 processes a side)
+    verdict: Literal["faster", "slower", "indistinguishable", "undetermined"]
     repeats: ByRole[int]
     stop: Stop | None
     note: str | None
     throughput: ByRole[Throughput | None]
     compliance: tuple[ComplianceCheck, ...] = ()
+    #: steps each side's timing processes ran, and why (None: all the workload's)
+    timing: ByRole[TimingSteps | None] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

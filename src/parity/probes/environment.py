@@ -20,7 +20,9 @@ import torch
 
 from parity.devices.base import Device
 from parity.devices.cpu import cpu_model
+from parity.model.codec import decode, loads
 from parity.model.manifest import CpuInfo, Environment, GlobalFlags, TorchInfo
+from parity.model.placement import Placement
 from parity.probes.packages import installed
 from parity.redact import Redactor
 from parity.version import __version__
@@ -62,7 +64,8 @@ def relevant_env(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[
     names = [
         name
         for name in environ
-        if any(name == p or (p.endswith("_") and name.startswith(p)) for p in prefixes)
+        if name != PLACEMENT_VAR
+        and any(name == p or (p.endswith("_") and name.startswith(p)) for p in prefixes)
     ]
     return Redactor(environ).environment(environ, names)
 
@@ -90,4 +93,15 @@ def collect(device: Device) -> Environment:
         ),
         pip_freeze=installed(),
         env=relevant_env(os.environ, device.environment_variables()),
+        placement=placement(),
     )
+
+
+#: the variable a cluster side's worker finds its node in (``parity.cluster``), as JSON
+PLACEMENT_VAR = "PARITY_PLACEMENT"
+
+
+def placement() -> Placement | None:
+    """The node this worker runs on, as the cluster side that started it said."""
+    raw = os.environ.get(PLACEMENT_VAR)
+    return decode(Placement, loads(raw)) if raw else None

@@ -11,16 +11,25 @@ import json
 
 from parity.bundle import SideRuns
 from parity.model.codec import Json
-from parity.model.verdict import ByRole, SideInfo, Verdict
+from parity.model.verdict import ByRole, Gate, SideInfo, Verdict
 from parity.report import fmt, stack
 from parity.report.parts import Part, Row, Section, Sentence, table
 
 Sides = ByRole[SideRuns | None]
 
 
+def overall(v: Verdict) -> fmt.Result:
+    """PASS, FAIL, or NOT DECIDED where every gate that did not pass lacked evidence."""
+    if v.passed:
+        return "PASS"
+    return "NOT DECIDED" if all(g.passed or g.decided is False for g in v.gates) else "FAIL"
+
+
 def headline(v: Verdict) -> tuple[str, str]:
     """The report's title and the line under it."""
     title = "PASS: the target passes every gate" if v.passed else "FAIL: the target fails a gate"
+    if overall(v) == "NOT DECIDED":
+        title = "NOT DECIDED: a gate has too little evidence to pass (exit code 1)"
     w = v.workload
     what = ", ".join(x for x in (w.size, w.kind) if x)
     subtitle = (
@@ -30,11 +39,12 @@ def headline(v: Verdict) -> tuple[str, str]:
     return title, subtitle
 
 
+def _gate_result(g: Gate) -> fmt.Result:
+    return "NOT DECIDED" if g.decided is False else fmt.result_of(g.passed)
+
+
 def gates(v: Verdict) -> Section:
-    rows = [
-        Row(cells=(g.name, fmt.result_of(g.passed), g.detail), highlight=not g.passed)
-        for g in v.gates
-    ]
+    rows = [Row(cells=(g.name, _gate_result(g), g.detail), highlight=not g.passed) for g in v.gates]
     gate_table = table(
         [("gate", "text"), ("result", "result"), ("detail", "text")], rows, brief=True
     )
@@ -42,7 +52,7 @@ def gates(v: Verdict) -> Section:
     return Section(
         key="gates",
         title="Gates",
-        result="PASS" if v.passed else "FAIL",
+        result=overall(v),
         parts=(gate_table,) if drift is None else (gate_table, drift),
     )
 

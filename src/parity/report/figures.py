@@ -78,8 +78,10 @@ def _ratio(s: Speed) -> list[Part]:
             tone="muted",
         ),
     ]
+    parts.extend(_timing(s))
     if s.stop is not None:
         parts.append(Sentence(text=f"measuring ended: {s.stop.message}", tone="muted"))
+        parts.extend(Sentence(text=note, tone="warn", brief=True) for note in s.stop.notes or ())
         parts.extend(_budget(s.stop))
     if s.note:
         parts.append(Sentence(text=s.note, tone="warn", brief=True))
@@ -90,6 +92,31 @@ def _ratio(s: Speed) -> list[Part]:
                 f"{', '.join(s.unreliable_because)} failed; rerun on an idle machine",
                 tone="bad",
                 brief=True,
+            )
+        )
+    return parts
+
+
+def _timing(s: Speed) -> list[Part]:
+    """The steps of each side's timing processes, where shorter than the workload's."""
+    if s.timing is None:
+        return []
+    parts: list[Part] = []
+    for role, t in s.timing.items():
+        if t is None:
+            continue
+        ran = (
+            f"its timing processes {t.steps} each"
+            if t.shortened
+            else "its timing processes all of them too"
+        )
+        if t.ran and len(set(t.ran[1:])) > 1:
+            ran = f"its processes {', '.join(map(str, t.ran))} in order (resized as they ran)"
+        parts.append(
+            Sentence(
+                text=f"steps per process, {role}: the first, its quality run, ran the "
+                f"workload's {t.workload_steps}; {ran} ({t.reason})",
+                tone="muted",
             )
         )
     return parts
@@ -107,10 +134,13 @@ def _budget(stop: Stop) -> list[Part]:
         parts.append(
             Sentence(
                 text=f"measuring took {stop.spent_s:.1f} s{setup} (the fp64 reference, the "
-                "rounds and the compliance runs)",
+                "rounds, the compliance runs and the expected-error run)",
                 tone="muted",
             )
         )
+    if stop.probes:
+        took = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in stop.probes.items())
+        parts.append(Sentence(text=f"set-up parts took: {took}", tone="muted"))
     busy = stop.interference
     if busy is not None and busy.share >= BUSY_SHARE:
         parts.append(

@@ -11,10 +11,11 @@ from typing import Literal
 
 from parity.model.metrics import Flops, Percentiles
 
-#: the result words of every report: a gate passed or failed, a figure reported but not
-#: gated, or a verdict not given because an earlier gate failed
-Result = Literal["PASS", "FAIL", "INFO", "WITHHELD"]
-RESULTS: tuple[Result, ...] = ("PASS", "FAIL", "INFO", "WITHHELD")
+#: the result words of every report: a gate passed or failed, a gate with too little
+#: evidence for either (never a pass), a figure reported but not gated, or a verdict not
+#: given because an earlier gate failed
+Result = Literal["PASS", "FAIL", "NOT DECIDED", "INFO", "WITHHELD"]
+RESULTS: tuple[Result, ...] = ("PASS", "FAIL", "NOT DECIDED", "INFO", "WITHHELD")
 #: a p99 over fewer samples than this is little more than the largest value
 P99_MIN_SAMPLES = 100
 P99_MARK = "*"

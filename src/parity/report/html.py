@@ -64,6 +64,7 @@ tr.hl td { font-weight: 600; background: #fdf1f0; }
   font-weight: 700; color: #fff; vertical-align: middle; }
 .badge.pass { background: var(--pass); } .badge.fail { background: var(--fail); }
 .badge.info { background: var(--info); } .badge.withheld { background: var(--held); }
+.badge.not-decided { background: var(--held); }
 .muted, .legend { color: var(--muted); }
 .legend { font-size: 12px; margin-top: 2px; }
 .warn { color: var(--held); }
@@ -90,7 +91,7 @@ def anchor(key: str) -> str:
 
 
 def badge(result: Result | str) -> str:
-    return f'<span class="badge {esc(result.lower())}">{esc(result)}</span>'
+    return f'<span class="badge {esc(result.lower().replace(" ", "-"))}">{esc(result)}</span>'
 
 
 def figure(plot: Plot | None) -> str:

@@ -367,6 +367,8 @@ def layer_error_plot(verdict: Verdict) -> Plot | None:
     shown, total = shown_layers(loc, MAX_LAYERS)
     if not shown:
         return None
+    order = {r.module: i for i, r in enumerate(loc.table)}
+    shown = sorted(shown, key=lambda r: order[r.module])  # the plot: in execution order
     names = [plain(r.module) for r in shown]
     columns = [("baseline", "baseline_error"), ("target", "target_error")]
     if any(r.expected_error is not None for r in shown):

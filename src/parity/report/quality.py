@@ -3,8 +3,7 @@ determinism and convergence, and where the target's numbers start to differ from
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+import math
 
 from parity.model.quality import (
     AgreementCheck,
@@ -27,129 +26,172 @@ from parity.report.parts import Part, Row, Section, Sentence, table
 #: rows of the per-module table in a short report (the HTML shows every row)
 LAYER_ROWS = 12
 CHECK_LEGEND = (
-    "PASS/FAIL: a gated check; INFO: reported, not gated. tolerance: the largest relative "
-    "difference that passes"
+    "PASS/FAIL: a gated check; NOT DECIDED: too few decisive rows to tell its threshold "
+    "from chance (never a pass); INFO: reported, not gated. figure: the figure that gates, "
+    "then figures marked 'reported' that do not; bound: what that figure must meet, and "
+    "the method that sets it"
 )
+_COMPARATOR = {"baseline": "baseline", "expected": "expected-error run"}
 
 
-C = TypeVar("C", bound=QualityCheck)
+def check_result(c: QualityCheck) -> fmt.Result:
+    """A check's result word: INFO where it is not gated, NOT DECIDED where it is gated
+    and has too little evidence for a result."""
+    if c.gated and c.passed is None:
+        return "NOT DECIDED"
+    return fmt.result_of(c.passed, gated=c.gated)
 
 
-def _measured(check: C, value: float | None, render: Callable[[C, float], str]) -> str:
-    """A check's figures from the value it is measured by; its detail (why) without it."""
-    return check.detail or fmt.DASH if value is None else render(check, value)
-
-
-def _loss(c: LossCheck, rel: float) -> str:
+def _loss(c: LossCheck) -> tuple[str, str]:
+    if c.final_rel is None:
+        return c.detail or fmt.DASH, fmt.DASH
     text = (
-        f"final {fmt.number(c.final_baseline)} vs {fmt.number(c.final_target)} (rel "
-        f"{fmt.sci(rel)}, max over steps {fmt.sci(c.max_rel)})"
+        f"final loss rel diff {fmt.sci(c.final_rel)}; reported: {fmt.number(c.final_baseline)} "
+        f"vs {fmt.number(c.final_target)}, max over steps {fmt.sci(c.max_rel)}"
     )
     if c.first_step_outside_band is not None:
-        text += f"; first step outside the band: {c.first_step_outside_band}"
-    return text
+        text += f", first step outside the band {c.first_step_outside_band}"
+    return text, f"<= {fmt.tolerance(c.tolerance)} (target vs baseline)"
 
 
-def _output(c: OutputCheck, rel_rmse: float) -> str:
-    text = f"rel RMSE {fmt.sci(rel_rmse)}, max abs {fmt.sci(c.max_abs)}"
-    return text + ("" if c.cosine is None else f", cosine {c.cosine:.4f}")
+def _output(c: OutputCheck) -> tuple[str, str]:
+    if c.rel_rmse is None:
+        return c.detail or fmt.DASH, fmt.DASH
+    text = f"rel RMSE {fmt.sci(c.rel_rmse)}; reported: max abs {fmt.sci(c.max_abs)}"
+    text += "" if c.cosine is None else f", cosine {c.cosine:.4f}"
+    return text, f"<= {fmt.tolerance(c.tolerance)} (target vs baseline)"
 
 
-def _tokens(c: TokensCheck, agreement: float) -> str:
-    text = f"{agreement:.0%} of tokens agree"
+def _divergences(c: TokensCheck) -> str:
+    if c.divergences is not None:
+        shown = [
+            f"prompt {d.prompt} token {d.position} (margin {fmt.sci(d.margin)}"
+            f"{', near-tie' if d.near_tie else ''})"
+            for d in c.divergences
+        ]
+        return "; first differences: " + ", ".join(shown) if shown else ""
     firsts = [str(i) for i in c.first_difference if i is not None]
-    if firsts:
-        text += f"; first difference at position {', '.join(firsts)}"
-    margins = [m for m in c.margins or () if m is not None]
-    if margins and c.margin_threshold is not None:
-        shown = ", ".join(fmt.sci(m) for m in margins)
-        text += f" (top-2 margin there {shown}; near-tie within {fmt.sci(c.margin_threshold)})"
-    return text
+    return f"; first difference at position {', '.join(firsts)}" if firsts else ""
 
 
-def _agreement(c: AgreementCheck, value: float) -> str:
+def _tokens(c: TokensCheck) -> tuple[str, str]:
+    if c.agreement is None:
+        return c.detail or fmt.DASH, fmt.DASH
+    if c.compared is not None and c.prompts is not None:
+        text = (
+            f"{c.agreement:.1%} of {c.compared} tokens agree ({c.prompts} prompts x "
+            f"{c.new_tokens} new, each up to its first difference"
+        )
+        text += f"; {c.not_compared} after it not compared)" if c.not_compared else ")"
+    else:
+        text = f"{c.agreement:.0%} of tokens agree"
+    text += _divergences(c)
+    bound = (
+        fmt.DASH
+        if c.margin_threshold is None
+        else f"a first difference only where the baseline's top-2 margin < "
+        f"{fmt.sci(c.margin_threshold)} (near-tie)"
+    )
+    return text, bound
+
+
+def _agreement(c: AgreementCheck) -> tuple[str, str]:
     if c.metric == "cosine":
-        return f"smallest cosine {value:.4f} over {c.rows} rows (at least {c.threshold:g})"
-    text = f"top-1 agreement {value:.1%} of decisive rows (at least {c.threshold:.0%})"
+        if c.value is None:
+            return c.detail or fmt.DASH, fmt.DASH
+        return f"smallest cosine {c.value:.4f} over {c.rows} rows", f">= {c.threshold:g}"
+    need = f" over >= {c.required} decisive rows" if c.required is not None else ""
+    bound = f">= {c.threshold:.0%}{need} (near-tie margin {fmt.sci(c.margin_threshold)})"
+    decisive = c.decisive if c.decisive is not None else c.rows - (c.near_ties or 0)
+    if c.value is None:
+        text = f"{decisive} decisive rows of {c.rows}: nothing to decide on"
+    else:
+        text = f"top-1 agreement {c.value:.1%} of {decisive} decisive rows"
     if c.agreement is not None:
-        text += f"; {c.agreement:.1%} of all {c.rows} rows"
-    if c.near_ties:
-        text += f", {c.near_ties} near-ties (margin <= {fmt.sci(c.margin_threshold)})"
-    return text
+        text += f"; reported: {c.agreement:.1%} of all {c.rows} rows"
+    if c.not_compared:
+        text += f", {c.not_compared} rows after a first difference not compared"
+    return text, bound
 
 
-def _trajectory(c: TrajectoryCheck, worst_ratio: float) -> str:
-    text = f"{c.steps} steps; worst step {c.worst_step} at {worst_ratio:.2g}x its bound"
+def _trajectory(c: TrajectoryCheck) -> tuple[str, str]:
+    bound = f"<= 1x ({fmt.number(c.k)}x the {_COMPARATOR[c.comparator]}'s error so far + tol/10)"
+    if c.worst_ratio is None:
+        return c.detail or fmt.DASH, bound
+    text = f"worst step {c.worst_step} at {c.worst_ratio:.2g}x its bound ({c.steps} steps)"
     if c.first_failing_step is not None:
         text += f"; first step over its bound: {c.first_failing_step}"
     if c.drift_from_step is not None:
         text += f"; windowed from step {c.drift_from_step} (the runs drift apart)"
-    return text + f"; comparator: the {_COMPARATOR[c.comparator]}"
+    return text, bound
 
 
-def _nonfinite(c: NonFiniteCheck) -> str:
+def _nonfinite(c: NonFiniteCheck) -> tuple[str, str]:
     step = f"step {c.step}" if c.step is not None else "after the steps"
     module = f", module {c.module}" if c.module else ""
-    return f"{c.what} not finite: first at {step}{module}"
+    return f"{c.what} not finite: first at {step}{module}", "every value finite"
 
 
-_COMPARATOR = {"baseline": "baseline", "expected": "expected-error run"}
-
-
-def _reference(c: ReferenceCheck) -> str:
+def _reference(c: ReferenceCheck) -> tuple[str, str]:
     if c.kind == "cosine":
         if c.cosine is None:
-            return c.detail or fmt.DASH
-        return f"cosine {c.cosine:.4f} with the baseline (no fp64 reference)"
+            return c.detail or fmt.DASH, fmt.DASH
+        return f"cosine {c.cosine:.4f} with the baseline", ">= 0.99 (no fp64 reference)"
     if c.rmse_target is None:
-        return c.detail or fmt.DASH
+        return c.detail or fmt.DASH, fmt.DASH
     comparator = _COMPARATOR[c.comparator or "baseline"]
     error = c.rmse_expected if c.comparator == "expected" else c.rmse_baseline
-    text = (
-        f"RMSE vs fp64 {fmt.sci(c.rmse_target)}, bound {fmt.sci(c.bound)} ({fmt.number(c.k)}x "
-        f"the {comparator}'s {fmt.sci(error)} + tol/10)"
+    bound = (
+        f"<= {fmt.sci(c.bound)} ({fmt.number(c.k)}x the {comparator}'s {fmt.sci(error)} + "
+        "tol/10), or allclose"
     )
+    text = f"RMSE vs fp64 {fmt.sci(c.rmse_target)}"
     if c.rule:
         text += f", passes by {c.rule}"
     if c.min_atol is not None:
-        text += f"; smallest passing atol {fmt.sci(c.min_atol)}"
-    return text
+        text += f"; reported: smallest passing atol {fmt.sci(c.min_atol)}"
+    return text, bound
+
+
+def gating(check: QualityCheck) -> tuple[str, str]:
+    """A check's gating figure (then its reported-only figures, marked) and its bound with
+    the method that sets it; its detail where the figures leave it unsaid."""
+    if isinstance(check, LossCheck):
+        text, bound = _loss(check)
+    elif isinstance(check, OutputCheck):
+        text, bound = _output(check)
+    elif isinstance(check, TokensCheck):
+        text, bound = _tokens(check)
+    elif isinstance(check, AgreementCheck):
+        text, bound = _agreement(check)
+    elif isinstance(check, TrajectoryCheck):
+        text, bound = _trajectory(check)
+    elif isinstance(check, NonFiniteCheck):
+        text, bound = _nonfinite(check)
+    else:
+        text, bound = _reference(check)
+    if check.detail and check.detail not in text:
+        text += f" ({check.detail})"
+    if not check.gated and bound != fmt.DASH:
+        bound = f"reported only; {bound}"
+    return text, bound
 
 
 def figure(check: QualityCheck) -> str:
-    """The figures of a check in one phrase; its detail where the figures leave it unsaid."""
-    if isinstance(check, LossCheck):
-        text = _measured(check, check.final_rel, _loss)
-    elif isinstance(check, OutputCheck):
-        text = _measured(check, check.rel_rmse, _output)
-    elif isinstance(check, TokensCheck):
-        text = _measured(check, check.agreement, _tokens)
-    elif isinstance(check, AgreementCheck):
-        text = _measured(check, check.value, _agreement)
-    elif isinstance(check, TrajectoryCheck):
-        text = _measured(check, check.worst_ratio, _trajectory)
-    elif isinstance(check, NonFiniteCheck):
-        text = _nonfinite(check)
-    else:
-        text = _reference(check)
-    if check.detail and check.detail not in text:
-        text += f" ({check.detail})"
-    return text
+    """A check's figures in one phrase (its gating figure, then what is reported)."""
+    return gating(check)[0]
 
 
 def check_rows(checks: tuple[QualityCheck, ...]) -> list[Row]:
-    return [
-        Row(
-            cells=(
-                c.name,
-                fmt.result_of(c.passed, gated=c.gated),
-                figure(c),
-                fmt.tolerance(c.tolerance),
-            ),
-            highlight=c.gated and not c.passed,
-        )
-        for c in checks
-    ]
+    rows = []
+    for c in checks:
+        text, bound = gating(c)
+        result = check_result(c)
+        rows.append(Row(cells=(c.name, result, text, bound), highlight=result in _BAD))
+    return rows
+
+
+_BAD = ("FAIL", "NOT DECIDED")
 
 
 def _determinism(role: str, d: Determinism) -> Sentence:
@@ -171,7 +213,7 @@ def quality(v: Verdict) -> Section | None:
         return None
     parts: list[Part] = [
         table(
-            [("check", "text"), ("result", "result"), ("figure", "text"), ("tolerance", "number")],
+            [("check", "text"), ("result", "result"), ("figure", "text"), ("bound", "text")],
             check_rows(q.checks),
             legend=CHECK_LEGEND,
             brief=True,
@@ -193,10 +235,12 @@ def quality(v: Verdict) -> Section | None:
     n = v.numerics
     if n is not None and not n.available:
         parts.append(Sentence(text=f"fp64 numerics: not run ({n.reason})", tone="muted"))
+    if q.undecided:
+        parts.append(Sentence(text=f"not decided: {', '.join(q.undecided)}", tone="warn"))
     return Section(
         key="quality",
         title="Quality: the target against the baseline",
-        result="PASS" if q.passed else "FAIL",
+        result="PASS" if q.passed else ("FAIL" if q.failing else "NOT DECIDED"),
         parts=tuple(parts),
         plots=("loss",),
     )
@@ -245,17 +289,22 @@ def _expected_note(n: NumericsSection) -> Sentence:
 
 
 def shown_layers(loc: Localisation, limit: int | None) -> tuple[list[LayerRow], int]:
-    """The rows a table shows, in execution order: the leaf modules (and the first diverging
-    module, a container where its own code diverged), a window from just before the first
-    divergence plus every module named as an amplifier; and how many such rows exist."""
+    """The rows a table shows and how many such rows exist: the leaf modules (and the
+    first diverging module, a container where its own code diverged). Within ``limit``,
+    what matters leads, whatever its layer: the first diverging module, the top
+    amplifiers in rank order, then the largest target errors (not finite first); None:
+    every row, in execution order."""
     leaves = [r for r in loc.table if r.leaf or r.module == loc.first_divergence]
     if limit is None or len(leaves) <= limit:
         return leaves, len(leaves)
-    start = next((i for i, r in enumerate(leaves) if r.module == loc.first_divergence), 0)
-    begin = max(0, min(start - 2, len(leaves) - limit))
-    named = set(loc.top_amplification) | {loc.first_divergence}
-    keep = {r.module for r in leaves[begin : begin + limit]} | named
-    return [r for r in leaves if r.module in keep], len(leaves)
+    by_name = {r.module: r for r in leaves}
+    named = [loc.first_divergence, *loc.top_amplification]
+    lead = [by_name[m] for m in dict.fromkeys(m for m in named if m in by_name)]
+    errors = sorted(
+        (r for r in leaves if r not in lead),
+        key=lambda r: -math.inf if r.target_error is None else -r.target_error,
+    )
+    return lead + errors[: max(0, limit - len(lead))], len(leaves)
 
 
 def _flag(row: LayerRow, loc: Localisation) -> str:
@@ -284,7 +333,12 @@ def _layer_cells(r: LayerRow, loc: Localisation) -> tuple[str, ...]:
 
 def _localisation(n: NumericsSection, loc: Localisation, limit: int | None) -> list[Part]:
     rows, total = shown_layers(loc, limit)
-    count = f"all {total}" if len(rows) == total else f"{len(rows)} of {total}"
+    count = (
+        f"all {total} leaf modules, in execution order"
+        if len(rows) == total
+        else f"{len(rows)} of {total} leaf modules: the first to diverge, the top amplifiers, "
+        "then the largest errors; full table in the HTML report and verdict.json"
+    )
     where = f", {loc.capture}" if loc.capture else ""
     parts: list[Part] = [
         table(
@@ -300,8 +354,7 @@ def _localisation(n: NumericsSection, loc: Localisation, limit: int | None) -> l
                 Row(cells=_layer_cells(r, loc), highlight=r.module == loc.first_divergence)
                 for r in rows
             ],
-            title=f"Per-module error against fp64 (target {n.precision}{where}): {count} leaf "
-            "modules",
+            title=f"Per-module error against fp64 (target {n.precision}{where}): {count}",
             legend="err: relative error against fp64; expected: the error the target's "
             "precision alone makes there, measured on the CPU; excess: the target's error "
             f"over {fmt.number(loc.factor or 1)}x what its precision and its input explain (> 1 "

@@ -31,6 +31,7 @@ STYLES = {
     "highlight": "bold",
     "PASS": "bold green",
     "FAIL": "bold red",
+    "NOT DECIDED": "bold magenta",
     "INFO": "cyan",
     "WITHHELD": "bold yellow",
 }

@@ -69,7 +69,7 @@ def build_view(
     ]
     return View(
         title=title,
-        result="PASS" if verdict.passed else "FAIL",
+        result=decision.overall(verdict),
         subtitle=subtitle,
         sections=tuple(s for s in made if s is not None and not s.empty),
         notes=notes,

@@ -23,6 +23,8 @@ A leaf package: numpy and the standard library only, no other parity imports.
 - :func:`should_stop` -> :class:`StopDecision`: adaptive stopping on precision (never on a
   provisional interval), budget or a repeat cap.
 - :func:`interleaved_order`: ABBA run order, so that linear drift cancels.
+- :func:`process_steps` -> :class:`ProcessSize`: the steps of a timing process after a
+  side's quality run (Cochran's optimum subsample size, at least :data:`MIN_STEADY`).
 
 Why a t interval on process locations and not a bootstrap: with 2-6 processes per side (what
 a 30 s budget reaches) a bootstrap over processes has almost nothing to resample, and one
@@ -42,13 +44,17 @@ from parity.stats.processes import (
     ratio_ci,
 )
 from parity.stats.samples import SteadyState, Summary, detect_steady, summarize
+from parity.stats.sizing import MIN_STEADY, PRIOR_SPREAD, ProcessSize, process_steps
 from parity.stats.slope import SlopeCI, slope_ci
 from parity.stats.stopping import StopDecision, interleaved_order, should_stop
 from parity.stats.tdist import t_quantile, t_sf
 
 __all__ = [
     "MIN_PROCESSES",
+    "MIN_STEADY",
+    "PRIOR_SPREAD",
     "PredictionInterval",
+    "ProcessSize",
     "Processes",
     "RatioCI",
     "Sided",
@@ -59,6 +65,7 @@ __all__ = [
     "detect_steady",
     "interleaved_order",
     "prediction_interval",
+    "process_steps",
     "ratio_ci",
     "should_stop",
     "slope_ci",

@@ -18,7 +18,8 @@ from parity.stats.tdist import t_quantile
 MIN_PROCESSES = 3
 #: Sections a lone process's steps are cut into to estimate its own noise.
 SECTIONS = 10
-Verdict = Literal["faster", "slower", "indistinguishable"]
+#: "undetermined": the interval is provisional, so it carries no verdict either way
+Verdict = Literal["faster", "slower", "indistinguishable", "undetermined"]
 Sided = Literal["two-sided", "lower"]
 
 
@@ -127,20 +128,32 @@ class RatioCI:
 
     @property
     def note(self) -> str | None:
-        """Why the interval is provisional, and what to do; None when it is not."""
+        """Why the interval is provisional (so the verdict is "undetermined"), and what
+        would settle it; None when it is not."""
         if not self.provisional:
             return None
-        fewest = min(self.baseline_processes, self.target_processes)
+        counts = f"{self.baseline_processes} baseline and {self.target_processes} target"
+        more = [
+            f"{MIN_PROCESSES - n} more {role}"
+            for role, n in (
+                ("baseline", self.baseline_processes),
+                ("target", self.target_processes),
+            )
+            if n < MIN_PROCESSES
+        ]
+        settle = (
+            f"{' and '.join(more)} process(es) would settle it ({MIN_PROCESSES} per side: "
+            "--repeats 3, or a larger --budget)"
+        )
         if max(self.baseline_processes, self.target_processes) == 1:
             return (
-                "one process per side: the interval holds only the step-to-step noise within "
-                "each process, not the variation between fresh processes; it is provisional, "
-                f"not a precision claim: run at least {MIN_PROCESSES} repeats per side"
+                "undetermined: one process per side; the interval holds only the step-to-step "
+                "noise within each process, not the variation between fresh processes, so it "
+                f"is provisional and carries no verdict; {settle}"
             )
         return (
-            f"{fewest} process(es) on a side: the process-to-process spread is not yet "
-            "estimable, so the interval is provisional, not a precision claim: run at least "
-            f"{MIN_PROCESSES} repeats per side"
+            f"undetermined: {counts} processes leave the process-to-process spread not yet "
+            f"estimable, so the interval is provisional and carries no verdict; {settle}"
         )
 
 
@@ -184,7 +197,16 @@ def ratio_ci(baseline: Processes, target: Processes, *, confidence: float = 0.95
     se = math.sqrt(va + vb)
     half = t_quantile(0.5 + confidence / 2.0, df) * se if se > 0 else 0.0
     low, high = math.exp(log_ratio - half), math.exp(log_ratio + half)
-    verdict: Verdict = "faster" if high < 1 else "slower" if low > 1 else "indistinguishable"
+    provisional = min(ma, mb) < MIN_PROCESSES
+    verdict: Verdict = (
+        "undetermined"
+        if provisional
+        else "faster"
+        if high < 1
+        else "slower"
+        if low > 1
+        else "indistinguishable"
+    )
     return RatioCI(
         ratio=math.exp(log_ratio),
         low=low,
@@ -196,7 +218,7 @@ def ratio_ci(baseline: Processes, target: Processes, *, confidence: float = 0.95
         target_processes=mb,
         baseline_spread=sa,
         target_spread=sb,
-        provisional=min(ma, mb) < MIN_PROCESSES,
+        provisional=provisional,
         verdict=verdict,
     )
 

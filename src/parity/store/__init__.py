@@ -1,8 +1,10 @@
-"""The history: an SQLite index of every bundle and comparison, rebuildable from them
-(``index``: the ``Store``; ``schema``: the tables and where the index lives; ``figures``:
-what is kept of each bundle)."""
+"""The history: an index of every bundle and comparison, rebuildable from them, in SQLite
+or PostgreSQL (``index``: the ``Store``; ``schema``: the tables and migrations; ``engine``:
+where the index lives and how it is reached; ``figures``: what is kept of each bundle)."""
 
-from parity.store.index import ReindexResult, Store, index_quietly
-from parity.store.schema import SCHEMA_VERSION, default_path
+from parity.store.engine import default_path, locate
+from parity.store.index import Store, index_quietly
+from parity.store.schema import SCHEMA_VERSION
+from parity.store.walk import ReindexResult
 
-__all__ = ["SCHEMA_VERSION", "ReindexResult", "Store", "default_path", "index_quietly"]
+__all__ = ["SCHEMA_VERSION", "ReindexResult", "Store", "default_path", "index_quietly", "locate"]

@@ -1,9 +1,10 @@
-"""The history: an SQLite index of every bundle and comparison, rebuildable from them.
+"""The history: an index of every bundle and comparison (SQLite embedded, PostgreSQL for a
+team), rebuildable from them.
 
 Bundles stay the truth; the index only makes them searchable (``parity ls``, ``show``,
-``trend``) and ``parity reindex`` rebuilds it from the directories. Where it lives:
-``--store PATH``, else ``$PARITY_STORE``, else ``$XDG_DATA_HOME/parity/index.sqlite``
-(``~/.local/share/parity/index.sqlite``).
+``trend``) and ``parity reindex`` rebuilds it from the directories. Where it lives and how
+it is reached: ``store.engine``. Many machines may write at once: every write is one
+transaction of upserts, retried when the database reports a conflict.
 
 Identifiers come from content, so a rebuilt index gives every run the id it had: a
 bundle's is ``b`` and the first 12 hex digits of the sha256 of its ``manifest.json``, a
@@ -15,146 +16,156 @@ The schema is ``store.schema``'s; the figures kept of each bundle ``store.figure
 from __future__ import annotations
 
 import logging
-import os
-import sqlite3
 import statistics
 import time
-from collections.abc import Iterator
-from contextlib import closing, contextmanager, suppress
-from dataclasses import dataclass, field
-from functools import partial
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
-from parity.bundle import (
-    COMPLIANCE_RUNS,
-    MANIFEST,
-    VERDICT,
-    is_comparison,
-    load_bundle,
-    written_unix,
-)
+from sqlalchemy import Connection, Engine, RowMapping, Select, and_, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from parity import storage
+from parity.bundle import COMPLIANCE_RUNS, MANIFEST, is_comparison, load_bundle, written_unix
 from parity.comparison import Comparison
-from parity.errors import BundleError, SpecError, UsageError
+from parity.errors import UsageError
 from parity.model.bundle import Bundle
-from parity.model.codec import decode, dumps, loads
+from parity.model.codec import decode, loads
 from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
 from parity.model.verdict import Verdict
-from parity.spec import parse_side
+from parity.store.engine import Location, connect, locate, mask
 from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
-from parity.store.schema import check_sqlite, default_path, migrate
+from parity.store.rows import bundle_row, comparison_row
+from parity.store.schema import bundles, comparisons, metrics, migrate
+from parity.store.walk import ReindexResult, device_matches, matches, remove_made
 
 log = logging.getLogger("parity")
-
-
-@dataclass
-class ReindexResult:
-    """What the index holds after a reindex, what it forgot, and what it could not read."""
-
-    comparisons: int = 0
-    bundles: int = 0
-    removed: int = 0
-    problems: list[str] = field(default_factory=list)
+T = TypeVar("T")
+#: how often a write that lost a conflict to another writer is tried again
+RETRIES = 8
 
 
 class Store:
-    """An open index; use ``Store.open(path)`` as a context manager."""
+    """An open index; use ``Store.open(target)`` as a context manager."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
-        self.conn = conn
-        self.path = path
+    def __init__(self, engine: Engine, location: Location) -> None:
+        self.engine = engine
+        self.location = location
+        #: where the index is, as parity shows it (a password masked)
+        self.path = location.shown
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path | str | None = None) -> Iterator[Store]:
-        """The index at ``path``, made where there is none; if it was made here and bad
-        input ends its use (a UsageError), it is removed again: nothing half-written."""
-        path = Path(path) if path is not None else default_path()
-        made: list[Path] = []
+    def open(cls, target: Path | str | None = None) -> Iterator[Store]:
+        """The index ``target`` names (a file or a database URL), made where there is none;
+        if a file was made here and bad input ends its use (a UsageError), it is removed
+        again: nothing half-written."""
+        loc = locate(target)
+        made = [p for p in (loc.file, *loc.file.parents) if not p.exists()] if loc.file else []
         try:
-            made = [p for p in (path, *path.parents) if not p.exists()]
-            check_sqlite(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(path), timeout=30)
-        except (OSError, sqlite3.Error, ValueError) as exc:
-            _remove(made)
+            if loc.file:
+                _check_sqlite(loc.file)
+                loc.file.parent.mkdir(parents=True, exist_ok=True)
+            engine = connect(loc)
+            try:
+                with engine.begin() as conn:
+                    migrate(conn, loc.shown)
+            except OperationalError as exc:  # SQLite: a directory, no permission
+                raise UsageError(
+                    f"cannot open the index {loc.shown} ({mask(str(exc.orig), loc.url)}): "
+                    "choose another --store"
+                ) from None
+            except DBAPIError as exc:
+                raise UsageError(
+                    f"{loc.shown} is not a parity index ({mask(str(exc.orig), loc.url)}): "
+                    "delete it and run parity reindex DIRS, or choose another --store"
+                ) from None
+        except OSError as exc:
+            remove_made(made)
             raise UsageError(
-                f"cannot open the index {path} ({exc}): choose another --store"
+                f"cannot open the index {loc.shown} ({exc}): choose another --store"
             ) from exc
-        try:
-            with closing(conn):
-                conn.row_factory = sqlite3.Row
-                try:
-                    conn.execute("PRAGMA foreign_keys = ON")
-                    migrate(conn, path)
-                except sqlite3.DatabaseError as exc:
-                    raise UsageError(
-                        f"{path} is not a parity index ({exc}): delete it and run parity "
-                        "reindex DIRS, or choose another --store"
-                    ) from exc
-                yield cls(conn, path)
         except UsageError:
-            _remove(made)
+            remove_made(made)
             raise
+        try:
+            yield cls(engine, loc)
+        except UsageError:  # bad input ended its use: an index made here goes again
+            engine.dispose()
+            remove_made(made)
+            raise
+        finally:
+            engine.dispose()
+
+    def _write(self, work: Callable[[Connection], T]) -> T:
+        """``work`` in one transaction, tried again when another writer won a conflict."""
+        for attempt in range(RETRIES):
+            try:
+                with self.engine.begin() as conn:
+                    return work(conn)
+            except OperationalError:
+                if attempt == RETRIES - 1:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _read(self, stmt: Select[Any]) -> Sequence[RowMapping]:
+        with self.engine.connect() as conn:
+            return conn.execute(stmt).mappings().all()
+
+    def _upsert(self, conn: Connection, table: Any, row: dict[str, Any], keep: set[str]) -> None:
+        """Insert ``row``; where its key is there, update every column but ``keep``, which
+        keeps the stored value unless the new one is given."""
+        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        stmt = insert(table).values(**row)
+        keys = [c.name for c in table.primary_key.columns]
+        update = {
+            k: func.coalesce(stmt.excluded[k], table.c[k]) if k in keep else stmt.excluded[k]
+            for k in row
+            if k not in keys
+        }
+        conn.execute(stmt.on_conflict_do_update(index_elements=keys, set_=update))
 
     # -- writing -----------------------------------------------------------------------
 
     def index_bundle(
-        self, bundle: Bundle, *, comparison_id: str | None = None, role: str | None = None
+        self,
+        bundle: Bundle,
+        *,
+        comparison_id: str | None = None,
+        role: str | None = None,
+        key: str | None = None,
     ) -> str:
-        """Index one loaded bundle (any status); returns its id (from the sha256 of its
-        manifest, as its digest lists it)."""
+        """Index one loaded bundle (any status), recorded as ``key`` (its URL) or its path;
+        returns its id (from the sha256 of its manifest, as its digest lists it)."""
         path = bundle.path.resolve()
-        m = bundle.manifest
+        where = key or str(path)
         bid = "b" + bundle.digest[MANIFEST][:12]
-        env, desc = m.environment, m.workload.description
-        now = time.time()
-        with self.conn:
-            self.conn.execute("DELETE FROM bundles WHERE path = ? AND id != ?", (str(path), bid))
-            self.conn.execute(
-                """INSERT INTO bundles (id, path, comparison_id, role, run, status, reason,
-                    side_spec, device_type, device_name, workload, size, kind, fingerprint,
-                    parity_version, torch_version, hostname, started_unix, finished_unix,
-                    indexed_unix)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET path = excluded.path,
-                    comparison_id = coalesce(excluded.comparison_id, bundles.comparison_id),
-                    role = coalesce(excluded.role, bundles.role), run = excluded.run,
-                    status = excluded.status, reason = excluded.reason,
-                    indexed_unix = excluded.indexed_unix""",
-                (
-                    bid,
-                    str(path),
-                    comparison_id,
-                    role or m.role,
-                    path.name,
-                    m.status,
-                    m.reason,
-                    str(m.side),
-                    m.side.device,
-                    env.device.name if env else None,
-                    desc.name,
-                    desc.size,
-                    desc.kind,
-                    m.workload.fingerprint,
-                    m.parity_version,
-                    env.torch.version if env else None,
-                    env.hostname if env else None,
-                    m.started_unix,
-                    m.finished_unix,
-                    now,
-                ),
-            )
-            self.conn.execute("DELETE FROM metrics WHERE bundle_id = ?", (bid,))
-            self.conn.executemany(
-                "INSERT INTO metrics (bundle_id, name, value) VALUES (?, ?, ?)",
-                [(bid, k, v) for k, v in bundle_metrics(bundle).items()],
-            )
-        return bid
+        row = bundle_row(path, bundle, bid, comparison_id, role) | {"path": where}
+        figures = bundle_metrics(bundle)
 
-    def index_comparison(self, comparison: Comparison) -> str:
+        def work(conn: Connection) -> str:
+            conn.execute(bundles.delete().where(bundles.c.path == where, bundles.c.id != bid))
+            self._upsert(conn, bundles, row, keep={"comparison_id", "role"})
+            conn.execute(
+                metrics.delete().where(
+                    metrics.c.bundle_id == bid, metrics.c.name.not_in(list(figures))
+                )
+            )
+            for name, value in figures.items():
+                self._upsert(conn, metrics, {"bundle_id": bid, "name": name, "value": value}, set())
+            return bid
+
+        return self._write(work)
+
+    def index_comparison(self, comparison: Comparison, key: str | None = None) -> str:
         """Index a judged comparison (its verdict and both sides' bundles, as held in
-        memory); returns its id (from the sha256 of its ``verdict.json``)."""
+        memory), recorded as ``key`` (its URL) or its path; returns its id (from the
+        sha256 of its ``verdict.json``)."""
         path = comparison.out.resolve()
+        where = key or str(path)
         verdict, sha = comparison.verdict, comparison.verdict_sha256
         if verdict is None or sha is None:
             raise ValueError("index a comparison once its verdict is written")
@@ -162,108 +173,61 @@ class Store:
         finished = [
             t for _, b in comparison.bundles() if (t := b.manifest.finished_unix) is not None
         ]
-        w, speed = verdict.workload, verdict.speed
-        with self.conn:
-            self.conn.execute(
-                "DELETE FROM comparisons WHERE path = ? AND id != ?", (str(path), cid)
+        time_unix = max(finished) if finished else written_unix(path)
+        row = comparison_row(path, verdict, cid, time_unix) | {"path": where}
+
+        def work(conn: Connection) -> None:
+            conn.execute(
+                comparisons.delete().where(comparisons.c.path == where, comparisons.c.id != cid)
             )
-            self.conn.execute(
-                """INSERT OR REPLACE INTO comparisons (id, path, time_unix, indexed_unix,
-                    workload, size, kind, fingerprint, baseline_spec, target_spec,
-                    baseline_device, target_device, passed, exit_code, speed_ratio,
-                    speed_low, speed_high, speed_verdict, verdict)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    cid,
-                    str(path),
-                    max(finished) if finished else written_unix(path),
-                    time.time(),
-                    w.name,
-                    w.size,
-                    w.kind,
-                    w.fingerprint,
-                    str(verdict.sides.baseline.side),
-                    str(verdict.sides.target.side),
-                    verdict.sides.baseline.device_name,
-                    verdict.sides.target.device_name,
-                    int(verdict.passed),
-                    verdict.exit_code,
-                    speed.ratio if speed else None,
-                    speed.interval.low if speed else None,
-                    speed.interval.high if speed else None,
-                    speed.verdict if speed else None,
-                    dumps(verdict, indent=None),
-                ),
-            )
+            self._upsert(conn, comparisons, row, set())
+
+        self._write(work)
         for role, bundle in comparison.bundles():
-            self.index_bundle(bundle, comparison_id=cid, role=role)
+            local = bundle.path.resolve()
+            inner = f"{key}/{local.relative_to(path).as_posix()}" if key else None
+            self.index_bundle(bundle, comparison_id=cid, role=role, key=inner)
         return cid
 
-    def index_path(self, path: Path) -> str:
-        """A comparison directory or a bundle directory, whichever ``path`` is, loaded
+    def index_path(self, target: Path | str) -> str:
+        """A comparison or a bundle, whichever ``target`` (a directory or a URL) is, loaded
         through ``parity.comparison`` (each file read once)."""
-        path = path.resolve()
+        key = storage.shown(str(target)) if storage.is_url(target) else None
+        path = storage.readable(target).resolve()
         if is_comparison(path):
-            return self.index_comparison(Comparison.load(path, strict=True))
-        return self.index_bundle(load_bundle(path))
+            return self.index_comparison(Comparison.load(path, strict=True), key)
+        return self.index_bundle(load_bundle(path), key=key)
 
-    def index(self, item: Comparison | Bundle) -> str:
-        """A comparison or a bundle held in memory."""
+    def index(self, item: Comparison | Bundle, key: str | None = None) -> str:
+        """A comparison or a bundle held in memory (``key``: the URL it was published at)."""
         if isinstance(item, Comparison):
-            return self.index_comparison(item)
-        return self.index_bundle(item)
+            return self.index_comparison(item, key)
+        return self.index_bundle(item, key=key)
 
     def prune(self) -> int:
-        """Forget runs whose directories are gone; returns how many were forgotten."""
-        gone = 0
-        with self.conn:
-            for table in ("comparisons", "bundles"):
-                rows = self.conn.execute(f"SELECT id, path FROM {table}").fetchall()
-                for row in rows:
-                    if not Path(row["path"]).is_dir():
-                        self.conn.execute(f"DELETE FROM {table} WHERE id = ?", (row["id"],))
-                        gone += 1
-        return gone
+        """Forget runs whose directories (or URLs) are gone; returns how many."""
+        from parity.store.reindex import prune
 
-    def reindex(self, dirs: list[Path]) -> ReindexResult:
-        """Index every comparison and bundle under ``dirs`` and forget vanished ones.
+        return prune(self)
+
+    def reindex(self, dirs: Sequence[Path | str]) -> ReindexResult:
+        """Index every comparison and bundle under ``dirs`` (directories or URL prefixes)
+        and forget vanished ones.
 
         With no ``dirs``: the directories the index already knows, and ``./parity-runs``.
         """
-        result = ReindexResult()
-        if not dirs:
-            known = self.conn.execute(
-                "SELECT path FROM comparisons UNION "
-                "SELECT path FROM bundles WHERE comparison_id IS NULL"
-            ).fetchall()
-            dirs = [Path(r["path"]) for r in known]
-            if Path("parity-runs").is_dir():
-                dirs.append(Path("parity-runs"))
-            if not dirs:
-                raise UsageError(
-                    "nothing to reindex: the index knows no runs; pass the directories that "
-                    "hold them, e.g. parity reindex parity-runs"
-                )
-        for d in dirs:
-            try:
-                if not d.is_dir():
-                    if d.exists():
-                        result.problems.append(f"{d} is not a directory")
-                    continue
-            except OSError as exc:  # a name too long, no permission
-                result.problems.append(f"{d}: {exc.strerror or exc}")
-                continue
-            for path in _walk(d):
-                try:
-                    self.index_path(path)
-                except (BundleError, OSError, KeyError, TypeError, AttributeError) as exc:
-                    result.problems.append(f"{path}: {exc}")
-        result.removed = self.prune()
-        count = self.conn.execute(
-            "SELECT (SELECT count(*) FROM comparisons), (SELECT count(*) FROM bundles)"
-        ).fetchone()
-        result.comparisons, result.bundles = int(count[0]), int(count[1])
-        return result
+        from parity.store.reindex import reindex
+
+        return reindex(self, dirs)
+
+    def delete(self, table: Any, rid: str) -> None:
+        def work(conn: Connection) -> None:
+            conn.execute(table.delete().where(table.c.id == rid))
+
+        self._write(work)
+
+    def read(self, stmt: Select[Any]) -> Sequence[RowMapping]:
+        return self._read(stmt)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -272,7 +236,7 @@ class Store:
     ) -> list[RunRow]:
         """Comparisons and stand-alone bundles, newest first."""
         rows: list[RunRow] = []
-        for r in self._comparisons("", workload, device):
+        for r in self._comparisons(workload, device):
             rows.append(
                 RunRow(
                     id=r["id"],
@@ -280,36 +244,38 @@ class Store:
                     time_unix=r["time_unix"],
                     workload=r["workload"],
                     size=r["size"],
-                    sides=_sides(r),
+                    sides=f"{r['baseline_spec']} -> {r['target_spec']}",
                     result="PASS" if r["passed"] else "FAIL",
                     speed_ratio=r["speed_ratio"],
                     speed_verdict=r["speed_verdict"],
                     path=r["path"],
                 )
             )
-        alone = self.conn.execute(
-            "SELECT b.*, m.value AS median FROM bundles b LEFT JOIN metrics m "
-            "ON m.bundle_id = b.id AND m.name = 'median_step_s' WHERE b.comparison_id IS NULL"
-        ).fetchall()
+        median = and_(metrics.c.bundle_id == bundles.c.id, metrics.c.name == "median_step_s")
+        alone = self._read(
+            select(bundles, metrics.c.value.label("median"))
+            .select_from(bundles.outerjoin(metrics, median))
+            .where(bundles.c.comparison_id.is_(None))
+        )
         for r in alone:
-            if not _matches(r["workload"], workload):
+            if not matches(r["workload"], workload):
                 continue
-            if device and not _device_matches(r["side_spec"], r["device_name"], device):
+            if device and not device_matches(r["side_spec"], r["device_name"], device):
                 continue
             rows.append(
                 RunRow(
                     id=r["id"],
                     type="run",
-                    time_unix=_finished(r) or r["indexed_unix"],
+                    time_unix=r["finished_unix"] or r["started_unix"] or r["indexed_unix"],
                     workload=r["workload"],
                     size=r["size"],
-                    sides=_sides(r),
+                    sides=r["side_spec"],
                     result=r["status"],
                     median_step_s=r["median"],
                     path=r["path"],
                 )
             )
-        rows.sort(key=lambda x: x.time_unix or 0.0, reverse=True)
+        rows.sort(key=lambda x: (x.time_unix or 0.0, x.id), reverse=True)
         return rows[:limit]
 
     def resolve(self, ident: str) -> tuple[str, str]:
@@ -318,11 +284,10 @@ class Store:
         if not ident:
             raise UsageError("give a run id as parity ls shows it, e.g. c1a2b3c4")
         hits = [
-            (table, r["id"])
-            for table in ("comparisons", "bundles")
-            for r in self.conn.execute(
-                f"SELECT id FROM {table} WHERE id LIKE ? ESCAPE '\\'",
-                (ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
+            (table.name, r["id"])
+            for table in (comparisons, bundles)
+            for r in self._read(
+                select(table.c.id).where(table.c.id.startswith(ident, autoescape=True))
             )
         ]
         if not hits:
@@ -339,37 +304,47 @@ class Store:
     def show(self, ident: str) -> RunRecord:
         """One comparison (with its bundles and verdict) or one bundle (with its figures)."""
         table, rid = self.resolve(ident)
-        r = self.conn.execute(f"SELECT * FROM {table} WHERE id = ?", (rid,)).fetchone()
-        record = partial(RunRecord, id=rid, path=r["path"], workload=r["workload"], size=r["size"])
         if table == "comparisons":
-            bundles = tuple(
-                BundleRow(
-                    id=b["id"],
-                    role=b["role"],
-                    run=b["run"],
-                    status=b["status"],
-                    side_spec=b["side_spec"],
-                    device_name=b["device_name"],
-                    path=b["path"],
-                    metrics=self._metrics(b["id"]),
-                )
-                for b in self.conn.execute(
-                    "SELECT * FROM bundles WHERE comparison_id = ? ORDER BY role, run", (rid,)
-                )
+            r = self._read(select(comparisons).where(comparisons.c.id == rid))[0]
+            members = self._read(
+                select(bundles)
+                .where(bundles.c.comparison_id == rid)
+                .order_by(bundles.c.role, bundles.c.run)
             )
-            return record(
+            return RunRecord(
+                id=rid,
                 type="compare",
+                path=r["path"],
+                workload=r["workload"],
+                size=r["size"],
                 time_unix=r["time_unix"],
-                sides=_sides(r),
+                sides=f"{r['baseline_spec']} -> {r['target_spec']}",
                 passed=bool(r["passed"]),
                 exit_code=r["exit_code"],
                 verdict=decode(Verdict, loads(r["verdict"])),
-                bundles=bundles,
+                bundles=tuple(
+                    BundleRow(
+                        id=b["id"],
+                        role=b["role"],
+                        run=b["run"],
+                        status=b["status"],
+                        side_spec=b["side_spec"],
+                        device_name=b["device_name"],
+                        path=b["path"],
+                        metrics=self._metrics(b["id"]),
+                    )
+                    for b in members
+                ),
             )
-        return record(
+        r = self._read(select(bundles).where(bundles.c.id == rid))[0]
+        return RunRecord(
+            id=rid,
             type="run",
-            time_unix=_finished(r),
-            sides=_sides(r),
+            path=r["path"],
+            workload=r["workload"],
+            size=r["size"],
+            time_unix=r["finished_unix"] or r["started_unix"],
+            sides=r["side_spec"],
             status=r["status"],
             reason=r["reason"],
             side_spec=r["side_spec"],
@@ -378,15 +353,11 @@ class Store:
         )
 
     def _metrics(self, bundle_id: str) -> dict[str, float]:
-        return {
-            r["name"]: r["value"]
-            for r in self.conn.execute(
-                "SELECT name, value FROM metrics WHERE bundle_id = ? ORDER BY name", (bundle_id,)
-            )
-        }
+        stmt = select(metrics.c.name, metrics.c.value).where(metrics.c.bundle_id == bundle_id)
+        return {r["name"]: r["value"] for r in self._read(stmt.order_by(metrics.c.name))}
 
     def metric_names(self) -> list[str]:
-        names = {r[0] for r in self.conn.execute("SELECT DISTINCT name FROM metrics")}
+        names = {r["name"] for r in self._read(select(metrics.c.name).distinct())}
         return sorted(names | set(BUNDLE_METRICS) | set(COMPARISON_METRICS))
 
     def trend(
@@ -405,22 +376,30 @@ class Store:
             raise UsageError(
                 f"unknown metric {metric!r}: use one of {', '.join(self.metric_names())}"
             )
-        rows = self.conn.execute(
-            """SELECT b.id, b.comparison_id, b.role, b.run, b.side_spec, b.device_name,
-                      b.workload, b.size, b.started_unix, b.finished_unix, m.value,
-                      c.time_unix AS comparison_time
-               FROM metrics m JOIN bundles b ON b.id = m.bundle_id
-               LEFT JOIN comparisons c ON c.id = b.comparison_id
-               WHERE m.name = ? AND b.status = 'ok'""",
-            (metric,),
-        ).fetchall()
-        groups: dict[tuple[str, str], list[sqlite3.Row]] = {}
+        b = bundles.c
+        rows = self._read(
+            select(
+                *(b[n] for n in ("id", "comparison_id", "role", "run", "side_spec")),
+                *(b[n] for n in ("device_name", "workload", "size")),
+                b.started_unix,
+                b.finished_unix,
+                metrics.c.value,
+                comparisons.c.time_unix.label("comparison_time"),
+            )
+            .select_from(
+                metrics.join(bundles, b.id == metrics.c.bundle_id).outerjoin(
+                    comparisons, comparisons.c.id == b.comparison_id
+                )
+            )
+            .where(metrics.c.name == metric, b.status == "ok")
+        )
+        groups: dict[tuple[str, str], list[RowMapping]] = {}
         for r in rows:
             if r["run"] in COMPLIANCE_RUNS and r["comparison_id"]:
                 continue
-            if not _matches(r["workload"], workload):
+            if not matches(r["workload"], workload):
                 continue
-            if device and not _device_matches(r["side_spec"], r["device_name"], device):
+            if device and not device_matches(r["side_spec"], r["device_name"], device):
                 continue
             if side and r["side_spec"] != side and r["role"] != side:
                 continue
@@ -446,18 +425,17 @@ class Store:
         points.sort(key=lambda p: (p.time_unix or 0.0, p.role or ""))
         return points
 
-    def _comparisons(
-        self, order: str, workload: str | None, device: str | None
-    ) -> list[sqlite3.Row]:
-        """The comparisons of ``workload`` with ``device`` on either side (None: any)."""
+    def _comparisons(self, workload: str | None, device: str | None) -> list[RowMapping]:
+        """The comparisons of ``workload`` with ``device`` on either side (None: any),
+        oldest first."""
         return [
             r
-            for r in self.conn.execute(f"SELECT * FROM comparisons{order}").fetchall()
-            if _matches(r["workload"], workload)
+            for r in self._read(select(comparisons).order_by(comparisons.c.time_unix))
+            if matches(r["workload"], workload)
             and (
                 not device
-                or _device_matches(r["baseline_spec"], r["baseline_device"], device)
-                or _device_matches(r["target_spec"], r["target_device"], device)
+                or device_matches(r["baseline_spec"], r["baseline_device"], device)
+                or device_matches(r["target_spec"], r["target_device"], device)
             )
         ]
 
@@ -465,7 +443,7 @@ class Store:
         self, metric: str, workload: str | None, device: str | None
     ) -> list[TrendPoint]:
         points = []
-        for r in self._comparisons(" ORDER BY time_unix", workload, device):
+        for r in self._comparisons(workload, device):
             ratio = r["speed_ratio"]
             value = (1 / ratio if ratio else None) if metric == "speedup" else r[metric]
             if value is None:
@@ -485,72 +463,30 @@ class Store:
         return points
 
 
-def _remove(made: list[Path]) -> None:
-    """Remove an index file (and the directories) that ``Store.open`` made."""
-    for p in made:
-        for extra in ("", "-journal", "-wal", "-shm") if p is made[0] else ("",):
-            target = p.with_name(p.name + extra)
-            with suppress(OSError):
-                if target.is_dir():
-                    target.rmdir()
-                else:
-                    target.unlink(missing_ok=True)
+def _check_sqlite(path: Path) -> None:
+    """Refuse a file that is something else: SQLite would take a short one for an empty
+    database and write over it."""
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                raise UsageError(f"{path} is not a parity index: choose another --store")
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Comparison directories and stand-alone bundles under ``root``, top-down; the
-    bundles inside a comparison are indexed with it, not on their own."""
-    for current, subdirs, files in os.walk(root):
-        here = Path(current)
-        if VERDICT in files or MANIFEST in files:
-            yield here
-            subdirs.clear()
-        else:
-            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-
-
-def _sides(r: sqlite3.Row) -> str:
-    """A row's sides as the index lists them: a bundle's side, or a comparison's pair."""
-    if "side_spec" in r.keys():  # noqa: SIM118 - a Row iterates over its values
-        return str(r["side_spec"])
-    return f"{r['baseline_spec']} -> {r['target_spec']}"
-
-
-def _finished(r: sqlite3.Row) -> float | None:
-    """When a bundle's run ended (or began, where it never ended)."""
-    return r["finished_unix"] or r["started_unix"]  # type: ignore[no-any-return]
-
-
-def _matches(value: str | None, wanted: str | None) -> bool:
-    return wanted is None or value == wanted
-
-
-def _device_matches(spec: str | None, device_name: str | None, wanted: str) -> bool:
-    """``cuda`` matches ``cuda``, ``cuda:1+bf16``; a full spec matches itself; else the
-    device name must contain it (case-insensitive)."""
-    if spec:
-        try:
-            side = parse_side(spec)  # the index holds a side as it writes
-        except SpecError:
-            side = None
-        if wanted == spec or (side is not None and wanted in (side.device_string, side.device)):
-            return True
-    return bool(device_name) and wanted.lower() in str(device_name).lower()
-
-
-def index_quietly(item: Comparison | Bundle, store: Path | None = None) -> str | None:
-    """Index what ``parity compare`` or ``parity run`` just made, from memory; a failure
-    only warns."""
-    path = item.out if isinstance(item, Comparison) else item.path
+def index_quietly(
+    item: Comparison | Bundle, store: Path | str | None = None, *, url: str | None = None
+) -> str | None:
+    """Index what ``parity compare`` or ``parity run`` just made, from memory (``url``:
+    where it was published, recorded instead of its local copy); a failure only warns."""
+    path = url or (item.out if isinstance(item, Comparison) else item.path)
     try:
         with Store.open(store) as s:
-            return s.index(item)
+            return s.index(item, storage.shown(url) if url else None)
     except Exception as exc:
         log.warning(
             "parity: warning: %s was not added to the history index (%s); the results are "
             "complete: parity reindex %s adds it later",
             path,
-            exc,
+            mask(str(exc)),
             path,
         )
         return None

@@ -1,93 +1,151 @@
-"""The index's SQLite schema, where the index lives, and content identifiers.
+"""The index's schema, one for SQLite and PostgreSQL (SQLAlchemy Core), its version and
+migrations, and content identifiers.
 
-Schema (``PRAGMA user_version`` holds ``SCHEMA_VERSION``)::
+Schema (version ``SCHEMA_VERSION``, held in ``parity_meta`` and, on SQLite, also in
+``PRAGMA user_version``)::
 
     comparisons  id, path, time_unix, workload, size, kind, fingerprint, baseline_spec,
                  target_spec, baseline_device, target_device, passed, exit_code,
                  speed_ratio, speed_low, speed_high, speed_verdict, verdict (JSON)
     bundles      id, path, comparison_id -> comparisons, role, run (r00, reseeded, ...),
                  status, reason, side_spec, device_type, device_name, workload, size,
-                 kind, fingerprint, parity_version, torch_version, hostname,
+                 kind, fingerprint, parity_version, torch_version, hostname, node,
                  started_unix, finished_unix
     metrics      bundle_id -> bundles, name, value      (see ``store.figures``)
+    parity_meta  key, value                              (schema_version)
+
+A path is a local directory or a bundle URL (``s3://bucket/prefix/run``).
+
+Migrations: version 1 (SQLite only, parity 0.2) had no ``parity_meta`` and no
+``bundles.node``; ``migrate`` adds both. Creating or migrating holds a lock (PostgreSQL: an
+advisory lock; SQLite: a transaction begun IMMEDIATE), so writers that start at once agree.
 """
 
 from __future__ import annotations
 
-import os
-import sqlite3
-from pathlib import Path
+import hashlib
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    inspect,
+    select,
+    text,
+)
 
 from parity.errors import UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: an arbitrary key for PostgreSQL's advisory lock around creating and migrating
+_LOCK_KEY = 0x70617269
 
-SCHEMA = """
-CREATE TABLE comparisons (
-    id TEXT PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    time_unix REAL NOT NULL,
-    indexed_unix REAL NOT NULL,
-    workload TEXT, size TEXT, kind TEXT, fingerprint TEXT,
-    baseline_spec TEXT, target_spec TEXT, baseline_device TEXT, target_device TEXT,
-    passed INTEGER, exit_code INTEGER,
-    speed_ratio REAL, speed_low REAL, speed_high REAL, speed_verdict TEXT,
-    verdict TEXT NOT NULL
-);
-CREATE TABLE bundles (
-    id TEXT PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    comparison_id TEXT REFERENCES comparisons(id) ON DELETE CASCADE,
-    role TEXT, run TEXT,
-    status TEXT NOT NULL, reason TEXT,
-    side_spec TEXT, device_type TEXT, device_name TEXT,
-    workload TEXT, size TEXT, kind TEXT, fingerprint TEXT,
-    parity_version TEXT, torch_version TEXT, hostname TEXT,
-    started_unix REAL, finished_unix REAL,
-    indexed_unix REAL NOT NULL
-);
-CREATE TABLE metrics (
-    bundle_id TEXT NOT NULL REFERENCES bundles(id) ON DELETE CASCADE,
-    name TEXT NOT NULL,
-    value REAL NOT NULL,
-    PRIMARY KEY (bundle_id, name)
-);
-CREATE INDEX bundles_comparison ON bundles(comparison_id);
-CREATE INDEX bundles_workload ON bundles(workload, started_unix);
-CREATE INDEX comparisons_workload ON comparisons(workload, time_unix);
-CREATE INDEX metrics_name ON metrics(name);
-"""
+metadata = MetaData()
+
+comparisons = Table(
+    "comparisons",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("path", Text, nullable=False, unique=True),
+    Column("time_unix", Float, nullable=False),
+    Column("indexed_unix", Float, nullable=False),
+    *(Column(n, Text) for n in ("workload", "size", "kind", "fingerprint")),
+    *(Column(n, Text) for n in ("baseline_spec", "target_spec")),
+    *(Column(n, Text) for n in ("baseline_device", "target_device")),
+    Column("passed", Integer),
+    Column("exit_code", Integer),
+    *(Column(n, Float) for n in ("speed_ratio", "speed_low", "speed_high")),
+    Column("speed_verdict", Text),
+    Column("verdict", Text, nullable=False),
+    Index("comparisons_workload", "workload", "time_unix"),
+)
+
+bundles = Table(
+    "bundles",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("path", Text, nullable=False, unique=True),
+    Column("comparison_id", String(32), ForeignKey("comparisons.id", ondelete="CASCADE")),
+    Column("role", Text),
+    Column("run", Text),
+    Column("status", Text, nullable=False),
+    Column("reason", Text),
+    *(Column(n, Text) for n in ("side_spec", "device_type", "device_name")),
+    *(Column(n, Text) for n in ("workload", "size", "kind", "fingerprint")),
+    *(Column(n, Text) for n in ("parity_version", "torch_version", "hostname", "node")),
+    *(Column(n, Float) for n in ("started_unix", "finished_unix")),
+    Column("indexed_unix", Float, nullable=False),
+    Index("bundles_comparison", "comparison_id"),
+    Index("bundles_workload", "workload", "started_unix"),
+)
+
+metrics = Table(
+    "metrics",
+    metadata,
+    Column(
+        "bundle_id",
+        String(32),
+        ForeignKey("bundles.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("name", String(200), primary_key=True),
+    Column("value", Float, nullable=False),
+    Index("metrics_name", "name"),
+)
+
+meta = Table(
+    "parity_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
 
 
-def default_path() -> Path:
-    """``$PARITY_STORE``, else the user's data directory."""
-    if os.environ.get("PARITY_STORE"):
-        return Path(os.environ["PARITY_STORE"]).expanduser()
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data) / "parity" / "index.sqlite"
+def content_id(prefix: str, data: bytes) -> str:
+    return prefix + hashlib.sha256(data).hexdigest()[:12]
 
 
-def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+def _version(conn: Connection, tables: set[str]) -> int:
+    if "parity_meta" in tables:
+        row = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).first()
+        return int(row[0]) if row else 0
+    if conn.dialect.name == "sqlite":
+        return int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0)
+    return 0
+
+
+def _lock(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+    # SQLite: every transaction begins IMMEDIATE (``store.engine``), the write lock held
+
+
+def migrate(conn: Connection, where: str) -> None:
+    """Bring the index at ``where`` (shown in errors) to ``SCHEMA_VERSION``, inside the
+    caller's transaction; refuse a newer index or a database that is something else."""
+    _lock(conn)
+    tables = set(inspect(conn).get_table_names())
+    version = _version(conn, tables)
     if version == SCHEMA_VERSION:
         return
     if version > SCHEMA_VERSION:
         raise UsageError(
-            f"the index {path} has schema version {version}, newer than this parity knows "
+            f"the index {where} has schema version {version}, newer than this parity knows "
             f"({SCHEMA_VERSION}): upgrade parity or choose another --store"
         )
-    tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
-    if version == 0 and tables:
-        raise UsageError(f"{path} is an SQLite file but not a parity index: choose another --store")
-    with conn:
-        conn.executescript(SCHEMA)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-def check_sqlite(path: Path) -> None:
-    """Refuse a file that is something else: SQLite would take a short one for an empty
-    database and write over it."""
-    if path.is_file() and path.stat().st_size:
-        with path.open("rb") as f:
-            if f.read(16) != b"SQLite format 3\x00":
-                raise UsageError(f"{path} is not a parity index: choose another --store")
+    if version == 0 and tables - {"parity_meta"}:
+        raise UsageError(f"{where} is a database but not a parity index: choose another --store")
+    if version == 1:  # parity 0.2's SQLite index
+        conn.exec_driver_sql("ALTER TABLE bundles ADD COLUMN node TEXT")
+    metadata.create_all(conn, checkfirst=True)
+    conn.execute(meta.delete().where(meta.c.key == "schema_version"))
+    conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(f"PRAGMA user_version = {SCHEMA_VERSION}")

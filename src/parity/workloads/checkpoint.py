@@ -131,6 +131,27 @@ def locate(rest: str) -> Location:
     return Location(path=Path(snapshot), ident=repo, origin="hub cache")
 
 
+def config_name(location: Location, config: dict[str, Any]) -> str:
+    """What a checkpoint is called: a hub model's repository id; a directory's config names
+    it (``_name_or_path`` where it is a repository id, else its first architecture), the
+    directory's name only where the config names nothing (a directory called ``hf`` or
+    ``checkpoint-500`` says little)."""
+    if location.origin != "directory":
+        return location.ident
+    source = config.get("_name_or_path")
+    if (
+        isinstance(source, str)
+        and "/" in source
+        and _HUB_ID.match(source)
+        and not Path(source).is_absolute()
+    ):
+        return source
+    architectures = config.get("architectures")
+    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
+        return architectures[0]
+    return location.ident
+
+
 def default_task(architectures: list[str] | None) -> Task:
     """The task a checkpoint's saved head implies."""
     name = (architectures or [""])[0]
@@ -434,7 +455,7 @@ class CheckpointInfer(Checkpoint, LmInfer):
 
 
 @cache
-def checkpoint_class(location: Location, task: Task) -> type[Checkpoint]:
+def checkpoint_class(location: Location, task: Task, name: str | None = None) -> type[Checkpoint]:
     """The Workload class of one checkpoint and task (made once per pair)."""
     base: type[Checkpoint] = CheckpointInfer
     if task == "train":
@@ -447,9 +468,10 @@ def checkpoint_class(location: Location, task: Task) -> type[Checkpoint]:
         (base,),
         {
             "__module__": __name__,
-            "name": f"hf:{location.ident}",
+            "name": f"hf:{name or location.ident}",
             "kind": task if task in ("train", "generate") else "infer",
-            "description": f"checkpoint {location.ident} ({location.origin}), task {task}",
+            "description": f"checkpoint {name or location.ident} ({location.origin} "
+            f"{location.ident}), task {task}",
             "location": location,
             "task": task,
             "sizes": table,
@@ -466,14 +488,14 @@ def resolve_checkpoint(spec: WorkloadSpec) -> Workload:
         raise WorkloadError(
             f"hf:{location.ident} has no config.json: save the model with save_pretrained(dir)"
         )
-    task = spec.task
-    if task is None:
-        try:
-            architectures = json.loads(config_file.read_text()).get("architectures")
-        except ValueError as exc:
-            raise WorkloadError(f"hf:{location.ident}: config.json is not JSON: {exc}") from None
-        task = default_task(architectures)
-    return checkpoint_class(location, task)(spec)
+    try:
+        config = json.loads(config_file.read_text())
+    except ValueError as exc:
+        raise WorkloadError(f"hf:{location.ident}: config.json is not JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise WorkloadError(f"hf:{location.ident}: config.json is not a JSON object")
+    task = spec.task or default_task(config.get("architectures"))
+    return checkpoint_class(location, task, config_name(location, config))(spec)
 
 
 def resolve_hf(spec: WorkloadSpec) -> Workload:

@@ -210,6 +210,9 @@ class GptTrain(Workload):
 class GenerateRunner(GenerateLoop):
     """Greedy decoding with the static key/value cache of ``Gpt``."""
 
+    def score(self, sequence: torch.Tensor) -> torch.Tensor | None:
+        return self.model(sequence)  # type: ignore[no-any-return]
+
     def generate(
         self, prompt: torch.Tensor, stamps: list[int] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -279,6 +279,11 @@ class LmGenerateRunner(GenerateLoop):
             **{self.cache_arg: past},
         )
 
+    def score(self, sequence: torch.Tensor) -> torch.Tensor | None:
+        if self.decoder_start is not None:
+            return None  # an encoder-decoder: its prompt is not the decoder's context
+        return logits_of(self.model(input_ids=sequence, use_cache=False))
+
     def generate(
         self, prompt: torch.Tensor, stamps: list[int] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -231,13 +231,43 @@ class GenerateLoop(StepRunner):
     def token_times_ns(self) -> list[list[int]] | None:
         return self.stamps
 
-    def finish(self) -> RunNumerics:
+    def score(self, sequence: torch.Tensor) -> torch.Tensor | None:
+        """The logits at every position of ``sequence`` in one forward pass (teacher
+        forcing); None where the model has no such pass (an encoder-decoder)."""
+        return None
+
+    def replay(self, i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Batch ``i`` decoded once more while recording: (tokens, prefill logits, each
+        generated position's top-2 margin)."""
         self.recording = []
         try:
-            final_tokens, final_logits = self.generate(batches(self.prompts, 0))
-            margins = torch.stack(self.recording, dim=1)
+            tokens, logits = self.generate(batches(self.prompts, i))
+            return tokens, logits, torch.stack(self.recording, dim=1)
         finally:
             self.recording = None
+
+    def every_prompt(
+        self, first: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """Every prompt's tokens and margins, and, teacher-forced on the prompt and its own
+        tokens, the arg-max and top-2 margin at every position (``every_*``)."""
+        runs = [first] + [self.replay(i) for i in range(1, self.prompts.shape[0])]
+        out: dict[str, list[torch.Tensor]] = {"tokens": [], "margins": [], "top1": [], "m1": []}
+        for i, (tokens, _, margins) in enumerate(runs):
+            out["tokens"].append(tokens.cpu())
+            out["margins"].append(margins.cpu())
+            prompt = batches(self.prompts, i)
+            with torch.inference_mode(), self.ctx.autocast():
+                logits = self.score(torch.cat([prompt, tokens[:, :-1].to(prompt.device)], dim=1))
+            if logits is None:
+                return {}
+            top2 = logits.detach().double().topk(2, dim=-1)
+            out["top1"].append(top2.indices[..., 0].cpu())
+            out["m1"].append((top2.values[..., 0] - top2.values[..., 1]).cpu())
+        return {k: torch.cat(v) for k, v in out.items()}
+
+    def finish(self) -> RunNumerics:
+        final_tokens, final_logits, margins = self.replay(0)
         first = self.first or (final_tokens.clone(), final_logits.clone())
         outputs = {
             "prefill_logits": first[1],
@@ -245,7 +275,9 @@ class GenerateLoop(StepRunner):
             f"{FINAL}prefill_logits": final_logits,
             f"{FINAL}tokens": final_tokens,
         }
-        return RunNumerics(
-            outputs=to_cpu(outputs),
-            margins=to_cpu({"tokens": margins, f"{FINAL}tokens": margins.clone()}),
-        )
+        recorded = {"tokens": margins, f"{FINAL}tokens": margins.clone()}
+        every = self.every_prompt((final_tokens, final_logits, margins))
+        if every:
+            outputs |= {"every_tokens": every["tokens"], "every_top1": every["top1"]}
+            recorded |= {"every_tokens": every["margins"], "every_top1": every["m1"]}
+        return RunNumerics(outputs=to_cpu(outputs), margins=to_cpu(recorded))

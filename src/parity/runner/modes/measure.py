@@ -138,9 +138,16 @@ def probe(session: SideSession, loaded: Loaded) -> None:
     write_capture(session, found, tensors)
 
 
+def run_steps(session: SideSession, loaded: Loaded) -> int:
+    """The steps this process runs: the workload's, or a timing process's first ``steps``
+    of them (``job.steps``, sized by the parent from the side's quality run)."""
+    steps = loaded.workload.steps
+    return steps if session.job.steps is None else max(1, min(session.job.steps, steps))
+
+
 def time_steps(session: SideSession, loaded: Loaded) -> Timed:
     """The first step, then the rest in chunks, each step ending with a synchronize."""
-    device, runner, steps = session.device, loaded.runner, loaded.workload.steps
+    device, runner, steps = session.device, loaded.runner, run_steps(session, loaded)
     reset_peaks(session)
     # the anti-caching compliance run feeds one identical input at every step
     step = (lambda i: runner.step(0)) if session.job.same_input else runner.step
@@ -206,7 +213,7 @@ def prefetched_pass(
         after = loaded.model.training
         loaded.model.train(training)
         try:
-            steps = loaded.workload.steps
+            steps = run_steps(session, loaded)
             return timer.prefetched(steps, pipeline.prefetch_steps(steps))
         finally:
             loaded.model.train(after)

@@ -1,0 +1,157 @@
+"""The cluster a comparison asks for: ``--cluster`` and ``--place`` parsed, the cluster
+reached and its nodes checked for the resources the sides ask for, before anything runs
+(one line naming the problem and the fix, within seconds)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from parity.errors import OptionError, UsageError
+from parity.model.placement import ClusterPlan, Resource
+from parity.redact import redact
+from parity.spec import SideSpec
+
+#: seconds to reach the cluster's address before calling it unreachable
+CONNECT_TIMEOUT_S = 5.0
+_PLACE = re.compile(r"^([A-Za-z][\w-]*)=([A-Za-z][\w.-]*)(?::([0-9.]+))?$")
+DEFAULT_CLIENT_PORT = 10001
+#: the roles a side can be placed as: a comparison's two, a run's or a scan's one
+ROLES = ("baseline", "target", "run", "scan")
+
+
+def parse_place(items: Iterable[str] | Mapping[str, object]) -> dict[str, Resource]:
+    """``SIDE=RESOURCE[:AMOUNT]`` items (or a plan's ``[place]`` table) -> role -> resource."""
+    pairs = [f"{k}={v}" for k, v in items.items()] if isinstance(items, Mapping) else list(items)
+    place: dict[str, Resource] = {}
+    for item in pairs:
+        m = _PLACE.match(item.strip())
+        if not m or m.group(1) not in ROLES:
+            raise OptionError(
+                f"--place {item!r}: give SIDE=RESOURCE[:AMOUNT] with SIDE baseline or target "
+                "(run or scan for parity run and scan), e.g. --place target=neuron_cores:2"
+            )
+        amount = float(m.group(3)) if m.group(3) else 1.0
+        if amount <= 0:
+            raise OptionError(f"--place {item!r}: the amount must be positive")
+        place[m.group(1)] = Resource(name=m.group(2), amount=amount)
+    return place
+
+
+def resource_for(side: SideSpec, plan: ClusterPlan, role: str) -> Resource:
+    """What ``role`` asks its node for: as placed, else its device's default (``GPU`` for
+    cuda, ``neuron_cores`` for neuron, ``CPU`` for cpu: the device adapter's)."""
+    if role in plan.place:
+        return plan.place[role]
+    from parity.devices.registry import get_device
+
+    name = get_device(side.device).cluster_resource
+    return Resource(name=name, amount=float(side.nproc or 1))
+
+
+def resolve_address(address: str) -> str:
+    """``auto`` -> ``$RAY_ADDRESS``; anything else as given."""
+    if address == "auto":
+        found = os.environ.get("RAY_ADDRESS")
+        if not found:
+            raise UsageError(
+                "--cluster auto uses RAY_ADDRESS, which is not set: set it or give "
+                "--cluster ray://HOST:PORT"
+            )
+        return found
+    return address
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    rest = address.split("://", 1)[-1].rstrip("/")
+    rest = rest.rsplit("@", 1)[-1]
+    host, _, port = rest.rpartition(":")
+    if not host:
+        return rest, DEFAULT_CLIENT_PORT
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        raise UsageError(
+            f"--cluster {redact(address)}: not HOST:PORT: give ray://HOST:PORT or auto"
+        ) from None
+
+
+def reachable(address: str) -> None:
+    """A TCP connection to the address within ``CONNECT_TIMEOUT_S``, or UsageError."""
+    host, port = _host_port(address)
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise UsageError(
+            f"--cluster {redact(address)}: nothing answers at {host}:{port} "
+            f"({exc.strerror or exc}): start the cluster (ray start --head) or fix the address"
+        ) from None
+
+
+def connect(address: str) -> Any:
+    """Ray, connected to the cluster at ``address`` (``ray://HOST:PORT`` or a GCS
+    ``HOST:PORT``); UsageError where it is missing or unreachable."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--cluster needs Ray: pip install 'parity[cluster]'") from None
+    address = resolve_address(address)
+    reachable(address)
+    if ray.is_initialized():
+        return ray
+    try:
+        ray.init(
+            address=address,
+            namespace="parity",
+            logging_level=logging.ERROR,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        raise UsageError(
+            f"--cluster {redact(address)}: cannot join the cluster "
+            f"({redact(text[0] if text else type(exc).__name__)}): check the address and that "
+            "this Ray matches the cluster's"
+        ) from None
+    return ray
+
+
+def check_resources(ray: Any, wanted: Mapping[str, Resource]) -> None:
+    """Some alive node offers each role's resource, in the amount asked."""
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    offered = sorted({k for n in nodes for k in n.get("Resources", {}) if "node:" not in k})
+    for role, res in wanted.items():
+        if not any(n.get("Resources", {}).get(res.name, 0) >= res.amount for n in nodes):
+            raise UsageError(
+                f"--place {role}={res}: no node of the cluster has {res.name!r}"
+                f"{f' x{res.amount:g}' if res.amount != 1 else ''} (its nodes offer: "
+                f"{', '.join(offered) or 'nothing'}): start a node with it or change --place"
+            )
+
+
+def cluster_address(address: str) -> str:
+    """``--cluster`` checked: not empty, and no user or password (it is stored)."""
+    address = address.strip()
+    if not address:
+        raise OptionError("--cluster is empty: give ray://HOST:PORT or auto")
+    if "@" in address:
+        raise OptionError(
+            "--cluster carries a user or password, which would be stored in request.json: "
+            "give ray://HOST:PORT"
+        )
+    return address
+
+
+def cluster_plan(address: str | None, place: Mapping[str, Resource] | None) -> ClusterPlan | None:
+    """``--cluster`` and ``--place`` together (``--place`` needs a cluster)."""
+    if address is None:
+        if place:
+            raise OptionError("--place needs --cluster ray://HOST:PORT (or auto)")
+        return None
+    return ClusterPlan(address=cluster_address(address), place=dict(place or {}))

@@ -1,0 +1,118 @@
+"""What runs on a cluster node: one actor per side, which runs the side's jobs there with
+the launcher a single machine uses (a zygote and forked repeats, or spawned jobs), and
+sends each finished bundle back as its files (their digests travel with them)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import tempfile
+import urllib.request
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+from parity.model.codec import decode, dumps, loads
+from parity.model.job import Job
+from parity.model.placement import Placement
+from parity.probes.environment import PLACEMENT_VAR
+
+#: seconds a cloud metadata service has to answer (absent otherwise)
+METADATA_TIMEOUT_S = 0.3
+AWS = "http://169.254.169.254/latest"
+GCP = "http://metadata.google.internal/computeMetadata/v1/instance"
+
+
+def _get(url: str, headers: dict[str, str], method: str = "GET") -> str | None:
+    try:
+        request = urllib.request.Request(url, headers=headers, method=method)
+        with urllib.request.urlopen(request, timeout=METADATA_TIMEOUT_S) as r:
+            return str(r.read().decode().strip()) or None
+    except (OSError, ValueError):
+        return None
+
+
+def cloud_instance() -> tuple[str | None, str | None]:
+    """(instance type, zone) from AWS's (IMDSv2) or Google's metadata service; (None,
+    None) where neither answers within ``METADATA_TIMEOUT_S``."""
+    token = _get(f"{AWS}/api/token", {"X-aws-ec2-metadata-token-ttl-seconds": "60"}, method="PUT")
+    if token:
+        auth = {"X-aws-ec2-metadata-token": token}
+        return (
+            _get(f"{AWS}/meta-data/instance-type", auth),
+            _get(f"{AWS}/meta-data/placement/availability-zone", auth),
+        )
+    google = {"Metadata-Flavor": "Google"}
+    kind = _get(f"{GCP}/machine-type", google)
+    if kind:
+        return kind.rsplit("/", 1)[-1], (_get(f"{GCP}/zone", google) or "").rsplit("/", 1)[-1]
+    return None, None
+
+
+def files_of(tree: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(tree).as_posix(): p.read_bytes()
+        for p in sorted(tree.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def write_files(tree: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise ValueError(f"{rel!r} is outside the directory")
+        target = tree / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+class SideNode:
+    """A side's home on one node (the body of a Ray actor): its work directory, its
+    launcher, the frozen workloads it was sent, and where it is."""
+
+    def __init__(self, resource: str, cluster: str, node_id: str | None = None) -> None:
+        from parity.runner.launch import Launcher
+
+        if node_id is None:  # in a Ray actor: the node it was placed on
+            import ray
+
+            node_id = str(ray.get_runtime_context().get_node_id())
+        self.work = Path(tempfile.mkdtemp(prefix="parity-side-"))
+        self.launcher = Launcher()
+        self.frozen: dict[str, Path] = {}
+        instance, zone = cloud_instance()
+        self.placement = Placement(
+            node_id=node_id,
+            hostname=socket.gethostname(),
+            resource=resource,
+            cluster=cluster,
+            instance_type=instance,
+            zone=zone or None,
+        )
+
+    def where(self) -> str:
+        return dumps(self.placement, indent=None)
+
+    def run(self, job_text: str, frozen: dict[str, bytes] | None) -> dict[str, bytes]:
+        """One job into a bundle here; returns the bundle's files."""
+        from parity.runner.launch import run_job
+
+        job = decode(Job, loads(job_text))
+        if job.frozen is not None and frozen is not None:
+            if job.frozen not in self.frozen:
+                local = self.work / "frozen" / uuid.uuid4().hex[:12] / Path(job.frozen).name
+                write_files(local, frozen)
+                self.frozen[job.frozen] = local
+            job = replace(job, frozen=str(self.frozen[job.frozen]))
+        final = self.work / "bundles" / uuid.uuid4().hex[:12]
+        env = {PLACEMENT_VAR: json.dumps(json.loads(self.where()))}
+        run_job(job, final, env=env, launcher=self.launcher)
+        try:
+            return files_of(final)
+        finally:
+            shutil.rmtree(final, ignore_errors=True)
+
+    def close(self) -> None:
+        self.launcher.close()
+        shutil.rmtree(self.work, ignore_errors=True)

@@ -1,0 +1,123 @@
+"""A local Ray cluster for tests and benchmarks: a head and worker nodes on this machine,
+each worker with its own custom resource (``side-a``, ``side-b``). Every node is a ``ray
+start --block`` in its own process group, so whoever started it stops exactly that (or
+kills one node mid-side) by the group's id, never Ray processes by name."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+STORE_BYTES = 80 * 1024 * 1024
+
+
+@dataclass
+class RayCluster:
+    gcs: str
+    client: str
+    root: Path
+    nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a node's whole process group (its raylet and its workers)."""
+        proc = self.nodes[name]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+
+    def add(self, name: str) -> None:
+        """Start a worker node with the resource ``name`` (again, after ``kill``)."""
+        self.nodes[name] = _ray(
+            f"--address={self.gcs}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+            f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}",
+            log=self.root / f"{name}.log",
+        )  # fmt: skip
+        _alive(
+            self.gcs, 1 + sum(p.poll() is None for n, p in self.nodes.items() if n != "head"), 180
+        )
+
+
+def _ray(*args: str, log: Path) -> subprocess.Popen[bytes]:
+    exe = Path(sys.executable).with_name("ray")
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [str(exe), "start", "--block", "--disable-usage-stats", *args],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        )  # fmt: skip
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ray start ended: {log.read_text()[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise RuntimeError(f"ray did not listen on {port} in {timeout} s: {log.read_text()[-2000:]}")
+
+
+def _alive(gcs: str, want: int, timeout: float) -> None:
+    """Wait until ``want`` nodes are alive (asked with ``ray status`` from a subprocess,
+    so this process never joins the cluster itself)."""
+    exe = Path(sys.executable).with_name("ray")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            out = subprocess.run(
+                [str(exe), "status", f"--address={gcs}"],
+                capture_output=True, text=True, timeout=30,
+            ).stdout  # fmt: skip
+        except subprocess.TimeoutExpired as exc:  # it printed, then lingered
+            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        active = out.split("Active:", 1)[-1].split("Pending:", 1)[0]
+        if active.count("node_") >= want:
+            return
+        time.sleep(1)
+    raise RuntimeError(f"the cluster did not reach {want} nodes in {timeout} s")
+
+
+@contextlib.contextmanager
+def local_cluster(workers: Sequence[str] = ("side-a", "side-b")) -> Iterator[RayCluster]:
+    """A head (no CPUs of its own) and one worker node per name, each with one CPU and
+    the resource ``name``; every node killed and its files removed at the end."""
+    root = Path(tempfile.mkdtemp(prefix="parity-ray-"))
+    gcs_port, client_port = free_port(), free_port()
+    cluster = RayCluster(
+        gcs=f"127.0.0.1:{gcs_port}", client=f"ray://127.0.0.1:{client_port}", root=root
+    )
+    common = [f"--object-store-memory={STORE_BYTES}", "--include-dashboard=false"]
+    try:
+        cluster.nodes["head"] = _ray(
+            "--head", "--node-ip-address=127.0.0.1", f"--port={gcs_port}",
+            f"--ray-client-server-port={client_port}", "--num-cpus=0",
+            f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+            f"--temp-dir={root}", *common, log=root / "head.log",
+        )  # fmt: skip
+        _wait_port(client_port, cluster.nodes["head"], root / "head.log", 120)
+        for name in workers:
+            cluster.add(name)
+        yield cluster
+    finally:  # every node's process group, killed: nothing to drain
+        for name in reversed(list(cluster.nodes)):
+            cluster.kill(name)
+        shutil.rmtree(root, ignore_errors=True)

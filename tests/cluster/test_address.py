@@ -1,0 +1,54 @@
+"""``--cluster`` and ``--place`` parsed and checked without a cluster: the roles, the
+amounts, the defaults from each device adapter, and what is refused before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.cluster.address import parse_place, reachable, resolve_address, resource_for
+from parity.errors import OptionError, UsageError
+from parity.model.placement import ClusterPlan, Resource
+from parity.request import CompareRequest
+from parity.spec import parse_side
+from parity.storage import check_destination
+from parity.testing.raycluster import free_port
+
+
+def test_place_items_and_a_plan_table() -> None:
+    assert parse_place(["baseline=side-a", "target=neuron_cores:2"]) == {
+        "baseline": Resource(name="side-a"),
+        "target": Resource(name="neuron_cores", amount=2.0),
+    }
+    assert parse_place({"target": "GPU:0.5"}) == {"target": Resource(name="GPU", amount=0.5)}
+    for bad in ("side=GPU", "target", "target=", "target=GPU:-1", "target=GPU:x"):
+        with pytest.raises(OptionError, match="--place"):
+            parse_place([bad])
+
+
+def test_defaults_come_from_the_device_adapter() -> None:
+    plan = ClusterPlan(address="auto")
+    wanted = {spec: resource_for(parse_side(spec), plan, "target").name
+              for spec in ("cpu", "cpu+bf16", "cuda", "neuron+bf16")}  # fmt: skip
+    assert wanted == {"cpu": "CPU", "cpu+bf16": "CPU", "cuda": "GPU", "neuron+bf16": "neuron_cores"}
+    placed = ClusterPlan(address="auto", place={"target": Resource(name="side-b")})
+    assert resource_for(parse_side("cuda"), placed, "target").name == "side-b"
+
+
+def test_refused_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OptionError, match="--place needs --cluster"):
+        CompareRequest.from_kwargs(workload="mlp-train", place=["target=GPU"])
+    with pytest.raises(OptionError, match="user or password") as leaked:
+        CompareRequest.from_kwargs(workload="mlp-train", cluster="ray://bob:hunter2-pw@head:1")
+    assert "hunter2" not in str(leaked.value)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(UsageError, match="RAY_ADDRESS"):
+        resolve_address("auto")
+    with pytest.raises(UsageError, match="nothing answers"):
+        reachable(f"ray://127.0.0.1:{free_port()}")
+    with pytest.raises(UsageError, match="user or password") as caught:
+        check_destination("s3://KEYID:s3cret-Key-99@bucket/run")
+    assert "s3cret-Key-99" not in str(caught.value)
+    request = CompareRequest.from_kwargs(
+        workload="mlp-train", target="cpu+bf16", cluster="auto", place=["target=side-b"]
+    )
+    assert request.cluster == ClusterPlan(address="auto", place={"target": Resource(name="side-b")})

@@ -1,0 +1,129 @@
+"""Sides on the nodes of a real local Ray cluster the test starts (a head and two workers
+with the resources ``side-a`` and ``side-b``): each side on its own node (asserted from
+the node ids its bundles record), bundles published to moto's S3 server and judged again
+from there, a node killed mid-side, and bad input refused before anything runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parity import storage
+from parity.bundle import load_side
+from parity.model.codec import encode
+from parity.testing.raycluster import free_port
+from tests.conftest import run_cli
+from tests.fixtures.cluster import RayCluster
+from tests.fixtures.runs import synthetic_run
+from tests.fixtures.servers import S3
+
+pytestmark = pytest.mark.slow
+LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4")
+
+
+def _gates_and_speed(verdict: dict[str, object]) -> tuple[object, ...]:
+    speed = verdict["speed"]
+    assert isinstance(speed, dict)
+    return (verdict["passed"], verdict["exit_code"], verdict["gates"], speed["verdict"],
+            speed["ratio"], speed["interval"])  # fmt: skip
+
+
+def test_each_side_on_its_own_node_published_to_s3(
+    ray_cluster: RayCluster,
+    s3_server: S3,
+    tmp_path: Path,
+) -> None:
+    fs, _ = storage.split("s3://parity-test")
+    if not fs.exists("parity-test"):
+        fs.mkdir("parity-test")
+    url = "s3://parity-test/cluster-run1"
+    cmp = run_cli(
+        "compare", "mlp-train", "--target", "cpu+bf16", "--cluster", ray_cluster.client,
+        "--place", "baseline=side-a", "--place", "target=side-b", "--out", url, "--json", *LEAN,
+    )  # fmt: skip
+    assert cmp.returncode in (0, 1) and cmp.stdout.startswith("{"), cmp.stderr[-3000:]
+    verdict = json.loads(cmp.stdout)
+    local = encode(synthetic_verdict(tmp_path))
+    assert sorted(verdict) == sorted(local)  # the same shape as a local compare
+    where = {role: verdict["sides"][role]["placement"] for role in ("baseline", "target")}
+    assert where["baseline"]["node_id"] != where["target"]["node_id"]
+    assert (where["baseline"]["resource"], where["target"]["resource"]) == ("side-a", "side-b")
+    tree = storage.fetch(url)
+    for role in ("baseline", "target"):
+        side = load_side(tree / role)
+        nodes = {b.manifest.environment.placement.node_id for b in side.repeats}  # type: ignore[union-attr]
+        assert nodes == {where[role]["node_id"]}, role  # every repeat on the side's node
+    again = run_cli("diff", f"{url}/baseline", f"{url}/target", "--json")
+    assert again.returncode == cmp.returncode, again.stderr
+    assert _gates_and_speed(json.loads(again.stdout)) == _gates_and_speed(verdict)
+
+
+def synthetic_verdict(tmp_path: Path) -> object:
+    from parity.bundle import read_verdict
+
+    return read_verdict(synthetic_run(tmp_path / "local"))[0]
+
+
+def test_a_resource_no_node_has_is_refused_quickly(ray_cluster: RayCluster) -> None:
+    start = time.monotonic()
+    cli = run_cli(
+        "compare", "mlp-train", "--target", "cpu+bf16", "--cluster", ray_cluster.client,
+        "--place", "target=neuron_cores",
+        "--out", str(Path(os.environ["PARITY_CACHE_DIR"]) / "never"), *LEAN,
+    )  # fmt: skip
+    took = time.monotonic() - start
+    assert cli.returncode == 2 and took < 15, (took, cli.stderr)
+    assert len(cli.stderr.strip().splitlines()) == 1 and "neuron_cores" in cli.stderr
+    assert "side-a" in cli.stderr  # what the nodes do offer
+    assert not (Path(os.environ["PARITY_CACHE_DIR"]) / "never").exists()
+
+
+def test_an_unreachable_cluster_is_refused_quickly(tmp_path: Path) -> None:
+    start = time.monotonic()
+    cli = run_cli(
+        "compare", "mlp-train", "--target", "cpu+bf16", "--cluster",
+        f"ray://127.0.0.1:{free_port()}",
+        "--out", str(tmp_path / "never"), *LEAN,
+    )  # fmt: skip
+    assert cli.returncode == 2 and time.monotonic() - start < 15, cli.stderr
+    assert len(cli.stderr.strip().splitlines()) == 1 and "nothing answers" in cli.stderr
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_node_killed_mid_side_is_that_sides_failure(
+    ray_cluster: RayCluster,
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "parity", "compare", "mlp-train", "--target", "cpu+bf16",
+         "--cluster", ray_cluster.client, "--place", "baseline=side-a",
+         "--place", "target=side-b", "--out", str(out), "--json",
+         "--repeats", "3", "--no-compliance", "--steps", "40"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 400
+        while not list(out.glob("target/.r00.tmp-*")):  # the target's first repeat was sent
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            time.sleep(0.2)
+        time.sleep(2)  # it is running on side-b
+        ray_cluster.kill("side-b")
+        stdout, stderr = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        ray_cluster.add("side-b")
+    assert proc.returncode == 1, stderr[-3000:]
+    verdict = json.loads(stdout)
+    target = verdict["sides"]["target"]
+    seen = [(b.path.name, b.status, b.manifest.reason) for b in load_side(out / "target").repeats]
+    assert target["status"] == "failed" and "was lost while it ran" in target["reason"], seen
+    assert verdict["sides"]["baseline"]["status"] == "ok"  # the other side's results kept
+    assert len(load_side(out / "baseline").ok) >= 1

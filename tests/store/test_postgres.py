@@ -1,0 +1,115 @@
+"""The index on a real PostgreSQL 15 server the test starts: the same schema, answers and
+commands as SQLite, writers on many processes at once losing nothing, a v1 SQLite index
+migrated, and a wrong password refused in one line that never shows it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parity.store import SCHEMA_VERSION, Store
+from tests.fixtures.runs import synthetic_run
+from tests.fixtures.servers import PG_PASSWORD, Postgres
+
+pytestmark = pytest.mark.slow
+DAY = 86400.0
+
+
+def _parity(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "parity", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("four")
+    t0 = time.time() - 5 * DAY
+    return [
+        synthetic_run(root / f"c{i}", finished=t0 + i * DAY, target_scale=0.8 + 0.1 * i)
+        for i in range(4)
+    ]
+
+
+def test_four_writers_at_once_lose_nothing_and_ls_lists_all(
+    postgres: Postgres,
+    four: list[Path],
+) -> None:
+    url = postgres.url(password=None)  # the password from libpq's usual place
+    env = {"PARITY_STORE": url, "PGPASSWORD": PG_PASSWORD}
+    procs = [_parity("reindex", str(d), env=env) for d in four]  # started at once
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [o[1] for o in outs]
+    for _ in range(2):  # twice in a row
+        listed = _parity("ls", "--json", env=env)
+        out, err = listed.communicate(timeout=60)
+        assert listed.returncode == 0, err
+        rows = json.loads(out)
+        assert sorted(r["path"] for r in rows) == sorted(str(d.resolve()) for d in four)
+        assert all(r["type"] == "compare" for r in rows)
+    with Store.open(postgres.url()) as s:
+        assert s.location.dialect == "postgresql" and PG_PASSWORD not in s.path
+        indexed = sum(len(s.show(r.id).bundles) for r in s.runs())
+    written = sum(1 for d in four for _ in d.glob("*/*/manifest.json"))
+    assert indexed == written > 4  # every bundle of every comparison
+
+
+def test_same_answers_as_sqlite(postgres: Postgres, four: list[Path], tmp_path: Path) -> None:
+    answers = []
+    for target in (str(tmp_path / "i.sqlite"), postgres.url()):
+        with Store.open(target) as s:
+            result = s.reindex(four)
+            assert result.problems == [] and result.comparisons == 4
+            runs = s.runs()
+            record = s.show(runs[0].id[:6])
+            trend = s.trend("median_step_s", side="target")
+            ratio = s.trend("speed_ratio")
+            again = s.reindex([])  # the directories the index knows
+            answers.append((runs, record, trend, ratio, again.comparisons, again.bundles))
+    lite, pg = answers
+    assert lite == pg
+
+
+def test_a_v1_sqlite_index_is_migrated(tmp_path: Path, four: list[Path]) -> None:
+    old = tmp_path / "v1.sqlite"
+    with Store.open(old) as s:
+        s.reindex(four[:1])
+    with sqlite3.connect(old) as conn:  # back to what parity 0.2 wrote
+        conn.execute("DROP TABLE parity_meta")
+        conn.execute("ALTER TABLE bundles DROP COLUMN node")
+        conn.execute("PRAGMA user_version = 1")
+    with Store.open(old) as s:
+        assert len(s.runs()) == 1
+    with sqlite3.connect(old) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(bundles)")}
+        assert "node" in columns
+        meta = conn.execute("SELECT value FROM parity_meta WHERE key = 'schema_version'")
+        assert meta.fetchone()[0] == str(SCHEMA_VERSION)
+
+
+def test_wrong_password_is_one_line_exit_2_and_masked(postgres: Postgres) -> None:
+    wrong = "not-the-Pw-8812"
+    start = time.monotonic()
+    proc = _parity("ls", "--store", postgres.url(password=wrong))
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - start
+    assert proc.returncode == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert "password authentication failed" in err and "***" in err
+    assert wrong not in err and took < 15
+    nobody = _parity("ls", "--store", f"postgresql://u:{wrong}@127.0.0.1:1/x")
+    out, err = nobody.communicate(timeout=60)
+    assert nobody.returncode == 2 and len(err.strip().splitlines()) == 1 and wrong not in err
+    assert "cannot reach the index" in err

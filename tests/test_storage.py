@@ -1,0 +1,134 @@
+"""Bundles at fsspec URLs, on moto's real S3 server (started by the test): published
+trees visible only once committed, every file checked on every read, ``parity diff``,
+``report`` and ``reindex`` reading URLs, a missing bucket refused before anything runs,
+and a real ``parity compare --out s3://...`` judged again from the bucket."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from parity import storage
+from parity.api import diff
+from parity.errors import BundleError, UsageError
+from parity.model.codec import encode
+from parity.store import Store
+from tests.conftest import run_cli
+from tests.fixtures.runs import synthetic_run
+from tests.fixtures.servers import S3
+
+pytestmark = pytest.mark.slow
+BUCKET = "parity-test"
+
+
+@pytest.fixture(scope="module")
+def bucket(s3_server: S3) -> str:
+    fs, _ = storage.split(f"s3://{BUCKET}")
+    if not fs.exists(BUCKET):
+        fs.mkdir(BUCKET)
+    return f"s3://{BUCKET}"
+
+
+@pytest.fixture(scope="module")
+def published(bucket: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    local = synthetic_run(tmp_path_factory.mktemp("pub") / "run", target_scale=0.7)
+    url = f"{bucket}/synthetic/run"
+    storage.check_destination(url)
+    storage.publish(local, url)
+    return local, url
+
+
+def _gates_and_speed(verdict: dict[str, object]) -> tuple[object, ...]:
+    speed = verdict["speed"]
+    assert isinstance(speed, dict)
+    return (verdict["passed"], verdict["exit_code"], verdict["gates"], speed["verdict"],
+            speed["ratio"], speed["interval"])  # fmt: skip
+
+
+def test_diff_from_urls_is_the_local_verdict(published: tuple[Path, str]) -> None:
+    local, url = published
+    here = encode(diff(local / "baseline", local / "target"))
+    there = encode(diff(f"{url}/baseline", f"{url}/target"))
+    for role in ("baseline", "target"):  # each side named where it was read from
+        assert there["sides"][role].pop("bundle") == f"{url}/{role}"
+        assert here["sides"][role].pop("bundle") == str(local / role)
+    assert there == here
+    cli = run_cli("diff", f"{url}/baseline", f"{url}/target", "--json")
+    assert cli.returncode in (0, 1), cli.stderr
+    assert _gates_and_speed(json.loads(cli.stdout)) == _gates_and_speed(here)
+
+
+def test_an_uncommitted_tree_is_invisible(bucket: str, published: tuple[Path, str]) -> None:
+    local, _ = published
+    fs, root = storage.split(f"{bucket}/half/run")
+    for file in sorted(local.rglob("*.json"))[:5]:  # an upload that never finished
+        fs.pipe_file(f"{root}/{file.relative_to(local).as_posix()}", file.read_bytes())
+    with pytest.raises(BundleError, match="no committed parity run"):
+        storage.fetch(f"{bucket}/half/run/baseline")
+    assert not storage.exists(f"{bucket}/half/run")
+    assert storage.committed(f"{bucket}/half") == []
+
+
+def test_every_read_checks_every_file(bucket: str, published: tuple[Path, str]) -> None:
+    local, _ = published
+    url = f"{bucket}/tampered/run"
+    storage.publish(local, url)
+    fs, root = storage.split(url)
+    name = next(p for p in fs.find(f"{root}/target") if p.endswith("metrics.json"))
+    fs.pipe_file(name, fs.cat_file(name).replace(b"0", b"1", 1))
+    with pytest.raises(BundleError, match="sha256 does not match"):
+        storage.fetch(f"{url}/target")
+    storage.publish(local, f"{bucket}/extra/run")
+    fs.pipe_file(f"{root.replace('tampered', 'extra')}/target/r00/evil.pkl", b"x")
+    with pytest.raises(BundleError, match="added after the run was committed"):
+        storage.fetch(f"{bucket}/extra/run")
+
+
+def test_reindex_and_report_from_a_url_prefix(
+    published: tuple[Path, str], bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, url = published
+    with Store.open(tmp_path / "i.sqlite") as s:
+        result = s.reindex([f"{bucket}/synthetic"])
+        assert result.problems == [] and result.comparisons == 1
+        (row,) = s.runs()
+        assert row.path == url and all(b.path.startswith(url + "/") for b in s.show(row.id).bundles)
+        again = s.reindex([])  # the URLs the index knows, none vanished
+        assert (again.comparisons, again.removed) == (1, 0)
+    monkeypatch.chdir(tmp_path)
+    made = run_cli("report", url, "--md", "-")
+    assert made.returncode == 0 and "cpu+bf16" in made.stdout, made.stderr
+    html = run_cli("report", url)
+    assert html.returncode == 0 and (tmp_path / "run-report.html").is_file(), html.stderr
+
+
+def test_a_missing_bucket_is_refused_before_anything_runs(s3_server: S3) -> None:
+    with pytest.raises(UsageError, match="bucket 'no-such-bucket' does not exist"):
+        storage.check_destination("s3://no-such-bucket/x")
+    start = time.monotonic()
+    cli = run_cli("compare", "mlp-train", "--target", "cpu+bf16", "--out", "s3://no-such-bucket/r")
+    assert cli.returncode == 2 and time.monotonic() - start < 15
+    assert len(cli.stderr.strip().splitlines()) == 1 and "no-such-bucket" in cli.stderr
+    assert s3_server.env()["AWS_SECRET_ACCESS_KEY"] not in cli.stderr + cli.stdout
+
+
+def test_compare_to_s3_then_diff_from_s3(bucket: str, tmp_path: Path) -> None:
+    url = f"{bucket}/run1"
+    cmp = run_cli(
+        "compare", "mlp-train", "--target", "cpu+bf16", "--repeats", "1", "--no-compliance",
+        "--steps", "6", "--json", "--out", url,
+    )  # fmt: skip
+    assert cmp.returncode in (0, 1) and cmp.stdout.startswith("{"), cmp.stderr[-3000:]
+    verdict = json.loads(cmp.stdout)
+    again = run_cli("diff", f"{url}/baseline", f"{url}/target", "--json")
+    assert again.returncode == cmp.returncode, again.stderr
+    assert _gates_and_speed(json.loads(again.stdout)) == _gates_and_speed(verdict)
+    local = storage.fetch(url)
+    for secret in (storage.split(url)[0].key or "", "testing-secret-key-0815"):
+        if secret:
+            assert not any(secret in p.read_text(errors="ignore") for p in local.rglob("*.json"))
+    shutil.rmtree(local, ignore_errors=True)
