@@ -10,6 +10,8 @@ files in ``tests/test_plan.py`` and Python keyword arguments in ``tests/test_api
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,6 +37,25 @@ def files(**contents: str) -> Setup:
 
 def dirs(*names: str) -> Setup:
     return lambda root: [(root / n).mkdir(parents=True) for n in names]
+
+
+def fifo(name: str) -> Setup:
+    return lambda root: os.mkfifo(root / name)
+
+
+def corrupt_index(name: str) -> Setup:
+    """An index whose first page is whole and whose tables are not (a disk that failed)."""
+
+    def setup(root: Path) -> None:
+        from parity.store import Store
+
+        with Store.open(root / name):
+            pass
+        with (root / name).open("r+b") as f:
+            f.seek(4096)
+            f.write(b"\xff" * 8192)
+
+    return setup
 
 
 C = ["compare", "mlp-train"]
@@ -306,6 +327,33 @@ CASES: list[tuple[str, list[str], Setup, str]] = [
     ("reindex nothing", ["reindex"], nothing, "nothing to reindex"),
     ("store not sqlite", ["ls", "--store", "f.txt"], files(**{"f.txt": "x"}), "not a parity index"),
     ("store a directory", ["ls", "--store", "d"], dirs("d"), "cannot open the index"),
+    ("store corrupt", ["ls", "--store", "i.sqlite"], corrupt_index("i.sqlite"), "corrupt"),
+    ("show corrupt", ["show", "c1", "--store", "i.sqlite"], corrupt_index("i.sqlite"), "corrupt"),
+    ("reindex missing", ["reindex", "/nonexistent-parity-test"], nothing, "does not exist"),
+    ("reindex a file", ["reindex", "f.txt"], files(**{"f.txt": "x"}), "is not a directory"),
+    # outputs that could never be written: refused before anything runs
+    ("out under a file", [*C, "--out", "f.txt/out"], files(**{"f.txt": "x"}), "which is a file"),
+    ("out a file", [*C, "--out", "f.txt"], files(**{"f.txt": "x"}), "is a file"),
+    ("out in /proc", [*C, "--out", "/proc/parity-out"], nothing, "cannot be written"),
+    ("out in /proc/self", [*C, "--out", "/proc/self/parity"], nothing, "cannot be written"),
+    ("out too long", [*C, "--out", "d/" + "x/" * 2100], nothing, "beyond the system's limit"),
+    ("out name too long", [*C, "--out", "x" * 300], nothing, "beyond the limit of 255"),
+    ("out not utf-8", [*C, "--out", "caf\udce9"], nothing, "not UTF-8"),
+    (
+        "run out in /proc",
+        ["run", "mlp-train", "--device", "cpu", "--out", "/proc/p"],
+        nothing,
+        "/proc",
+    ),
+    (
+        "scan out under a file",
+        ["scan", "mlp-train", "--device", "cpu", "--out", "f/x"],
+        files(f="x"),
+        "a file",
+    ),
+    ("plan a fifo", ["compare", "--plan", "p.toml"], fifo("p.toml"), "not a regular file"),
+    ("plan a directory", ["compare", "--plan", "d"], dirs("d"), "not a regular file"),
+    ("plan /dev/zero", ["compare", "--plan", "/dev/zero"], nothing, "not a regular file"),
     # other commands
     ("schema name", ["schema", "nope"], nothing, "'nope' is not one of"),
     ("init over a file", ["init", "p.toml"], files(**{"p.toml": "x"}), "already exists"),
@@ -354,3 +402,26 @@ def test_there_are_at_least_150_cases() -> None:
     total = len(CASES) + len(FILE_CASES) + len(PLAN_CASES) + len(API_CASES)
     assert total >= 150, total
     assert len(CASES) >= 100
+
+
+@pytest.mark.parametrize("command", [["ls"], ["show", "c1"], ["reindex", "."]])
+def test_a_locked_index_is_waited_for_then_said_locked(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import parity.store.engine
+    from parity.store import Store
+    from tests.fixtures.cli import assert_refused
+
+    monkeypatch.setattr(parity.store.engine, "SQLITE_TIMEOUT_S", 0.3)
+    env = world(tmp_path, monkeypatch)
+    index = tmp_path / "work" / "i.sqlite"
+    with Store.open(index):
+        pass
+    holder = sqlite3.connect(index, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")  # another parity writing it
+        result = invoke(*command, "--store", str(index), env=env)
+    finally:
+        holder.close()
+    assert_refused(" ".join(command), result, "is locked by another parity process")
+    assert "delete" not in result.stderr and index.stat().st_size > 0

@@ -403,6 +403,9 @@ def test_every_line_of_the_readme_tour_parses(
         from parity.plan import write_template
 
         write_template(tmp_path / "parity.toml")
+    if args[0] == "reindex":  # a directory that does not exist is refused (exit 2)
+        for name in args[1:]:
+            (tmp_path / name).mkdir()
     env = {"PARITY_STORE": str(tmp_path / "i.db")}
     shown = invoke(*args, env=env)
     if args[0] == "show":

@@ -79,6 +79,8 @@ def _kind(param: Any) -> tuple[str, tuple[str, ...]]:
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return "enum", tuple(str(e.value) for e in annotation)
     names = {bool: "bool", int: "int", float: "float", Path: "path"}
+    if annotation is str and "DIR" in str(getattr(param, "metavar", "") or ""):
+        return "path", ()  # a directory or a URL (--out DIR|URL)
     return names.get(annotation, "str"), ()
 
 

@@ -234,7 +234,7 @@ def test_a_bad_plan_is_one_line_exit_2(
 def test_a_plan_that_is_a_directory_or_missing(tmp_path: Path) -> None:
     with pytest.raises(PlanError, match="parity init"):
         load_plan(tmp_path / "nope.toml")
-    with pytest.raises(PlanError, match="cannot be read"):
+    with pytest.raises(PlanError, match="not a regular file"):
         load_plan(tmp_path)
 
 

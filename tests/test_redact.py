@@ -206,3 +206,104 @@ def test_a_log_that_cannot_be_redacted_is_not_left_as_it_was(
     monkeypatch.setattr(os, "replace", real)
     assert "hunter2" not in log.read_text() and "could not be redacted" in log.read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["stderr.log"]
+
+
+#: formats by shape (round three): (text, the secret in it, what must stay)
+BY_FORMAT = [
+    ("curl -H 'Authorization: Basic dXNlcjpwbGFudGVkLWJhc2lj'", "dXNlcjpwbGFudGVk", "curl -H"),
+    ('{"Authorization": "Bearer plantedBearerJson01"}', "plantedBearerJson01", "Authorization"),
+    ("Proxy-Authorization: Digest plantedDigestValue7", "plantedDigestValue7", "Proxy-"),
+    ("authorization=Token plantedTokenScheme88", "plantedTokenScheme88", "authorization="),
+    ("header Basic cGxhbnRlZDpiYXNpYzI= sent", "cGxhbnRlZDpiYXNpYzI=", "sent"),
+    ("GET https://a.blob.example/c?sv=2024&sig=plantedSasSig%2Bx&se=9", "plantedSasSig", "sv=2024"),
+    (
+        "https://b.s3.example/k?X-Amz-Credential=plantedCred%2F2026&X-Amz-Signature=f00dfeed99",
+        "plantedCred",
+        "b.s3.example",
+    ),
+    ("https://b.s3.example/k?X-Amz-Signature=f00dfeed99&x=1", "f00dfeed99", "x=1"),
+    ("https://storage.example/o?X-Goog-Signature=beefcafe1234", "beefcafe1234", "storage"),
+    ("https://api.example/v1?token=plantedQueryToken&page=2", "plantedQueryToken", "page=2"),
+    ("https://api.example/v1?access_token=plantedAccess55", "plantedAccess55", "api.example"),
+    ("https://maps.example/api?key=plantedQueryKey66", "plantedQueryKey66", "maps.example"),
+    ("git clone https://plantedUserToken0123456@github.com/o/r", "plantedUserToken", "github.com"),
+    ("python dl.py --url https://x.example/f?sig=plantedArgvSig9", "plantedArgvSig9", "dl.py"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), BY_FORMAT, ids=[c[1] for c in BY_FORMAT])
+def test_credentials_are_redacted_by_their_format(
+    r: Redactor, text: str, secret: str, kept: str
+) -> None:
+    out = r.text(text)
+    assert secret not in out and REDACTED in out and kept in out, out
+
+
+@pytest.mark.parametrize(
+    "text", ["Basic usage of the tool", "ssh://git@github.com/o/r", "https://x.example/?page=2"]
+)
+def test_text_that_only_looks_near_a_format_is_kept(r: Redactor, text: str) -> None:
+    assert r.text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("args", "secret"),
+    [
+        (["dl", "--header", "Authorization: Basic cGxhbnRlZDphcmd2MQ=="], "cGxhbnRlZDphcmd2MQ"),
+        (["dl", "https://h.example/o?X-Amz-Signature=planted0argv2"], "planted0argv2"),
+        (["dl", "--source=https://plantedUserInArgv0123@host/x"], "plantedUserInArgv0123"),
+    ],
+)
+def test_a_command_line_is_recorded_without_them(r: Redactor, args: list[str], secret: str) -> None:
+    recorded = r.argv(args)
+    assert len(recorded) == len(args) and not any(secret in a for a in recorded)
+
+
+SPLITS = [1, 3, 7, 64, 1000]
+
+
+@pytest.mark.parametrize("size", SPLITS)
+def test_a_stream_is_redacted_whatever_its_pieces(r: Redactor, size: int) -> None:
+    from parity.redact import StreamRedactor
+
+    text = (
+        "step 1 Authorization: Basic cGxhbnRlZDpzdHJlYW0x\n"
+        "url https://h.example/o?sig=plantedStreamSig2\n"
+        "-----BEGIN RSA PRIVATE KEY-----\nplantedKeyBody3\n-----END RSA PRIVATE KEY-----\n"
+        f"db password={ENV['DB_PWD']} done\n"
+        + " ".join(f"word{i}" for i in range(60))  # longer than a piece: cut at spaces
+        + f" sk-{'q' * 40} "
+        + " ".join(f"word{i}" for i in range(60))
+        + f"\nno newline at the end hf_{'p' * 30}"
+    )
+    raw = text.encode()
+    stream = StreamRedactor(r, longest=256)
+    out = "".join(stream.feed(raw[i : i + size]) for i in range(0, len(raw), size))
+    out += stream.close()
+    for secret in (
+        "cGxhbnRlZDpzdHJlYW0x",
+        "plantedStreamSig2",
+        "plantedKeyBody3",
+        "hunter2",
+        "p" * 30,
+    ):
+        assert secret not in out, (secret, out)
+    assert "step 1" in out and "done" in out and "no newline" in out and "word59" in out
+
+
+def test_a_script_that_prints_a_secret_of_its_command_line_alone_is_redacted(r: Redactor) -> None:
+    from parity.redact import carried_values
+
+    argv = [
+        "python",
+        "dl.py",
+        "--url",
+        "https://h.example/o?X-Amz-Signature=plantedAlone01&sig=plantedAlone02",
+        "--header",
+        "Authorization: Basic cGxhbnRlZEFsb25lMDM=",
+        "--db",
+        "postgres://u:plantedAlone04@db/x",
+    ]
+    printed = "signature plantedAlone01, sig plantedAlone02, cGxhbnRlZEFsb25lMDM=, plantedAlone04"
+    out = r.knowing(carried_values(argv)).text(printed)
+    assert "plantedAlone" not in out and "cGxhbnRlZEFsb25lMDM" not in out, out

@@ -35,6 +35,10 @@ SECRETS = {
     "NEURON_RT_AUTH": "neuron-auth-planted-value-42",
     "PARITY_DB_PASSWORD": "parity-password-planted-value",
     "NCCL_PROXY": "http://user:planted-proxy-pass@proxy.example:3128",
+    # formats by shape, in variables whose names say nothing (round three)
+    "TORCH_HUB_HEADERS": "Authorization: Basic cGxhbnRlZDpiYXNpYy1lbnYtNDQx",
+    "NEURON_DATA_URL": "https://acct.blob.example/d?sv=2024&sig=plantedEnvSig7781%2Bq&se=1",
+    "PARITY_MIRROR": "https://b.s3.example/k?X-Amz-Credential=plantedEnvCred55&X-Amz-Signature=plantedEnvAmz66",
 }
 
 
@@ -58,6 +62,8 @@ def test_planted_credentials_appear_in_no_output_file(tmp_path: Path) -> None:
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) > 20
     values = [v for v in SECRETS.values()] + ["planted-proxy-pass"]
+    values += ["cGxhbnRlZDpiYXNpYy1lbnYtNDQx", "plantedEnvSig7781", "plantedEnvCred55"]
+    values += ["plantedEnvAmz66"]
     for path in files:
         data = path.read_bytes()
         for value in values:
@@ -187,3 +193,112 @@ def test_planted_secrets_reach_no_file_and_no_printed_line(
     leaks += [f"{value} printed" for text in shown for value in PLANTED if value in text]
     assert not leaks
     load_bundle(tmp_path / "script" / "target" / "r00")  # redacted before it was sealed
+
+
+#: a script comparison that carries credentials on its command line in every format
+#: (round three): killed at random points, no copy of any may be left anywhere
+KILL_SECRETS = {
+    "token": secrets_script.TOKEN,
+    "api key": secrets_script.API_KEY,
+    "db password": secrets_script.DB_PASSWORD,
+    "basic": "cGxhbnRlZDpraWxsLWJhc2ljLTY2OTM=",
+    "sig": "plantedKillSig0123abcd",
+    "amz signature": "plantedKillAmzSignature9876",
+    "amz credential": "AKIAPLANTEDKILLCRED77",
+    "query token": "planted-kill-query-token-31",
+}
+
+
+def _script_command() -> list[str]:
+    url = (
+        f"https://b.s3.example/k?X-Amz-Credential={KILL_SECRETS['amz credential']}%2F2026"
+        f"&X-Amz-Signature={KILL_SECRETS['amz signature']}&sig={KILL_SECRETS['sig']}"
+        f"&token={KILL_SECRETS['query token']}"
+    )
+    return [
+        "python",
+        str(FIXTURES / "secrets_script.py"),
+        "--device",
+        "{device}",
+        "--steps",
+        "8",
+        "--linger",
+        "0.4",
+        "--token",
+        secrets_script.TOKEN,
+        f"--api-key={secrets_script.API_KEY}",
+        "--db",
+        f"postgres://app:{secrets_script.DB_PASSWORD}@db.example:5432/runs",
+        "--url",
+        url,
+        "--header",
+        f"Authorization: Basic {KILL_SECRETS['basic']}",
+    ]
+
+
+def _leaks(*roots: Path) -> list[str]:
+    """Every regular file under ``roots`` (hidden and temporary ones included) that holds a
+    planted value."""
+    found = []
+    for root in roots:
+        for path in root.rglob("*") if root.exists() else []:
+            if path.is_symlink() or not path.is_file():  # a FIFO is never read here
+                continue
+            data = path.read_bytes()
+            found += [f"{k} in {path}" for k, v in KILL_SECRETS.items() if v.encode() in data]
+    return found
+
+
+def _started(out: Path) -> bool:
+    """A worker has printed its command line (into a hidden temporary bundle's log)."""
+    return any(b"connecting to" in p.read_bytes() for p in out.glob("*/.r00.tmp-*/stdout.log"))
+
+
+@pytest.mark.slow
+def test_a_script_comparison_killed_at_any_point_leaves_no_secret(tmp_path: Path) -> None:
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {
+        **os.environ,
+        "PARITY_CACHE_DIR": str(tmp_path / "cache"),
+        "PARITY_STORE": str(tmp_path / "store" / "index.sqlite"),
+    }
+    compare = [sys.executable, "-m", "parity", "compare", "--target", "cpu+bf16"]
+    command = ["--repeats", "1", "--no-compliance", "--", *_script_command()]
+    rng = random.Random(30)
+    # killed once the first worker printed its secrets, then at random points
+    kills: list[float | None] = [None, *(rng.uniform(0.5, 12.0) for _ in range(2))]
+    for i, delay in enumerate(kills):
+        out = tmp_path / f"c{i}"
+        proc = subprocess.Popen([*compare, "--out", str(out), *command], env=env)
+        began = time.monotonic()
+        while proc.poll() is None and time.monotonic() - began < 120:
+            if (delay is None and _started(out)) or (
+                delay is not None and time.monotonic() - began > delay
+            ):
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        time.sleep(0.5)  # the workers die with it (PR_SET_PDEATHSIG)
+        assert not _leaks(out, tmp_path / "cache", tmp_path / "store"), (i, delay)
+    assert any(out.glob("*/.r00.tmp-*/stdout.log") for out in tmp_path.glob("c*")), (
+        "no kill fell inside a worker"
+    )
+    out = tmp_path / "c0"
+    # --resume alone cannot run the masked command: one line, exit 2, nothing secret left
+    refused = run_cli("compare", "--resume", str(out), env=env)
+    assert refused.returncode == 2, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    # given the real command again, it finishes the comparison
+    resumed = run_cli("compare", "--resume", str(out), *command, env=env)
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert (out / "verdict.json").is_file()
+    printed = refused.stdout + refused.stderr + resumed.stdout + resumed.stderr
+    leaks = _leaks(tmp_path) + [k for k, v in KILL_SECRETS.items() if v in printed]
+    assert not leaks

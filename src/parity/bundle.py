@@ -38,7 +38,7 @@ from parity.errors import BundleError, OutputError
 from parity.model import SCHEMA_VERSION
 from parity.model.bundle import MARGIN, Bundle, SideRuns
 from parity.model.codec import DecodeError, Json, decode, encode, loads
-from parity.model.job import Mode
+from parity.model.job import JOB_FILE, Job, Mode
 from parity.model.manifest import LogCut, Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
@@ -100,10 +100,12 @@ def write_text(path: Path, text: str) -> str:
     try:
         tmp.write_bytes(data)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:  # none left where it fails, however it fails
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise OutputError(f"could not write {path}: {io_reason(exc)}") from exc
+        if isinstance(exc, OSError):
+            raise OutputError(f"could not write {path}: {io_reason(exc)}") from exc
+        raise
     return sha256_bytes(data)
 
 
@@ -269,10 +271,16 @@ def _tensors(path: Path, data: bytes | None) -> dict[str, torch.Tensor]:
         ) from exc
 
 
+def linked(item: Path) -> bool:
+    """A symbolic link, or a file with another name elsewhere (a hard link: ``st_nlink``
+    above 1, e.g. to a file of the host's, which a copy of the bundle would carry)."""
+    return item.is_symlink() or (item.is_file() and item.lstat().st_nlink > 1)
+
+
 def _check_entries(path: Path) -> None:
     for item in path.iterdir():
-        if item.is_symlink() or not item.is_file() or not item.name.endswith(ALLOWED_SUFFIXES):
-            what = "a link" if item.is_symlink() else "not JSON, a log or safetensors"
+        if linked(item) or not item.is_file() or not item.name.endswith(ALLOWED_SUFFIXES):
+            what = "a link" if linked(item) else "not JSON, a log or safetensors"
             raise BundleError(
                 f"bundle {path} holds {item.name!r}, which is {what}: parity never loads "
                 "other files (pickles included) and follows no links; remove it or rerun"
@@ -349,6 +357,7 @@ def _decode_bundle(path: Path, files: Mapping[str, bytes], digest: Digest) -> Bu
         capture=doc(CAPTURE, Capture),
         prepared=doc(PREPARED, PreparedWorkload),
         logs=doc(LOGS_FILE, Logs),
+        job=doc(JOB_FILE, Job),
         tensors=_tensors(path / OUTPUT_TENSORS, files.get(OUTPUT_TENSORS)),
         probe=_tensors(path / CAPTURE_TENSORS, files.get(CAPTURE_TENSORS)),
         digest=digest.files,
@@ -408,6 +417,7 @@ def load_side(path: Path | str) -> SideRuns:
 
 VERDICT = "verdict.json"
 INPUTS = "inputs.json"
+REQUEST = "request.json"
 REPORT_HTML = "report.html"
 CURVE = "curve.json"
 REFERENCE_DIR = "reference"

@@ -21,7 +21,8 @@ share:
 The plans that use it are ``parity.runs``' (a run, a comparison with its references
 and compliance runs, a curve) and ``parity.checks``'; what becomes of the bundles
 (judging, reports, the index) is ``parity.sinks``': the scheduler never judges. Each
-bundle is loaded once, as its run finishes, and held (``measured``, ``sides``).
+bundle is loaded once, as its run finishes, and held (``measured``, ``sides``); one
+that ``--resume`` reuses must belong where it is (``parity.resumable``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Protocol
 
-from parity.bundle import SIDE_FILE, load_bundle, repeat_name, write_doc
+from parity.bundle import REQUEST, SIDE_FILE, load_bundle, repeat_name, sha256_file, write_doc
 from parity.errors import (
     BundleError,
     DeviceError,
@@ -62,6 +63,8 @@ from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
 
 RUNS_DIR = Path("parity-runs")
+#: a comparison's stored request (``parity.request`` reads and writes it)
+REQUEST_FILE = REQUEST
 log = logging.getLogger("parity")
 #: ``(label, event)``: a side's or part's label, e.g. ``baseline r01``, and its event
 ProgressSink = Callable[[str, Event], None]
@@ -285,6 +288,14 @@ class Orchestrator:
     placed: Mapping[str, Placed] = field(default_factory=dict)
     #: each side's repeats as ``rounds`` ran them (loaded once, as each finished)
     measured: dict[Role, list[Bundle]] = field(default_factory=dict)
+    #: the sha256 of ``OUT/request.json`` where there is one: stamped on the jobs of the
+    #: rounds and compliance runs, and checked on every bundle ``--resume`` reuses
+    request: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        stored = self.out / REQUEST_FILE
+        if stored.is_file() and not stored.is_symlink():
+            self.request = sha256_file(stored)
 
     def start_budget(self, *first: Job) -> None:
         """Set-up is over: start the zygote the ``first`` jobs will fork from (if one
@@ -328,10 +339,14 @@ class Orchestrator:
         again. An I/O error while writing it is an ``OutputError`` naming the part."""
         if path.exists() or path.is_symlink():
             try:
-                return load_bundle(path)
+                found = load_bundle(path)
             except BundleError as exc:
                 log.warning("parity: %s: running it again", exc)
                 remove(path)
+            else:
+                from parity.resumable import belonging
+
+                return belonging(found, job)
         try:
             if job.role not in self.placed:  # decoded from what its seal read: read once
                 return run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
@@ -383,7 +398,10 @@ class Orchestrator:
                 run_start = time.monotonic()
                 clock = PhaseClock() if k == 0 else None
                 path = self.out / role / repeat_name(k)
-                bundle = self.run(make_job(role, k), path, label=label, hook=clock)
+                job = make_job(role, k)
+                if self.request is not None:
+                    job = replace(job, request=self.request)
+                bundle = self.run(job, path, label=label, hook=clock)
                 run_s[role].append(time.monotonic() - run_start)
                 if clock is not None:
                     self.probes.update(clock.probes(role))

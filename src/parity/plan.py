@@ -185,6 +185,11 @@ def _keys(table: str) -> dict[str, str]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
+        if path.exists() and not path.is_file():  # a FIFO would block the read forever
+            raise PlanError(
+                f"plan file {path} is not a regular file (a directory, a FIFO, a device): "
+                "pass a plan file, e.g. one written by parity init"
+            )
         data: dict[str, Any] = tomllib.loads(path.read_text())
         return data
     except FileNotFoundError:

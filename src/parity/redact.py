@@ -10,15 +10,21 @@ verdict, a report, the index or the terminal, it passes through ``Redactor``:
   and of every variable the user names in ``PARITY_REDACT=NAME,...``;
 - text that looks like a credential is replaced by pattern: cloud and service tokens
   (AWS, GitHub, Hugging Face, OpenAI, Slack, Google, Stripe), JSON web tokens, private key
-  blocks, ``Bearer`` tokens, passwords in URLs (``scheme://user:password@host``) and
-  ``name=value`` or ``--name value`` pairs whose name looks secret, also inside option
-  strings such as ``XLA_FLAGS``;
+  blocks, ``Bearer`` and ``Basic`` credentials and the value of an HTTP ``Authorization``
+  header whatever its scheme, passwords and token-long user names in URLs
+  (``scheme://user:password@host``, ``https://TOKEN@host``), signed URLs' signature and
+  credential query parameters (``sig=``, ``X-Amz-Signature=``, ``X-Amz-Credential=``,
+  ``X-Goog-Signature=``, ``token=``, ``access_token=``, ``key=``, ...) and ``name=value`` or
+  ``--name value`` pairs whose name looks secret, also inside option strings such as
+  ``XLA_FLAGS``;
 - a command line keeps its shape: the value of a flag whose name looks secret is masked;
 - a URL that is recorded (where a package was installed from) loses its user name and
   password altogether (``url``): ``https://user:token@host/repo`` is ``https://host/repo``.
 
-The replacement is ``<redacted>``. The rule is deliberately broad: a redacted harmless
-value costs nothing, a leaked token costs a rotation.
+A worker's stdout and stderr pass through ``StreamRedactor`` on their way to the
+bundle's logs (``runner.logs``), so even the hidden temporary bundle of a killed run holds
+them redacted. The replacement is ``<redacted>``. The rule is deliberately broad: a
+redacted harmless value costs nothing, a leaked token costs a rotation.
 """
 
 from __future__ import annotations
@@ -80,6 +86,8 @@ _PATTERNS = [
     # the end of a key block whose beginning was cut off (the tail of a log)
     r"\A(?:(?!-----BEGIN)[\s\S])*?-----END [A-Z ]*PRIVATE KEY-----",
     r"\b[Bb](?i:earer)\s+[A-Za-z0-9._~+/=-]{8,}",
+    # HTTP Basic credentials: base64 with a digit, ``+``, ``/`` or ``=`` in it
+    r"\b[Bb]asic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}",
 ]
 _TOKENS = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
@@ -87,6 +95,24 @@ _KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY-----")
 #: ``scheme://user:password@host``: the password goes
 _URL_PASSWORD = re.compile(
     r"(?P<head>(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^/\s:@]*:)(?P<pw>[^/\s@]+)(?=@)"
+)
+#: an HTTP ``Authorization`` (or ``Proxy-Authorization``) header's value, whatever its scheme
+_AUTH = re.compile(
+    r"(?P<head>\b(?i:(?:proxy-)?authori[sz]ation)[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?i:basic|bearer|digest|token|negotiate|ntlm|hawk|oauth|aws4-hmac-sha256)\s+)?)"
+    r"(?P<value>[^\s\"',;]+)"
+)
+#: a signed URL's signature and credential query parameters (S3, GCS, Azure SAS), and
+#: tokens and keys passed in a query string
+_QUERY = re.compile(
+    r"(?P<head>[?&;](?i:sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|"
+    r"x-goog-signature|x-goog-credential|awsaccesskeyid|googleaccessid|access_token|id_token|"
+    r"refresh_token|token|key|api_key|apikey|code|client_secret|password|pwd|auth)=)"
+    r"(?P<value>[^&#\s\"'<>]+)"
+)
+#: ``scheme://TOKEN@host``: a user name as long as a token is one
+_URL_TOKEN = re.compile(
+    r"(?P<head>(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)(?P<user>[^/\s:@<>]{16,})(?=@)"
 )
 #: ``name=value``, ``name: value``, ``--name=value``, ``"name": "value"`` with a secret name
 #: (names are at most 64 characters and start after a non-name character, so that a long
@@ -115,6 +141,13 @@ def _is_secret_name(name: str) -> bool:
     return any(p in SECRET_WORDS or p.endswith(SECRET_ENDINGS) for p in parts)
 
 
+def _masked(match: re.Match[str]) -> str:
+    """``head`` kept, the value masked (once: a value already masked stays as it is)."""
+    if match["value"].startswith(REDACTED):
+        return match[0]
+    return match["head"] + REDACTED
+
+
 def _walk(args: Sequence[str]) -> Iterator[tuple[str, str]]:
     """Each argument of a command line with what it is: ``plain``, a secret-named ``flag``
     whose value follows, a ``flag=value`` with a secret name, or that ``value``."""
@@ -141,6 +174,20 @@ def flag_values(args: Sequence[str]) -> list[str]:
     ]
 
 
+def carried_values(args: Sequence[str]) -> list[str]:
+    """The secrets a command line carries: its secret-named flags' values, and what the
+    patterns find in any argument (a signed URL's signature, a header's credential, a
+    password or token in a URL, a token by its format), so that a program that prints
+    one of them alone is redacted too."""
+    found = flag_values(args)
+    for arg in args:
+        found += [m[0] for m in _TOKENS.finditer(arg)]
+        for pattern, group in ((_AUTH, "value"), (_QUERY, "value"), (_URL_TOKEN, "user")):
+            found += [m[group] for m in pattern.finditer(arg)]
+        found += [m["pw"] for m in _URL_PASSWORD.finditer(arg)]
+    return [v for v in dict.fromkeys(found) if not v.startswith(REDACTED)]
+
+
 class Redactor:
     """Redacts known secret values and credential-looking text."""
 
@@ -162,6 +209,9 @@ class Redactor:
             if value in text:
                 text = text.replace(value, REDACTED)
         text = _TOKENS.sub(REDACTED, text)
+        text = _AUTH.sub(_masked, text)
+        text = _QUERY.sub(_masked, text)
+        text = _URL_TOKEN.sub(lambda m: m["head"] + REDACTED, text)
         text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED, text)
         text = _FLAG.sub(self._pair, text)
         return _PAIR.sub(self._pair, text)
@@ -301,3 +351,49 @@ def strip_userinfo(url: str) -> str:
 def url(text: str) -> str:
     """A URL to record: no user name or password, and no credential-looking part."""
     return redact(strip_userinfo(text))
+
+
+class StreamRedactor:
+    """Redacts a stream as it is written (a worker's stdout or stderr on its way to the
+    bundle's log), so that no unredacted byte ever reaches a file, a killed run's hidden
+    temporary bundle included: whole lines at a time (a line longer than ``longest`` bytes
+    in pieces cut at spaces), the lines of a private key block dropped as ``Redactor.file``
+    drops them.
+    """
+
+    def __init__(self, redactor: Redactor, *, longest: int = 1 << 16) -> None:
+        self.redactor = redactor
+        self.longest = longest
+        self.pending = b""
+        self.in_key = False
+
+    def feed(self, chunk: bytes) -> str:
+        """The redacted text of the whole lines ``chunk`` completes (none: ``""``)."""
+        self.pending += chunk
+        end = self.pending.rfind(b"\n")
+        if end < 0 and len(self.pending) < self.longest:
+            return ""
+        if end < 0:  # a long line: cut after its last space or carriage return (a token
+            # holds neither), in the middle only where it has none in its second half
+            end = max(self.pending.rfind(b" "), self.pending.rfind(b"\r"))
+            end = end if end >= len(self.pending) // 2 else len(self.pending) - 1
+        cut = end + 1
+        done, self.pending = self.pending[:cut], self.pending[cut:]
+        return self._text(done.decode("utf-8", errors="replace"))
+
+    def close(self) -> str:
+        """The redacted rest (a last line without its newline)."""
+        done, self.pending = self.pending, b""
+        return self._text(done.decode("utf-8", errors="replace")) if done else ""
+
+    def _text(self, text: str) -> str:
+        if not (self.in_key or _KEY_BEGIN.search(text) or _KEY_END.search(text)):
+            return self.redactor.text(text)
+        out = []
+        for line in text.splitlines(keepends=True):
+            if self.in_key:
+                self.in_key = not _KEY_END.search(line)
+                continue
+            self.in_key = bool(_KEY_BEGIN.search(line)) and not _KEY_END.search(line)
+            out.append(self.redactor.text(line))
+        return "".join(out)

@@ -41,6 +41,15 @@ WORKLOAD_OPTIONS = (
 )  # fmt: skip
 
 
+def _out(out: str | None) -> str | None:
+    """``--out`` as given, refused at once where nothing could be written there."""
+    if out is not None:
+        from parity.paths import check_writable
+
+        check_writable(out, "--out", kind="directory")
+    return out
+
+
 def _workload(g: Given) -> WorkloadSpec | None:
     from parity.workloads.names import check_workload_name
 
@@ -170,7 +179,7 @@ class CompareRequest:
             script=script,
             baseline=baseline,
             target=target,
-            out=g.get(o.OUT),
+            out=_out(g.get(o.OUT)),
             measure=_measure(g),
             judge=judge_inputs(g),
             checks=g.value(o.CHECKS_DIRS, ()),
@@ -357,7 +366,7 @@ class RunRequest:
             workload=workload,
             script=script,
             side=side,
-            out=g.get(o.OUT),
+            out=_out(g.get(o.OUT)),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
@@ -438,7 +447,7 @@ class CheckRequest:
             max_host_growth=g.value(o.MAX_HOST_GROWTH, DEFAULT_MAX_GROWTH_MIB),
             max_device_growth=g.value(o.MAX_DEVICE_GROWTH, DEFAULT_MAX_GROWTH_MIB),
             warmup=g.value(o.WARMUP, DEFAULT_WARMUP),
-            out=g.get(o.OUT),
+            out=_out(g.get(o.OUT)),
             timeout_s=_measure(g).timeout_s,
         )
 
@@ -473,7 +482,7 @@ class ScaleRequest:
             workload=workload,
             side=spec,
             counts=g.value(o.SCALING, (1, 2)),
-            out=g.get(o.OUT),
+            out=_out(g.get(o.OUT)),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
         )

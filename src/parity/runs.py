@@ -46,9 +46,11 @@ from parity.orchestrate import (
     prepare_workload,
     remove,
 )
+from parity.paths import locked
 from parity.redact import REDACTED
 from parity.remote import placed_sides, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
+from parity.resumable import belonging, check_resumable, mismatch
 from parity.runner.launch import Launcher
 from parity.sinks import conclude
 from parity.spec import SideSpec
@@ -181,9 +183,12 @@ def compare(
         reseeded = _reseeded(request, launcher) if plan.compliance else None
         out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)
-        with Orchestrator(
-            out=out, progress=progress, launcher=launcher, started=began, placed=placed
-        ) as orch:
+        with (
+            locked(out),
+            Orchestrator(
+                out=out, progress=progress, launcher=launcher, started=began, placed=placed
+            ) as orch,
+        ):
             orch.start_budget(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),
@@ -300,7 +305,7 @@ def _compare_script(
     out = out or default_out(command.name)
     _start(request, out, resuming)
     sides = {"baseline": request.baseline, "target": request.target}
-    with Orchestrator(out=out, progress=progress) as orch:
+    with locked(out), Orchestrator(out=out, progress=progress) as orch:
         stop = orch.rounds(
             lambda role, k: template.job(
                 role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
@@ -332,7 +337,9 @@ def resume(
             "which parity cannot run: give the command again with the comparison (or pass "
             "secrets to the script in environment variables)"
         )
-    return compare(request, progress=progress, resuming=True)
+    with locked(out):  # bound to the directory given, whatever out request.json names
+        check_resumable(out, {"baseline": request.baseline, "target": request.target})
+        return compare(replace(request, out=str(out)), progress=progress, resuming=True)
 
 
 # -- the CPU runs beside the sides: the fp64 reference, the expected error, compliance ------
@@ -372,14 +379,22 @@ def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: st
     dest = orch.out / name
     if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
         try:
-            return load_bundle(dest)
+            found = load_bundle(dest)
         except BundleError as exc:
             log.warning("parity: %s: copying the %s again", exc, label)
             remove(dest)
+        else:
+            return belonging(found, job)
     if is_bundle(cached):
         copy_bundle(cached, dest)
         try:
-            return load_bundle(dest)  # verified (no links, every file as written)
+            # verified (no links, every file as written) and its key recomputed from what
+            # it holds (role, side, mode, fingerprint) before use
+            copied = load_bundle(dest)
+            problem = mismatch(copied, job)
+            if problem is not None:
+                raise BundleError(f"{cached} is not the run its name says: {problem}")
+            return copied
         except BundleError as exc:  # edited, or written by another parity: make it again
             log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
             remove(dest)
@@ -425,8 +440,12 @@ def compliance_runs(
     """The target's two compliance runs: another seed, and one identical input; each a
     timing process of ``steps`` (None: the workload's)."""
     runs = {
-        "reseeded": reseeded.job("target", target, compliance=True, steps=steps),
-        "same-input": same.job("target", target, compliance=True, same_input=True, steps=steps),
+        "reseeded": reseeded.job(
+            "target", target, compliance=True, steps=steps, request=orch.request
+        ),
+        "same-input": same.job(
+            "target", target, compliance=True, same_input=True, steps=steps, request=orch.request
+        ),
     }
     return {
         name: orch.run(job, orch.out / "target" / name, label=f"target {name}")

@@ -74,7 +74,8 @@ def _run(
 
     with display(c.stderr()) as progress:
         if resume is not None:
-            return None, [api.resume(resume, progress=progress)]
+            # the request given (a script's real command) or the stored one, checked
+            return None, [api.resume(resume, progress=progress, request=request)]
         if request.batch_sizes:
             return api.compare_curve(request, progress=progress)
         return None, [api.compare(request, progress=progress)]

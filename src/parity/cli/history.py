@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -103,7 +104,14 @@ def reindex(
     store: c.Store = None,
 ) -> None:
     """Rebuild the history index from the bundles (they are the truth)."""
+    from parity.errors import UsageError
+    from parity.storage import is_url
     from parity.store import Store
+
+    for d in (Path(d) for d in dirs or [] if not is_url(d)):
+        if not d.is_dir():
+            what = "is not a directory" if d.exists() else "does not exist"
+            raise UsageError(f"{d} {what}: pass the directories that hold runs")
 
     with Store.open(store) as s:
         path, result = s.path, s.reindex(list(dirs or []))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from parity.model.job import Job
 from parity.model.manifest import Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
@@ -44,6 +45,8 @@ class Bundle:
     prepared: PreparedWorkload | None = None
     #: ``logs.json``: the logs that were cut to the size a bundle keeps
     logs: Logs | None = None
+    #: ``job.json``: what the parent handed the worker (as the bundle keeps it)
+    job: Job | None = None
     #: ``numerics.safetensors``: the outputs, and the margins under ``MARGIN``
     tensors: Tensors = field(default_factory=dict)
     #: ``capture.safetensors``: the numerics probe's samples

@@ -109,6 +109,9 @@ class Job:
     soak: SoakPlan | None = omit_none()
     script: ScriptPlan | None = omit_none()
     prepare: PreparePlan | None = omit_none()
+    #: the sha256 of the comparison's ``request.json`` this run is part of (``--resume``
+    #: reuses a bundle only for the request it was run for)
+    request: str | None = omit_none()
 
     def workload_ref(self) -> WorkloadRef:
         """What a manifest records of the job's workload (every bundle of the job, ok or

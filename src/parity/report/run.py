@@ -12,7 +12,16 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from parity.bundle import REPORT_HTML, write_text
+from parity.bundle import (
+    CURVE,
+    EXPECTED_DIR,
+    INPUTS,
+    REFERENCE_DIR,
+    REPORT_HTML,
+    REQUEST,
+    VERDICT,
+    write_text,
+)
 from parity.comparison import Comparison
 from parity.errors import UsageError
 from parity.model.codec import dumps
@@ -48,6 +57,36 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+#: a comparison's own files, which a report never replaces (``report.html`` is the report)
+EVIDENCE = (VERDICT, REQUEST, INPUTS, CURVE, "check.json")
+#: a comparison's directories of bundles and evidence, which a report never goes into
+EVIDENCE_DIRS = ("baseline", "target", REFERENCE_DIR, EXPECTED_DIR, "checks")
+
+
+def check_report_path(run_dir: Path, target: Path, option: str) -> None:
+    """Refuse, before anything is written, a report path that would overwrite evidence:
+    a file inside a bundle (its digest would no longer match), one of the comparison's
+    own files or directories, or a path that cannot be written (``parity.paths``)."""
+    from parity.bundle import DIGEST, MANIFEST
+    from parity.errors import OptionError
+    from parity.paths import check_writable
+
+    resolved, run = target.resolve(), run_dir.resolve()
+    for parent in resolved.parents:
+        if (parent / MANIFEST).is_file() or (parent / DIGEST).is_file():
+            raise OptionError(
+                f"{option} {target} is inside the bundle {parent}: parity never writes into "
+                "a bundle (it would no longer verify); choose a path outside it"
+            )
+    inside = resolved.relative_to(run).parts if resolved.is_relative_to(run) else ()
+    if inside and (inside[0] in EVIDENCE_DIRS or (len(inside) == 1 and inside[0] in EVIDENCE)):
+        raise OptionError(
+            f"{option} {target} would overwrite {'/'.join(inside)}, evidence of the "
+            f"comparison {run_dir}: choose another file name"
+        )
+    check_writable(target, option, kind="file")
+
+
 def html_report(run: Run) -> str:
     """The HTML report; UsageError naming the extra when matplotlib is missing."""
     try:
@@ -75,6 +114,9 @@ def write_reports(
     run = load_run(run_path)
     if html is None and md is None and json_path is None:
         html = run.path / DEFAULT_HTML
+    for option, given in (("--html", html), ("--md", md), ("--json", json_path)):
+        if given is not None and str(given) != "-":
+            check_report_path(run.path, given, option)
     made: dict[str, Path | str] = {}
     for kind, target in (("html", html), ("md", md), ("json", json_path)):
         if target is None:

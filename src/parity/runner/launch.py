@@ -1,9 +1,9 @@
 """Launching a side: a fresh process per run, a timeout, and a bundle either way.
 
 Each run is a new process in its own session (so that a timeout can stop the whole
-process group), with its stdout and stderr straight on the bundle's log files, so even a
-segfault's last words are kept. The parent never touches a device. A ``Launcher`` starts
-it one of two ways, and the manifest records which:
+process group), with its stdout and stderr relayed, redacted, into the bundle's log files
+(``runner.logs``), so even a segfault's last words are kept. The parent never touches a
+device. A ``Launcher`` starts it one of two ways, and the manifest records which:
 
 - ``fork``: forked from a zygote (``runner.zygote``) that imported torch and the worker
   once and touched no device, so a repeat does not pay for an interpreter and ``import
@@ -23,13 +23,16 @@ or here: then nothing goes under the final name, the partial bundle stays hidden
 its logs redacted and a failed manifest where space allows) for ``--resume`` to remove
 and run again, and ``run_job`` raises an ``OutputError`` with the reason.
 
-A script job's ``job.json`` holds the script's real arguments for the worker; before the
-bundle is sealed it is written again with the values of secret-looking flags masked.
+The worker's stdout and stderr reach the bundle's logs redacted as they are written
+(``runner.logs``), and a script job's ``job.json`` holds its arguments with the values of
+secret-looking flags masked from the start (the worker gets the real ones in its
+environment), so a kill at any moment leaves no secret in the hidden temporary bundle.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -54,16 +57,16 @@ from parity.model.codec import decode, loads
 from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
 from parity.runner.cpu import process_cpu_s
 from parity.runner.failure import failure_reason, write_failed
+from parity.runner.logs import LOGS, LogRelay
 from parity.runner.python import module_command
 from parity.runner.reaper import hold_subreaper, kill_group, mark, release_subreaper, sweep
-from parity.runner.worker import job_redactor
+from parity.runner.worker import SCRIPT_ARGS_ENV, job_redactor
 from parity.runner.zygote import Zygote, ZygoteError
 from parity.workloads.names import preload_modules
 
 EventHandler = Callable[[Event], None]
 #: how often a running worker's events are relayed (its end is noticed at once)
 POLL_S = 0.1
-LOGS = ("stdout.log", "stderr.log")
 
 
 class EventTail:
@@ -216,28 +219,28 @@ class Launcher:
             _stop(pending[1])
         return Zygote.start(preload=preload)
 
-    def start(self, job: Job, tmp: Path, env: dict[str, str]) -> Worker:
-        out, err = tmp / "stdout.log", tmp / "stderr.log"
+    def start(self, job: Job, tmp: Path, env: dict[str, str], logs: LogRelay) -> Worker:
+        """The job's worker, its stdout and stderr into ``logs`` (redacted there)."""
         with self.lock:
             if not self.reaping:  # orphans of workers (or of a zygote that died) come here
                 hold_subreaper()
                 self.reaping = True
         if job.launch == "fork" and self.zygote is not None:
             try:
-                return Forked(self.zygote, self.zygote.fork(tmp, out, err, env))
+                return Forked(self.zygote, self.zygote.fork(tmp, *logs.paths, env))
             except ZygoteError as exc:  # spawn from now on
                 self.broken = str(exc)
                 raise
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            proc = subprocess.Popen(
-                command(job, tmp),
-                stdout=stdout,
-                stderr=stderr,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        stdout, stderr = logs.fds
+        proc = subprocess.Popen(
+            command(job, tmp),
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         with self.lock:
             self.running.add(proc.pid)
         return Spawned(proc)
@@ -337,55 +340,50 @@ def _run(
     on_event: EventHandler | None,
     env: dict[str, str] | None,
 ) -> Bundle:
-    child_env = mark({**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
+    child_env = mark({**os.environ, **(env or {}), **script_env(job), "PYTHONUNBUFFERED": "1"})
     job = replace(job, launch=launcher.prepare(job), spawned_ns=time.perf_counter_ns())
-    write_doc(tmp / JOB_FILE, job)
-    try:
-        worker = launcher.start(job, tmp, child_env)
-    except ZygoteError:
-        job = replace(job, launch="spawn", spawned_ns=time.perf_counter_ns())
-        write_doc(tmp / JOB_FILE, job)
-        worker = launcher.start(job, tmp, child_env)
-    try:
-        rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
-    finally:
-        launcher.ended(worker)
+    write_doc(tmp / JOB_FILE, recorded_job(job))
+    with LogRelay(tmp, job_redactor(job)) as logs:
+        try:
+            worker = launcher.start(job, tmp, child_env, logs)
+        except ZygoteError:
+            job = replace(job, launch="spawn", spawned_ns=time.perf_counter_ns())
+            write_doc(tmp / JOB_FILE, recorded_job(job))
+            worker = launcher.start(job, tmp, child_env, logs)
+        try:
+            rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
+        finally:
+            launcher.ended(worker)
     reason, unwritable = failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
     if unwritable:
         raise OutputError(job_redactor(job).text(reason or "the worker could not write its bundle"))
     if reason is not None:
         write_failed(tmp, job, reason)
-    _record_job(tmp, job)
     return finalize(tmp, final, redactor=job_redactor(job))
 
 
 def recorded_job(job: Job) -> Job:
-    """The job as a bundle keeps it: a script's arguments with secret values masked."""
+    """The job as a bundle keeps it, from its first byte: a script's arguments with secret
+    values masked (the worker gets the real ones in its environment: ``script_env``)."""
     if job.script is None:
         return job
     return replace(job, script=replace(job.script, args=job_redactor(job).argv(job.script.args)))
 
 
-def _record_job(tmp: Path, job: Job) -> None:
-    """Rewrite ``job.json`` as the bundle keeps it (only a script job's differs); where
-    that fails, the real arguments are not left behind either."""
+def script_env(job: Job) -> dict[str, str]:
+    """What the worker's environment carries that no file may: a script's real arguments
+    (the worker takes them out of its environment before the script runs)."""
     if job.script is None:
-        return
-    try:
-        write_doc(tmp / JOB_FILE, recorded_job(job))
-    except OutputError:
-        (tmp / JOB_FILE).unlink(missing_ok=True)
-        raise
+        return {}
+    return {SCRIPT_ARGS_ENV: json.dumps(list(job.script.args))}
 
 
 def _salvage(tmp: Path, job: Job, reason: str) -> None:
     """After an I/O error: the partial bundle stays hidden, its figures dropped to make
-    room, its logs and job redacted, and a failed manifest where space allows."""
+    room, its logs redacted, and a failed manifest where space allows."""
     for name in PARTIAL:
         with contextlib.suppress(OSError):
             (tmp / name).unlink(missing_ok=True)
-    with contextlib.suppress(OSError, OutputError):
-        _record_job(tmp, job)
     for log in LOGS:
         job_redactor(job).file(tmp / log)
     with contextlib.suppress(OSError, OutputError):

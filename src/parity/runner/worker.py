@@ -25,8 +25,10 @@ import time
 _T0 = time.perf_counter_ns()
 
 import contextlib  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import traceback  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import TYPE_CHECKING  # noqa: E402
 
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from parity.redact import Redactor
 
 EXIT_FAILED = 3
+#: the variable that brings a script job's real arguments (never written to a file)
+SCRIPT_ARGS_ENV = "PARITY_SCRIPT_ARGS"
 #: not even ``error.json`` could be written
 EXIT_UNWRITABLE = 4
 #: an exception's message is kept up to this length (redacted first, then shortened)
@@ -44,17 +48,24 @@ MESSAGE_CHARS = 4000
 
 
 def read_job(tmp: Path) -> Job:
-    """``job.json``, decoded strictly (a bad key is an error naming its path)."""
-    return decode(Job, loads((tmp / JOB_FILE).read_text()))
+    """``job.json``, decoded strictly (a bad key is an error naming its path), with a
+    script's real arguments from ``SCRIPT_ARGS_ENV`` (``job.json`` holds them masked),
+    taken out of the environment so that the script does not inherit them."""
+    job = decode(Job, loads((tmp / JOB_FILE).read_text()))
+    real = os.environ.pop(SCRIPT_ARGS_ENV, None)
+    if real is not None and job.script is not None:
+        args = tuple(str(a) for a in json.loads(real))
+        job = replace(job, script=replace(job.script, args=args))
+    return job
 
 
 def job_redactor(job: Job | None) -> Redactor:
-    """The redactor for what a job's worker writes: the process's, also knowing the values
-    of a script's secret-named flags (the script may print or raise them)."""
-    from parity.redact import flag_values, redactor
+    """The redactor for what a job's worker writes: the process's, also knowing the secret
+    values a script's command line carries (the script may print or raise them)."""
+    from parity.redact import carried_values, redactor
 
     r = redactor()
-    return r.knowing(flag_values(job.script.args)) if job and job.script is not None else r
+    return r.knowing(carried_values(job.script.args)) if job and job.script is not None else r
 
 
 def write_error(tmp: Path, exc: BaseException, phase: str, job: Job | None = None) -> bool:

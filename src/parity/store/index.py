@@ -47,6 +47,20 @@ T = TypeVar("T")
 RETRIES = 8
 
 
+def _busy(exc: DBAPIError) -> bool:
+    """SQLite gave up waiting for another process's lock."""
+    return "locked" in str(exc.orig) or "busy" in str(exc.orig)
+
+
+def _locked(loc: Location) -> UsageError:
+    from parity.store import engine
+
+    return UsageError(
+        f"the index {loc.shown} is locked by another parity process (waited "
+        f"{engine.SQLITE_TIMEOUT_S:g} s): run again when it is done, or choose another --store"
+    )
+
+
 class Store:
     """An open index; use ``Store.open(target)`` as a context manager."""
 
@@ -63,8 +77,9 @@ class Store:
         if a file was made here and bad input ends its use (a UsageError), it is removed
         again: nothing half-written."""
         loc = locate(target)
-        made = [p for p in (loc.file, *loc.file.parents) if not p.exists()] if loc.file else []
-        try:
+        made: list[Path] = []
+        try:  # (a name too long for the file system raises on exists(): OSError, below)
+            made = [p for p in (loc.file, *loc.file.parents) if not p.exists()] if loc.file else []
             if loc.file:
                 _check_sqlite(loc.file)
                 loc.file.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +87,9 @@ class Store:
             try:
                 with engine.begin() as conn:
                     migrate(conn, loc.shown)
-            except OperationalError as exc:  # SQLite: a directory, no permission
+            except OperationalError as exc:  # SQLite: busy, a directory, no permission
+                if _busy(exc):
+                    raise _locked(loc) from None
                 raise UsageError(
                     f"cannot open the index {loc.shown} ({mask(str(exc.orig), loc.url)}): "
                     "choose another --store"
@@ -96,6 +113,16 @@ class Store:
             engine.dispose()
             remove_made(made)
             raise
+        except DBAPIError as exc:  # reading it: busy past the wait, or corrupt
+            if _busy(exc):
+                raise _locked(loc) from None
+            if type(exc.orig).__name__ not in ("DatabaseError", "OperationalError"):
+                raise  # a constraint or a bug, not the index's state
+            raise UsageError(
+                f"{loc.shown} is not a parity index or is corrupt "
+                f"({mask(str(exc.orig), loc.url)}): delete it and run parity reindex DIRS, "
+                "or choose another --store"
+            ) from None
         finally:
             engine.dispose()
 

@@ -11,7 +11,7 @@ enter the weights or data part by their own digest too, so a changed byte change
 fingerprint even where the frozen sample happens not to include it.
 
 Frozen workloads are cached under ``PARITY_CACHE_DIR`` (default ``~/.cache/parity``),
-keyed by the spec, the workload's source file, and the torch and parity versions. The
+keyed by the spec, the workload's class and source file, and the torch and parity versions. The
 cache is checked by content on every use: ``workload.json`` records the sha256 of each
 file frozen beside it, and ``read_frozen`` refuses a directory whose files differ, that
 holds anything else, or holds a link or a non-regular file. ``freeze`` (in the worker
@@ -32,9 +32,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from parity.bundle import sha256_file
+from parity.bundle import linked, sha256_file
 from parity.cache import cache_root
 from parity.errors import WorkloadError
 from parity.model.codec import decode, encode, loads
@@ -73,7 +74,12 @@ def _with_source(tensors: str, source: str | None) -> str:
 
 
 def fingerprint_parts(workload: Workload, weights: str, data: str) -> FingerprintParts:
-    d = workload.describe()
+    return parts_of(workload.describe(), weights, data)
+
+
+def parts_of(d: WorkloadDescription, weights: str, data: str) -> FingerprintParts:
+    """The fingerprint's parts of a workload described by ``d`` whose frozen weights and
+    data hash to ``weights`` and ``data`` (``hash_tensors``)."""
     sources = d.sources or Sources()
     return FingerprintParts(
         config=sha256_json({"name": d.name, "kind": d.kind, "config": d.config}),
@@ -122,8 +128,11 @@ class Frozen:
 def cache_key(workload: Workload) -> str:
     source = inspect.getsourcefile(type(workload)) or ""
     code = Path(source).read_bytes() if source and Path(source).is_file() else b""
+    # the class too (its file's bytes are below): two workloads of one file may share a
+    # name and a config, and build different models
+    kind = type(workload).__qualname__
     return hashlib.sha256(
-        canonical([encode(workload.describe()), torch.__version__, __version__, FORMAT])
+        canonical([encode(workload.describe()), torch.__version__, __version__, FORMAT, kind])
         + hashlib.sha256(code).digest()
     ).hexdigest()[:24]
 
@@ -168,7 +177,10 @@ def _freeze(workload: Workload, root: Path | None, warn: Callable[[str], None] |
     if final.exists() or final.is_symlink():
         problem = _problem(final)
         if problem is None:
-            return read_frozen(final)
+            frozen = read_frozen(final)
+            if encode(frozen.description) == encode(workload.describe()):
+                return frozen
+            problem = f"frozen workload {final} describes another workload than its name"
         _discard(final, problem)
         if warn is not None:
             warn(f"{problem}: rebuilt it")
@@ -234,7 +246,7 @@ def _problem(path: Path) -> str | None:
     for item in sorted(path.iterdir()):
         if item.name not in expected:
             return f"frozen workload {path} holds {item.name!r}, which parity did not freeze"
-        if item.is_symlink() or not item.is_file():
+        if linked(item) or not item.is_file():
             return f"frozen workload {path} holds {item.name!r}, a link or not a regular file"
     for name, digest in sorted(meta.files.items()):
         if not (path / name).is_file():
@@ -244,6 +256,23 @@ def _problem(path: Path) -> str | None:
                 f"frozen workload {path / name} differs from what parity froze (its sha256 "
                 f"is not the one in {META_FILE})"
             )
+    return _content_problem(path, meta)
+
+
+def _content_problem(path: Path, meta: FrozenMeta) -> str | None:
+    """The fingerprint recomputed from the tensors themselves: a digest in ``META_FILE``
+    rewritten to fit edited weights or data does not make them the workload frozen under
+    that fingerprint (the cache is content-addressed, not trusted)."""
+    try:
+        weights, data = load_file(str(path / WEIGHTS_FILE)), load_file(str(path / DATA_FILE))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        return f"frozen workload {path} holds weights or data that do not load ({exc})"
+    parts = parts_of(meta.description, hash_tensors(weights), hash_tensors(data))
+    if parts != meta.parts or parts.digest() != meta.fingerprint:
+        return (
+            f"frozen workload {path} holds weights or data whose fingerprint is not the one "
+            f"in {META_FILE} (edited after it was frozen)"
+        )
     return None
 
 

@@ -1,0 +1,79 @@
+"""A worker's logs are redacted as they are written (``runner.logs``): at no moment does an
+unredacted byte reach a log file, whether the worker writes through the FIFOs' write ends
+(spawned) or opens them by path (forked), ends or is killed mid-line."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parity.redact import REDACTED, Redactor
+from parity.runner.logs import LogRelay
+
+SECRET = "planted-relay-secret-4242"
+#: the child prints a secret in pieces (a known value, an Authorization header, a signed
+#: URL), then lingers so that it can be killed with the secret's line still open
+CHILD = f"""
+import os, sys, time
+out = sys.stdout if len(sys.argv) < 2 else open(sys.argv[1], "w")
+err = sys.stderr if len(sys.argv) < 3 else open(sys.argv[2], "w")
+for piece in ("connecting with {SECRET[:9]}", "{SECRET[9:]} now\\n"):
+    out.write(piece); out.flush(); time.sleep(0.05)
+err.write("Authorization: Basic cGxhbnRlZDpyZWxheQ==\\nGET /o?sig=plantedRelaySig1\\n"); err.flush()
+out.write("step 1 done\\nlast words {SECRET}"); out.flush()
+if os.environ.get("LINGER"):
+    time.sleep(60)
+"""
+PLANTED = (SECRET, "cGxhbnRlZDpyZWxheQ", "plantedRelaySig1")
+
+
+@pytest.mark.parametrize("attach", ["fds", "path"])
+@pytest.mark.parametrize("end", ["exits", "killed"])
+def test_logs_hold_only_redacted_text_at_every_moment(
+    tmp_path: Path, attach: str, end: str
+) -> None:
+    redactor = Redactor({"DB_PASSWORD": SECRET})
+    env = {"LINGER": "1"} if end == "killed" else {}
+    with LogRelay(tmp_path, redactor) as relay:
+        if attach == "fds":
+            out, err = relay.fds
+            args = [sys.executable, "-c", CHILD]
+            child = subprocess.Popen(args, stdout=out, stderr=err, env=env)
+        else:
+            args = [sys.executable, "-c", CHILD, *map(str, relay.paths)]
+            child = subprocess.Popen(args, env=env)
+        deadline = time.monotonic() + 30
+        while b"step 1 done" not in _read(tmp_path / "stdout.log"):
+            assert time.monotonic() < deadline, "nothing relayed"
+            for log in ("stdout.log", "stderr.log"):  # while it runs, too
+                assert not any(s.encode() in _read(tmp_path / log) for s in PLANTED)
+            time.sleep(0.02)
+        if end == "killed":
+            child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    stdout, stderr = _read(tmp_path / "stdout.log"), _read(tmp_path / "stderr.log")
+    assert not any(s.encode() in stdout + stderr for s in PLANTED)
+    assert stdout.startswith(f"connecting with {REDACTED} now\nstep 1 done\n".encode())
+    assert stdout.endswith(f"last words {REDACTED}".encode())  # the unfinished line too
+    assert stderr.count(REDACTED.encode()) == 2
+    assert not relay.dir.exists()
+
+
+def test_a_process_left_holding_the_pipes_does_not_hold_up_the_relay(tmp_path: Path) -> None:
+    relay = LogRelay(tmp_path, Redactor({}))
+    out, err = relay.fds
+    sleeper = "import time; time.sleep(5)"
+    code = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {sleeper!r}])"
+    subprocess.run([sys.executable, "-c", code], stdout=out, stderr=err, check=True)
+    began = time.monotonic()
+    relay.close()
+    assert time.monotonic() - began < 3
+
+
+def _read(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
