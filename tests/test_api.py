@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 import parity
-from parity.api import CompareResult
-from parity.bundle import load_side
+from parity.comparison import Comparison
 from parity.errors import OptionError, PlanError, ResumeError, SpecError, UsageError, WorkloadError
 from parity.judge.verdict import judge
 from parity.model.codec import encode
@@ -22,7 +21,7 @@ from parity.request import CompareRequest, RunRequest
 from parity.results import ComparisonResult, RunResult
 from tests.conftest import FIXTURES
 from tests.fixtures.cli import stub_api
-from tests.judge.synthetic import side_dir
+from tests.judge.synthetic import side_runs
 
 
 def test_all_is_sorted_and_complete() -> None:
@@ -47,10 +46,10 @@ def test_import_parity_stays_light() -> None:
 
 @pytest.fixture
 def comparison(tmp_path: Path) -> ComparisonResult:
-    a = load_side(side_dir(tmp_path, "baseline", side="cpu", step_s=0.010))
-    b = load_side(side_dir(tmp_path, "target", side="cpu+bf16", step_s=0.008, seed=1))
+    a = side_runs(tmp_path, "baseline", side="cpu", step_s=0.010)
+    b = side_runs(tmp_path, "target", side="cpu+bf16", step_s=0.008, seed=1)
     verdict = judge(a, b)
-    return ComparisonResult(CompareResult(out=tmp_path, baseline=a, target=b, verdict=verdict))
+    return ComparisonResult(Comparison(out=tmp_path, baseline=a, target=b, verdict=verdict))
 
 
 def test_comparison_result_dict_rows_and_html(comparison: ComparisonResult) -> None:
@@ -239,7 +238,7 @@ def test_compare_and_run_from_python(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "c" / "verdict.json").read_text()) == encode(result.verdict)
     assert len(result.losses()["target"]) == 6
     # set-up (preparing the workload in a worker, the zygote) is counted, not the budget's
-    speed = result.raw.verdict.speed
+    speed = result.verdict.speed
     stop = speed.stop if speed is not None else None
     assert stop is not None and stop.setup_s is not None and stop.setup_s > 0.1, stop
     script = ["python", str(FIXTURES / "train_script.py"), "--device", "{device}", "--steps", "4"]

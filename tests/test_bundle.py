@@ -127,3 +127,25 @@ def test_damaged_bundles_are_refused_in_one_line(
 def test_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="does not exist"):
         load_bundle(tmp_path / "nope")
+
+
+def test_a_reference_holding_the_probe_alone_is_refused_not_judged(tmp_path: Path) -> None:
+    """One schema policy: an ok fp64 reference holds its whole run (metrics and outputs)
+    beside the probe; one with the probe alone (as written before whole-run references)
+    is refused when loaded, never judged as a reference without a run."""
+    from tests.judge.numerics_cases import capture, reference_values
+
+    man = bundles.manifest(role="reference", spec="cpu", mode="reference")
+    probe = capture(reference_values(), None)
+    for name in ("", METRICS, "numerics.json"):
+        path = bundles.write_bundle(
+            tmp_path / f"without-{name}", man, run_metrics=bundles.metrics([0.1] * 4), capture=probe
+        )
+        if not name:  # the whole run
+            assert load_bundle(path).outputs is not None
+            continue
+        (path / DIGEST).unlink()
+        (path / name).unlink()
+        seal(path)
+        with pytest.raises(BundleError, match=f"ok reference bundle without {name}"):
+            load_bundle(path)

@@ -18,16 +18,16 @@ from typing import Any
 
 import pytest
 
-from parity.api import CompareResult
-from parity.bundle import load_bundle, load_side
+from parity.comparison import Comparison
 from parity.errors import SideError
 from parity.judge.verdict import judge
 from parity.model.codec import encode
 from parity.model.reports import ScalingPoint, ScalingReport
 from parity.model.verdict import Gate, JudgeInputs
 from parity.request import CheckRequest, CompareRequest, RunRequest, ScaleRequest
+from parity.results import ComparisonResult
 from tests.fixtures.cli import Calls, invoke, stub_api
-from tests.judge.synthetic import side_dir
+from tests.judge.synthetic import side_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,10 +175,10 @@ def test_diff_passes_judge_inputs_only_when_given(
 
 
 @pytest.fixture
-def result(tmp_path: Path) -> CompareResult:
-    a = load_side(side_dir(tmp_path, "baseline", side="cpu", step_s=0.010))
-    b = load_side(side_dir(tmp_path, "target", side="cpu+bf16", step_s=0.008, seed=1))
-    return CompareResult(out=tmp_path, baseline=a, target=b, verdict=judge(a, b))
+def result(tmp_path: Path) -> ComparisonResult:
+    a = side_runs(tmp_path, "baseline", side="cpu", step_s=0.010)
+    b = side_runs(tmp_path, "target", side="cpu+bf16", step_s=0.008, seed=1)
+    return ComparisonResult(Comparison(out=tmp_path, baseline=a, target=b, verdict=judge(a, b)))
 
 
 def answer(monkeypatch: pytest.MonkeyPatch, name: str, value: object) -> None:
@@ -188,7 +188,9 @@ def answer(monkeypatch: pytest.MonkeyPatch, name: str, value: object) -> None:
     monkeypatch.setattr(parity.api, name, lambda *a, **k: value)
 
 
-def test_a_passing_verdict_exits_0(monkeypatch: pytest.MonkeyPatch, result: CompareResult) -> None:
+def test_a_passing_verdict_exits_0(
+    monkeypatch: pytest.MonkeyPatch, result: ComparisonResult
+) -> None:
     answer(monkeypatch, "compare", result)
     shown = invoke("compare", "mlp-train", "--target", "cpu+bf16")
     assert shown.exit_code == 0, shown.stderr
@@ -199,11 +201,12 @@ def test_a_passing_verdict_exits_0(monkeypatch: pytest.MonkeyPatch, result: Comp
     assert "bundles and verdict.json" in as_json.stderr  # stdout stays JSON
 
 
-def test_a_failing_gate_exits_1(monkeypatch: pytest.MonkeyPatch, result: CompareResult) -> None:
+def test_a_failing_gate_exits_1(monkeypatch: pytest.MonkeyPatch, result: ComparisonResult) -> None:
     failed = dataclasses.replace(
         result.verdict, gates=(Gate(name="quality", passed=False, detail="planted"),)
     )
-    answer(monkeypatch, "compare", dataclasses.replace(result, verdict=failed))
+    planted = dataclasses.replace(result.comparison, verdict=failed)
+    answer(monkeypatch, "compare", ComparisonResult(planted))
     shown = invoke("compare", "mlp-train", "--target", "cpu")
     assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: the target fails a gate")
     assert "planted" in shown.stdout
@@ -212,7 +215,7 @@ def test_a_failing_gate_exits_1(monkeypatch: pytest.MonkeyPatch, result: Compare
 def test_run_shows_the_bundle_or_the_failure(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    bundle = load_bundle(side_dir(tmp_path, "b", side="cpu", step_s=0.01, repeats=1) / "r00")
+    bundle = side_runs(tmp_path, "b", side="cpu", step_s=0.01, repeats=1).repeats[0]
     answer(monkeypatch, "run", bundle)
     shown = invoke("run", "mlp-train", "--device", "cpu")
     assert shown.exit_code == 0 and "median steady step" in shown.stdout

@@ -16,9 +16,10 @@ from parity.bundle import load_bundle
 from parity.cache import cache_root
 from parity.errors import BundleError
 from parity.request import CompareRequest
+from parity.results import ComparisonResult
 
 
-def _compare(out: Path) -> api.CompareResult:
+def _compare(out: Path) -> ComparisonResult:
     options = dict(
         workload="mlp-train",
         target="cpu+bf16",

@@ -15,15 +15,9 @@ import pytest
 
 from parity.model.side import MeasurePlan as Plan
 from parity.model.side import Stop
-from parity.orchestrate import (
-    COST_MARGIN,
-    RUN_OVERHEAD_S,
-    Orchestrator,
-    Samples,
-    Tally,
-    adaptive_stop,
-)
-from parity.orchestrate import decide_stop as _decide
+from parity.orchestrate import COST_MARGIN, RUN_OVERHEAD_S, Orchestrator, Tally
+from parity.stopping import Samples, adaptive_stop
+from parity.stopping import decide_stop as _decide
 
 
 def _samples(rounds: int, seed: int = 0) -> Samples:
@@ -188,8 +182,8 @@ def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path)
     """After the first round each side's timing processes get their own steps (slow steps:
     the floor of 10 steady after the warm-up), and where three a side will not fit the
     budget a line says, before they run, the budget that would."""
-    from parity.orchestrate import size_timing, timing_plan
     from parity.stats import MIN_STEADY
+    from parity.stopping import size_timing, timing_plan
 
     sized = size_timing(_quality_run(0.12))  # type: ignore[arg-type]
     assert sized is not None and sized.steps == 1 + 2 + MIN_STEADY and sized.shortened

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from parity.schemas import DOCUMENTS, SCHEMAS, all_schemas, schema
+from parity.schemas import DOCUMENTS, SCHEMAS, all_schemas, document_file, schema
 from tests.judge.synthetic import side_dir
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -32,7 +32,7 @@ def test_golden_verdicts_validate(path: Path) -> None:
 
 def test_bundle_documents_validate_and_unknown_keys_do_not(tmp_path: Path) -> None:
     side = side_dir(tmp_path, "baseline", side="cpu", step_s=0.01, repeats=1)
-    files = {name: side / "r00" / file for name, (_, file, _) in DOCUMENTS.items()}
+    files = {name: side / "r00" / document_file(name) for name in DOCUMENTS}
     seen = set()
     for name, path in files.items():
         if path.is_file():

@@ -21,6 +21,7 @@ from parity.redact import REDACTED
 from parity.report.markdown import render_markdown
 from parity.report.terminal import render_terminal
 from parity.request import CompareRequest
+from parity.results import ComparisonResult
 from tests.conftest import FIXTURES, run_cli
 from tests.fixtures import planted_secrets as secrets
 from tests.fixtures import secrets_script
@@ -92,14 +93,14 @@ PLANTED = [
 ]
 
 
-def _compare(out: Path, progress: LineProgress, **options: object) -> api.CompareResult:
+def _compare(out: Path, progress: LineProgress, **options: object) -> ComparisonResult:
     request = CompareRequest.from_kwargs(
         **dict(target="cpu+bf16", repeats=1, compliance=False, out=str(out), **options)  # type: ignore[arg-type]
     )
     return api.compare(request, progress=progress)
 
 
-def _shown(result: api.CompareResult) -> str:
+def _shown(result: ComparisonResult) -> str:
     """What a person is shown of a result: the terminal report and the Markdown one."""
     buffer = io.StringIO()
     sides = ByRole(baseline=result.baseline, target=result.target)

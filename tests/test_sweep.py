@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.api import load_verdict
+from parity.bundle import read_verdict
 from parity.errors import PlanError
 from parity.report.sweep import markdown, to_html
 from parity.sweep import Outcome, load_sweep, summary_rows
@@ -45,7 +45,7 @@ def test_the_matrix_and_its_summary(tmp_path: Path) -> None:
         "cnn-infer-cpu-vs-cpu+threads=1",
     ]
     assert all(c.out == str(tmp_path / "s" / c.name) for c in plan.cells)
-    verdict = load_verdict(synthetic_run(tmp_path / "v", target_scale=0.7) / "verdict.json")
+    verdict = read_verdict(synthetic_run(tmp_path / "v", target_scale=0.7))[0]
     rows = summary_rows(
         [Outcome(cell=plan.cells[0], verdict=verdict), Outcome(cell=plan.cells[1], error="boom")]
     )

@@ -288,7 +288,7 @@ def test_links_of_any_kind_are_refused_in_bundles_and_cached_runs(
 
 
 def test_a_cached_run_is_reused_only_for_the_key_its_content_gives(tmp_path: Path) -> None:
-    from parity.orchestrate import mismatch
+    from parity.resumable import mismatch
 
     bundle = load_bundle(runs.write_bundle(tmp_path / "b", role="reference", spec="cpu"))
     m = bundle.manifest

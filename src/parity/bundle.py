@@ -30,26 +30,29 @@ import json
 import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from parity.errors import BundleError, OutputError
 from parity.model import SCHEMA_VERSION
+from parity.model.bundle import MARGIN, Bundle, SideRuns
 from parity.model.codec import DecodeError, Json, decode, encode, loads
-from parity.model.job import Mode
+from parity.model.job import JOB_FILE, Job, Mode
 from parity.model.manifest import LogCut, Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
 from parity.model.side import MeasureRecord
-from parity.spec import SideSpec
+from parity.model.verdict import JudgeInputs, Verdict
+from parity.model.workload import PreparedWorkload
 
 if TYPE_CHECKING:
     import torch
 
     from parity.redact import Redactor
 
+__all__ = ["MARGIN", "Bundle", "SideRuns"]  # and the functions below
 T = TypeVar("T")
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".log", ".safetensors")
 MANIFEST = "manifest.json"
@@ -61,8 +64,6 @@ CAPTURE_TENSORS = "capture.safetensors"
 OPS = "ops.json"
 SIDE_FILE = "side.json"
 PREPARED = "prepared.json"
-#: the prefix of a margins tensor in ``numerics.safetensors`` (see ``RunOutputs.margins``)
-MARGIN = "margin."
 DIGEST = "digest.json"
 #: which logs were cut to the size a bundle keeps, and by how much (``model.manifest.Logs``)
 LOGS_FILE = "logs.json"
@@ -78,26 +79,34 @@ REQUIRED: Mapping[Mode, tuple[str, ...]] = {
     "train_ckpt": (METRICS, OUTPUTS),
     "soak": (METRICS, OUTPUTS),
     "script": (METRICS, OUTPUTS),
-    # a reference written before whole-run references holds the probe only
-    "reference": (CAPTURE,),
-    "expected": (CAPTURE, OUTPUTS),
+    "reference": (CAPTURE, METRICS, OUTPUTS),
+    "expected": (CAPTURE, METRICS, OUTPUTS),
     "scan": (OPS,),
     "freeze": (PREPARED,),
 }
 
 
-def write_json(path: Path, data: Json) -> None:
+def write_json(path: Path, data: Json) -> str:
     """Write JSON through a temporary file and an atomic rename; an ``OSError`` (the disk
-    is full) is an ``OutputError`` naming the file, and leaves no temporary file."""
+    is full) is an ``OutputError`` naming the file, and leaves no temporary file. Returns
+    the sha256 of what was written."""
+    return write_text(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
+
+
+def write_text(path: Path, text: str) -> str:
+    """Write text (UTF-8) atomically, as ``write_json``; returns the sha256 of its bytes."""
+    data = text.encode("utf-8")
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     try:
-        tmp.write_text(text)
+        tmp.write_bytes(data)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:  # none left where it fails, however it fails
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise OutputError(f"could not write {path}: {io_reason(exc)}") from exc
+        if isinstance(exc, OSError):
+            raise OutputError(f"could not write {path}: {io_reason(exc)}") from exc
+        raise
+    return sha256_bytes(data)
 
 
 def io_reason(exc: OSError) -> str:
@@ -107,9 +116,10 @@ def io_reason(exc: OSError) -> str:
     return f"{what}: free space (or fix the file system) and run again with --resume"
 
 
-def write_doc(path: Path, doc: object) -> None:
-    """Write a typed document (a model dataclass) as JSON, atomically."""
-    write_json(path, encode(doc))
+def write_doc(path: Path, doc: object) -> str:
+    """Write a typed document (a model dataclass) as JSON, atomically; returns the sha256
+    of what was written."""
+    return write_json(path, encode(doc))
 
 
 def temp_dir_for(final: Path) -> Path:
@@ -129,6 +139,7 @@ class Digest:
 
 
 def sha256_file(path: Path) -> str:
+    """The sha256 of a file too large to hold (a checkpoint), read in blocks."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -136,9 +147,10 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def seal(directory: Path, redactor: Redactor | None = None) -> None:
+def seal(directory: Path, redactor: Redactor | None = None) -> dict[str, bytes]:
     """Remove what a writer left half-done (hidden temporary files), redact the logs (with
-    ``redactor``, else the process's), then write ``digest.json`` over every other file."""
+    ``redactor``, else the process's), then write ``digest.json`` over every other file;
+    returns every file's bytes as hashed (digest.json's included)."""
     from parity.redact import redactor as default
 
     r = redactor or default()
@@ -154,47 +166,76 @@ def seal(directory: Path, redactor: Redactor | None = None) -> None:
                 cut.append(LogCut(name=path.name, written=written, dropped=dropped))
     if cut:  # said in the bundle, so the verdict and the views can say it
         write_doc(directory / LOGS_FILE, Logs(cut=tuple(cut)))
-    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name != DIGEST)
-    write_doc(directory / DIGEST, Digest(files={p.name: sha256_file(p) for p in files}))
+    paths = sorted(p for p in directory.iterdir() if p.is_file() and p.name != DIGEST)
+    read = {p.name: read_hashed(p) for p in paths}
+    digest = Digest(files={name: sha for name, (_, sha) in read.items()})
+    write_doc(directory / DIGEST, digest)
+    files = {name: data for name, (data, _) in read.items()}
+    return {**files, DIGEST: (directory / DIGEST).read_bytes()}
 
 
-def finalize(tmp: Path, final: Path, *, redactor: Redactor | None = None) -> Path:
+def finalize(tmp: Path, final: Path, *, redactor: Redactor | None = None) -> Bundle:
     """Seal a finished temporary bundle and rename it into place (atomic on one
-    filesystem): a bundle under its final name is complete and verifiable."""
-    seal(tmp, redactor)
+    filesystem): a bundle under its final name is complete and verifiable. Returns it
+    decoded from the bytes the seal hashed (checked as a load checks it, not read again)."""
+    files = seal(tmp, redactor)
     os.replace(tmp, final)
-    return final
+    _check_entries(final)
+    _check_version(final / MANIFEST, files[MANIFEST])
+    digest = _decode_doc(final / DIGEST, files[DIGEST], Digest)
+    return _decode_bundle(final, files, digest)
 
 
-def verify(path: Path) -> None:
-    """The bundle's files are exactly those its digest lists, byte for byte."""
+def read_hashed(path: Path) -> tuple[bytes, str]:
+    """A bundle file's bytes and their sha256: the one place a bundle's files are read
+    and hashed (sealing, loading), once each."""
+    data = path.read_bytes()
+    return data, sha256_bytes(data)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _verified(path: Path) -> tuple[dict[str, bytes], Digest]:
+    """Every file of a bundle, read and hashed once, checked against ``digest.json``: the
+    bytes its documents and tensors are then decoded from (no file is read twice). The
+    manifest's schema version is checked first, before any other file."""
+    read = {MANIFEST: read_hashed(path / MANIFEST)}
+    _check_version(path / MANIFEST, read[MANIFEST][0])
     if not (path / DIGEST).is_file():
         raise BundleError(
             f"{path} has no {DIGEST}: it was not finished by parity (or was edited); rerun "
             "that side"
         )
     digest = read_doc(path / DIGEST, Digest)
-    present = {p.name for p in path.iterdir() if p.name != DIGEST}
-    for name in sorted(present | set(digest.files)):
+    present = sorted(p.name for p in path.iterdir() if p.is_file() and p.name != DIGEST)
+    files: dict[str, bytes] = {}
+    for name in sorted(set(present) | set(digest.files)):
         if name not in digest.files:
             raise BundleError(f"{path / name} was added after the bundle was written: remove it")
         if name not in present:
             raise BundleError(f"{path / name} is missing from the bundle: rerun that side")
-        if sha256_file(path / name) != digest.files[name]:
+        files[name], sha = read[name] if name in read else read_hashed(path / name)
+        if sha != digest.files[name]:
             raise BundleError(
                 f"{path / name} differs from what parity wrote (its sha256 does not match "
                 f"{DIGEST}): the bundle was edited; rerun that side"
             )
+    return files, digest
 
 
-def read_doc(path: Path, tp: type[T]) -> T:
-    """A JSON document decoded into its type; BundleError names the file and key path."""
+def _json(path: Path, data: bytes) -> Json:
     try:
-        raw = loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         raise BundleError(
             f"{path} is not valid JSON ({exc}): the bundle is corrupt or truncated; rerun that side"
         ) from None
+
+
+def _decode_doc(path: Path, data: bytes, tp: type[T]) -> T:
+    raw = _json(path, data)
     try:
         return decode(tp, raw)
     except DecodeError as exc:
@@ -204,70 +245,30 @@ def read_doc(path: Path, tp: type[T]) -> T:
         ) from None
 
 
-def _optional(path: Path, tp: type[T]) -> T | None:
-    return read_doc(path, tp) if path.is_file() else None
+def read_doc(path: Path, tp: type[T]) -> T:
+    """A JSON document decoded into its type; BundleError names the file and key path."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BundleError(
+            f"{path} is not valid JSON ({exc}): the bundle is corrupt or truncated; rerun that side"
+        ) from None
+    return _decode_doc(path, data, tp)
 
 
-@dataclass(frozen=True)
-class Bundle:
-    """A loaded bundle: its typed documents, with tensors loaded on demand."""
+def _tensors(path: Path, data: bytes | None) -> dict[str, torch.Tensor]:
+    if data is None:
+        return {}
+    from safetensors import SafetensorError
+    from safetensors.torch import load
 
-    path: Path
-    manifest: Manifest
-    metrics: Metrics | None = None
-    outputs: RunOutputs | None = None
-    ops: OpsCensus | None = None
-    capture: Capture | None = None
-    logs: Logs | None = None
-
-    @property
-    def status(self) -> str:
-        return self.manifest.status
-
-    @property
-    def ok(self) -> bool:
-        return self.manifest.ok
-
-    @property
-    def fingerprint(self) -> str:
-        return self.manifest.workload.fingerprint
-
-    @property
-    def side(self) -> SideSpec:
-        """The side this bundle ran (``str()`` writes it as given, e.g. ``cpu+bf16``)."""
-        return self.manifest.side
-
-    @property
-    def losses(self) -> tuple[float | None, ...]:
-        return self.outputs.losses if self.outputs is not None else ()
-
-    def output_tensors(self) -> dict[str, torch.Tensor]:
-        """The output tensors (safetensors only), empty if the run produced none."""
-        return {k: v for k, v in self._tensors(OUTPUT_TENSORS).items() if not k.startswith(MARGIN)}
-
-    def margin_tensors(self) -> dict[str, torch.Tensor]:
-        """Generated tokens' top-2 logits margins, by the tokens' output name."""
-        tensors = self._tensors(OUTPUT_TENSORS)
-        return {k.removeprefix(MARGIN): v for k, v in tensors.items() if k.startswith(MARGIN)}
-
-    def capture_tensors(self) -> dict[str, torch.Tensor]:
-        """The numerics probe's samples (outputs, gradients, per-module values)."""
-        return self._tensors(CAPTURE_TENSORS)
-
-    def _tensors(self, name: str) -> dict[str, torch.Tensor]:
-        path = self.path / name
-        if not path.is_file():
-            return {}
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file
-
-        try:
-            return load_file(str(path))
-        except (SafetensorError, OSError, ValueError) as exc:
-            raise BundleError(
-                f"{path} is not a valid safetensors file ({exc}): the bundle is corrupt; "
-                "rerun that side"
-            ) from exc
+    try:
+        return load(data)
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise BundleError(
+            f"{path} is not a valid safetensors file ({exc}): the bundle is corrupt; "
+            "rerun that side"
+        ) from exc
 
 
 def linked(item: Path) -> bool:
@@ -286,14 +287,10 @@ def _check_entries(path: Path) -> None:
             )
 
 
-def _check_version(path: Path) -> None:
-    """Refuse another schema version in one line before decoding anything else."""
-    try:
-        raw: Any = loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BundleError(
-            f"{path} is not valid JSON ({exc}): the bundle is corrupt or truncated; rerun that side"
-        ) from None
+def _check_version(path: Path, data: bytes) -> None:
+    """One schema policy: this version is read, any other refused in one line before
+    anything else is decoded (older bundles are rerun, never migrated)."""
+    raw = _json(path, data)
     version = raw.get("schema_version") if isinstance(raw, dict) else None
     if not isinstance(version, int) or isinstance(version, bool):
         raise BundleError(f"{path} has no integer schema_version: the bundle is corrupt")
@@ -309,32 +306,44 @@ def _check_version(path: Path) -> None:
         )
 
 
+def _no_bundle(path: Path) -> BundleError:
+    return BundleError(
+        f"bundle {path} does not exist or is not a directory: pass a directory that parity "
+        "run --out or parity compare wrote (OUT/baseline, OUT/target)"
+    )
+
+
 def load_bundle(path: Path | str) -> Bundle:
-    """Load and check a bundle; BundleError (exit 2) names the problem and the fix."""
+    """Load and check a bundle, each file read and hashed once; BundleError (exit 2)
+    names the problem and the fix."""
     path = Path(path)
     if path.is_symlink() or not path.is_dir():
-        raise BundleError(
-            f"bundle {path} does not exist or is not a directory: pass a directory that parity "
-            "run --out or parity compare wrote (OUT/baseline, OUT/target)"
-        )
+        raise _no_bundle(path)
     _check_entries(path)
     if not (path / MANIFEST).is_file():
         raise BundleError(
             f"{path} is not a parity bundle: it has no {MANIFEST}; pass a directory written "
             "by parity run or parity compare"
         )
-    _check_version(path / MANIFEST)
-    verify(path)
-    manifest = read_doc(path / MANIFEST, Manifest)
-    parts = manifest.workload.parts
-    if parts.digest() != manifest.workload.fingerprint:
+    files, digest = _verified(path)
+    return _decode_bundle(path, files, digest)
+
+
+def _decode_bundle(path: Path, files: Mapping[str, bytes], digest: Digest) -> Bundle:
+    """The typed bundle from its verified files' bytes."""
+
+    def doc(name: str, tp: type[T]) -> T | None:
+        return _decode_doc(path / name, files[name], tp) if name in files else None
+
+    manifest = _decode_doc(path / MANIFEST, files[MANIFEST], Manifest)
+    if manifest.workload.parts.digest() != manifest.workload.fingerprint:
         raise BundleError(
             f"{path / MANIFEST} has a fingerprint that does not match its parts: the bundle "
             "was edited after it was written; rerun that side"
         )
     if manifest.ok:
         for name in REQUIRED[manifest.mode]:
-            if not (path / name).is_file():
+            if name not in files:
                 raise BundleError(
                     f"{path} is an ok {manifest.mode} bundle without {name}: the bundle is "
                     "incomplete; rerun that side"
@@ -342,62 +351,41 @@ def load_bundle(path: Path | str) -> Bundle:
     return Bundle(
         path=path,
         manifest=manifest,
-        metrics=_optional(path / METRICS, Metrics),
-        outputs=_optional(path / OUTPUTS, RunOutputs),
-        ops=_optional(path / OPS, OpsCensus),
-        capture=_optional(path / CAPTURE, Capture),
-        logs=_optional(path / LOGS_FILE, Logs),
+        metrics=doc(METRICS, Metrics),
+        outputs=doc(OUTPUTS, RunOutputs),
+        ops=doc(OPS, OpsCensus),
+        capture=doc(CAPTURE, Capture),
+        prepared=doc(PREPARED, PreparedWorkload),
+        logs=doc(LOGS_FILE, Logs),
+        job=doc(JOB_FILE, Job),
+        tensors=_tensors(path / OUTPUT_TENSORS, files.get(OUTPUT_TENSORS)),
+        probe=_tensors(path / CAPTURE_TENSORS, files.get(CAPTURE_TENSORS)),
+        digest=digest.files,
     )
-
-
-@dataclass(frozen=True)
-class SideRuns:
-    """One side of a comparison: its repeats (fresh processes) and compliance runs.
-
-    On disk, a directory with one bundle per repeat (``r00``, ``r01``, ...), the
-    compliance bundles (``reseeded``, ``same-input``) where they were run, and
-    ``side.json`` with how measuring ended. A single bundle directory is a side with one
-    repeat, so ``parity diff`` takes bundles from ``parity run`` as well.
-    """
-
-    path: Path
-    repeats: tuple[Bundle, ...]
-    compliance: dict[str, Bundle] = field(default_factory=dict)
-    info: MeasureRecord | None = None
-
-    @property
-    def ok(self) -> tuple[Bundle, ...]:
-        return tuple(b for b in self.repeats if b.ok)
-
-    @property
-    def first(self) -> Bundle:
-        return (self.ok or self.repeats)[0]
-
-    @classmethod
-    def of(cls, bundle: Bundle) -> SideRuns:
-        return cls(path=bundle.path, repeats=(bundle,))
 
 
 def repeat_name(index: int) -> str:
     return f"r{index:02d}"
 
 
+def is_bundle(path: Path) -> bool:
+    """Whether ``path`` holds a bundle (a manifest), complete or not."""
+    return (path / MANIFEST).is_file()
+
+
 def load_side(path: Path | str) -> SideRuns:
     """Load a side directory or a single bundle; BundleError names what is wrong."""
     path = Path(path)
-    if (path / MANIFEST).is_file():
+    if is_bundle(path):
         return SideRuns.of(load_bundle(path))
     if path.is_symlink() or not path.is_dir():
-        raise BundleError(
-            f"bundle {path} does not exist or is not a directory: pass a directory that parity "
-            "run --out or parity compare wrote (OUT/baseline, OUT/target)"
-        )
+        raise _no_bundle(path)
     repeats = sorted(
         p for p in path.iterdir() if p.is_dir() and p.name[:1] == "r" and p.name[1:].isdigit()
     )
     if not repeats:
         raise BundleError(
-            f"{path} is neither a parity bundle nor a side directory (no manifest.json, no "
+            f"{path} is neither a parity bundle nor a side directory (no {MANIFEST}, no "
             "r00/): pass a directory written by parity run or parity compare"
         )
     for item in path.iterdir():
@@ -408,9 +396,69 @@ def load_side(path: Path | str) -> SideRuns:
     compliance = {
         name: load_bundle(path / name) for name in COMPLIANCE_RUNS if (path / name).is_dir()
     }
+    info = path / SIDE_FILE
     return SideRuns(
         path=path,
         repeats=tuple(load_bundle(p) for p in repeats),
         compliance=compliance,
-        info=_optional(path / SIDE_FILE, MeasureRecord),
+        info=read_doc(info, MeasureRecord) if info.is_file() else None,
     )
+
+
+# -- a comparison's directory -----------------------------------------------------------
+#
+#   OUT/request.json      the request (parity.request)
+#   OUT/inputs.json       what the judge was given besides the bundles
+#   OUT/verdict.json      the verdict
+#   OUT/report.html       the HTML report
+#   OUT/baseline/ OUT/target/      each side's runs (r00, ..., reseeded, same-input)
+#   OUT/reference/ OUT/expected/   the fp64 reference and the expected-error run
+#   OUT/curve.json        (a throughput-latency curve: one comparison per OUT/bsN)
+
+VERDICT = "verdict.json"
+INPUTS = "inputs.json"
+REQUEST = "request.json"
+REPORT_HTML = "report.html"
+CURVE = "curve.json"
+REFERENCE_DIR = "reference"
+EXPECTED_DIR = "expected"
+
+
+def is_comparison(path: Path) -> bool:
+    """Whether ``path`` holds a judged comparison (its verdict)."""
+    return (path / VERDICT).is_file()
+
+
+def read_verdict(out: Path) -> tuple[Verdict, str]:
+    """``OUT/verdict.json`` decoded strictly, and the sha256 of its bytes (read once);
+    BundleError names the file and the key path."""
+    path = out / VERDICT
+    try:
+        data = path.read_bytes()
+        raw = loads(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(f"{path} is not valid JSON ({exc}): rerun the comparison") from None
+    try:
+        return decode(Verdict, raw), sha256_bytes(data)
+    except DecodeError as exc:
+        raise BundleError(
+            f"{path} is not a parity verdict this version reads ({exc.path} {exc.message}): "
+            "rerun the comparison, or parity diff its bundles"
+        ) from None
+
+
+def written_unix(out: Path) -> float:
+    """When a comparison's verdict was written (its file's modification time)."""
+    return (out / VERDICT).stat().st_mtime
+
+
+def forget_verdict(out: Path) -> None:
+    """Remove a comparison's verdict and judge inputs (resuming it: they are made again)."""
+    for name in (VERDICT, INPUTS):
+        (out / name).unlink(missing_ok=True)
+
+
+def read_inputs(out: Path) -> JudgeInputs | None:
+    """The judge inputs a comparison stored (``OUT/inputs.json``), if it has them."""
+    path = out / INPUTS
+    return read_doc(path, JudgeInputs) if path.is_file() else None

@@ -18,51 +18,39 @@ share:
   not fit in the budget, with the runs after the rounds, is not started;
 - independent parts at the same time where they share no device (``parallel``).
 
-What to do with the bundles (judging, reports, the index) is the API's: the scheduler
-never judges.
+The plans that use it are ``parity.runs``' (a run, a comparison with its references
+and compliance runs, a curve) and ``parity.checks``'; what becomes of the bundles
+(judging, reports, the index) is ``parity.sinks``': the scheduler never judges. Each
+bundle is loaded once, as its run finishes, and held (``measured``, ``sides``); one
+that ``--resume`` reuses must belong where it is (``parity.resumable``).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import os
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
-from parity.bundle import (
-    COMPLIANCE_RUNS,
-    MANIFEST,
-    PREPARED,
-    SIDE_FILE,
-    Bundle,
-    io_reason,
-    load_bundle,
-    read_doc,
-    repeat_name,
-    sha256_file,
-    write_doc,
-)
+from parity.bundle import REQUEST, SIDE_FILE, load_bundle, repeat_name, sha256_file, write_doc
 from parity.errors import (
     BundleError,
     DeviceError,
     OptionError,
     OutputError,
     ParityError,
-    ResumeError,
     SideError,
     WorkloadError,
 )
+from parity.model.bundle import Bundle, SideRuns
 from parity.model.codec import encode
-from parity.model.job import JOB_FILE, Event, Job, Mode, PreparePlan
-from parity.model.manifest import Manifest
+from parity.model.job import Event, Job, Mode, PreparePlan
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
-from parity.model.verdict import ROLES, Role
+from parity.model.verdict import ROLES, ByRole, Role
 from parity.model.workload import (
     FingerprintParts,
     PreparedWorkload,
@@ -74,12 +62,9 @@ from parity.runner.cpu import CpuWatch
 from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
 
-if TYPE_CHECKING:
-    pass
-
 RUNS_DIR = Path("parity-runs")
 #: a comparison's stored request (``parity.request`` reads and writes it)
-REQUEST_FILE = "request.json"
+REQUEST_FILE = REQUEST
 log = logging.getLogger("parity")
 #: ``(label, event)``: a side's or part's label, e.g. ``baseline r01``, and its event
 ProgressSink = Callable[[str, Event], None]
@@ -107,87 +92,6 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
     else:
         shutil.rmtree(path)
-
-
-def _differs(*pairs: tuple[str, object, object]) -> str | None:
-    for what, got, wanted in pairs:
-        if got != wanted:
-            return f"it is a run of {what} {got}, where this one is of {wanted}"
-    return None
-
-
-def _request_of(bundle: Bundle) -> str | None:
-    """The digest of the ``request.json`` a bundle was run for (its ``job.json``)."""
-    recorded = bundle.path / JOB_FILE
-    return read_doc(recorded, Job).request if recorded.is_file() else None
-
-
-def _other_request() -> str:
-    return f"it was run for another {REQUEST_FILE} (edited since, or the bundle copied here)"
-
-
-def mismatch(bundle: Bundle, job: Job) -> str | None:
-    """Why ``bundle`` is not the run of ``job`` (another role, repeat, side, mode, workload
-    or request), or None: what ``--resume`` and the caches check before reusing one."""
-    m = bundle.manifest
-    problem = _differs(
-        ("role", m.role, job.role),
-        ("repeat", m.repeat, job.repeat),
-        ("side", str(m.side), str(job.side)),
-        ("mode", m.mode, job.mode),
-        ("workload fingerprint", m.workload.fingerprint[:12], job.fingerprint[:12]),
-    )
-    if problem is None and m.workload.fingerprint != job.fingerprint:
-        problem = "it is a run of another workload fingerprint"
-    if problem is None and job.request is not None and _request_of(bundle) != job.request:
-        problem = _other_request()
-    return problem
-
-
-def check_resumable(out: Path, sides: dict[str, SideSpec]) -> None:
-    """Before anything runs again: every complete bundle of ``out``'s rounds and compliance
-    runs is where its manifest says it belongs (role, repeat, side) and was run for
-    ``out/request.json`` as it is now; else a ResumeError in one line. (Its workload
-    fingerprint is checked when the workload is prepared, by ``Orchestrator.run``.)"""
-    digest = sha256_file(out / REQUEST_FILE)
-    for role, side in sides.items():
-        where = out / role
-        names = sorted(p.name for p in where.iterdir()) if where.is_dir() else []
-        for name in names:
-            path = where / name
-            repeat = int(name[1:]) if name[:1] == "r" and name[1:].isdigit() else None
-            if name in COMPLIANCE_RUNS:
-                repeat = 0
-            if repeat is None or path.is_symlink() or not path.is_dir():
-                continue
-            try:
-                bundle = load_bundle(path)
-            except BundleError:
-                continue  # run again in its turn
-            m = bundle.manifest
-            problem = _differs(
-                ("role", m.role, role),
-                ("repeat", m.repeat, repeat),
-                ("side", str(m.side), str(side)),
-            )
-            if problem is None and _request_of(bundle) != digest:
-                problem = _other_request()
-            if problem is not None:
-                raise ResumeError(
-                    f"{path} does not belong here: {problem}; remove it (or rerun the "
-                    "comparison into a new --out)"
-                )
-
-
-def belonging(bundle: Bundle, job: Job) -> Bundle:
-    """``bundle`` if it is the run of ``job``, else a ResumeError in one line."""
-    problem = mismatch(bundle, job)
-    if problem is not None:
-        raise ResumeError(
-            f"{bundle.path} does not belong here: {problem}; remove it (or rerun the "
-            "comparison into a new --out)"
-        )
-    return bundle
 
 
 def clear_partial(out: Path) -> list[Path]:
@@ -304,7 +208,7 @@ class Tally:
         margin and the parent's own share per run."""
         costs = self.run_s[role]
         if len(costs) == 1 and self.done[role]:
-            plain = _plain_run_s(self.done[role][0], self.steps.get(role))
+            plain = plain_run_s(self.done[role][0], self.steps.get(role))
             if plain is not None:
                 return min(costs[0], COST_MARGIN * plain + RUN_OVERHEAD_S)
         return _next_cost(costs)
@@ -317,7 +221,7 @@ COST_MARGIN = 1.2
 RUN_OVERHEAD_S = 0.5
 
 
-def _plain_run_s(bundle: Bundle, steps: int | None = None) -> float | None:
+def plain_run_s(bundle: Bundle, steps: int | None = None) -> float | None:
     """A run's start, load and steps (what every repeat pays), from its metrics; with
     ``steps``, a timing process of that many steps (its steady steps at the median)."""
     if not bundle.ok or bundle.metrics is None:
@@ -382,6 +286,8 @@ class Orchestrator:
     #: where the rounds stood after the last one
     tally: Tally | None = None
     placed: Mapping[str, Placed] = field(default_factory=dict)
+    #: each side's repeats as ``rounds`` ran them (loaded once, as each finished)
+    measured: dict[Role, list[Bundle]] = field(default_factory=dict)
     #: the sha256 of ``OUT/request.json`` where there is one: stamped on the jobs of the
     #: rounds and compliance runs, and checked on every bundle ``--resume`` reuses
     request: str | None = field(init=False, default=None)
@@ -438,15 +344,16 @@ class Orchestrator:
                 log.warning("parity: %s: running it again", exc)
                 remove(path)
             else:
+                from parity.resumable import belonging
+
                 return belonging(found, job)
         try:
-            if job.role in self.placed:
-                self.placed[job.role].run(job, path, self._relay(label, hook))
-            else:
-                run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
+            if job.role not in self.placed:  # decoded from what its seal read: read once
+                return run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
+            self.placed[job.role].run(job, path, self._relay(label, hook))
         except OutputError as exc:
             raise OutputError(f"{label}: {exc}") from exc
-        return load_bundle(path)
+        return load_bundle(path)  # made on another node: loaded (and verified) here, once
 
     def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
         """Independent jobs, at the same time when ``together`` (parts that share no
@@ -478,6 +385,7 @@ class Orchestrator:
         rounds = plan.repeats if plan.repeats is not None else plan.max_repeats
         order: list[tuple[Role, int]] = interleaved_order(rounds, ROLES)  # type: ignore[assignment]
         done: dict[Role, list[Bundle]] = {role: [] for role in ROLES}
+        self.measured = done
         run_s: dict[Role, list[float]] = {role: [] for role in ROLES}
         round_s: list[float] = []
         stop: Stop | None = None
@@ -531,13 +439,29 @@ class Orchestrator:
             probes={**(stop.probes or {}), **self.probes} or None,
         )
         for role in ROLES:
-            timing = self.timing.get(role)
-            if timing is not None and self.tally is not None:
-                ran = [len(b.metrics.step_samples_s) for b in self.tally.done[role] if b.metrics]
-                timing = replace(timing, ran=tuple(ran))
-            side = MeasureRecord(stop=stop, plan=plan, timing=timing)
-            write_doc(self.out / role / SIDE_FILE, side)
+            write_doc(self.out / role / SIDE_FILE, self.record(role, stop, plan))
         return stop
+
+    def record(self, role: Role, stop: Stop, plan: MeasurePlan) -> MeasureRecord:
+        """How measuring ``role`` ended (its ``side.json``)."""
+        timing = self.timing.get(role)
+        if timing is not None and self.tally is not None:
+            ran = [len(b.metrics.step_samples_s) for b in self.tally.done[role] if b.metrics]
+            timing = replace(timing, ran=tuple(ran))
+        return MeasureRecord(stop=stop, plan=plan, timing=timing)
+
+    def sides(
+        self, stop: Stop, plan: MeasurePlan, compliance: dict[str, Bundle] | None = None
+    ) -> ByRole[SideRuns]:
+        """Each side as measured, in memory: the rounds' repeats, the target's
+        ``compliance`` runs and how measuring ended (``finish``'s ``stop``)."""
+
+        def side(role: Role, extra: dict[str, Bundle]) -> SideRuns:
+            runs = tuple(self.measured.get(role, ()))
+            info = self.record(role, stop, plan)
+            return SideRuns(path=self.out / role, repeats=runs, compliance=extra, info=info)
+
+        return ByRole(baseline=side("baseline", {}), target=side("target", compliance or {}))
 
 
 # -- preparing a workload: user code runs in a worker, never here ---------------------------
@@ -604,11 +528,10 @@ def prepare_workload(
     try:
         final = where / "job"
         job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, sides=sides)
-        run_job(job, final, launcher=launcher)
-        manifest = read_doc(final / MANIFEST, Manifest)
-        if not manifest.ok:
-            raise _not_prepared(spec, manifest.reason or "the worker did not say why")
-        prepared = read_doc(final / PREPARED, PreparedWorkload)
+        bundle = run_job(job, final, launcher=launcher)
+        if not bundle.ok or bundle.prepared is None:
+            raise _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")
+        prepared = bundle.prepared
     finally:
         shutil.rmtree(where, ignore_errors=True)
     for warning in prepared.warnings:
@@ -628,293 +551,3 @@ def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
     if prefix.startswith("DeviceError in phase"):
         return DeviceError(rest)
     return WorkloadError(f"workload {spec.name} could not be prepared: {reason}")
-
-
-# -- a comparison's measuring: the CPU references, rounds, compliance runs -------------------
-
-REFERENCE_DIR = "reference"
-EXPECTED_DIR = "expected"
-
-
-Samples = dict[Role, list[list[float]]]
-
-
-def first_rounds(plan: MeasurePlan) -> int:
-    """Rounds run whatever the budget says: enough for an interval that is not
-    provisional (``stats.MIN_PROCESSES`` a side), within the repeat cap (a
-    ``min_repeats`` above it is bought only while the budget holds it)."""
-    from parity.stats import MIN_PROCESSES
-
-    return min(MIN_PROCESSES, plan.max_repeats)
-
-
-def decide_stop(
-    plan: MeasurePlan,
-    samples: Samples,
-    rounds: int,
-    elapsed: float,
-    failed: bool,
-    *,
-    next_round_s: float | None = None,
-    reserve_s: float = 0.0,
-    asked: bool = True,
-) -> Stop | None:
-    """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
-    are each side's steady step times, one list per process; another round costs
-    ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds.
-    ``asked``: ``plan.repeats`` is the user's (else a mode's default, never called asked)."""
-    from parity.stats import Processes, ratio_ci, should_stop
-
-    if failed:
-        return Stop(
-            reason="failure",
-            message=f"a side failed in round {rounds}: no further repeats were run",
-        )
-    if plan.repeats is not None:
-        if rounds >= plan.repeats:
-            why = "as asked" if asked else "the default here (--repeats N for more)"
-            return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, {why}")
-        return None
-    usable = {role: [s for s in runs if s] for role, runs in samples.items()}
-    if not all(usable.values()):
-        return Stop(
-            reason="no_samples",
-            message="no steady-state samples: raise --steps so a run has more than one",
-        )
-    if rounds < first_rounds(plan):  # three processes a side first, the budget or not
-        return None
-    ci = ratio_ci(
-        Processes.from_steps(usable["baseline"], "baseline"),
-        Processes.from_steps(usable["target"], "target"),
-    )
-    decision = should_stop(
-        ci,
-        precision=plan.precision,
-        elapsed_s=elapsed,
-        budget_s=plan.budget_s,
-        repeats=rounds,
-        min_repeats=plan.min_repeats,
-        max_repeats=plan.max_repeats,
-        next_repeat_s=next_round_s,
-        reserve_s=reserve_s,
-    )
-    return None if decision is None else Stop(reason=decision.reason, message=decision.message)
-
-
-def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0, asked: bool = True) -> Decide:
-    """The stopping rule of a comparison's rounds on its bundles (see ``decide_stop``):
-    the next round is costed as ``Tally.next_round_s`` says, and ``runs_after`` target
-    runs (the compliance runs) are kept out of the budget at ``Tally.next_run_s`` each."""
-
-    def decide(tally: Tally) -> Stop | None:
-        failed = any(not b.ok for bundles in tally.done.values() for b in bundles)
-        samples: Samples = {
-            role: [list(b.metrics.steady_samples) for b in bundles if b.metrics]
-            for role, bundles in tally.done.items()
-        }
-        return decide_stop(
-            plan,
-            samples,
-            tally.rounds,
-            tally.elapsed_s,
-            failed,
-            next_round_s=tally.next_round_s,
-            reserve_s=runs_after * tally.next_run_s("target"),
-            asked=asked,
-        )
-
-    return decide
-
-
-def size_timing(bundle: Bundle, spread: float | None = None) -> TimingSteps | None:
-    """The steps of a side's timing processes, from its quality run (its first process):
-    ``stats.process_steps`` on its steady steps, warm-up and fixed cost per process, with
-    the ``spread`` measured between processes where it is more than the one assumed."""
-    from parity.stats import PRIOR_SPREAD, process_steps
-
-    metrics = bundle.metrics
-    if not bundle.ok or metrics is None or not metrics.steady_samples:
-        return None
-    p = metrics.phases
-    fixed = (p.start_import_s or 0.0) + (p.load_s or 0.0) + p.first_step_s + p.warmup_s
-    size = process_steps(
-        metrics.steady_samples,
-        warmup=p.warmup_steps,
-        fixed_s=fixed + RUN_OVERHEAD_S,
-        workload_steps=len(metrics.step_samples_s),
-        spread=max(PRIOR_SPREAD, spread or 0.0),
-        measured=spread is not None and spread > PRIOR_SPREAD,
-    )
-    return TimingSteps(
-        steps=size.steps,
-        warmup=size.warmup,
-        steady=size.steady,
-        workload_steps=size.workload_steps,
-        reason=size.reason,
-    )
-
-
-def timing_plan(
-    orch: Orchestrator, plan: MeasurePlan, *, runs_after: int, shorten: bool
-) -> AfterFirst:
-    """What runs after the first round (each side's quality run): the timing processes'
-    steps per side (``size_timing``; the workload's own unless ``shorten``), and a note,
-    logged before they run, where the rounds that come first (three a side) and the
-    ``runs_after`` target runs will not fit in the budget: the budget that would."""
-
-    def after_first(done: dict[Role, list[Bundle]]) -> dict[Role, int | None]:
-        spread = _spread(done)
-        steps: dict[Role, int | None] = {}
-        for role in ROLES:
-            sized = size_timing(done[role][0], spread) if shorten and done[role] else None
-            orch.timing[role] = sized
-            shorter = sized is not None and sized.steps < sized.workload_steps
-            steps[role] = sized.steps if sized is not None and shorter else None
-        base, target = (_timing_run_s(done[role], steps[role]) for role in ROLES)
-        if base is None or target is None or spread is not None:  # the note: once, first
-            return steps
-        rounds = first_rounds(plan) - 1
-        need = orch.elapsed_s() + rounds * (base + target) + runs_after * target
-        if plan.repeats is None and need > plan.budget_s:
-            line = (
-                f"{rounds + 1} processes a side need about {_duration(need)} of measuring "
-                f"(the fp64 reference and the first processes took {orch.elapsed_s():.0f} s), "
-                f"more than --budget {plan.budget_s:g}: measuring them anyway; "
-                f"--budget {math.ceil(need * COST_MARGIN)} holds them"
-            )
-            orch.notes.append(line)
-            log.warning("parity: %s", line)
-        return steps
-
-    return after_first
-
-
-def _spread(done: dict[Role, list[Bundle]]) -> float | None:
-    """The spread between processes (sd of log process medians, pooled over both sides,
-    each about its own centre) once each side has two; None before."""
-    import statistics
-
-    logs = [
-        [
-            math.log(statistics.median(b.metrics.steady_samples))
-            for b in bundles
-            if b.ok and b.metrics is not None and b.metrics.steady_samples
-        ]
-        for bundles in done.values()
-    ]
-    if len(logs) < 2 or any(len(side) < 2 for side in logs):
-        return None
-    squares = sum(sum((x - statistics.fmean(side)) ** 2 for x in side) for side in logs)
-    return math.sqrt(squares / sum(len(side) - 1 for side in logs))
-
-
-def _timing_run_s(bundles: list[Bundle], steps: int | None) -> float | None:
-    plain = _plain_run_s(bundles[0], steps) if bundles else None
-    return None if plain is None else COST_MARGIN * plain + RUN_OVERHEAD_S
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} minutes"
-
-
-def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bundle:
-    """The fp64 CPU reference bundle of a frozen workload: its whole run in float64, made
-    once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
-    so that the comparison's directory carries everything a later ``parity diff`` needs."""
-    job = template.job("reference", SideSpec(device="cpu"), mode="reference")
-    return cached_run(orch, job, cache / template.fingerprint, REFERENCE_DIR, "fp64 reference")
-
-
-def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
-    """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
-    ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
-    job = template.job("expected", side, mode="expected")
-    key = f"{template.fingerprint}-{str(side).replace('+', '_').replace('=', '-')}"
-    return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
-
-
-def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
-    """A CPU run that depends on its job alone: reused from ``cached`` (verified), else run
-    and cached there, then copied to ``OUT/name`` (a failure stays there, never cached)."""
-    began = time.monotonic()
-    reused = (cached / MANIFEST).is_file() or (orch.out / name / MANIFEST).is_file()
-    try:
-        return _cached_run(orch, job, cached, name, label)
-    finally:
-        orch.probes[f"{label}{' (cached)' if reused else ''}"] = time.monotonic() - began
-
-
-def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
-    import uuid
-
-    dest = orch.out / name
-    if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
-        try:
-            found = load_bundle(dest)
-        except BundleError as exc:
-            log.warning("parity: %s: copying the %s again", exc, label)
-            remove(dest)
-        else:
-            return belonging(found, job)
-    if cached.exists() or cached.is_symlink():
-        try:
-            # verified (no links, every file as written) and its key recomputed from what
-            # it holds (role, side, mode, fingerprint) before use
-            problem = mismatch(load_bundle(cached), job)
-            if problem is not None:
-                raise BundleError(f"{cached} is not the run its name says: {problem}")
-        except BundleError as exc:  # edited, or written by another parity: make it again
-            log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
-            remove(cached)
-    if not (cached / MANIFEST).is_file():
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
-        bundle = orch.run(job, tmp, label=label)
-        if not bundle.ok:  # keep the failure beside the sides, never in the cache
-            copy_bundle(tmp, dest)
-            shutil.rmtree(tmp, ignore_errors=True)
-            return load_bundle(dest)
-        try:
-            tmp.rename(cached)
-        except OSError:  # made by another process meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-    copy_bundle(cached, dest)
-    return load_bundle(dest)
-
-
-def copy_bundle(src: Path, dest: Path) -> None:
-    """Copy a bundle into place through a hidden temporary directory (a link stays a link,
-    and is refused when loaded); an I/O error leaves nothing at ``dest``."""
-    import uuid
-
-    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
-    try:
-        shutil.copytree(src, tmp, symlinks=True)
-        os.replace(tmp, dest)
-    except OSError as exc:  # shutil.Error too
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
-
-
-def compliance_runs(
-    orch: Orchestrator,
-    target: SideSpec,
-    reseeded: JobTemplate,
-    same: JobTemplate,
-    *,
-    steps: int | None = None,
-) -> dict[str, Bundle]:
-    """The target's two compliance runs: another seed, and one identical input; each a
-    timing process of ``steps`` (None: the workload's)."""
-    runs = {
-        "reseeded": reseeded.job(
-            "target", target, compliance=True, steps=steps, request=orch.request
-        ),
-        "same-input": same.job(
-            "target", target, compliance=True, same_input=True, steps=steps, request=orch.request
-        ),
-    }
-    return {
-        name: orch.run(job, orch.out / "target" / name, label=f"target {name}")
-        for name, job in runs.items()
-    }

@@ -22,8 +22,10 @@ is written; a side that fails is a result, not an exception.
 stderr (a tqdm bar per side and repeat in a notebook), ``False`` for silence, or a
 callable ``(label, event)`` of your own (``parity.progress``).
 
-Results: ``to_dict()`` is plain JSON data, ``to_dataframe()`` a pandas view (pandas is
-optional: ``pip install pandas``), ``_repr_html_()`` what a notebook shows.
+Results: ``verdict`` is the typed verdict (``parity.model.verdict.Verdict``),
+``to_dict()`` plain JSON data, ``to_dataframe()`` a pandas view (pandas is optional:
+``pip install pandas``), ``_repr_html_()`` what a notebook shows. ``parity.api`` (what
+the command line calls) returns the same types.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from parity.errors import UsageError
 from parity.model.codec import JsonObject, encode
-from parity.model.verdict import Role
+from parity.model.verdict import Role, Verdict
 
 if TYPE_CHECKING:
-    from parity.api import CompareResult
-    from parity.bundle import Bundle, SideRuns
+    from parity.comparison import Comparison
+    from parity.model.bundle import Bundle, SideRuns
     from parity.progress import ProgressArg
 
 ROLES: tuple[Role, Role] = ("baseline", "target")
@@ -68,7 +70,7 @@ def compare(
     ``"ttft_p99=200ms,e2e_p99=2s"`` or ``{"ttft_p99": "200ms"}``, ``tuning_intended`` a
     reason (see the README's fair-comparison rules).
     """
-    from parity import api
+    from parity import runs
     from parity.options import Given
     from parity.progress import resolve
     from parity.request import compare_request
@@ -80,11 +82,11 @@ def compare(
     request = compare_request(given, planned, where)
     with resolve(progress) as sink:
         if where is not None:
-            return ComparisonResult(api.resume(where, progress=sink))
+            return ComparisonResult(runs.resume(where, progress=sink))
         if request.batch_sizes:
-            out, results = api.compare_curve(request, progress=sink)
+            out, results = runs.compare_curve(request, progress=sink)
             return CurveResult(out, tuple(ComparisonResult(r) for r in results))
-        return ComparisonResult(api.compare(request, progress=sink))
+        return ComparisonResult(runs.compare(request, progress=sink))
 
 
 def run(
@@ -96,13 +98,13 @@ def run(
 ) -> RunResult:
     """Run a workload (or ``script``) once on one side (``device``, a side spec) into a
     bundle (``out``; required for a script), as ``parity run`` does."""
-    from parity import api
+    from parity import runs
     from parity.progress import resolve
     from parity.request import RunRequest
 
     request = RunRequest.from_kwargs("run", device=device, **_named(workload, options))
     with resolve(progress) as sink:
-        return RunResult(api.run(request, progress=sink))
+        return RunResult(runs.run(request, progress=sink))
 
 
 def _named(workload: str | None, options: dict[str, Any]) -> dict[str, Any]:
@@ -143,57 +145,75 @@ def _step_rows(role: str, side: SideRuns) -> list[Row]:
 
 @dataclass(frozen=True)
 class ComparisonResult:
-    """What ``parity.compare`` returns: the verdict and where the bundles are."""
+    """What ``parity.compare`` (and ``parity.api.compare``) returns: the judged
+    comparison, its typed verdict and where the bundles and the report are."""
 
-    raw: CompareResult
+    comparison: Comparison
+
+    def __post_init__(self) -> None:
+        if self.comparison.verdict is None:
+            raise ValueError("a comparison result is of a judged comparison")
 
     @property
     def out(self) -> Path:
-        return self.raw.out
+        return self.comparison.out
 
     @property
     def report(self) -> Path | None:
-        return self.raw.report
+        return self.comparison.report
 
     @property
-    def verdict(self) -> JsonObject:
-        """The verdict as plain JSON data (``verdict.json``)."""
-        data = encode(self.raw.verdict)
-        assert isinstance(data, dict)
-        return data
+    def url(self) -> str | None:
+        """Where the comparison was published (``--out URL``); ``out`` is its local copy."""
+        return self.comparison.url
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict, typed (``to_dict()["verdict"]`` is its JSON, as ``verdict.json``)."""
+        assert self.comparison.verdict is not None
+        return self.comparison.verdict
+
+    @property
+    def baseline(self) -> SideRuns:
+        return self.comparison.measured_sides()[0]
+
+    @property
+    def target(self) -> SideRuns:
+        return self.comparison.measured_sides()[1]
 
     @property
     def passed(self) -> bool:
-        return self.raw.verdict.passed
+        return self.verdict.passed
 
     @property
     def exit_code(self) -> int:
-        return self.raw.verdict.exit_code
+        return self.verdict.exit_code
 
     @property
     def speedup(self) -> float | None:
         """Baseline time over target time (> 1: the target is faster); None without one."""
-        speed = self.raw.verdict.speed
+        speed = self.verdict.speed
         return None if speed is None else speed.speedup
 
     def losses(self) -> dict[str, list[float | None]]:
         """Each side's loss curve (first successful repeat)."""
         return {
             role: list(side.first.losses)
-            for role, side in (("baseline", self.raw.baseline), ("target", self.raw.target))
+            for role, side in (("baseline", self.baseline), ("target", self.target))
         }
 
     def to_dict(self) -> Row:
+        verdict: JsonObject = encode(self.verdict)  # type: ignore[assignment]
         return {
             "out": str(self.out),
             "report": str(self.report) if self.report else None,
             "passed": self.passed,
             "exit_code": self.exit_code,
-            "verdict": self.verdict,
+            "verdict": verdict,
         }
 
     def _side_row(self, role: Role) -> Row:
-        v = self.raw.verdict
+        v = self.verdict
         side = v.sides.of(role)
         phases = v.phases.of(role) if v.phases is not None else None
         memory = v.memory.of(role).steps if v.memory is not None else None
@@ -215,11 +235,11 @@ class ComparisonResult:
 
     def rows(self, view: str = "sides") -> list[Row]:
         """The rows behind ``to_dataframe(view)``, as plain dicts (no pandas needed)."""
-        v = self.raw.verdict
+        v = self.verdict
         if view == "sides":
             return [self._side_row(role) for role in ROLES]
         if view == "steps":
-            return _step_rows("baseline", self.raw.baseline) + _step_rows("target", self.raw.target)
+            return _step_rows("baseline", self.baseline) + _step_rows("target", self.target)
         if view == "checks":
             checks: list[Row] = [
                 {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
@@ -245,12 +265,12 @@ class ComparisonResult:
     def _repr_html_(self) -> str:
         from parity.report.summary import summary_html
 
-        return summary_html(self.raw.verdict, out=self.out)
+        return summary_html(self.verdict, out=self.out)
 
     def __repr__(self) -> str:
         from parity.report.summary import summary_text
 
-        return f"<ComparisonResult {summary_text(self.raw.verdict, out=self.out)}>"
+        return f"<ComparisonResult {summary_text(self.verdict, out=self.out)}>"
 
 
 @dataclass(frozen=True)
@@ -293,7 +313,7 @@ class RunResult:
 
     def rows(self) -> list[Row]:
         """One row per step: time and loss."""
-        from parity.bundle import SideRuns
+        from parity.model.bundle import SideRuns
 
         return _step_rows("run", SideRuns.of(self.bundle))
 

@@ -15,12 +15,13 @@ from parity.model.codec import Schema, json_schema
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE_ID = "urn:parity:schema:"
-#: name -> (document type as ``module:Name``, imported when its schema is asked for, file,
-#: what it is): the names cost no import (the command line lists them)
+#: name -> (document type as ``module:Name``, imported when its schema is asked for, file
+#: (``module:NAME`` where ``parity.bundle`` names it), what it is): the names cost no import
+#: (the command line lists them)
 DOCUMENTS: dict[str, tuple[str, str, str]] = {
     "manifest": (
         "parity.model.manifest:Manifest",
-        "manifest.json",
+        "parity.bundle:MANIFEST",
         "what ran, where, and how it ended",
     ),
     "metrics": (
@@ -59,7 +60,11 @@ DOCUMENTS: dict[str, tuple[str, str, str]] = {
         "inputs.json",
         "what the verdict depends on besides bundles",
     ),
-    "verdict": ("parity.model.verdict:Verdict", "verdict.json", "the comparison's outcome"),
+    "verdict": (
+        "parity.model.verdict:Verdict",
+        "parity.bundle:VERDICT",
+        "the comparison's outcome",
+    ),
     "check": (
         "parity.model.checks:CheckResult",
         "check.json",
@@ -75,11 +80,23 @@ DOCUMENTS: dict[str, tuple[str, str, str]] = {
 SCHEMAS = tuple(DOCUMENTS)
 
 
+def _named(where: str) -> object:
+    module, _, attr = where.partition(":")
+    return getattr(import_module(module), attr)
+
+
+def document_file(name: str) -> str:
+    """The file a document is written to (``parity.bundle``'s name for it, where it has one)."""
+    file = DOCUMENTS[name][1]
+    found = _named(file) if ":" in file else file
+    assert isinstance(found, str)
+    return found
+
+
 def schema(name: str) -> Schema:
     """One named schema as a standalone JSON Schema document; KeyError for other names."""
-    where, file, what = DOCUMENTS[name]
-    module, _, attr = where.partition(":")
-    tp = getattr(import_module(module), attr)
+    where, _, what = DOCUMENTS[name]
+    tp, file = _named(where), document_file(name)
     body = json_schema(tp, title=file, description=f"{what} (schema version {SCHEMA_VERSION})")
     return {"$schema": DRAFT, "$id": BASE_ID + name, **body}
 

@@ -131,15 +131,15 @@ def load_sweep(path: Path) -> SweepPlan:
 
 def finished(cell: Cell) -> Verdict | None:
     """The verdict of a cell that finished before (None: it did not)."""
-    from parity.api import load_verdict
+    from parity.bundle import is_comparison, read_verdict
 
     try:
         if storage.is_url(cell.out):
             if not storage.exists(cell.out):
                 return None
-            return load_verdict(storage.fetch(cell.out) / "verdict.json")
-        file = storage.local(cell.out) / "verdict.json"
-        return load_verdict(file) if file.is_file() else None
+            return read_verdict(storage.fetch(cell.out))[0]
+        where = storage.local(cell.out)
+        return read_verdict(where)[0] if is_comparison(where) else None
     except ParityError:
         return None
 

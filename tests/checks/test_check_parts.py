@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from parity.bundle import Bundle, load_side
+from parity.bundle import Bundle
 from parity.checks import run_check
 from parity.checks.common import checked_items
 from parity.checks.soak import analyse
@@ -28,7 +28,7 @@ from parity.model.metrics import SoakFigures, SoakWindow
 from parity.request import CheckRequest
 from parity.spec import WorkloadSpec, parse_side
 from tests.fixtures import bundles
-from tests.judge.synthetic import side_dir
+from tests.judge.synthetic import side_runs
 
 MIB = 1 << 20
 
@@ -132,8 +132,8 @@ def _check(check: str, sides: CheckSides, passed: bool, config: str) -> CheckRes
 
 
 def test_checked_items_need_a_pass_on_the_verdicts_sides(tmp_path: Path) -> None:
-    a = load_side(side_dir(tmp_path, "baseline", side="cpu", step_s=0.01, repeats=1)).first
-    b = load_side(side_dir(tmp_path, "target", side="cpu+bf16", step_s=0.01, repeats=1)).first
+    a = side_runs(tmp_path, "baseline", side="cpu", step_s=0.01, repeats=1).first
+    b = side_runs(tmp_path, "target", side="cpu+bf16", step_s=0.01, repeats=1).first
     config = a.manifest.workload.parts.config
     rollback = CheckSides(target=parse_side("cpu+bf16"), baseline=parse_side("cpu"))
     checks = [

@@ -69,9 +69,9 @@ def test_each_side_on_its_own_node_published_to_s3(
 
 
 def synthetic_verdict(tmp_path: Path) -> object:
-    from parity.api import load_verdict
+    from parity.bundle import read_verdict
 
-    return load_verdict(synthetic_run(tmp_path / "local") / "verdict.json")
+    return read_verdict(synthetic_run(tmp_path / "local"))[0]
 
 
 def test_a_resource_no_node_has_is_refused_quickly(ray_cluster: RayCluster) -> None:

@@ -1,5 +1,6 @@
 """Synthetic comparisons with an fp64 reference, an expected-error run and per-module
-captures, for the golden verdicts of the numerics: seeded and fixed, no workers.
+captures, for the golden verdicts of the numerics: seeded and fixed, in memory, no
+workers and no files.
 
 The model is a chain ``layers.0`` .. ``layers.3`` then ``head``: each module's input is
 the previous one's output. Every side's values are the reference's plus a relative
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from parity.bundle import SIDE_FILE, repeat_name, write_doc
+from parity.bundle import repeat_name
+from parity.model.bundle import Bundle, SideRuns
 from parity.model.job import Mode
 from parity.model.numerics import AfterRun, Capture, LayerRecord, TensorSummary
 from parity.model.side import MeasurePlan, MeasureRecord, Stop
@@ -78,7 +81,7 @@ def capture(values: Tensors, after_run: Tensors | None) -> tuple[Capture, Tensor
     return Capture(outputs=outputs, layers=layers, after_run=after), probe
 
 
-def write_side(
+def make_run(
     root: Path,
     role: str,
     spec: str,
@@ -88,14 +91,14 @@ def write_side(
     after_run: Tensors | None,
     mode: Mode = "measure",
     outputs: Tensors | None = None,
-) -> Path:
+) -> Bundle:
     """One bundle (a side's r00, or a reference when ``mode`` says so); ``outputs``: what
     ``finish()`` returned (default: the ``eval_logits``)."""
     path = root / role / repeat_name(0) if mode == "measure" else root / role
     man = bundles.manifest(role=role, spec=spec, mode=mode)
     rng = torch.Generator().manual_seed(len(role))
     steps = (0.01 * (1 + 0.02 * torch.randn(40, generator=rng))).tolist()
-    bundles.write_bundle(
+    return bundles.make_bundle(
         path,
         man,
         run_metrics=bundles.metrics([0.2, *steps]),
@@ -103,30 +106,36 @@ def write_side(
         tensors={"eval_logits": probe["eval_logits"]} if outputs is None else outputs,
         capture=capture(probe, after_run),
     )
-    if mode == "measure":
-        stop = Stop(reason="repeats", message="1 repeat(s) per side, as asked")
-        write_doc(root / role / SIDE_FILE, MeasureRecord(stop=stop, plan=MeasurePlan(repeats=1)))
-        return root / role
-    return path
+
+
+def make_side(root: Path, role: str, spec: str, **given: Any) -> SideRuns:
+    """A side of one repeat (``make_run``'s), measured as asked."""
+    stop = Stop(reason="repeats", message="1 repeat(s) per side, as asked")
+    info = MeasureRecord(stop=stop, plan=MeasurePlan(repeats=1))
+    run = make_run(root, role, spec, **given)
+    return SideRuns(path=root / role, repeats=(run,), info=info)
+
+
+Case = tuple[SideRuns, SideRuns, Bundle, Bundle | None]
 
 
 def _curve(offsets: list[float]) -> list[float]:
     return [x + d for x, d in zip(LOSSES, offsets, strict=True)]
 
 
-def fails_after_step_1(root: Path) -> tuple[Path, Path, Path, None]:
+def fails_after_step_1(root: Path) -> Case:
     """fp32 on both sides; from step 2 on the target's module ``layers.2`` is off: its
     losses leave the fp64 trajectory at step 2, its first forward is clean."""
     ref = reference_values()
     base = with_errors(ref, FP32, 1, logits=1e-7)
     clean = with_errors(ref, FP32, 2, logits=1e-7)
     faulty = with_errors(ref, [*FP32[:2], 1e-2, 1.1e-2, 1.2e-2], 3, logits=1e-2)
-    reference = write_side(
+    reference = make_run(
         root, "reference", "cpu", losses=LOSSES, probe=ref, after_run=None, mode="reference"
     )
-    a = write_side(root, "baseline", "cuda", losses=_curve([1e-7] * 40), probe=base, after_run=base)
+    a = make_side(root, "baseline", "cuda", losses=_curve([1e-7] * 40), probe=base, after_run=base)
     drift = [1e-7 if i < 2 else 3e-3 * (i - 1) for i in range(40)]
-    b = write_side(
+    b = make_side(
         root,
         "target",
         "neuron",
@@ -137,7 +146,7 @@ def fails_after_step_1(root: Path) -> tuple[Path, Path, Path, None]:
     return a, b, reference, None
 
 
-def bf16_localisation(root: Path) -> tuple[Path, Path, Path, Path]:
+def bf16_localisation(root: Path) -> Case:
     """An fp32 baseline and a bf16 target with a fault in ``layers.3``: every module of
     the target has bf16's error, which the expected-error run (the CPU at bf16) explains;
     ``layers.3`` alone is beyond it."""
@@ -145,10 +154,10 @@ def bf16_localisation(root: Path) -> tuple[Path, Path, Path, Path]:
     base = with_errors(ref, FP32, 1, logits=1e-7)
     expected = with_errors(ref, BF16, 2, logits=4e-3)
     faulty = with_errors(ref, [*[1.3 * e for e in BF16[:3]], 8e-2, 8.5e-2], 3, logits=8e-2)
-    reference = write_side(
+    reference = make_run(
         root, "reference", "cpu", losses=LOSSES, probe=ref, after_run=None, mode="reference"
     )
-    exp = write_side(
+    exp = make_run(
         root,
         "expected",
         "cpu+bf16",
@@ -157,8 +166,8 @@ def bf16_localisation(root: Path) -> tuple[Path, Path, Path, Path]:
         after_run=None,
         mode="expected",
     )
-    a = write_side(root, "baseline", "cuda", losses=_curve([1e-7] * 40), probe=base, after_run=base)
-    b = write_side(
+    a = make_side(root, "baseline", "cuda", losses=_curve([1e-7] * 40), probe=base, after_run=base)
+    b = make_side(
         root, "target", "neuron+bf16", losses=_curve([2.5e-3] * 40), probe=faulty, after_run=faulty
     )
     return a, b, reference, exp

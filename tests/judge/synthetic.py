@@ -1,4 +1,5 @@
-"""Synthetic side directories for verdict tests: seeded, fixed, no worker processes."""
+"""Synthetic sides for verdict tests: seeded, fixed, in memory (``side_runs``) or written
+(``side_dir``); no worker processes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from parity.bundle import SIDE_FILE, repeat_name, write_doc
+from parity.bundle import repeat_name
+from parity.model.bundle import SideRuns
 from parity.model.metrics import Memory
 from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from parity.model.stack import Package
@@ -18,7 +20,7 @@ from tests.fixtures import bundles
 LOSSES = [2.3 - 0.03 * i for i in range(40)]
 
 
-def side_dir(
+def side_runs(
     root: Path,
     role: str,
     *,
@@ -35,9 +37,9 @@ def side_dir(
     parameters: int | None = None,
     memory: Memory | None = None,
     device_memory: int | None = None,
-) -> Path:
-    """A side with ``repeats`` bundles whose steady steps have median ``step_s`` (and
-    ``packages`` installed: else a digest alone, as bundles of earlier parity versions)."""
+) -> SideRuns:
+    """A side at ``root/role`` with ``repeats`` bundles whose steady steps have median
+    ``step_s`` (and ``packages`` installed: else a digest alone), in memory."""
     path = root / role
     rng = np.random.default_rng(seed)
     work = bundles.workload_ref(fingerprint_parts=bundles.parts(**(parts or {})))
@@ -47,6 +49,7 @@ def side_dir(
     # made in Python floats: torch's vectorised linspace may round otherwise on another CPU
     grid = [(-1 + 2 * i / 39) * logits_scale for i in range(40)]
     logits = torch.tensor(grid, dtype=torch.float32).view(4, 10)
+    made = []
     for k in range(repeats):
         process = float(np.exp(rng.normal(0, noise / 2)))
         steady = (step_s * process * np.exp(rng.normal(0, noise, 39))).tolist()
@@ -63,13 +66,20 @@ def side_dir(
         run_metrics = bundles.metrics([step_s * 20, *steady])
         if memory is not None:
             run_metrics = replace(run_metrics, memory=memory)
-        bundles.write_bundle(
-            path / repeat_name(k),
-            man,
-            run_metrics=run_metrics,
-            losses=list(losses or LOSSES),
-            tensors={"eval_logits": logits},
+        made.append(
+            bundles.make_bundle(
+                path / repeat_name(k),
+                man,
+                run_metrics=run_metrics,
+                losses=list(losses or LOSSES),
+                tensors={"eval_logits": logits},
+            )
         )
     stop = Stop(reason="repeats", message=f"{repeats} repeat(s) per side, as asked")
-    write_doc(path / SIDE_FILE, MeasureRecord(stop=stop, plan=MeasurePlan(repeats=repeats)))
-    return path
+    info = MeasureRecord(stop=stop, plan=MeasurePlan(repeats=repeats))
+    return SideRuns(path=path, repeats=tuple(made), info=info)
+
+
+def side_dir(root: Path, role: str, **given: Any) -> Path:
+    """``side_runs``' side written at ``root/role``, as a comparison leaves it."""
+    return bundles.save_side(side_runs(root, role, **given))

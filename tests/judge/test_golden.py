@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from parity.bundle import load_bundle, load_side
 from parity.errors import ContractError
 from parity.judge.verdict import judge
 from parity.model.codec import decode, encode
@@ -30,7 +29,7 @@ from parity.model.stack import Package, PackageOrigin
 from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
 from tests.conftest import differences, golden_differences
 from tests.judge import numerics_cases
-from tests.judge.synthetic import LOSSES, side_dir
+from tests.judge.synthetic import LOSSES, side_runs
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 PRICES = {
@@ -59,6 +58,9 @@ TARGET_STACK = (
         ),
     ),
 )
+
+#: where the synthetic sides say they are (nothing is written there)
+ROOT = Path("/synthetic")
 
 
 def scenario(name: str, root: Path) -> dict[str, Any]:
@@ -93,17 +95,11 @@ def scenario(name: str, root: Path) -> dict[str, Any]:
     if name == "fair-rules":
         inputs = replace(inputs, production=PRODUCTION, slo=LIMITS)
     if name in NUMERICS:
-        a_dir, b_dir, ref, exp = NUMERICS[name](root)
-        verdict = judge(
-            load_side(a_dir),
-            load_side(b_dir),
-            inputs=inputs,
-            reference=load_bundle(ref),
-            expected=load_bundle(exp) if exp is not None else None,
-        )
+        a, b, ref, exp = NUMERICS[name](root)
+        verdict = judge(a, b, inputs=inputs, reference=ref, expected=exp)
     else:
-        a = load_side(side_dir(root, "baseline", **base))
-        b = load_side(side_dir(root, "target", **target))
+        a = side_runs(root, "baseline", **base)
+        b = side_runs(root, "target", **target)
         verdict = judge(a, b, inputs=inputs)
     text = json.dumps(encode(verdict), sort_keys=True).replace(str(root), "<root>")
     return json.loads(text)  # type: ignore[no-any-return]
@@ -146,8 +142,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_verdict_matches_golden_file(name: str, tmp_path: Path) -> None:
-    got = scenario(name, tmp_path)
+def test_verdict_matches_golden_file(name: str) -> None:
+    got = scenario(name, ROOT)
     path = GOLDEN / f"verdict-{name}.json"
     if os.environ.get("PARITY_REGEN_GOLDEN"):
         path.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
@@ -156,8 +152,8 @@ def test_verdict_matches_golden_file(name: str, tmp_path: Path) -> None:
     assert (differences(got, want) if exact else golden_differences(got, want)) == []
 
 
-def test_the_golden_cases_say_what_they_claim(tmp_path: Path) -> None:
-    v = {name: scenario(name, tmp_path / name) for name in CASES}
+def test_the_golden_cases_say_what_they_claim() -> None:
+    v = {name: scenario(name, ROOT / name) for name in CASES}
     assert v["passes"]["passed"] and v["passes"]["speed"]["verdict"] == "faster"
     assert v["passes"]["cost"]["verdict"] == "cheaper"
     assert not v["fails-quality"]["passed"]
@@ -221,9 +217,9 @@ def test_the_golden_cases_say_what_they_claim(tmp_path: Path) -> None:
     ]
 
 
-def test_a_broken_contract_without_an_allowance_is_refused(tmp_path: Path) -> None:
-    a = load_side(side_dir(tmp_path, "baseline", side="cuda", step_s=0.01))
-    b = load_side(side_dir(tmp_path, "target", side="neuron", step_s=0.01, parts={"seed": 1}))
+def test_a_broken_contract_without_an_allowance_is_refused() -> None:
+    a = side_runs(ROOT, "baseline", side="cuda", step_s=0.01)
+    b = side_runs(ROOT, "target", side="neuron", step_s=0.01, parts={"seed": 1})
     with pytest.raises(ContractError, match=r"seed differ.*--allow-diff seed="):
         judge(a, b)
 

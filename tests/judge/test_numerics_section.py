@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parity.bundle import load_bundle, load_side
 from parity.judge.verdict import judge
 from tests.judge import numerics_cases
 
+#: where the synthetic sides say they are (nothing is written there)
+ROOT = Path("/synthetic")
 
-def test_a_bf16_target_without_its_expected_run_is_not_held_to_fp32_errors(
-    tmp_path: Path,
-) -> None:
-    a, b, ref, _ = numerics_cases.bf16_localisation(tmp_path)
-    v = judge(load_side(a), load_side(b), reference=load_bundle(ref))
+
+def test_a_bf16_target_without_its_expected_run_is_not_held_to_fp32_errors() -> None:
+    a, b, ref, _ = numerics_cases.bf16_localisation(ROOT)
+    v = judge(a, b, reference=ref)
     n = v.numerics
     assert n is not None and n.expected is not None and not n.expected.available
     assert "no expected-error run (cpu+bf16)" in (n.expected.reason or "")
@@ -29,21 +29,19 @@ def test_a_bf16_target_without_its_expected_run_is_not_held_to_fp32_errors(
     assert n.layers.rule.startswith("not localised")
 
 
-def test_with_its_expected_run_the_same_target_is_localised(tmp_path: Path) -> None:
-    a, b, ref, exp = numerics_cases.bf16_localisation(tmp_path)
-    v = judge(load_side(a), load_side(b), reference=load_bundle(ref), expected=load_bundle(exp))
+def test_with_its_expected_run_the_same_target_is_localised() -> None:
+    a, b, ref, exp = numerics_cases.bf16_localisation(ROOT)
+    v = judge(a, b, reference=ref, expected=exp)
     assert v.numerics is not None and v.numerics.layers is not None
     assert v.numerics.layers.first_divergence == "layers.3"
     assert v.numerics.passed is False and not v.passed
 
 
-def test_an_output_missing_on_the_target_fails_even_with_a_whole_run_reference(
-    tmp_path: Path,
-) -> None:
-    a, _, ref, exp = numerics_cases.bf16_localisation(tmp_path)
+def test_an_output_missing_on_the_target_fails_even_with_a_whole_run_reference() -> None:
+    a, _, ref, exp = numerics_cases.bf16_localisation(ROOT)
     values = numerics_cases.reference_values()
-    b = numerics_cases.write_side(
-        tmp_path / "other",
+    b = numerics_cases.make_side(
+        ROOT / "other",
         "target",
         "neuron+bf16",
         losses=numerics_cases.LOSSES,
@@ -51,7 +49,7 @@ def test_an_output_missing_on_the_target_fails_even_with_a_whole_run_reference(
         after_run=None,
         outputs={"other_logits": values["eval_logits"].float()},
     )
-    v = judge(load_side(a), load_side(b), reference=load_bundle(ref), expected=load_bundle(exp))
+    v = judge(a, b, reference=ref, expected=exp)
     assert v.quality is not None and not v.quality.passed
     missing = {c.name: c for c in v.quality.checks}["output eval_logits"]
     assert missing.gated and not missing.passed and missing.detail == "present on one side only"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from parity.bundle import SideRuns, load_bundle
 from parity.errors import OptionError
 from parity.judge.stack import check_pins, order, package_differences
 from parity.judge.verdict import judge
+from parity.model.bundle import SideRuns
 from parity.model.manifest import Environment, PipFreeze
 from parity.model.stack import Package, PackageOrigin
 from parity.model.verdict import JudgeInputs
@@ -103,8 +103,8 @@ def side(path: Path, stack: PipFreeze) -> SideRuns:
     assert man.environment is not None
     man = replace(man, environment=replace(man.environment, pip_freeze=stack))
     samples = [0.1] + [0.01 * (1 + 0.01 * (i % 3)) for i in range(30)]
-    bundles.write_bundle(path, man, run_metrics=bundles.metrics(samples), losses=[2.0, 1.0])
-    return SideRuns.of(load_bundle(path))
+    made = bundles.make_bundle(path, man, run_metrics=bundles.metrics(samples), losses=[2.0, 1.0])
+    return SideRuns.of(made)
 
 
 def test_the_verdict_names_the_package_and_both_versions(tmp_path: Path) -> None:
@@ -127,8 +127,8 @@ def test_diff_pins_on_the_command_line_and_stored_pins(tmp_path: Path) -> None:
     from parity.model.codec import encode
     from tests.fixtures.cli import invoke
 
-    a = side(tmp_path / "cmp" / "baseline", freeze(BASE)).path
-    b = side(tmp_path / "cmp" / "target", freeze({**BASE, "six": "1.17.0"})).path
+    a = bundles.save_side(side(tmp_path / "cmp" / "baseline", freeze(BASE)))
+    b = bundles.save_side(side(tmp_path / "cmp" / "target", freeze({**BASE, "six": "1.17.0"})))
     result = invoke("diff", str(a), str(b), "--pin", "six==1.16.*", "--json")
     assert result.exit_code == 0, result.stderr  # drift is not a failed gate
     assert json.loads(result.stdout)["pins"]["drifted"] == ["six"]

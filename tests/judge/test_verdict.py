@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from parity.bundle import SideRuns, load_bundle, load_side
 from parity.errors import ContractError
 from parity.judge.latency import pooled_generation
 from parity.judge.verdict import _side_info, judge
+from parity.model.bundle import Bundle, SideRuns
 from parity.model.metrics import InputPipeline
 from parity.model.numerics import NonFiniteOrigin
 from parity.model.quality import LossCheck, NonFiniteCheck, TokensCheck
@@ -22,6 +22,9 @@ from parity.probes.latency import generation_metrics
 from parity.report.figures import latency
 from parity.report.parts import Table
 from tests.fixtures import bundles
+
+#: where the sides say they are (nothing is written: the judge takes them in memory)
+ROOT = Path("/synthetic")
 
 
 def side(
@@ -43,7 +46,7 @@ def side(
     assert env is not None
     man = replace(man, environment=replace(env, torch=replace(env.torch, version=torch_version)))
     samples = [step_s * 10] + [step_s * (1 + 0.01 * (i % 3)) for i in range(30)]
-    bundles.write_bundle(
+    made = bundles.make_bundle(
         path,
         man,
         run_metrics=bundles.metrics(samples, input_pipeline=fed) if status == "ok" else None,
@@ -51,11 +54,11 @@ def side(
         tensors={"logits": out if out is not None else torch.ones(4, 3)},
         nonfinite=nonfinite,
     )
-    return SideRuns.of(load_bundle(path))
+    return SideRuns.of(made)
 
 
-def test_same_results_pass(tmp_path: Path) -> None:
-    v = judge(side(tmp_path / "a"), side(tmp_path / "b", spec="cpu+bf16", step_s=0.005))
+def test_same_results_pass() -> None:
+    v = judge(side(ROOT / "a"), side(ROOT / "b", spec="cpu+bf16", step_s=0.005))
     assert v.passed and v.exit_code == 0
     assert [(d.setting, d.baseline, d.target) for d in v.config_differences] == [
         ("precision", "fp32", "bf16")
@@ -66,13 +69,11 @@ def test_same_results_pass(tmp_path: Path) -> None:
     assert v.sides.target.median_step_s == pytest.approx(v.speed.target_median_s)
 
 
-def test_a_loader_on_both_sides_ticks_the_data_pipeline_and_names_the_input_bound_side(
-    tmp_path: Path,
-) -> None:
+def test_a_loader_on_both_sides_ticks_the_data_pipeline_and_names_the_input_bound_side() -> None:
     from tests.report.cases import fed
 
-    baseline = side(tmp_path / "a", fed=fed(0.0004, 0.020))
-    target = side(tmp_path / "b", fed=fed(0.030, 0.006))
+    baseline = side(ROOT / "a", fed=fed(0.0004, 0.020))
+    target = side(ROOT / "b", fed=fed(0.030, 0.006))
     v = judge(baseline, target)
     a, b = v.sides.baseline.input_pipeline, v.sides.target.input_pipeline
     assert a is not None and not a.input_bound and b is not None and b.input_bound
@@ -81,37 +82,37 @@ def test_a_loader_on_both_sides_ticks_the_data_pipeline_and_names_the_input_boun
     assert item.evidence.startswith("measured on both sides: baseline not input-bound")
     assert "target input-bound: 83%" in item.evidence
     # one side without a loader: measured there only, so the item stays open
-    v = judge(side(tmp_path / "c"), side(tmp_path / "d", fed=fed(0.030, 0.006)))
+    v = judge(side(ROOT / "c"), side(ROOT / "d", fed=fed(0.030, 0.006)))
     item = next(u for u in v.unproven if u.item == "the real data pipeline")
     assert not item.checked and v.sides.baseline.input_pipeline is None
 
 
-def test_quality_failure_fails_the_gate_and_withholds_speed(tmp_path: Path) -> None:
+def test_quality_failure_fails_the_gate_and_withholds_speed() -> None:
     v = judge(
-        side(tmp_path / "a"),
-        side(tmp_path / "b", losses=[2.0, 1.5, 1.3], out=torch.ones(4, 3) * 1.1),
+        side(ROOT / "a"),
+        side(ROOT / "b", losses=[2.0, 1.5, 1.3], out=torch.ones(4, 3) * 1.1),
     )
     assert not v.passed and v.exit_code == 1
     assert v.quality is not None and set(v.quality.failing) == {"loss curve", "output logits"}
     assert v.speed is None and v.cost is None and v.withheld is not None
 
 
-def test_fp32_tolerance_is_tighter_than_bf16(tmp_path: Path) -> None:
+def test_fp32_tolerance_is_tighter_than_bf16() -> None:
     off = torch.ones(4, 3) * 1.01
-    assert not judge(side(tmp_path / "a"), side(tmp_path / "b", out=off)).passed
-    assert judge(side(tmp_path / "c"), side(tmp_path / "d", spec="cpu+bf16", out=off)).passed
+    assert not judge(side(ROOT / "a"), side(ROOT / "b", out=off)).passed
+    assert judge(side(ROOT / "c"), side(ROOT / "d", spec="cpu+bf16", out=off)).passed
 
 
-def test_a_failed_side_fails_with_its_reason(tmp_path: Path) -> None:
-    v = judge(side(tmp_path / "a"), side(tmp_path / "b", status="failed"))
+def test_a_failed_side_fails_with_its_reason() -> None:
+    v = judge(side(ROOT / "a"), side(ROOT / "b", status="failed"))
     assert v.exit_code == 1 and v.quality is None
     assert "target failed: planted failure" in v.gates[0].detail
     assert v.sides.target.stderr_tail == "RuntimeError: planted"
 
 
-def test_different_workloads_are_refused_naming_fields(tmp_path: Path) -> None:
-    a = side(tmp_path / "a")
-    b = side(tmp_path / "b", parts={"steps": 30, "seed": 1})
+def test_different_workloads_are_refused_naming_fields() -> None:
+    a = side(ROOT / "a")
+    b = side(ROOT / "b", parts={"steps": 30, "seed": 1})
     with pytest.raises(ContractError, match=r"steps, seed differ.*--allow-diff steps="):
         judge(a, b)
     with pytest.raises(ContractError, match="seed differ"):
@@ -121,26 +122,21 @@ def test_different_workloads_are_refused_naming_fields(tmp_path: Path) -> None:
     assert not v.fairness.fingerprint_match and v.contract.holds
 
 
-def test_environment_differences_are_listed(tmp_path: Path) -> None:
-    v = judge(side(tmp_path / "a"), side(tmp_path / "b", torch_version="2.14.0"))
+def test_environment_differences_are_listed() -> None:
+    v = judge(side(ROOT / "a"), side(ROOT / "b", torch_version="2.14.0"))
     assert [(d.field, d.baseline, d.target) for d in v.environment_differences] == [
         ("torch", "2.13.0", "2.14.0")
     ]
 
 
-def test_resolved_settings_differences_show_what_specs_do_not(tmp_path: Path) -> None:
-    a, b = side(tmp_path / "a", spec="cpu+compile"), side(tmp_path / "b", spec="cpu+compile")
+def test_resolved_settings_differences_show_what_specs_do_not() -> None:
+    a, b = side(ROOT / "a", spec="cpu+compile"), side(ROOT / "b", spec="cpu+compile")
     first = b.first
     resolved = first.manifest.resolved
     assert resolved is not None
     # the same side spec, but the target's worker ran another backend and TF32 matmuls
     other = replace(resolved, compile_backend="neuron", matmul="tf32")
-    from parity.bundle import MANIFEST, seal, write_doc
-
-    (first.path / "digest.json").unlink()
-    write_doc(first.path / MANIFEST, replace(first.manifest, resolved=other))
-    seal(first.path)
-    v = judge(a, SideRuns.of(load_bundle(first.path)))
+    v = judge(a, SideRuns.of(replace(first, manifest=replace(first.manifest, resolved=other))))
     shown = {(d.setting, d.baseline, d.target) for d in v.config_differences}
     assert ("compile_backend", "default", "neuron") in shown or any(
         d.setting == "compile_backend" and d.target == "neuron" for d in v.config_differences
@@ -148,9 +144,9 @@ def test_resolved_settings_differences_show_what_specs_do_not(tmp_path: Path) ->
     assert any(d.setting == "matmul" and d.target == "tf32" for d in v.config_differences)
 
 
-def test_tokens_without_margins_are_reported_not_gated(tmp_path: Path) -> None:
-    a = side(tmp_path / "a", out=torch.tensor([[1, 2, 3], [4, 5, 6]]))
-    b = side(tmp_path / "b", out=torch.tensor([[1, 2, 9], [4, 5, 6]]))
+def test_tokens_without_margins_are_reported_not_gated() -> None:
+    a = side(ROOT / "a", out=torch.tensor([[1, 2, 3], [4, 5, 6]]))
+    b = side(ROOT / "b", out=torch.tensor([[1, 2, 9], [4, 5, 6]]))
     v = judge(a, b)
     assert v.quality is not None
     tokens = next(c for c in v.quality.checks if isinstance(c, TokensCheck))
@@ -160,9 +156,9 @@ def test_tokens_without_margins_are_reported_not_gated(tmp_path: Path) -> None:
     assert any(isinstance(c, LossCheck) for c in v.quality.checks)
 
 
-def test_an_emulated_target_is_a_numerics_preview_without_speed_or_cost(tmp_path: Path) -> None:
-    a = side(tmp_path / "a")
-    b = side(tmp_path / "b", spec="cpu+emulate=matmul-bf16", step_s=0.016)
+def test_an_emulated_target_is_a_numerics_preview_without_speed_or_cost() -> None:
+    a = side(ROOT / "a")
+    b = side(ROOT / "b", spec="cpu+emulate=matmul-bf16", step_s=0.016)
     v = judge(a, b)
     assert v.passed and v.quality is not None and v.quality.passed
     assert v.speed is None and v.cost is None
@@ -170,10 +166,10 @@ def test_an_emulated_target_is_a_numerics_preview_without_speed_or_cost(tmp_path
     assert "cpu+emulate=matmul-bf16" in v.withheld and "60%" in v.withheld
 
 
-def test_a_nan_loss_fails_quality_naming_its_step_and_module(tmp_path: Path) -> None:
+def test_a_nan_loss_fails_quality_naming_its_step_and_module() -> None:
     origin = NonFiniteOrigin(found=True, step=2, module="body.2", where="forward")
-    a = side(tmp_path / "a", losses=[2.0, 1.5, 1.0, 0.9])
-    b = side(tmp_path / "b", losses=[2.0, 1.5, None, None], nonfinite=origin)
+    a = side(ROOT / "a", losses=[2.0, 1.5, 1.0, 0.9])
+    b = side(ROOT / "b", losses=[2.0, 1.5, None, None], nonfinite=origin)
     v = judge(a, b)
     assert not v.passed and v.quality is not None and v.speed is None
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
@@ -182,31 +178,33 @@ def test_a_nan_loss_fails_quality_naming_its_step_and_module(tmp_path: Path) -> 
     assert "step 2, in the output of module body.2" in (check.detail or "")
 
 
-def test_a_nan_output_without_a_replay_says_the_module_is_unknown(tmp_path: Path) -> None:
+def test_a_nan_output_without_a_replay_says_the_module_is_unknown() -> None:
     bad = torch.ones(4, 3)
     bad[1, 1] = float("inf")
-    v = judge(side(tmp_path / "a", out=bad), side(tmp_path / "b"))
+    v = judge(side(ROOT / "a", out=bad), side(ROOT / "b"))
     assert v.quality is not None and not v.quality.passed
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
     assert check.side == "baseline" and check.what == "output logits" and check.module is None
     assert "module is unknown" in (check.detail or "")
 
 
-def _generating(path: Path, ttft_ms: float, steps: int) -> None:
+def _generating(path: Path, ttft_ms: float, steps: int) -> Bundle:
     """A bundle whose steady steps each made 4 tokens, the first after ``ttft_ms``."""
     stamps = [tuple(int((ttft_ms + 2 * k) * 1e6) for k in range(4)) for _ in range(steps)]
     gen = replace(generation_metrics(stamps, 2), token_times_ns=tuple(stamps))
     man = bundles.manifest(role="target", spec="cpu")
     samples = [0.02] + [0.01] * steps
-    bundles.write_bundle(path, man, run_metrics=bundles.metrics(samples, generation=gen))
+    return bundles.make_bundle(path, man, run_metrics=bundles.metrics(samples, generation=gen))
 
 
-def test_latency_percentiles_pool_every_repeat_as_the_speed_ratio_does(tmp_path: Path) -> None:
+def test_latency_percentiles_pool_every_repeat_as_the_speed_ratio_does() -> None:
     """Two processes, 10 ms and 30 ms to the first token: the side's TTFT pools both (its
     median between them, 20 samples), not the first repeat's alone."""
-    _generating(tmp_path / "side" / "r00", 10.0, 10)
-    _generating(tmp_path / "side" / "r01", 30.0, 10)
-    side = load_side(tmp_path / "side")
+    repeats = (
+        _generating(ROOT / "side" / "r00", 10.0, 10),
+        _generating(ROOT / "side" / "r01", 30.0, 10),
+    )
+    side = SideRuns(path=ROOT / "side", repeats=repeats)
     pooled = pooled_generation(side.ok)
     assert pooled is not None and pooled.repeats == 2 and pooled.token_times_ns is None
     assert pooled.ttft_s.n == 20 and pooled.ttft_s.p50 == pytest.approx(0.020)
@@ -221,13 +219,13 @@ def test_latency_percentiles_pool_every_repeat_as_the_speed_ratio_does(tmp_path:
     assert "(2 / 2 processes)" in (legend.legend or "")
 
 
-def _repeat(path: Path, steps: int, *, step_s: float = 0.01, logits: float = 1.0) -> None:
+def _repeat(path: Path, steps: int, *, step_s: float = 0.01, logits: float = 1.0) -> Bundle:
     """A repeat of the fixtures' workload that ran ``steps`` of its steps (a timing
     process runs fewer than the quality run)."""
     work = bundles.workload_ref(fingerprint_parts=bundles.parts(steps=31))
     man = bundles.manifest(role="x", spec="cpu", workload=work, repeat=int(path.name[1:]))
     samples = [step_s * 10] + [step_s * (1 + 0.01 * (i % 3)) for i in range(steps - 1)]
-    bundles.write_bundle(
+    return bundles.make_bundle(
         path,
         man,
         run_metrics=bundles.metrics(samples),
@@ -236,26 +234,26 @@ def _repeat(path: Path, steps: int, *, step_s: float = 0.01, logits: float = 1.0
     )
 
 
-def test_a_shorter_timing_process_is_compared_on_the_steps_it_ran(tmp_path: Path) -> None:
+def test_a_shorter_timing_process_is_compared_on_the_steps_it_ran() -> None:
     """Determinism of r00 (the quality run, 31 steps) and r01 (a timing process of 12):
     the losses of the 12 steps both ran; outputs, after different steps, not compared."""
     from parity.judge.quality import determinism
 
-    _repeat(tmp_path / "side" / "r00", 31, logits=1.0)
-    _repeat(tmp_path / "side" / "r01", 12, logits=5.0)
-    found = determinism(load_side(tmp_path / "side").ok)
+    side = (
+        _repeat(ROOT / "side" / "r00", 31, logits=1.0),
+        _repeat(ROOT / "side" / "r01", 12, logits=5.0),
+    )
+    found = determinism(side)
     assert found.checked and found.bitwise_equal and found.max_abs_loss_diff == 0.0
     assert found.detail is not None and "first 12 steps" in found.detail
 
 
-def test_a_timing_process_s_cost_is_its_run_at_the_workload_s_steps(tmp_path: Path) -> None:
+def test_a_timing_process_s_cost_is_its_run_at_the_workload_s_steps() -> None:
     """The cost of "the measured run" is of the workload's 31 steps whichever process it
     is read from: a 12-step timing process's first steps and then its median step."""
     from parity.judge.cost import _run_seconds
 
-    _repeat(tmp_path / "side" / "r00", 31)
-    _repeat(tmp_path / "side" / "r01", 12)
-    whole, short = load_side(tmp_path / "side").ok
+    whole, short = _repeat(ROOT / "side" / "r00", 31), _repeat(ROOT / "side" / "r01", 12)
     assert _run_seconds(whole, None) == pytest.approx(sum(whole.metrics.step_samples_s))
     assert _run_seconds(short, None) == pytest.approx(_run_seconds(whole, None), rel=0.01)
     assert _run_seconds(short, 100) == pytest.approx(_run_seconds(whole, 100), rel=0.01)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from parity.comparison import Comparison
 from parity.model.codec import decode
 from parity.model.roles import ByRole
 from parity.model.verdict import Verdict
@@ -77,6 +78,6 @@ def test_mlflow_tags_and_metrics(tmp_path: Path) -> None:
     assert tags["parity.representative"] == "false" and tags["parity.slo"] == "FAIL"
     assert figures["fit.target.fsdp_devices"] == 2
     assert figures["shape.batch_size.fraction"] == 1.0
-    record = run_record(tmp_path, v)
+    record = run_record(Comparison(out=tmp_path, baseline=None, target=None, verdict=v))
     assert record.tags["parity.slo"] == "FAIL"
     assert record.metrics["fit.baseline.peak_bytes"] == v.fit.sides.baseline.peak_bytes  # type: ignore[union-attr]

@@ -16,48 +16,54 @@ from pathlib import Path
 
 import pytest
 
-from parity.bundle import MANIFEST, write_doc
+from parity.comparison import Comparison
 from parity.errors import UsageError
+from parity.model.bundle import SideRuns
 from parity.model.codec import decode, loads
-from parity.model.side import MeasurePlan
+from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from parity.model.verdict import Verdict
-from parity.report.mlflow import (
-    log_comparison,
-    log_comparison_quietly,
-    mlflow_key,
-    run_record,
-    summary_markdown,
-)
-from parity.request import CompareRequest
-from parity.spec import WorkloadSpec
-from tests.fixtures.bundles import manifest
+from parity.report.markdown import render_markdown
+from parity.report.mlflow import log_comparison, log_comparison_quietly, mlflow_key, run_record
+from tests.fixtures.bundles import make_bundle, manifest, metrics
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 NO_MLFLOW = "mlflow is not installed: pip install -e '.[dev]' (make test does)"
 QUIET_ENV = {"MLFLOW_DISABLE_TELEMETRY": "true", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1"}
 
 
-def comparison(root: Path, golden: str = "verdict-passes.json") -> tuple[Path, Verdict]:
-    """A comparison directory as ``parity compare`` leaves it: the golden verdict, a report
-    stub, one manifest per side and the request."""
+def comparison(root: Path, golden: str = "verdict-passes.json") -> Comparison:
+    """A judged comparison in memory, as ``parity compare`` hands it to its sinks: the
+    golden verdict (written, as the sinks find it), a report, one bundle per side and the
+    measuring plan; nothing else is read."""
     out = root / golden.removesuffix(".json")
     out.mkdir(parents=True)
     text = (GOLDEN / golden).read_text()
     verdict = decode(Verdict, loads(text))
     (out / "verdict.json").write_text(text)
     (out / "report.html").write_text("<!doctype html><title>stub</title>\n")
-    for role, side in verdict.sides.items():
-        (out / role / "r00").mkdir(parents=True)
-        man = manifest(role=role, spec=str(side.side), device_name=side.device_name)
-        write_doc(out / role / "r00" / MANIFEST, man)
-    sides = verdict.sides
-    CompareRequest(
-        workload=WorkloadSpec(name=verdict.workload.name or "gpt-train", size="tiny"),
-        baseline=sides.baseline.side,
-        target=sides.target.side,
-        measure=MeasurePlan(repeats=3, timeout_s=600.0),
-    ).save(out)
-    return out, verdict
+    stop = Stop(reason="repeats", message="3 repeat(s) per side, as asked")
+    info = MeasureRecord(stop=stop, plan=MeasurePlan(repeats=3, timeout_s=600.0))
+    sides = {
+        role: SideRuns(
+            path=out / role,
+            repeats=(
+                make_bundle(
+                    out / role / "r00",
+                    manifest(role=role, spec=str(side.side), device_name=side.device_name),
+                    run_metrics=metrics([0.02, *[0.01] * 10]),
+                ),
+            ),
+            info=info,
+        )
+        for role, side in verdict.sides.items()
+    }
+    return Comparison(
+        out=out,
+        baseline=sides["baseline"],
+        target=sides["target"],
+        verdict=verdict,
+        report=out / "report.html",
+    )
 
 
 def test_keys_are_what_mlflow_accepts() -> None:
@@ -70,25 +76,28 @@ def test_keys_are_what_mlflow_accepts() -> None:
 
 @pytest.mark.parametrize("golden", sorted(p.name for p in GOLDEN.glob("verdict-*.json")))
 def test_every_golden_verdict_makes_a_record(tmp_path: Path, golden: str) -> None:
-    out, verdict = comparison(tmp_path, golden)
-    record = run_record(out, verdict)
+    made = comparison(tmp_path, golden)
+    verdict = made.verdict
+    assert verdict is not None
+    record = run_record(made)
     assert record.tags["parity.verdict"] == ("PASS" if verdict.passed else "FAIL")
     assert record.tags["parity.exit_code"] == str(verdict.exit_code)
     assert record.params["baseline.spec"] == str(verdict.sides.baseline.side)
     assert record.params["measure.repeats"] == "3" and record.params["measure.timeout_s"] == "600.0"
     assert record.params["target.parity_version"] == "0.1.0"
     assert all(len(k) <= 250 and mlflow_key(k) == k for k in [*record.params, *record.metrics])
-    assert summary_markdown(verdict).startswith(f"### parity: {record.tags['parity.verdict']}")
+    summary = render_markdown(verdict, sides=made.sides)  # the summary.md artifact
+    assert summary.startswith(f"### parity: {record.tags['parity.verdict']}")
 
 
 def test_without_the_extra_the_error_names_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out, _ = comparison(tmp_path)
+    made = comparison(tmp_path)
     for name in ("mlflow", "mlflow.tracking"):  # importing them raises ImportError
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(UsageError, match=r"parity\[mlflow\]"):
-        log_comparison(out, tracking_uri="http://127.0.0.1:9")
+        log_comparison(made, tracking_uri="http://127.0.0.1:9")
 
 
 def test_a_failure_to_log_only_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -158,15 +167,17 @@ def test_a_comparison_is_logged_as_a_run(
 
     for key, value in QUIET_ENV.items():
         monkeypatch.setenv(key, value)
-    out, v = comparison(tmp_path, golden)
-    run_id = log_comparison(out, tracking_uri=server, experiment="parity-test")
+    made = comparison(tmp_path, golden)
+    out, v = made.out, made.verdict
+    assert v is not None
+    run_id = log_comparison(made, tracking_uri=server, experiment="parity-test")
 
     client = MlflowClient(server)
     run = client.get_run(run_id)
     params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
     assert run.info.status == "FINISHED"
     assert client.get_experiment(run.info.experiment_id).name == "parity-test"
-    record = run_record(out, v)
+    record = run_record(made)
     assert params == record.params and metrics == record.metrics
     assert tags.items() >= record.tags.items()
 
@@ -226,10 +237,10 @@ def test_an_unreachable_server_fails_at_once(
     pytest.importorskip("mlflow", reason=NO_MLFLOW)
     for key, value in QUIET_ENV.items():
         monkeypatch.setenv(key, value)
-    out, _ = comparison(tmp_path)
+    made = comparison(tmp_path)
     uri = f"http://127.0.0.1:{_free_port()}"
     with pytest.raises(UsageError, match="no MLflow tracking server answers at"):
-        log_comparison(out, tracking_uri=uri)
+        log_comparison(made, tracking_uri=uri)
     with caplog.at_level(logging.WARNING, logger="parity.report.mlflow"):
-        assert log_comparison_quietly(out, tracking_uri=uri) is None
-    assert "not logged to MLflow" in caplog.text and str(out) in caplog.text
+        assert log_comparison_quietly(made, tracking_uri=uri) is None
+    assert "not logged to MLflow" in caplog.text and str(made.out) in caplog.text

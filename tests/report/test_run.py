@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from parity.comparison import Comparison
 from parity.errors import BundleError, UsageError
 from parity.report.run import load_run, report_after_compare, write_reports
 from tests.fixtures.runs import synthetic_run
@@ -82,5 +83,5 @@ def test_without_matplotlib_one_line_names_the_extra(
         write_reports(run_dir, html=Path("-"))
     # markdown needs no extra; after a comparison the missing extra only warns
     assert write_reports(run_dir, md=Path("-"))["md"]
-    assert report_after_compare(run_dir) is None
+    assert report_after_compare(Comparison.load(run_dir)) is None
     assert "parity[report]" in caplog.text

@@ -34,6 +34,7 @@ from parity.errors import OutputError
 from parity.model.manifest import Manifest
 from parity.redact import LOG_LIMIT
 from parity.request import CompareRequest
+from parity.results import ComparisonResult
 from parity.runner.failure import TAIL_BYTES
 from parity.runner.launch import run_job
 from parity.testing.faults import ENV_VAR, disk_full
@@ -135,7 +136,7 @@ def test_a_flood_of_output_is_kept_short_and_never_crashes_the_parent(tmp_path: 
     assert bundle.logs.cut[0].written >= 12 << 20 and bundle.logs.cut[0].dropped >= 4 << 20
 
 
-def _compare(out: Path) -> api.CompareResult:
+def _compare(out: Path) -> ComparisonResult:
     options = dict(
         workload="mlp-train", target="cpu+bf16", steps=4, repeats=1, compliance=False, out=str(out)
     )

@@ -136,7 +136,7 @@ def test_a_worker_killed_by_a_signal_is_recorded_with_it(tmp_path: Path) -> None
 def test_a_worker_past_its_timeout_is_stopped(tmp_path: Path) -> None:
     job = workload_job(f"{FAULTY}:HangOnReduced", "cpu+bf16", timeout_s=12.0)
     events: list[Event] = []
-    final = run_job(job, tmp_path / "hang", on_event=events.append)
+    final = run_job(job, tmp_path / "hang", on_event=events.append).path
     phases = [e.phase for e in events if e.event == "phase"]
     bundle = load_bundle(final)
     assert bundle.status == "failed"

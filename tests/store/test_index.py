@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from parity.comparison import Comparison
 from parity.errors import UsageError
 from parity.model.codec import encode
 from parity.store import SCHEMA_VERSION, Store, default_path, index_quietly
@@ -176,7 +177,7 @@ def test_indexing_failure_warns_and_never_raises(
     blocked = tmp_path / "a-directory"
     blocked.mkdir()
     with caplog.at_level(logging.WARNING, logger="parity"):
-        assert index_quietly(runs / "a", store=blocked) is None
+        assert index_quietly(Comparison.load(runs / "a"), store=blocked) is None
     assert "was not added to the history index" in caplog.text and "reindex" in caplog.text
 
 

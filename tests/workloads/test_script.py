@@ -10,6 +10,7 @@ from parity import api
 from parity.bundle import load_bundle, load_side
 from parity.errors import UsageError
 from parity.request import CompareRequest, RunRequest
+from parity.results import ComparisonResult
 from parity.spec import parse_side
 from parity.workloads.repository import repository
 from parity.workloads.script import (
@@ -77,7 +78,7 @@ def test_a_script_is_fingerprinted_by_its_command_and_bytes_not_weights() -> Non
     assert describe(parse_command(["python", str(SCRIPT), "--device", "{device}"]))[0] == parts
 
 
-def _compare(out: Path, target: str, script: list[str]) -> api.CompareResult:
+def _compare(out: Path, target: str, script: list[str]) -> ComparisonResult:
     options = dict(target=target, out=str(out), script=tuple(script))
     return api.compare(CompareRequest.from_kwargs(**options))
 

@@ -17,8 +17,8 @@ from parity.cli import common as c
 from parity.cli.render import show_curve, show_result
 
 if TYPE_CHECKING:
-    from parity.api import CompareResult
     from parity.request import CompareRequest
+    from parity.results import ComparisonResult
 
 Resume = Annotated[
     Path | None,
@@ -64,7 +64,9 @@ def compare(
     raise typer.Exit(max(r.verdict.exit_code for r in results))
 
 
-def _run(request: CompareRequest, resume: Path | None) -> tuple[Path | None, list[CompareResult]]:
+def _run(
+    request: CompareRequest, resume: Path | None
+) -> tuple[Path | None, list[ComparisonResult]]:
     """The API call the request asks for, with the progress display: a resumed, a curve
     (the curve's directory and one result per batch size) or a plain comparison."""
     from parity import api

@@ -17,13 +17,13 @@ from parity.cli import common as c
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from parity.api import CompareResult
-    from parity.bundle import Bundle
+    from parity.model.bundle import Bundle
     from parity.model.checks import CheckResult
     from parity.model.reports import ScalingReport
     from parity.model.verdict import Verdict
     from parity.report.decision import Sides
     from parity.report.parts import ColumnKind
+    from parity.results import ComparisonResult
 
 
 def mark(passed: bool | None) -> str:
@@ -50,13 +50,11 @@ def show_verdict(
     render_terminal(verdict, console, sides=sides, wide=wide)
 
 
-def _sides(result: CompareResult) -> Sides:
-    from parity.model.verdict import ByRole
-
-    return ByRole(baseline=result.baseline, target=result.target)
+def _sides(result: ComparisonResult) -> Sides:
+    return result.comparison.sides
 
 
-def show_result(result: CompareResult, *, as_json: bool, wide: bool) -> None:
+def show_result(result: ComparisonResult, *, as_json: bool, wide: bool) -> None:
     """A comparison: the verdict, where the bundles are, where the report is."""
     console = c.stdout()
     show_verdict(result.verdict, console, as_json=as_json, wide=wide, sides=_sides(result))
@@ -69,16 +67,17 @@ def show_result(result: CompareResult, *, as_json: bool, wide: bool) -> None:
         console.print(where, markup=False, soft_wrap=True)
 
 
-def show_curve(out: Path, results: Sequence[CompareResult], *, as_json: bool, wide: bool) -> None:
+def show_curve(
+    out: Path, results: Sequence[ComparisonResult], *, as_json: bool, wide: bool
+) -> None:
     """A throughput-latency curve: each batch size's verdict, the curve, where it is."""
     import json
 
-    from parity.api import CURVE_FILE
-    from parity.bundle import read_doc
+    from parity.bundle import CURVE, read_doc
     from parity.model.codec import encode
     from parity.model.reports import Curve
 
-    curve = read_doc(out / CURVE_FILE, Curve)
+    curve = read_doc(out / CURVE, Curve)
     if as_json:
         verdicts = [encode(r.verdict) for r in results]
         c.write_out(json.dumps({"curve": encode(curve), "verdicts": verdicts}, indent=2))

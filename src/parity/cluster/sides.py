@@ -80,7 +80,7 @@ class RemoteSide:
         )
         write_doc(tmp / JOB_FILE, job)
         write_failed(tmp, job, reason)
-        return finalize(tmp, final)
+        return finalize(tmp, final).path
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -31,8 +31,8 @@ from dataclasses import replace
 
 import torch
 
-from parity.bundle import Bundle
 from parity.judge.tolerances import Tolerance
+from parity.model.bundle import Bundle
 from parity.model.numerics import OutputKind, output_kind
 from parity.model.quality import AgreementCheck, Divergence, QualityCheck, TokensCheck
 from parity.stats.proportion import upper_bound

@@ -9,7 +9,7 @@ adds no gate (a side that cannot run an op fails the "both sides ran" gate alrea
 
 from __future__ import annotations
 
-from parity.bundle import Bundle
+from parity.model.bundle import Bundle
 from parity.model.manifest import Environment
 from parity.model.ops import OpFinding, OpsCensus
 from parity.model.verdict import (

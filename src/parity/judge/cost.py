@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from parity.bundle import Bundle, SideRuns
 from parity.judge.speed import side_step_time
+from parity.model.bundle import Bundle, SideRuns
 from parity.model.metrics import Generation
 from parity.model.quality import Convergence
 from parity.model.verdict import (

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from parity.bundle import Bundle
 from parity.errors import ContractError
 from parity.judge import stack
+from parity.model.bundle import Bundle
 from parity.model.codec import Json
 from parity.model.manifest import Resolved
 from parity.model.verdict import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from parity.bundle import Bundle
+from parity.model.bundle import Bundle
 from parity.model.metrics import Generation, Inference
 from parity.probes.latency import generation_metrics, percentiles
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from parity.bundle import Bundle
 from parity.judge.measures import finite_or_none, relative
 from parity.judge.tolerances import Tolerance
+from parity.model.bundle import Bundle
 from parity.model.numerics import LayerRecord
 from parity.model.quality import LayerRow, Localisation
 

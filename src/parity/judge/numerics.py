@@ -28,13 +28,13 @@ from dataclasses import replace
 
 import torch
 
-from parity.bundle import Bundle
 from parity.judge import tolerances
 from parity.judge.fp64 import gate
 from parity.judge.localise import localise_run
 from parity.judge.measures import finite_or_none, relative
 from parity.judge.tolerances import Tolerance
 from parity.judge.trajectory import run_gates
+from parity.model.bundle import Bundle
 from parity.model.manifest import FlagValue
 from parity.model.ops import OpsCensus
 from parity.model.quality import (

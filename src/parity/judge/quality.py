@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import torch
 
-from parity.bundle import Bundle
 from parity.judge.tolerances import direct
+from parity.model.bundle import Bundle
 from parity.model.numerics import OutputKind
 from parity.model.quality import (
     Convergence,

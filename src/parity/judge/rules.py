@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from parity.bundle import Bundle, SideRuns
 from parity.judge import decision
 from parity.judge.fit import Measured, judge_fit
 from parity.judge.representative import FROZEN, HOW, ITEM, judge_representative
 from parity.judge.slo import judge_slo
 from parity.judge.tuning import judge_tuning
+from parity.model.bundle import Bundle, SideRuns
 from parity.model.fair import DeviceMemory, Fit, Slo
 from parity.model.manifest import FlagValue
 from parity.model.roles import ByRole

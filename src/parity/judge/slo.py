@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from parity.bundle import SideRuns
+from parity.model.bundle import SideRuns
 from parity.model.fair import LatencyLimit, Slo, SloCheck, SloSide, SloStatus
 from parity.model.reports import CurveBest
 from parity.model.roles import ByRole

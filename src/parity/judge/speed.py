@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import statistics
 
-from parity.bundle import Bundle, SideRuns
+from parity.model.bundle import Bundle, SideRuns, step_samples
 from parity.model.side import TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
@@ -46,13 +46,9 @@ COMPLIANCE_RUNS: tuple[tuple[str, str, Sided, str], ...] = (
 )
 
 
-def steady_samples(bundle: Bundle) -> list[float]:
-    return list(bundle.metrics.steady_samples) if bundle.metrics is not None else []
-
-
 def processes(side: SideRuns, name: str) -> Processes | None:
     """A side's successful processes, each reduced to its median steady step."""
-    steady = [s for s in (steady_samples(b) for b in side.ok) if s]
+    steady = step_samples(side.repeats)
     return Processes.from_steps(steady, name) if steady else None
 
 
@@ -139,7 +135,7 @@ def _check(
     if not bundle.ok:
         detail = f"the run failed: {bundle.manifest.reason}"
         return ComplianceCheck(name=name, passed=False, detail=detail)
-    samples = steady_samples(bundle)
+    samples = list(bundle.metrics.steady_samples) if bundle.metrics is not None else []
     if not samples:
         return ComplianceCheck(name=name, passed=False, detail="no steady-state samples")
     ratio = statistics.median(samples) / target.centre

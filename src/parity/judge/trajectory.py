@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from parity.bundle import Bundle
 from parity.judge.fp64 import gate
 from parity.judge.tolerances import Tolerance
+from parity.model.bundle import Bundle
 from parity.model.numerics import NonFiniteOrigin
 from parity.model.quality import (
     Comparator,
@@ -174,14 +174,11 @@ def output_gates(
 def run_gates(
     a: Bundle, b: Bundle, ref: Bundle, exp: Bundle | None, row: Tolerance
 ) -> list[QualityCheck]:
-    """The whole run against fp64: the loss trajectory and every float output (none from a
-    reference written before whole-run references, which holds the probe only)."""
-    if ref.outputs is None:
-        return []
+    """The whole run against fp64: the loss trajectory and every float output (an ok
+    reference, and an ok expected-error run, hold both: ``parity.bundle.REQUIRED``)."""
     gates: list[QualityCheck] = []
     if ref.losses and (a.losses or b.losses):
-        usable = exp is not None and exp.outputs is not None
-        expected = exp.losses if exp is not None and usable else None
+        expected = exp.losses if exp is not None else None
         gates.append(loss_trajectory(a.losses, b.losses, ref.losses, expected, row))
     return gates + output_gates(a, b, ref, exp, row)
 

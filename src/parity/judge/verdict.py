@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from parity.bundle import Bundle, SideRuns
 from parity.errors import ContractError
 from parity.judge import compat, decision, quality, tolerances
 from parity.judge.agreement import agreement_checks
@@ -31,6 +30,7 @@ from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
 from parity.judge.tolerances import Tolerance
 from parity.judge.trajectory import nonfinite_checks
+from parity.model.bundle import Bundle, SideRuns
 from parity.model.metrics import InputPipeline, Throughput
 from parity.model.quality import (
     AgreementCheck,

@@ -17,6 +17,8 @@ path); ``parity schema`` prints JSON Schemas generated from these classes.
 - :mod:`~parity.model.side`: ``side.json``, how measuring a side ended;
 - :mod:`~parity.model.checks`: ``check.json``;
 - :mod:`~parity.model.verdict`: ``verdict.json`` and every section of it.
+- :mod:`~parity.model.bundle`: a loaded bundle and a side's runs, held in memory (the
+  documents above and their tensors), what the judge and the sinks take.
 
 The model imports nothing of parity but the side and workload specs (``parity.spec``) and
 the errors: every layer may use it.

@@ -1,9 +1,9 @@
 """A finished comparison as one MLflow run, beside the team's other experiments.
 
-Read from the comparison directory alone (``verdict.json``, the sides' manifests,
-``request.json``) once everything is written: the directory stays the truth, MLflow gets
-a copy. Parameters say what was compared, metrics give the figures, tags the decision;
-the artifacts are ``verdict.json``, ``report.html`` and a Markdown summary. ``mlflow``
+Made from the comparison in memory (its verdict, the sides' manifests and measuring
+plan) once everything is written: the directory stays the truth, MLflow gets a copy.
+Parameters say what was compared, metrics give the figures, tags the decision; the
+artifacts are ``verdict.json``, ``report.html`` and the view's Markdown summary. ``mlflow``
 is an optional extra imported only when logging, and a failure to log must never lose
 results: ``log_comparison_quietly`` warns and returns None.
 """
@@ -17,15 +17,14 @@ import socket
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from parity.bundle import MANIFEST, read_doc
-from parity.errors import BundleError, UsageError
-from parity.model.codec import decode, loads
-from parity.model.manifest import Manifest
+from parity.bundle import VERDICT
+from parity.comparison import Comparison
+from parity.errors import UsageError
 from parity.model.quality import (
     AgreementCheck,
     LossCheck,
@@ -35,14 +34,14 @@ from parity.model.quality import (
     TokensCheck,
     TrajectoryCheck,
 )
-from parity.model.side import MeasurePlan
 from parity.model.verdict import Verdict
 from parity.report import fair
+from parity.report.markdown import render_markdown
 
 log = logging.getLogger(__name__)
 
 INSTALL = "pip install 'parity[mlflow]'"
-VERDICT, REPORT, REQUEST, SUMMARY = "verdict.json", "report.html", "request.json", "summary.md"
+SUMMARY = "summary.md"
 #: MLflow's limits: key length, value lengths, params per ``log_batch`` call
 MAX_KEY, MAX_PARAM, MAX_TAG, BATCH = 250, 6000, 8000, 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -65,8 +64,9 @@ def mlflow_key(name: str) -> str:
     return key[:MAX_KEY] or "_"
 
 
-def run_record(out: Path, verdict: Verdict) -> RunRecord:
-    """The parameters, metrics and tags of the comparison in ``out``."""
+def run_record(comparison: Comparison) -> RunRecord:
+    """The parameters, metrics and tags of a judged comparison."""
+    verdict, out = _verdict(comparison), comparison.out
     w, sides = verdict.workload, verdict.sides
     tags = {
         "parity.verdict": "PASS" if verdict.passed else "FAIL",
@@ -84,13 +84,19 @@ def run_record(out: Path, verdict: Verdict) -> RunRecord:
     tags |= fair.mlflow_figures(verdict)[0]
     return RunRecord(
         name=f"{w.name or 'script'}: {sides.baseline.side} vs {sides.target.side}",
-        params={mlflow_key(k): v[:MAX_PARAM] for k, v in _params(out, verdict).items()},
+        params={mlflow_key(k): v[:MAX_PARAM] for k, v in _params(comparison, verdict).items()},
         metrics={mlflow_key(k): v for k, v in _metrics(verdict).items()},
         tags={k: v[:MAX_TAG] for k, v in tags.items()},
     )
 
 
-def _params(out: Path, verdict: Verdict) -> dict[str, str]:
+def _verdict(comparison: Comparison) -> Verdict:
+    if comparison.verdict is None:
+        raise UsageError(f"{comparison.out} is not judged yet: log a finished comparison")
+    return comparison.verdict
+
+
+def _params(comparison: Comparison, verdict: Verdict) -> dict[str, str]:
     w = verdict.workload
     given: dict[str, object] = {"workload.fingerprint": w.fingerprint}
     for key in ("name", "size", "kind"):
@@ -103,13 +109,14 @@ def _params(out: Path, verdict: Verdict) -> dict[str, str]:
         given[f"{role}.repeats"] = side.repeats
         if side.generation is not None:
             given[f"{role}.generate_loop"] = side.generation.loop
-        manifest = _manifest(out / role)
-        if manifest is not None:
-            given[f"{role}.parity_version"] = manifest.parity_version
+        runs = comparison.sides.of(role)
+        if runs is not None:
+            given[f"{role}.parity_version"] = runs.first.manifest.parity_version
     for row in verdict.compatibility.versions:  # python, torch, the backend's packages
         given[f"baseline.version.{row.name}"] = row.baseline
         given[f"target.version.{row.name}"] = row.target
-    plan = _measure_plan(out / REQUEST)
+    info = next((s.info for s in (comparison.target, comparison.baseline) if s and s.info), None)
+    plan = info.plan if info is not None else None
     if plan is not None:
         for f in fields(plan):
             if f.name != "torchrun":
@@ -168,74 +175,23 @@ def _figure(check: QualityCheck) -> tuple[str, float | None]:
     return "rmse_target", check.rmse_target
 
 
-def _manifest(side: Path) -> Manifest | None:
-    """A side's manifest (its first repeat's), for what the verdict does not repeat."""
-    for path in (side / MANIFEST, *sorted(side.glob(f"r[0-9]*/{MANIFEST}"))):
-        if path.is_file():
-            try:
-                return read_doc(path, Manifest)
-            except BundleError as exc:
-                log.warning("parity: %s; its versions are not logged to MLflow", exc)
-                return None
-    return None
-
-
-def _measure_plan(path: Path) -> MeasurePlan | None:
-    if not path.is_file():
-        return None
-    try:
-        raw = loads(path.read_text())
-        section = raw.get("measure") if isinstance(raw, dict) else None
-        return None if section is None else decode(MeasurePlan, section)
-    except (OSError, ValueError) as exc:  # DecodeError is a ValueError
-        log.warning("parity: %s unreadable (%s); measuring settings not logged", path, exc)
-        return None
-
-
-def summary_markdown(verdict: Verdict) -> str:
-    """A short Markdown summary (until the report's Markdown renders a typed verdict)."""
-    w, s = verdict.workload, verdict.sides
-    lines = [
-        f"### parity: {'PASS' if verdict.passed else 'FAIL'}\n",
-        f"**{w.name or 'script'}** ({w.size}, {w.kind}): baseline `{s.baseline.side}` against "
-        f"target `{s.target.side}`; fingerprint `{w.fingerprint[:12]}`\n",
-    ]
-    if (sp := verdict.speed) is not None:
-        lines.append(
-            f"**Speed**: target/baseline step time {sp.ratio:.3f} [{sp.interval.low:.3f}, "
-            f"{sp.interval.high:.3f}] ({sp.interval.confidence:.0%} interval), "
-            f"speedup {sp.speedup:.2f}x: **{sp.verdict}**\n"
-        )
-    elif verdict.withheld:
-        lines.append(f"**Speed**: withheld: {verdict.withheld}\n")
-    lines.append("**Gates**")
-    lines += [f"- {'PASS' if g.passed else 'FAIL'} {g.name}: {g.detail}" for g in verdict.gates]
-    if verdict.quality is not None and verdict.quality.checks:
-        lines.append("\n**Quality** (target against baseline)")
-        for c in verdict.quality.checks:
-            mark = "INFO" if not c.gated else "NOT DECIDED" if c.passed is None else ""
-            mark = mark or ("PASS" if c.passed else "FAIL")
-            name, value = _figure(c)
-            figure = "-" if value is None else f"{value:.3g}"
-            figure += "" if c.tolerance is None else f" (tolerance {c.tolerance:g})"
-            lines.append(f"- {mark} {c.name}: {name} {figure}")
-    return "\n".join(lines) + "\n"
-
-
 def log_comparison(
-    out: Path, *, tracking_uri: str | None = None, experiment: str = "parity"
+    comparison: Comparison | Path,
+    *,
+    tracking_uri: str | None = None,
+    experiment: str = "parity",
 ) -> str:
-    """Log the comparison directory ``out`` as one MLflow run and return the run's id.
+    """Log a judged comparison (or the directory of one) as one MLflow run and return
+    the run's id.
 
     ``tracking_uri`` None: MLflow's own default (``MLFLOW_TRACKING_URI``, ...). Raises
-    ``UsageError`` without the extra, without a verdict in ``out`` or where nothing
-    listens at an http(s) URI, and MLflow's own errors when the server refuses the run.
+    ``UsageError`` without the extra, without a verdict or where nothing listens at an
+    http(s) URI, and MLflow's own errors when the server refuses the run.
     """
-    out = Path(out)
-    if not (out / VERDICT).is_file():
-        raise UsageError(f"{out} holds no {VERDICT}: give the directory of a finished comparison")
-    verdict = read_doc(out / VERDICT, Verdict)
-    record = run_record(out, verdict)
+    if not isinstance(comparison, Comparison):
+        comparison = _load(Path(comparison))
+    out, verdict = comparison.out, _verdict(comparison)
+    record = run_record(comparison)
     client = _client(tracking_uri)
     _check_reachable(str(client.tracking_uri))
     from mlflow.entities import Metric, Param
@@ -252,17 +208,29 @@ def log_comparison(
         metrics = [Metric(k, v, stamp, 0) for k, v in record.metrics.items()]
         for i in range(0, max(len(params), len(metrics)), BATCH):
             client.log_batch(run_id, metrics=metrics[i : i + BATCH], params=params[i : i + BATCH])
-        for name in (VERDICT, REPORT):
-            if (out / name).is_file():
-                client.log_artifact(run_id, str(out / name))
+        for path in (out / VERDICT, comparison.report):
+            if path is not None and path.is_file():
+                client.log_artifact(run_id, str(path))
+        summary = render_markdown(verdict, sides=comparison.sides)
         with tempfile.TemporaryDirectory(prefix="parity-mlflow-") as tmp:
-            (Path(tmp) / SUMMARY).write_text(summary_markdown(verdict))
+            (Path(tmp) / SUMMARY).write_text(summary)
             client.log_artifact(run_id, str(Path(tmp) / SUMMARY))
         status = "FINISHED"
     finally:
         with contextlib.redirect_stdout(sys.stderr):  # MLflow prints the run's URL
             client.set_terminated(run_id, status)
     return run_id
+
+
+def _load(out: Path) -> Comparison:
+    """A finished comparison's directory, with its report where there is one."""
+    from parity.bundle import REPORT_HTML, is_comparison
+
+    if not is_comparison(out):
+        raise UsageError(f"{out} holds no {VERDICT}: give the directory of a finished comparison")
+    found = Comparison.load(out)
+    report = out / REPORT_HTML
+    return replace(found, report=report if report.is_file() else None)
 
 
 def _client(tracking_uri: str | None) -> Any:
@@ -289,17 +257,20 @@ def _check_reachable(uri: str) -> None:
 
 
 def log_comparison_quietly(
-    out: Path, *, tracking_uri: str | None = None, experiment: str = "parity"
+    comparison: Comparison | Path,
+    *,
+    tracking_uri: str | None = None,
+    experiment: str = "parity",
 ) -> str | None:
     """``log_comparison`` for after a comparison: any failure is a warning on stderr
     (through ``logging``) and None, never an exception; the results stay in ``out``."""
     try:
-        return log_comparison(out, tracking_uri=tracking_uri, experiment=experiment)
+        return log_comparison(comparison, tracking_uri=tracking_uri, experiment=experiment)
     except Exception as exc:
         log.warning(
             "parity: the comparison was not logged to MLflow (%s: %s); its results are in %s",
             type(exc).__name__,
             " ".join(str(exc).split())[:300],
-            out,
+            comparison.out if isinstance(comparison, Comparison) else comparison,
         )
         return None

@@ -10,18 +10,24 @@ the verdict says its bundles were.
 from __future__ import annotations
 
 import logging
-import os
-import uuid
 from pathlib import Path
 
-from parity.bundle import SideRuns, load_side
-from parity.errors import BundleError, UsageError
-from parity.model.codec import DecodeError, decode, dumps, loads
-from parity.model.verdict import ROLES, ByRole, Role, Verdict
+from parity.bundle import (
+    CURVE,
+    EXPECTED_DIR,
+    INPUTS,
+    REFERENCE_DIR,
+    REPORT_HTML,
+    REQUEST,
+    VERDICT,
+    write_text,
+)
+from parity.comparison import Comparison
+from parity.errors import UsageError
+from parity.model.codec import dumps
 from parity.report.view import Run
 
-VERDICT = "verdict.json"
-DEFAULT_HTML = "report.html"
+DEFAULT_HTML = REPORT_HTML
 REPORT_EXTRA = (
     "the HTML report needs matplotlib, which comes with the optional 'report' extra: "
     "pip install 'parity[report]'"
@@ -29,72 +35,32 @@ REPORT_EXTRA = (
 log = logging.getLogger("parity")
 
 
-def read_verdict(path: Path) -> Verdict:
-    """``verdict.json`` decoded strictly; BundleError names the file and the key path."""
-    try:
-        raw = loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BundleError(f"{path} is not valid JSON ({exc}): rerun the comparison") from None
-    try:
-        return decode(Verdict, raw)
-    except DecodeError as exc:
-        raise BundleError(
-            f"{path} is not a parity verdict this version reads ({exc.path} {exc.message}): "
-            "rerun the comparison, or parity diff its bundles"
-        ) from None
+def run_of(comparison: Comparison) -> Run:
+    """The view's input: a judged comparison's verdict and sides, as held in memory."""
+    assert comparison.verdict is not None, "a report is of a judged comparison"
+    return Run(
+        path=comparison.out,
+        verdict=comparison.verdict,
+        sides=comparison.sides,
+        problems=comparison.problems,
+    )
 
 
 def load_run(path: Path | str) -> Run:
     """Read ``RUN/verdict.json`` and the sides' bundles; BundleError when there is no verdict."""
-    path = Path(path)
-    file = path / VERDICT
-    if not file.is_file():
-        raise BundleError(
-            f"{path} holds no {VERDICT}: pass the --out directory of a parity compare "
-            "(for --batch-sizes, one of its bsN directories)"
-        )
-    verdict = read_verdict(file)
-    problems: list[str] = []
-    found = {role: _load_side(path, role, verdict, problems) for role in ROLES}
-    sides = ByRole(baseline=found["baseline"], target=found["target"])
-    return Run(path=path, verdict=verdict, sides=sides, problems=tuple(problems))
+    return run_of(Comparison.load(path))
 
 
-def _load_side(path: Path, role: Role, verdict: Verdict, problems: list[str]) -> SideRuns | None:
-    recorded = verdict.sides.of(role).bundle
-    candidates = list(dict.fromkeys([path / role, Path(recorded)]))
-    errors = []
-    for candidate in candidates:
-        if not candidate.exists():
-            continue
-        try:
-            return load_side(candidate)
-        except BundleError as exc:
-            errors.append(str(exc))
-    problems.append(
-        f"the {role} bundles could not be read ({'; '.join(errors) or 'not found'}): "
-        "plots that need raw samples are left out"
-    )
-    return None
-
-
-def write_text(path: Path, text: str) -> Path:
-    """Write through a temporary file and an atomic rename (none left where it fails)."""
+def _write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text(path, text)
     return path
 
 
 #: a comparison's own files, which a report never replaces (``report.html`` is the report)
-EVIDENCE = ("verdict.json", "request.json", "inputs.json", "curve.json", "check.json")
+EVIDENCE = (VERDICT, REQUEST, INPUTS, CURVE, "check.json")
 #: a comparison's directories of bundles and evidence, which a report never goes into
-EVIDENCE_DIRS = ("baseline", "target", "reference", "expected", "checks")
+EVIDENCE_DIRS = ("baseline", "target", REFERENCE_DIR, EXPECTED_DIR, "checks")
 
 
 def check_report_path(run_dir: Path, target: Path, option: str) -> None:
@@ -162,14 +128,16 @@ def write_reports(
             text = render_markdown(run.verdict, sides=run.sides, html_name=name)
         else:
             text = dumps(run.verdict) + "\n"
-        made[kind] = text if str(target) == "-" else write_text(target, text)
+        made[kind] = text if str(target) == "-" else _write(target, text)
     return made
 
 
-def report_after_compare(out: Path) -> Path | None:
-    """``OUT/report.html`` after a comparison; a failure warns and never loses results."""
+def report_after_compare(comparison: Comparison) -> Path | None:
+    """``OUT/report.html`` of a comparison just judged (from memory); a failure warns and
+    never loses results."""
+    out = comparison.out
     try:
-        return write_text(out / DEFAULT_HTML, html_report(load_run(out)))
+        return _write(out / DEFAULT_HTML, html_report(run_of(comparison)))
     except UsageError as exc:
         if exc.__cause__ is not None and isinstance(exc.__cause__, ImportError):
             log.warning("parity: no %s: %s", DEFAULT_HTML, REPORT_EXTRA)

@@ -17,7 +17,6 @@ the format, the workload fingerprint and both files' sha256 before it touches th
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import shutil
@@ -31,7 +30,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from parity.bundle import write_doc
+from parity.bundle import sha256_file, write_doc
 from parity.devices.base import Device
 from parity.model.codec import Json, decode, loads
 
@@ -121,14 +120,6 @@ def _decode(value: Any, tensors: dict[str, torch.Tensor]) -> Any:
     return {k: _decode(v, tensors) for k, v in value.items()}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def unwrap(model: nn.Module) -> nn.Module:
     """The module behind ``torch.compile`` (its state dict keys carry no prefix)."""
     inner = getattr(model, "_orig_mod", model)
@@ -176,8 +167,8 @@ def save_checkpoint(
             optimizer=encoded,
             rng=RngKeys(cpu="rng.cpu", device_type=device.type if device_rng is not None else None),
             sha256={
-                MODEL_FILE: _sha256(tmp / MODEL_FILE),
-                OPTIMIZER_FILE: _sha256(tmp / OPTIMIZER_FILE),
+                MODEL_FILE: sha256_file(tmp / MODEL_FILE),
+                OPTIMIZER_FILE: sha256_file(tmp / OPTIMIZER_FILE),
             },
             saved_unix=time.time(),
         )
@@ -205,7 +196,7 @@ def read_meta(path: Path) -> CheckpointMeta:
         raise CheckpointError(f"{path} is not a readable {FORMAT} checkpoint ({exc})") from exc
     for name in (MODEL_FILE, OPTIMIZER_FILE):
         file = path / name
-        if not file.is_file() or _sha256(file) != meta.sha256.get(name):
+        if not file.is_file() or sha256_file(file) != meta.sha256.get(name):
             raise CheckpointError(f"{file} is missing or does not match its sha256: corrupt")
     return meta
 

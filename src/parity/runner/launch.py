@@ -52,6 +52,7 @@ from parity.bundle import (
     write_doc,
 )
 from parity.errors import OutputError
+from parity.model.bundle import Bundle
 from parity.model.codec import decode, loads
 from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
 from parity.runner.cpu import process_cpu_s
@@ -307,8 +308,9 @@ def run_job(
     on_event: EventHandler | None = None,
     env: dict[str, str] | None = None,
     launcher: Launcher | None = None,
-) -> Path:
-    """Run one side in a fresh process and leave a complete bundle at ``final``.
+) -> Bundle:
+    """Run one side in a fresh process and leave a complete bundle at ``final``; returns
+    it as sealed (each file read and hashed once, never read back).
 
     The worker is stopped after ``job.timeout_s``; ``on_event`` sees each event the
     worker announces (phases, progress, checkpoints) as it happens. Without a
@@ -337,7 +339,7 @@ def _run(
     launcher: Launcher,
     on_event: EventHandler | None,
     env: dict[str, str] | None,
-) -> Path:
+) -> Bundle:
     child_env = mark({**os.environ, **(env or {}), **script_env(job), "PYTHONUNBUFFERED": "1"})
     job = replace(job, launch=launcher.prepare(job), spawned_ns=time.perf_counter_ns())
     write_doc(tmp / JOB_FILE, recorded_job(job))

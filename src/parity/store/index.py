@@ -28,16 +28,18 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from parity import storage
-from parity.bundle import COMPLIANCE_RUNS, MANIFEST, load_bundle, load_side, read_doc
+from parity.bundle import COMPLIANCE_RUNS, MANIFEST, is_comparison, load_bundle, written_unix
+from parity.comparison import Comparison
 from parity.errors import UsageError
+from parity.model.bundle import Bundle
 from parity.model.codec import decode, loads
 from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
 from parity.model.verdict import Verdict
 from parity.store.engine import Location, connect, locate, mask
 from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
 from parity.store.rows import bundle_row, comparison_row
-from parity.store.schema import bundles, comparisons, content_id, metrics, migrate
-from parity.store.walk import ROLES, VERDICT, ReindexResult, device_matches, matches, remove_made
+from parity.store.schema import bundles, comparisons, metrics, migrate
+from parity.store.walk import ReindexResult, device_matches, matches, remove_made
 
 log = logging.getLogger("parity")
 T = TypeVar("T")
@@ -157,17 +159,17 @@ class Store:
 
     def index_bundle(
         self,
-        path: Path,
+        bundle: Bundle,
         *,
         comparison_id: str | None = None,
         role: str | None = None,
         key: str | None = None,
     ) -> str:
-        """Index one bundle directory (any status), recorded as ``key`` (its URL) or its
-        path; returns its id."""
+        """Index one loaded bundle (any status), recorded as ``key`` (its URL) or its path;
+        returns its id (from the sha256 of its manifest, as its digest lists it)."""
+        path = bundle.path.resolve()
         where = key or str(path)
-        bundle = load_bundle(path)
-        bid = content_id("b", (path / MANIFEST).read_bytes())
+        bid = "b" + bundle.digest[MANIFEST][:12]
         row = bundle_row(path, bundle, bid, comparison_id, role) | {"path": where}
         figures = bundle_metrics(bundle)
 
@@ -185,22 +187,20 @@ class Store:
 
         return self._write(work)
 
-    def index_comparison(self, path: Path, key: str | None = None) -> str:
-        """Index a comparison directory (``verdict.json`` and both sides), recorded as
-        ``key`` (its URL) or its path; returns its id."""
-        path = path.resolve()
+    def index_comparison(self, comparison: Comparison, key: str | None = None) -> str:
+        """Index a judged comparison (its verdict and both sides' bundles, as held in
+        memory), recorded as ``key`` (its URL) or its path; returns its id (from the
+        sha256 of its ``verdict.json``)."""
+        path = comparison.out.resolve()
         where = key or str(path)
-        file = path / VERDICT
-        verdict = read_doc(file, Verdict)
-        cid = content_id("c", file.read_bytes())
-        sides = {role: load_side(path / role) for role in ROLES if (path / role).is_dir()}
+        verdict, sha = comparison.verdict, comparison.verdict_sha256
+        if verdict is None or sha is None:
+            raise ValueError("index a comparison once its verdict is written")
+        cid = "c" + sha[:12]
         finished = [
-            t
-            for side in sides.values()
-            for b in [*side.repeats, *side.compliance.values()]
-            if (t := b.manifest.finished_unix) is not None
+            t for _, b in comparison.bundles() if (t := b.manifest.finished_unix) is not None
         ]
-        time_unix = max(finished) if finished else file.stat().st_mtime
+        time_unix = max(finished) if finished else written_unix(path)
         row = comparison_row(path, verdict, cid, time_unix) | {"path": where}
 
         def work(conn: Connection) -> None:
@@ -210,20 +210,26 @@ class Store:
             self._upsert(conn, comparisons, row, set())
 
         self._write(work)
-        for role, runs in sides.items():
-            for bundle in [*runs.repeats, *runs.compliance.values()]:
-                local = bundle.path.resolve()
-                inner = f"{key}/{local.relative_to(path).as_posix()}" if key else None
-                self.index_bundle(local, comparison_id=cid, role=role, key=inner)
+        for role, bundle in comparison.bundles():
+            local = bundle.path.resolve()
+            inner = f"{key}/{local.relative_to(path).as_posix()}" if key else None
+            self.index_bundle(bundle, comparison_id=cid, role=role, key=inner)
         return cid
 
     def index_path(self, target: Path | str) -> str:
-        """A comparison or a bundle, whichever ``target`` (a directory or a URL) is."""
+        """A comparison or a bundle, whichever ``target`` (a directory or a URL) is, loaded
+        through ``parity.comparison`` (each file read once)."""
         key = storage.shown(str(target)) if storage.is_url(target) else None
         path = storage.readable(target).resolve()
-        if (path / VERDICT).is_file():
-            return self.index_comparison(path, key)
-        return self.index_bundle(path, key=key)
+        if is_comparison(path):
+            return self.index_comparison(Comparison.load(path, strict=True), key)
+        return self.index_bundle(load_bundle(path), key=key)
+
+    def index(self, item: Comparison | Bundle, key: str | None = None) -> str:
+        """A comparison or a bundle held in memory (``key``: the URL it was published at)."""
+        if isinstance(item, Comparison):
+            return self.index_comparison(item, key)
+        return self.index_bundle(item, key=key)
 
     def prune(self) -> int:
         """Forget runs whose directories (or URLs) are gone; returns how many."""
@@ -493,11 +499,15 @@ def _check_sqlite(path: Path) -> None:
                 raise UsageError(f"{path} is not a parity index: choose another --store")
 
 
-def index_quietly(path: Path | str, store: Path | str | None = None) -> str | None:
-    """Index what ``parity compare`` or ``parity run`` just wrote; a failure only warns."""
+def index_quietly(
+    item: Comparison | Bundle, store: Path | str | None = None, *, url: str | None = None
+) -> str | None:
+    """Index what ``parity compare`` or ``parity run`` just made, from memory (``url``:
+    where it was published, recorded instead of its local copy); a failure only warns."""
+    path = url or (item.out if isinstance(item, Comparison) else item.path)
     try:
         with Store.open(store) as s:
-            return s.index_path(path)
+            return s.index(item, storage.shown(url) if url else None)
     except Exception as exc:
         log.warning(
             "parity: warning: %s was not added to the history index (%s); the results are "

@@ -9,12 +9,11 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parity.bundle import MANIFEST
+from parity.bundle import MANIFEST, VERDICT
 from parity.errors import SpecError
 from parity.spec import parse_side
 
 ROLES = ("baseline", "target")
-VERDICT = "verdict.json"
 
 
 @dataclass

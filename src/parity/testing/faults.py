@@ -38,10 +38,10 @@ def install(spec: str, worker: Any) -> None:
     real_write_json = bundle.write_json
     real_save_file = session.save_file
 
-    def write_json(path: Path, data: Any) -> None:
+    def write_json(path: Path, data: Any) -> str:
         if hit(path):
             raise OutputError(f"could not write {path}: {bundle.io_reason(disk_full(path))}")
-        real_write_json(path, data)
+        return real_write_json(path, data)
 
     def save_file(tensors: Any, filename: str, metadata: Any = None) -> None:
         if hit(Path(filename)):

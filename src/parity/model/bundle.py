@@ -1,0 +1,135 @@
+"""A run bundle and a side's runs as they are held in memory: typed documents and
+tensors, loaded and verified once (``parity.bundle`` reads and writes them).
+
+The judge, the reports, the index and MLflow work on these objects; none of them reads
+a file. A bundle's ``path`` is where it was read from (its name labels the run: ``r00``,
+``reseeded``, ``reference``); nothing here opens it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parity.model.job import Job
+from parity.model.manifest import Logs, Manifest
+from parity.model.metrics import Metrics
+from parity.model.numerics import Capture, RunOutputs
+from parity.model.ops import OpsCensus
+from parity.model.side import MeasureRecord
+from parity.model.workload import PreparedWorkload
+from parity.spec import SideSpec
+
+if TYPE_CHECKING:
+    import torch
+
+#: the prefix of a margins tensor among a run's output tensors (see ``RunOutputs.margins``)
+MARGIN = "margin."
+#: name -> tensor, as a safetensors file held them
+Tensors = Mapping[str, "torch.Tensor"]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A loaded bundle: its typed documents, its tensors, and the sha256 of every file
+    as its digest listed them (the index's ids come from these, not from the files)."""
+
+    path: Path
+    manifest: Manifest
+    metrics: Metrics | None = None
+    outputs: RunOutputs | None = None
+    ops: OpsCensus | None = None
+    capture: Capture | None = None
+    prepared: PreparedWorkload | None = None
+    #: ``logs.json``: the logs that were cut to the size a bundle keeps
+    logs: Logs | None = None
+    #: ``job.json``: what the parent handed the worker (as the bundle keeps it)
+    job: Job | None = None
+    #: ``numerics.safetensors``: the outputs, and the margins under ``MARGIN``
+    tensors: Tensors = field(default_factory=dict)
+    #: ``capture.safetensors``: the numerics probe's samples
+    probe: Tensors = field(default_factory=dict)
+    digest: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The run's name in its side: ``r00``, ``reseeded``, ``reference``."""
+        return self.path.name
+
+    @property
+    def status(self) -> str:
+        return self.manifest.status
+
+    @property
+    def ok(self) -> bool:
+        return self.manifest.ok
+
+    @property
+    def fingerprint(self) -> str:
+        return self.manifest.workload.fingerprint
+
+    @property
+    def side(self) -> SideSpec:
+        """The side this bundle ran (``str()`` writes it as given, e.g. ``cpu+bf16``)."""
+        return self.manifest.side
+
+    @property
+    def losses(self) -> tuple[float | None, ...]:
+        return self.outputs.losses if self.outputs is not None else ()
+
+    def output_tensors(self) -> dict[str, torch.Tensor]:
+        """The output tensors, empty if the run produced none."""
+        return {k: v for k, v in self.tensors.items() if not k.startswith(MARGIN)}
+
+    def margin_tensors(self) -> dict[str, torch.Tensor]:
+        """Generated tokens' top-2 logits margins, by the tokens' output name."""
+        return {k.removeprefix(MARGIN): v for k, v in self.tensors.items() if k.startswith(MARGIN)}
+
+    def capture_tensors(self) -> dict[str, torch.Tensor]:
+        """The numerics probe's samples (outputs, gradients, per-module values)."""
+        return dict(self.probe)
+
+
+@dataclass(frozen=True)
+class SideRuns:
+    """One side of a comparison: its repeats (fresh processes) and compliance runs.
+
+    On disk, a directory with one bundle per repeat (``r00``, ``r01``, ...), the
+    compliance bundles (``reseeded``, ``same-input``) where they were run, and
+    ``side.json`` with how measuring ended. A single bundle is a side with one repeat,
+    so ``parity diff`` takes bundles from ``parity run`` as well.
+    """
+
+    path: Path
+    repeats: tuple[Bundle, ...]
+    compliance: Mapping[str, Bundle] = field(default_factory=dict)
+    info: MeasureRecord | None = None
+
+    @property
+    def ok(self) -> tuple[Bundle, ...]:
+        return tuple(b for b in self.repeats if b.ok)
+
+    @property
+    def first(self) -> Bundle:
+        return (self.ok or self.repeats)[0]
+
+    @property
+    def bundles(self) -> tuple[Bundle, ...]:
+        """Every bundle of the side: its repeats, then its compliance runs."""
+        return (*self.repeats, *self.compliance.values())
+
+    @classmethod
+    def of(cls, bundle: Bundle) -> SideRuns:
+        return cls(path=bundle.path, repeats=(bundle,))
+
+
+def step_samples(bundles: Iterable[Bundle]) -> list[list[float]]:
+    """The steady step times of each successful run, one list per process (the unit the
+    speed interval resamples); a run without steady samples gives none."""
+    return [
+        list(b.metrics.steady_samples)
+        for b in bundles
+        if b.ok and b.metrics is not None and b.metrics.steady_samples
+    ]

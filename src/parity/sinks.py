@@ -1,0 +1,119 @@
+"""What a comparison goes through once its sides are measured, each step taking the
+comparison in memory: the judge's inputs (prices, checks) before judging, then the
+verdict written once, the HTML report, the index and MLflow.
+
+The steps after the verdict never lose results: each warns on failure and the
+comparison's directory stays complete (``parity report``, ``parity reindex`` redo them).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parity.comparison import Comparison
+from parity.model.bundle import SideRuns
+from parity.model.verdict import CostInputs, JudgeInputs, Price
+
+if TYPE_CHECKING:
+    from parity.request import MlflowLog
+
+log = logging.getLogger("parity")
+
+
+def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:
+    """Prices for sides without one, from ``devices/specs.toml`` by the device name each
+    bundle recorded: resolved before judging, so a verdict depends on its inputs."""
+    from parity.devices.specs import price_for
+
+    prices = dict(cost.prices)
+    for role, side in (("baseline", a), ("target", b)):
+        env = side.first.manifest.environment
+        if role in prices or env is None:
+            continue
+        found = price_for(env.device.name)
+        if found is not None:
+            prices[role] = Price(
+                usd_per_hour=found.usd_per_hour,
+                accelerators=found.accelerators,
+                instance=found.instance,
+                source=found.source or "specs.toml",
+            )
+    return replace(cost, prices=prices)
+
+
+def judge_inputs(
+    comparison: Comparison,
+    inputs: JudgeInputs,
+    *,
+    roots: list[Path],
+    checks: list[Path] | None = None,
+) -> JudgeInputs:
+    """``inputs`` with the sides' prices resolved and what the checks stored under
+    ``roots`` (and ``checks``) proved."""
+    from parity.checks.common import checked_for
+
+    a, b = comparison.measured_sides()
+    checked = checked_for(a.first, b.first, roots=roots, extra=checks)
+    return replace(inputs, cost=resolve_prices(inputs.cost, a, b), checked=checked)
+
+
+def overridden(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
+    """The inputs a comparison stored, with those ``given`` again replacing them (a
+    default left as given keeps the stored value)."""
+    if given is None:
+        return stored
+    default = JudgeInputs()
+    return JudgeInputs(
+        allow=given.allow if given.allow != default.allow else stored.allow,
+        target_loss=given.target_loss if given.target_loss is not None else stored.target_loss,
+        cost=replace(stored.cost, prices={**stored.cost.prices, **given.cost.prices}),
+        operational=stored.operational,
+        pins={**stored.pins, **given.pins},
+        min_cosine=given.min_cosine
+        if given.min_cosine != default.min_cosine
+        else stored.min_cosine,
+        min_top1=given.min_top1 if given.min_top1 != default.min_top1 else stored.min_top1,
+        production=given.production or stored.production,
+        slo=given.slo or stored.slo,
+        tuning_intended=given.tuning_intended or stored.tuning_intended,
+    )
+
+
+def conclude(
+    comparison: Comparison,
+    inputs: JudgeInputs,
+    *,
+    mlflow: MlflowLog | None = None,
+    url: str | None = None,
+) -> Comparison:
+    """Judge a measured comparison and send it to every sink: ``inputs.json`` and
+    ``verdict.json``, the HTML report, the comparison published at ``url`` (if given: the
+    verdict names its sides there), the index, and MLflow where asked (the report, the
+    index and MLflow after the verdict is on disk: a failure only warns)."""
+    from parity.report.run import report_after_compare
+    from parity.store import index_quietly
+
+    inputs = judge_inputs(comparison, inputs, roots=[comparison.out])
+    judged = comparison.judged(inputs)
+    if url:
+        from parity.remote import relocated
+        from parity.storage import shown
+
+        assert judged.verdict is not None
+        where = {role: f"{shown(url)}/{role}" for role in ("baseline", "target")}
+        judged = replace(judged, verdict=relocated(judged.verdict, where), url=shown(url))
+    done = judged.save()
+    done = replace(done, report=report_after_compare(done))
+    if url:
+        from parity.storage import publish
+
+        publish(done.out, url)
+    index_quietly(done, url=url)
+    if mlflow is not None:
+        from parity.report.mlflow import log_comparison_quietly
+
+        log_comparison_quietly(done, tracking_uri=mlflow.tracking_uri, experiment=mlflow.experiment)
+    return done
