@@ -9,7 +9,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 # the test device's C++ extension is built with the venv's ninja
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: demo test lint clean
+.PHONY: demo test nightly lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,13 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check
 	$(VENV)/bin/mypy
 
+# the whole suite but the nightly tests, on one worker per core (pyproject's addopts)
 test: lint
 	$(PY) -m pytest
+
+# the tests that install packages, build venvs or run a real pretrained model
+nightly: $(VENV)/.dev
+	$(PY) -m pytest -m nightly
 
 clean:
 	rm -rf $(VENV) parity-runs .pytest_cache .mypy_cache .ruff_cache

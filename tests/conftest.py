@@ -19,6 +19,24 @@ FIXTURES = Path(__file__).parent / "fixtures"
 pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.cluster"]
 
 
+#: ``-n auto`` (pyproject's addopts) takes one worker per core up to this many: the slow
+#: tests start worker processes of their own, so more would only queue on the cores
+MAX_XDIST_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return max(1, min(os.cpu_count() or 1, MAX_XDIST_WORKERS))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A nightly test is slow too, so ``-m "not slow"`` (which replaces the default
+    ``-m 'not nightly'``) never runs one."""
+    for item in items:
+        if item.get_closest_marker("nightly") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Frozen workloads go to a temporary cache that workers inherit via the env."""
