@@ -14,6 +14,15 @@ from typing import Any
 
 import pytest
 
+# One intra-op thread per process unless the caller chose otherwise, set before torch
+# loads (nothing this conftest or its plugins import loads it): the test workers and the
+# parity workers they start share the machine's cores, and OpenMP threads spinning for a
+# busy core cost several times the work itself there (a tiny t5 generation test: 33 s of
+# CPU with two threads, 8 s with one, on a loaded 2-core machine). Parity's workers
+# inherit it, both sides of every comparison alike.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 FIXTURES = Path(__file__).parent / "fixtures"
 #: servers and a Ray cluster that tests start themselves, one of each per session/module
 pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.cluster"]

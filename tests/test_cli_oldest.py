@@ -25,7 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.nightly]  # builds a venv of the floors
 
 ROOT = Path(__file__).parent.parent
 #: Typer 0.12's own floor for Click (the newer Click of the main environment, which

@@ -5,6 +5,7 @@ Python API."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +15,18 @@ from parity import api
 from parity.model.codec import encode
 from parity.request import CompareRequest
 from tests.conftest import FIXTURES
+from tests.fixtures.workloads import ODD_THREADS
 
 pytestmark = pytest.mark.slow
 
 
-def compare(tmp_path: Path, workload: str, target: str, **extra: Any) -> dict[str, Any]:
+def compare(
+    tmp_path: Path, workload: str, target: str, baseline: str = "cpu", **extra: Any
+) -> dict[str, Any]:
     out = tmp_path / target.replace("+", "_").replace("=", "-")
     options = dict(
         workload=workload,
-        baseline="cpu",
+        baseline=baseline,
         target=target,
         repeats=1,
         compliance=False,
@@ -37,8 +41,12 @@ def compare(tmp_path: Path, workload: str, target: str, **extra: Any) -> dict[st
     return result
 
 
+@pytest.mark.skipif(
+    (os.cpu_count() or 1) < ODD_THREADS, reason=f"needs {ODD_THREADS} logical cores"
+)
 def test_a_perturbed_module_is_named_as_the_first_divergence(tmp_path: Path) -> None:
-    v = compare(tmp_path, f"{FIXTURES / 'workloads.py'}:PerturbOnOneThread", "cpu+threads=1")
+    workload = f"{FIXTURES / 'workloads.py'}:PerturbOnThreadCount"
+    v = compare(tmp_path, workload, f"cpu+threads={ODD_THREADS}", baseline="cpu+threads=1")
     layers = v["numerics"]["layers"]
     assert layers["first_divergence"] == "body.2"
     row = layers["first_divergence_row"]

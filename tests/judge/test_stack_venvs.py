@@ -70,6 +70,7 @@ def run_in(python: Path, out: Path) -> subprocess.Popen[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.nightly  # builds two venvs
 @pytest.mark.timeout(240)
 def test_bundles_from_two_venvs_name_the_package_and_both_versions(tmp_path: Path) -> None:
     pythons = [venv_with(tmp_path, "1.0"), venv_with(tmp_path, "1.1")]

