@@ -245,7 +245,9 @@ def summary(est: Estimate) -> str:
     ran = [p for p in est.phases if p.cut is None and p.seconds]
     parts = ", ".join(f"{p.name} {p.seconds:.1f} s" for p in ran)
     unknown = [p.name for p in est.phases if p.seconds is None]
-    tail = f"; not estimated: {', '.join(unknown)}" if unknown else ""
+    cached = [p.name for p in est.phases if p.cached]
+    tail = f"; cached: {', '.join(cached)}" if cached else ""
+    tail += f"; not estimated: {', '.join(unknown)}" if unknown else ""
     return (
         f"estimate: about {duration(est.planned_s)} for {est.processes} process(es) a side "
         f"({parts}){tail}; budget {est.budget_s:g} s"

@@ -3,6 +3,7 @@ kept by content, keyed by the fingerprint, the side and the worker's environment
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -101,3 +102,25 @@ def test_an_entry_that_does_not_verify_is_removed_and_the_probe_runs(
 def test_no_entry_means_the_probe_runs(cache: Path, tmp_path: Path) -> None:
     entry = probecache.entry_dir(frozen_job("mlp-train"), environment(), "scan")
     assert not probecache.reuse(entry, tmp_path)
+
+
+@pytest.mark.slow
+def test_a_second_comparison_copies_each_side_s_probes(cache: Path, tmp_path: Path) -> None:
+    """Real workers: the same comparison twice; the second's first repeats copy the op scan
+    and the numerics probe (the verdict says so) and hold the same census."""
+    from parity import api
+    from parity.request import CompareRequest
+
+    def compare(out: Path) -> dict[str, float]:
+        request = CompareRequest.from_kwargs(
+            workload="mlp-train", target="cpu+bf16", repeats=1, compliance=False, out=str(out)
+        )
+        api.compare(request)
+        return dict(json.loads((out / "verdict.json").read_text())["speed"]["stop"]["probes"])
+
+    first, second = compare(tmp_path / "a"), compare(tmp_path / "b")
+    assert "baseline op scan" in first and "target numerics probe" in first
+    assert {"baseline op scan (cached)", "target numerics probe (cached)"} <= set(second)
+    for role in ("baseline", "target"):
+        ops = [(tmp_path / d / role / "r00" / OPS).read_text() for d in ("a", "b")]
+        assert ops[0] == ops[1]
