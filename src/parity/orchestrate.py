@@ -48,6 +48,7 @@ from parity.errors import (
 )
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.codec import encode
+from parity.model.estimate import Estimate, StepCost
 from parity.model.job import Event, Job, Mode, PreparePlan
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
 from parity.model.verdict import ROLES, ByRole, Role
@@ -115,6 +116,8 @@ class JobTemplate:
     parts: FingerprintParts
     description: WorkloadDescription
     timeout_s: float = 900.0
+    #: the freeze job's cheap figures for the pre-run estimate (a comparison's)
+    cost: StepCost | None = None
 
     @classmethod
     def of(cls, spec: WorkloadSpec, prepared: PreparedWorkload, *, timeout_s: float) -> JobTemplate:
@@ -128,6 +131,7 @@ class JobTemplate:
             parts=prepared.parts,
             description=prepared.description,
             timeout_s=timeout_s,
+            cost=prepared.cost,
         )
 
     def job(self, role: str, side: SideSpec, *, mode: Mode = "measure", **fields: object) -> Job:
@@ -149,7 +153,12 @@ class PhaseClock:
     inside a comparison's first processes took (the numerics probe, the op scan)."""
 
     #: phase names in a worker's events, and what a verdict calls them
-    PROBES: ClassVar[dict[str, str]] = {"numerics probe": "numerics probe", "scan": "op scan"}
+    PROBES: ClassVar[dict[str, str]] = {
+        "numerics probe": "numerics probe",
+        "scan": "op scan",
+        "numerics probe (cached)": "numerics probe (cached)",
+        "scan (cached)": "op scan (cached)",
+    }
 
     def __init__(self) -> None:
         self.marks: list[tuple[str, int]] = []
@@ -283,6 +292,8 @@ class Orchestrator:
     probes: dict[str, float] = field(default_factory=dict)
     #: each side's timing processes' steps (``MeasureRecord.timing``), set after the first round
     timing: dict[Role, TimingSteps | None] = field(default_factory=dict)
+    #: each phase costed before the sides ran, and what the budget cut (``Stop.estimate``)
+    estimate: Estimate | None = None
     #: where the rounds stood after the last one
     tally: Tally | None = None
     placed: Mapping[str, Placed] = field(default_factory=dict)
@@ -437,6 +448,7 @@ class Orchestrator:
             interference=interference,
             notes=(*(stop.notes or ()), *self.notes) or None,
             probes={**(stop.probes or {}), **self.probes} or None,
+            estimate=stop.estimate or self.estimate,
         )
         for role in ROLES:
             write_doc(self.out / role / SIDE_FILE, self.record(role, stop, plan))
@@ -473,6 +485,7 @@ def prepare_job(
     freeze: bool = True,
     timeout_s: float = 900.0,
     sides: tuple[SideSpec, ...] = (),
+    cost: bool = False,
 ) -> Job:
     """A ``freeze`` job for a spec (``sides``: checked first, ``devices.preflight``).
     Until the worker has resolved it the parent knows only the spec, so the job's
@@ -501,7 +514,7 @@ def prepare_job(
         description=description,
         mode="freeze",
         timeout_s=timeout_s,
-        prepare=PreparePlan(freeze=freeze, sides=sides),
+        prepare=PreparePlan(freeze=freeze, sides=sides, cost=cost),
     )
 
 
@@ -512,6 +525,7 @@ def prepare_workload(
     freeze: bool = True,
     timeout_s: float = 900.0,
     sides: tuple[SideSpec, ...] = (),
+    cost: bool = False,
 ) -> PreparedWorkload:
     """Resolve (and with ``freeze`` freeze) a workload in a worker started like any job;
     the parent learns only what its ``prepared.json`` says. A workload that cannot be
@@ -527,7 +541,7 @@ def prepare_workload(
     where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
     try:
         final = where / "job"
-        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, sides=sides)
+        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, sides=sides, cost=cost)
         bundle = run_job(job, final, launcher=launcher)
         if not bundle.ok or bundle.prepared is None:
             raise _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")

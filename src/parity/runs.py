@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from parity import estimate as estimates
 from parity.bundle import (
     CURVE,
     EXPECTED_DIR,
@@ -33,6 +34,7 @@ from parity.comparison import Comparison
 from parity.errors import BundleError, OptionError, OutputError, ResumeError
 from parity.model import SCHEMA_VERSION
 from parity.model.bundle import Bundle
+from parity.model.estimate import Estimate
 from parity.model.job import Job
 from parity.model.side import MeasurePlan, Stop
 from parity.model.verdict import Role
@@ -89,6 +91,7 @@ def _prepare(
     *,
     timeout_s: float,
     spec: WorkloadSpec | None = None,
+    cost: bool = False,
 ) -> JobTemplate:
     """The request's workload (or ``spec``) resolved and frozen by a worker: user code
     never runs in this process."""
@@ -99,7 +102,9 @@ def _prepare(
     )
     if request.cluster is not None:  # they run on their nodes, which this machine need not be
         sides = ()
-    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, sides=sides)
+    prepared = prepare_workload(
+        spec, launcher=launcher, timeout_s=timeout_s, sides=sides, cost=cost
+    )
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 
@@ -179,10 +184,18 @@ def compare(
         from parity.checks.common import read_checks  # (torch, for the judge)
 
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
-        template = _prepare(request, launcher, timeout_s=plan.timeout_s)
+        costed = not resuming and request.cluster is None  # this machine runs both sides
+        template = _prepare(request, launcher, timeout_s=plan.timeout_s, cost=costed)
+        # costed before the sides run: refused here (nothing written) where even the least
+        # of it is over the budget
+        estimate = estimates.for_request(request, template, cache_root()) if costed else None
+        if estimate is not None:
+            log.warning("parity: %s", estimates.summary(estimate))
+        plan = estimates.planned(plan, estimate)
         reseeded = _reseeded(request, launcher) if plan.compliance else None
         out = local(request.out) if request.out else default_out(template.description.name)
-        _start(request, out, resuming)
+        _start(request, out, resuming)  # the request as given: the plan is the estimate's
+        request = replace(request, measure=plan)
         with (
             locked(out),
             Orchestrator(
@@ -193,10 +206,13 @@ def compare(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),
             )
+            if estimate is not None:
+                orch.estimate = estimate
+                orch.notes.extend(estimates.notes(estimate))
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, cache / f"reference-v{SCHEMA_VERSION}-run")
-            stop, compliance = _measure(request, orch, template, reseeded)
+            stop, compliance = _measure(request, orch, template, reseeded, estimate)
             target = orch.measured.get("target", [])
             expected = _expected(orch, template, target, cache / f"expected-v{SCHEMA_VERSION}")
             sides = orch.sides(orch.finish(stop, plan), plan, compliance)
@@ -245,6 +261,7 @@ def _measure(
     orch: Orchestrator,
     template: JobTemplate,
     reseeded: JobTemplate | None,
+    estimate: Estimate | None = None,
 ) -> tuple[Stop, dict[str, Bundle]]:
     """The rounds of both sides (each side's first process its quality run, the ones after
     it timing processes sized from it), then, where the budget holds them and no side
@@ -258,8 +275,15 @@ def _measure(
     def job(role: Role, k: int) -> Job:
         timing = orch.timing.get(role) if k > 0 else None
         steps = timing.steps if timing is not None and timing.shortened else None
+        skip = estimates.skipped(estimate, role) if k == 0 else None
         return template.job(
-            role, sides[role], repeat=k, capture=k == 0, torchrun=plan.torchrun, steps=steps
+            role,
+            sides[role],
+            repeat=k,
+            capture=k == 0,
+            torchrun=plan.torchrun,
+            steps=steps,
+            skip=skip,
         )
 
     stop = orch.rounds(

@@ -75,6 +75,8 @@ class PreparePlan:
     #: the sides to check first (``parity.devices.preflight``): one that cannot run here
     #: ends the job with a ``DeviceError`` before the workload is touched
     sides: tuple[SideSpec, ...] = ()
+    #: time a step of the workload on the CPU for the pre-run estimate (``StepCost``)
+    cost: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,6 +106,9 @@ class Job:
     same_input: bool = False
     #: a timing process: the first ``steps`` of the workload's steps (None: all of them)
     steps: int | None = omit_none()
+    #: probes of the first repeat the plan left out to fit the budget: ``scan`` (the op
+    #: scan), ``numerics probe``
+    skip: tuple[str, ...] | None = omit_none()
     torchrun: Torchrun = field(default_factory=Torchrun)
     checkpoint: CheckpointPlan | None = omit_none()
     soak: SoakPlan | None = omit_none()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from parity.model.codec import omit_none
+from parity.model.estimate import Estimate
 from parity.model.job import Torchrun
 
 
@@ -71,6 +72,8 @@ class Stop:
     #: seconds each set-up part took (the fp64 reference, the expected-error run, the
     #: first processes' numerics probe and op scan), by name; absent when not run
     probes: dict[str, float] | None = omit_none()
+    #: each phase costed before the sides ran, and what the budget cut (``parity.estimate``)
+    estimate: Estimate | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from parity.model.codec import Json, JsonObject, omit_none
+from parity.model.estimate import StepCost
 from parity.model.stack import SourceRepository
 from parity.spec import Task, WorkloadSpec
 
@@ -147,6 +148,8 @@ class PreparedWorkload:
     fingerprint: str | None = omit_none()
     parts: FingerprintParts | None = omit_none()
     warnings: tuple[str, ...] = ()
+    #: cheap figures for the pre-run estimate (a comparison's ``freeze`` job only)
+    cost: StepCost | None = omit_none()
 
     @property
     def name(self) -> str:

@@ -138,6 +138,15 @@ def _budget(stop: Stop) -> list[Part]:
                 tone="muted",
             )
         )
+    if stop.estimate is not None:
+        e = stop.estimate
+        parts.append(
+            Sentence(
+                text=f"estimated before measuring: about {e.planned_s:.0f} s for {e.processes} "
+                f"process(es) a side within --budget {e.budget_s:g} ({e.basis})",
+                tone="muted",
+            )
+        )
     if stop.probes:
         took = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in stop.probes.items())
         parts.append(Sentence(text=f"set-up parts took: {took}", tone="muted"))

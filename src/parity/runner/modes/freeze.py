@@ -4,7 +4,8 @@ A user's workload file (or a plugin's, or a checkpoint's code) is imported only 
 worker process: the parent asks for a ``freeze`` job (forked from the zygote like any
 job), and this mode resolves the spec, freezes the workload into the cache (verifying a
 cached copy by content, rebuilding it with a warning where it differs) and writes
-``prepared.json``: the frozen directory, fingerprint, parts and description. First it
+``prepared.json``: the frozen directory, fingerprint, parts and description (and, for a
+comparison, a step timed on the CPU for the pre-run estimate). First it
 checks that each side of the command can run here (a ``DeviceError``, exit code 2,
 before anything is written: ``parity.devices.preflight``). A file that
 exits when imported, or a factory that raises, ends this job as failed, which the parent
@@ -13,7 +14,7 @@ turns into one ``WorkloadError`` line.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from parity.bundle import PREPARED
 from parity.model.job import Mode as ModeName
@@ -21,6 +22,11 @@ from parity.model.job import PreparePlan
 from parity.model.workload import PreparedWorkload
 from parity.runner.modes.base import Mode
 from parity.runner.session import SideSession
+
+if TYPE_CHECKING:
+    from parity.model.estimate import StepCost
+    from parity.workloads.base import Workload
+    from parity.workloads.frozen import Frozen
 
 
 def _preflight(plan: PreparePlan) -> None:
@@ -32,6 +38,25 @@ def _preflight(plan: PreparePlan) -> None:
         problem = unusable(side)
         if problem is not None:
             raise DeviceError(f"side {side} cannot run here: {problem}")
+
+
+def _cost(workload: Workload, frozen: Frozen, warnings: list[str]) -> StepCost | None:
+    """The pre-run estimate's cheap figures, or None (with a warning) where a step of the
+    workload does not run on the CPU in float32: its sides' first processes say more."""
+    from parity.probes.cost import step_cost
+
+    try:
+        return step_cost(workload, frozen)
+    except Exception as exc:  # user code: any failure leaves no estimate
+        from parity.redact import redact
+
+        lines = redact(str(exc)).strip().splitlines()
+        first = lines[0][:200] if lines else ""
+        warnings.append(
+            f"no pre-run estimate: a step of {workload.name} on the CPU raised "
+            f"{type(exc).__name__}{': ' + first if first else ''}"
+        )
+        return None
 
 
 class Freeze(Mode):
@@ -54,12 +79,17 @@ class Freeze(Mode):
         session.enter("freeze")
         warnings: list[str] = []
         frozen = freeze(workload, warn=warnings.append)
+        cost = None
+        if plan.cost:
+            session.enter("cost")
+            cost = _cost(workload, frozen, warnings)
         prepared = PreparedWorkload(
             description=frozen.description,
             frozen=str(frozen.path),
             fingerprint=frozen.fingerprint,
             parts=frozen.parts,
             warnings=tuple(warnings),
+            cost=cost,
         )
         session.write(PREPARED, prepared)
         session.finish()

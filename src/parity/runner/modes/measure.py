@@ -16,11 +16,14 @@ once per side, in its first repeat), where a NaN or Inf first appeared (a replay
 when the run produced one), the numerics probe and its pass on the run's own model after
 the run (``job.capture``), and the op scan (the first repeat only, single process only:
 under torchrun its extra steps would be collective; the verdict reads each side's first
-repeat's census).
+repeat's census). Both are copied from the probe cache where the side made them before
+(``parity.runner.probecache``), and left out where the plan cut them to fit the budget
+(``job.skip``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import ClassVar
@@ -93,21 +96,45 @@ class Measure(Mode):
             timed.numerics,
             nonfinite=partial(nonfinite, session, loaded) if replay else None,
         )
-        if session.job.capture:
-            probe(session, loaded)
         job = session.job
+        if job.capture:
+            cached(session, "numerics probe", partial(probe, session, loaded))
         if session.dist is None and job.repeat == 0 and not job.compliance:
-            session.enter("scan")
-            census = scan_after_steps(
-                loaded.runner,
-                loaded.model,
-                session.device,
-                start=loaded.workload.steps,
-                graphs=True,
-                environment=session.manifest.environment,
-            )
-            session.write(OPS, census)
+            cached(session, "scan", partial(scan, session, loaded))
         session.finish()
+
+
+def cached(session: SideSession, name: str, run: Callable[[], None]) -> None:
+    """A first-repeat probe: copied from the probe cache where this side ran it on this
+    workload in this environment (``parity.runner.probecache``), else run (unless the
+    plan cut it, ``job.skip``) and stored there."""
+    from parity.runner import probecache
+
+    environment = session.manifest.environment
+    entry = None if environment is None else probecache.entry_dir(session.job, environment, name)
+    if entry is not None and probecache.reuse(entry, session.out):
+        session.enter(f"{name} (cached)")  # the copy is milliseconds: its span is ~0
+        return
+    if name in (session.job.skip or ()):
+        session.enter(f"{name} (skipped)", announce=False)
+        return
+    run()
+    if entry is not None:
+        probecache.store(entry, session.out, name)
+
+
+def scan(session: SideSession, loaded: Loaded) -> None:
+    """The op scan after the timed steps (``ops.json``)."""
+    session.enter("scan")
+    census = scan_after_steps(
+        loaded.runner,
+        loaded.model,
+        session.device,
+        start=loaded.workload.steps,
+        graphs=True,
+        environment=session.manifest.environment,
+    )
+    session.write(OPS, census)
 
 
 def nonfinite(session: SideSession, loaded: Loaded) -> NonFiniteOrigin:

@@ -1,0 +1,337 @@
+"""A comparison costed before its sides run, and planned within ``--budget``.
+
+The ``freeze`` job that prepares the workload also times one step of it on the CPU in
+float32 and a matmul in each dtype (``parity.probes.cost``: ``StepCost``). From those, the
+workload's step count and what the cache already holds, each phase is costed:
+
+- a side's step: the CPU step scaled by the matmul ratio of its precision (a side on an
+  accelerator is not estimated: its first process tells);
+- a process: ``START_S`` plus the measured load, plus its steps;
+- the quality run: the workload's steps; the timing processes after it: the steps the
+  sizing rule gives at least (``1 + steps // 4 + stats.MIN_STEADY``, at most the
+  workload's), two more a side for three;
+- the numerics probe: ``PROBE_FIXED_S + PROBE_STEPS`` steps; the op scan:
+  ``SCAN_FIXED_S + SCAN_STEPS`` steps (the scan's two steps under a dispatch mode, a
+  plain step and the compile probes' graph captures), both fitted on what the built-ins
+  took here (``gpt-train`` tiny: probe 0.06-0.09 s, scan 1.3 s at 8.5-16 ms steps) and on
+  the 135M checkpoint of issue 28 (scan 155 s against 73 s of steady steps);
+- the fp64 reference and the expected-error run: the workload's steps on the CPU at
+  float64's and the precision's matmul ratio, and a probe; cached ones cost nothing.
+
+Planned within the budget (``plan``), where the estimate is over it and ``--repeats`` does
+not fix the work: the compliance runs go first, then the baseline's op scan (the target's
+answers compatibility), then the numerics probes (the gates read the runs' outputs; only
+localisation is lost), then timing processes, down to the quality runs alone (an interval
+over fewer than three processes a side is "undetermined"). What is left is the least a
+comparison runs: the fp64 reference, the expected-error run, a quality run a side and the
+target's op scan; where that is over ``REFUSE_OVER`` times the budget, the comparison is
+refused before anything runs, in one line naming the estimate and the ``--budget`` that
+holds it (a little over, it runs everything cut, and says so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parity.errors import OptionError
+from parity.model.estimate import Estimate, PhaseCost, StepCost
+from parity.model.side import MeasurePlan
+from parity.spec import SideSpec
+
+if TYPE_CHECKING:
+    from parity.orchestrate import JobTemplate
+    from parity.request import CompareRequest
+
+#: a worker's start from the zygote and the parent's sealing of its bundle, seconds
+START_S = 0.5
+PROBE_FIXED_S = 0.05
+PROBE_STEPS = 2
+SCAN_FIXED_S = 1.0
+SCAN_STEPS = 20
+#: what the budget asked for is rounded up by this margin
+MARGIN = 1.25
+#: the least comparison is refused only when over this many times the budget: one step
+#: timed on a loaded 2-core machine read up to 2.6x its idle time (benchmarks/README.md),
+#: and a comparison a little over its budget is measured anyway, with a note
+REFUSE_OVER = 3.0
+#: each precision's matmul dtype in ``StepCost.dtype_ratio``
+PRECISION_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
+#: the phases the budget may cut, in the order it cuts them
+COMPLIANCE, BASE_SCAN, PROBES = "compliance runs", "baseline op scan", "numerics probe"
+_Cut = Callable[[Estimate], Estimate]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cached:
+    """What the cache already holds for this comparison (each costs only a copy)."""
+
+    reference: bool = False
+    expected: bool = False
+    #: per role: its numerics probe and op scan
+    probe: tuple[bool, bool] = (False, False)
+    scan: tuple[bool, bool] = (False, False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Costed:
+    """The inputs of an estimate: the workload's steps, the two sides, the expected-error
+    run's side (None: none, or the target's own quality run) and the plan."""
+
+    cost: StepCost
+    steps: int
+    baseline: SideSpec
+    target: SideSpec
+    expected: SideSpec | None
+    plan: MeasurePlan
+    cached: Cached = Cached()
+
+
+def step_s(cost: StepCost, side: SideSpec) -> float | None:
+    """One step of ``side``: the CPU's float32 step scaled by its precision's matmul ratio
+    (None for a side not on the CPU)."""
+    if side.device != "cpu":
+        return None
+    dtype = PRECISION_DTYPE.get(side.precision)
+    return cost.step_s * (cost.dtype_ratio.get(dtype, 1.0) if dtype else 1.0)
+
+
+def timing_steps(steps: int) -> int:
+    """Steps of a timing process at the least the sizing rule gives (see the module)."""
+    from parity.stats import MIN_STEADY
+
+    return min(steps, 1 + steps // 4 + MIN_STEADY)
+
+
+def phases(c: Costed, processes: int) -> list[PhaseCost]:
+    """Every phase of the comparison with ``processes`` a side, costed (none cut)."""
+    fixed = START_S + c.cost.load_s
+    out: list[PhaseCost] = []
+    r64 = c.cost.dtype_ratio.get("float64", 2.0)
+    cpu = c.cost.step_s
+    out.append(
+        _phase("fp64 reference", fixed + (c.steps + PROBE_STEPS) * cpu * r64, c.cached.reference)
+    )
+    if c.expected is not None:
+        e = step_s(c.cost, c.expected) or cpu
+        name = f"expected-error run ({c.expected})"
+        out.append(_phase(name, fixed + (c.steps + PROBE_STEPS) * e, c.cached.expected))
+    n = timing_steps(c.steps)
+    for i, (role, side) in enumerate((("baseline", c.baseline), ("target", c.target))):
+        s = step_s(c.cost, side)
+        out.append(_phase(f"{role} quality run", None if s is None else fixed + c.steps * s))
+        probe = None if s is None else PROBE_FIXED_S + PROBE_STEPS * s
+        out.append(_phase(f"{role} {PROBES}", probe, c.cached.probe[i]))
+        scan = None if s is None else SCAN_FIXED_S + SCAN_STEPS * s
+        out.append(_phase(f"{role} op scan", scan, c.cached.scan[i]))
+        more = processes - 1
+        name = f"{role} timing processes ({more} x {n} steps)"
+        out.append(_phase(name, None if s is None else more * (fixed + n * s)))
+    if c.plan.compliance:
+        s = step_s(c.cost, c.target)
+        out.append(_phase(COMPLIANCE, None if s is None else 2 * (fixed + n * s)))
+    return out
+
+
+def _phase(name: str, seconds: float | None, cached: bool = False) -> PhaseCost:
+    basis = "cached: a copy" if cached else "estimated" if seconds is not None else "not estimated"
+    return PhaseCost(name=name, seconds=0.0 if cached else seconds, basis=basis, cached=cached)
+
+
+def plan(c: Costed) -> Estimate:
+    """The estimate, with what the budget cuts (see the module); an ``OptionError`` where
+    even the least comparison is over the budget."""
+    from parity.stats import MIN_PROCESSES
+
+    full = phases(c, MIN_PROCESSES)
+    full_s = sum(p.seconds or 0.0 for p in full)
+    budget = c.plan.budget_s
+    est = Estimate(
+        phases=tuple(full),
+        basis=basis(c.cost),
+        budget_s=budget,
+        processes=MIN_PROCESSES,
+        full_budget_s=float(math.ceil(full_s * MARGIN)),
+    )
+    if c.plan.repeats is not None or est.planned_s <= budget:
+        return est
+    for cut in _cuts(c, full):
+        est = cut(est)
+        if est.planned_s <= budget:
+            return est
+    if est.planned_s > REFUSE_OVER * budget:
+        raise OptionError(refusal(est))
+    return est
+
+
+def _cuts(c: Costed, full: list[PhaseCost]) -> list[_Cut]:
+    over = f"over --budget {c.plan.budget_s:g}"
+    cuts: list[_Cut] = [
+        _cutting(COMPLIANCE, f"dropped: the estimate is {over}; a larger --budget runs them"),
+        _cutting(
+            BASE_SCAN,
+            f"skipped: the estimate is {over} (the target's op scan answers compatibility)",
+        ),
+        _cutting(
+            PROBES,
+            f"skipped: the estimate is {over} (the gates read the runs' outputs; the "
+            "per-module localisation is lost)",
+        ),
+    ]
+    from parity.stats import MIN_PROCESSES
+
+    for k in range(MIN_PROCESSES - 1, 0, -1):
+        cuts.append(_fewer(c, k))
+    return cuts
+
+
+def _cutting(fragment: str, why: str) -> _Cut:
+    def cut(est: Estimate) -> Estimate:
+        ps = tuple(
+            replace(p, cut=why) if fragment in p.name and not p.cached and p.cut is None else p
+            for p in est.phases
+        )
+        return replace(est, phases=ps)
+
+    return cut
+
+
+def _fewer(c: Costed, processes: int) -> _Cut:
+    """``processes`` a side instead of three: the timing processes' phases recosted."""
+
+    def cut(est: Estimate) -> Estimate:
+        fewer = {p.name.split(" (")[0]: p for p in phases(c, processes)}
+        ps = []
+        for p in est.phases:
+            q = fewer.get(p.name.split(" (")[0]) if "timing processes" in p.name else None
+            ps.append(p if q is None else replace(q, cut=p.cut))
+        ps = [_undetermined(p, processes) for p in ps]
+        return replace(est, phases=tuple(ps), processes=processes)
+
+    return cut
+
+
+def _undetermined(p: PhaseCost, processes: int) -> PhaseCost:
+    if "timing processes" not in p.name or processes > 1:
+        return p
+    why = "dropped: only the quality runs fit the budget, so the speed is undetermined"
+    return replace(p, cut=why)
+
+
+def basis(cost: StepCost) -> str:
+    ratios = ", ".join(f"{k} {v:.2g}x" for k, v in sorted(cost.dtype_ratio.items()))
+    return (
+        f"a step {cost.step_s * 1e3:.3g} ms ({cost.method}), load {cost.load_s:.2f} s; a matmul "
+        f"against float32's: {ratios}"
+    )
+
+
+def refusal(est: Estimate) -> str:
+    """The one line a comparison the budget cannot hold is refused with."""
+    least = est.planned_s
+    return (
+        f"this comparison needs about {duration(least)} at the least (a quality run a side, "
+        f"the fp64 reference, the target's op scan), more than --budget {est.budget_s:g}: "
+        f"run with --budget {est.full_budget_s:.0f} (about {duration(est.full_budget_s)} for "
+        "three processes a side) or a smaller --size or --steps"
+    )
+
+
+def summary(est: Estimate) -> str:
+    """The estimate in one line, as printed before the sides run."""
+    ran = [p for p in est.phases if p.cut is None and p.seconds]
+    parts = ", ".join(f"{p.name} {p.seconds:.1f} s" for p in ran)
+    unknown = [p.name for p in est.phases if p.seconds is None]
+    cached = [p.name for p in est.phases if p.cached]
+    tail = f"; cached: {', '.join(cached)}" if cached else ""
+    tail += f"; not estimated: {', '.join(unknown)}" if unknown else ""
+    return (
+        f"estimate: about {duration(est.planned_s)} for {est.processes} process(es) a side "
+        f"({parts}){tail}; budget {est.budget_s:g} s"
+    )
+
+
+def notes(est: Estimate) -> list[str]:
+    """A line per phase the budget cut, for the verdict."""
+    from parity.stats import MIN_PROCESSES
+
+    lines = [f"{p.name}: {p.cut}" for p in est.cuts]
+    if est.processes < MIN_PROCESSES:
+        lines.append(
+            f"{est.processes} process(es) a side planned to fit --budget {est.budget_s:g} "
+            f"(estimate: {duration(est.planned_s)}): the speed is undetermined; --budget "
+            f"{est.full_budget_s:.0f} buys {MIN_PROCESSES} a side"
+        )
+    return lines
+
+
+# -- a comparison's estimate, and the plan it leaves -------------------------------------------
+
+
+def expected_side(target: SideSpec) -> SideSpec | None:
+    """The expected-error run's side where the target's spec names a reduced precision
+    (None: fp32, or the target is that run's own side)."""
+    if target.precision == "fp32" and not target.emulate:
+        return None
+    side = SideSpec(device="cpu", precision=target.precision, emulate=target.emulate)
+    return None if side == target else side
+
+
+def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> Estimate | None:
+    """The comparison's estimate and plan (None where the freeze job measured nothing);
+    an ``OptionError`` where the budget cannot hold even the least of it."""
+    from parity.model import SCHEMA_VERSION
+    from parity.runner.probecache import has_cached
+
+    if template.cost is None or not template.description.steps:
+        return None
+    fp = template.fingerprint
+    expected = expected_side(request.target)
+    key = f"{fp}-{str(expected).replace('+', '_').replace('=', '-')}"
+    sides = (request.baseline, request.target)
+    cached = Cached(
+        reference=(cache / f"reference-v{SCHEMA_VERSION}-run" / fp / "manifest.json").is_file(),
+        expected=(cache / f"expected-v{SCHEMA_VERSION}" / key / "manifest.json").is_file(),
+        probe=tuple(has_cached(fp, str(s), "numerics probe") for s in sides),  # type: ignore[arg-type]
+        scan=tuple(has_cached(fp, str(s), "scan") for s in sides),  # type: ignore[arg-type]
+    )
+    costed = Costed(
+        cost=template.cost,
+        steps=template.description.steps,
+        baseline=request.baseline,
+        target=request.target,
+        expected=expected,
+        plan=request.measure,
+        cached=cached,
+    )
+    return plan(costed)
+
+
+def planned(measure: MeasurePlan, est: Estimate | None) -> MeasurePlan:
+    """The measuring plan the estimate leaves: no compliance runs where it cut them, at
+    most its processes a side where fewer than three."""
+    if est is None:
+        return measure
+    if any(COMPLIANCE in p.name for p in est.cuts):
+        measure = replace(measure, compliance=False)
+    from parity.stats import MIN_PROCESSES
+
+    if est.processes < min(MIN_PROCESSES, measure.max_repeats):
+        low = min(measure.min_repeats, est.processes)
+        measure = replace(measure, max_repeats=est.processes, min_repeats=low)
+    return measure
+
+
+def skipped(est: Estimate | None, role: str) -> tuple[str, ...] | None:
+    """The first-repeat probes the estimate cut for ``role`` (``Job.skip``)."""
+    if est is None:
+        return None
+    names = {f"{role} {PROBES}": "numerics probe", f"{role} op scan": "scan"}
+    return tuple(names[p.name] for p in est.cuts if p.name in names) or None
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} minutes"

@@ -1,0 +1,66 @@
+"""A comparison's cost before it runs: the cheap figures a ``freeze`` job measures
+(``StepCost``), and what the parent makes of them (``Estimate``: each phase's seconds,
+what the budget cut and why). ``parity.estimate`` computes them; the estimate goes into
+the verdict with how measuring ended (``Stop.estimate``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parity.model.codec import omit_none
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepCost:
+    """Cheap figures of a workload on this machine's CPU, measured by the ``freeze`` job
+    before anything else runs (``parity.probes.cost``)."""
+
+    #: one step of the workload on the CPU in float32 (the second where it has two: the
+    #: first pays one-off set-up), seconds
+    step_s: float
+    #: building the model and loading the frozen weights and data on the CPU, seconds
+    load_s: float
+    #: a matmul's time in each dtype over float32's on this CPU (``float64``, ``bfloat16``,
+    #: ``float16``): how the fp64 reference and a reduced-precision CPU side scale
+    dtype_ratio: dict[str, float]
+    #: how ``step_s`` was measured, for the verdict
+    method: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PhaseCost:
+    """One phase of a comparison, costed before it runs."""
+
+    name: str
+    #: estimated seconds (None: not estimated here, e.g. a side on an accelerator whose
+    #: speed only its own first process tells)
+    seconds: float | None
+    #: how the figure was made (one line)
+    basis: str
+    #: reused from the cache (it costs only a copy)
+    cached: bool = False
+    #: why the plan left it out (None: it runs)
+    cut: str | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Estimate:
+    """A comparison's phases costed before the sides ran, and what the budget kept."""
+
+    phases: tuple[PhaseCost, ...]
+    #: the cheap figures it rests on, one line
+    basis: str
+    budget_s: float
+    #: timing processes a side the plan buys (the quality run counted)
+    processes: int
+    #: the budget that holds three processes a side with every phase (the figure to ask for)
+    full_budget_s: float
+
+    @property
+    def planned_s(self) -> float:
+        """Seconds of what still runs (phases not cut, not estimated counted as 0)."""
+        return sum(p.seconds or 0.0 for p in self.phases if p.cut is None)
+
+    @property
+    def cuts(self) -> tuple[PhaseCost, ...]:
+        return tuple(p for p in self.phases if p.cut is not None)

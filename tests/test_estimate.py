@@ -1,0 +1,156 @@
+"""The pre-run estimate and the plan it makes within ``--budget`` (``parity.estimate``), on
+given cheap figures (no worker processes), and end to end where a comparison is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from parity import estimate as est
+from parity.errors import OptionError
+from parity.model.estimate import StepCost
+from parity.model.side import MeasurePlan
+from parity.spec import SideSpec
+
+COST = StepCost(
+    step_s=0.1, load_s=0.5, dtype_ratio={"float64": 2.0, "bfloat16": 6.0}, method="test"
+)
+PARITY = (sys.executable, "-m", "parity")
+CPU, BF16 = SideSpec(device="cpu"), SideSpec(device="cpu", precision="bf16")
+
+
+def costed(budget: float, **more: object) -> est.Costed:
+    fields: dict[str, object] = {
+        "cost": COST,
+        "steps": 40,
+        "baseline": CPU,
+        "target": BF16,
+        "expected": None,
+        "plan": MeasurePlan(budget_s=budget),
+        **more,
+    }
+    return est.Costed(**fields)  # type: ignore[arg-type]
+
+
+def seconds(e: est.Estimate, name: str) -> float | None:
+    return next(p.seconds for p in e.phases if p.name.startswith(name))
+
+
+def test_each_phase_is_costed_from_one_step_and_the_dtype_ratios() -> None:
+    e = est.plan(costed(1000.0))
+    assert e.processes == 3 and not e.cuts
+    assert seconds(e, "fp64 reference") == pytest.approx(1.0 + (40 + 2) * 0.1 * 2.0)
+    assert seconds(e, "baseline quality run") == pytest.approx(1.0 + 40 * 0.1)
+    assert seconds(e, "target quality run") == pytest.approx(1.0 + 40 * 0.6)  # bf16 at 6x
+    assert seconds(e, "target op scan") == pytest.approx(est.SCAN_FIXED_S + 20 * 0.6)
+    n = est.timing_steps(40)
+    assert n < 40 and seconds(e, "baseline timing processes") == pytest.approx(2 * (1 + n * 0.1))
+    assert e.full_budget_s >= e.planned_s
+    assert "estimate: about" in est.summary(e) and "budget 1000 s" in est.summary(e)
+
+
+def test_the_budget_cuts_compliance_then_the_baseline_scan_then_probes_then_processes() -> None:
+    full = est.plan(costed(1000.0))
+    seen: list[str] = []
+    previous: set[str] = set()
+    for budget in range(int(full.planned_s), 30, -1):
+        e = est.plan(costed(float(budget)))
+        assert e.planned_s <= budget or e.processes == 1
+        cut = {p.name.split(" (")[0] for p in e.cuts}
+        assert previous <= cut  # a smaller budget cuts what a larger one did, and more
+        seen += sorted(cut - previous)
+        previous = cut
+    assert seen[:2] == [est.COMPLIANCE, "baseline op scan"]
+    assert set(seen[2:4]) == {"baseline numerics probe", "target numerics probe"}
+    assert "target op scan" not in seen  # compatibility is never cut
+    assert e.processes == 1
+
+
+def test_fewer_than_three_processes_say_undetermined_and_shape_the_plan() -> None:
+    e = est.plan(costed(40.0))
+    assert e.processes < 3
+    assert any("undetermined" in line for line in est.notes(e))
+    plan = est.planned(MeasurePlan(budget_s=40.0), e)
+    assert plan.max_repeats == e.processes and not plan.compliance
+    assert plan.min_repeats <= plan.max_repeats
+    assert est.skipped(e, "baseline") == ("numerics probe", "scan")
+    assert est.skipped(e, "target") == ("numerics probe",)
+
+
+def test_cached_phases_cost_a_copy_and_are_never_cut() -> None:
+    cached = est.Cached(reference=True, probe=(True, True), scan=(True, False))
+    e = est.plan(costed(30.0, cached=cached))
+    assert seconds(e, "fp64 reference") == 0.0
+    assert seconds(e, "baseline op scan") == 0.0
+    assert all(not p.cached for p in e.cuts)
+
+
+def test_a_comparison_far_over_its_budget_is_refused_in_one_line() -> None:
+    with pytest.raises(OptionError) as caught:
+        est.plan(costed(5.0))
+    line = str(caught.value)
+    assert "\n" not in line and "more than --budget 5" in line and "run with --budget" in line
+
+
+def test_a_little_over_the_budget_runs_with_everything_cut() -> None:
+    e = est.plan(costed(30.0))  # the least is about 40 s: under 3x the budget
+    assert e.processes == 1 and e.planned_s > 30.0
+
+
+def test_repeats_fix_the_work_and_an_accelerator_is_not_estimated() -> None:
+    fixed = est.plan(costed(1.0, plan=MeasurePlan(budget_s=1.0, repeats=3)))
+    assert not fixed.cuts
+    gpu = est.plan(costed(1000.0, target=SideSpec(device="cuda", precision="bf16")))
+    assert seconds(gpu, "target quality run") is None
+    assert "not estimated: target quality run" in est.summary(gpu)
+
+
+def test_the_expected_run_s_side() -> None:
+    assert est.expected_side(BF16) is None  # its own quality run
+    assert est.expected_side(SideSpec(device="cuda", precision="bf16")) == BF16
+    assert est.expected_side(CPU) is None
+    e = est.plan(costed(1000.0, expected=BF16))
+    assert seconds(e, "expected-error run (cpu+bf16)") == pytest.approx(1.0 + 42 * 0.6)
+
+
+def test_planned_leaves_a_plan_the_estimate_did_not_cut() -> None:
+    plan = MeasurePlan()
+    assert est.planned(plan, None) is plan
+    assert est.planned(plan, est.plan(costed(1000.0))) == plan
+    assert est.skipped(None, "target") is None
+
+
+def test_the_step_cost_is_part_of_the_prepared_workload_s_json() -> None:
+    from parity.model.codec import decode, encode
+    from parity.model.workload import PreparedWorkload, QualitySpec, WorkloadDescription
+
+    d = WorkloadDescription(
+        name="w", kind="train", size="tiny", quality=QualitySpec(kind="train", checks=())
+    )
+    p = PreparedWorkload(description=d, cost=COST)
+    assert decode(PreparedWorkload, json.loads(json.dumps(encode(p)))) == p
+    assert "cost" not in encode(replace(p, cost=None))
+
+
+@pytest.mark.slow
+def test_a_comparison_far_over_its_budget_exits_2_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [*PARITY, "compare", "mlp-train", *("--budget", "0.01", "--out", str(out))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PARITY_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert "more than --budget 0.01: run with --budget" in last
+    assert not out.exists() or not any(out.iterdir())
