@@ -32,7 +32,7 @@ def costed(budget: float, **more: object) -> est.Costed:
         "baseline": CPU,
         "target": BF16,
         "expected": None,
-        "plan": MeasurePlan(budget_s=budget),
+        "plan": MeasurePlan(budget_s=budget, budget_given=True),
         **more,
     }
     return est.Costed(**fields)  # type: ignore[arg-type]
@@ -96,6 +96,13 @@ def test_a_comparison_far_over_its_budget_is_refused_in_one_line() -> None:
         est.plan(costed(5.0))
     line = str(caught.value)
     assert "\n" not in line and "more than --budget 5" in line and "run with --budget" in line
+
+
+def test_the_default_budget_never_refuses_it_cuts_and_measures() -> None:
+    """A real model far over the default 30 s is measured with everything cut (and says
+    "undetermined"), not refused: only a budget the user gave refuses."""
+    e = est.plan(costed(5.0, plan=MeasurePlan(budget_s=5.0)))
+    assert e.processes == 1 and e.planned_s > 3 * 5.0
 
 
 def test_a_little_over_the_budget_runs_with_everything_cut() -> None:

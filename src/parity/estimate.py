@@ -24,9 +24,9 @@ answers compatibility), then the numerics probes (the gates read the runs' outpu
 localisation is lost), then timing processes, down to the quality runs alone (an interval
 over fewer than three processes a side is "undetermined"). What is left is the least a
 comparison runs: the fp64 reference, the expected-error run, a quality run a side and the
-target's op scan; where that is over ``REFUSE_OVER`` times the budget, the comparison is
-refused before anything runs, in one line naming the estimate and the ``--budget`` that
-holds it (a little over, it runs everything cut, and says so).
+target's op scan; where that is over ``REFUSE_OVER`` times a budget the user gave, the
+comparison is refused before anything runs, in one line naming the estimate and the
+``--budget`` that holds it (a little over, it runs everything cut, and says so).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def plan(c: Costed) -> Estimate:
         est = cut(est)
         if est.planned_s <= budget:
             return est
-    if est.planned_s > REFUSE_OVER * budget:
+    if c.plan.budget_given and est.planned_s > REFUSE_OVER * budget:
         raise OptionError(refusal(est))
     return est
 

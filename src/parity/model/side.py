@@ -17,6 +17,9 @@ class MeasurePlan:
     repeats: int | None = None
     precision: float = 0.02
     budget_s: float = 30.0
+    #: the budget was given (--budget, a plan, a keyword): only a given budget refuses a
+    #: comparison whose least plan is far over it; the default one cuts and measures
+    budget_given: bool = False
     min_repeats: int = 2
     max_repeats: int = 30
     compliance: bool = True
