@@ -370,7 +370,7 @@ class RunRequest:
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
-            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE)),
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), (mode,)),
         )
 
     @classmethod
@@ -421,6 +421,8 @@ class CheckRequest:
     warmup: float = DEFAULT_WARMUP
     out: str | None = None
     timeout_s: float = 900.0
+    #: soak: run the side on a node of a Ray cluster (``--place soak=...``)
+    cluster: ClusterPlan | None = omit_none()
 
     @classmethod
     def build(cls, g: Given) -> CheckRequest:
@@ -449,6 +451,7 @@ class CheckRequest:
             warmup=g.value(o.WARMUP, DEFAULT_WARMUP),
             out=_out(g.get(o.OUT)),
             timeout_s=_measure(g).timeout_s,
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), ("soak",)),
         )
 
     @classmethod
@@ -466,6 +469,8 @@ class ScaleRequest:
     out: str | None = None
     timeout_s: float = 900.0
     torchrun: Torchrun = field(default_factory=Torchrun)
+    #: run every count on one node of a Ray cluster (``--place scale=...``)
+    cluster: ClusterPlan | None = omit_none()
 
     @classmethod
     def build(cls, g: Given) -> ScaleRequest:
@@ -485,6 +490,7 @@ class ScaleRequest:
             out=_out(g.get(o.OUT)),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), ("scale",)),
         )
 
     @classmethod

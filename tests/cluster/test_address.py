@@ -52,3 +52,14 @@ def test_refused_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         workload="mlp-train", target="cpu+bf16", cluster="auto", place=["target=side-b"]
     )
     assert request.cluster == ClusterPlan(address="auto", place={"target": Resource(name="side-b")})
+
+
+def test_place_names_the_commands_roles_only() -> None:
+    from parity.cluster.address import cluster_plan
+
+    plan = cluster_plan("ray://h:1", parse_place(["soak=side-a"]), ("soak",))
+    assert plan is not None and plan.place == {"soak": Resource(name="side-a", amount=1.0)}
+    with pytest.raises(OptionError, match="this command places soak"):
+        cluster_plan("ray://h:1", parse_place(["target=side-a"]), ("soak",))
+    with pytest.raises(OptionError, match="needs --cluster"):
+        cluster_plan(None, parse_place(["scale=GPU:2"]), ("scale",))

@@ -13,6 +13,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+from parity.cluster.code import digest
 from parity.model.codec import decode, dumps, loads
 from parity.model.job import Job
 from parity.model.placement import Placement
@@ -67,6 +68,17 @@ def write_files(tree: Path, files: dict[str, bytes]) -> None:
         target.write_bytes(data)
 
 
+def materialise(work: Path, files: dict[str, bytes]) -> Path:
+    """A user's workload file's sources (``parity.cluster.code``) written under ``work``,
+    once per content: their directory (the worker imports the file from it, ``Job.home``)."""
+    home = work / "code" / digest(files)[:16]
+    if not home.is_dir():
+        tmp = home.with_name(f".{home.name}.tmp")
+        write_files(tmp, files)
+        tmp.rename(home)
+    return home
+
+
 class SideNode:
     """A side's home on one node (the body of a Ray actor): its work directory, its
     launcher, the frozen workloads it was sent, and where it is."""
@@ -81,6 +93,8 @@ class SideNode:
         self.work = Path(tempfile.mkdtemp(prefix="parity-side-"))
         self.launcher = Launcher()
         self.frozen: dict[str, Path] = {}
+        #: where the user's workload files sent with the jobs were written here
+        self.code: dict[str, Path] = {}
         instance, zone = cloud_instance()
         self.placement = Placement(
             node_id=node_id,
@@ -94,8 +108,14 @@ class SideNode:
     def where(self) -> str:
         return dumps(self.placement, indent=None)
 
-    def run(self, job_text: str, frozen: dict[str, bytes] | None) -> dict[str, bytes]:
-        """One job into a bundle here; returns the bundle's files."""
+    def run(
+        self,
+        job_text: str,
+        frozen: dict[str, bytes] | None,
+        code: dict[str, bytes] | None = None,
+    ) -> dict[str, bytes]:
+        """One job into a bundle here (with the frozen workload and, for a user's
+        workload file, its directory's sources); returns the bundle's files."""
         from parity.runner.launch import run_job
 
         job = decode(Job, loads(job_text))
@@ -105,6 +125,8 @@ class SideNode:
                 write_files(local, frozen)
                 self.frozen[job.frozen] = local
             job = replace(job, frozen=str(self.frozen[job.frozen]))
+        if code is not None:
+            job = replace(job, home=str(materialise(self.work, code)))
         final = self.work / "bundles" / uuid.uuid4().hex[:12]
         env = {PLACEMENT_VAR: json.dumps(json.loads(self.where()))}
         run_job(job, final, env=env, launcher=self.launcher)
