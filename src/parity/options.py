@@ -65,9 +65,9 @@ RUNNING = WORKLOAD_COMMANDS
 TORCHRUN = (*COMPARE, *RUN)
 MULTINODE = (*TORCHRUN, "scale")
 JUDGING = (*COMPARE, "diff")
-#: commands whose sides run on a Ray cluster's nodes with ``--cluster`` (rollback and
-#: recovery hand a checkpoint and a kill between processes on one machine: not yet)
-PLACED = (*COMPARE, *RUN, "soak", "scale")
+#: commands whose sides run on a Ray cluster's nodes with ``--cluster`` (recovery's kill
+#: on the checkpoint event is sent by this machine: not yet)
+PLACED = (*COMPARE, *RUN, "rollback", "soak", "scale")
 
 
 @dataclass(frozen=True, slots=True)

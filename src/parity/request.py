@@ -386,6 +386,12 @@ def _required_side(g: Given, option: o.Option[SideSpec]) -> SideSpec:
 
 
 CheckName = Literal["rollback", "recovery", "soak"]
+#: the roles ``--place`` names for each check (recovery runs on this machine)
+PLACED_ROLES: dict[CheckName, tuple[str, ...]] = {
+    "rollback": ("baseline", "target"),
+    "recovery": (),
+    "soak": ("soak",),
+}
 #: soak bounds: drift per hour, host and device growth in MiB/min, the warm-up fraction
 DEFAULT_MAX_DRIFT = 0.10
 DEFAULT_MAX_GROWTH_MIB = 1.0
@@ -421,7 +427,8 @@ class CheckRequest:
     warmup: float = DEFAULT_WARMUP
     out: str | None = None
     timeout_s: float = 900.0
-    #: soak: run the side on a node of a Ray cluster (``--place soak=...``)
+    #: rollback and soak: run the sides on nodes of a Ray cluster (``--place baseline=...
+    #: --place target=...``, ``--place soak=...``)
     cluster: ClusterPlan | None = omit_none()
 
     @classmethod
@@ -451,7 +458,7 @@ class CheckRequest:
             warmup=g.value(o.WARMUP, DEFAULT_WARMUP),
             out=_out(g.get(o.OUT)),
             timeout_s=_measure(g).timeout_s,
-            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), ("soak",)),
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), PLACED_ROLES[check]),
         )
 
     @classmethod

@@ -63,3 +63,23 @@ def test_place_names_the_commands_roles_only() -> None:
         cluster_plan("ray://h:1", parse_place(["target=side-a"]), ("soak",))
     with pytest.raises(OptionError, match="needs --cluster"):
         cluster_plan(None, parse_place(["scale=GPU:2"]), ("scale",))
+
+
+def test_check_and_scale_requests_carry_the_cluster() -> None:
+    from parity.request import CheckRequest, ScaleRequest
+
+    on = {"cluster": "ray://h:1"}
+    roll = CheckRequest.from_kwargs(
+        "rollback", workload="mlp-train", target="cpu", place=["target=side-b"], **on
+    )
+    assert roll.cluster is not None and set(roll.cluster.place) == {"target"}
+    soak = CheckRequest.from_kwargs("soak", workload="cnn-infer", device="cpu", **on)
+    assert soak.cluster == ClusterPlan(address="ray://h:1", place={})
+    scale = ScaleRequest.from_kwargs(
+        workload="mlp-train", device="cpu", place=["scale=GPU:4"], **on
+    )
+    assert scale.cluster is not None and scale.cluster.place["scale"].amount == 4
+    with pytest.raises(OptionError, match="places soak"):
+        CheckRequest.from_kwargs("soak", workload="cnn-infer", device="cpu", place=["run=X"], **on)
+    with pytest.raises(OptionError, match="cluster"):  # recovery runs on this machine
+        CheckRequest.from_kwargs("recovery", workload="mlp-train", device="cpu", **on)

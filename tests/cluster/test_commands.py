@@ -1,6 +1,7 @@
-"""``parity check soak`` and ``parity scale`` with ``--cluster``, on the real local Ray
-cluster the tests start: each runs its side's processes on the placed node (asserted
-from the placement every bundle records), and a resource no node has is refused."""
+"""``parity check soak``, ``check rollback`` and ``parity scale`` with ``--cluster``, on the
+real local Ray cluster the tests start: each runs its sides' processes on the placed
+nodes (asserted from the placement every bundle records), a rollback's checkpoint goes
+from the target's node to the baseline's, and a resource no node has is refused."""
 
 from __future__ import annotations
 
@@ -33,6 +34,24 @@ def test_soak_runs_on_the_placed_node(ray_cluster: RayCluster, tmp_path: Path) -
     assert json.loads(cli.stdout)["check"] == "soak"
     resource, node = _placed(out / "soak")
     assert resource == "side-b" and node
+
+
+def test_rollback_hands_its_checkpoint_from_node_to_node(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    out = tmp_path / "rollback"
+    cli = run_cli(
+        "check", "rollback", "mlp-train", "--target", "cpu+bf16", "--steps", "6",
+        "--cluster", ray_cluster.client, "--place", "baseline=side-a",
+        "--place", "target=side-b", "--out", str(out), "--json", timeout=600,
+    )  # fmt: skip
+    assert cli.returncode in (0, 1), cli.stderr[-3000:]
+    result = json.loads(cli.stdout)
+    assert result["check"] == "rollback" and result["passed"], result
+    where = {part: _placed(out / part) for part in ("baseline", "target", "resumed")}
+    assert where["baseline"] == where["resumed"] and where["baseline"][0] == "side-a"
+    assert where["target"][0] == "side-b" and where["target"][1] != where["baseline"][1]
+    assert (out / "checkpoint").is_dir()  # the target's node's checkpoint, kept here
 
 
 def test_scale_runs_every_count_on_one_placed_node(ray_cluster: RayCluster, tmp_path: Path) -> None:

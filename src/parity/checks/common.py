@@ -118,8 +118,10 @@ def start(request: CheckRequest, progress: ProgressSink | None) -> CheckRun:
     launcher, held = Launcher(), contextlib.ExitStack()
     try:
         placed = held.enter_context(
-            placed_sides(request.cluster, {request.check: request.target}, request.workload)
+            placed_sides(request.cluster, _roles(request), request.workload)
         )
+        if "baseline" in placed:  # rollback resumes on the baseline's node
+            placed = {**placed, "resumed": placed["baseline"]}
         spec, k, m = request.workload, 0, 0
         if request.check in ("rollback", "recovery"):
             k, m = _steps(request, launcher)
@@ -137,6 +139,13 @@ def start(request: CheckRequest, progress: ProgressSink | None) -> CheckRun:
     orch = Orchestrator(out=out, progress=progress, launcher=launcher, placed=placed)
     run = CheckRun(request=request, out=out, template=template, orch=orch, kind=prepared.kind)
     return replace(run, k=k, m=m, held=held)
+
+
+def _roles(request: CheckRequest) -> dict[str, SideSpec]:
+    """The sides a check places on a cluster's nodes, by the role its jobs run as."""
+    if request.check == "rollback":
+        return {"baseline": request.baseline or request.target, "target": request.target}
+    return {request.check: request.target}
 
 
 def _steps(request: CheckRequest, launcher: Launcher) -> tuple[int, int]:

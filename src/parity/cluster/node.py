@@ -93,8 +93,6 @@ class SideNode:
         self.work = Path(tempfile.mkdtemp(prefix="parity-side-"))
         self.launcher = Launcher()
         self.frozen: dict[str, Path] = {}
-        #: where the user's workload files sent with the jobs were written here
-        self.code: dict[str, Path] = {}
         instance, zone = cloud_instance()
         self.placement = Placement(
             node_id=node_id,
@@ -113,9 +111,11 @@ class SideNode:
         job_text: str,
         frozen: dict[str, bytes] | None,
         code: dict[str, bytes] | None = None,
-    ) -> dict[str, bytes]:
-        """One job into a bundle here (with the frozen workload and, for a user's
-        workload file, its directory's sources); returns the bundle's files."""
+        checkpoint: dict[str, bytes] | None = None,
+    ) -> tuple[dict[str, bytes], dict[str, bytes]]:
+        """One job into a bundle here, with the frozen workload, a user's workload file's
+        sources and the checkpoint it resumes from (each as files); returns the bundle's
+        files and those of the checkpoint it saved (none where it saved none)."""
         from parity.runner.launch import run_job
 
         job = decode(Job, loads(job_text))
@@ -127,13 +127,31 @@ class SideNode:
             job = replace(job, frozen=str(self.frozen[job.frozen]))
         if code is not None:
             job = replace(job, home=str(materialise(self.work, code)))
+        job = self._checkpoints_here(job, checkpoint)
         final = self.work / "bundles" / uuid.uuid4().hex[:12]
         env = {PLACEMENT_VAR: json.dumps(json.loads(self.where()))}
         run_job(job, final, env=env, launcher=self.launcher)
+        saved = job.checkpoint.checkpoint_dir if job.checkpoint is not None else None
         try:
-            return files_of(final)
+            return files_of(final), files_of(Path(saved)) if saved else {}
         finally:
             shutil.rmtree(final, ignore_errors=True)
+            if saved:
+                shutil.rmtree(Path(saved).parents[1], ignore_errors=True)
+
+    def _checkpoints_here(self, job: Job, checkpoint: dict[str, bytes] | None) -> Job:
+        """The job's checkpoint directories on this node: the one it resumes from written
+        from ``checkpoint``, the one it saves into new (the driver keeps both)."""
+        plan = job.checkpoint
+        if plan is None or not (plan.checkpoint_dir or plan.resume_from):
+            return job
+        here = self.work / "checkpoints" / uuid.uuid4().hex[:12]
+        if plan.resume_from and checkpoint is not None:
+            write_files(here / "from", checkpoint)
+            plan = replace(plan, resume_from=str(here / "from"))
+        if plan.checkpoint_dir:
+            plan = replace(plan, checkpoint_dir=str(here / "saved" / "checkpoint"))
+        return replace(job, checkpoint=plan)
 
     def close(self) -> None:
         self.launcher.close()

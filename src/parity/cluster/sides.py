@@ -59,12 +59,16 @@ class RemoteSide:
                 self.shipped[job.frozen] = self.ray.put(files_of(Path(job.frozen)))
             frozen = self.shipped[job.frozen]
         code = self.code if is_file_workload(job.workload.name) else None
+        plan = job.checkpoint
+        resumes = files_of(Path(plan.resume_from)) if plan and plan.resume_from else None
         tmp = temp_dir_for(final)
         try:
-            ref = self.actor.run.remote(dumps(job, indent=None), frozen, code)
-            files = self.ray.get(ref, timeout=job.timeout_s + SLACK_S)
+            ref = self.actor.run.remote(dumps(job, indent=None), frozen, code, resumes)
+            files, saved = self.ray.get(ref, timeout=job.timeout_s + SLACK_S)
         except Exception as exc:  # RayActorError, NodeDiedError, GetTimeoutError ...
             return self._lost(job, tmp, final, exc)
+        if saved and plan is not None and plan.checkpoint_dir:  # where the check reads it
+            _keep_checkpoint(Path(plan.checkpoint_dir), saved)
         write_files(tmp, files)
         if on_event is not None:
             for line in (tmp / EVENTS_FILE).read_text().splitlines() if files else []:
@@ -93,6 +97,14 @@ class RemoteSide:
             self.ray.get(self.actor.close.remote(), timeout=30)
         with contextlib.suppress(Exception):
             self.ray.kill(self.actor)
+
+
+def _keep_checkpoint(final: Path, files: dict[str, bytes]) -> None:
+    """A checkpoint a node saved, here under its final name (written beside it, then
+    renamed into place, as a checkpoint always is)."""
+    tmp = temp_dir_for(final)
+    write_files(tmp, files)
+    os.replace(tmp, final)
 
 
 def start(
