@@ -65,6 +65,9 @@ RUNNING = WORKLOAD_COMMANDS
 TORCHRUN = (*COMPARE, *RUN)
 MULTINODE = (*TORCHRUN, "scale")
 JUDGING = (*COMPARE, "diff")
+#: commands whose sides run on a Ray cluster's nodes with ``--cluster`` (recovery's kill
+#: on the checkpoint event is sent by this machine: not yet)
+PLACED = (*COMPARE, *RUN, "rollback", "soak", "scale")
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,13 +312,14 @@ CLUSTER = declare(
     "cluster", "--cluster", lambda n, v: cluster_address(text(n, v)),
     "run each side on a node of this Ray cluster: ray://HOST:PORT, or auto for $RAY_ADDRESS "
     "(needs parity[cluster])",
-    (*COMPARE, *RUN), metavar="ADDRESS",
+    PLACED, metavar="ADDRESS",
 )  # fmt: skip
 PLACE = declare(
     "place", "--place", lambda n, v: parse_place(v if isinstance(v, Mapping) else texts(n, v)),
-    "the Ray resource a side's node must have, e.g. target=neuron_cores:2 (repeatable; "
-    "default: GPU for cuda, neuron_cores for neuron, CPU for cpu)",
-    (*COMPARE, *RUN), metavar="SIDE=RESOURCE[:AMOUNT]", cli=list[str], plan="place",
+    "the Ray resource a side's node must have, e.g. target=neuron_cores:2, scale=GPU:4 "
+    "(repeatable; SIDE is baseline or target, or the command: run, scan, soak, scale; "
+    "default: GPU for cuda, neuron_cores for neuron, CPU for cpu, times the processes)",
+    PLACED, metavar="SIDE=RESOURCE[:AMOUNT]", cli=list[str], plan="place",
 )  # fmt: skip
 TIMEOUT = declare(
     "timeout_s", "--timeout", number(low=1, high=30 * DAY_S),

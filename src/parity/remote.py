@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from parity.errors import OptionError
 from parity.model.placement import ClusterPlan
 from parity.model.verdict import Verdict
-from parity.spec import SideSpec
+from parity.spec import SideSpec, WorkloadSpec
 from parity.storage import check_destination, is_url, shown
 
 if TYPE_CHECKING:
@@ -31,17 +31,19 @@ def url_out(out: str | None, resuming: bool = False) -> str | None:
 
 @contextmanager
 def placed_sides(
-    cluster: ClusterPlan | None, roles: Mapping[str, SideSpec]
+    cluster: ClusterPlan | None,
+    roles: Mapping[str, SideSpec],
+    workload: WorkloadSpec | None = None,
 ) -> Iterator[dict[str, RemoteSide]]:
     """Each role's actor on its cluster node, for the comparison's (or run's) time (none
     without ``--cluster``): the cluster reached and its resources checked before anything
-    runs."""
+    runs, and a user's workload file sent with the jobs (``parity.cluster.code``)."""
     if cluster is None:
         yield {}
         return
     from parity.cluster.sides import start
 
-    sides = start(cluster, roles)
+    sides = start(cluster, roles, workload)
     try:
         yield dict(sides)
     finally:

@@ -371,7 +371,7 @@ class RunRequest:
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
-            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE)),
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), (mode,)),
         )
 
     @classmethod
@@ -387,6 +387,12 @@ def _required_side(g: Given, option: o.Option[SideSpec]) -> SideSpec:
 
 
 CheckName = Literal["rollback", "recovery", "soak"]
+#: the roles ``--place`` names for each check (recovery runs on this machine)
+PLACED_ROLES: dict[CheckName, tuple[str, ...]] = {
+    "rollback": ("baseline", "target"),
+    "recovery": (),
+    "soak": ("soak",),
+}
 #: soak bounds: drift per hour, host and device growth in MiB/min, the warm-up fraction
 DEFAULT_MAX_DRIFT = 0.10
 DEFAULT_MAX_GROWTH_MIB = 1.0
@@ -422,6 +428,9 @@ class CheckRequest:
     warmup: float = DEFAULT_WARMUP
     out: str | None = None
     timeout_s: float = 900.0
+    #: rollback and soak: run the sides on nodes of a Ray cluster (``--place baseline=...
+    #: --place target=...``, ``--place soak=...``)
+    cluster: ClusterPlan | None = omit_none()
 
     @classmethod
     def build(cls, g: Given) -> CheckRequest:
@@ -450,6 +459,7 @@ class CheckRequest:
             warmup=g.value(o.WARMUP, DEFAULT_WARMUP),
             out=_out(g.get(o.OUT)),
             timeout_s=_measure(g).timeout_s,
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), PLACED_ROLES[check]),
         )
 
     @classmethod
@@ -467,6 +477,8 @@ class ScaleRequest:
     out: str | None = None
     timeout_s: float = 900.0
     torchrun: Torchrun = field(default_factory=Torchrun)
+    #: run every count on one node of a Ray cluster (``--place scale=...``)
+    cluster: ClusterPlan | None = omit_none()
 
     @classmethod
     def build(cls, g: Given) -> ScaleRequest:
@@ -486,6 +498,7 @@ class ScaleRequest:
             out=_out(g.get(o.OUT)),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
+            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), ("scale",)),
         )
 
     @classmethod

@@ -119,7 +119,10 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
     if request.cluster is not None and request.script:
         raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     roles: dict[str, SideSpec] = {request.mode: request.side}
-    with placed_sides(request.cluster, roles) as placed, Launcher() as launcher:
+    with (
+        placed_sides(request.cluster, roles, request.workload) as placed,
+        Launcher() as launcher,
+    ):
         if request.script:
             template, command = _script_template(request.script, request.timeout_s)
             plan = command.plan(request.side)
@@ -178,7 +181,10 @@ def compare(
     plan = request.measure
     began = time.monotonic()  # set-up: preparing the workload (and the zygote) counts
     roles = {"baseline": request.baseline, "target": request.target}
-    with placed_sides(request.cluster, roles) as placed, Launcher() as launcher:
+    with (
+        placed_sides(request.cluster, roles, request.workload) as placed,
+        Launcher() as launcher,
+    ):
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
         from parity.checks.common import read_checks  # (torch, for the judge)

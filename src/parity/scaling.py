@@ -10,6 +10,7 @@ loss curves are compared through the verdict's quality gates.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,11 +20,13 @@ from parity.model.reports import LossCurves, ScalingPoint, ScalingReport
 from parity.orchestrate import (
     JobTemplate,
     Orchestrator,
+    Placed,
     ProgressSink,
     check_fresh,
     default_out,
     prepare_workload,
 )
+from parity.remote import placed_sides
 from parity.request import ScaleRequest
 from parity.runner.launch import Launcher
 
@@ -67,10 +70,13 @@ def _run_counts(
     out: Path,
     launcher: Launcher,
     progress: ProgressSink | None,
+    placed: Mapping[str, Placed],
 ) -> tuple[list[ScalingPoint], dict[int, Bundle]]:
-    """One torchrun job per process count, in order."""
+    """One torchrun job per process count, in order (on a cluster, every count on the one
+    node ``placed``: one with the largest count's resource)."""
     points, bundles = [], {}
-    with Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+    as_run = {"run": placed["scale"]} if "scale" in placed else {}  # the jobs' role
+    with Orchestrator(out=out, progress=progress, launcher=launcher, placed=as_run) as orch:
         for n in request.counts:
             side = replace(request.side, nproc=n if n > 1 else None)
             t0 = time.monotonic()
@@ -92,7 +98,11 @@ def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Sca
     _check_train(request.workload.name, known_kind(request.workload.name))
     if request.out:
         check_fresh(Path(request.out))
-    with Launcher() as launcher:  # the workload is prepared by a worker, never here
+    widest = replace(request.side, nproc=max(request.counts))
+    with (
+        placed_sides(request.cluster, {"scale": widest}, request.workload) as placed,
+        Launcher() as launcher,  # the workload is prepared by a worker, never here
+    ):
         workload = prepare_workload(
             request.workload, launcher=launcher, timeout_s=request.timeout_s
         )
@@ -107,7 +117,7 @@ def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Sca
         out = Path(request.out) if request.out else default_out(workload.name, "scaling")
         check_fresh(out)
         template = JobTemplate.of(request.workload, workload, timeout_s=request.timeout_s)
-        points, bundles = _run_counts(request, template, out, launcher, progress)
+        points, bundles = _run_counts(request, template, out, launcher, progress, placed)
     points = _with_efficiency(points, request.counts[0])
     ok = [n for n in request.counts if bundles[n].ok]
     curves = None

@@ -52,3 +52,34 @@ def test_refused_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         workload="mlp-train", target="cpu+bf16", cluster="auto", place=["target=side-b"]
     )
     assert request.cluster == ClusterPlan(address="auto", place={"target": Resource(name="side-b")})
+
+
+def test_place_names_the_commands_roles_only() -> None:
+    from parity.cluster.address import cluster_plan
+
+    plan = cluster_plan("ray://h:1", parse_place(["soak=side-a"]), ("soak",))
+    assert plan is not None and plan.place == {"soak": Resource(name="side-a", amount=1.0)}
+    with pytest.raises(OptionError, match="this command places soak"):
+        cluster_plan("ray://h:1", parse_place(["target=side-a"]), ("soak",))
+    with pytest.raises(OptionError, match="needs --cluster"):
+        cluster_plan(None, parse_place(["scale=GPU:2"]), ("scale",))
+
+
+def test_check_and_scale_requests_carry_the_cluster() -> None:
+    from parity.request import CheckRequest, ScaleRequest
+
+    on = {"cluster": "ray://h:1"}
+    roll = CheckRequest.from_kwargs(
+        "rollback", workload="mlp-train", target="cpu", place=["target=side-b"], **on
+    )
+    assert roll.cluster is not None and set(roll.cluster.place) == {"target"}
+    soak = CheckRequest.from_kwargs("soak", workload="cnn-infer", device="cpu", **on)
+    assert soak.cluster == ClusterPlan(address="ray://h:1", place={})
+    scale = ScaleRequest.from_kwargs(
+        workload="mlp-train", device="cpu", place=["scale=GPU:4"], **on
+    )
+    assert scale.cluster is not None and scale.cluster.place["scale"].amount == 4
+    with pytest.raises(OptionError, match="places soak"):
+        CheckRequest.from_kwargs("soak", workload="cnn-infer", device="cpu", place=["run=X"], **on)
+    with pytest.raises(OptionError, match="cluster"):  # recovery runs on this machine
+        CheckRequest.from_kwargs("recovery", workload="mlp-train", device="cpu", **on)

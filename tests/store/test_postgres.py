@@ -117,3 +117,47 @@ def test_wrong_password_is_one_line_exit_2_and_masked(postgres: Postgres) -> Non
     out, err = nobody.communicate(timeout=60)
     assert nobody.returncode == 2 and len(err.strip().splitlines()) == 1 and wrong not in err
     assert "cannot reach the index" in err
+
+
+def test_four_compares_at_once_index_every_row_exactly_once(
+    postgres: Postgres, tmp_path: Path
+) -> None:
+    """Four real ``parity compare`` processes started together, each indexing its verdict
+    and bundles into one PostgreSQL index as it ends: every comparison, bundle and figure
+    is there once (none lost, none twice), and ``ls`` lists the four."""
+    from sqlalchemy import select
+
+    from parity.bundle import load_bundle
+    from parity.store.figures import bundle_metrics
+    from parity.store.schema import bundles, comparisons, metrics
+
+    env = {"PARITY_STORE": postgres.url(password=None), "PGPASSWORD": PG_PASSWORD}
+    outs = [tmp_path / f"cmp{i}" for i in range(4)]
+    procs = [
+        _parity("compare", "mlp-train", "--target", "cpu+bf16", "--steps", "4",
+                "--repeats", "2", "--no-compliance", "--out", str(out), "--json", env=env)
+        for out in outs
+    ]  # fmt: skip
+    done = [p.communicate(timeout=900) for p in procs]
+    assert all(p.returncode in (0, 1) for p in procs), [err[-2000:] for _, err in done]
+    assert not [err for _, err in done if "history index" in err]  # no write given up
+    mine = {str(o.resolve()) for o in outs}
+    on_disk = {m.parent.resolve() for o in outs for m in o.glob("*/*/manifest.json")}
+    with Store.open(postgres.url()) as s:
+        paths = [r["path"] for r in s.read(select(comparisons.c.path))]
+        assert sorted(p for p in paths if p in mine) == sorted(mine)  # each once
+        rows = s.read(
+            select(bundles.c.id, bundles.c.path, bundles.c.comparison_id).where(
+                bundles.c.path.in_(sorted(str(p) for p in on_disk))
+            )
+        )
+        assert sorted(r["path"] for r in rows) == sorted(str(p) for p in on_disk)
+        assert all(r["comparison_id"] is not None for r in rows)
+        for r in rows:  # each bundle's figures, all of them, each once
+            names = s.read(select(metrics.c.name).where(metrics.c.bundle_id == r["id"]))
+            wanted = bundle_metrics(load_bundle(Path(r["path"])))
+            assert sorted(n["name"] for n in names) == sorted(wanted), r["path"]
+    listed = _parity("ls", "--json", env=env)
+    out, err = listed.communicate(timeout=60)
+    assert listed.returncode == 0, err
+    assert mine <= {r["path"] for r in json.loads(out)}

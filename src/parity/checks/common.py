@@ -15,10 +15,11 @@ so any workload of the target's side counts.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from parity.bundle import Bundle, read_doc, write_doc
@@ -51,6 +52,7 @@ from parity.orchestrate import (
     default_out,
     prepare_workload,
 )
+from parity.remote import placed_sides
 from parity.request import CheckRequest
 from parity.runner.launch import Launcher
 from parity.spec import SideSpec, WorkloadSpec
@@ -73,6 +75,8 @@ class CheckRun:
     kind: str
     k: int = 0
     m: int = 0
+    #: what the check holds until it finishes (its side's actor on a cluster node)
+    held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     @property
     def checkpoint(self) -> Path:
@@ -111,8 +115,13 @@ def start(request: CheckRequest, progress: ProgressSink | None) -> CheckRun:
     _check_kind(request.check, request.workload.name, known_kind(request.workload.name))
     if request.out:
         check_fresh(Path(request.out))
-    launcher = Launcher()
+    launcher, held = Launcher(), contextlib.ExitStack()
     try:
+        placed = held.enter_context(
+            placed_sides(request.cluster, _roles(request), request.workload)
+        )
+        if "baseline" in placed:  # rollback resumes on the baseline's node
+            placed = {**placed, "resumed": placed["baseline"]}
         spec, k, m = request.workload, 0, 0
         if request.check in ("rollback", "recovery"):
             k, m = _steps(request, launcher)
@@ -125,11 +134,18 @@ def start(request: CheckRequest, progress: ProgressSink | None) -> CheckRun:
         template = JobTemplate.of(spec, prepared, timeout_s=request.timeout_s)
     except BaseException:
         launcher.close()
+        held.close()
         raise
-    orch = Orchestrator(out=out, progress=progress, launcher=launcher)
-    return CheckRun(
-        request=request, out=out, template=template, orch=orch, kind=prepared.kind, k=k, m=m
-    )
+    orch = Orchestrator(out=out, progress=progress, launcher=launcher, placed=placed)
+    run = CheckRun(request=request, out=out, template=template, orch=orch, kind=prepared.kind)
+    return replace(run, k=k, m=m, held=held)
+
+
+def _roles(request: CheckRequest) -> dict[str, SideSpec]:
+    """The sides a check places on a cluster's nodes, by the role its jobs run as."""
+    if request.check == "rollback":
+        return {"baseline": request.baseline or request.target, "target": request.target}
+    return {request.check: request.target}
 
 
 def _steps(request: CheckRequest, launcher: Launcher) -> tuple[int, int]:
@@ -258,6 +274,7 @@ def finish(
     """Write ``check.json`` (last, atomically), end the check's worker launcher, and
     return the result."""
     run.orch.close()
+    run.held.close()
     check: CheckName = run.request.check
     passed = bool(gates) and all(g.passed for g in gates)
     failing = [g for g in gates if not g.passed]

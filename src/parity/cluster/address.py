@@ -20,8 +20,9 @@ from parity.spec import SideSpec
 CONNECT_TIMEOUT_S = 5.0
 _PLACE = re.compile(r"^([A-Za-z][\w-]*)=([A-Za-z][\w.-]*)(?::([0-9.]+))?$")
 DEFAULT_CLIENT_PORT = 10001
-#: the roles a side can be placed as: a comparison's two, a run's or a scan's one
-ROLES = ("baseline", "target", "run", "scan")
+#: the roles a side can be placed as: a comparison's two, a run's, a scan's, a soak's or
+#: a scaling's one
+ROLES = ("baseline", "target", "run", "scan", "soak", "scale")
 
 
 def parse_place(items: Iterable[str] | Mapping[str, object]) -> dict[str, Resource]:
@@ -33,7 +34,8 @@ def parse_place(items: Iterable[str] | Mapping[str, object]) -> dict[str, Resour
         if not m or m.group(1) not in ROLES:
             raise OptionError(
                 f"--place {item!r}: give SIDE=RESOURCE[:AMOUNT] with SIDE baseline or target "
-                "(run or scan for parity run and scan), e.g. --place target=neuron_cores:2"
+                "(run, scan, soak or scale for parity run, scan, check soak and scale), "
+                "e.g. --place target=neuron_cores:2"
             )
         amount = float(m.group(3)) if m.group(3) else 1.0
         if amount <= 0:
@@ -148,10 +150,21 @@ def cluster_address(address: str) -> str:
     return address
 
 
-def cluster_plan(address: str | None, place: Mapping[str, Resource] | None) -> ClusterPlan | None:
-    """``--cluster`` and ``--place`` together (``--place`` needs a cluster)."""
+def cluster_plan(
+    address: str | None,
+    place: Mapping[str, Resource] | None,
+    roles: tuple[str, ...] = ("baseline", "target"),
+) -> ClusterPlan | None:
+    """``--cluster`` and ``--place`` together (``--place`` needs a cluster, and names the
+    command's ``roles`` only)."""
     if address is None:
         if place:
             raise OptionError("--place needs --cluster ray://HOST:PORT (or auto)")
         return None
+    for role, res in (place or {}).items():
+        if role not in roles:
+            raise OptionError(
+                f"--place {role}={res}: this command places {' and '.join(roles)}, "
+                f"e.g. --place {roles[-1]}={res}"
+            )
     return ClusterPlan(address=cluster_address(address), place=dict(place or {}))

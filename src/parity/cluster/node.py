@@ -13,6 +13,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+from parity.cluster.code import digest
 from parity.model.codec import decode, dumps, loads
 from parity.model.job import Job
 from parity.model.placement import Placement
@@ -67,6 +68,17 @@ def write_files(tree: Path, files: dict[str, bytes]) -> None:
         target.write_bytes(data)
 
 
+def materialise(work: Path, files: dict[str, bytes]) -> Path:
+    """A user's workload file's sources (``parity.cluster.code``) written under ``work``,
+    once per content: their directory (the worker imports the file from it, ``Job.home``)."""
+    home = work / "code" / digest(files)[:16]
+    if not home.is_dir():
+        tmp = home.with_name(f".{home.name}.tmp")
+        write_files(tmp, files)
+        tmp.rename(home)
+    return home
+
+
 class SideNode:
     """A side's home on one node (the body of a Ray actor): its work directory, its
     launcher, the frozen workloads it was sent, and where it is."""
@@ -94,8 +106,16 @@ class SideNode:
     def where(self) -> str:
         return dumps(self.placement, indent=None)
 
-    def run(self, job_text: str, frozen: dict[str, bytes] | None) -> dict[str, bytes]:
-        """One job into a bundle here; returns the bundle's files."""
+    def run(
+        self,
+        job_text: str,
+        frozen: dict[str, bytes] | None,
+        code: dict[str, bytes] | None = None,
+        checkpoint: dict[str, bytes] | None = None,
+    ) -> tuple[dict[str, bytes], dict[str, bytes]]:
+        """One job into a bundle here, with the frozen workload, a user's workload file's
+        sources and the checkpoint it resumes from (each as files); returns the bundle's
+        files and those of the checkpoint it saved (none where it saved none)."""
         from parity.runner.launch import run_job
 
         job = decode(Job, loads(job_text))
@@ -105,13 +125,33 @@ class SideNode:
                 write_files(local, frozen)
                 self.frozen[job.frozen] = local
             job = replace(job, frozen=str(self.frozen[job.frozen]))
+        if code is not None:
+            job = replace(job, home=str(materialise(self.work, code)))
+        job = self._checkpoints_here(job, checkpoint)
         final = self.work / "bundles" / uuid.uuid4().hex[:12]
         env = {PLACEMENT_VAR: json.dumps(json.loads(self.where()))}
         run_job(job, final, env=env, launcher=self.launcher)
+        saved = job.checkpoint.checkpoint_dir if job.checkpoint is not None else None
         try:
-            return files_of(final)
+            return files_of(final), files_of(Path(saved)) if saved else {}
         finally:
             shutil.rmtree(final, ignore_errors=True)
+            if saved:
+                shutil.rmtree(Path(saved).parents[1], ignore_errors=True)
+
+    def _checkpoints_here(self, job: Job, checkpoint: dict[str, bytes] | None) -> Job:
+        """The job's checkpoint directories on this node: the one it resumes from written
+        from ``checkpoint``, the one it saves into new (the driver keeps both)."""
+        plan = job.checkpoint
+        if plan is None or not (plan.checkpoint_dir or plan.resume_from):
+            return job
+        here = self.work / "checkpoints" / uuid.uuid4().hex[:12]
+        if plan.resume_from and checkpoint is not None:
+            write_files(here / "from", checkpoint)
+            plan = replace(plan, resume_from=str(here / "from"))
+        if plan.checkpoint_dir:
+            plan = replace(plan, checkpoint_dir=str(here / "saved" / "checkpoint"))
+        return replace(job, checkpoint=plan)
 
     def close(self) -> None:
         self.launcher.close()

@@ -13,13 +13,15 @@ from typing import Any
 
 from parity.bundle import finalize, temp_dir_for, write_doc
 from parity.cluster.address import check_resources, connect, resource_for
+from parity.cluster.code import user_code
 from parity.cluster.node import SideNode, files_of, write_files
 from parity.errors import UsageError
 from parity.model.codec import decode, dumps, loads
 from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
 from parity.model.placement import ClusterPlan, Placement, Resource
+from parity.plugins import is_file_workload
 from parity.redact import redact
-from parity.spec import SideSpec
+from parity.spec import SideSpec, WorkloadSpec
 
 #: seconds for a side's actor to start on its node before the side is given up
 START_TIMEOUT_S = 120.0
@@ -44,6 +46,9 @@ class RemoteSide:
     actor: Any
     placement: Placement
     shipped: dict[str, Any] = field(default_factory=dict)
+    #: a user's workload file's sources in the object store, for a node that does not
+    #: share this machine's files (``parity.cluster.code``)
+    code: Any = None
 
     def run(self, job: Job, final: Path, on_event: Callable[[Event], None] | None) -> Path:
         """The job on the side's node; its bundle at ``final`` (a failed one with the
@@ -53,12 +58,17 @@ class RemoteSide:
             if job.frozen not in self.shipped:
                 self.shipped[job.frozen] = self.ray.put(files_of(Path(job.frozen)))
             frozen = self.shipped[job.frozen]
+        code = self.code if is_file_workload(job.workload.name) else None
+        plan = job.checkpoint
+        resumes = files_of(Path(plan.resume_from)) if plan and plan.resume_from else None
         tmp = temp_dir_for(final)
         try:
-            ref = self.actor.run.remote(dumps(job, indent=None), frozen)
-            files = self.ray.get(ref, timeout=job.timeout_s + SLACK_S)
+            ref = self.actor.run.remote(dumps(job, indent=None), frozen, code, resumes)
+            files, saved = self.ray.get(ref, timeout=job.timeout_s + SLACK_S)
         except Exception as exc:  # RayActorError, NodeDiedError, GetTimeoutError ...
             return self._lost(job, tmp, final, exc)
+        if saved and plan is not None and plan.checkpoint_dir:  # where the check reads it
+            _keep_checkpoint(Path(plan.checkpoint_dir), saved)
         write_files(tmp, files)
         if on_event is not None:
             for line in (tmp / EVENTS_FILE).read_text().splitlines() if files else []:
@@ -89,17 +99,31 @@ class RemoteSide:
             self.ray.kill(self.actor)
 
 
-def start(plan: ClusterPlan, sides: Mapping[str, SideSpec]) -> dict[str, RemoteSide]:
+def _keep_checkpoint(final: Path, files: dict[str, bytes]) -> None:
+    """A checkpoint a node saved, here under its final name (written beside it, then
+    renamed into place, as a checkpoint always is)."""
+    tmp = temp_dir_for(final)
+    write_files(tmp, files)
+    os.replace(tmp, final)
+
+
+def start(
+    plan: ClusterPlan, sides: Mapping[str, SideSpec], workload: WorkloadSpec | None = None
+) -> dict[str, RemoteSide]:
     """Reach the cluster, check that some node offers each side's resource, and start
-    each side's actor on such a node: all before any job runs."""
+    each side's actor on such a node, with a user's workload file's sources in the object
+    store: all before any job runs."""
     wanted = {role: resource_for(side, plan, role) for role, side in sides.items()}
+    files = user_code(workload) if workload is not None else None
     ray = connect(plan.address)
     check_resources(ray, wanted)
     actor_class = ray.remote(SideNode)
+    code = ray.put(files) if files is not None else None
     started: dict[str, RemoteSide] = {}
     try:
         for role, res in wanted.items():
             started[role] = _start_one(ray, actor_class, role, res, plan.address)
+            started[role].code = code
     except BaseException:
         for side in started.values():
             side.close()

@@ -117,6 +117,9 @@ class Job:
     #: the sha256 of the comparison's ``request.json`` this run is part of (``--resume``
     #: reuses a bundle only for the request it was run for)
     request: str | None = omit_none()
+    #: on a cluster node: the directory a user's workload file was sent to
+    #: (``parity.cluster.code``); the file is imported from there, its spec unchanged
+    home: str | None = omit_none()
 
     def workload_ref(self) -> WorkloadRef:
         """What a manifest records of the job's workload (every bundle of the job, ok or

@@ -141,7 +141,7 @@ class SideSession:
         device.activate()
         self._device = device
         if self.job.frozen is not None:
-            self.workload = resolve(self.job.workload)
+            self.workload = resolve(self.job.workload, home=self.job.home)
         resolved = apply_settings(side, device, self.workload)
         self.settings_at_setup = settings.read()
         self._manifest = Manifest(

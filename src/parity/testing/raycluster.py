@@ -1,7 +1,14 @@
 """A local Ray cluster for tests and benchmarks: a head and worker nodes on this machine,
 each worker with its own custom resource (``side-a``, ``side-b``). Every node is a ``ray
 start --block`` in its own process group, so whoever started it stops exactly that (or
-kills one node mid-side) by the group's id, never Ray processes by name."""
+kills one node mid-side) by the group's id, never Ray processes by name.
+
+Nothing listens on the machine's outward address for the head's Ray client server: it
+listens on 127.0.0.1 (and the node address, ``NODE_IP``) only. Ray turns a node address
+of ``127.0.0.1`` or ``localhost`` into the machine's outward address
+(``resolve_ip_for_localhost``) and binds its servers there, so every node is given
+another loopback address, 127.0.0.2 (all of 127.0.0.0/8 is the loopback device on
+Linux), which Ray keeps as given."""
 
 from __future__ import annotations
 
@@ -19,6 +26,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+def listening(port: int) -> list[str]:
+    """The local addresses a TCP socket on ``port`` listens on (Linux: ``/proc/net/tcp``
+    and ``tcp6``), e.g. ``['127.0.0.1']``."""
+    found = []
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        with contextlib.suppress(OSError), open(table) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                addr, _, hexport = local.partition(":")
+                if state == "0A" and int(hexport, 16) == port and len(addr) == width:
+                    found.append(_address(addr))
+    return sorted(found)
+
+
+def _address(hexaddr: str) -> str:
+    """An address of ``/proc/net/tcp*`` (little-endian 32-bit words) as text."""
+    raw = b"".join(bytes.fromhex(hexaddr[i : i + 8])[::-1] for i in range(0, len(hexaddr), 8))
+    if len(raw) == 16 and raw[:12] == b"\0" * 10 + b"\xff\xff":
+        raw = raw[12:]  # an IPv4-mapped IPv6 address
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -26,6 +55,8 @@ def free_port() -> int:
 
 
 STORE_BYTES = 80 * 1024 * 1024
+#: every node's address: a loopback one that Ray does not replace by the outward one
+NODE_IP = "127.0.0.2"
 
 
 @dataclass
@@ -45,7 +76,7 @@ class RayCluster:
     def add(self, name: str) -> None:
         """Start a worker node with the resource ``name`` (again, after ``kill``)."""
         self.nodes[name] = _ray(
-            f"--address={self.gcs}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+            f"--address={self.gcs}", f"--node-ip-address={NODE_IP}", "--num-cpus=1",
             f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}",
             log=self.root / f"{name}.log",
         )  # fmt: skip
@@ -103,12 +134,12 @@ def local_cluster(workers: Sequence[str] = ("side-a", "side-b")) -> Iterator[Ray
     root = Path(tempfile.mkdtemp(prefix="parity-ray-"))
     gcs_port, client_port = free_port(), free_port()
     cluster = RayCluster(
-        gcs=f"127.0.0.1:{gcs_port}", client=f"ray://127.0.0.1:{client_port}", root=root
+        gcs=f"{NODE_IP}:{gcs_port}", client=f"ray://127.0.0.1:{client_port}", root=root
     )
     common = [f"--object-store-memory={STORE_BYTES}", "--include-dashboard=false"]
     try:
         cluster.nodes["head"] = _ray(
-            "--head", "--node-ip-address=127.0.0.1", f"--port={gcs_port}",
+            "--head", f"--node-ip-address={NODE_IP}", f"--port={gcs_port}",
             f"--ray-client-server-port={client_port}", "--num-cpus=0",
             f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
             f"--temp-dir={root}", *common, log=root / "head.log",

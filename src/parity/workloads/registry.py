@@ -47,10 +47,12 @@ def registered() -> dict[str, type[Workload]]:
     return dict(sorted(_REGISTRY.items()))
 
 
-def resolve(spec: WorkloadSpec) -> Workload:
-    """Build the workload a spec names; WorkloadError names the valid choices."""
+def resolve(spec: WorkloadSpec, home: str | None = None) -> Workload:
+    """Build the workload a spec names; WorkloadError names the valid choices. A user
+    file's is imported from ``home`` where one is given (the directory it was sent to on
+    a cluster node), else from its path."""
     if is_file_workload(spec.name):
-        return _from_file(spec)
+        return _from_file(spec, home)
     table = registered()
     prefix, sep, _ = spec.name.partition(":")
     if sep and prefix in _PREFIXES:
@@ -65,9 +67,9 @@ def resolve(spec: WorkloadSpec) -> Workload:
     return cls(spec)
 
 
-def _from_file(spec: WorkloadSpec) -> Workload:
+def _from_file(spec: WorkloadSpec, home: str | None) -> Workload:
     file, _, attr = spec.name.rpartition(":")
-    path = Path(file).expanduser()
+    path = Path(file).expanduser() if home is None else Path(home) / Path(file).name
     if not path.is_file():
         raise WorkloadError(f"workload file {file} does not exist: check the path")
     try:
