@@ -40,10 +40,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A nightly test is slow too, so ``-m "not slow"`` (which replaces the default
-    ``-m 'not nightly'``) never runs one."""
+    ``-m 'not nightly'``) never runs one; the tests on the session's Ray cluster share
+    one xdist worker (``--dist loadgroup``)."""
     for item in items:
         if item.get_closest_marker("nightly") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            # one xdist worker takes every test on the Ray cluster: one cluster starts
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(scope="session", autouse=True)
