@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 import parity
+from parity.api import ComparisonResult, RunResult
 from parity.comparison import Comparison
 from parity.errors import OptionError, PlanError, ResumeError, SpecError, UsageError, WorkloadError
 from parity.judge.verdict import judge
 from parity.model.codec import encode
 from parity.request import CompareRequest, RunRequest
-from parity.results import ComparisonResult, RunResult
 from tests.conftest import FIXTURES
 from tests.fixtures.cli import stub_api
 from tests.judge.synthetic import side_runs
@@ -211,6 +211,29 @@ def test_the_api_hands_the_cli_s_options_to_one_request(monkeypatch: pytest.Monk
         parity.run("mlp-train", device="cpu+bf16", out="b", progress=False)
     run = calls.last("run")
     assert isinstance(run, RunRequest) and run.out == "b" and run.mode == "run"
+
+
+def test_one_compare_and_one_run_take_a_request_or_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``parity.api`` is the one public face: the CLI hands it a request, a script
+    options; a request carries all its options, so none is taken beside it."""
+    from parity import api
+
+    assert parity.compare is api.compare and parity.run is api.run
+    calls = stub_api(monkeypatch)
+    request = CompareRequest.from_kwargs(workload="mlp-train", target="cpu+bf16")
+    with pytest.raises(UsageError, match="steps given beside a CompareRequest"):
+        api.compare(request, steps=4)
+    with pytest.raises(parity.ParityError, match="stub"):
+        api.compare(request)
+    assert calls.last("compare") is request
+    with pytest.raises(UsageError, match="run needs device="):
+        api.run("mlp-train")
+    run = RunRequest.from_kwargs("run", device="cpu", workload="mlp-train")
+    with pytest.raises(parity.ParityError, match="stub"):
+        api.run(run)
+    assert calls.last("run") is run
 
 
 @pytest.mark.slow

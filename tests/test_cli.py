@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from parity.api import ComparisonResult, RunResult
 from parity.comparison import Comparison
 from parity.errors import SideError
 from parity.judge.verdict import judge
@@ -25,7 +26,6 @@ from parity.model.codec import encode
 from parity.model.reports import ScalingPoint, ScalingReport
 from parity.model.verdict import Gate, JudgeInputs
 from parity.request import CheckRequest, CompareRequest, RunRequest, ScaleRequest
-from parity.results import ComparisonResult
 from tests.fixtures.cli import Calls, invoke, stub_api
 from tests.judge.synthetic import side_runs
 
@@ -216,13 +216,13 @@ def test_run_shows_the_bundle_or_the_failure(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     bundle = side_runs(tmp_path, "b", side="cpu", step_s=0.01, repeats=1).repeats[0]
-    answer(monkeypatch, "run", bundle)
+    answer(monkeypatch, "run", RunResult(bundle))
     shown = invoke("run", "mlp-train", "--device", "cpu")
     assert shown.exit_code == 0 and "median steady step" in shown.stdout
     broken = dataclasses.replace(
         bundle, manifest=dataclasses.replace(bundle.manifest, status="failed", reason="boom")
     )
-    answer(monkeypatch, "run", broken)
+    answer(monkeypatch, "run", RunResult(broken))
     shown = invoke("run", "mlp-train", "--device", "cpu")
     assert shown.exit_code == 1 and shown.stderr.strip() == "parity: cpu failed: boom"
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from parity import api
+from parity.api import ComparisonResult
 from parity.bundle import load_bundle
 from parity.cache import cache_root
 from parity.errors import BundleError
 from parity.request import CompareRequest
-from parity.results import ComparisonResult
 
 
 def _compare(out: Path) -> ComparisonResult:

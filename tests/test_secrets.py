@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from parity import api
+from parity.api import ComparisonResult
 from parity.bundle import load_bundle
 from parity.errors import ResumeError, WorkloadError
 from parity.model.codec import dumps
@@ -21,7 +22,6 @@ from parity.redact import REDACTED
 from parity.report.markdown import render_markdown
 from parity.report.terminal import render_terminal
 from parity.request import CompareRequest
-from parity.results import ComparisonResult
 from tests.conftest import FIXTURES, run_cli
 from tests.fixtures import planted_secrets as secrets
 from tests.fixtures import secrets_script

@@ -16,17 +16,17 @@ from parity.lazy import lazy_names as _lazy_names
 from parity.version import __version__
 
 if TYPE_CHECKING:
+    from parity.api import ComparisonResult, CurveResult, RunResult, compare, run
     from parity.errors import ParityError, UsageError
-    from parity.results import ComparisonResult, CurveResult, RunResult, compare, run
 
 _LAZY = {
-    "ComparisonResult": "parity.results",
-    "CurveResult": "parity.results",
+    "ComparisonResult": "parity.api",
+    "CurveResult": "parity.api",
     "ParityError": "parity.errors",
-    "RunResult": "parity.results",
+    "RunResult": "parity.api",
     "UsageError": "parity.errors",
-    "compare": "parity.results",
-    "run": "parity.results",
+    "compare": "parity.api",
+    "run": "parity.api",
 }
 
 __all__ = [

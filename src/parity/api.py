@@ -1,54 +1,187 @@
-"""The API the command line calls, one function per command that measures or judges:
-``run``, ``compare``, ``resume``, ``compare_curve``, ``diff``.
+"""The public API, for scripts, notebooks and the command line: ``compare``, ``run``,
+``resume``, ``compare_curve``, ``diff``, and the results they return.
 
-Each takes a validated request (``parity.request``) and returns what ``parity.compare``
-returns (``parity.results``; ``run`` the bundle it made). The plans are the orchestrator's
-(``parity.runs``); what happens to a comparison once measured (judged, written once,
-reported, indexed, logged) is ``parity.sinks``'; reading existing sides is
-``parity.comparison``'s. Bad input is refused before anything is written; a side that
-fails is a result, not an error.
+    >>> import parity
+    >>> result = parity.compare("mlp-train", target="cpu+bf16", repeats=1)
+    >>> result.passed, result.speedup
+    >>> result.verdict                   # the typed verdict (parity.model.verdict.Verdict)
+    >>> result.to_dataframe()            # one row per side (pandas, where installed)
+    >>> result.to_dataframe("steps")     # one row per step: time and loss
+    >>> result                           # in a notebook: an HTML summary
+
+``compare`` and ``run`` take either a validated request (``parity.request``: what the
+command line, a plan or a sweep builds) or what the command line takes, as keyword
+arguments named after the options (the keys of ``parity.options.TABLE``: ``baseline``,
+``target``, ``size``, ``batch_size``, ``seq_len``, ``steps``, ``seed``, ``hf_config``,
+``out``, ``repeats``, ``precision``, ``budget_s``, ``compliance``, ``timeout_s``,
+``nproc``, ``nnodes``, ``rdzv_endpoint``, ``allow_diff``, ``target_loss``, ``prices``,
+``cost``, ``operational``, ``checks``, ``batch_sizes``, ...), a workload name,
+``hf:ARCH``, ``path/to/file.py:factory`` or ``script=[...]`` (script mode), ``plan=``
+(a plan file; the options given replace its values) and ``resume=`` (an interrupted
+comparison's directory). Bad input of any type raises a ``parity.UsageError`` subclass
+naming the option and the fix, before anything is written; a side that fails is a
+result, not an exception.
+
+``progress=`` says how the workers' progress is shown: by default one line per event on
+stderr (a tqdm bar per side and repeat in a notebook), ``False`` for silence, or a
+callable ``(label, event)`` of your own (``parity.progress``). Given a request, the
+default is silence (the command line passes its own display).
+
+The plans are the orchestrator's (``parity.runs``); what happens to a comparison once
+measured (judged, written once, reported, indexed, logged) is ``parity.sinks``';
+reading existing sides is ``parity.comparison``'s.
+
+Results: ``ComparisonResult.verdict`` is the typed verdict, ``to_dict()`` plain JSON
+data, ``to_dataframe()`` a pandas view (pandas is optional: ``pip install pandas``),
+``_repr_html_()`` what a notebook shows; ``RunResult`` holds one side's bundle,
+``CurveResult`` one comparison per batch size.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
 
-from parity import runs
-from parity.comparison import Comparison
-from parity.model.bundle import Bundle
-from parity.model.verdict import JudgeInputs, Verdict
-from parity.orchestrate import ProgressSink
+from parity.errors import UsageError
+from parity.model.codec import JsonObject, encode
+from parity.model.verdict import JudgeInputs, Role, Verdict
 from parity.request import CompareRequest, RunRequest
-from parity.results import ComparisonResult
-from parity.sinks import judge_inputs, overridden
 
-__all__ = ["compare", "compare_curve", "diff", "resume", "run"]
+if TYPE_CHECKING:
+    from parity.comparison import Comparison
+    from parity.model.bundle import Bundle, SideRuns
+    from parity.progress import ProgressArg
+
+__all__ = [
+    "ComparisonResult",
+    "CurveResult",
+    "RunResult",
+    "compare",
+    "compare_curve",
+    "diff",
+    "resume",
+    "run",
+]
+
+ROLES: tuple[Role, Role] = ("baseline", "target")
+VIEWS = ("sides", "steps", "checks")
+
+#: one row of a DataFrame view: a column name and a plain value (str, number, bool, None)
+Row = dict[str, object]
 
 
-def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
-    """Run one side once (or scan it) into the bundle ``request.out``."""
-    return runs.run(request, progress=progress)
+@overload
+def compare(
+    workload: CompareRequest, *, progress: ProgressArg = None, resuming: bool = False
+) -> ComparisonResult: ...
+
+
+@overload
+def compare(
+    workload: str | None = None,
+    *,
+    plan: str | Path | None = None,
+    resume: str | Path | None = None,
+    progress: ProgressArg = None,
+    **options: Any,
+) -> ComparisonResult | CurveResult: ...
 
 
 def compare(
-    request: CompareRequest, *, progress: ProgressSink | None = None, resuming: bool = False
-) -> ComparisonResult:
-    """Measure both sides in fresh, interleaved processes and judge them."""
-    return ComparisonResult(runs.compare(request, progress=progress, resuming=resuming))
+    workload: CompareRequest | str | None = None,
+    *,
+    plan: str | Path | None = None,
+    resume: str | Path | None = None,
+    progress: ProgressArg = None,
+    resuming: bool = False,
+    **options: Any,
+) -> ComparisonResult | CurveResult:
+    """Run a workload (or ``script``, a command with ``{device}`` placeholders) on a
+    baseline and a target in fresh, interleaved processes and judge them, as ``parity
+    compare`` does: the request given, or one built from the options.
+
+    ``target`` defaults to the accelerator PyTorch reports, else ``cpu+bf16``;
+    ``hf_config`` is ``{"n_layer": 4}`` or ``["n_layer=4"]``; ``allow_diff`` is
+    ``{"steps": "reason"}``; ``prices`` is ``{"target": "21.50:16"}``; ``pins`` (expected
+    package versions, drift reported) is ``{"torch": "==2.13.*"}``; ``batch_sizes``
+    (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size;
+    ``production`` is ``{"parameters": "1.3B", "seq_len": 2048}``, ``slo``
+    ``"ttft_p99=200ms,e2e_p99=2s"`` or ``{"ttft_p99": "200ms"}``, ``tuning_intended`` a
+    reason (see the README's fair-comparison rules).
+    """
+    from parity import runs
+    from parity.options import Given
+    from parity.progress import resolve
+    from parity.request import compare_request
+    from parity.values import check_path
+
+    if isinstance(workload, CompareRequest):
+        _alone(workload, plan=plan, resume=resume, **options)
+        with resolve(_quiet(progress)) as sink:
+            return ComparisonResult(runs.compare(workload, progress=sink, resuming=resuming))
+    where = None if resume is None else Path(check_path("resume", resume))
+    planned = None if plan is None else Path(check_path("plan", plan))
+    given = Given.read("compare", _named(workload, options), "kwargs")
+    request = compare_request(given, planned, where)
+    with resolve(progress) as sink:
+        if where is not None:
+            return ComparisonResult(runs.resume(where, progress=sink))
+        if request.batch_sizes:
+            out, results = runs.compare_curve(request, progress=sink)
+            return CurveResult(out, tuple(ComparisonResult(r) for r in results))
+        return ComparisonResult(runs.compare(request, progress=sink, resuming=resuming))
+
+
+def run(
+    workload: RunRequest | str | None = None,
+    *,
+    device: str | None = None,
+    progress: ProgressArg = None,
+    **options: Any,
+) -> RunResult:
+    """Run a workload (or ``script``) once on one side (``device``, a side spec) into a
+    bundle (``out``; required for a script), as ``parity run`` and ``parity scan`` do:
+    the request given, or one built from the options."""
+    from parity import runs
+    from parity.progress import resolve
+
+    if isinstance(workload, RunRequest):
+        _alone(workload, device=device, **options)
+        with resolve(_quiet(progress)) as sink:
+            return RunResult(runs.run(workload, progress=sink))
+    if device is None:
+        raise UsageError("run needs device=, a side spec such as 'cpu' or 'cuda+bf16'")
+    from parity.options import Given
+
+    given = Given.read("run", {"device": device, **_named(workload, options)}, "kwargs")
+    request = RunRequest.build(given)
+    with resolve(progress) as sink:
+        return RunResult(runs.run(request, progress=sink))
 
 
 def resume(
-    out: Path, *, progress: ProgressSink | None = None, request: CompareRequest | None = None
+    out: Path, *, progress: ProgressArg = None, request: CompareRequest | None = None
 ) -> ComparisonResult:
-    """Finish an interrupted comparison (see ``parity.runs.resume``)."""
-    return ComparisonResult(runs.resume(out, progress=progress, request=request))
+    """Finish an interrupted comparison (see ``parity.runs.resume``); progress as with a
+    request (none by default)."""
+    from parity import runs
+    from parity.progress import resolve
+
+    with resolve(_quiet(progress)) as sink:
+        return ComparisonResult(runs.resume(out, progress=sink, request=request))
 
 
 def compare_curve(
-    request: CompareRequest, *, progress: ProgressSink | None = None
+    request: CompareRequest, *, progress: ProgressArg = None
 ) -> tuple[Path, list[ComparisonResult]]:
     """One comparison per batch size (``OUT/bsN``) and ``curve.json``."""
-    out, made = runs.compare_curve(request, progress=progress)
+    from parity import runs
+    from parity.progress import resolve
+
+    with resolve(_quiet(progress)) as sink:
+        out, made = runs.compare_curve(request, progress=sink)
     return out, [ComparisonResult(c) for c in made]
 
 
@@ -66,7 +199,9 @@ def diff(
     stored (``inputs.json``: allowed differences, target loss, resolved prices,
     operational answers, pinned versions), so the verdict is the same; inputs ``given``
     replace them. Nothing is written."""
+    from parity.comparison import Comparison
     from parity.remote import relocated
+    from parity.sinks import judge_inputs, overridden
     from parity.storage import is_url, readable, shown
 
     where = {
@@ -81,3 +216,271 @@ def diff(
     judged = found.judged(inputs)
     assert judged.verdict is not None
     return relocated(judged.verdict, where)
+
+
+def _quiet(progress: ProgressArg) -> ProgressArg:
+    """``progress`` beside a request: none unless given."""
+    return False if progress is None else progress
+
+
+def _alone(request: CompareRequest | RunRequest, **ignored: object) -> None:
+    """A request carries all its options: refuse any given beside it."""
+    extra = sorted(k for k, v in ignored.items() if v is not None)
+    if extra:
+        raise UsageError(
+            f"{', '.join(extra)} given beside a {type(request).__name__}: put them in the "
+            "request, or pass options without one"
+        )
+
+
+def _named(workload: str | None, options: Mapping[str, object]) -> dict[str, object]:
+    return {"workload": workload, **options} if workload is not None else dict(options)
+
+
+# -- result objects ---------------------------------------------------------------------
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("to_dataframe needs pandas: pip install pandas") from None
+    return pandas
+
+
+def _step_rows(role: str, side: SideRuns) -> list[Row]:
+    rows = []
+    for bundle in side.repeats:
+        times = bundle.metrics.step_samples_s if bundle.metrics is not None else ()
+        steady = bundle.metrics.steady_from_step if bundle.metrics is not None else 1
+        losses = bundle.losses
+        for i in range(max(len(times), len(losses))):
+            rows.append(
+                {
+                    "role": role,
+                    "side": str(bundle.side),
+                    "repeat": bundle.path.name,
+                    "step": i,
+                    "time_s": times[i] if i < len(times) else None,
+                    "loss": losses[i] if i < len(losses) else None,
+                    "steady": i >= steady,
+                }
+            )
+    return rows
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """What ``parity.compare`` (and ``parity.api.compare``) returns: the judged
+    comparison, its typed verdict and where the bundles and the report are."""
+
+    comparison: Comparison
+
+    def __post_init__(self) -> None:
+        if self.comparison.verdict is None:
+            raise ValueError("a comparison result is of a judged comparison")
+
+    @property
+    def out(self) -> Path:
+        return self.comparison.out
+
+    @property
+    def report(self) -> Path | None:
+        return self.comparison.report
+
+    @property
+    def url(self) -> str | None:
+        """Where the comparison was published (``--out URL``); ``out`` is its local copy."""
+        return self.comparison.url
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict, typed (``to_dict()["verdict"]`` is its JSON, as ``verdict.json``)."""
+        assert self.comparison.verdict is not None
+        return self.comparison.verdict
+
+    @property
+    def baseline(self) -> SideRuns:
+        return self.comparison.measured_sides()[0]
+
+    @property
+    def target(self) -> SideRuns:
+        return self.comparison.measured_sides()[1]
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    @property
+    def speedup(self) -> float | None:
+        """Baseline time over target time (> 1: the target is faster); None without one."""
+        speed = self.verdict.speed
+        return None if speed is None else speed.speedup
+
+    def losses(self) -> dict[str, list[float | None]]:
+        """Each side's loss curve (first successful repeat)."""
+        return {
+            role: list(side.first.losses)
+            for role, side in (("baseline", self.baseline), ("target", self.target))
+        }
+
+    def to_dict(self) -> Row:
+        verdict: JsonObject = encode(self.verdict)  # type: ignore[assignment]
+        return {
+            "out": str(self.out),
+            "report": str(self.report) if self.report else None,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "verdict": verdict,
+        }
+
+    def _side_row(self, role: Role) -> Row:
+        v = self.verdict
+        side = v.sides.of(role)
+        phases = v.phases.of(role) if v.phases is not None else None
+        memory = v.memory.of(role).steps if v.memory is not None else None
+        losses = self.losses()[role]
+        return {
+            "role": role,
+            "side": str(side.side),
+            "status": side.status,
+            "device": side.device_name,
+            "repeats_ok": side.repeats_ok,
+            "median_step_s": side.median_step_s,
+            "samples_per_s": side.throughput.samples_per_s if side.throughput else None,
+            "tokens_per_s": side.throughput.tokens_per_s if side.throughput else None,
+            "first_step_s": phases.first_step_s if phases else None,
+            "load_s": phases.load_s if phases else None,
+            "host_peak_rss": memory.host_peak_rss if memory else None,
+            "final_loss": losses[-1] if losses else None,
+        }
+
+    def rows(self, view: str = "sides") -> list[Row]:
+        """The rows behind ``to_dataframe(view)``, as plain dicts (no pandas needed)."""
+        v = self.verdict
+        if view == "sides":
+            return [self._side_row(role) for role in ROLES]
+        if view == "steps":
+            return _step_rows("baseline", self.baseline) + _step_rows("target", self.target)
+        if view == "checks":
+            checks: list[Row] = [
+                {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
+                for g in v.gates
+            ]
+            for c in v.quality.checks if v.quality is not None else ():
+                checks.append(
+                    {
+                        "section": "quality",
+                        "name": c.name,
+                        "passed": c.passed,
+                        "detail": c.detail or ("gated" if c.gated else ""),
+                    }
+                )
+            return checks
+        raise UsageError(f"no view {view!r}: use one of {', '.join(VIEWS)}")
+
+    def to_dataframe(self, view: str = "sides") -> Any:
+        """A pandas DataFrame: ``sides`` (one row per side), ``steps`` (one row per step
+        and repeat: time and loss) or ``checks`` (gates and quality checks)."""
+        return _pandas().DataFrame(self.rows(view))
+
+    def _repr_html_(self) -> str:
+        from parity.report.summary import summary_html
+
+        return summary_html(self.verdict, out=self.out)
+
+    def __repr__(self) -> str:
+        from parity.report.summary import summary_text
+
+        return f"<ComparisonResult {summary_text(self.verdict, out=self.out)}>"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What ``parity.run`` returns: one side's bundle."""
+
+    bundle: Bundle
+
+    @property
+    def path(self) -> Path:
+        return self.bundle.path
+
+    @property
+    def ok(self) -> bool:
+        return self.bundle.ok
+
+    @property
+    def reason(self) -> str | None:
+        return self.bundle.manifest.reason
+
+    @property
+    def median_step_s(self) -> float | None:
+        return self.bundle.metrics.median_step_s if self.bundle.metrics is not None else None
+
+    @property
+    def losses(self) -> list[float | None]:
+        return list(self.bundle.losses)
+
+    def to_dict(self) -> Row:
+        return {
+            "path": str(self.path),
+            "side": str(self.bundle.side),
+            "status": self.bundle.status,
+            "reason": self.reason,
+            "median_step_s": self.median_step_s,
+            "manifest": encode(self.bundle.manifest),
+            "metrics": encode(self.bundle.metrics),
+            "outputs": encode(self.bundle.outputs),
+        }
+
+    def rows(self) -> list[Row]:
+        """One row per step: time and loss."""
+        from parity.model.bundle import SideRuns
+
+        return _step_rows("run", SideRuns.of(self.bundle))
+
+    def to_dataframe(self) -> Any:
+        return _pandas().DataFrame(self.rows())
+
+    def _repr_html_(self) -> str:
+        from parity.report.summary import run_html
+
+        return run_html(self.bundle)
+
+    def __repr__(self) -> str:
+        from parity.report.summary import run_text
+
+        return run_text(self.bundle)
+
+
+@dataclass(frozen=True)
+class CurveResult:
+    """What ``parity.compare(..., batch_sizes=[...])`` returns: one comparison per batch
+    size, and the directory holding them and ``curve.json``."""
+
+    out: Path
+    comparisons: tuple[ComparisonResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.comparisons)
+
+    @property
+    def exit_code(self) -> int:
+        return max((r.exit_code for r in self.comparisons), default=0)
+
+    def to_dict(self) -> Row:
+        return {
+            "out": str(self.out),
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "comparisons": [r.to_dict() for r in self.comparisons],
+        }
+
+    def __repr__(self) -> str:
+        state = "passed" if self.passed else "failed"
+        return f"<CurveResult {state} {len(self.comparisons)} batch sizes out={str(self.out)!r}>"

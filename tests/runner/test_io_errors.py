@@ -20,6 +20,7 @@ import pytest
 
 import parity.bundle
 from parity import api
+from parity.api import ComparisonResult
 from parity.bundle import (
     DIGEST,
     MANIFEST,
@@ -34,7 +35,6 @@ from parity.errors import OutputError
 from parity.model.manifest import Manifest
 from parity.redact import LOG_LIMIT
 from parity.request import CompareRequest
-from parity.results import ComparisonResult
 from parity.runner.failure import TAIL_BYTES
 from parity.runner.launch import run_job
 from parity.testing.faults import ENV_VAR, disk_full

@@ -88,7 +88,7 @@ def metrics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         for key, value in env.items():
             mp.setenv(key, value)
         # one thread: two threads on a busy two-core machine launch kernels slowly
-        bundle = api.run(RunRequest.from_kwargs("run", device=f"{DEV}+threads=1", **options))
+        bundle = api.run(RunRequest.from_kwargs("run", device=f"{DEV}+threads=1", **options)).bundle
     assert bundle.ok, bundle.manifest.reason
     assert json.loads((out / "manifest.json").read_text())["status"] == "ok"
     result: dict[str, Any] = json.loads((out / "metrics.json").read_text())

@@ -352,7 +352,7 @@ def test_run_a_checkpoint_writes_kinds_and_flops_in_the_bundle(bert: Path, tmp_p
     options = dict(
         workload=f"hf:{bert}", task="classify", steps=2, data=str(data), out=str(tmp_path / "b")
     )
-    bundle = api.run(RunRequest.from_kwargs("run", device="cpu", **options))
+    bundle = api.run(RunRequest.from_kwargs("run", device="cpu", **options)).bundle
     assert bundle.ok and bundle.outputs is not None and bundle.capture is not None
     # the outputs of the first pass and of the pass after the run (``final_``)
     kinds = {k: v.kind for k, v in bundle.outputs.outputs.items()}

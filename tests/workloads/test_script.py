@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from parity import api
+from parity.api import ComparisonResult
 from parity.bundle import load_bundle, load_side
 from parity.errors import UsageError
 from parity.request import CompareRequest, RunRequest
-from parity.results import ComparisonResult
 from parity.spec import parse_side
 from parity.workloads.repository import repository
 from parity.workloads.script import (
@@ -119,6 +119,6 @@ def test_a_script_that_fails_on_the_target_is_recorded(tmp_path: Path) -> None:
     assert verdict.sides.baseline.status == "ok"
     assert "the script exited with code 4" in str(verdict.sides.target.reason)
     options = dict(out=str(tmp_path / "one"), script=(str(script),))
-    bundle = api.run(RunRequest.from_kwargs("run", device="cpu", **options))
+    bundle = api.run(RunRequest.from_kwargs("run", device="cpu", **options)).bundle
     assert bundle.ok and (bundle.losses[0] or 0) > 0
     assert load_bundle(tmp_path / "one").ok

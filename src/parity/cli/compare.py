@@ -17,8 +17,8 @@ from parity.cli import common as c
 from parity.cli.render import show_curve, show_result
 
 if TYPE_CHECKING:
+    from parity.api import ComparisonResult
     from parity.request import CompareRequest
-    from parity.results import ComparisonResult
 
 Resume = Annotated[
     Path | None,

@@ -17,13 +17,13 @@ from parity.cli import common as c
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from parity.api import ComparisonResult
     from parity.model.bundle import Bundle
     from parity.model.checks import CheckResult
     from parity.model.reports import ScalingReport
     from parity.model.verdict import Verdict
     from parity.report.decision import Sides
     from parity.report.parts import ColumnKind
-    from parity.results import ComparisonResult
 
 
 def mark(passed: bool | None) -> str:

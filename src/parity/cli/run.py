@@ -30,7 +30,7 @@ def run(
     from parity.progress import display
 
     with display(c.stderr()) as progress:
-        bundle = api.run(request, progress=progress)
+        bundle = api.run(request, progress=progress).bundle
     if not bundle.ok:
         c.note(f"{bundle.side} failed: {bundle.manifest.reason}")
         raise typer.Exit(1)
@@ -55,7 +55,7 @@ def scan(
     from parity.progress import display
 
     with display(c.stderr()) as progress:
-        bundle = api.run(request, progress=progress)
+        bundle = api.run(request, progress=progress).bundle
     unsupported, fallbacks = show_scan(bundle, as_json=as_json, wide=wide)
     if not bundle.ok:
         c.note(f"{bundle.side} failed: {bundle.manifest.reason}")

@@ -29,7 +29,7 @@ START_TIMEOUT_S = 120.0
 SLACK_S = 120.0
 
 
-def _options(res: Resource) -> dict[str, Any]:
+def _options(res: Resource) -> dict[str, float | dict[str, float]]:
     """Ray's scheduling options for an actor that holds ``res`` on its node."""
     if res.name == "CPU":
         return {"num_cpus": res.amount}

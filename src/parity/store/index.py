@@ -37,7 +37,7 @@ from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
 from parity.model.verdict import Verdict
 from parity.store.engine import Location, connect, locate, mask
 from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
-from parity.store.rows import bundle_row, comparison_row
+from parity.store.rows import Row, bundle_row, comparison_row
 from parity.store.schema import bundles, comparisons, metrics, migrate
 from parity.store.walk import ReindexResult, device_matches, matches, remove_made
 
@@ -142,7 +142,7 @@ class Store:
         with self.engine.connect() as conn:
             return conn.execute(stmt).mappings().all()
 
-    def _upsert(self, conn: Connection, table: Any, row: dict[str, Any], keep: set[str]) -> None:
+    def _upsert(self, conn: Connection, table: Any, row: Row, keep: set[str]) -> None:
         """Insert ``row``; where its key is there, update every column but ``keep``, which
         keeps the stored value unless the new one is given."""
         insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from parity.bundle import Bundle
 from parity.model.codec import dumps
 from parity.model.verdict import Verdict
 
+#: one column's value as the index stores it
+Value = str | int | float | None
+#: a table row: its values by column name
+Row = dict[str, Value]
+
 
 def bundle_row(
     path: Path, bundle: Bundle, bid: str, comparison_id: str | None, role: str | None
-) -> dict[str, Any]:
+) -> Row:
     m = bundle.manifest
     env, desc = m.environment, m.workload.description
     return {
@@ -40,7 +44,7 @@ def bundle_row(
     }
 
 
-def comparison_row(path: Path, verdict: Verdict, cid: str, time_unix: float) -> dict[str, Any]:
+def comparison_row(path: Path, verdict: Verdict, cid: str, time_unix: float) -> Row:
     w, speed = verdict.workload, verdict.speed
     return {
         "id": cid,

@@ -32,6 +32,10 @@ from parity.spec import GenerateLoopName, SideSpec, WorkloadSpec
 KINDS = ("train", "infer", "generate")
 #: a batch as a data loader delivers it: tensors by name (CPU, then the side's device)
 Batch = Mapping[str, torch.Tensor]
+#: one setting of a size: an architecture knob, ``batch_size``, ``steps`` or ``seq_len``
+Knob = int | float | str | bool
+#: per size name (``tiny``, ``small``, ``base``): its settings by name
+SizeTable = dict[str, dict[str, Knob]]
 
 
 def output_kind(name: str, tensor: torch.Tensor) -> OutputKind:
@@ -112,7 +116,7 @@ class Workload(ABC):
     kind: ClassVar[str]
     description: ClassVar[str]
     #: per size: architecture config plus batch_size, steps and (optionally) seq_len
-    sizes: ClassVar[dict[str, dict[str, Any]]]
+    sizes: ClassVar[SizeTable]
     #: whether the workload reads ``--data`` (``spec.data``); others refuse it
     takes_data: ClassVar[bool] = False
     #: whether ``--task`` means anything to it (``hf:PATH`` checkpoints)
@@ -143,7 +147,8 @@ class Workload(ABC):
         self.spec = spec
         self.batch_size: int = int(spec.batch_size or table.pop("batch_size"))
         self.steps: int = int(spec.steps or table.pop("steps"))
-        default_seq = table.pop("seq_len", None)
+        seq = table.pop("seq_len", None)
+        default_seq = None if seq is None else int(seq)
         table.pop("batch_size", None)
         table.pop("steps", None)
         if spec.seq_len is not None and default_seq is None:
@@ -229,12 +234,10 @@ class Workload(ABC):
         tokens = self.batch_size * self.seq_len if self.seq_len else 0
         return {"samples": self.batch_size, "tokens": tokens}
 
-    def quality(self) -> dict[str, Any]:
+    def quality(self) -> QualitySpec:
         """The quality checks this workload's verdict applies (part of the fingerprint)."""
-        return {
-            "kind": self.kind,
-            "checks": ["final_loss", "outputs"] if self.kind == "train" else ["outputs"],
-        }
+        checks = ("final_loss", "outputs") if self.kind == "train" else ("outputs",)
+        return QualitySpec(kind=_kind(self.name, self.kind), checks=checks)
 
     def sources(self) -> Sources:
         """Digests of the files the workload reads (a checkpoint, a data file), by the
@@ -259,9 +262,7 @@ class Workload(ABC):
             seq_len=self.seq_len,
             steps=self.steps,
             seed=self.seed,
-            quality=QualitySpec(
-                kind=_kind(self.name, quality["kind"]), checks=tuple(quality["checks"])
-            ),
+            quality=quality,
             sources=sources if sources != Sources() else None,
             data_file=self.spec.data,
             parameters=self._parameters(),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 from torch import nn
 
 from parity.errors import WorkloadError
-from parity.workloads.base import RunContext, StepRunner, Workload
+from parity.workloads.base import RunContext, SizeTable, StepRunner, Workload
 from parity.workloads.loops import InferRunner
 
 N_BATCHES = 8
@@ -53,7 +53,7 @@ class CnnInfer(Workload):
     name: ClassVar[str] = "cnn-infer"
     kind: ClassVar[str] = "infer"
     description: ClassVar[str] = "residual CNN inference on seeded images"
-    sizes: ClassVar[dict[str, dict[str, Any]]] = {
+    sizes: ClassVar[SizeTable] = {
         "tiny": {
             "width": 16,
             "blocks": 1,

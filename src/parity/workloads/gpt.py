@@ -23,7 +23,7 @@ from torch import nn
 from parity.errors import WorkloadError
 from parity.model.workload import Sources
 from parity.spec import GenerateLoopName, WorkloadSpec
-from parity.workloads.base import RunContext, StepRunner, Workload, batches
+from parity.workloads.base import Knob, RunContext, SizeTable, StepRunner, Workload, batches
 from parity.workloads.loops import GenerateLoop, TrainRunner
 from parity.workloads.sample import ByteTokens, packed, parse_data
 
@@ -128,7 +128,7 @@ class Gpt(nn.Module):
         return [(like.new_zeros(shape), like.new_zeros(shape)) for _ in range(len(self.blocks))]
 
 
-def _sizes(**knobs: dict[str, int]) -> dict[str, dict[str, Any]]:
+def _sizes(**knobs: dict[str, Knob]) -> SizeTable:
     return {size: {**ARCH[size], **knobs[size]} for size in ARCH}
 
 
@@ -137,7 +137,7 @@ class GptTrain(Workload):
     kind: ClassVar[str] = "train"
     description: ClassVar[str] = "decoder-only transformer LM, AdamW, byte tokens of real text"
     optimizer_kind: ClassVar[str | None] = "adamw"
-    sizes: ClassVar[dict[str, dict[str, Any]]] = _sizes(
+    sizes: ClassVar[SizeTable] = _sizes(
         tiny={"batch_size": 8, "seq_len": 64, "steps": 30},
         small={"batch_size": 8, "seq_len": 256, "steps": 100},
         base={"batch_size": 8, "seq_len": 1024, "steps": 200},
@@ -246,7 +246,7 @@ class GptGenerate(GptTrain):
     kind: ClassVar[str] = "generate"
     generate_loops: ClassVar[tuple[GenerateLoopName, ...]] = ("parity",)
     description: ClassVar[str] = "greedy decoding, frozen weights, fixed output length"
-    sizes: ClassVar[dict[str, dict[str, Any]]] = _sizes(
+    sizes: ClassVar[SizeTable] = _sizes(
         tiny={"batch_size": 4, "seq_len": 32, "steps": 10, "new_tokens": 32},
         small={"batch_size": 8, "seq_len": 128, "steps": 20, "new_tokens": 64},
         base={"batch_size": 8, "seq_len": 512, "steps": 20, "new_tokens": 128},

@@ -35,6 +35,7 @@ from torch import nn
 from parity.errors import WorkloadError
 from parity.model.workload import WorkloadDescription
 from parity.spec import WorkloadSpec
+from parity.workloads.base import Knob, SizeTable
 from parity.workloads.gpt import corpus_windows
 from parity.workloads.lm import LmGenerate, LmTrain, LmWorkload
 
@@ -61,8 +62,8 @@ class Arch:
     config_class: str
     models: dict[str, str]
     objective: str  # what "train" means: causal | masked | seq2seq
-    sizes: dict[str, dict[str, Any]]
-    fixed: dict[str, Any] = field(default_factory=dict)
+    sizes: SizeTable
+    fixed: dict[str, Knob] = field(default_factory=dict)
     #: the config key that bounds the sequence length, if any
     positions: str | None = None
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from parity.workloads.base import RunContext, StepRunner, Workload
+from parity.workloads.base import RunContext, SizeTable, StepRunner, Workload
 from parity.workloads.loops import TrainRunner
 
 N_BATCHES = 16
@@ -34,7 +34,7 @@ class MlpTrain(Workload):
     kind: ClassVar[str] = "train"
     description: ClassVar[str] = "MLP classifier, AdamW, seeded Gaussian-cluster data"
     optimizer_kind: ClassVar[str | None] = "adamw"
-    sizes: ClassVar[dict[str, dict[str, Any]]] = {
+    sizes: ClassVar[SizeTable] = {
         "tiny": {
             "in_features": 128,
             "hidden": 256,
