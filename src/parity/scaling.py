@@ -22,8 +22,8 @@ from parity.orchestrate import (
     ProgressSink,
     check_fresh,
     default_out,
-    prepare_workload,
 )
+from parity.prepare import preflight, prepare_workload
 from parity.request import ScaleRequest
 from parity.runner.launch import Launcher
 
@@ -93,6 +93,7 @@ def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Sca
     if request.out:
         check_fresh(Path(request.out))
     with Launcher() as launcher:  # the workload is prepared by a worker, never here
+        preflight((request.side,), launcher=launcher, workload=request.workload)
         workload = prepare_workload(
             request.workload, launcher=launcher, timeout_s=request.timeout_s
         )

@@ -49,8 +49,8 @@ from parity.orchestrate import (
     ProgressSink,
     check_fresh,
     default_out,
-    prepare_workload,
 )
+from parity.prepare import preflight, prepare_workload
 from parity.request import CheckRequest
 from parity.runner.launch import Launcher
 from parity.spec import SideSpec, WorkloadSpec
@@ -113,6 +113,8 @@ def start(request: CheckRequest, progress: ProgressSink | None) -> CheckRun:
         check_fresh(Path(request.out))
     launcher = Launcher()
     try:
+        sides = (request.target, request.baseline)
+        preflight([s for s in sides if s], launcher=launcher, workload=request.workload)
         spec, k, m = request.workload, 0, 0
         if request.check in ("rollback", "recovery"):
             k, m = _steps(request, launcher)
