@@ -71,7 +71,9 @@ class Freeze(Mode):
         plan = session.job.prepare or PreparePlan()
         session.enter("preflight")
         _preflight(plan)
-        if not plan.resolve:  # the pre-flight alone (``parity.prepare.preflight``)
+        if not plan.resolve:  # the pre-flight alone (``parity.prepare.preflight``): the
+            # job's own description, as the parent made it from the spec
+            session.write(PREPARED, PreparedWorkload(description=session.job.description))
             session.finish()
             return
         session.enter("resolve")
