@@ -39,25 +39,18 @@ from typing import ClassVar, Protocol
 from parity.bundle import REQUEST, SIDE_FILE, load_bundle, repeat_name, sha256_file, write_doc
 from parity.errors import (
     BundleError,
-    DeviceError,
     OptionError,
     OutputError,
-    ParityError,
-    SideError,
-    WorkloadError,
 )
 from parity.model.bundle import Bundle, SideRuns
-from parity.model.codec import encode
 from parity.model.estimate import Estimate, StepCost
-from parity.model.job import Event, Job, Mode, PreparePlan
+from parity.model.job import Event, Job, Mode
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
 from parity.model.verdict import ROLES, ByRole, Role
 from parity.model.workload import (
     FingerprintParts,
     PreparedWorkload,
-    QualitySpec,
     WorkloadDescription,
-    sha256_json,
 )
 from parity.runner.cpu import CpuWatch
 from parity.runner.launch import Launcher, run_job
@@ -474,94 +467,3 @@ class Orchestrator:
             return SideRuns(path=self.out / role, repeats=runs, compliance=extra, info=info)
 
         return ByRole(baseline=side("baseline", {}), target=side("target", compliance or {}))
-
-
-# -- preparing a workload: user code runs in a worker, never here ---------------------------
-
-
-def prepare_job(
-    spec: WorkloadSpec,
-    *,
-    freeze: bool = True,
-    timeout_s: float = 900.0,
-    sides: tuple[SideSpec, ...] = (),
-    cost: bool = False,
-) -> Job:
-    """A ``freeze`` job for a spec (``sides``: checked first, ``devices.preflight``).
-    Until the worker has resolved it the parent knows only the spec, so the job's
-    description and parts are the spec's own (the bundle of this job is read for
-    ``prepared.json`` and removed)."""
-    description = WorkloadDescription(
-        name=spec.name, kind="train", size=spec.size, quality=QualitySpec(kind="train", checks=())
-    )
-    parts = FingerprintParts(
-        config=sha256_json(encode(spec)),
-        weights=None,
-        data=None,
-        batch_size=spec.batch_size,
-        seq_len=spec.seq_len,
-        steps=spec.steps,
-        seed=spec.seed,
-        quality=sha256_json([]),
-    )
-    return Job(
-        role="prepare",
-        side=SideSpec(device="cpu"),
-        workload=spec,
-        frozen=None,
-        fingerprint=parts.digest(),
-        parts=parts,
-        description=description,
-        mode="freeze",
-        timeout_s=timeout_s,
-        prepare=PreparePlan(freeze=freeze, sides=sides, cost=cost),
-    )
-
-
-def prepare_workload(
-    spec: WorkloadSpec,
-    *,
-    launcher: Launcher,
-    freeze: bool = True,
-    timeout_s: float = 900.0,
-    sides: tuple[SideSpec, ...] = (),
-    cost: bool = False,
-) -> PreparedWorkload:
-    """Resolve (and with ``freeze`` freeze) a workload in a worker started like any job;
-    the parent learns only what its ``prepared.json`` says. A workload that cannot be
-    made (a file that exits or raises when imported, a factory that raises, a size that
-    does not exist) is one ``WorkloadError`` line; a worker killed or out of time, a
-    ``SideError``; a side in ``sides`` this machine cannot run, a ``DeviceError``.
-    Warnings (a cache entry rebuilt) are logged. Its events are not shown:
-    bad input must end in one line, and a workload is prepared before anything else."""
-    import tempfile
-
-    # the job's own bundle is read and removed: it lives in the system's temporary
-    # directory, so that a workload refused leaves nothing anywhere parity writes
-    where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
-    try:
-        final = where / "job"
-        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, sides=sides, cost=cost)
-        bundle = run_job(job, final, launcher=launcher)
-        if not bundle.ok or bundle.prepared is None:
-            raise _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")
-        prepared = bundle.prepared
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
-    for warning in prepared.warnings:
-        log.warning("parity: %s", warning)
-    return prepared
-
-
-def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
-    """Why a workload could not be prepared, as the error the CLI prints in one line."""
-    if reason.startswith(("timed out", "the worker was killed")):
-        return SideError(f"workload {spec.name} could not be prepared: {reason}")
-    if reason.startswith("the worker exited"):
-        reason += ": does the workload's code call exit() or os._exit() when imported?"
-    prefix, _, rest = reason.partition(": ")
-    if prefix.startswith("WorkloadError in phase"):  # the registry's own words suffice
-        return WorkloadError(rest)
-    if prefix.startswith("DeviceError in phase"):
-        return DeviceError(rest)
-    return WorkloadError(f"workload {spec.name} could not be prepared: {reason}")

@@ -45,10 +45,10 @@ from parity.orchestrate import (
     check_fresh,
     clear_partial,
     default_out,
-    prepare_workload,
     remove,
 )
 from parity.paths import locked
+from parity.prepare import preflight, prepare_workload
 from parity.redact import REDACTED
 from parity.remote import placed_sides, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
@@ -97,14 +97,7 @@ def _prepare(
     never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    sides: tuple[SideSpec, ...] = (
-        (request.side,) if isinstance(request, RunRequest) else (request.baseline, request.target)
-    )
-    if request.cluster is not None:  # they run on their nodes, which this machine need not be
-        sides = ()
-    prepared = prepare_workload(
-        spec, launcher=launcher, timeout_s=timeout_s, sides=sides, cost=cost
-    )
+    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, cost=cost)
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 
@@ -123,6 +116,9 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
         placed_sides(request.cluster, roles, request.workload) as placed,
         Launcher() as launcher,
     ):
+        preflight(
+            (request.side,), launcher=launcher, workload=request.workload, cluster=request.cluster
+        )
         if request.script:
             template, command = _script_template(request.script, request.timeout_s)
             plan = command.plan(request.side)
@@ -187,6 +183,12 @@ def compare(
     ):
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
+        preflight(
+            (request.baseline, request.target),
+            launcher=launcher,
+            workload=request.workload,
+            cluster=request.cluster,
+        )
         from parity.checks.common import read_checks  # (torch, for the judge)
 
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
@@ -333,9 +335,15 @@ def _compare_script(
     url = url_out(request.out, resuming)
     out = staging() if url else local(request.out) if request.out else None
     out = out or default_out(command.name)
-    _start(request, out, resuming)
+    launcher = Launcher()
+    try:
+        preflight((request.baseline, request.target), launcher=launcher)
+        _start(request, out, resuming)
+    except BaseException:
+        launcher.close()
+        raise
     sides = {"baseline": request.baseline, "target": request.target}
-    with locked(out), Orchestrator(out=out, progress=progress) as orch:
+    with locked(out), Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
         stop = orch.rounds(
             lambda role, k: template.job(
                 role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])

@@ -24,8 +24,8 @@ from parity.orchestrate import (
     ProgressSink,
     check_fresh,
     default_out,
-    prepare_workload,
 )
+from parity.prepare import preflight, prepare_workload
 from parity.remote import placed_sides
 from parity.request import ScaleRequest
 from parity.runner.launch import Launcher
@@ -103,6 +103,9 @@ def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Sca
         placed_sides(request.cluster, {"scale": widest}, request.workload) as placed,
         Launcher() as launcher,  # the workload is prepared by a worker, never here
     ):
+        preflight(
+            (request.side,), launcher=launcher, workload=request.workload, cluster=request.cluster
+        )
         workload = prepare_workload(
             request.workload, launcher=launcher, timeout_s=request.timeout_s
         )

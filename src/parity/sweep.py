@@ -176,6 +176,8 @@ def run_sweep(
         )
     if plan.cluster is not None:
         cluster_address(plan.cluster)  # the address checked before anything runs
+    else:  # every side of every cell to run, before the first comparison starts
+        preflight_cells([c for c in plan.cells if c.name not in done])
     for cell in plan.cells:
         notify(cell, "done" if cell.name in done else "pending")
 
@@ -197,6 +199,25 @@ def run_sweep(
 
     with ThreadPoolExecutor(_slots(plan)) as pool:
         return list(pool.map(one, plan.cells))
+
+
+def preflight_cells(cells: list[Cell]) -> None:
+    """The sides of ``cells`` through the one pre-flight (``parity.prepare.preflight``): a
+    side this machine cannot run is one ``DeviceError`` before any cell runs. A cell whose
+    options are refused is left to its comparison (an error in its row)."""
+    from parity.prepare import preflight
+    from parity.runner.launch import Launcher
+
+    sides = []
+    for cell in cells:
+        try:
+            request = CompareRequest.from_kwargs(**cell.options)
+        except ParityError:
+            continue
+        sides += [request.baseline, request.target]
+    if sides:
+        with Launcher() as launcher:
+            preflight(sides, launcher=launcher)
 
 
 def summary_rows(outcomes: list[Outcome]) -> list[dict[str, str]]:

@@ -50,8 +50,8 @@ from parity.orchestrate import (
     ProgressSink,
     check_fresh,
     default_out,
-    prepare_workload,
 )
+from parity.prepare import preflight, prepare_workload
 from parity.remote import placed_sides
 from parity.request import CheckRequest
 from parity.runner.launch import Launcher
@@ -122,6 +122,13 @@ def start(request: CheckRequest, progress: ProgressSink | None) -> CheckRun:
         )
         if "baseline" in placed:  # rollback resumes on the baseline's node
             placed = {**placed, "resumed": placed["baseline"]}
+        sides = (request.target, request.baseline)
+        preflight(
+            [s for s in sides if s],
+            launcher=launcher,
+            workload=request.workload,
+            cluster=request.cluster,
+        )
         spec, k, m = request.workload, 0, 0
         if request.check in ("rollback", "recovery"):
             k, m = _steps(request, launcher)

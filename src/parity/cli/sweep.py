@@ -41,14 +41,24 @@ def sweep(
         rows = [{"comparison": k, "result": v} for k, v in states.items()]
         return terminal(rows, title=f"parity sweep: {loaded.out}")
 
-    with Live(table(), console=c.stderr(), auto_refresh=False) as live:
+    # the live table starts with the first cell's state: a sweep refused before any cell
+    # runs (finished cells without --resume, a side this machine cannot run) is one line
+    live: Live | None = None
 
-        def changed(cell: Cell, state: str) -> None:
-            with lock:
-                states[cell.name] = state
-                live.update(table(), refresh=True)
+    def changed(cell: Cell, state: str) -> None:
+        nonlocal live
+        with lock:
+            states[cell.name] = state
+            if live is None:
+                live = Live(table(), console=c.stderr(), auto_refresh=False)
+                live.start()
+            live.update(table(), refresh=True)
 
+    try:
         outcomes = run_sweep(loaded, resume=resume, on_change=changed)
+    finally:
+        if live is not None:
+            live.stop()
     rows = summary_rows(outcomes)
     c.stdout().print(terminal(rows))
     where = Path(".") if storage.is_url(loaded.out) else storage.local(loaded.out)

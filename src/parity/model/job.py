@@ -69,7 +69,7 @@ class ScriptPlan:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PreparePlan:
     """``freeze`` mode: resolve the job's workload spec and freeze it into the cache
-    (``freeze``), or only describe it."""
+    (``freeze``), or only describe it, or (``resolve=False``) only check the sides."""
 
     freeze: bool = True
     #: the sides to check first (``parity.devices.preflight``): one that cannot run here
@@ -77,6 +77,9 @@ class PreparePlan:
     sides: tuple[SideSpec, ...] = ()
     #: time a step of the workload on the CPU for the pre-run estimate (``StepCost``)
     cost: bool = False
+    #: resolve the workload at all (False: the pre-flight of ``sides`` only,
+    #: ``parity.prepare.preflight``)
+    resolve: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -12,7 +12,7 @@ import pytest
 from parity import api
 from parity.cache import cache_root
 from parity.errors import WorkloadError
-from parity.orchestrate import prepare_workload
+from parity.prepare import prepare_workload
 from parity.request import CompareRequest
 from parity.runner.launch import Launcher
 from parity.spec import WorkloadSpec

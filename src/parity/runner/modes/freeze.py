@@ -7,7 +7,8 @@ cached copy by content, rebuilding it with a warning where it differs) and write
 ``prepared.json``: the frozen directory, fingerprint, parts and description (and, for a
 comparison, a step timed on the CPU for the pre-run estimate). First it
 checks that each side of the command can run here (a ``DeviceError``, exit code 2,
-before anything is written: ``parity.devices.preflight``). A file that
+before anything is written: ``parity.devices.preflight``); a pre-flight job
+(``parity.prepare.preflight``) does only that. A file that
 exits when imported, or a factory that raises, ends this job as failed, which the parent
 turns into one ``WorkloadError`` line.
 """
@@ -70,6 +71,11 @@ class Freeze(Mode):
         plan = session.job.prepare or PreparePlan()
         session.enter("preflight")
         _preflight(plan)
+        if not plan.resolve:  # the pre-flight alone (``parity.prepare.preflight``): the
+            # job's own description, as the parent made it from the spec
+            session.write(PREPARED, PreparedWorkload(description=session.job.description))
+            session.finish()
+            return
         session.enter("resolve")
         workload = resolve(session.job.workload)
         if not plan.freeze:
