@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from parity.model.side import MeasurePlan, MeasureRecord, Stop
 from parity.model.verdict import Verdict
 from parity.report.markdown import render_markdown
 from parity.report.mlflow import log_comparison, log_comparison_quietly, mlflow_key, run_record
+from parity.testing.raycluster import free_port
 from tests.fixtures.bundles import make_bundle, manifest, metrics
 
 GOLDEN = Path(__file__).parents[1] / "golden"
@@ -106,11 +108,9 @@ def test_a_failure_to_log_only_warns(tmp_path: Path, caplog: pytest.LogCaptureFi
     assert "not logged to MLflow" in caplog.text and "verdict.json" in caplog.text
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+#: tries at a fresh port: another process (a Ray worker of another test, say) may take
+#: the free port between its pick and the server's bind
+STARTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -118,13 +118,29 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real MLflow tracking server in its own process group, killed at the end."""
     pytest.importorskip("mlflow", reason=NO_MLFLOW)
     root = tmp_path_factory.mktemp("mlflow-server")
-    uri = f"http://127.0.0.1:{_free_port()}"
+    for attempt in range(1, STARTS + 1):
+        uri = f"http://127.0.0.1:{free_port()}"
+        proc = _launch(uri, root)
+        try:
+            if _wait_for(uri, proc, root / "server.log", last=attempt == STARTS):
+                break
+        except BaseException:
+            _stop(proc)
+            raise
+        _stop(proc)  # the port was taken: another one
+    try:
+        yield uri
+    finally:
+        _stop(proc)
+
+
+def _launch(uri: str, root: Path) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1"]
     command += ["--port", uri.rsplit(":", 1)[1], "--workers", "1"]
     command += ["--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}"]
     command += ["--default-artifact-root", str(root / "artifacts")]
     with (root / "server.log").open("wb") as logfile:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             command,
             cwd=root,
             stdout=logfile,
@@ -132,27 +148,35 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             env={**os.environ, **QUIET_ENV},
             start_new_session=True,
         )
-    try:
-        _wait_for(uri, proc, root / "server.log")
-        yield uri
-    finally:
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
-def _wait_for(uri: str, proc: subprocess.Popen[bytes], logfile: Path) -> None:
+def _wait_for(uri: str, proc: subprocess.Popen[bytes], logfile: Path, *, last: bool) -> bool:
+    """True once the server answers; False where its port turned out to be taken (the
+    server exited, or something that is not HTTP answers there) and another try is left."""
     deadline = time.monotonic() + 180  # a cold start on two shared cores takes ~30 s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            if not last:
+                return False
             pytest.fail(f"mlflow server exited with {proc.returncode}:\n{logfile.read_text()}")
         try:
             with urllib.request.urlopen(f"{uri}/health", timeout=2) as answer:
                 if answer.status == 200:
-                    return
+                    return True
+        except http.client.HTTPException:  # not an HTTP server: someone else's port
+            if not last:
+                return False
+            raise
         except OSError:
             time.sleep(1)
     pytest.fail(f"mlflow server did not answer within 180 s:\n{logfile.read_text()[-2000:]}")
@@ -238,7 +262,7 @@ def test_an_unreachable_server_fails_at_once(
     for key, value in QUIET_ENV.items():
         monkeypatch.setenv(key, value)
     made = comparison(tmp_path)
-    uri = f"http://127.0.0.1:{_free_port()}"
+    uri = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(UsageError, match="no MLflow tracking server answers at"):
         log_comparison(made, tracking_uri=uri)
     with caplog.at_level(logging.WARNING, logger="parity.report.mlflow"):

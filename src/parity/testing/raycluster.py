@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -48,7 +49,22 @@ def _address(hexaddr: str) -> str:
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
 
 
+#: ports handed to servers started on purpose: above Ray's worker ports (10002-19999 by
+#: default) and below the kernel's ephemeral range (Linux: 32768 and up), so that no
+#: process binding port 0 (a Ray component, a client) takes one between its pick and
+#: its server's bind
+PICKED_PORTS = range(20000, 32768)
+
+
 def free_port() -> int:
+    """A port free now in ``PICKED_PORTS``, chosen at random (else any free port)."""
+    for port in random.sample(PICKED_PORTS, 64):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
