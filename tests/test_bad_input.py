@@ -331,6 +331,7 @@ CASES: list[tuple[str, list[str], Setup, str]] = [
     ("show corrupt", ["show", "c1", "--store", "i.sqlite"], corrupt_index("i.sqlite"), "corrupt"),
     ("reindex missing", ["reindex", "/nonexistent-parity-test"], nothing, "does not exist"),
     ("reindex a file", ["reindex", "f.txt"], files(**{"f.txt": "x"}), "is not a directory"),
+    ("reindex name too long", ["reindex", "x" * 5000], nothing, "cannot be read"),
     # outputs that could never be written: refused before anything runs
     ("out under a file", [*C, "--out", "f.txt/out"], files(**{"f.txt": "x"}), "which is a file"),
     ("out a file", [*C, "--out", "f.txt"], files(**{"f.txt": "x"}), "is a file"),

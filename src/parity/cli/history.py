@@ -109,9 +109,13 @@ def reindex(
     from parity.store import Store
 
     for d in (Path(d) for d in dirs or [] if not is_url(d)):
-        if not d.is_dir():
-            what = "is not a directory" if d.exists() else "does not exist"
-            raise UsageError(f"{d} {what}: pass the directories that hold runs")
+        try:
+            what = None if d.is_dir() else "is not a directory" if d.exists() else "does not exist"
+        except OSError as exc:  # a name too long for the file system, say
+            what = f"cannot be read ({exc.strerror or exc})"
+        if what is not None:
+            shown = str(d) if len(str(d)) <= 120 else f"{str(d)[:120]}..."
+            raise UsageError(f"{shown} {what}: pass the directories that hold runs")
 
     with Store.open(store) as s:
         path, result = s.path, s.reindex(list(dirs or []))
