@@ -253,6 +253,7 @@ def test_the_cli_and_the_api_build_the_same_request(monkeypatch: pytest.MonkeyPa
     assert calls.last("compare") == from_api
 
 
+@pytest.mark.slow  # a real comparison and a script run, in worker processes
 def test_compare_and_run_from_python(tmp_path: Path) -> None:
     result = parity.compare(
         "mlp-train", target="cpu+bf16", repeats=1, compliance=False, steps=6, out=tmp_path / "c"

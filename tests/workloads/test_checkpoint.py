@@ -75,6 +75,7 @@ def test_the_task_defaults_from_the_architectures(
 EVERY = ("every_tokens", "every_top1")
 
 
+@pytest.mark.slow  # runs a gpt2 and a bert checkpoint through every task
 def test_each_task_names_its_outputs_and_their_kinds(gpt2: Path, bert: Path) -> None:
     expect: dict[tuple[Path, Task], dict[str, str]] = {
         (gpt2, "generate"): {"prefill_logits": "logits", "tokens": "tokens"},

@@ -57,7 +57,14 @@ def test_missing_transformers_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
     assert EXTRA_HINT in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("name", available())
+@pytest.mark.parametrize(
+    "name",
+    # generation decodes token by token: seconds of CPU each, so slow (make test runs them)
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n.endswith("-generate") else n
+        for n in available()
+    ],
+)
 def test_each_hf_workload_runs_and_is_repeatable(name: str) -> None:
     losses_a, out_a = _run(name)
     losses_b, out_b = _run(name)
@@ -79,6 +86,7 @@ def test_each_hf_workload_runs_and_is_repeatable(name: str) -> None:
         assert out_a["tokens"].shape == (w.batch_size, w.config["new_tokens"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hf:gpt2-generate", "hf:llama-generate", "hf:t5-generate"])
 def test_cached_greedy_decoding_matches_recomputing_everything(name: str) -> None:
     w = resolve(_spec(name))

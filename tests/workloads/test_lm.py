@@ -45,6 +45,7 @@ def decode(name: str, loop: GenerateLoopName | None) -> tuple[LmGenerateRunner, 
     return r, r.finish().outputs["tokens"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hf:gpt2-generate", "hf:t5-generate"])
 def test_both_loops_decode_the_same_tokens_with_latency_figures(name: str) -> None:
     own, tokens = decode(name, None)

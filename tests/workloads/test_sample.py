@@ -97,6 +97,7 @@ def fingerprints_in_a_fresh_process(specs: list[dict[str, object]], cache: Path)
     return found
 
 
+@pytest.mark.slow  # two fresh processes per format
 def test_each_format_fingerprints_alike_in_two_processes_and_a_byte_changes_it(
     tmp_path: Path,
 ) -> None:
