@@ -33,9 +33,11 @@ lint: $(VENV)/.dev
 test: lint
 	$(PY) -m pytest
 
-# the tests that install packages, build venvs or run a real pretrained model
+# the tests that install packages, build venvs or run a real pretrained model, in one
+# process: their caches (the venv of the oldest versions, the converted checkpoint) are
+# shared by path and built on first use
 nightly: $(VENV)/.dev
-	$(PY) -m pytest -m nightly
+	$(PY) -m pytest -m nightly -n 0
 
 clean:
 	rm -rf $(VENV) parity-runs .pytest_cache .mypy_cache .ruff_cache
