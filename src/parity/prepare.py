@@ -104,9 +104,9 @@ def preflight(
         shutil.rmtree(where, ignore_errors=True)
     if not bundle.ok:
         reason = bundle.manifest.reason or "the worker did not say why"
-        prefix, _, rest = reason.partition(": ")
-        if prefix.startswith("DeviceError in phase"):
-            raise DeviceError(rest)
+        refused = _device_error(reason)
+        if refused is not None:
+            raise refused
         listed = ", ".join(str(s) for s in unique)
         raise SideError(f"the pre-flight of {listed} could not run: {reason}")
 
@@ -118,16 +118,21 @@ def prepare_workload(
     freeze: bool = True,
     timeout_s: float = 900.0,
     cost: bool = False,
+    sides: Iterable[SideSpec] = (),
+    cluster: object | None = None,
 ) -> PreparedWorkload:
     """Resolve (and with ``freeze`` freeze) a workload in a worker started like any job;
-    the parent learns only what its ``prepared.json`` says. A workload that cannot be
+    the parent learns only what its ``prepared.json`` says. ``sides`` are pre-flighted in
+    that job first, as :func:`preflight` would in a job of its own (none where placed on
+    a ``cluster``): a side this machine cannot run is one ``DeviceError``. A workload that cannot be
     made (a file that exits or raises when imported, a factory that raises, a size that
     does not exist) is one ``WorkloadError`` line; a worker killed or out of time, a
     ``SideError``. Warnings (a cache entry rebuilt) are logged. Its events are not shown:
     bad input must end in one line, and a workload is prepared before anything else."""
     where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
     try:
-        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, cost=cost)
+        checked = () if cluster is not None else tuple(dict.fromkeys(sides))
+        job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, cost=cost, sides=checked)
         bundle = run_job(job, where / "job", launcher=launcher)
         if not bundle.ok or bundle.prepared is None:
             raise _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")
@@ -139,8 +144,17 @@ def prepare_workload(
     return prepared
 
 
+def _device_error(reason: str) -> DeviceError | None:
+    """The pre-flight's own refusal, where a job failed on a side it cannot run."""
+    prefix, _, rest = reason.partition(": ")
+    return DeviceError(rest) if prefix.startswith("DeviceError in phase") else None
+
+
 def _not_prepared(spec: WorkloadSpec, reason: str) -> ParityError:
     """Why a workload could not be prepared, as the error the CLI prints in one line."""
+    refused = _device_error(reason)
+    if refused is not None:
+        return refused
     if reason.startswith(("timed out", "the worker was killed")):
         return SideError(f"workload {spec.name} could not be prepared: {reason}")
     if reason.startswith("the worker exited"):

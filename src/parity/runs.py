@@ -92,12 +92,16 @@ def _prepare(
     timeout_s: float,
     spec: WorkloadSpec | None = None,
     cost: bool = False,
+    sides: tuple[SideSpec, ...] = (),
 ) -> JobTemplate:
-    """The request's workload (or ``spec``) resolved and frozen by a worker: user code
-    never runs in this process."""
+    """The request's workload (or ``spec``) resolved and frozen by a worker, ``sides``
+    pre-flighted in the same job: user code never runs in this process."""
     spec = spec or request.workload
     assert spec is not None
-    prepared = prepare_workload(spec, launcher=launcher, timeout_s=timeout_s, cost=cost)
+    prepared = prepare_workload(
+        spec, launcher=launcher, timeout_s=timeout_s, cost=cost, sides=sides,
+        cluster=request.cluster,
+    )  # fmt: skip
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 
@@ -183,17 +187,15 @@ def compare(
     ):
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
-        preflight(
-            (request.baseline, request.target),
-            launcher=launcher,
-            workload=request.workload,
-            cluster=request.cluster,
-        )
         from parity.checks.common import read_checks  # (torch, for the judge)
 
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
         costed = not resuming and request.cluster is None  # this machine runs both sides
-        template = _prepare(request, launcher, timeout_s=plan.timeout_s, cost=costed)
+        # the sides are pre-flighted in the job that prepares the workload
+        template = _prepare(
+            request, launcher, timeout_s=plan.timeout_s, cost=costed,
+            sides=(request.baseline, request.target),
+        )  # fmt: skip
         # costed before the sides run: refused here (nothing written) where even the least
         # of it is over the budget
         estimate = estimates.for_request(request, template, cache_root()) if costed else None

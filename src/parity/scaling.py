@@ -25,7 +25,7 @@ from parity.orchestrate import (
     check_fresh,
     default_out,
 )
-from parity.prepare import preflight, prepare_workload
+from parity.prepare import prepare_workload
 from parity.remote import placed_sides
 from parity.request import ScaleRequest
 from parity.runner.launch import Launcher
@@ -103,11 +103,12 @@ def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Sca
         placed_sides(request.cluster, {"scale": widest}, request.workload) as placed,
         Launcher() as launcher,  # the workload is prepared by a worker, never here
     ):
-        preflight(
-            (request.side,), launcher=launcher, workload=request.workload, cluster=request.cluster
-        )
-        workload = prepare_workload(
-            request.workload, launcher=launcher, timeout_s=request.timeout_s
+        workload = prepare_workload(  # the side pre-flighted in the same job
+            request.workload,
+            launcher=launcher,
+            timeout_s=request.timeout_s,
+            sides=(request.side,),
+            cluster=request.cluster,
         )
         _check_train(workload.name, workload.kind)
         batch = workload.batch_size or 1
