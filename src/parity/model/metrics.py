@@ -179,7 +179,11 @@ class InputPipeline:
       the steady wall time spent waiting for the next batch and copying it to the device;
     - ``prefetch_saving``: 1 - median prefetched step / median step, where a pass over
       batches already on the device ran; ``beyond_noise`` when the prefetched steps'
-      upper quartile lies below the steps' lower quartile;
+      upper quartile lies below the steps' lower quartile. Where loader-fed steps were
+      taken again after the prefetched pass (``after_samples_s``: the pass bracketed in
+      time), the saving is the smaller of the two and must be beyond noise against both,
+      so a machine whose load changed between the steps and the pass (another job ending)
+      does not read as a loader slowing the step;
     - ``input_bound``: ``input_share`` above ``threshold``, or a ``prefetch_saving`` above
       it and beyond noise (inputs that slow the step down without being waited for:
       loader workers competing with the step for the host's cores).
@@ -195,12 +199,15 @@ class InputPipeline:
     step_samples_s: tuple[float, ...]
     #: the same batches already on the device, stepped again (None: no such pass)
     prefetched_samples_s: tuple[float, ...] | None = None
+    #: loader-fed steps again, right after the prefetched pass (None: not taken)
+    after_samples_s: tuple[float, ...] | None = None
     threshold: float = INPUT_BOUND_SHARE
     steps: int = field(init=False)
     wait_s: float = field(init=False)
     copy_s: float | None = field(init=False)
     step_s: float = field(init=False)
     prefetched_s: float | None = field(init=False)
+    after_s: float | None = field(init=False)
     input_share: float = field(init=False)
     prefetch_saving: float | None = field(init=False)
     beyond_noise: bool | None = field(init=False)
@@ -218,8 +225,11 @@ class InputPipeline:
         prefetched = self.prefetched_samples_s or None
         saving = beyond = None
         if prefetched is not None and step_s > 0:
-            saving = 1 - statistics.median(prefetched) / step_s
-            beyond = _quartile(prefetched, upper=True) < _quartile(step, upper=False)
+            references = (step, self.after_samples_s) if self.after_samples_s else (step,)
+            top = _quartile(prefetched, upper=True)
+            fast = statistics.median(prefetched)
+            saving = min(1 - fast / max(statistics.median(r), 1e-12) for r in references)
+            beyond = all(top < _quartile(r, upper=False) for r in references)
         slowed = saving is not None and saving > self.threshold and bool(beyond)
         bound = share > self.threshold or slowed
         what = "waiting for and copying inputs" if copy is not None else "waiting for inputs"
@@ -239,6 +249,7 @@ class InputPipeline:
             "copy_s": statistics.median(copy) if copy is not None else None,
             "step_s": step_s,
             "prefetched_s": statistics.median(prefetched) if prefetched is not None else None,
+            "after_s": statistics.median(self.after_samples_s) if self.after_samples_s else None,
             "input_share": share,
             "prefetch_saving": saving,
             "beyond_noise": beyond,
@@ -256,6 +267,7 @@ class InputPipeline:
             return None
         copies = [i.copy_samples_s for i in items]
         prefetched = [i.prefetched_samples_s for i in items]
+        after = [i.after_samples_s for i in items]
         return cls(
             source=items[0].source,
             method=items[0].method,
@@ -267,6 +279,9 @@ class InputPipeline:
             prefetched_samples_s=None
             if any(p is None for p in prefetched)
             else tuple(x for p in prefetched for x in p or ()),
+            after_samples_s=None
+            if any(a is None for a in after)
+            else tuple(x for a in after for x in a or ()),
             threshold=items[0].threshold,
         )
 

@@ -16,7 +16,10 @@ figure is the copy's cost, not what overlapping would hide of it).
 Afterwards, ``prefetched`` steps again over the first few batches, kept on the device
 since they were copied: the step time without any input cost, so that a loader that
 slows the step down without being waited for (workers competing for the host's cores)
-shows too. ``parity.model.metrics.InputPipeline`` turns the samples into the figures and
+shows too. Then as many loader-fed steps again (``refed``, not counted among the steady
+steps), so that the pass is bracketed in time: a machine that got faster or slower
+between the steps and the pass shows in the steps after it.
+``parity.model.metrics.InputPipeline`` turns the samples into the figures and
 the input-bound decision.
 """
 
@@ -102,8 +105,9 @@ class PipelineTimer:
             )
         return {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
 
-    def run(self, start: int, count: int) -> list[int]:
-        """Steps ``start .. start+count-1``; each sample (wait + copy + compute) in ns."""
+    def run(self, start: int, count: int, *, record: bool = True) -> list[int]:
+        """Steps ``start .. start+count-1``; each sample (wait + copy + compute) in ns.
+        ``record``: keep each step's wait and copy (the steady steps' figures)."""
         clock, sync = type(self).clock, self.synchronize
         samples = []
         for i in range(start, start + count):
@@ -118,8 +122,9 @@ class PipelineTimer:
             self.step_batch(i, self.kept[0] if self.same_input else on_device)
             sync()
             t3 = clock()
-            self.wait_ns.append(t1 - t0)
-            self.copy_ns.append(t2 - t1)
+            if record:
+                self.wait_ns.append(t1 - t0)
+                self.copy_ns.append(t2 - t1)
             samples.append(t3 - t0)
         return samples
 

@@ -17,6 +17,7 @@ ROWS: tuple[tuple[str, Callable[[InputPipeline], str]], ...] = (
     ("copy to the device", lambda p: fmt.seconds(p.copy_s) if p.copy_s is not None else "-"),
     ("step with inputs", lambda p: fmt.seconds(p.step_s)),
     ("step, inputs prefetched", lambda p: fmt.seconds(p.prefetched_s)),
+    ("step with inputs, after that", lambda p: fmt.seconds(p.after_s)),
     ("input share of the step", lambda p: fmt.share(p.input_share)),
     ("saved by prefetching", lambda p: fmt.share(p.prefetch_saving)),
     ("input-bound", lambda p: "yes" if p.input_bound else "no"),
@@ -37,7 +38,8 @@ def input_pipeline(v: Verdict) -> Section | None:
     legend = (
         "medians over the steady steps of every successful repeat; input share: (wait + "
         "copy) / step, summed over the steps; saved by prefetching: 1 - prefetched step / "
-        "step with inputs"
+        "step with inputs (the smaller saving against the steps before and after the "
+        "prefetched pass)"
     )
     parts: list[Part] = [
         table(

@@ -136,6 +136,9 @@ def test_prefetched_inputs_are_not_input_bound(tmp_path: Path) -> None:
     fed = bundle.metrics.input_pipeline if bundle.metrics is not None else None
     assert fed is not None and not fed.input_bound, fed
     assert fed.input_share < 0.2 and fed.prefetched_samples_s is not None
+    # the pass is bracketed: as many loader-fed steps after it
+    assert fed.after_samples_s is not None
+    assert len(fed.after_samples_s) == len(fed.prefetched_samples_s)
 
 
 def test_a_loader_whose_runner_takes_no_batches_fails_the_side(tmp_path: Path) -> None:

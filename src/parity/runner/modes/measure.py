@@ -74,9 +74,11 @@ class Timed:
     steps: MemoryPhase
     numerics: RunNumerics
     distributed: DistributedFigures | None = None
-    #: a loader's timer (wait and copy per step) and the prefetched pass's samples
+    #: a loader's timer (wait and copy per step), the prefetched pass's samples and the
+    #: loader-fed steps taken again after it
     pipeline: PipelineTimer | None = None
     prefetched_ns: list[int] | None = None
+    after_ns: list[int] | None = None
 
 
 class Measure(Mode):
@@ -200,9 +202,9 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         figures = None
         if session.dist is not None:
             figures = distributed_figures(session, loaded, plain, numerics, samples)
-        prefetched = None
+        prefetched = after = None
         if fed is not None:
-            prefetched = prefetched_pass(session, loaded, fed, training=training)
+            prefetched, after = prefetched_pass(session, loaded, fed, training=training)
     return Timed(
         samples_ns=samples,
         first_step=first,
@@ -211,6 +213,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         distributed=figures,
         pipeline=fed,
         prefetched_ns=prefetched,
+        after_ns=after,
     )
 
 
@@ -230,18 +233,21 @@ def loader_timer(session: SideSession, loaded: Loaded) -> PipelineTimer | None:
 
 def prefetched_pass(
     session: SideSession, loaded: Loaded, timer: PipelineTimer, *, training: bool
-) -> list[int] | None:
-    """More steps over batches already on the device, with the model in the mode it was
-    timed in (``finish`` may have switched it to eval); none in a compliance run."""
+) -> tuple[list[int] | None, list[int] | None]:
+    """More steps over batches already on the device, then as many fed by the loader
+    again (the pass bracketed in time), with the model in the mode it was timed in
+    (``finish`` may have switched it to eval); none in a compliance run."""
     try:
         if session.job.compliance:
-            return None
+            return None, None
         session.enter("prefetched steps", announce=False)
         after = loaded.model.training
         loaded.model.train(training)
         try:
             steps = run_steps(session, loaded)
-            return timer.prefetched(steps, pipeline.prefetch_steps(steps))
+            count = pipeline.prefetch_steps(steps)
+            fast = timer.prefetched(steps, count)
+            return fast, timer.run(steps + count, count, record=False)
         finally:
             loaded.model.train(after)
     finally:
@@ -265,6 +271,7 @@ def input_pipeline(timed: Timed, steady_from: int) -> InputPipeline | None:
         copy_samples_s=seconds(fed.copy_ns),
         step_samples_s=step,
         prefetched_samples_s=_seconds(timed.prefetched_ns) if timed.prefetched_ns else None,
+        after_samples_s=_seconds(timed.after_ns) if timed.after_ns else None,
     )
 
 
