@@ -58,45 +58,34 @@ def test_a_step_slowed_by_its_loader_without_waiting_is_input_bound() -> None:
     assert noisy.beyond_noise is False and not noisy.input_bound
 
 
-def test_a_machine_that_got_faster_after_the_steps_is_not_a_loader_slowing_them() -> None:
-    # the steps ran while another job loaded the machine; the prefetched pass and the
-    # loader-fed steps after it ran once it had ended: the pass saves nothing against them
-    steps = (0.013, 0.012, 0.014, 0.013, 0.012)
-    drifted = InputPipeline(
+def bracketed(prefetched: tuple[float, ...], after: tuple[float, ...] | None) -> InputPipeline:
+    """Five loader-fed steps of about 13 ms, then the prefetched pass and the steps after it."""
+    return InputPipeline(
         source="loader",
         method="test",
         wait_samples_s=(0.0002,) * 5,
         copy_samples_s=(0.0,) * 5,
-        step_samples_s=steps,
-        prefetched_samples_s=(0.0100, 0.0101, 0.0099),
-        after_samples_s=(0.0101, 0.0102, 0.0100),
+        step_samples_s=(0.013, 0.012, 0.014, 0.013, 0.012),
+        prefetched_samples_s=prefetched,
+        after_samples_s=after,
     )
+
+
+def test_a_machine_that_got_faster_after_the_steps_is_not_a_loader_slowing_them() -> None:
+    # the steps ran while another job loaded the machine; the prefetched pass and the
+    # loader-fed steps after it ran once it had ended: the pass saves nothing against them
+    drifted = bracketed((0.0100, 0.0101, 0.0099), (0.0101, 0.0102, 0.0100))
     assert drifted.prefetch_saving is not None and drifted.prefetch_saving < 0.05
     assert drifted.beyond_noise is False and not drifted.input_bound
     assert drifted.after_s == pytest.approx(0.0101)
     # without the bracket the same steps read as a loader slowing the step
-    plain = InputPipeline(
-        source="loader",
-        method="test",
-        wait_samples_s=(0.0002,) * 5,
-        copy_samples_s=(0.0,) * 5,
-        step_samples_s=steps,
-        prefetched_samples_s=(0.0100, 0.0101, 0.0099),
-    )
+    plain = bracketed((0.0100, 0.0101, 0.0099), None)
     assert plain.input_bound and plain.after_s is None
     # a loader that does slow the step slows the steps after the pass as much
-    slowed = InputPipeline(
-        source="loader",
-        method="test",
-        wait_samples_s=(0.0002,) * 5,
-        copy_samples_s=(0.0,) * 5,
-        step_samples_s=steps,
-        prefetched_samples_s=(0.0080, 0.0081, 0.0079),
-        after_samples_s=(0.0125, 0.0131, 0.0128),
-    )
+    slowed = bracketed((0.0080, 0.0081, 0.0079), (0.0125, 0.0131, 0.0128))
     assert slowed.input_bound and slowed.beyond_noise
     assert slowed.prefetch_saving == pytest.approx(1 - 0.0080 / 0.0128)  # the smaller
-    # the codec keeps the bracket
+    # the codec keeps the bracket; pooling concatenates it
     assert decode(InputPipeline, encode(slowed)) == slowed
     pooled = InputPipeline.pooled((slowed, drifted))
     assert pooled is not None and pooled.after_samples_s is not None
