@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from parity.judge.agreement import (
+    EVERY_SKETCH,
     EVERY_TOKENS,
     EVERY_TOP1,
     cosine_check,
@@ -18,8 +19,10 @@ from parity.judge.agreement import (
     tokens_check,
     top1_check,
 )
+from parity.sketch import sketch
 
 TOKENS = torch.arange(24).view(3, 8)
+MIN = {"top1": 0.99, "cosine": 0.99}
 MARGINS = torch.full((3, 8), 2.0)
 
 
@@ -138,7 +141,7 @@ def test_every_position_counts_rows_with_one_context_only() -> None:
     base = _every(40, 6, 4, 0)  # 40 prompts x (5 prompt + 4 generated positions) = 360 rows
     margins = {EVERY_TOKENS: torch.full((40, 4), 3.0), EVERY_TOP1: torch.full((40, 9), 3.0)}
     target = {k: v.clone() for k, v in base.items()}
-    tokens, top1 = every_position_checks(base, target, margins, 0.5, 0.99)
+    tokens, top1 = every_position_checks(base, target, margins, {}, 0.5, MIN)
     assert tokens.passed and tokens.compared == 160 and tokens.not_compared == 0
     assert top1.passed and top1.decided and (top1.rows, top1.decisive) == (360, 360)
     # prompt 7 flips at its generated token 1 on a near-tie: its top-1 rows after it
@@ -146,22 +149,57 @@ def test_every_position_counts_rows_with_one_context_only() -> None:
     margins[EVERY_TOKENS][7, 1] = 0.1
     target[EVERY_TOKENS][7, 1:] += 1
     target[EVERY_TOP1][7, 6:] += 1
-    tokens, top1 = every_position_checks(base, target, margins, 0.5, 0.99)
+    tokens, top1 = every_position_checks(base, target, margins, {}, 0.5, MIN)
     assert tokens.passed and tokens.compared == 158 and tokens.not_compared == 2
     assert (top1.rows, top1.not_compared) == (358, 2)
     assert top1.value == pytest.approx(357 / 358) and top1.passed  # within 99%
     # the same flip on a near-tie row of the baseline's teacher-forced pass: excused
     margins[EVERY_TOP1][7, 6] = 0.1
-    _, top1 = every_position_checks(base, target, margins, 0.5, 0.99)
+    _, top1 = every_position_checks(base, target, margins, {}, 0.5, MIN)
     assert top1.value == 1.0 and top1.decisive == 357 and top1.near_ties == 1
     # four more prompts' prefill rows disagree on clear margins: 353 / 357 < 99%
     target[EVERY_TOP1][:4, 0] += 1
-    _, top1 = every_position_checks(base, target, margins, 0.5, 0.99)
+    _, top1 = every_position_checks(base, target, margins, {}, 0.5, MIN)
     assert top1.passed is False and top1.value == pytest.approx(353 / 357)
 
 
 def test_every_position_with_flat_logits_is_not_decided() -> None:
     base = _every(4, 8, 4, 1)
     flat = {EVERY_TOKENS: torch.zeros(4, 4), EVERY_TOP1: torch.zeros(4, 11)}
-    _, top1 = every_position_checks(base, dict(base), flat, 0.5, 0.99)
+    _, top1 = every_position_checks(base, dict(base), flat, {}, 0.5, MIN)
     assert top1.gated and top1.passed is None and top1.decisive == 0 and top1.rows == 44
+
+
+def test_cosine_at_every_position_reads_the_sketches_over_one_context_only() -> None:
+    gen = torch.Generator().manual_seed(3)
+    base = _every(8, 6, 4, 2)  # 8 prompts x 9 positions
+    logits = torch.randn(8, 9, 2000, generator=gen)
+    near = logits + 1e-3 * torch.randn(8, 9, 2000, generator=gen)
+    margins = {EVERY_TOKENS: torch.full((8, 4), 3.0), EVERY_TOP1: torch.full((8, 9), 3.0)}
+    target = {k: v.clone() for k, v in base.items()}
+    _, _, cos = every_position_checks(
+        base, target, margins | {EVERY_SKETCH: sketch(logits)},
+        {EVERY_SKETCH: sketch(near)}, 0.5, MIN,
+    )  # fmt: skip
+    assert cos.metric == "cosine" and cos.passed and cos.rows == 72
+    assert cos.value is not None and 0.999 < cos.value <= 1
+    # a wrong row at a prompt position fails the gate
+    wrong = near.clone()
+    wrong[2, 1] = -wrong[2, 1]
+    _, _, cos = every_position_checks(
+        base, target, margins | {EVERY_SKETCH: sketch(logits)},
+        {EVERY_SKETCH: sketch(wrong)}, 0.5, MIN,
+    )  # fmt: skip
+    assert cos.passed is False and cos.value is not None and cos.value < 0
+    # the same row after the prompt's first flip sees another context: not compared
+    wrong = near.clone()
+    wrong[2, 7] = -wrong[2, 7]
+    margins[EVERY_TOKENS][2, 1] = 0.1
+    target[EVERY_TOKENS][2, 1:] += 1
+    _, _, cos = every_position_checks(
+        base, target, margins | {EVERY_SKETCH: sketch(logits)},
+        {EVERY_SKETCH: sketch(wrong)}, 0.5, MIN,
+    )  # fmt: skip
+    assert cos.passed and (cos.rows, cos.not_compared) == (70, 2)
+    # without sketches on one side there is no cosine check
+    assert len(every_position_checks(base, target, margins, {}, 0.5, MIN)) == 2

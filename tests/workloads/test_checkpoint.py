@@ -20,6 +20,7 @@ from parity.model.quality import AgreementCheck, OutputCheck, ReferenceCheck, To
 from parity.model.verdict import Verdict
 from parity.model.workload import CheckpointSource
 from parity.request import CompareRequest, RunRequest
+from parity.sketch import DIMS
 from parity.spec import SideSpec, Task, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext, RunNumerics
@@ -94,7 +95,7 @@ def test_each_task_names_its_outputs_and_their_kinds(gpt2: Path, bert: Path) -> 
             kinds |= {"every_tokens": "tokens", "every_top1": "tokens"}
         assert {k: numerics.kind(k) for k in numerics.outputs} == kinds, (path.name, task)
         if task == "generate":  # the margins of the replay's tokens, one per position
-            assert set(numerics.margins) == {"tokens", "final_tokens", *EVERY}
+            assert set(numerics.margins) == {"tokens", "final_tokens", *EVERY, "every_sketch"}
             assert numerics.margins["tokens"].shape == numerics.outputs["tokens"].shape
             # 2 steps of 2 prompts: each prompt's 16 new tokens, and its 15 prompt
             # positions and 16 generated ones, teacher-forced on its own tokens
@@ -102,6 +103,9 @@ def test_each_task_names_its_outputs_and_their_kinds(gpt2: Path, bert: Path) -> 
             assert numerics.outputs["every_top1"].shape == (4, 31)
             for name in EVERY:
                 assert numerics.margins[name].shape == numerics.outputs[name].shape
+            # and each of those positions' logits, sketched for their cosine
+            vocab = json.loads((path / "config.json").read_text())["vocab_size"]
+            assert numerics.margins["every_sketch"].shape == (4, 31, min(vocab, DIMS))
             # at a generated position the arg-max is the greedy token itself
             first = numerics.outputs["every_top1"][:, 15:]
             assert (first == numerics.outputs["every_tokens"]).float().mean() > 0.9
@@ -318,6 +322,10 @@ def test_compare_a_gpt2_checkpoint_generating(gpt2: Path, tmp_path: Path) -> Non
     assert isinstance(top1, AgreementCheck) and top1.decided and top1.passed
     assert top1.decisive is not None and top1.required is not None
     assert top1.decisive >= top1.required
+    # and the logits' cosine over the same rows, from each side's sketches
+    cos = found["cosine every position"]
+    assert isinstance(cos, AgreementCheck) and cos.metric == "cosine" and cos.passed
+    assert cos.rows == top1.rows and cos.value is not None and cos.value > 0.99
 
 
 @pytest.mark.slow

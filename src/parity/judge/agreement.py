@@ -11,8 +11,10 @@ LM logits (top-1), embeddings (cosine similarity).
   margin beyond the near-tie margin) whose arg-max agrees, at least ``min_top1``. A gate
   with fewer decisive rows than :func:`required_rows` is not decided (never a pass),
   unless its flips already put the agreement's upper bound under the minimum: a failure.
-- **Cosine** (outputs of kind ``embeddings``): the smallest per-row cosine similarity, at
-  least ``min_cosine``.
+- **Cosine** (outputs of kind ``embeddings``, and ``every_sketch``: a sketch of the
+  logits at every position of every prompt, see :mod:`parity.sketch`): the smallest
+  per-row cosine similarity, at least ``min_cosine``; at every position, over the rows
+  where both sides saw the same context (as top-1), read from the sketches.
 
 The near-tie margin (:func:`near_tie_margin`) is ``2 (e_base + e_target)``: ``e_base`` the
 largest absolute logit error of the baseline against fp64, ``e_target`` that of the
@@ -35,14 +37,19 @@ from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
 from parity.model.numerics import OutputKind, output_kind
 from parity.model.quality import AgreementCheck, Divergence, QualityCheck, TokensCheck
+from parity.sketch import DIMS, cosine
 from parity.stats.proportion import upper_bound
 
 Tensors = dict[str, torch.Tensor]
+#: a gate's minimum by metric (``top1``, ``cosine``)
+Minimums = Mapping[str, float]
 #: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
 ALPHA = 0.05
 #: every prompt's generated tokens, and the arg-max at every position of every prompt
 #: (teacher-forced on the side's own tokens), recorded by generate workloads after the run
 EVERY_TOKENS, EVERY_TOP1 = "every_tokens", "every_top1"
+#: recorded beside them: each position's logits sketched (``parity.sketch``)
+EVERY_SKETCH = "every_sketch"
 #: the first batch's outputs that the every-prompt outputs cover
 COVERED = frozenset({"tokens", "final_tokens", "prefill_logits", "final_prefill_logits"})
 
@@ -244,19 +251,20 @@ def cosine_check(
 
 
 def every_position_checks(
-    ta: Tensors, tb: Tensors, ma: Tensors, threshold: float, minimum: float
+    ta: Tensors, tb: Tensors, ma: Tensors, mb: Tensors, threshold: float, minimum: Minimums
 ) -> list[QualityCheck]:
-    """Every prompt's tokens, and top-1 at every position where both sides saw the same
-    context: every prompt position, and each generated position up to and including the
-    prompt's first difference (``every_top1`` holds ``prompt - 1 + new_tokens`` positions
-    per prompt: position ``j`` predicts token ``j + 1`` of prompt and tokens)."""
+    """Every prompt's tokens, and top-1 and cosine at every position where both sides saw
+    the same context: every prompt position, and each generated position up to and
+    including the prompt's first difference (``every_top1`` holds ``prompt - 1 +
+    new_tokens`` positions per prompt: position ``j`` predicts token ``j + 1`` of prompt
+    and tokens). ``ma``/``mb``: each side's margins and sketches; ``minimum``: by metric."""
     base, target = ta[EVERY_TOKENS], tb[EVERY_TOKENS]
     tokens = tokens_check(EVERY_TOKENS, base, target, ma.get(EVERY_TOKENS), threshold)
     head = AgreementCheck(
         name="top-1 every position",
         passed=False,
         metric="top1",
-        threshold=minimum,
+        threshold=minimum["top1"],
         output_kind="logits",
         margin_threshold=threshold,
         output=EVERY_TOP1,
@@ -276,7 +284,43 @@ def every_position_checks(
     decisive = same_context & (margins.double() > threshold)
     agree = pa == pb
     check = top1_decision(head, agree[same_context], decisive[same_context], compared)
-    return [tokens, replace(check, not_compared=n * width - compared)]
+    checks: list[QualityCheck] = [tokens, replace(check, not_compared=n * width - compared)]
+    sa, sb = ma.get(EVERY_SKETCH), mb.get(EVERY_SKETCH)
+    if sa is not None and sb is not None:
+        checks.append(sketched_cosine(sa, sb, same_context, minimum["cosine"]))
+    return checks
+
+
+def sketched_cosine(
+    a: torch.Tensor, b: torch.Tensor, same_context: torch.Tensor, minimum: float
+) -> AgreementCheck:
+    """The smallest cosine of the logits at every same-context position, from each side's
+    sketches (``parity.sketch``: exact for rows of at most ``DIMS`` logits, else ``1 -
+    cos`` within about sqrt(2 / DIMS) relative)."""
+    head = AgreementCheck(
+        name="cosine every position",
+        passed=False,
+        metric="cosine",
+        threshold=minimum,
+        output_kind="logits",
+        output=EVERY_TOP1,
+    )
+    if a.shape != b.shape or a.shape[:2] != same_context.shape:
+        return replace(head, detail="the sides' logits sketches differ in shape")
+    cos = cosine(a, b)[same_context]
+    finite = cos.numel() > 0 and bool(torch.isfinite(cos).all())
+    value = float(cos.min()) if finite else 0.0
+    detail = "exact" if a.shape[-1] < DIMS else f"read from {DIMS}-bucket sketches of each row"
+    if not finite:
+        detail += "; a row was not finite"
+    return replace(
+        head,
+        passed=finite and value >= minimum,
+        value=value,
+        rows=cos.numel(),
+        not_compared=same_context.numel() - cos.numel(),
+        detail=detail,
+    )
 
 
 def agreement_checks(
@@ -291,12 +335,12 @@ def agreement_checks(
     generate workload recorded every prompt (``every_*``), those decide for its first
     batch's tokens and prefill logits."""
     ta, tb = a.output_tensors(), b.output_tensors()
-    ma = a.margin_tensors()
+    ma, mb = a.margin_tensors(), b.margin_tensors()
     threshold = near_tie_margin(a, ref, exp, row.tol)
     every = EVERY_TOKENS in ta and EVERY_TOKENS in tb
     checks: list[QualityCheck] = []
     if every:
-        checks += every_position_checks(ta, tb, ma, threshold, minimum["top1"])
+        checks += every_position_checks(ta, tb, ma, mb, threshold, minimum)
     for name in sorted(set(ta) & set(tb) - {EVERY_TOKENS, EVERY_TOP1}):
         if every and name in COVERED:
             continue

@@ -99,7 +99,12 @@ def _agreement(c: AgreementCheck) -> tuple[str, str]:
     if c.metric == "cosine":
         if c.value is None:
             return c.detail or fmt.DASH, fmt.DASH
-        return f"smallest cosine {c.value:.4f} over {c.rows} rows", f">= {c.threshold:g}"
+        text = f"smallest cosine {c.value:.4f} over {c.rows} rows"
+        if c.detail:  # how it was read (every position: from sketches)
+            text += f" ({c.detail})"
+        if c.not_compared:
+            text += f", {c.not_compared} rows after a first difference not compared"
+        return text, f">= {c.threshold:g}"
     need = f" over >= {c.required} decisive rows" if c.required is not None else ""
     bound = f">= {c.threshold:.0%}{need} (near-tie margin {fmt.sci(c.margin_threshold)})"
     decisive = c.decisive if c.decisive is not None else c.rows - (c.near_ties or 0)

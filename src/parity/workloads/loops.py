@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import nn
 
+from parity.sketch import sketch
 from parity.spec import GenerateLoopName
 from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
 
@@ -250,9 +251,12 @@ class GenerateLoop(StepRunner):
         self, first: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """Every prompt's tokens and margins, and, teacher-forced on the prompt and its own
-        tokens, the arg-max and top-2 margin at every position (``every_*``)."""
+        tokens, the arg-max, top-2 margin and a sketch of the logits (for their cosine
+        with the baseline's, ``parity.sketch``) at every position (``every_*``)."""
         runs = [first] + [self.replay(i) for i in range(1, self.prompts.shape[0])]
-        out: dict[str, list[torch.Tensor]] = {"tokens": [], "margins": [], "top1": [], "m1": []}
+        out: dict[str, list[torch.Tensor]] = {
+            "tokens": [], "margins": [], "top1": [], "m1": [], "sketch": []
+        }  # fmt: skip
         for i, (tokens, _, margins) in enumerate(runs):
             out["tokens"].append(tokens.cpu())
             out["margins"].append(margins.cpu())
@@ -264,6 +268,7 @@ class GenerateLoop(StepRunner):
             top2 = logits.detach().double().topk(2, dim=-1)
             out["top1"].append(top2.indices[..., 0].cpu())
             out["m1"].append((top2.values[..., 0] - top2.values[..., 1]).cpu())
+            out["sketch"].append(sketch(logits))
         return {k: torch.cat(v) for k, v in out.items()}
 
     def finish(self) -> RunNumerics:
@@ -279,5 +284,9 @@ class GenerateLoop(StepRunner):
         every = self.every_prompt((final_tokens, final_logits, margins))
         if every:
             outputs |= {"every_tokens": every["tokens"], "every_top1": every["top1"]}
-            recorded |= {"every_tokens": every["margins"], "every_top1": every["m1"]}
+            recorded |= {
+                "every_tokens": every["margins"],
+                "every_top1": every["m1"],
+                "every_sketch": every["sketch"],
+            }
         return RunNumerics(outputs=to_cpu(outputs), margins=to_cpu(recorded))
