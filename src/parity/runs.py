@@ -15,6 +15,7 @@ import logging
 import shutil
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from parity.model import SCHEMA_VERSION
 from parity.model.bundle import Bundle
 from parity.model.estimate import Estimate
 from parity.model.job import Job
+from parity.model.numerics import EVERY_TOKENS
 from parity.model.side import MeasurePlan, Stop
 from parity.model.verdict import Role
 from parity.orchestrate import (
@@ -286,6 +288,8 @@ def _measure(
         timing = orch.timing.get(role) if k > 0 else None
         steps = timing.steps if timing is not None and timing.shortened else None
         skip = estimates.skipped(estimate, role) if k == 0 else None
+        # the target's quality run scores the baseline's tokens too (it runs second)
+        forced = forced_tokens(orch.measured) if role == "target" and k == 0 else None
         return template.job(
             role,
             sides[role],
@@ -294,6 +298,7 @@ def _measure(
             torchrun=plan.torchrun,
             steps=steps,
             skip=skip,
+            forced=forced,
         )
 
     stop = orch.rounds(
@@ -315,6 +320,19 @@ def _measure(
                 "processes a side; a larger --budget runs them"
             )
     return stop, compliance
+
+
+def forced_tokens(done: Mapping[Role, list[Bundle]]) -> tuple[tuple[int, ...], ...] | None:
+    """The baseline's generated tokens of every prompt from its quality run (a generate
+    workload's ``every_tokens``), for the target's quality run to score teacher-forced;
+    None where the baseline's first run failed or generated nothing."""
+    first = done.get("baseline") or []
+    if not first or not first[0].ok:
+        return None
+    tokens = first[0].output_tensors().get(EVERY_TOKENS)
+    if tokens is None or tokens.dim() != 2 or tokens.is_floating_point():
+        return None
+    return tuple(tuple(int(x) for x in row) for row in tokens.tolist())
 
 
 def _compliance_fits(orch: Orchestrator, plan: MeasurePlan) -> bool:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from parity.judge.agreement import (
+    EVERY_FORCED,
     EVERY_SKETCH,
     EVERY_TOKENS,
     EVERY_TOP1,
@@ -203,3 +204,34 @@ def test_cosine_at_every_position_reads_the_sketches_over_one_context_only() -> 
     assert cos.passed and (cos.rows, cos.not_compared) == (70, 2)
     # without sketches on one side there is no cosine check
     assert len(every_position_checks(base, target, margins, {}, 0.5, MIN)) == 2
+
+
+def test_with_the_targets_scores_on_the_baselines_tokens_every_token_is_compared() -> None:
+    base = _every(40, 6, 4, 0)  # 5 prompt positions, then 4 generated ones
+    base[EVERY_TOP1][:, 5:] = base[EVERY_TOKENS]  # greedy: the arg-max is the token
+    margins = {EVERY_TOKENS: torch.full((40, 4), 3.0), EVERY_TOP1: torch.full((40, 9), 3.0)}
+    target = {k: v.clone() for k, v in base.items()}
+    forced = base[EVERY_TOP1].clone()  # the target on the baseline's context agrees
+    # prompt 7 flips at its token 1 on a near-tie; free-running, its later tokens differ
+    margins[EVERY_TOKENS][7, 1] = 0.1
+    target[EVERY_TOKENS][7, 1:] += 1
+    target[EVERY_TOP1][7, 6:] += 1
+    forced[7, 6] += 1  # the flip itself, teacher-forced as well
+    tokens, top1 = every_position_checks(base, target, margins, {EVERY_FORCED: forced}, 0.5, MIN)
+    # every token compared: the two after the flip as predicted on the baseline's tokens
+    assert (tokens.compared, tokens.not_compared, tokens.teacher_forced) == (160, 0, 2)
+    assert tokens.passed and tokens.agreement == pytest.approx(159 / 160)
+    assert tokens.divergences is not None and len(tokens.divergences) == 1
+    assert (top1.rows, top1.not_compared) == (360, 0)
+    # a later token that differs on a clear margin, on the baseline's context: a fault
+    forced[7, 8] += 1
+    tokens, top1 = every_position_checks(base, target, margins, {EVERY_FORCED: forced}, 0.5, MIN)
+    assert tokens.passed is False and tokens.agreement == pytest.approx(158 / 160)
+    assert tokens.divergences is not None
+    assert [(d.prompt, d.position, d.near_tie) for d in tokens.divergences] == [
+        (7, 1, True),
+        (7, 3, False),
+    ]
+    # without the forced scores the same later token would not have been compared
+    tokens, _ = every_position_checks(base, target, margins, {}, 0.5, MIN)
+    assert tokens.passed and tokens.not_compared == 2 and tokens.teacher_forced is None

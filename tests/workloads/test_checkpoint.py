@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from parity import api
 from parity.errors import WorkloadError
 from parity.model.quality import AgreementCheck, OutputCheck, ReferenceCheck, TokensCheck
-from parity.model.verdict import Verdict
+from parity.model.verdict import ROLES, Verdict
 from parity.model.workload import CheckpointSource
 from parity.request import CompareRequest, RunRequest
 from parity.sketch import DIMS
@@ -326,6 +327,13 @@ def test_compare_a_gpt2_checkpoint_generating(gpt2: Path, tmp_path: Path) -> Non
     cos = found["cosine every position"]
     assert isinstance(cos, AgreementCheck) and cos.metric == "cosine" and cos.passed
     assert cos.rows == top1.rows and cos.value is not None and cos.value > 0.99
+    # the target's quality run scored the baseline's tokens: every row is compared on
+    # the baseline's context, none left out after a first difference
+    assert top1.not_compared == 0 and tokens.not_compared == 0
+    assert cos.rows == top1.rows == top1.decisive + (top1.near_ties or 0)
+    first = {role: tmp_path / "o" / role / "r00" / "numerics.safetensors" for role in ROLES}
+    assert "margin.every_forced" in load_file(first["target"])
+    assert "margin.every_forced" not in load_file(first["baseline"])
 
 
 @pytest.mark.slow

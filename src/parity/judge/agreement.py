@@ -3,14 +3,19 @@ LM logits (top-1), embeddings (cosine similarity).
 
 - **Tokens**: every prompt's generated tokens against the baseline's. A prompt is
   compared up to and including its first difference; after it the two sides decode from
-  different contexts, so its later tokens are counted as not compared, never as
-  differences. A first difference is a near-tie flip (no fault) only where the
-  baseline's own top-2 logits margin there is under the near-tie margin; any other fails.
+  different contexts. Where the target scored the baseline's tokens teacher-forced
+  (``every_forced``: the comparison hands them to the target's quality run), its later
+  tokens are its predictions on the baseline's context, compared one by one, so one flip
+  does not count every later token as a difference; otherwise they are counted as not
+  compared. A difference is a near-tie flip (no fault) only where the baseline's own
+  top-2 logits margin there is under the near-tie margin; any other fails.
 - **Top-1** (outputs of kind ``logits``, and ``every_top1``: the arg-max at every position
-  of every prompt, teacher-forced): the share of *decisive* rows (the baseline's top-2
-  margin beyond the near-tie margin) whose arg-max agrees, at least ``min_top1``. A gate
-  with fewer decisive rows than :func:`required_rows` is not decided (never a pass),
-  unless its flips already put the agreement's upper bound under the minimum: a failure.
+  of every prompt, teacher-forced; on the baseline's tokens at every position where the
+  target scored them, else up to each prompt's first difference): the share of
+  *decisive* rows (the baseline's top-2 margin beyond the near-tie margin) whose arg-max
+  agrees, at least ``min_top1``. A gate with fewer decisive rows than
+  :func:`required_rows` is not decided (never a pass), unless its flips already put the
+  agreement's upper bound under the minimum: a failure.
 - **Cosine** (outputs of kind ``embeddings``, and ``every_sketch``: a sketch of the
   logits at every position of every prompt, see :mod:`parity.sketch`): the smallest
   per-row cosine similarity, at least ``min_cosine``; at every position, over the rows
@@ -35,7 +40,15 @@ import torch
 
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
-from parity.model.numerics import OutputKind, output_kind
+from parity.model.numerics import (
+    EVERY_FORCED,
+    EVERY_FORCED_SKETCH,
+    EVERY_SKETCH,
+    EVERY_TOKENS,
+    EVERY_TOP1,
+    OutputKind,
+    output_kind,
+)
 from parity.model.quality import AgreementCheck, Divergence, QualityCheck, TokensCheck
 from parity.sketch import DIMS, cosine
 from parity.stats.proportion import upper_bound
@@ -45,11 +58,6 @@ Tensors = dict[str, torch.Tensor]
 Minimums = Mapping[str, float]
 #: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
 ALPHA = 0.05
-#: every prompt's generated tokens, and the arg-max at every position of every prompt
-#: (teacher-forced on the side's own tokens), recorded by generate workloads after the run
-EVERY_TOKENS, EVERY_TOP1 = "every_tokens", "every_top1"
-#: recorded beside them: each position's logits sketched (``parity.sketch``)
-EVERY_SKETCH = "every_sketch"
 #: the first batch's outputs that the every-prompt outputs cover
 COVERED = frozenset({"tokens", "final_tokens", "prefill_logits", "final_prefill_logits"})
 
@@ -104,9 +112,13 @@ def tokens_check(
     target: torch.Tensor,
     margins: torch.Tensor | None,
     threshold: float,
+    forced: torch.Tensor | None = None,
 ) -> TokensCheck:
     """Generated tokens against the baseline's, each prompt up to its first difference;
-    ``margins``: the baseline's own top-2 margin at each generated position."""
+    ``margins``: the baseline's own top-2 margin at each generated position; ``forced``:
+    the target's prediction of each generated token teacher-forced on the baseline's
+    tokens, which after a prompt's first difference stand for its tokens (every token
+    compared)."""
     label = f"tokens {name}" if name == EVERY_TOKENS else f"output {name}"
     if base.shape != target.shape:
         detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
@@ -115,8 +127,16 @@ def tokens_check(
     rows = rows if rows.dim() > 1 else rows.reshape(1, -1)
     n, g = rows.shape
     first = _first_differences(rows)
-    compared = sum(g if p is None else p + 1 for p in first)
-    diverged = sum(p is not None for p in first)
+    differ = _differences(rows, first, base, forced)
+    after = sum(g - p - 1 for p in first if p is not None)  # tokens after a first difference
+    compared, forced_after = n * g, after
+    if differ is None:  # each prompt up to and including its first difference
+        differ = torch.zeros_like(rows)
+        for i, p in enumerate(first):
+            if p is not None:
+                differ[i, p] = True
+        compared, forced_after = n * g - after, 0
+    diverged = int(differ.sum())
     check = TokensCheck(
         name=label,
         passed=True,
@@ -127,23 +147,24 @@ def tokens_check(
         new_tokens=g,
         compared=compared,
         not_compared=n * g - compared,
+        teacher_forced=forced_after or None,
     )
     if not diverged:
         return check
     if margins is None or margins.shape != rows.shape:
-        detail = "no logits margins recorded: the first differences are reported, not gated"
+        detail = "no logits margins recorded: the differences are reported, not gated"
         return replace(check, gated=False, passed=None, detail=detail)
     at = tuple(None if p is None else float(margins[i, p]) for i, p in enumerate(first))
     found = tuple(
-        Divergence(prompt=i, position=p, margin=m, near_tie=m is not None and m < threshold)
-        for i, (p, m) in enumerate(zip(first, at, strict=True))
-        if p is not None
+        Divergence(prompt=i, position=j, margin=m, near_tie=m < threshold)
+        for i, j in differ.nonzero().tolist()
+        for m in (float(margins[i, j]),)
     )
     flips = sum(not d.near_tie for d in found)
     detail = (
-        "every first difference is a near-tie flip (greedy decoding; not a fault)"
+        "every difference is a near-tie flip (greedy decoding; not a fault)"
         if flips == 0
-        else f"{flips} prompt(s) first differ where the baseline's top-2 margin is at least "
+        else f"{flips} token(s) differ where the baseline's top-2 margin is at least "
         f"{threshold:.3g}"
     )
     return replace(
@@ -155,6 +176,23 @@ def tokens_check(
         divergences=found,
         detail=detail,
     )
+
+
+def _differences(
+    rows: torch.Tensor,
+    first: tuple[int | None, ...],
+    base: torch.Tensor,
+    forced: torch.Tensor | None,
+) -> torch.Tensor | None:
+    """Where each token differs: the target's own tokens up to and including a prompt's
+    first difference, its teacher-forced predictions after it (None without them)."""
+    if forced is None or base.dim() != 2 or tuple(forced.shape) != tuple(base.shape):
+        return None
+    differ = ~rows
+    for i, p in enumerate(first):
+        if p is not None:
+            differ[i, p + 1 :] = forced[i, p + 1 :] != base[i, p + 1 :]
+    return differ
 
 
 def _rows(t: torch.Tensor) -> torch.Tensor:
@@ -254,12 +292,27 @@ def every_position_checks(
     ta: Tensors, tb: Tensors, ma: Tensors, mb: Tensors, threshold: float, minimum: Minimums
 ) -> list[QualityCheck]:
     """Every prompt's tokens, and top-1 and cosine at every position where both sides saw
-    the same context: every prompt position, and each generated position up to and
-    including the prompt's first difference (``every_top1`` holds ``prompt - 1 +
-    new_tokens`` positions per prompt: position ``j`` predicts token ``j + 1`` of prompt
-    and tokens). ``ma``/``mb``: each side's margins and sketches; ``minimum``: by metric."""
+    the same context: with the target's scores on the baseline's tokens
+    (``every_forced``), every position of every prompt; without, every prompt position
+    and each generated position up to and including the prompt's first difference
+    (``every_top1`` holds ``prompt - 1 + new_tokens`` positions per prompt: position ``j``
+    predicts token ``j + 1`` of prompt and tokens). ``ma``/``mb``: each side's margins,
+    sketches and forced scores; ``minimum``: by metric."""
     base, target = ta[EVERY_TOKENS], tb[EVERY_TOKENS]
-    tokens = tokens_check(EVERY_TOKENS, base, target, ma.get(EVERY_TOKENS), threshold)
+    pa, pb, margins = ta.get(EVERY_TOP1), tb.get(EVERY_TOP1), ma.get(EVERY_TOP1)
+    sa, sb = ma.get(EVERY_SKETCH), mb.get(EVERY_SKETCH)
+    forced = mb.get(EVERY_FORCED)
+    usable = (
+        forced is not None
+        and pa is not None
+        and base.dim() == 2
+        and forced.shape == pa.shape
+        and pa.shape[0] == base.shape[0]
+        and pa.shape[1] >= base.shape[1]
+    )
+    prefill = pa.shape[1] - base.shape[1] if pa is not None and base.dim() == 2 else 0
+    on_theirs = forced[:, prefill:] if usable and forced is not None else None
+    tokens = tokens_check(EVERY_TOKENS, base, target, ma.get(EVERY_TOKENS), threshold, on_theirs)
     head = AgreementCheck(
         name="top-1 every position",
         passed=False,
@@ -269,23 +322,24 @@ def every_position_checks(
         margin_threshold=threshold,
         output=EVERY_TOP1,
     )
-    pa, pb, margins = ta.get(EVERY_TOP1), tb.get(EVERY_TOP1), ma.get(EVERY_TOP1)
     if pa is None or pb is None or margins is None or pa.shape != pb.shape:
         detail = "the sides recorded no comparable arg-max at every position"
         return [tokens, replace(head, passed=None, gated=False, detail=detail)]
     if base.shape != target.shape or margins.shape != pa.shape or pa.shape[0] != base.shape[0]:
         return [tokens, replace(head, detail="the sides' shapes differ")]
     n, width = pa.shape
-    prefill = width - base.shape[1]  # positions before the first generated token's
-    first = tokens.first_difference
-    reach = torch.tensor([width if p is None else prefill + p + 1 for p in first])
-    same_context = torch.arange(width)[None, :] < reach[:, None]
+    if usable and forced is not None:  # every row on the baseline's context
+        same_context = torch.ones(n, width, dtype=torch.bool)
+        pb, sb = forced, mb.get(EVERY_FORCED_SKETCH)
+    else:
+        first = tokens.first_difference
+        reach = torch.tensor([width if p is None else prefill + p + 1 for p in first])
+        same_context = torch.arange(width)[None, :] < reach[:, None]
     compared = int(same_context.sum())
     decisive = same_context & (margins.double() > threshold)
     agree = pa == pb
     check = top1_decision(head, agree[same_context], decisive[same_context], compared)
     checks: list[QualityCheck] = [tokens, replace(check, not_compared=n * width - compared)]
-    sa, sb = ma.get(EVERY_SKETCH), mb.get(EVERY_SKETCH)
     if sa is not None and sb is not None:
         checks.append(sketched_cosine(sa, sb, same_context, minimum["cosine"]))
     return checks

@@ -120,6 +120,10 @@ class Job:
     #: the sha256 of the comparison's ``request.json`` this run is part of (``--resume``
     #: reuses a bundle only for the request it was run for)
     request: str | None = omit_none()
+    #: a generate workload's quality run on the target: the baseline's generated tokens of
+    #: every prompt, to score teacher-forced as well (``parity.workloads.loops``), so that
+    #: the sides are compared on one context after a prompt's first difference
+    forced: tuple[tuple[int, ...], ...] | None = omit_none()
     #: on a cluster node: the directory a user's workload file was sent to
     #: (``parity.cluster.code``); the file is imported from there, its spec unchanged
     home: str | None = omit_none()

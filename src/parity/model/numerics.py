@@ -20,6 +20,15 @@ OUTPUT_KINDS: tuple[OutputKind, ...] = get_args(OutputKind)
 #: the kinds an output's name says (``logits``, ``eval_logits``, ``text_embeddings``)
 NAMED_KINDS: tuple[OutputKind, ...] = ("logits", "embeddings", "loss")
 
+#: a generate workload's record of every prompt, after the run: outputs ``every_tokens``
+#: (each prompt's generated tokens) and ``every_top1`` (the arg-max at every position,
+#: teacher-forced on the prompt and the side's own tokens); beside them, with the margins,
+#: ``every_sketch`` (each position's logits sketched, ``parity.sketch``), and on a target
+#: handed the baseline's tokens, ``every_forced`` and ``every_forced_sketch`` (the arg-max
+#: and sketch teacher-forced on the baseline's tokens instead)
+EVERY_TOKENS, EVERY_TOP1, EVERY_SKETCH = "every_tokens", "every_top1", "every_sketch"
+EVERY_FORCED, EVERY_FORCED_SKETCH = "every_forced", "every_forced_sketch"
+
 
 def output_kind(name: str, *, floating: bool) -> OutputKind:
     """The kind of an output named by convention: ``*logits``, ``*embeddings``, ``loss``,

@@ -68,8 +68,9 @@ class OutputCheck(CheckBase):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Divergence:
-    """Where a prompt's generated tokens first differ from the baseline's: the baseline's
-    own top-2 logits margin there, and whether that makes the flip a near-tie."""
+    """Where a prompt's generated token differs from the baseline's (its first difference,
+    or a later one teacher-forced): the baseline's own top-2 logits margin there, and
+    whether that makes the flip a near-tie."""
 
     prompt: int
     position: int
@@ -84,9 +85,11 @@ class TokensCheck(CheckBase):
     within ``margin_threshold`` is a near-tie flip.
 
     Over every prompt (``prompts`` x ``new_tokens``), each prompt is compared up to and
-    including its first difference (``compared`` tokens in all): after it the two sides
-    decode from different contexts, so its later tokens are counted apart
-    (``not_compared``), never as differences."""
+    including its first difference: after it the two sides decode from different
+    contexts. Where the target scored the baseline's tokens teacher-forced, its later
+    tokens are its predictions on the baseline's context (``teacher_forced`` of them), and
+    every token is compared; otherwise they are counted apart (``not_compared``), never as
+    differences. ``divergences`` lists every differing token compared."""
 
     kind: Literal["tokens"] = "tokens"
     agreement: float | None = None
@@ -98,6 +101,9 @@ class TokensCheck(CheckBase):
     new_tokens: int | None = omit_none()
     compared: int | None = omit_none()
     not_compared: int | None = omit_none()
+    #: tokens after a prompt's first difference, compared as the target's predictions
+    #: teacher-forced on the baseline's tokens
+    teacher_forced: int | None = omit_none()
     divergences: tuple[Divergence, ...] | None = omit_none()
 
 

@@ -62,14 +62,21 @@ def _output(c: OutputCheck) -> tuple[str, str]:
     return text, f"<= {fmt.tolerance(c.tolerance)} (target vs baseline)"
 
 
+#: differing tokens a quality row names (the rest are counted)
+SHOWN_DIVERGENCES = 8
+
+
 def _divergences(c: TokensCheck) -> str:
     if c.divergences is not None:
         shown = [
             f"prompt {d.prompt} token {d.position} (margin {fmt.sci(d.margin)}"
             f"{', near-tie' if d.near_tie else ''})"
-            for d in c.divergences
+            for d in c.divergences[:SHOWN_DIVERGENCES]
         ]
-        return "; first differences: " + ", ".join(shown) if shown else ""
+        more = len(c.divergences) - len(shown)
+        label = "differences" if c.teacher_forced else "first differences"
+        text = f"; {label}: " + ", ".join(shown) if shown else ""
+        return text + (f" and {more} more" if more > 0 else "")
     firsts = [str(i) for i in c.first_difference if i is not None]
     return f"; first difference at position {', '.join(firsts)}" if firsts else ""
 
@@ -78,11 +85,17 @@ def _tokens(c: TokensCheck) -> tuple[str, str]:
     if c.agreement is None:
         return c.detail or fmt.DASH, fmt.DASH
     if c.compared is not None and c.prompts is not None:
-        text = (
-            f"{c.agreement:.1%} of {c.compared} tokens agree ({c.prompts} prompts x "
-            f"{c.new_tokens} new, each up to its first difference"
-        )
-        text += f"; {c.not_compared} after it not compared)" if c.not_compared else ")"
+        text = f"{c.agreement:.1%} of {c.compared} tokens agree "
+        text += f"({c.prompts} prompts x {c.new_tokens} new"
+        if c.teacher_forced:
+            text += (
+                f"; the {c.teacher_forced} after a first difference teacher-forced on the "
+                "baseline's tokens)"
+            )
+        elif c.not_compared:
+            text += f", each up to its first difference; {c.not_compared} after it not compared)"
+        else:
+            text += ")"
     else:
         text = f"{c.agreement:.0%} of tokens agree"
     text += _divergences(c)

@@ -141,6 +141,7 @@ def load(session: SideSession) -> Loaded:
         side=side,
         autocast_type=device.autocast_type,
         synchronize=device.synchronize,
+        forced=torch.tensor(session.job.forced) if session.job.forced else None,
     )
     resolved = session.manifest.resolved
     if resolved is not None and resolved.compile_backend is not None:

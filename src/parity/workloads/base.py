@@ -53,6 +53,9 @@ class RunContext:
     autocast_type: str
     compile_fn: Callable[[nn.Module], nn.Module] = field(default=lambda m: m)
     synchronize: Callable[[], None] = field(default=lambda: None)
+    #: generate workloads: the baseline's tokens of every prompt (prompts x new tokens), to
+    #: score teacher-forced after the run as well as the side's own (None: none handed)
+    forced: torch.Tensor | None = None
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """Autocast for the side's precision; a no-op for fp32."""

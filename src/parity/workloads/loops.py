@@ -8,11 +8,18 @@ case, whose output is called ``logits``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import nn
 
+from parity.model.numerics import (
+    EVERY_FORCED,
+    EVERY_FORCED_SKETCH,
+    EVERY_SKETCH,
+    EVERY_TOKENS,
+    EVERY_TOP1,
+)
 from parity.sketch import sketch
 from parity.spec import GenerateLoopName
 from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
@@ -252,24 +259,51 @@ class GenerateLoop(StepRunner):
     ) -> dict[str, torch.Tensor]:
         """Every prompt's tokens and margins, and, teacher-forced on the prompt and its own
         tokens, the arg-max, top-2 margin and a sketch of the logits (for their cosine
-        with the baseline's, ``parity.sketch``) at every position (``every_*``)."""
+        with the baseline's, ``parity.sketch``) at every position (``every_*``). Where the
+        baseline's tokens were handed over (``ctx.forced``, one row per prompt), the arg-max
+        and sketch teacher-forced on those as well (``forced``, ``forced_sketch``)."""
         runs = [first] + [self.replay(i) for i in range(1, self.prompts.shape[0])]
-        out: dict[str, list[torch.Tensor]] = {
-            "tokens": [], "margins": [], "top1": [], "m1": [], "sketch": []
-        }  # fmt: skip
+        out: dict[str, list[torch.Tensor]] = {}
+        forced, row = self._forced(runs), 0
         for i, (tokens, _, margins) in enumerate(runs):
-            out["tokens"].append(tokens.cpu())
-            out["margins"].append(margins.cpu())
             prompt = batches(self.prompts, i)
-            with torch.inference_mode(), self.ctx.autocast():
-                logits = self.score(torch.cat([prompt, tokens[:, :-1].to(prompt.device)], dim=1))
-            if logits is None:
+            scored = self._scored(prompt, tokens)
+            if scored is None:
                 return {}
-            top2 = logits.detach().double().topk(2, dim=-1)
-            out["top1"].append(top2.indices[..., 0].cpu())
-            out["m1"].append((top2.values[..., 0] - top2.values[..., 1]).cpu())
-            out["sketch"].append(sketch(logits))
+            top1, m1, sketched = scored
+            parts = {"tokens": tokens.cpu(), "margins": margins.cpu(), "top1": top1, "m1": m1}
+            parts["sketch"] = sketched
+            if forced is not None:
+                theirs = self._scored(prompt, forced[row : row + tokens.shape[0]])
+                assert theirs is not None  # the model scored its own tokens above
+                parts["forced"], _, parts["forced_sketch"] = theirs
+            row += tokens.shape[0]
+            for name, tensor in parts.items():
+                out.setdefault(name, []).append(tensor)
         return {k: torch.cat(v) for k, v in out.items()}
+
+    def _forced(self, runs: Sequence[tuple[torch.Tensor, ...]]) -> torch.Tensor | None:
+        """The baseline's tokens handed over, where they are one row per prompt this side
+        decoded and as many tokens (else None: nothing to score them against)."""
+        forced = self.ctx.forced
+        rows = sum(tokens.shape[0] for tokens, *_ in runs)
+        if forced is None or forced.dim() != 2 or runs[0][0].dim() != 2:
+            return None
+        return forced if tuple(forced.shape) == (rows, runs[0][0].shape[1]) else None
+
+    def _scored(
+        self, prompt: torch.Tensor, tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """Teacher-forced on ``prompt`` and ``tokens``: each position's arg-max, top-2
+        margin and logits sketch (None where the model has no such pass)."""
+        sequence = torch.cat([prompt, tokens[:, :-1].to(prompt.device)], dim=1)
+        with torch.inference_mode(), self.ctx.autocast():
+            logits = self.score(sequence)
+        if logits is None:
+            return None
+        top2 = logits.detach().double().topk(2, dim=-1)
+        margin = (top2.values[..., 0] - top2.values[..., 1]).cpu()
+        return top2.indices[..., 0].cpu(), margin, sketch(logits)
 
     def finish(self) -> RunNumerics:
         final_tokens, final_logits, margins = self.replay(0)
@@ -283,10 +317,15 @@ class GenerateLoop(StepRunner):
         recorded = {"tokens": margins, f"{FINAL}tokens": margins.clone()}
         every = self.every_prompt((final_tokens, final_logits, margins))
         if every:
-            outputs |= {"every_tokens": every["tokens"], "every_top1": every["top1"]}
+            outputs |= {EVERY_TOKENS: every["tokens"], EVERY_TOP1: every["top1"]}
             recorded |= {
-                "every_tokens": every["margins"],
-                "every_top1": every["m1"],
-                "every_sketch": every["sketch"],
+                EVERY_TOKENS: every["margins"],
+                EVERY_TOP1: every["m1"],
+                EVERY_SKETCH: every["sketch"],
             }
+            if "forced" in every:  # the target's scores on the baseline's tokens
+                recorded |= {
+                    EVERY_FORCED: every["forced"],
+                    EVERY_FORCED_SKETCH: every["forced_sketch"],
+                }
         return RunNumerics(outputs=to_cpu(outputs), margins=to_cpu(recorded))
