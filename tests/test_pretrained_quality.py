@@ -98,8 +98,14 @@ def test_a_real_pretrained_model_passes_on_bf16_with_its_count_of_decisive_rows(
     assert (tokens.prompts, tokens.new_tokens) == (prompts, 16)
     assert tokens.compared is not None and tokens.not_compared is not None
     assert tokens.compared + tokens.not_compared == prompts * 16
+    # the target scored the baseline's tokens: every token and every position compared
+    # on the baseline's context, the ones after a first difference teacher-forced
+    assert tokens.not_compared == 0 and not top1.not_compared
     # every position of every prompt: 15 prompt positions and 16 generated ones
-    assert top1.rows + (top1.not_compared or 0) == prompts * (SEQ - 1 + 16)
+    assert top1.rows == prompts * (SEQ - 1 + 16)
+    cosine = checks(v)["cosine every position"]
+    assert isinstance(cosine, AgreementCheck) and cosine.rows == top1.rows
+    assert cosine.passed and cosine.value is not None and cosine.value > 0.99
     assert top1.threshold == MIN_TOP1 and top1.required == required_rows(MIN_TOP1) == 149
     assert top1.decided and top1.decisive is not None
     assert top1.decisive >= top1.required and top1.passed, top1
