@@ -95,6 +95,12 @@ def reachable(address: str) -> None:
         ) from None
 
 
+#: a Ray client's init refused by the head, with the head's traceback after this line (the
+#: head's per-client server did not start in time on a busy head): tried once more
+SERVER_INIT_FAILED = "Initialization failure from server"
+JOIN_ATTEMPTS = 2
+
+
 def connect(address: str) -> Any:
     """Ray, connected to the cluster at ``address`` (``ray://HOST:PORT`` or a GCS
     ``HOST:PORT``); UsageError where it is missing or unreachable."""
@@ -106,21 +112,30 @@ def connect(address: str) -> Any:
     reachable(address)
     if ray.is_initialized():
         return ray
-    try:
-        ray.init(
-            address=address,
-            namespace="parity",
-            logging_level=logging.ERROR,
-            log_to_driver=False,
-            configure_logging=False,
-        )
-    except Exception as exc:
-        text = str(exc).strip().splitlines()
-        raise UsageError(
-            f"--cluster {redact(address)}: cannot join the cluster "
-            f"({redact(text[0] if text else type(exc).__name__)}): check the address and that "
-            "this Ray matches the cluster's"
-        ) from None
+    for attempt in range(JOIN_ATTEMPTS):
+        try:
+            ray.init(
+                address=address,
+                namespace="parity",
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            break
+        except Exception as exc:
+            lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+            server_side = bool(lines) and lines[0].startswith(SERVER_INIT_FAILED)
+            if server_side and attempt + 1 < JOIN_ATTEMPTS:
+                ray.shutdown()  # the head started no server for this client: once more
+                continue
+            # the first line, and the cause where the server sent its traceback
+            said = lines[0] if lines else type(exc).__name__
+            if len(lines) > 1:
+                said = f"{said} {lines[-1]}"
+            raise UsageError(
+                f"--cluster {redact(address)}: cannot join the cluster ({redact(said)}): check "
+                "the address and that this Ray matches the cluster's"
+            ) from None
     return ray
 
 

@@ -101,13 +101,20 @@ class RayCluster:
         )
 
 
+#: the nodes' environment: no usage stats; and the head's Ray client server waits up to
+#: 180 s (not Ray's 30) for the per-client server it starts for each connection: on a
+#: loaded test machine that process's start (importing Ray) took longer than 30 s, and
+#: the connection failed with "Initialization failure from server"
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "180"}
+
+
 def _ray(*args: str, log: Path) -> subprocess.Popen[bytes]:
     exe = Path(sys.executable).with_name("ray")
     with log.open("wb") as out:
         return subprocess.Popen(
             [str(exe), "start", "--block", "--disable-usage-stats", *args],
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+            env={**os.environ, **RAY_ENV},
         )  # fmt: skip
 
 
