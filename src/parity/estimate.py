@@ -283,6 +283,7 @@ def expected_side(target: SideSpec) -> SideSpec | None:
 def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> Estimate | None:
     """The comparison's estimate and plan (None where the freeze job measured nothing);
     an ``OptionError`` where the budget cannot hold even the least of it."""
+    from parity.bundle import MANIFEST
     from parity.model import SCHEMA_VERSION
     from parity.runner.probecache import has_cached
 
@@ -293,8 +294,8 @@ def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> 
     key = f"{fp}-{str(expected).replace('+', '_').replace('=', '-')}"
     sides = (request.baseline, request.target)
     cached = Cached(
-        reference=(cache / f"reference-v{SCHEMA_VERSION}-run" / fp / "manifest.json").is_file(),
-        expected=(cache / f"expected-v{SCHEMA_VERSION}" / key / "manifest.json").is_file(),
+        reference=(cache / f"reference-v{SCHEMA_VERSION}-run" / fp / MANIFEST).is_file(),
+        expected=(cache / f"expected-v{SCHEMA_VERSION}" / key / MANIFEST).is_file(),
         probe=tuple(has_cached(fp, str(s), "numerics probe") for s in sides),  # type: ignore[arg-type]
         scan=tuple(has_cached(fp, str(s), "scan") for s in sides),  # type: ignore[arg-type]
     )
