@@ -76,6 +76,12 @@ def test_fewer_than_three_processes_say_undetermined_and_shape_the_plan() -> Non
     e = est.plan(costed(40.0))
     assert e.processes < 3
     assert any("undetermined" in line for line in est.notes(e))
+    # the line printed before the sides run asks for the budget that buys three
+    line = est.summary(e)
+    assert f"--budget {e.full_budget_s:.0f} buys 3" in line and "undetermined below 3" in line
+    assert "undetermined" not in est.summary(est.plan(costed(1000.0)))
+    three = est.plan(costed(e.full_budget_s))
+    assert three.processes >= 3, (three.processes, e.full_budget_s)
     plan = est.planned(MeasurePlan(budget_s=40.0), e)
     assert plan.max_repeats == e.processes and not plan.compliance
     assert plan.min_repeats <= plan.max_repeats

@@ -248,9 +248,17 @@ def summary(est: Estimate) -> str:
     cached = [p.name for p in est.phases if p.cached]
     tail = f"; cached: {', '.join(cached)}" if cached else ""
     tail += f"; not estimated: {', '.join(unknown)}" if unknown else ""
+    from parity.stats import MIN_PROCESSES
+
+    ask = ""
+    if est.processes < MIN_PROCESSES:  # what a determined speed verdict asks for
+        ask = (
+            f": the speed is undetermined below {MIN_PROCESSES} a side; --budget "
+            f"{est.full_budget_s:.0f} buys {MIN_PROCESSES}"
+        )
     return (
         f"estimate: about {duration(est.planned_s)} for {est.processes} process(es) a side "
-        f"({parts}){tail}; budget {est.budget_s:g} s"
+        f"({parts}){tail}; budget {est.budget_s:g} s{ask}"
     )
 
 
