@@ -324,6 +324,12 @@ def optimum_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
+def _spec(info: dict[str, Any]) -> str:
+    """A side as written (``cpu+bf16``): the verdict's typed side, or an older ``spec``."""
+    side = info.get("side")
+    return str(side.get("spec") if isinstance(side, dict) else side or info.get("spec"))
+
+
 def parity_rows(verdict: dict[str, Any]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for side in ("baseline", "target"):
@@ -334,7 +340,7 @@ def parity_rows(verdict: dict[str, Any]) -> list[tuple[str, ...]]:
             if got:
                 rows.append(
                     (
-                        f"{side} {info['spec']}: {label}",
+                        f"{side} {_spec(info)}: {label}",
                         str(got["n"]),
                         ms(got["mean"]),
                         ms(got["p50"]),
