@@ -3,6 +3,8 @@ the strict codec."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from parity.model.codec import decode, encode
@@ -122,3 +124,15 @@ def test_round_trip_keeps_derived_figures() -> None:
     data = encode(p)
     assert isinstance(data, dict) and data["input_bound"] is True and "reason" in data
     assert decode(InputPipeline, data) == p
+
+
+def test_a_loader_that_does_nothing_beside_the_step_is_judged_on_its_wait_and_copy() -> None:
+    # a saving beyond noise, bracketed, but the loader has no workers: nothing of it ran
+    # during the step, so the faster pass is cache and machine, not the loader
+    kept = replace(bracketed((0.0080, 0.0081, 0.0079), (0.0125, 0.0131, 0.0128)), background=False)
+    assert kept.beyond_noise and not kept.input_bound
+    assert kept.reason.startswith("not input-bound")
+    assert replace(kept, background=True).input_bound
+    assert replace(kept, background=None).input_bound  # unknown: the saving decides
+    pooled = InputPipeline.pooled((kept, kept))
+    assert pooled is not None and pooled.background is False

@@ -127,3 +127,15 @@ def test_the_timer_synchronizes_after_the_copy_and_the_step() -> None:
         m.setattr(PipelineTimer, "clock", Tick())
         t.run(0, 1)
     assert events == ["clock", "clock", "sync", "clock", "step", "sync", "clock"]
+
+
+def test_what_works_beside_the_step() -> None:
+    from torch.utils.data import DataLoader
+
+    from parity.probes.pipeline import works_beside
+
+    batches = [{"x": torch.zeros(2)} for _ in range(4)]
+    assert works_beside(batches) is False and works_beside(tuple(batches)) is False
+    assert works_beside(DataLoader(batches, batch_size=None)) is False
+    assert works_beside(DataLoader(batches, batch_size=None, num_workers=2)) is True
+    assert works_beside(iter(batches)) is None  # any other iterable: not known

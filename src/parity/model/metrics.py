@@ -186,7 +186,9 @@ class InputPipeline:
       does not read as a loader slowing the step;
     - ``input_bound``: ``input_share`` above ``threshold``, or a ``prefetch_saving`` above
       it and beyond noise (inputs that slow the step down without being waited for:
-      loader workers competing with the step for the host's cores).
+      loader workers competing with the step for the host's cores), where the loader
+      works beside the step (``background`` not False: a loader that does nothing
+      between two ``next()`` calls costs only its wait and copy, which are measured).
     """
 
     source: InputSource
@@ -201,6 +203,9 @@ class InputPipeline:
     prefetched_samples_s: tuple[float, ...] | None = None
     #: loader-fed steps again, right after the prefetched pass (None: not taken)
     after_samples_s: tuple[float, ...] | None = None
+    #: whether the loader works beside the step (worker processes, memory pinning); False
+    #: for a list or a DataLoader without either; None where that is not known
+    background: bool | None = None
     threshold: float = INPUT_BOUND_SHARE
     steps: int = field(init=False)
     wait_s: float = field(init=False)
@@ -230,7 +235,12 @@ class InputPipeline:
             fast = statistics.median(prefetched)
             saving = min(1 - fast / max(statistics.median(r), 1e-12) for r in references)
             beyond = all(top < _quartile(r, upper=False) for r in references)
-        slowed = saving is not None and saving > self.threshold and bool(beyond)
+        slowed = (
+            saving is not None
+            and saving > self.threshold
+            and bool(beyond)
+            and self.background is not False
+        )
         bound = share > self.threshold or slowed
         what = "waiting for and copying inputs" if copy is not None else "waiting for inputs"
         if share > self.threshold:
@@ -282,6 +292,7 @@ class InputPipeline:
             after_samples_s=None
             if any(a is None for a in after)
             else tuple(x for a in after for x in a or ()),
+            background=items[0].background,
             threshold=items[0].threshold,
         )
 

@@ -46,6 +46,19 @@ METHOD = (
 )
 
 
+def works_beside(loader: Iterable[Batch]) -> bool | None:
+    """Whether ``loader`` does work beside the step: a ``DataLoader`` with worker processes
+    or memory pinning; not a list, a tuple or a ``DataLoader`` without either; None for
+    any other iterable (it may start threads of its own)."""
+    if isinstance(loader, list | tuple):
+        return False
+    from torch.utils.data import DataLoader
+
+    if isinstance(loader, DataLoader):
+        return loader.num_workers > 0 or bool(loader.pin_memory)
+    return None
+
+
 def prefetch_steps(steps: int) -> int:
     low, high = PREFETCH_STEPS
     return max(low, min(high, steps // 2))

@@ -139,6 +139,8 @@ def test_prefetched_inputs_are_not_input_bound(tmp_path: Path) -> None:
     # the pass is bracketed: as many loader-fed steps after it
     assert fed.after_samples_s is not None
     assert len(fed.after_samples_s) == len(fed.prefetched_samples_s)
+    # a list of batches does nothing beside the step: its cost is its wait and copy
+    assert fed.background is False
 
 
 def test_a_loader_whose_runner_takes_no_batches_fails_the_side(tmp_path: Path) -> None:

@@ -272,6 +272,7 @@ def input_pipeline(timed: Timed, steady_from: int) -> InputPipeline | None:
         step_samples_s=step,
         prefetched_samples_s=_seconds(timed.prefetched_ns) if timed.prefetched_ns else None,
         after_samples_s=_seconds(timed.after_ns) if timed.after_ns else None,
+        background=pipeline.works_beside(fed.loader),
     )
 
 
