@@ -18,28 +18,18 @@ from parity.bundle import load_bundle, read_verdict
 from parity.sweep import load_sweep
 from tests.conftest import run_cli
 from tests.fixtures.cluster import RayCluster
+from tests.test_sweep import PLAN as LOCAL_PLAN
 
 #: nightly (CI's last step, one process): four cluster comparisons, a kill and a resume
 #: take two minutes alone; beside three other test workers on two cores the comparisons
 #: of the killed sweep once all ended in errors before one finished
 pytestmark = [pytest.mark.slow, pytest.mark.nightly]
 
-PLAN = """
-[sweep]
-workloads = ["mlp-train", "cnn-infer"]
-pairs = [["cpu", "cpu+bf16"], ["cpu", "cpu+threads=1"]]
-steps = 4
-out = "{out}"
-cluster = "{cluster}"
-
-[measure]
-repeats = 1
-compliance = false
-
-[place]
-baseline = "side-a"
-target = "side-b"
-"""
+#: the local sweep's plan (2 workloads x 2 targets), on the cluster, each side on its node
+PLAN = (
+    LOCAL_PLAN.replace('out = "{out}"\n', 'out = "{out}"\ncluster = "{cluster}"\n')
+    + '\n[place]\nbaseline = "side-a"\ntarget = "side-b"\n'
+)
 #: the first comparison of the sweep to finish, at most (a busy machine)
 FIRST_S = 420
 
