@@ -22,7 +22,7 @@ from parity.model.metrics import MemoryPhase, Percentiles
 from parity.model.verdict import ROLES, Role, Verdict
 from parity.report.figures import LATENCY, MEMORY, pooled_over
 from parity.report.quality import shown_layers
-from parity.report.svg import COLORS, RC, Canvas, Plot, plain
+from parity.report.svg import COLORS, RC, Canvas, Plot, log_scale, plain
 from parity.report.view import Sides
 
 MAX_LAYERS = 40
@@ -105,7 +105,7 @@ def _loss_difference(
         return
     (line,) = ax.plot(steps, rel, color="#555555", marker=".", linewidth=1)
     canvas.mark(line, len(rel))
-    ax.set_yscale("log")
+    log_scale(ax)
     ax.set_ylabel("|target - baseline| / baseline")
     tol = verdict.quality.tolerances.get("final_loss_rel") if verdict.quality else None
     if tol is not None:
@@ -154,7 +154,7 @@ def step_time_plot(verdict: Verdict, sides: Sides | None) -> Plot | None:
                     colors.append(COLORS[role])
         if not boxes:
             return None
-        series.set_yscale("log")
+        log_scale(series)
         series.set_xlabel("step (first step included)")
         series.set_ylabel("step time (ms)")
         for role in ROLES:
@@ -386,7 +386,7 @@ def layer_error_plot(verdict: Verdict) -> Plot | None:
             canvas.mark(bars.patches, len(shown))
         ax.set_yticks(range(len(shown)), list(reversed(names)))
         if any((getattr(r, attr) or 0.0) > 0 for r in shown for _, attr in columns):
-            ax.set_xscale("log")
+            log_scale(ax, "x")
         first = loc.first_divergence
         if first is not None and plain(first) in names:
             tick = ax.get_yticklabels()[len(shown) - 1 - names.index(plain(first))]

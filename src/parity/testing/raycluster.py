@@ -70,6 +70,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` now (Linux: the parent ids in ``/proc/*/stat``)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # the fields after the command name, which may hold spaces and parentheses
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 STORE_BYTES = 80 * 1024 * 1024
 #: every node's address: a loopback one that Ray does not replace by the outward one
 NODE_IP = "127.0.0.2"
@@ -83,14 +100,21 @@ class RayCluster:
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def kill(self, name: str) -> None:
-        """SIGKILL a node's whole process group (its raylet and its workers)."""
+        """SIGKILL a node as a machine dies: its whole process group (its raylet) and
+        every process under it, whatever group it moved to (a Ray worker running an
+        actor outlived its raylet by seconds on a loaded machine and kept answering)."""
         proc = self.nodes[name]
+        under = descendants(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+        for pid in under:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait(timeout=60)
 
     def add(self, name: str) -> None:
-        """Start a worker node with the resource ``name`` (again, after ``kill``)."""
+        """Start a worker node with the resource ``name`` (again, after ``kill``). One at
+        a time: two ``ray start`` on one node address at once never both joined here."""
         self.nodes[name] = _ray(
             f"--address={self.gcs}", f"--node-ip-address={NODE_IP}", "--num-cpus=1",
             f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}",
