@@ -10,12 +10,14 @@ and is removed, so that a side or a workload refused leaves nothing where parity
 ``sweep``): it asks ``parity.devices.preflight`` whether each side can run here (the
 device and its index, the compile backend, the thread count) and turns the first that
 cannot into a ``DeviceError`` (exit code 2, one line with the fix), before any output
-directory or bundle exists.
+directory or bundle exists. A side refused once is refused again by the same process
+without a worker (``refused_before``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -37,6 +39,36 @@ from parity.spec import SideSpec, WorkloadSpec
 log = logging.getLogger("parity")
 #: the workload spec a pre-flight job carries (it resolves no workload)
 PREFLIGHT_SPEC = WorkloadSpec(name="preflight")
+
+#: the refusals of this process, by side and the plugins it was asked with: what devices,
+#: compile backends and cores a machine has does not change under a running process, so
+#: a side refused once is refused again at once, without a worker (a sweep's next cell,
+#: an API caller's next command)
+_REFUSED: dict[tuple[SideSpec, str], str] = {}
+
+
+def _key(side: SideSpec) -> tuple[SideSpec, str]:
+    from parity.plugins import ENV_VAR
+
+    return side, os.environ.get(ENV_VAR, "")
+
+
+def refused_before(sides: Iterable[SideSpec]) -> DeviceError | None:
+    """The refusal this process already had for one of ``sides``, if any."""
+    for side in sides:
+        said = _REFUSED.get(_key(side))
+        if said is not None:
+            return DeviceError(said)
+    return None
+
+
+def _remember(sides: Iterable[SideSpec], refused: DeviceError) -> None:
+    """Keep a pre-flight's refusal for the one side it names (the worker's words are
+    ``side SPEC cannot run here: ...``, ``runner.modes.freeze``)."""
+    said = str(refused)
+    named = [s for s in sides if said.startswith(f"side {s} cannot run here:")]
+    if len(named) == 1:
+        _REFUSED[_key(named[0])] = said
 
 
 def prepare_job(
@@ -95,6 +127,9 @@ def preflight(
     unique = tuple(dict.fromkeys(sides))
     if not unique or cluster is not None:
         return
+    known = refused_before(unique)
+    if known is not None:
+        raise known
     spec = workload or PREFLIGHT_SPEC
     job = prepare_job(spec, timeout_s=timeout_s, sides=unique, resolve=False)
     where = Path(tempfile.mkdtemp(prefix="parity-preflight-"))
@@ -106,6 +141,7 @@ def preflight(
         reason = bundle.manifest.reason or "the worker did not say why"
         refused = _device_error(reason)
         if refused is not None:
+            _remember(unique, refused)
             raise refused
         listed = ", ".join(str(s) for s in unique)
         raise SideError(f"the pre-flight of {listed} could not run: {reason}")
@@ -129,13 +165,19 @@ def prepare_workload(
     does not exist) is one ``WorkloadError`` line; a worker killed or out of time, a
     ``SideError``. Warnings (a cache entry rebuilt) are logged. Its events are not shown:
     bad input must end in one line, and a workload is prepared before anything else."""
+    checked = () if cluster is not None else tuple(dict.fromkeys(sides))
+    known = refused_before(checked)
+    if known is not None:
+        raise known
     where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
     try:
-        checked = () if cluster is not None else tuple(dict.fromkeys(sides))
         job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, cost=cost, sides=checked)
         bundle = run_job(job, where / "job", launcher=launcher)
         if not bundle.ok or bundle.prepared is None:
-            raise _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")
+            failed = _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")
+            if isinstance(failed, DeviceError):
+                _remember(checked, failed)
+            raise failed
         prepared = bundle.prepared
     finally:
         shutil.rmtree(where, ignore_errors=True)
