@@ -163,9 +163,7 @@ def run_sweep(
 ) -> list[Outcome]:
     """Every cell: the finished ones read back (refused without ``resume``), the missing
     ones compared, as many at once as ``_slots`` allows."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from parity import api
+    from parity.runner.kept import keep_zygotes
 
     notify = on_change or (lambda cell, state: None)
     done = {c.name: v for c in plan.cells if (v := finished(c)) is not None}
@@ -174,6 +172,17 @@ def run_sweep(
             f"{plan.out} already holds {len(done)} finished comparison(s) of this sweep: "
             "pass --resume to finish the missing ones, or choose another sweep.out"
         )
+    with keep_zygotes():  # the cells' comparisons fork from one zygote: one import torch
+        return _run_cells(plan, done, notify)
+
+
+def _run_cells(
+    plan: SweepPlan, done: dict[str, Verdict], notify: Callable[[Cell, str], None]
+) -> list[Outcome]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from parity import api
+
     if plan.cluster is not None:
         cluster_address(plan.cluster)  # the address checked before anything runs
     else:  # every side of every cell to run, before the first comparison starts

@@ -55,6 +55,7 @@ from parity.errors import OutputError
 from parity.model.bundle import Bundle
 from parity.model.codec import decode, loads
 from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
+from parity.runner import kept
 from parity.runner.cpu import process_cpu_s
 from parity.runner.failure import failure_reason, write_failed
 from parity.runner.logs import LOGS, LogRelay
@@ -171,6 +172,8 @@ class Launcher:
             fork = os.environ.get("PARITY_LAUNCHER", "fork") != "spawn"
         self.fork = fork
         self.zygote: Zygote | None = None
+        #: what the zygote was started with (``runner.kept``: a kept one is reused)
+        self.zygote_key: kept.Key | None = None
         #: a zygote launched ahead (``warm``) and the modules it preloads
         self.pending: tuple[tuple[str, ...], subprocess.Popen[bytes]] | None = None
         self.broken: str | None = None
@@ -197,7 +200,9 @@ class Launcher:
                     self.zygote.close()
                 try:
                     name = job.workload.name if job.workload is not None else ""
-                    self.zygote = self._zygote(preload_modules(name))
+                    preload = preload_modules(name)
+                    self.zygote_key = kept.key(preload)
+                    self.zygote = self._zygote(preload)
                 except ZygoteError as exc:  # spawn from now on
                     self.broken = str(exc)
                     return "spawn"
@@ -209,9 +214,16 @@ class Launcher:
         with self.lock:
             if self.fork and self.broken is None and self.zygote is None and not self.pending:
                 preload = preload_modules(workload)
-                self.pending = (preload, Zygote.launch(preload=preload))
+                if not kept.has(kept.key(preload)):  # else the kept one is taken
+                    self.pending = (preload, Zygote.launch(preload=preload))
 
     def _zygote(self, preload: tuple[str, ...]) -> Zygote:
+        reused = kept.take(kept.key(preload))
+        if reused is not None:
+            if self.pending is not None:
+                _stop(self.pending[1])
+                self.pending = None
+            return reused
         pending, self.pending = self.pending, None
         if pending is not None and pending[0] == preload and pending[1].poll() is None:
             return Zygote.ready(pending[1])
@@ -256,7 +268,7 @@ class Launcher:
                 self._sweep()
 
     def _sweep(self) -> None:
-        keep = set(self.running)
+        keep = set(self.running) | kept.pids()
         for proc in (self.zygote.proc if self.zygote else None, *self._pending_procs()):
             if proc is not None:
                 keep.add(proc.pid)
@@ -273,7 +285,9 @@ class Launcher:
 
     def close(self) -> None:
         if self.zygote is not None:
-            self.zygote.close()
+            started, self.zygote_key = self.zygote_key, None
+            if started is None or not kept.keep(started, self.zygote):
+                self.zygote.close()
             self.zygote = None
         if self.pending is not None:  # launched ahead and never used
             _stop(self.pending[1])

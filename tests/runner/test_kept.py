@@ -1,0 +1,62 @@
+"""Zygotes kept between launchers inside ``keep_zygotes`` (a sweep's cells): the next
+launcher that would start the same zygote (same preloaded modules, same environment)
+forks from the kept one; any other starts its own; leaving the block ends them all;
+outside it a launcher ends its zygote when it closes, as before (slow: real zygotes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.prepare import preflight
+from parity.runner.kept import keep_zygotes
+from parity.runner.launch import Launcher
+from parity.spec import parse_side
+
+pytestmark = pytest.mark.slow
+
+CPU = [parse_side("cpu")]
+
+
+def _zygote_of_a_job() -> tuple[int, Launcher]:
+    """A launcher that ran one forked job (the pre-flight of the CPU), still open."""
+    launcher = Launcher()
+    preflight(CPU, launcher=launcher)
+    assert launcher.zygote is not None
+    return launcher.zygote.proc.pid, launcher
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_kept_zygote_serves_the_next_launcher_and_ends_with_the_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with keep_zygotes():
+        first, launcher = _zygote_of_a_job()
+        launcher.close()
+        assert _running(first)  # kept, idle
+        again, launcher = _zygote_of_a_job()
+        launcher.close()
+        assert again == first  # the same zygote forked the second job
+        monkeypatch.setenv("PARITY_TEST_KEPT", "another world")  # what a zygote may read
+        other, launcher = _zygote_of_a_job()
+        launcher.close()
+        assert other != first and _running(first) and _running(other)
+    assert not _running(first) and not _running(other)
+
+
+def test_outside_the_block_a_launcher_ends_its_zygote() -> None:
+    pid, launcher = _zygote_of_a_job()
+    launcher.close()
+    assert not _running(pid)
+    with keep_zygotes():
+        with keep_zygotes():  # nested: part of the outer block
+            inner, launcher = _zygote_of_a_job()
+            launcher.close()
+        assert _running(inner)
+    assert not _running(inner)
