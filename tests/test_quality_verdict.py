@@ -10,7 +10,6 @@ reduced-precision and emulated targets of every built-in must pass and name no m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,20 +18,12 @@ from parity import api
 from parity.model.quality import NonFiniteCheck, QualityCheck, TrajectoryCheck
 from parity.model.verdict import Verdict
 from parity.request import CompareRequest
-from parity.runner.kept import keep_zygotes
 from tests.conftest import FIXTURES, HAVE_FAKEDEVICE, needs_fakedevice
 
 if HAVE_FAKEDEVICE:
     from parity.testing import fakedevice  # noqa: F401  (loaded before any backward pass)
 
-pytestmark = [pytest.mark.slow, needs_fakedevice]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_zygote() -> Iterator[None]:
-    """The module's comparisons fork their CPU jobs from one kept zygote, as a sweep's do."""
-    with keep_zygotes():
-        yield
+pytestmark = [pytest.mark.slow, needs_fakedevice, pytest.mark.usefixtures("one_zygote")]
 
 
 FAULTS = FIXTURES / "faults.py"

@@ -43,6 +43,10 @@ def test_a_kept_zygote_serves_the_next_launcher_and_ends_with_the_block(
         again, launcher = _zygote_of_a_job()
         launcher.close()
         assert again == first  # the same zygote forked the second job
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", "the next test")  # read by no import
+        still, launcher = _zygote_of_a_job()
+        launcher.close()
+        assert still == first
         monkeypatch.setenv("PARITY_TEST_KEPT", "another world")  # what a zygote may read
         other, launcher = _zygote_of_a_job()
         launcher.close()

@@ -25,9 +25,14 @@ _lock = threading.Lock()
 _kept: dict[Key, Zygote] | None = None
 
 
+#: variables that change while a process runs and that nothing a zygote imports reads:
+#: pytest names the running test in one
+IGNORED = frozenset({"PYTEST_CURRENT_TEST"})
+
+
 def key(preload: tuple[str, ...]) -> Key:
     """What a zygote started now with ``preload`` would be."""
-    return preload, frozenset(os.environ.items())
+    return preload, frozenset((k, v) for k, v in os.environ.items() if k not in IGNORED)
 
 
 @contextlib.contextmanager
