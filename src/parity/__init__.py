@@ -16,7 +16,7 @@ from parity.lazy import lazy_names as _lazy_names
 from parity.version import __version__
 
 if TYPE_CHECKING:
-    from parity.api import ComparisonResult, CurveResult, RunResult, compare, run
+    from parity.api import ComparisonResult, CurveResult, RunResult, compare, keep_zygotes, run
     from parity.errors import ParityError, UsageError
 
 _LAZY = {
@@ -26,6 +26,7 @@ _LAZY = {
     "RunResult": "parity.api",
     "UsageError": "parity.errors",
     "compare": "parity.api",
+    "keep_zygotes": "parity.api",
     "run": "parity.api",
 }
 
@@ -37,6 +38,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "compare",
+    "keep_zygotes",
     "run",
 ]
 

@@ -31,6 +31,13 @@ The plans are the orchestrator's (``parity.runs``); what happens to a comparison
 measured (judged, written once, reported, indexed, logged) is ``parity.sinks``';
 reading existing sides is ``parity.comparison``'s.
 
+Several comparisons in one process (a notebook, a script of its own sweep) can share one
+zygote, the process their CPU workers fork from, so that it imports torch once::
+
+    >>> with parity.keep_zygotes():
+    ...     for target in ("cpu+bf16", "cpu+fp16"):
+    ...         parity.compare("mlp-train", target=target)
+
 Results: ``ComparisonResult.verdict`` is the typed verdict, ``to_dict()`` plain JSON
 data, ``to_dataframe()`` a pandas view (pandas is optional: ``pip install pandas``),
 ``_repr_html_()`` what a notebook shows; ``RunResult`` holds one side's bundle,
@@ -48,6 +55,7 @@ from parity.errors import UsageError
 from parity.model.codec import JsonObject, encode
 from parity.model.verdict import JudgeInputs, Role, Verdict
 from parity.request import CompareRequest, RunRequest
+from parity.runner.kept import keep_zygotes
 
 if TYPE_CHECKING:
     from parity.comparison import Comparison
@@ -61,6 +69,7 @@ __all__ = [
     "compare",
     "compare_curve",
     "diff",
+    "keep_zygotes",
     "resume",
     "run",
 ]

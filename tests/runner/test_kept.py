@@ -54,6 +54,12 @@ def test_a_kept_zygote_serves_the_next_launcher_and_ends_with_the_block(
     assert not _running(first) and not _running(other)
 
 
+def test_the_block_is_public() -> None:
+    import parity
+
+    assert parity.keep_zygotes is keep_zygotes and parity.api.keep_zygotes is keep_zygotes
+
+
 def test_outside_the_block_a_launcher_ends_its_zygote() -> None:
     pid, launcher = _zygote_of_a_job()
     launcher.close()
