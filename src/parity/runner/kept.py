@@ -20,14 +20,13 @@ from parity.runner.zygote import Zygote
 
 Key = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
 
-_lock = threading.Lock()
-#: None outside ``keep_zygotes``; inside, the idle zygotes by what they were started with
-_kept: dict[Key, Zygote] | None = None
-
-
 #: variables that change while a process runs and that nothing a zygote imports reads:
 #: pytest names the running test in one
 IGNORED = frozenset({"PYTEST_CURRENT_TEST"})
+
+_lock = threading.Lock()
+#: None outside ``keep_zygotes``; inside, the idle zygotes by what they were started with
+_kept: dict[Key, Zygote] | None = None
 
 
 def key(preload: tuple[str, ...]) -> Key:

@@ -71,19 +71,15 @@ def free_port() -> int:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every process under ``pid`` now (Linux: the parent ids in ``/proc/*/stat``)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            # the fields after the command name, which may hold spaces and parentheses
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    """Every process under ``pid`` now (``runner.reaper.children``, level by level)."""
+    from parity.runner.reaper import children
+
     found: list[int] = []
     todo = [pid]
     while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
+        below = children(todo.pop())
+        found += below
+        todo += below
     return found
 
 
