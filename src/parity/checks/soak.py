@@ -1,7 +1,8 @@
 """``parity check soak``: sustained inference or generation, drift and leaks.
 
 One part in ``soak`` mode runs the workload for ``--duration``, summarising windows of
-steps (median latency, host RSS and device allocated bytes at each window's end). The
+steps (median latency, the host RSS floor over the window and device allocated bytes at
+its end). The
 gates are slopes with 95% intervals that allow for autocorrelation (``stats.slope_ci``):
 latency drift (relative per hour) and memory growth (MiB per minute at the soak's
 throughput); each fails when its interval lies wholly above its bound. The first

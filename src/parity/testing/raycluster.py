@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -111,14 +112,13 @@ class RayCluster:
     def add(self, name: str) -> None:
         """Start a worker node with the resource ``name`` (again, after ``kill``). One at
         a time: two ``ray start`` on one node address at once never both joined here."""
+        before = active(_status(self.gcs))
         self.nodes[name] = _ray(
             f"--address={self.gcs}", f"--node-ip-address={NODE_IP}", "--num-cpus=1",
             f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}",
             log=self.root / f"{name}.log",
         )  # fmt: skip
-        _alive(
-            self.gcs, 1 + sum(p.poll() is None for n, p in self.nodes.items() if n != "head"), 180
-        )
+        _ready(self.gcs, [n for n in self.nodes if n != "head"], before, 180)
 
 
 #: the nodes' environment: no usage stats; and the head's Ray client server waits up to
@@ -150,24 +150,51 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: flo
     raise RuntimeError(f"ray did not listen on {port} in {timeout} s: {log.read_text()[-2000:]}")
 
 
-def _alive(gcs: str, want: int, timeout: float) -> None:
-    """Wait until ``want`` nodes are alive (asked with ``ray status`` from a subprocess,
-    so this process never joins the cluster itself)."""
+def _status(gcs: str) -> str:
+    """``ray status`` from a subprocess, so this process never joins the cluster itself."""
     exe = Path(sys.executable).with_name("ray")
+    try:
+        return subprocess.run(
+            [str(exe), "status", f"--address={gcs}"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except subprocess.TimeoutExpired as exc:  # it printed, then lingered
+        return exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+
+
+def totals(status: str) -> dict[str, float]:
+    """The cluster's resource totals from ``ray status`` (``0.0/1.0 side-a`` -> 1.0)."""
+    usage = status.split("Total Usage:", 1)[-1].split("\n\n", 1)[0]
+    found = (re.match(r"\s*\S+/([\d.]+)\S* (\S+)\s*$", line) for line in usage.splitlines())
+    return {m.group(2): float(m.group(1)) for m in found if m}
+
+
+def active(status: str) -> set[str]:
+    """The ids of the nodes ``ray status`` lists as active."""
+    listed = status.split("Active:", 1)[-1].split("Pending:", 1)[0] if "Active:" in status else ""
+    return set(re.findall(r"node_[0-9a-f]+", listed))
+
+
+def _ready(gcs: str, workers: Sequence[str], before: set[str], timeout: float) -> None:
+    """Wait until a node not in ``before`` has joined and the cluster is the head and one
+    live node per worker name: that many active nodes and each name's resource exactly
+    once. A node killed a moment ago stays listed, resource and all, until the head's
+    health checks give up on it, so counts alone took the dead node for its successor."""
     deadline = time.monotonic() + timeout
+    seen = ""
     while time.monotonic() < deadline:
-        try:
-            out = subprocess.run(
-                [str(exe), "status", f"--address={gcs}"],
-                capture_output=True, text=True, timeout=30,
-            ).stdout  # fmt: skip
-        except subprocess.TimeoutExpired as exc:  # it printed, then lingered
-            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        active = out.split("Active:", 1)[-1].split("Pending:", 1)[0]
-        if active.count("node_") >= want:
+        seen = _status(gcs)
+        nodes, have = active(seen), totals(seen)
+        if (
+            nodes - before
+            and len(nodes) == 1 + len(workers)
+            and all(have.get(name) == 1.0 for name in workers)
+        ):
             return
         time.sleep(1)
-    raise RuntimeError(f"the cluster did not reach {want} nodes in {timeout} s")
+    raise RuntimeError(
+        f"the cluster did not become the head and {', '.join(workers)} in {timeout} s: "
+        f"{seen[-1500:]}"
+    )
 
 
 @contextlib.contextmanager

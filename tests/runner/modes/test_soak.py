@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from parity.model.job import SoakPlan
-from parity.runner.modes.soak import Reservoir
+from parity.runner.modes.soak import Floor, Reservoir, current_rss
 from tests.fixtures.jobs import run, workload_job
 
 
@@ -17,6 +17,23 @@ def test_reservoir_is_a_bounded_systematic_sample() -> None:
         r.add(float(i), float(i))
     assert r.n <= 8 and r.stride == 16
     assert list(r.t[: r.n]) == [0.0, 16.0, 32.0, 48.0, 64.0, 80.0, 96.0]
+
+
+@pytest.mark.skipif(current_rss() is None, reason="needs /proc/self/statm (Linux)")
+def test_the_rss_floor_leaves_out_what_a_window_allocated_and_freed() -> None:
+    floor = Floor()
+    floor.read()
+    before = current_rss()
+    assert before is not None
+    held = b"\x01" * (64 << 20)  # touched: resident while it lives
+    now = current_rss()
+    assert now is not None and now > before + (48 << 20)
+    floor.read()
+    del held
+    low = floor.take()
+    assert low is not None and low < before + (16 << 20)
+    again = floor.take()  # a new window: its own reads only (take reads once more)
+    assert again is not None and abs(again - low) < (16 << 20)
 
 
 @pytest.mark.slow

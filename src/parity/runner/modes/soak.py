@@ -3,8 +3,11 @@
 The plan (``job.soak``): ``duration_s`` (how long the steps run after the first one) and
 ``window_s``.
 The loop times each step (ending with the device's synchronize) and closes a window every
-``window_s``: the window's median, mean and maximum step latency, the host's *current*
-RSS and the device's currently allocated bytes. ``metrics.json`` keeps the windows under
+``window_s``: the window's median, mean and maximum step latency, the host's RSS floor
+and the device's currently allocated bytes. The RSS floor is the smallest of up to
+``RSS_READS`` reads spread over the window's steps (outside the timed region): a single
+read lands wherever the allocator's heap top happens to be (it moves by megabytes from
+step to step), while a leak raises the floor. ``metrics.json`` keeps the windows under
 ``soak`` and, as ``step_samples_s``, a systematic sample of at most 65,536 steps (every
 step until the buffer is full, then every 2nd, 4th, ...), so that it has the usual shape.
 
@@ -35,6 +38,7 @@ from parity.runner.session import NS, SideSession
 from parity.workloads.base import StepRunner
 
 CAP = 1 << 16
+RSS_READS = 32
 _STATM = "/proc/self/statm"
 
 
@@ -45,6 +49,24 @@ def current_rss() -> int | None:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
+
+
+class Floor:
+    """The smallest RSS read since the last ``take``; None where it cannot be read."""
+
+    def __init__(self) -> None:
+        self.low: int | None = None
+
+    def read(self) -> None:
+        rss = current_rss()
+        if rss is not None and (self.low is None or rss < self.low):
+            self.low = rss
+
+    def take(self) -> int | None:
+        """The floor (with one more read at the window's end), then start afresh."""
+        self.read()
+        low, self.low = self.low, None
+        return low
 
 
 class Reservoir:
@@ -190,12 +212,15 @@ def soak(session: SideSession, loaded: Loaded, plan: SoakPlan) -> Soaked:
     session.enter("soak", duration_s=duration_ns * NS)
     start = win_start = clock()
     i, k, k_tt, n_win = 1, 0, 0, 0
+    floor, every = Floor(), 1
     while True:
         a = clock()
         runner.step(i)
         sync()
         b = clock()
         i += 1
+        if n_win % every == 0:
+            floor.read()
         tt = _first_token_ns(runner)
         if k < CAP:
             lat[k] = (b - a) * NS
@@ -216,10 +241,11 @@ def soak(session: SideSession, loaded: Loaded, plan: SoakPlan) -> Soaked:
                 float(part.mean()),
                 float(part.max()),
                 float(np.median(ttft[:k_tt])) if k_tt else None,
-                current_rss(),
+                floor.take(),
                 device.memory_allocated(),
             )
             session.progress(int((b - start) * NS), int(duration_ns * NS))
+            every = max(1, (n_win + 1) // RSS_READS)
             k = k_tt = n_win = 0
             win_start = b
         if done:
