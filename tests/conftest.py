@@ -37,17 +37,42 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, min(os.cpu_count() or 1, MAX_XDIST_WORKERS))
 
 
+#: every test on the session's Ray cluster lives here, so that one xdist worker takes them
+#: all and one cluster starts (two clusters' six Ray nodes on two cores made each of
+#: their tests several times slower)
+RAY_TESTS = "tests/cluster/"
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A nightly test is slow too, so ``-m "not slow"`` (which replaces the default
-    ``-m 'not nightly'``) never runs one; the tests on the session's Ray cluster share
-    one xdist worker (``--dist loadgroup``)."""
+    ``-m 'not nightly'``) never runs one; a test on the Ray cluster outside
+    ``RAY_TESTS`` is refused (it would start a second cluster on another worker)."""
     for item in items:
         if item.get_closest_marker("nightly") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-        if "ray_cluster" in getattr(item, "fixturenames", ()):
-            # one xdist worker takes every test on the Ray cluster: one cluster starts
-            item.add_marker(pytest.mark.xdist_group("ray"))
+        uses_ray = "ray_cluster" in getattr(item, "fixturenames", ())
+        if uses_ray and not item.nodeid.startswith(RAY_TESTS):
+            raise pytest.UsageError(
+                f"{item.nodeid} uses the session's Ray cluster: move it under {RAY_TESTS} "
+                "(one xdist worker runs those, so one cluster starts)"
+            )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the tests under ``RAY_TESTS`` as one group. xdist 3.8
+    groups by an ``@group`` suffix it writes to ``item._nodeid``, which pytest 9.2 no
+    longer reads (``nodeid`` comes from ``item._id``): its ``xdist_group`` mark groups
+    nothing there. The controller sees node ids only, hence a rule on the path."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    class OneClusterWorker(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(RAY_TESTS):
+                return RAY_TESTS
+            return str(super()._split_scope(nodeid))
+
+    return OneClusterWorker(config, log)
 
 
 @pytest.fixture(scope="module")
