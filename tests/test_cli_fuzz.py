@@ -213,13 +213,21 @@ def check_invariant(args: list[str]) -> int:
     return result.exit_code
 
 
-COUNTS: dict[int, int] = {}
+def reached_every_outcome(counts: dict[int, int]) -> None:
+    """The fuzzer must not only have produced usage errors: exit 1 is a line that passed
+    validation and reached the stub, exit 0 one that needs no API (list, init, show);
+    either way, validation let it through."""
+    total = sum(counts.values())
+    through = counts.get(0, 0) + counts.get(1, 0)
+    assert counts.get(2, 0) > total // 10 and through > total // 25, counts
 
 
 def fuzz(examples: int, seed_value: int) -> object:
-    """The fuzz test at ``examples`` command lines (derandomized from ``seed_value``)."""
+    """The fuzz test at ``examples`` command lines (derandomized from ``seed_value``),
+    then the spread of their outcomes, counted within the test itself (a separate test
+    reading a module's counts depends on running on the same xdist worker)."""
+    counts: dict[int, int] = {}
 
-    @pytest.mark.usefixtures("stubbed")
     @seed(seed_value)
     @settings(
         max_examples=examples,
@@ -229,9 +237,15 @@ def fuzz(examples: int, seed_value: int) -> object:
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(args=command_lines())
-    def test(args: list[str]) -> None:
+    def each(args: list[str]) -> None:
         code = check_invariant(args)
-        COUNTS[code] = COUNTS.get(code, 0) + 1
+        counts[code] = counts.get(code, 0) + 1
+
+    @pytest.mark.usefixtures("stubbed")
+    def test() -> None:
+        counts.clear()
+        each()
+        reached_every_outcome(counts)
 
     return test
 
@@ -242,15 +256,12 @@ test_no_command_line_breaks_the_promise = pytest.mark.slow(fuzz(EXAMPLES, 202611
 test_a_sample_of_command_lines_keeps_the_promise = fuzz(max(EXAMPLES // 10, 20), 20261201)
 
 
-def test_the_fuzzer_reached_every_outcome() -> None:
-    """Run after the fuzzers (same module): they must not only have produced usage errors."""
-    if not COUNTS:
-        pytest.skip("the fuzz tests did not run in this session")
-    total = sum(COUNTS.values())
-    # exit 1 is a line that passed validation and reached the stub, exit 0 one that needs
-    # no API (list, init, show): either way, validation let it through
-    through = COUNTS.get(0, 0) + COUNTS.get(1, 0)
-    assert COUNTS.get(2, 0) > total // 10 and through > total // 25, COUNTS
+def test_an_outcome_spread_of_usage_errors_only_is_refused() -> None:
+    reached_every_outcome({2: 40, 1: 4, 0: 1})
+    with pytest.raises(AssertionError):
+        reached_every_outcome({2: 50})
+    with pytest.raises(AssertionError):
+        reached_every_outcome({1: 50})
 
 
 def test_the_tree_covers_every_command() -> None:
@@ -284,7 +295,9 @@ ODD_VALUES = st.one_of(
 )
 
 
-@pytest.mark.usefixtures("stubbed")
+API_OUTCOMES: dict[str, int] = {}
+
+
 @seed(20261130)
 @settings(max_examples=EXAMPLES // 2, derandomize=True, deadline=None, database=None)
 @given(
@@ -292,11 +305,7 @@ ODD_VALUES = st.one_of(
     kwargs=st.dictionaries(st.sampled_from(API_NAMES), ODD_VALUES, max_size=4),
     device=ODD_VALUES,
 )
-def test_the_python_api_raises_only_usage_errors(
-    function: str, kwargs: dict[str, Any], device: object
-) -> None:
-    """Wrong types and values are ``UsageError`` subclasses with a one-line message,
-    never ``TypeError``, ``AttributeError`` or ``ValueError``; nothing is written."""
+def _api_call(function: str, kwargs: dict[str, Any], device: object) -> None:
     import parity
     from parity.errors import SideError, UsageError
 
@@ -314,12 +323,13 @@ def test_the_python_api_raises_only_usage_errors(
             assert STUB in str(exc)
 
 
-API_OUTCOMES: dict[str, int] = {}
-
-
-def test_the_api_fuzzer_reached_both_outcomes() -> None:
-    if not API_OUTCOMES:
-        pytest.skip("the API fuzz test did not run in this session")
+@pytest.mark.usefixtures("stubbed")
+def test_the_python_api_raises_only_usage_errors() -> None:
+    """Wrong types and values are ``UsageError`` subclasses with a one-line message,
+    never ``TypeError``, ``AttributeError`` or ``ValueError``; nothing is written; and
+    the fuzzer reached both outcomes (not only usage errors)."""
+    API_OUTCOMES.clear()
+    _api_call()
     assert API_OUTCOMES.get("usage", 0) > 50 and API_OUTCOMES.get("stub", 0) > 5, API_OUTCOMES
 
 
