@@ -27,6 +27,7 @@ def _compare(out: Path) -> ComparisonResult:
         batch_size=4,  # a workload of its own in the session's cache
         repeats=1,
         compliance=False,
+        report=False,  # these tests read the verdict and bundles: no plots drawn
         out=str(out),
     )
     return api.compare(CompareRequest.from_kwargs(**options))

@@ -62,6 +62,7 @@ def compare(workload: str, out: Path, target: str, data: Path, **kw: object) -> 
         target=target,
         repeats=1,
         compliance=False,
+        report=False,  # these tests read the verdict and bundles: no plots drawn
         timeout_s=REAL_MODEL_S,
         out=str(out),
         min_top1=kw.get("min_top1"),

@@ -42,6 +42,7 @@ def compare(tmp: Path, workload: str, target: str, steps: int, batch_size: int =
             batch_size=batch_size,
             repeats=1,
             compliance=False,
+            report=False,  # these tests read the verdict and bundles: no plots drawn
             out=str(tmp / "out"),
         )
         return api.compare(CompareRequest.from_kwargs(**options)).verdict

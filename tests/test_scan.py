@@ -94,7 +94,7 @@ def test_compare_bundles_and_verdict_carry_the_scan(tmp_path: Path) -> None:
     out = tmp_path / "c"
     res = run_cli(
         "compare", PLANTED, "--baseline", "cpu", "--target", "parityfake", "--repeats", "1",
-        "--no-compliance", "--out", str(out), "--json", env=env,
+        "--no-compliance", "--no-report", "--out", str(out), "--json", env=env,
     )  # fmt: skip
     assert res.returncode == 1  # the target cannot run gelu
     v = json.loads(res.stdout)

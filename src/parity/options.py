@@ -429,6 +429,12 @@ TUNING_INTENDED = declare(
     "label (the asymmetry is still listed)",
     JUDGING, metavar="REASON", plan="tuning.intended",
 )  # fmt: skip
+REPORT = declare(
+    "report", "--report", flag,
+    "write OUT/report.html once the verdict is on disk (default: on; --no-report saves "
+    "drawing its plots, seconds of CPU; parity report OUT writes it later)",
+    COMPARE, cli=bool, negative="--no-report",
+)  # fmt: skip
 MLFLOW = declare(
     "mlflow", "--mlflow", tracking_uri,
     "log the comparison as an MLflow run, at URI (http(s)://HOST:PORT, sqlite:///FILE, "

@@ -155,6 +155,8 @@ class CompareRequest:
     judge: JudgeInputs = field(default_factory=JudgeInputs)
     checks: tuple[str, ...] = ()
     batch_sizes: tuple[int, ...] = ()
+    #: write ``OUT/report.html`` after the verdict (``parity report OUT`` makes it later)
+    report: bool = True
     #: log the finished comparison as an MLflow run (None: do not)
     mlflow: MlflowLog | None = None
     #: run each side on a node of a Ray cluster (None: on this machine)
@@ -185,6 +187,7 @@ class CompareRequest:
             judge=judge_inputs(g),
             checks=g.value(o.CHECKS_DIRS, ()),
             batch_sizes=batch_sizes,
+            report=g.value(o.REPORT, True),
             mlflow=MlflowLog.of(g),
             cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE)),
         )
@@ -259,6 +262,7 @@ class CompareRequest:
             "tuning_intended": j.tuning_intended,
             "checks": self.checks or None,
             "batch_sizes": self.batch_sizes or None,
+            "report": self.report,
         }
         if self.cluster is not None:
             values["cluster"] = self.cluster.address

@@ -229,7 +229,7 @@ def compare(
             expected = _expected(orch, template, target, cache / f"expected-v{SCHEMA_VERSION}")
             sides = orch.sides(orch.finish(stop, plan), plan, compliance)
     measured = Comparison.measured(out, sides, reference=reference, expected=expected)
-    return conclude(measured, request.judge, mlflow=request.mlflow, url=url)
+    return conclude(measured, request.judge, mlflow=request.mlflow, url=url, report=request.report)
 
 
 def _expected(
@@ -373,7 +373,7 @@ def _compare_script(
         )
         measured = orch.sides(orch.finish(stop, plan), plan)
     found = Comparison.measured(out, measured)
-    return conclude(found, request.judge, mlflow=request.mlflow, url=url)
+    return conclude(found, request.judge, mlflow=request.mlflow, url=url, report=request.report)
 
 
 def resume(

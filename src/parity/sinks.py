@@ -88,10 +88,12 @@ def conclude(
     *,
     mlflow: MlflowLog | None = None,
     url: str | None = None,
+    report: bool = True,
 ) -> Comparison:
     """Judge a measured comparison and send it to every sink: ``inputs.json`` and
     ``verdict.json``, the HTML report, the comparison published at ``url`` (if given: the
-    verdict names its sides there), the index, and MLflow where asked (the report, the
+    verdict names its sides there), the index, and MLflow where asked (the HTML report
+    unless ``report`` is False) (the report, the
     index and MLflow after the verdict is on disk: a failure only warns)."""
     from parity.report.run import report_after_compare
     from parity.store import index_quietly
@@ -106,7 +108,8 @@ def conclude(
         where = {role: f"{shown(url)}/{role}" for role in ("baseline", "target")}
         judged = replace(judged, verdict=relocated(judged.verdict, where), url=shown(url))
     done = judged.save()
-    done = replace(done, report=report_after_compare(done))
+    if report:
+        done = replace(done, report=report_after_compare(done))
     if url:
         from parity.storage import publish
 

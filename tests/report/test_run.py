@@ -85,3 +85,25 @@ def test_without_matplotlib_one_line_names_the_extra(
     assert write_reports(run_dir, md=Path("-"))["md"]
     assert report_after_compare(Comparison.load(run_dir)) is None
     assert "parity[report]" in caplog.text
+
+
+@pytest.mark.slow
+def test_no_report_writes_everything_but_the_html_and_report_makes_it_later(
+    tmp_path: Path,
+) -> None:
+    from parity import api
+    from parity.request import CompareRequest
+
+    out = tmp_path / "cmp"
+    request = CompareRequest.from_kwargs(
+        workload="mlp-train", target="cpu+bf16", steps=4, repeats=1, compliance=False,
+        report=False, out=str(out),
+    )  # fmt: skip
+    result = api.compare(request)
+    assert result.report is None and not (out / "report.html").exists()
+    assert (out / "verdict.json").is_file() and (out / "baseline").is_dir()
+    assert json.loads((out / "request.json").read_text())["report"] is False
+    assert write_reports(out) == {"html": out / "report.html"}
+    assert "<svg" in (out / "report.html").read_text()
+    with_report = CompareRequest.from_kwargs(workload="mlp-train", out=str(tmp_path / "x"))
+    assert with_report.report is True  # the default

@@ -272,6 +272,7 @@ def compare(
         target="cpu+bf16",
         repeats=1,
         compliance=False,
+        report=False,  # these tests read the verdict and bundles: no plots drawn
         out=str(out),
     )
     return api.compare(CompareRequest.from_kwargs(**options)).verdict

@@ -174,7 +174,7 @@ def test_hf_gpt2_tiny_compare_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     cmp = run_cli(
         "compare", "hf:gpt2", "--baseline", "cpu", "--target", "cpu+bf16", "--repeats", "1",
-        "--no-compliance", "--steps", "6", "--hf-config", "n_layer=1", "--json",
+        "--no-compliance", "--no-report", "--steps", "6", "--hf-config", "n_layer=1", "--json",
         "--out", str(out),
     )  # fmt: skip
     assert cmp.returncode == 0, cmp.stderr
