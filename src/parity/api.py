@@ -15,7 +15,7 @@ arguments named after the options (the keys of ``parity.options.TABLE``: ``basel
 ``target``, ``size``, ``batch_size``, ``seq_len``, ``steps``, ``seed``, ``hf_config``,
 ``out``, ``repeats``, ``precision``, ``budget_s``, ``compliance``, ``timeout_s``,
 ``nproc``, ``nnodes``, ``rdzv_endpoint``, ``allow_diff``, ``target_loss``, ``prices``,
-``cost``, ``operational``, ``checks``, ``batch_sizes``, ...), a workload name,
+``cost``, ``operational``, ``checks``, ``batch_sizes``, ``report``, ...), a workload name,
 ``hf:ARCH``, ``path/to/file.py:factory`` or ``script=[...]`` (script mode), ``plan=``
 (a plan file; the options given replace its values) and ``resume=`` (an interrupted
 comparison's directory). Bad input of any type raises a ``parity.UsageError`` subclass
