@@ -24,8 +24,8 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
-#: servers and a Ray cluster that tests start themselves, one of each per session/module
-pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.cluster"]
+#: servers that tests start themselves (the Ray cluster: tests/cluster/conftest.py)
+pytest_plugins = ["tests.fixtures.servers"]
 
 
 #: ``-n auto`` (pyproject's addopts) takes one worker per core up to this many: the slow

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from parity.bundle import load_bundle
+from parity.testing.raycluster import RayCluster
 from tests.conftest import run_cli
-from tests.fixtures.cluster import RayCluster
 
 pytestmark = pytest.mark.slow
 

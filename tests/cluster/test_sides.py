@@ -17,9 +17,8 @@ import pytest
 from parity import storage
 from parity.bundle import load_side
 from parity.model.codec import encode
-from parity.testing.raycluster import free_port
+from parity.testing.raycluster import RayCluster, free_port
 from tests.conftest import run_cli
-from tests.fixtures.cluster import RayCluster
 from tests.fixtures.runs import synthetic_run
 from tests.fixtures.servers import S3
 

@@ -16,8 +16,8 @@ import pytest
 
 from parity.bundle import load_bundle, read_verdict
 from parity.sweep import load_sweep
+from parity.testing.raycluster import RayCluster
 from tests.conftest import run_cli
-from tests.fixtures.cluster import RayCluster
 from tests.test_sweep import PLAN as LOCAL_PLAN
 
 #: nightly (CI's last step, one process): four cluster comparisons, a kill and a resume

@@ -15,8 +15,7 @@ import pytest
 from parity.bundle import load_side
 from parity.cluster.code import user_code
 from parity.spec import WorkloadSpec
-from parity.testing.raycluster import listening
-from tests.fixtures.cluster import RayCluster
+from parity.testing.raycluster import RayCluster, listening
 
 LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4")
 
