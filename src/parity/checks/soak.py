@@ -2,12 +2,11 @@
 
 One part in ``soak`` mode runs the workload for ``--duration``, summarising windows of
 steps (median latency, the host RSS floor over the window and device allocated bytes at
-its end). The
-gates are slopes with 95% intervals that allow for autocorrelation (``stats.slope_ci``):
-latency drift (relative per hour) and memory growth (MiB per minute at the soak's
-throughput); each fails when its interval lies wholly above its bound. The first
-``--warmup`` fraction of the run is left out. A short soak whose interval still reaches
-above a bound passes with ``conclusive: false``.
+its end). The gates are slopes with 95% intervals that allow for autocorrelation
+(``stats.slope_ci``): latency drift (relative per hour) and memory growth (MiB per
+minute at the soak's throughput); each fails when its interval lies wholly above its
+bound. The first ``--warmup`` fraction of the run is left out. A short soak whose
+interval still reaches above a bound passes with ``conclusive: false``.
 """
 
 from __future__ import annotations
