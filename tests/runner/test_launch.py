@@ -65,6 +65,44 @@ def test_torchrun_root_cause_names_the_rank() -> None:
     assert torchrun_root_cause("nothing here") is None
 
 
+#: torchrun's summary when rank 1 was killed and rank 0 crashed in its collective first
+LOST_PEER = """Failures:
+[1]:
+  time      : 2026-12-02_06:31:02
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 10265)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 10265
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-02_06:31:02
+  rank      : 0 (local_rank: 0)
+  exitcode  : -11 (pid: 10264)
+  error_file: <N/A>
+  traceback : Signal 11 (SIGSEGV) received by PID 10264
+"""
+GLOO = "RuntimeError in phase 'steps': [gloo] Connection closed by peer [127.0.0.1]:4242"
+
+
+def test_a_rank_that_lost_its_peer_is_named_after_the_rank_that_was_killed() -> None:
+    assert torchrun_root_cause(LOST_PEER, GLOO) == (
+        "rank 1 killed by SIGKILL; rank 0 then killed by SIGSEGV on losing its peer; "
+        "torchrun stopped the other ranks"
+    )
+    # without an error that says so, torchrun's own first observation stands
+    assert torchrun_root_cause(LOST_PEER, "ValueError in phase 'steps': bad batch") == (
+        "rank 0 killed by SIGSEGV; torchrun stopped the other ranks"
+    )
+    assert torchrun_root_cause(LOST_PEER) == (
+        "rank 0 killed by SIGSEGV; torchrun stopped the other ranks"
+    )
+    stopped = LOST_PEER.replace("exitcode  : -9", "exitcode  : -15")  # torchrun's SIGTERM
+    assert torchrun_root_cause(stopped, GLOO) == (
+        "rank 0 killed by SIGSEGV; torchrun stopped the other ranks"
+    )
+
+
 def test_events_are_tailed_as_typed_events_and_odd_lines_skipped(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     tail = EventTail(path)

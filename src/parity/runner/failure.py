@@ -53,16 +53,38 @@ def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
 
 
 _ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.S)
+_FAILURE = re.compile(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.S)
+#: a rank's own error that says its peer went away first (gloo, NCCL, the socket)
+_LOST_PEER = re.compile(
+    r"remote worker|remote process|closed by peer|reset by peer|connection closed", re.I
+)
 
 
-def torchrun_root_cause(stderr: str) -> str | None:
-    """torchrun's "Root Cause (first observed failure)": which rank died, and how."""
+def _how(code: int) -> str:
+    return f"killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}"
+
+
+def torchrun_root_cause(stderr: str, error: str | None = None) -> str | None:
+    """torchrun's "Root Cause (first observed failure)": which rank died, and how.
+
+    torchrun's first observed failure can be a consequence: when one rank is killed from
+    outside (SIGKILL: the OOM killer, an operator), its peer fails in a collective at
+    about the same moment, and on a loaded machine torchrun may see that one first. When
+    the worker's own ``error`` says its peer went away and torchrun lists another rank
+    killed by SIGKILL, that rank is named first and the other as what followed."""
     match = _ROOT_CAUSE.search(stderr)
     if match is None:
         return None
     rank, code = int(match[1]), int(match[2])
-    how = f"killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}"
-    return f"rank {rank} {how}; torchrun stopped the other ranks"
+    if error is not None and _LOST_PEER.search(error) and "Failures:" in stderr:
+        listed = stderr.split("Failures:", 1)[1]
+        for other, other_code in ((int(r), int(c)) for r, c in _FAILURE.findall(listed)):
+            if other != rank and other_code == -signal.SIGKILL:
+                return (
+                    f"rank {other} {_how(other_code)}; rank {rank} then {_how(code)} on "
+                    "losing its peer; torchrun stopped the other ranks"
+                )
+    return f"rank {rank} {_how(code)}; torchrun stopped the other ranks"
 
 
 def failure_reason(
@@ -78,7 +100,7 @@ def failure_reason(
     error, unwritable = _worker_error(tmp / ERROR_FILE, phase)
     if rc == EXIT_UNWRITABLE:
         return f"the worker could not write its bundle in phase '{phase}' (is the disk full?)", True
-    root = torchrun_root_cause(stderr_tail(tmp / "stderr.log", 200)) if rc != 0 else None
+    root = torchrun_root_cause(stderr_tail(tmp / "stderr.log", 200), error) if rc != 0 else None
     if root is not None:  # torchrun names the rank that failed first
         return f"{root} (phase '{phase}')" + (f"; first error: {error}" if error else ""), False
     if error is not None:
