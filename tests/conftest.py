@@ -37,26 +37,19 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, min(os.cpu_count() or 1, MAX_XDIST_WORKERS))
 
 
-#: every test on the session's Ray cluster lives here, so that one xdist worker takes them
-#: all and one cluster starts (two clusters' six Ray nodes on two cores made each of
-#: their tests several times slower)
+#: the tests on the Ray cluster: its fixture is defined here (tests/cluster/conftest.py),
+#: so no other test can start one, and one xdist worker takes them all (two clusters' six
+#: Ray nodes on two cores made each of their tests several times slower)
 RAY_TESTS = "tests/cluster/"
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A nightly test is slow too, so ``-m "not slow"`` (which replaces the default
-    ``-m 'not nightly'``) never runs one; a test on the Ray cluster outside
-    ``RAY_TESTS`` is refused (it would start a second cluster on another worker)."""
+    ``-m 'not nightly'``) never runs one."""
     for item in items:
         if item.get_closest_marker("nightly") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-        uses_ray = "ray_cluster" in getattr(item, "fixturenames", ())
-        if uses_ray and not item.nodeid.startswith(RAY_TESTS):
-            raise pytest.UsageError(
-                f"{item.nodeid} uses the session's Ray cluster: move it under {RAY_TESTS} "
-                "(one xdist worker runs those, so one cluster starts)"
-            )
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -92,9 +92,9 @@ def conclude(
 ) -> Comparison:
     """Judge a measured comparison and send it to every sink: ``inputs.json`` and
     ``verdict.json``, the HTML report, the comparison published at ``url`` (if given: the
-    verdict names its sides there), the index, and MLflow where asked (the HTML report
-    unless ``report`` is False) (the report, the
-    index and MLflow after the verdict is on disk: a failure only warns)."""
+    verdict names its sides there), the index, and MLflow where asked; the HTML report
+    unless ``report`` is False (the report, the index and MLflow after the verdict is on
+    disk: a failure only warns)."""
     from parity.report.run import report_after_compare
     from parity.store import index_quietly
 
