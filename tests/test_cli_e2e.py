@@ -17,6 +17,7 @@ def test_compare_and_diff_give_the_same_verdict(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     cmp = run_cli(
         "compare",
+        "--no-report",
         "mlp-train",
         "--baseline",
         "cpu",
@@ -67,6 +68,7 @@ def test_compare_and_diff_give_the_same_verdict(tmp_path: Path) -> None:
 def test_human_report_shows_the_verdict(tmp_path: Path) -> None:
     cmp = run_cli(
         "compare",
+        "--no-report",
         "gpt-generate",
         "--target",
         "cpu+threads=1",
@@ -128,6 +130,7 @@ def test_a_target_that_raises_or_hangs_is_recorded(tmp_path: Path) -> None:
     fixture = FIXTURES / "workloads.py"
     cmp = run_cli(
         "compare",
+        "--no-report",
         f"{fixture}:RaiseOnReduced",
         "--target",
         "cpu+bf16",
@@ -142,6 +145,7 @@ def test_a_target_that_raises_or_hangs_is_recorded(tmp_path: Path) -> None:
     assert reason == "r00: RuntimeError in phase 'steps': planted failure on the target"
     cmp = run_cli(
         "compare",
+        "--no-report",
         f"{fixture}:HangOnReduced",
         "--target",
         "cpu+bf16",
@@ -184,6 +188,7 @@ def test_batch_sizes_give_a_throughput_latency_curve(tmp_path: Path) -> None:
     out = tmp_path / "curve"
     cmp = run_cli(
         "compare",
+        "--no-report",
         "cnn-infer",
         "--batch-sizes",
         "1,4",
@@ -213,6 +218,7 @@ def test_batch_sizes_give_a_throughput_latency_curve(tmp_path: Path) -> None:
 def test_a_target_that_runs_out_of_memory_is_recorded(tmp_path: Path) -> None:
     cmp = run_cli(
         "compare",
+        "--no-report",
         f"{FIXTURES / 'workloads.py'}:OomOnReduced",
         "--target",
         "cpu+bf16",

@@ -27,7 +27,8 @@ from tests.fixtures.servers import S3
 REFUSED_WITHIN_S = 60
 
 pytestmark = pytest.mark.slow
-LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4")
+#: these tests read verdicts and bundles: no HTML report drawn
+LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4", "--no-report")
 
 
 def _gates_and_speed(verdict: dict[str, object]) -> tuple[object, ...]:
@@ -108,7 +109,7 @@ def test_a_node_killed_mid_side_is_that_sides_failure(
         [sys.executable, "-m", "parity", "compare", "mlp-train", "--target", "cpu+bf16",
          "--cluster", ray_cluster.client, "--place", "baseline=side-a",
          "--place", "target=side-b", "--out", str(out), "--json",
-         "--repeats", "3", "--no-compliance", "--steps", "40"],
+         "--repeats", "3", "--no-compliance", "--steps", "40", "--no-report"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -17,7 +17,8 @@ from parity.cluster.code import user_code
 from parity.spec import WorkloadSpec
 from parity.testing.raycluster import RayCluster, listening
 
-LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4")
+#: these tests read verdicts and bundles: no HTML report drawn
+LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4", "--no-report")
 
 MODEL = """
 from typing import Any, ClassVar

@@ -72,3 +72,26 @@ def test_find_peak_in_nested_stats() -> None:
     assert find_peak(flat) == 100
     assert find_peak(nested) == 300
     assert find_peak({"x": 1}) is None
+
+
+def test_a_worker_is_forked_only_where_the_adapter_allows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The torch-free list of built-ins agrees with the adapters; a type no adapter
+    claims (a PrivateUse1 backend) is spawned; a plugin's adapter decides for its own."""
+    from parity.devices import fork_safe, register_device
+    from parity.devices.names import BUILTIN, FORK_SAFE, forks
+
+    assert {name for name in BUILTIN if get_device(name).fork_safe} == FORK_SAFE == {"cpu", "cuda"}
+    assert all(forks(name) == (name in FORK_SAFE) for name in BUILTIN)
+    monkeypatch.setenv("PARITY_PLUGINS", "")
+    assert not forks("hpu")  # no plugin could name it: decided without torch
+    assert not fork_safe("hpu")  # the generic adapter
+
+    class Safe(Device):
+        fork_safe = True
+
+    monkeypatch.setattr("parity.devices.registry._REGISTRY", {})
+    register_device("hpu", Safe)
+    monkeypatch.setenv("PARITY_PLUGINS", "parity.devices.cpu")  # any plugin makes it ask
+    assert forks("hpu") and not forks("neuron")

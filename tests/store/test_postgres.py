@@ -135,7 +135,8 @@ def test_four_compares_at_once_index_every_row_exactly_once(
     outs = [tmp_path / f"cmp{i}" for i in range(4)]
     procs = [
         _parity("compare", "mlp-train", "--target", "cpu+bf16", "--steps", "4",
-                "--repeats", "2", "--no-compliance", "--out", str(out), "--json", env=env)
+                "--repeats", "2", "--no-compliance", "--no-report", "--out", str(out), "--json",
+                env=env)
         for out in outs
     ]  # fmt: skip
     done = [p.communicate(timeout=900) for p in procs]

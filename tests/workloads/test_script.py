@@ -79,7 +79,7 @@ def test_a_script_is_fingerprinted_by_its_command_and_bytes_not_weights() -> Non
 
 
 def _compare(out: Path, target: str, script: list[str]) -> ComparisonResult:
-    options = dict(target=target, out=str(out), script=tuple(script))
+    options = dict(target=target, out=str(out), script=tuple(script), report=False)
     return api.compare(CompareRequest.from_kwargs(**options))
 
 

@@ -90,7 +90,7 @@ def test_broken_user_files_are_usage_errors(name: str, message: str) -> None:
 def test_user_file_compare_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     cmp = run_cli(
-        "compare", "examples/tabular_train.py:TabularTrain", "--target", "cpu+bf16",
+        "compare", "--no-report", "examples/tabular_train.py:TabularTrain", "--target", "cpu+bf16",
         "--repeats", "1", "--no-compliance", "--steps", "6", "--json", "--out", str(out),
     )  # fmt: skip
     assert cmp.returncode == 0, cmp.stderr
@@ -112,7 +112,7 @@ def test_a_sleeping_loader_is_input_bound_in_the_verdict(tmp_path: Path) -> None
     cmp = run_cli(
         "compare", workload, "--baseline", "cpu+threads=1", "--target", "cpu+bf16+threads=1",
         "--hf-config", "sleep_ratio=1", "--repeats", "1", "--no-compliance", "--steps", "8",
-        "--json", "--out", str(out),
+        "--no-report", "--json", "--out", str(out),
     )  # fmt: skip
     assert cmp.returncode == 0, cmp.stderr
     verdict = json.loads(cmp.stdout)

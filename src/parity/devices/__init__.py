@@ -12,9 +12,14 @@ from parity.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from parity.devices.base import Device
-    from parity.devices.registry import get_device, known_device_types, register_device
+    from parity.devices.registry import (
+        fork_safe,
+        get_device,
+        known_device_types,
+        register_device,
+    )
 
-__all__ = ["Device", "get_device", "known_device_types", "register_device"]
+__all__ = ["Device", "fork_safe", "get_device", "known_device_types", "register_device"]
 
 
 __getattr__ = _lazy_names(

@@ -43,6 +43,10 @@ class Device:
     install_hint: ClassVar[str] = "install the PyTorch backend package for this device"
     #: the Ray resource a side on this device asks its cluster node for (``--place``)
     cluster_resource: ClassVar[str] = "GPU"
+    #: whether a worker forked from the zygote (torch imported, no device touched, no
+    #: plugin loaded) may start this device's runtime: False for any runtime that refuses
+    #: a fork or starts threads at import (TorchNeuron, XLA, an unknown plugin's device)
+    fork_safe: ClassVar[bool] = False
 
     def __init__(self, device_type: str, index: int | None = None) -> None:
         self.type = device_type

@@ -17,6 +17,7 @@ class CpuDevice(Device):
     cluster_resource: ClassVar[str] = "CPU"
     dist_backend: ClassVar[str | None] = "gloo"
     install_hint: ClassVar[str] = "the CPU is always available"
+    fork_safe: ClassVar[bool] = True
 
     def is_available(self) -> bool:
         return True

@@ -31,6 +31,9 @@ class CudaDevice(Device):
     install_hint: ClassVar[str] = (
         "install a CUDA (or ROCm) build of PyTorch on a machine with a GPU and a driver"
     )
+    #: CUDA starts lazily in the process that first touches it: safe in a fork whose
+    #: parent never did
+    fork_safe: ClassVar[bool] = True
 
     def enable_determinism(self) -> list[str]:
         # cuBLAS needs a fixed workspace before its first call to be deterministic.

@@ -19,6 +19,25 @@ BUILTIN = ("cpu", "cuda", "neuron", "xpu", "mps", "xla")
 CONCURRENT = frozenset({"cpu"})
 
 
+#: the built-in device types whose adapters are ``fork_safe`` (a worker on them may be
+#: forked from the zygote); kept here so that deciding needs no torch
+FORK_SAFE = frozenset({"cpu", "cuda"})
+
+
+def forks(device: str) -> bool:
+    """Whether a one-process worker on ``device`` may be forked from the zygote: a
+    built-in type from ``FORK_SAFE``; any other from its adapter (a plugin may register
+    one that is), which needs the plugins loaded and torch imported, as checking the name
+    already did."""
+    if device in BUILTIN:
+        return device in FORK_SAFE
+    if not _others_possible():
+        return False
+    from parity.devices import fork_safe  # plugins and PrivateUse1: torch
+
+    return fork_safe(device)
+
+
 def run_together(*devices: str) -> bool:
     """Whether jobs on these device types may run at the same time."""
     return all(d in CONCURRENT for d in devices)

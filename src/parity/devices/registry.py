@@ -51,6 +51,13 @@ def known_device_types() -> set[str]:
     return names
 
 
+def fork_safe(device_type: str) -> bool:
+    """Whether a worker on this device type may be forked from the zygote (the adapter's
+    ``fork_safe``; the generic adapter's False for a type no adapter claims)."""
+    load_plugins()
+    return _REGISTRY.get(device_type, Device).fork_safe
+
+
 def get_device(device_type: str, index: int | None = None) -> Device:
     """The adapter for a device type (generic where no adapter is registered)."""
     load_plugins()

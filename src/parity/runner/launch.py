@@ -10,8 +10,9 @@ device. A ``Launcher`` starts it one of two ways, and the manifest records which
   torch`` again; for one-process sides on devices that may be initialised in a forked
   process (the CPU, CUDA: safe while the parent never initialised it);
 - ``spawn``: a new ``python -m parity.runner.worker`` (isolated: ``runner.python``;
-  nothing inherited but the environment): torchrun sides, devices whose runtime refuses
-  a fork (TorchNeuron, XLA, any plugin device), or when the zygote cannot start.
+  nothing inherited but the environment): torchrun sides, devices whose adapter is not
+  ``fork_safe`` (TorchNeuron, XLA, a plugin device that does not declare itself safe),
+  or when the zygote cannot start.
   ``PARITY_LAUNCHER=spawn`` forces it.
 
 Whatever happens to the worker, the side ends as a bundle under its final name: ``ok``
@@ -51,6 +52,7 @@ from parity.bundle import (
     temp_dir_for,
     write_doc,
 )
+from parity.devices.names import forks
 from parity.errors import OutputError
 from parity.model.bundle import Bundle
 from parity.model.codec import decode, loads
@@ -93,11 +95,6 @@ class EventTail:
             with contextlib.suppress(ValueError, UnicodeDecodeError):  # a torn or odd line
                 out.append(decode(Event, loads(line.decode())))
         return out
-
-
-#: device types a forked worker may initialise (their runtime was never started in the
-#: zygote); every other device type is spawned
-FORK_SAFE = frozenset({"cpu", "cuda"})
 
 
 class Worker(Protocol):
@@ -186,7 +183,7 @@ class Launcher:
     def how(self, job: Job) -> Literal["fork", "spawn"]:
         """``fork`` or ``spawn`` for this job."""
         one_process = (job.side.nproc or 1) <= 1 and job.torchrun.nnodes <= 1
-        if self.fork and self.broken is None and one_process and job.side.device in FORK_SAFE:
+        if self.fork and self.broken is None and one_process and forks(job.side.device):
             return "fork"
         return "spawn"
 

@@ -29,7 +29,9 @@ asynchronous device exactly as the synchronous one: through its generic adapter.
 
 Importing this module builds the extension (once, cached under
 ``PARITY_FAKEDEVICE_BUILD_DIR`` or ``~/.cache/parity/fakedevice``) and registers
-the device.
+the device, with the generic adapter declared ``fork_safe`` (``FakeDevice``): the
+zygote loads no plugin, so a forked worker loads the extension itself, and the device
+starts no thread. A real PrivateUse1 backend without such a declaration is spawned.
 
 It also turns off autograd multithreading for the importing thread, so backward
 passes on ``parityfake`` run on the calling thread, as CPU ones do. With a
@@ -59,12 +61,15 @@ import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 from torch.utils.backend_registration import (
     generate_methods_for_privateuse1_backend,
     rename_privateuse1_backend,
 )
+
+from parity.devices.base import Device
 
 DEVICE_NAME = "parityfake"
 UNSUPPORTED_ENV = "PARITY_FAKE_UNSUPPORTED"
@@ -179,6 +184,13 @@ def _build() -> Path:
 # -------------------------------------------------------------- registering
 
 
+class FakeDevice(Device):
+    """The generic adapter (parity treats this device as any PrivateUse1 backend), forked
+    from the zygote like the CPU: its runtime is the host's."""
+
+    fork_safe: ClassVar[bool] = True
+
+
 def load() -> Path:
     """Build (once) and register ``parityfake``; return the extension's path.
 
@@ -199,6 +211,9 @@ def load() -> Path:
         torch._register_device_module(DEVICE_NAME, sys.modules[__name__])  # type: ignore[no-untyped-call]
     if not hasattr(torch.Tensor, f"is_{DEVICE_NAME}"):
         generate_methods_for_privateuse1_backend()
+    from parity.devices.registry import register_device
+
+    register_device(DEVICE_NAME, FakeDevice)
     set_unsupported(_split(os.environ.get(UNSUPPORTED_ENV, "")))
     set_async_us(_async_from_env(os.environ.get(ASYNC_ENV, "")))
     # Run backward passes on the calling thread rather than on autograd's
