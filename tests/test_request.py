@@ -118,7 +118,11 @@ def test_a_plan_file_with_given_options_replacing_its_values(tmp_path: Path) -> 
     assert given.target.precision == "fp16" and given.measure.repeats == 3
 
 
-def test_a_plan_names_the_task_and_the_data(tmp_path: Path) -> None:
+def test_a_plan_names_the_task_and_the_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the data file is read from the working directory
+    (tmp_path / "notes.jsonl").write_text('{"text": "a note"}\n')
     edited = TEMPLATE.replace('# task = "embed"', 'task = "embed"').replace(
         '# data = "notes.jsonl:text"', 'data = "notes.jsonl:text"'
     )
@@ -164,7 +168,9 @@ def test_request_json_round_trip_and_refusals(tmp_path: Path) -> None:
         CompareRequest.from_file(tmp_path)
 
 
-def test_kwargs_are_type_checked() -> None:
+def test_kwargs_are_type_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.jsonl").write_text('{"text": "a note"}\n')
     ok = CompareRequest.from_kwargs(workload="mlp-train", target="cpu", hf_config={"x": 1})
     assert ok.workload is not None and ok.workload.overrides == (("x", "1"),)
     with pytest.raises(OptionError, match="unknown argument 'colour'"):
@@ -177,6 +183,8 @@ def test_kwargs_are_type_checked() -> None:
         CompareRequest.from_kwargs(target="cpu", prices={"target": "x"})
     data = CompareRequest.from_kwargs(target="cpu", task="embed", data=Path("notes.jsonl"))
     assert data.workload is not None and data.workload.data == "notes.jsonl"
+    with pytest.raises(WorkloadError, match=r"--data gone\.jsonl: no such file"):
+        CompareRequest.from_kwargs(target="cpu", data="gone.jsonl")  # before any worker
     with pytest.raises(OptionError, match="task must be a string"):
         CompareRequest.from_kwargs(target="cpu", task=1)
     pinned = CompareRequest.from_kwargs(target="cpu", pins={"Torch": "==2.13.*", "six": "1.17"})
@@ -219,7 +227,10 @@ def test_bad_input_is_refused_without_importing_torch() -> None:
     code = (
         "import sys\n"
         "from parity.request import CompareRequest\n"
-        "bad = (dict(target='bogus'), dict(workload='nope', target='cpu'))\n"
+        "bad = (dict(target='bogus'), dict(workload='nope', target='cpu'),\n"
+        "       dict(target='cpu', data='no-such.txt'),\n"
+        "       dict(workload='mlp-train', target='cpu', data=sys.executable),\n"
+        "       dict(target='cpu', data=sys.executable + ':text_column'))\n"
         "for o in bad:\n"
         "    try:\n"
         "        CompareRequest.from_kwargs(**o)\n"
@@ -228,7 +239,8 @@ def test_bad_input_is_refused_without_importing_torch() -> None:
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.split() == ["SpecError", "WorkloadError", "False"], out.stderr
+    refused = ["SpecError", *["WorkloadError"] * 4]
+    assert out.stdout.split() == [*refused, "False"], out.stderr
 
 
 def test_the_agreement_thresholds_come_from_options_and_plans(tmp_path: Path) -> None:

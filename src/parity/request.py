@@ -51,7 +51,7 @@ def _out(out: str | None) -> str | None:
 
 
 def _workload(g: Given) -> WorkloadSpec | None:
-    from parity.workloads.names import check_workload_name
+    from parity.workloads.names import check_data, check_workload_name
 
     if g.has(o.SCRIPT):
         given = [opt.flag for opt in (*WORKLOAD_OPTIONS, o.HF_CONFIG, o.BATCH_SIZES) if g.has(opt)]
@@ -64,7 +64,7 @@ def _workload(g: Given) -> WorkloadSpec | None:
         return None
     name = g.value(o.WORKLOAD, "gpt-train")
     check_workload_name(name)
-    return WorkloadSpec(
+    spec = WorkloadSpec(
         name=name,
         size=g.get(o.SIZE) or "tiny",
         batch_size=g.get(o.BATCH_SIZE),
@@ -76,6 +76,8 @@ def _workload(g: Given) -> WorkloadSpec | None:
         data=g.get(o.DATA),
         generate_loop=parse_generate_loop(g.get(o.GENERATE_LOOP)),
     )
+    check_data(name, spec.data)
+    return spec
 
 
 def _with_nproc(side: SideSpec, nproc: int | None) -> SideSpec:

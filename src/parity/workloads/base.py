@@ -28,6 +28,7 @@ from parity.model.numerics import OutputKind
 from parity.model.numerics import output_kind as kind_of_name
 from parity.model.workload import Kind, QualitySpec, Sources, WorkloadDescription
 from parity.spec import GenerateLoopName, SideSpec, WorkloadSpec
+from parity.workloads.datasource import takes_no_data
 
 KINDS = ("train", "infer", "generate")
 #: a batch as a data loader delivers it: tensors by name (CPU, then the side's device)
@@ -132,10 +133,7 @@ class Workload(ABC):
 
     def __init__(self, spec: WorkloadSpec) -> None:
         if spec.data is not None and not self.takes_data:
-            raise WorkloadError(
-                f"workload {self.name} takes no --data: drop it, or use gpt-train, "
-                "gpt-generate or a checkpoint (hf:PATH)"
-            )
+            raise takes_no_data(self.name)
         if spec.task is not None and not self.takes_task:
             raise WorkloadError(
                 f"workload {self.name} takes no --task: --task is for checkpoints (hf:PATH)"

@@ -24,6 +24,9 @@ BUILTIN_KINDS = {
     "gpt-train": "train",
     "mlp-train": "train",
 }
+#: the built-ins that read ``--data`` (their classes' ``takes_data``; a test keeps the two
+#: equal), so that ``--data`` on any other is refused before any worker starts
+BUILTIN_TAKE_DATA = frozenset({"gpt-generate", "gpt-train"})
 PREFIXES = ("hf",)
 #: what a built-in prefix's workloads import besides torch: a zygote preloads it (importing
 #: transformers costs a second or more, which every forked repeat would otherwise pay)
@@ -73,6 +76,18 @@ def check_workload_name(name: str) -> None:
         + "".join(f"{p}:NAME, " for p in PREFIXES)
         + "or path/to/file.py:factory"
     )
+
+
+def check_data(name: str, data: str | None) -> None:
+    """Refuse ``--data`` that names no file, or that a built-in workload would not read
+    (any other workload decides when a worker builds it)."""
+    from parity.workloads.datasource import parse_data, takes_no_data
+
+    if data is None:
+        return
+    if name in BUILTIN and name not in BUILTIN_TAKE_DATA:
+        raise takes_no_data(name)
+    parse_data(data)
 
 
 def known_kind(name: str) -> str | None:

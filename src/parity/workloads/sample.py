@@ -31,23 +31,17 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
 from parity.errors import WorkloadError
+from parity.workloads.datasource import DataSource, Format, parse_data
 from parity.workloads.frozen import cache_root, canonical
 
-Format = Literal["text", "jsonl", "csv", "parquet", "datasets"]
-SUFFIXES: dict[str, Format] = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".parquet": "parquet",
-}
+__all__ = ["DataSource", "parse_data"]  # read here by the workloads, checked in the request
+
 CHUNK = 1 << 20
 
 
@@ -97,44 +91,6 @@ def visible_files(root: Path) -> list[Path]:
 def digest(path: Path) -> str:
     """A file's digest, or a directory's over its visible files."""
     return files_digest(path, visible_files(path)) if path.is_dir() else file_digest(path)
-
-
-# -- the source ---------------------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DataSource:
-    """Where the sample comes from: a path, its format and the field holding text."""
-
-    path: Path
-    format: Format
-    field: str
-
-    def describe(self) -> dict[str, str]:
-        """What enters the workload's config (not the path: the same bytes elsewhere
-        are the same data; the bytes enter through ``digest``)."""
-        return {"format": self.format, "field": self.field}
-
-    def digest(self) -> str:
-        return digest(self.path)
-
-
-def parse_data(text: str) -> DataSource:
-    """``FILE`` or ``FILE:FIELD``; WorkloadError names a missing file or format."""
-    path, field = Path(text).expanduser(), "text"
-    if not path.exists():
-        head, sep, tail = text.rpartition(":")
-        if sep and head and Path(head).expanduser().exists():
-            path, field = Path(head).expanduser(), tail.strip()
-        else:
-            raise WorkloadError(f"--data {text}: no such file or directory: check the path")
-    if not field:
-        raise WorkloadError(f"--data {text}: the field after ':' is empty: write FILE:FIELD")
-    fmt: Format = "datasets" if path.is_dir() else SUFFIXES.get(path.suffix.lower(), "text")
-    if fmt == "text" and field != "text":
-        raise WorkloadError(
-            f"--data {text}: a plain text file has no fields: drop ':{field}', or use "
-            "JSONL, CSV or Parquet"
-        )
-    return DataSource(path=path.resolve(), format=fmt, field=field)
 
 
 def _lines(path: Path) -> Iterator[str]:

@@ -18,7 +18,7 @@ from parity.runner.launch import Launcher
 from parity.spec import WorkloadSpec
 from parity.workloads import registered
 from parity.workloads.frozen import read_frozen
-from parity.workloads.names import BUILTIN_KINDS
+from parity.workloads.names import BUILTIN_KINDS, BUILTIN_TAKE_DATA
 
 BAD_FILES = {
     "exit0.py": "import os\nos._exit(0)\n",
@@ -32,6 +32,8 @@ def test_the_built_in_kinds_known_without_torch_are_the_classes_own() -> None:
     assert {name: cls.kind for name, cls in registered().items() if name in BUILTIN_KINDS} == (
         BUILTIN_KINDS
     )
+    takes = {name for name, cls in registered().items() if name in BUILTIN_KINDS and cls.takes_data}
+    assert takes == BUILTIN_TAKE_DATA
 
 
 MINE = """
