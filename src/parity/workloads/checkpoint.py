@@ -71,7 +71,6 @@ from parity.workloads.sample import (
     DataSource,
     HfTokens,
     Tokens,
-    digest,
     files_digest,
     packed,
     parse_data,
@@ -362,7 +361,7 @@ class Checkpoint(LmWorkload):
             if self.tokenizer_files:
                 data.append(files_digest(root, self.tokenizer_files))
             if self.source is not None:
-                data.append(digest(self.source.path))
+                data.append(self.source.digest())
             self._sources = Sources(
                 weights=files_digest(root, self.weight_files + index),
                 data=sha256_json(data) if data else None,

@@ -4,7 +4,6 @@ have before any worker starts (``parity.workloads.sample`` reads the sample)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -20,22 +19,9 @@ SUFFIXES: dict[str, Format] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DataSource:
-    """Where the sample comes from: a path, its format and the field holding text."""
-
-    path: Path
-    format: Format
-    field: str
-
-    def describe(self) -> dict[str, str]:
-        """What enters the workload's config (not the path: the same bytes elsewhere
-        are the same data; the bytes enter through ``sample.digest``)."""
-        return {"format": self.format, "field": self.field}
-
-
-def parse_data(text: str) -> DataSource:
-    """``FILE`` or ``FILE:FIELD``; WorkloadError names a missing file or format."""
+def parse_source(text: str) -> tuple[Path, Format, str]:
+    """``FILE`` or ``FILE:FIELD`` as (the resolved path, its format, the field);
+    WorkloadError names a missing file or a field its format cannot have."""
     path, field = Path(text).expanduser(), "text"
     if not path.exists():
         head, sep, tail = text.rpartition(":")
@@ -51,7 +37,7 @@ def parse_data(text: str) -> DataSource:
             f"--data {text}: a plain text file has no fields: drop ':{field}', or use "
             "JSONL, CSV or Parquet"
         )
-    return DataSource(path=path.resolve(), format=fmt, field=field)
+    return path.resolve(), fmt, field
 
 
 def takes_no_data(name: str) -> WorkloadError:

@@ -25,7 +25,7 @@ from parity.model.workload import Sources
 from parity.spec import GenerateLoopName, WorkloadSpec
 from parity.workloads.base import Knob, RunContext, SizeTable, StepRunner, Workload, batches
 from parity.workloads.loops import GenerateLoop, TrainRunner
-from parity.workloads.sample import ByteTokens, digest, packed, parse_data
+from parity.workloads.sample import ByteTokens, packed, parse_data
 
 VOCAB = 256
 N_BATCHES = 16
@@ -149,7 +149,7 @@ class GptTrain(Workload):
         self.source = parse_data(spec.data) if spec.data else None
 
     def sources(self) -> Sources:
-        return Sources(data=digest(self.source.path) if self.source else None)
+        return Sources(data=self.source.digest() if self.source else None)
 
     def windows(self, batches_: int, length: int) -> torch.Tensor:
         """``[batches_, batch_size, length]`` byte tokens: at seeded offsets in the

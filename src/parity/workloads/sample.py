@@ -31,16 +31,15 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from parity.errors import WorkloadError
-from parity.workloads.datasource import DataSource, Format, parse_data
+from parity.workloads.datasource import Format, parse_source
 from parity.workloads.frozen import cache_root, canonical
-
-__all__ = ["DataSource", "parse_data"]  # read here by the workloads, checked in the request
 
 CHUNK = 1 << 20
 
@@ -91,6 +90,31 @@ def visible_files(root: Path) -> list[Path]:
 def digest(path: Path) -> str:
     """A file's digest, or a directory's over its visible files."""
     return files_digest(path, visible_files(path)) if path.is_dir() else file_digest(path)
+
+
+# -- the source ---------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DataSource:
+    """Where the sample comes from: a path, its format and the field holding text."""
+
+    path: Path
+    format: Format
+    field: str
+
+    def describe(self) -> dict[str, str]:
+        """What enters the workload's config (not the path: the same bytes elsewhere
+        are the same data; the bytes enter through ``digest``)."""
+        return {"format": self.format, "field": self.field}
+
+    def digest(self) -> str:
+        return digest(self.path)
+
+
+def parse_data(text: str) -> DataSource:
+    """``FILE`` or ``FILE:FIELD`` (checked by ``datasource.parse_source``, as the
+    request did before any worker started)."""
+    path, fmt, field = parse_source(text)
+    return DataSource(path=path, format=fmt, field=field)
 
 
 def _lines(path: Path) -> Iterator[str]:
