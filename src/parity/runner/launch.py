@@ -58,6 +58,7 @@ from parity.model.bundle import Bundle
 from parity.model.codec import decode, loads
 from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
 from parity.runner import kept
+from parity.runner.ahead import import_ahead
 from parity.runner.cpu import process_cpu_s
 from parity.runner.failure import failure_reason, write_failed
 from parity.runner.logs import LOGS, LogRelay
@@ -190,6 +191,7 @@ class Launcher:
     def prepare(self, job: Job) -> Literal["fork", "spawn"]:
         """How the job will start, with the zygote running where it forks (its start is
         the comparison's set-up, not a repeat's start-up)."""
+        import_ahead()  # the parent reads the job's bundle next: torch, meanwhile
         how = self.how(job)
         with self.lock:
             if how == "fork" and (self.zygote is None or not self.zygote.alive):

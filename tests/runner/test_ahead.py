@@ -1,0 +1,35 @@
+"""The parent's torch import, started while its first worker starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CODE = """
+import sys
+from parity.runner.ahead import MODULE, import_ahead
+assert "torch" not in sys.modules
+thread = import_ahead()
+assert thread is not None and thread.daemon
+assert import_ahead() is None  # once per process
+thread.join(timeout=300)
+print(MODULE in sys.modules, "torch" in sys.modules)
+"""
+
+EARLY_EXIT = """
+from parity.runner.ahead import import_ahead
+import_ahead()
+raise SystemExit(3)  # ends while the thread imports: joined at exit, no crash
+"""
+
+
+def test_torch_is_imported_in_a_thread_once() -> None:
+    done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["True", "True"], done.stderr
+
+
+def test_a_process_that_ends_at_once_exits_with_its_own_status() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", EARLY_EXIT], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 3 and "Fatal" not in done.stderr, done.stderr
