@@ -81,10 +81,10 @@ def check_workload_name(name: str) -> None:
 def check_data(name: str, data: str | None) -> None:
     """Refuse ``--data`` that names no file, or that a built-in workload would not read
     (any other workload decides when a worker builds it)."""
-    from parity.workloads.datasource import parse_source, takes_no_data
-
     if data is None:
         return
+    from parity.workloads.datasource import parse_source, takes_no_data
+
     if name in BUILTIN and name not in BUILTIN_TAKE_DATA:
         raise takes_no_data(name)
     parse_source(data)
