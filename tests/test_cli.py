@@ -322,7 +322,7 @@ def test_help_reads_well() -> None:
 
 
 def test_the_entry_point_and_python_m(tmp_path: Path) -> None:
-    assert 'parity = "parity.cli:main"' in (ROOT / "pyproject.toml").read_text()
+    assert 'parity = "parity.cli:entry"' in (ROOT / "pyproject.toml").read_text()
     from parity.cli import main
 
     assert main(["--version"]) == 0

@@ -1,7 +1,5 @@
 """``python -m parity`` runs the command line."""
 
-import sys
+from parity.cli import entry
 
-from parity.cli import main
-
-sys.exit(main())
+entry()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 
 def early_refusal(argv: Sequence[str]) -> str | None:
@@ -57,4 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_app(args)
 
 
-__all__ = ["main"]
+def entry() -> NoReturn:
+    """The ``parity`` command and ``python -m parity``: ``main``, then out without the
+    interpreter's teardown of torch (``parity.exiting``)."""
+    from parity.exiting import leave
+
+    leave(main())
+
+
+__all__ = ["entry", "main"]
