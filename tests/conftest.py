@@ -68,6 +68,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return OneClusterWorker(config, log)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _kept_zygotes() -> Iterator[None]:
+    """The session's in-process comparisons and runs fork from kept zygotes, as a sweep's
+    cells do (``parity.runner.kept``): one ``import torch`` per preload and environment,
+    not one per launcher. A test that changes the environment gets a zygote of its own
+    (the environment is part of the key); each worker is still a fresh fork."""
+    from parity.runner.kept import keep_zygotes
+
+    with keep_zygotes():
+        yield
+
+
 @pytest.fixture(scope="module")
 def one_zygote() -> Iterator[None]:
     """A module's in-process comparisons fork their CPU jobs from one kept zygote, as a

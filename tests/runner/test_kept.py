@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from parity.prepare import preflight
+from parity.runner import kept
 from parity.runner.kept import keep_zygotes
 from parity.runner.launch import Launcher
 from parity.spec import parse_side
@@ -15,6 +16,13 @@ from parity.spec import parse_side
 pytestmark = pytest.mark.slow
 
 CPU = [parse_side("cpu")]
+
+
+@pytest.fixture(autouse=True)
+def outside_the_sessions_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests open and leave blocks themselves: the suite's own block
+    (``tests/conftest.py``) is set aside meanwhile, its zygotes left alone."""
+    monkeypatch.setattr(kept, "_kept", None)
 
 
 def _zygote_of_a_job() -> tuple[int, Launcher]:
@@ -70,3 +78,25 @@ def test_outside_the_block_a_launcher_ends_its_zygote() -> None:
             launcher.close()
         assert _running(inner)
     assert not _running(inner)
+
+
+class Idle:
+    """Stands for a zygote in the bound's bookkeeping (no process: only the count is
+    tested here; the tests above use real ones)."""
+
+    alive = True
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_zygotes_kept_longest_are_closed_beyond_the_bound() -> None:
+    made = [Idle() for _ in range(kept.MOST + 2)]
+    with keep_zygotes():
+        for i, zygote in enumerate(made):
+            assert kept.keep(((), frozenset({("N", str(i))})), zygote)  # type: ignore[arg-type]
+        assert [z.closed for z in made] == [True, True] + [False] * kept.MOST
+    assert all(z.closed for z in made)

@@ -24,6 +24,9 @@ Key = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
 #: pytest names the running test in one
 IGNORED = frozenset({"PYTEST_CURRENT_TEST"})
 
+#: at most this many idle zygotes are kept (one per preload and environment)
+MOST = 3
+
 _lock = threading.Lock()
 #: None outside ``keep_zygotes``; inside, the idle zygotes by what they were started with
 _kept: dict[Key, Zygote] | None = None
@@ -70,12 +73,16 @@ def has(wanted: Key) -> bool:
 
 def keep(started: Key, zygote: Zygote) -> bool:
     """Keep an idle zygote for the next launcher; False outside ``keep_zygotes`` (or one
-    like it is kept already, or it died): the caller closes it."""
+    like it is kept already, or it died): the caller closes it. Beyond ``MOST`` kept,
+    the one kept longest is closed (each holds torch in memory)."""
     with _lock:
         if _kept is None or started in _kept or not zygote.alive:
             return False
         _kept[started] = zygote
-        return True
+        evicted = [_kept.pop(k) for k in list(_kept)[: max(0, len(_kept) - MOST)]]
+    for old in evicted:
+        old.close()
+    return True
 
 
 def pids() -> set[int]:

@@ -14,7 +14,12 @@ from tests.fixtures.jobs import run, workload_job
 pytestmark = pytest.mark.slow
 
 
-def test_a_training_side_writes_every_document(tmp_path: Path) -> None:
+def test_a_training_side_writes_every_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a cache of its own: another test of the session may have cached this side's probes,
+    # which would be copied instead of run (``runner.probecache``)
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
     events: list[Event] = []
     bundle = run(workload_job("mlp-train", capture=True), tmp_path, on_event=events.append)
     assert bundle.ok, bundle.manifest.reason
@@ -96,7 +101,9 @@ def test_a_rank_that_dies_is_named(tmp_path: Path) -> None:
     bundle = run(job, tmp_path)
     assert bundle.status == "failed"
     reason = bundle.manifest.reason or ""
-    assert reason.startswith("rank 1 killed by SIGKILL; torchrun stopped the other ranks"), reason
+    # rank 0 may see its peer gone and exit before torchrun stops it: either is named
+    assert reason.startswith("rank 1 killed by SIGKILL; "), reason
+    assert "torchrun stopped the other ranks" in reason, reason
 
 
 LOADERS = FIXTURES / "loaders.py"
