@@ -80,6 +80,15 @@ def _kept_zygotes() -> Iterator[None]:
         yield
 
 
+@pytest.fixture
+def outside_kept_zygotes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a test of zygotes' own lifetimes: the session's block (``_kept_zygotes``) set
+    aside meanwhile, its zygotes left alone."""
+    from parity.runner import kept
+
+    monkeypatch.setattr(kept, "_kept", None)
+
+
 @pytest.fixture(scope="module")
 def one_zygote() -> Iterator[None]:
     """A module's in-process comparisons fork their CPU jobs from one kept zygote, as a

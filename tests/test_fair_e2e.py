@@ -43,12 +43,13 @@ def test_a_tuned_baseline_is_labelled_and_the_reverse_too(tmp_path: Path) -> Non
 
 @pytest.fixture(scope="module")
 def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """gpt-generate on cpu against cpu with a 1 ms TTFT p99 limit: the command's output
-    (its 10 steps leave more than the 5 steady samples a p50 needs)."""
+    """gpt-generate on cpu against cpu with a 10 us TTFT p99 limit, which no forward pass
+    meets (1 ms did not hold: a quiet machine met it): the command's output (its 10 steps
+    leave more than the 5 steady samples a p50 needs)."""
     out = tmp_path_factory.mktemp("slo") / "cmp"
     cmp = run_cli(
         *("compare", "gpt-generate", "--baseline", "cpu", "--target", "cpu"),
-        *(*QUICK, "--out", str(out), "--slo", "ttft_p99=1ms"),
+        *(*QUICK, "--out", str(out), "--slo", "ttft_p99=10us"),
         timeout=900,
     )
     assert cmp.returncode == 1, cmp.stderr
@@ -58,10 +59,10 @@ def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 @pytest.mark.slow
 def test_a_tight_slo_fails_the_gate_with_the_figure(generation: tuple[Path, str]) -> None:
     out, text = generation
-    assert "latency limits FAIL ttft_p99 <= 1 ms: p99" in text and "over the limit by" in text
+    assert "latency limits FAIL ttft_p99 <= 0.01 ms: p99" in text and "over the limit by" in text
     verdict = json.loads((out / "verdict.json").read_text())
     (check,) = verdict["slo"]["sides"]["target"]["checks"]
-    assert check["status"] == "fail" and check["value_s"] > 0.001 and check["n"] > 0
+    assert check["status"] == "fail" and check["value_s"] > 1e-5 and check["n"] > 0
 
 
 @pytest.mark.slow

@@ -13,16 +13,10 @@ from parity.runner.kept import keep_zygotes
 from parity.runner.launch import Launcher
 from parity.spec import parse_side
 
-pytestmark = pytest.mark.slow
+# these tests open and leave blocks themselves, outside the suite's own
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("outside_kept_zygotes")]
 
 CPU = [parse_side("cpu")]
-
-
-@pytest.fixture(autouse=True)
-def outside_the_sessions_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests open and leave blocks themselves: the suite's own block
-    (``tests/conftest.py``) is set aside meanwhile, its zygotes left alone."""
-    monkeypatch.setattr(kept, "_kept", None)
 
 
 def _zygote_of_a_job() -> tuple[int, Launcher]:

@@ -106,6 +106,7 @@ def test_children_die_with_the_zygote(tmp_path: Path) -> None:
     pytest.fail("the child outlived its zygote")
 
 
+@pytest.mark.usefixtures("outside_kept_zygotes")  # a kept zygote would be taken instead
 def test_a_zygote_launched_ahead_is_the_one_used_and_an_unused_one_is_reaped() -> None:
     from parity.runner.launch import Launcher
     from tests.fixtures.jobs import workload_job
