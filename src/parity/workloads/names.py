@@ -29,8 +29,18 @@ BUILTIN_KINDS = {
 BUILTIN_TAKE_DATA = frozenset({"gpt-generate", "gpt-train"})
 PREFIXES = ("hf",)
 #: what a built-in prefix's workloads import besides torch: a zygote preloads it (importing
-#: transformers costs a second or more, which every forked repeat would otherwise pay)
-PREFIX_MODULES = {"hf": ("transformers", "parity.workloads.checkpoint", "parity.workloads.hf")}
+#: transformers costs a second or more, which every forked repeat would otherwise pay).
+#: ``transformers`` imports its parts lazily: its model base (``modeling_utils``, 1.2 s
+#: here) and generation loop are named, or each forked repeat imported them again
+PREFIX_MODULES = {
+    "hf": (
+        "transformers",
+        "transformers.modeling_utils",
+        "transformers.generation.utils",
+        "parity.workloads.checkpoint",
+        "parity.workloads.hf",
+    )
+}
 
 
 def preload_modules(name: str) -> tuple[str, ...]:
