@@ -89,16 +89,6 @@ def outside_kept_zygotes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kept, "_kept", None)
 
 
-@pytest.fixture(scope="module")
-def one_zygote() -> Iterator[None]:
-    """A module's in-process comparisons fork their CPU jobs from one kept zygote, as a
-    sweep's cells do (``parity.runner.kept``)."""
-    from parity.runner.kept import keep_zygotes
-
-    with keep_zygotes():
-        yield
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Frozen workloads go to a temporary cache that workers inherit via the env."""

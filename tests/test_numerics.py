@@ -17,7 +17,7 @@ from parity.request import CompareRequest
 from tests.conftest import FIXTURES
 from tests.fixtures.workloads import ODD_THREADS
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_zygote")]
+pytestmark = pytest.mark.slow
 
 
 def compare(

@@ -23,7 +23,7 @@ from tests.conftest import FIXTURES, HAVE_FAKEDEVICE, needs_fakedevice
 if HAVE_FAKEDEVICE:
     from parity.testing import fakedevice  # noqa: F401  (loaded before any backward pass)
 
-pytestmark = [pytest.mark.slow, needs_fakedevice, pytest.mark.usefixtures("one_zygote")]
+pytestmark = [pytest.mark.slow, needs_fakedevice]
 
 
 FAULTS = FIXTURES / "faults.py"
