@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
 import shutil
 import subprocess
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -109,15 +112,47 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real ``parity`` command in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "parity", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
+    """Run the ``parity`` command line on ``args``: its exit code, stdout and stderr.
+
+    By default in this process: ``parity.cli.main``, which the console script and
+    ``python -m parity`` run after start-up (``parity.cli.entry``), with ``env`` laid
+    over the environment for the call and both streams captured. The comparison's
+    workers then fork from the session's kept zygotes (``_kept_zygotes``) instead of each
+    command paying for an interpreter, ``import torch`` and a zygote of its own (a
+    quarter of the suite's CPU time when every call was a subprocess). An exception that
+    escapes ``main`` is printed and gives 1, as the interpreter would; ``timeout`` is
+    then pytest-timeout's (pyproject).
+
+    ``process=True``: the real command in a subprocess, killed after ``timeout`` s, for
+    what needs a process of its own (a Ray client, concurrency, signals, exit)."""
+    if process:
+        return subprocess.run(
+            [sys.executable, "-m", "parity", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
+    from parity.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in (env or {}).items():
+            mp.setenv(name, value)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    return subprocess.CompletedProcess(
+        ["parity", *args], code, stdout=out.getvalue(), stderr=err.getvalue()
     )
 
 

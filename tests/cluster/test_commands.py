@@ -28,7 +28,7 @@ def test_soak_runs_on_the_placed_node(ray_cluster: RayCluster, tmp_path: Path) -
     cli = run_cli(
         "check", "soak", "cnn-infer", "--device", "cpu", "--duration", "8s",
         "--cluster", ray_cluster.client, "--place", "soak=side-b", "--out", str(out), "--json",
-        timeout=600,
+        timeout=600, process=True,
     )  # fmt: skip
     assert cli.returncode in (0, 1), cli.stderr[-3000:]
     assert json.loads(cli.stdout)["check"] == "soak"
@@ -43,7 +43,7 @@ def test_rollback_hands_its_checkpoint_from_node_to_node(
     cli = run_cli(
         "check", "rollback", "mlp-train", "--target", "cpu+bf16", "--steps", "6",
         "--cluster", ray_cluster.client, "--place", "baseline=side-a",
-        "--place", "target=side-b", "--out", str(out), "--json", timeout=600,
+        "--place", "target=side-b", "--out", str(out), "--json", timeout=600, process=True,
     )  # fmt: skip
     assert cli.returncode in (0, 1), cli.stderr[-3000:]
     result = json.loads(cli.stdout)
@@ -59,7 +59,7 @@ def test_scale_runs_every_count_on_one_placed_node(ray_cluster: RayCluster, tmp_
     cli = run_cli(
         "scale", "mlp-train", "--device", "cpu", "--scaling", "1,2", "--steps", "4",
         "--batch-size", "8", "--cluster", ray_cluster.client, "--place", "scale=side-a",
-        "--out", str(out), "--json", timeout=600,
+        "--out", str(out), "--json", timeout=600, process=True,
     )  # fmt: skip
     assert cli.returncode in (0, 1) and cli.stdout.startswith("{"), cli.stderr[-3000:]
     report = json.loads(cli.stdout)
@@ -73,6 +73,6 @@ def test_a_resource_no_node_has_is_refused_for_soak_and_scale(ray_cluster: RayCl
         ("check", "soak", "cnn-infer", "--device", "cpu", "--place", "soak=neuron_cores"),
         ("scale", "mlp-train", "--device", "cpu", "--place", "scale=neuron_cores"),
     ):
-        cli = run_cli(*argv, "--cluster", ray_cluster.client)
+        cli = run_cli(*argv, "--cluster", ray_cluster.client, process=True)
         assert cli.returncode == 2, cli.stderr
         assert len(cli.stderr.strip().splitlines()) == 1 and "neuron_cores" in cli.stderr

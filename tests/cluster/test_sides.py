@@ -50,6 +50,7 @@ def test_each_side_on_its_own_node_published_to_s3(
     cmp = run_cli(
         "compare", "mlp-train", "--target", "cpu+bf16", "--cluster", ray_cluster.client,
         "--place", "baseline=side-a", "--place", "target=side-b", "--out", url, "--json", *LEAN,
+        process=True,
     )  # fmt: skip
     assert cmp.returncode in (0, 1) and cmp.stdout.startswith("{"), cmp.stderr[-3000:]
     verdict = json.loads(cmp.stdout)
@@ -79,7 +80,7 @@ def test_a_resource_no_node_has_is_refused_quickly(ray_cluster: RayCluster) -> N
     cli = run_cli(
         "compare", "mlp-train", "--target", "cpu+bf16", "--cluster", ray_cluster.client,
         "--place", "target=neuron_cores",
-        "--out", str(Path(os.environ["PARITY_CACHE_DIR"]) / "never"), *LEAN,
+        "--out", str(Path(os.environ["PARITY_CACHE_DIR"]) / "never"), *LEAN, process=True,
     )  # fmt: skip
     took = time.monotonic() - start
     assert cli.returncode == 2 and took < REFUSED_WITHIN_S, (took, cli.stderr)
@@ -93,7 +94,7 @@ def test_an_unreachable_cluster_is_refused_quickly(tmp_path: Path) -> None:
     cli = run_cli(
         "compare", "mlp-train", "--target", "cpu+bf16", "--cluster",
         f"ray://127.0.0.1:{free_port()}",
-        "--out", str(tmp_path / "never"), *LEAN,
+        "--out", str(tmp_path / "never"), *LEAN, process=True,
     )  # fmt: skip
     assert cli.returncode == 2 and time.monotonic() - start < REFUSED_WITHIN_S, cli.stderr
     assert len(cli.stderr.strip().splitlines()) == 1 and "nothing answers" in cli.stderr

@@ -68,7 +68,7 @@ def test_a_sweep_killed_halfway_resumes_only_the_missing_comparisons(
             os.killpg(sweep.pid, signal.SIGKILL)
         sweep.wait()
     assert len(before) < len(cells), "the sweep finished before it was killed"
-    done = run_cli("sweep", str(plan), "--resume", timeout=1200)
+    done = run_cli("sweep", str(plan), "--resume", timeout=1200, process=True)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     after = _verdicts(cells)
     assert set(after) == {c.name for c in cells}
