@@ -46,6 +46,8 @@ def test_a_kept_zygote_serves_the_next_launcher_and_ends_with_the_block(
         launcher.close()
         assert again == first  # the same zygote forked the second job
         monkeypatch.setenv("PYTEST_CURRENT_TEST", "the next test")  # read by no import
+        monkeypatch.setenv("PARITY_CACHE_DIR", "/another/cache")  # read where used
+        monkeypatch.setenv("PARITY_STORE", "/another/index.sqlite")
         still, launcher = _zygote_of_a_job()
         launcher.close()
         assert still == first
@@ -54,6 +56,28 @@ def test_a_kept_zygote_serves_the_next_launcher_and_ends_with_the_block(
         launcher.close()
         assert other != first and _running(first) and _running(other)
     assert not _running(first) and not _running(other)
+
+
+def test_a_zygote_launched_ahead_and_never_used_is_kept_still_starting() -> None:
+    """A comparison refused after its launcher launched the zygote ahead (``warm``) and
+    before any worker: the next launcher takes that zygote, ready by then."""
+    with keep_zygotes():
+        refused = Launcher()
+        refused.warm("mlp-train")
+        assert refused.pending is not None
+        launched = refused.pending[1].pid
+        refused.close()  # nothing was forked
+        assert _running(launched) and launched in kept.pids()
+        taken, launcher = _zygote_of_a_job()
+        launcher.close()
+        assert taken == launched
+    assert not _running(launched)
+    outside = Launcher()
+    outside.warm("mlp-train")
+    assert outside.pending is not None
+    launched = outside.pending[1].pid
+    outside.close()
+    assert not _running(launched)  # outside the block it is stopped, as before
 
 
 def test_the_block_is_public() -> None:

@@ -4,32 +4,43 @@ A ``Launcher`` closes its zygote when it closes: one command, one comparison. A 
 that runs many comparisons in one process (``parity sweep``'s cells, a Python session)
 can keep the zygote instead, inside ``with keep_zygotes():``, so that its ``import
 torch`` is paid once. A kept zygote is reused only by a launcher that would start the same
-one: the same preloaded modules and the same environment, byte for byte (what a zygote
-imported may depend on any variable, ``OMP_NUM_THREADS`` or ``PARITY_PLUGINS``). Each
+one: the same preloaded modules and the same environment, byte for byte but for the few
+variables that no import reads (``IGNORED``): what a zygote imported may depend on any
+other, ``OMP_NUM_THREADS`` or ``PARITY_PLUGINS``. Each
 worker is still a fresh fork of it, as before. Leaving the block closes every kept zygote.
+
+A zygote launched ahead of a comparison that then never ran one (its side refused before
+any worker started) is kept as it is, still importing: the next launcher that takes it
+waits for it to be ready, so no launcher pays for a zygote another one threw away.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import threading
 from collections.abc import Iterator
 
-from parity.runner.zygote import Zygote
+from parity.runner.zygote import Zygote, ZygoteError, stop_launched
 
 Key = tuple[tuple[str, ...], frozenset[tuple[str, str]]]
+#: a ready zygote, or one launched (``Zygote.launch``) that no launcher waited for
+Idle = Zygote | subprocess.Popen[bytes]
 
-#: variables that change while a process runs and that nothing a zygote imports reads:
-#: pytest names the running test in one
-IGNORED = frozenset({"PYTEST_CURRENT_TEST"})
+#: variables that no import reads, so a zygote serves launchers that differ in them (each
+#: fork still runs in its launcher's whole environment): pytest's name of the running
+#: test, parity's own cache and index (read where they are used, never at import: one
+#: per test, or per cell of a sweep, would otherwise start a zygote each), and the
+#: terminal's size
+IGNORED = frozenset({"PYTEST_CURRENT_TEST", "PARITY_CACHE_DIR", "PARITY_STORE", "COLUMNS", "LINES"})
 
 #: at most this many idle zygotes are kept (one per preload and environment)
 MOST = 3
 
 _lock = threading.Lock()
 #: None outside ``keep_zygotes``; inside, the idle zygotes by what they were started with
-_kept: dict[Key, Zygote] | None = None
+_kept: dict[Key, Idle] | None = None
 
 
 def key(preload: tuple[str, ...]) -> Key:
@@ -52,18 +63,31 @@ def keep_zygotes() -> Iterator[None]:
         if outer:
             with _lock:
                 left, _kept = _kept or {}, None
-            for zygote in left.values():
-                zygote.close()
+            for idle in left.values():
+                _close(idle)
+
+
+def _close(idle: Idle) -> None:
+    if isinstance(idle, subprocess.Popen):
+        stop_launched(idle)
+    else:
+        idle.close()
 
 
 def take(wanted: Key) -> Zygote | None:
     """A kept zygote started like ``wanted`` and still alive (it is no longer kept)."""
     with _lock:
-        zygote = _kept.pop(wanted, None) if _kept is not None else None
-    if zygote is not None and not zygote.alive:
-        zygote.close()
+        idle = _kept.pop(wanted, None) if _kept is not None else None
+    if isinstance(idle, subprocess.Popen):
+        try:
+            return Zygote.ready(idle)  # launched ahead by a launcher that never used it
+        except ZygoteError:
+            stop_launched(idle)
+            return None
+    if idle is not None and not idle.alive:
+        idle.close()
         return None
-    return zygote
+    return idle
 
 
 def has(wanted: Key) -> bool:
@@ -71,21 +95,25 @@ def has(wanted: Key) -> bool:
         return _kept is not None and wanted in _kept
 
 
-def keep(started: Key, zygote: Zygote) -> bool:
-    """Keep an idle zygote for the next launcher; False outside ``keep_zygotes`` (or one
-    like it is kept already, or it died): the caller closes it. Beyond ``MOST`` kept,
-    the one kept longest is closed (each holds torch in memory)."""
+def keep(started: Key, zygote: Idle) -> bool:
+    """Keep an idle zygote (or one launched and not waited for) for the next launcher;
+    False outside ``keep_zygotes`` (or one like it is kept already, or it died): the
+    caller closes it. Beyond ``MOST`` kept, the one kept longest is closed (each holds
+    torch in memory)."""
+    alive = zygote.poll() is None if isinstance(zygote, subprocess.Popen) else zygote.alive
     with _lock:
-        if _kept is None or started in _kept or not zygote.alive:
+        if _kept is None or started in _kept or not alive:
             return False
         _kept[started] = zygote
         evicted = [_kept.pop(k) for k in list(_kept)[: max(0, len(_kept) - MOST)]]
     for old in evicted:
-        old.close()
+        _close(old)
     return True
 
 
 def pids() -> set[int]:
     """The kept zygotes' processes, which no launcher's clean-up may kill."""
     with _lock:
-        return {z.proc.pid for z in (_kept or {}).values()}
+        return {
+            z.pid if isinstance(z, subprocess.Popen) else z.proc.pid for z in (_kept or {}).values()
+        }

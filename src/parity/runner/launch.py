@@ -65,7 +65,7 @@ from parity.runner.logs import LOGS, LogRelay
 from parity.runner.python import module_command
 from parity.runner.reaper import hold_subreaper, kill_group, mark, release_subreaper, sweep
 from parity.runner.worker import SCRIPT_ARGS_ENV, job_redactor
-from parity.runner.zygote import Zygote, ZygoteError
+from parity.runner.zygote import Zygote, ZygoteError, stop_launched
 from parity.workloads.names import preload_modules
 
 EventHandler = Callable[[Event], None]
@@ -172,8 +172,8 @@ class Launcher:
         self.zygote: Zygote | None = None
         #: what the zygote was started with (``runner.kept``: a kept one is reused)
         self.zygote_key: kept.Key | None = None
-        #: a zygote launched ahead (``warm``) and the modules it preloads
-        self.pending: tuple[tuple[str, ...], subprocess.Popen[bytes]] | None = None
+        #: a zygote launched ahead (``warm``), the modules it preloads and its key
+        self.pending: tuple[tuple[str, ...], subprocess.Popen[bytes], kept.Key] | None = None
         self.broken: str | None = None
         self.lock = threading.Lock()  # parts run from threads share one zygote
         #: spawned workers still running (a sweep spares them) and whether this launcher
@@ -199,9 +199,7 @@ class Launcher:
                     self.zygote.close()
                 try:
                     name = job.workload.name if job.workload is not None else ""
-                    preload = preload_modules(name)
-                    self.zygote_key = kept.key(preload)
-                    self.zygote = self._zygote(preload)
+                    self.zygote, self.zygote_key = self._zygote(preload_modules(name))
                 except ZygoteError as exc:  # spawn from now on
                     self.broken = str(exc)
                     return "spawn"
@@ -213,22 +211,25 @@ class Launcher:
         with self.lock:
             if self.fork and self.broken is None and self.zygote is None and not self.pending:
                 preload = preload_modules(workload)
-                if not kept.has(kept.key(preload)):  # else the kept one is taken
-                    self.pending = (preload, Zygote.launch(preload=preload))
+                wanted = kept.key(preload)
+                if not kept.has(wanted):  # else the kept one is taken
+                    self.pending = (preload, Zygote.launch(preload=preload), wanted)
 
-    def _zygote(self, preload: tuple[str, ...]) -> Zygote:
-        reused = kept.take(kept.key(preload))
-        if reused is not None:
-            if self.pending is not None:
-                _stop(self.pending[1])
-                self.pending = None
-            return reused
+    def _zygote(self, preload: tuple[str, ...]) -> tuple[Zygote, kept.Key]:
+        """A zygote for ``preload`` and the key it was started with: a kept one, else
+        the one launched ahead, else a new one. One launched ahead and not used is kept
+        where that is on (``runner.kept``), else stopped."""
+        wanted = kept.key(preload)
         pending, self.pending = self.pending, None
-        if pending is not None and pending[0] == preload and pending[1].poll() is None:
-            return Zygote.ready(pending[1])
-        if pending is not None:
-            _stop(pending[1])
-        return Zygote.start(preload=preload)
+        reused = kept.take(wanted)
+        if reused is None and pending is not None and pending[0] == preload:
+            if pending[1].poll() is None:
+                return Zygote.ready(pending[1]), pending[2]
+            stop_launched(pending[1])
+            pending = None
+        if pending is not None and not kept.keep(pending[2], pending[1]):
+            stop_launched(pending[1])
+        return (reused if reused is not None else Zygote.start(preload=preload)), wanted
 
     def start(self, job: Job, tmp: Path, env: dict[str, str], logs: LogRelay) -> Worker:
         """The job's worker, its stdout and stderr into ``logs`` (redacted there)."""
@@ -288,8 +289,10 @@ class Launcher:
             if started is None or not kept.keep(started, self.zygote):
                 self.zygote.close()
             self.zygote = None
-        if self.pending is not None:  # launched ahead and never used
-            _stop(self.pending[1])
+        if self.pending is not None:  # launched ahead and never used: kept, still starting
+            _, proc, wanted = self.pending
+            if not kept.keep(wanted, proc):
+                stop_launched(proc)
             self.pending = None
         with self.lock:
             self._sweep()  # what the zygote's or a spawned worker's children left here
@@ -302,16 +305,6 @@ class Launcher:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """A zygote that was launched and is not wanted: killed, reaped, its pipes closed."""
-    proc.kill()
-    proc.wait()
-    for stream in (proc.stdin, proc.stdout):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
 
 
 def run_job(

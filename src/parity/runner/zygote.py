@@ -328,6 +328,16 @@ class Zygote:
             self.proc.stdout.close()
 
 
+def stop_launched(proc: subprocess.Popen[bytes]) -> None:
+    """A zygote that was launched and is not wanted: killed, reaped, its pipes closed."""
+    proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
 def _read_line(stream: IO[bytes], timeout_s: float) -> object:
     ready, _, _ = select.select([stream], [], [], timeout_s)
     if not ready:
