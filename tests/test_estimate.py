@@ -55,6 +55,24 @@ def test_each_phase_is_costed_from_one_step_and_the_dtype_ratios() -> None:
     assert "estimate: about" in est.summary(e) and "budget 1000 s" in est.summary(e)
 
 
+@pytest.mark.parametrize("asked", [1, 2, 5])
+def test_repeats_asked_are_the_processes_estimated(asked: int) -> None:
+    """``--repeats N`` runs N processes a side whatever the budget: the estimate costs
+    those, not the default's three (one is the quality run alone)."""
+    e = est.plan(costed(1.0, plan=MeasurePlan(repeats=asked, budget_s=1.0, budget_given=True)))
+    assert e.processes == asked and not e.cuts
+    timing = [p for p in e.phases if "timing processes" in p.name]
+    if asked == 1:
+        assert not timing
+    else:
+        assert [p.name.split(" (")[1] for p in timing] == [
+            f"{asked - 1} x {est.timing_steps(40)} steps)"
+        ] * 2
+    assert f"for {asked} process(es) a side" in est.summary(e)
+    assert ("undetermined below 3" in est.summary(e)) == (asked < 3)
+    assert not est.notes(e, asked)  # nothing was planned to fit the budget
+
+
 def test_the_budget_cuts_compliance_then_the_baseline_scan_then_probes_then_processes() -> None:
     full = est.plan(costed(1000.0))
     seen: list[str] = []

@@ -128,8 +128,9 @@ def phases(c: Costed, processes: int) -> list[PhaseCost]:
         scan = None if s is None else SCAN_FIXED_S + SCAN_STEPS * s
         out.append(_phase(f"{role} op scan", scan, c.cached.scan[i]))
         more = processes - 1
-        name = f"{role} timing processes ({more} x {n} steps)"
-        out.append(_phase(name, None if s is None else more * (fixed + n * s)))
+        if more:  # the quality run is the first process
+            name = f"{role} timing processes ({more} x {n} steps)"
+            out.append(_phase(name, None if s is None else more * (fixed + n * s)))
     if c.plan.compliance:
         s = step_s(c.cost, c.target)
         out.append(_phase(COMPLIANCE, None if s is None else 2 * (fixed + n * s)))
@@ -156,7 +157,10 @@ def plan(c: Costed) -> Estimate:
         processes=MIN_PROCESSES,
         full_budget_s=float(math.ceil(full_s * MARGIN)),
     )
-    if c.plan.repeats is not None or est.planned_s <= budget:
+    if c.plan.repeats is not None:  # as many processes as asked, whatever they cost
+        asked = phases(c, c.plan.repeats)
+        return replace(est, phases=tuple(asked), processes=c.plan.repeats)
+    if est.planned_s <= budget:
         return est
     for cut in _cuts(c, full):
         est = cut(est)
@@ -262,12 +266,13 @@ def summary(est: Estimate) -> str:
     )
 
 
-def notes(est: Estimate) -> list[str]:
-    """A line per phase the budget cut, for the verdict."""
+def notes(est: Estimate, asked: int | None = None) -> list[str]:
+    """A line per phase the budget cut, for the verdict (``asked``: the ``--repeats``
+    given, which the budget does not plan)."""
     from parity.stats import MIN_PROCESSES
 
     lines = [f"{p.name}: {p.cut}" for p in est.cuts]
-    if est.processes < MIN_PROCESSES:
+    if est.processes < MIN_PROCESSES and asked is None:
         lines.append(
             f"{est.processes} process(es) a side planned to fit --budget {est.budget_s:g} "
             f"(estimate: {duration(est.planned_s)}): the speed is undetermined; --budget "

@@ -220,7 +220,7 @@ def compare(
             )
             if estimate is not None:
                 orch.estimate = estimate
-                orch.notes.extend(estimates.notes(estimate))
+                orch.notes.extend(estimates.notes(estimate, plan.repeats))
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, cache / f"reference-v{SCHEMA_VERSION}-run")
