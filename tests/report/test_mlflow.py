@@ -30,7 +30,14 @@ from tests.fixtures.bundles import make_bundle, manifest, metrics
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 NO_MLFLOW = "mlflow is not installed: pip install -e '.[dev]' (make test does)"
-QUIET_ENV = {"MLFLOW_DISABLE_TELEMETRY": "true", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1"}
+QUIET_ENV = {
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1",
+    # the tracking server alone: its job runner (huey consumers, periodic tasks) serves
+    # nothing parity logs and took more CPU than the server itself
+    "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+    "MLFLOW_SERVER_JOB_ENABLE_PERIODIC_TASKS": "false",
+}
 
 
 def comparison(root: Path, golden: str = "verdict-passes.json") -> Comparison:
