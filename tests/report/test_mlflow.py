@@ -26,6 +26,7 @@ from parity.model.verdict import Verdict
 from parity.report.markdown import render_markdown
 from parity.report.mlflow import log_comparison, log_comparison_quietly, mlflow_key, run_record
 from parity.testing.raycluster import free_port
+from tests.conftest import run_cli
 from tests.fixtures.bundles import make_bundle, manifest, metrics
 
 GOLDEN = Path(__file__).parents[1] / "golden"
@@ -245,12 +246,10 @@ def test_parity_compare_with_mlflow_logs_its_run(server: str, tmp_path: Path) ->
     from mlflow.tracking import MlflowClient
 
     out = tmp_path / "cmp"
-    command = [sys.executable, "-m", "parity", "compare", "mlp-train", "--target", "cpu"]
+    command = ["compare", "mlp-train", "--target", "cpu"]
     command += ["--repeats", "1", "--no-compliance", "--steps", "6", "--out", str(out)]
     command += ["--mlflow", server, "--mlflow-experiment", "parity-cli"]
-    done = subprocess.run(
-        command, capture_output=True, text=True, env={**os.environ, **QUIET_ENV}, timeout=600
-    )
+    done = run_cli(*command, env=QUIET_ENV)
     assert done.returncode in (0, 1), done.stderr
     assert "not logged" not in done.stderr
     client = MlflowClient(server)
