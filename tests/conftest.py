@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import math
 import os
 import shutil
@@ -138,9 +139,15 @@ def run_cli(
     from parity.cli import main
 
     out, err = io.StringIO(), io.StringIO()
+    # the command configures no logging: its warnings reach stderr through logging's last
+    # resort, bare, which pytest's own handlers on the root logger would otherwise stand in for
+    said = logging.StreamHandler(err)
+    said.setLevel(logging.WARNING)
+    said.setFormatter(logging.Formatter("%(message)s"))
     with pytest.MonkeyPatch.context() as mp:
         for name, value in (env or {}).items():
             mp.setenv(name, value)
+        logging.getLogger().addHandler(said)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = main(list(args))
@@ -151,6 +158,8 @@ def run_cli(
             except Exception:
                 traceback.print_exc()
                 code = 1
+            finally:
+                logging.getLogger().removeHandler(said)
     return subprocess.CompletedProcess(
         ["parity", *args], code, stdout=out.getvalue(), stderr=err.getvalue()
     )
