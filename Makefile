@@ -29,7 +29,7 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check
 	$(VENV)/bin/mypy
 
-# the whole suite but the nightly tests, on one worker per core (pyproject's addopts)
+# the whole suite but the nightly tests, on one worker per core and one more (tests/conftest.py)
 test: lint
 	$(PY) -m pytest
 

@@ -47,8 +47,10 @@ needs_wider_simd = pytest.mark.skipif(
 
 
 def run_pytest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """pytest in one process (``-n 0``): the judge's tests start no workers, and the
+    suite's own xdist workers already hold the cores."""
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
