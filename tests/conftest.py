@@ -158,10 +158,12 @@ def run_cli(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = main(list(args))
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-                if exc.code is not None and not isinstance(exc.code, int):
+            except SystemExit as exc:  # the status the interpreter would exit with
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:
                     print(exc.code, file=sys.stderr)
+                    code = 1
             except Exception:
                 traceback.print_exc()
                 code = 1

@@ -111,6 +111,13 @@ def keep(started: Key, zygote: Idle) -> bool:
     return True
 
 
+def offer(started: Key | None, idle: Idle) -> None:
+    """Keep ``idle`` for the next launcher where it can be (``keep``), else close it
+    (``started`` None: a zygote whose key nobody knows is never kept)."""
+    if started is None or not keep(started, idle):
+        _close(idle)
+
+
 def pids() -> set[int]:
     """The kept zygotes' processes, which no launcher's clean-up may kill."""
     with _lock:

@@ -65,7 +65,7 @@ from parity.runner.logs import LOGS, LogRelay
 from parity.runner.python import module_command
 from parity.runner.reaper import hold_subreaper, kill_group, mark, release_subreaper, sweep
 from parity.runner.worker import SCRIPT_ARGS_ENV, job_redactor
-from parity.runner.zygote import Zygote, ZygoteError, stop_launched
+from parity.runner.zygote import Zygote, ZygoteError
 from parity.workloads.names import preload_modules
 
 EventHandler = Callable[[Event], None]
@@ -222,13 +222,10 @@ class Launcher:
         wanted = kept.key(preload)
         pending, self.pending = self.pending, None
         reused = kept.take(wanted)
-        if reused is None and pending is not None and pending[0] == preload:
-            if pending[1].poll() is None:
+        if pending is not None:
+            if reused is None and pending[0] == preload and pending[1].poll() is None:
                 return Zygote.ready(pending[1]), pending[2]
-            stop_launched(pending[1])
-            pending = None
-        if pending is not None and not kept.keep(pending[2], pending[1]):
-            stop_launched(pending[1])
+            kept.offer(pending[2], pending[1])  # a dead one is stopped, never kept
         return (reused if reused is not None else Zygote.start(preload=preload)), wanted
 
     def start(self, job: Job, tmp: Path, env: dict[str, str], logs: LogRelay) -> Worker:
@@ -286,13 +283,10 @@ class Launcher:
     def close(self) -> None:
         if self.zygote is not None:
             started, self.zygote_key = self.zygote_key, None
-            if started is None or not kept.keep(started, self.zygote):
-                self.zygote.close()
+            kept.offer(started, self.zygote)
             self.zygote = None
         if self.pending is not None:  # launched ahead and never used: kept, still starting
-            _, proc, wanted = self.pending
-            if not kept.keep(wanted, proc):
-                stop_launched(proc)
+            kept.offer(self.pending[2], self.pending[1])
             self.pending = None
         with self.lock:
             self._sweep()  # what the zygote's or a spawned worker's children left here
