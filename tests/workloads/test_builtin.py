@@ -71,6 +71,35 @@ def test_generation_has_fixed_length_and_static_cache() -> None:
     assert out["prefill_logits"].shape == (w.batch_size, 256)
 
 
+def test_a_timing_process_hands_over_its_first_step_without_decoding_again() -> None:
+    # finish() decodes every prompt once more and scores it (as long as the steps
+    # again); a process whose outputs nothing reads gets the first step's own
+    w = resolve(WorkloadSpec(name="gpt-generate", steps=2))
+    weights, data = materialize(w)
+    model = w.build_model()
+    model.load_state_dict(weights)
+    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+    runner = w.make_runner(model, data, ctx)
+    for i in range(w.steps):
+        runner.step(i)
+    calls = 0
+    real = runner.generate
+
+    def counted(*args: object, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    runner.generate = counted  # type: ignore[method-assign]
+    light = runner.finish_timing()
+    assert calls == 0
+    assert set(light.outputs) == {"tokens", "prefill_logits"}
+    full = runner.finish()
+    assert calls >= 1 and set(full.outputs) > set(light.outputs)
+    for name in light.outputs:  # the same first step, whichever way it is handed over
+        assert torch.equal(light.outputs[name], full.outputs[name])
+
+
 def test_generation_matches_full_recompute() -> None:
     # the static KV cache must give the same next token as recomputing the whole prefix
     w = resolve(WorkloadSpec(name="gpt-generate", steps=1))

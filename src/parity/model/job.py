@@ -128,6 +128,13 @@ class Job:
     #: (``parity.cluster.code``); the file is imported from there, its spec unchanged
     home: str | None = omit_none()
 
+    @property
+    def timing_only(self) -> bool:
+        """No judge reads this process's outputs: a compliance run, or a repeat after the
+        second (the first is the side's quality run; the second's outputs are compared
+        with the first's for determinism, ``parity.judge.quality.determinism``)."""
+        return self.compliance or self.repeat >= 2
+
     def workload_ref(self) -> WorkloadRef:
         """What a manifest records of the job's workload (every bundle of the job, ok or
         failed, says the same)."""

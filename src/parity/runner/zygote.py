@@ -155,9 +155,11 @@ def serve() -> None:
     for name in sys.argv[1:]:  # the workload's own (``workloads.names.preload_modules``)
         with contextlib.suppress(ImportError):  # its worker reports that, in its bundle
             importlib.import_module(name)
+    from parity.plugins import remember_entry_points
     from parity.probes.packages import installed
 
     installed()  # cached: the installed packages do not change under a comparison
+    remember_entry_points()
     wakeup = os.pipe()
     for fd in wakeup:
         os.set_blocking(fd, False)

@@ -92,6 +92,12 @@ class StepRunner(ABC):
     def finish(self) -> RunNumerics:
         """After the timed steps: bring results to the CPU (not timed)."""
 
+    def finish_timing(self) -> RunNumerics:
+        """``finish`` for a process whose outputs nothing reads (a timing process after
+        the first two, a compliance run): runners whose ``finish`` does more work than
+        handing over what the steps produced return less here (the default: ``finish``)."""
+        return self.finish()
+
     def step_batch(self, i: int, batch: dict[str, torch.Tensor]) -> None:
         """Step ``i`` on ``batch``: named tensors a workload's loader (``make_loader``)
         delivered, already copied to the side's device. Runners of workloads with a

@@ -305,6 +305,14 @@ class GenerateLoop(StepRunner):
         margin = (top2.values[..., 0] - top2.values[..., 1]).cpu()
         return top2.indices[..., 0].cpu(), margin, sketch(logits)
 
+    def finish_timing(self) -> RunNumerics:
+        """The first step's tokens and prefill logits, without decoding any prompt again
+        (``finish`` decodes each once more and scores it: as long as the steps again)."""
+        if self.first is None:
+            return self.finish()
+        tokens, logits = self.first
+        return RunNumerics(outputs=to_cpu({"prefill_logits": logits, "tokens": tokens}))
+
     def finish(self) -> RunNumerics:
         final_tokens, final_logits, margins = self.replay(0)
         first = self.first or (final_tokens.clone(), final_logits.clone())

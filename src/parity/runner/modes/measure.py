@@ -198,7 +198,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         session.note_timed_settings()  # as they were during the steps, not at set-up
         rest = memory_phase(session)
         session.enter("finish", announce=False)
-        numerics = runner.finish()
+        numerics = runner.finish_timing() if session.job.timing_only else runner.finish()
         figures = None
         if session.dist is not None:
             figures = distributed_figures(session, loaded, plain, numerics, samples)
