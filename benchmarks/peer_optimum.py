@@ -15,23 +15,29 @@ torch's default thread count, fp32, eager. Nothing is downloaded: both tools run
   model's directory; library, task and model type given, so nothing is looked up on the
   Hub), the ``inference`` scenario (latency on, memory off; ``input_shapes`` batch_size 1,
   sequence_length 128; ``generate_kwargs`` min = max new tokens 32; its defaults otherwise:
-  10 warm-up generations, then generations until at least 10 and at least 10 s) and the
-  ``process`` launcher (one isolated process). One side: it measures one configuration.
+  10 warm-up generations, then generations until at least 10 and at least 10 s), run
+  twice: with its default ``process`` launcher (one isolated process; its parent
+  busy-waits on a core while the child measures) and with the ``inline`` launcher (the
+  measuring in the CLI's own process). One side: it measures one configuration.
   Figures from its ``benchmark.json``: per target (generate, prefill, decode, per_token)
   count, mean, p50, p90, p99 and stdev (absolute and % of the mean); the script also
   searches the report for any interval or confidence field and says what it found.
-- **parity**: ``parity compare hf:MODEL --task generate --size small --batch-size 1
-  --seq-len 128 --baseline cpu --target TARGET`` (size ``small`` of a generating
-  checkpoint decodes 32 new tokens and times 10 generations per process; checked in the
-  verdict), everything else at its defaults: fresh processes in ABBA rounds until the
-  ratio's 95% interval is within +-2% or the 30 s budget is spent, the fp64 reference, the
-  op scan and both compliance runs. parity always compares two sides; the default target
-  is ``cpu`` as well (an A/A comparison: both sides are optimum-benchmark's one
-  configuration, so the latency figures compare directly, and the interval is the
-  precision with which this run could tell a real difference). ``--target cpu+threads=1``
-  asks a real question instead. Figures from its ``verdict.json``: per side TTFT, TPOT,
-  ITL and end-to-end latency (p50, p90, mean), the ratio, its 95% interval and half-width,
-  processes per side, the stop reason and the share of the machine other processes took.
+- **parity**, at the same number of generations as optimum-benchmark's process-launcher
+  run and on the same code path (transformers' own ``generate()``): ``parity compare
+  hf:MODEL --task generate --size small --batch-size 1 --seq-len 128 --baseline cpu
+  --target TARGET --generate-loop hf --repeats R --steps S``, with R processes a side
+  (``--repeats``, default 4, at least 3: fewer give a provisional interval) and S the
+  fewest generations per process for which the 2 x R x S generations parity runs in all
+  (each process's first, its warm-up, included) are at least as many as the peer timed
+  (its 10 warm-ups not counted); everything else at its defaults (the fp64 reference,
+  the op scan, both compliance runs, the HTML report). parity always compares two sides;
+  the default target is ``cpu`` as well (an A/A comparison: both sides are
+  optimum-benchmark's one configuration, so the latency figures compare directly, and
+  the interval is the precision with which this run could tell a real difference).
+  ``--target cpu+threads=1`` asks a real question instead. Figures from its
+  ``verdict.json``: per side TTFT, TPOT, ITL and end-to-end latency (p50, p90, mean), the
+  ratio, its 95% interval and half-width, processes per side, the stop reason and the
+  share of the machine other processes took.
 
 Wall time: each tool's command from launch to exit (interpreter start, imports, loading,
 warm-up, measuring, reporting), with ``time.perf_counter``; the environment's set-up and
@@ -41,11 +47,18 @@ the machine's CPU time (cores x wall) that processes other than the tool's took 
 from ``/proc/stat`` less the tool's own CPU time (``getrusage`` of the children); on a
 shared machine a figure taken at a high share is not worth keeping.
 
-Result: PASS when parity's wall time is at most optimum-benchmark's and parity gives an
-interval that is not provisional (at least 3 processes per side); a provisional interval
-(fewer processes: no estimate of process-to-process spread) does not count.
+Result: PASS when parity's wall time is at most optimum-benchmark's with its default
+(process) launcher and parity gives an interval that is not provisional (at least 3
+processes per side); a provisional interval (fewer processes: no estimate of
+process-to-process spread) does not count. The inline run is there for the latency
+figures: the process launcher's parent spins on one of the cores while its child
+measures, so on a small machine its generations read slower than the same code inline.
 
-    python benchmarks/peer_optimum.py [--quick] [--venv DIR] [--target SIDE] [--keep DIR]
+The script deletes only what it made: a ``--venv`` directory that exists and was not
+made by it (no ``MADE`` marker inside) is refused, never replaced.
+
+    python benchmarks/peer_optimum.py [--quick] [--venv DIR] [--target SIDE] [--repeats R]
+                                      [--keep DIR]
 
 ``--quick`` (a smoke run of both tools, figures not to judge by): optimum-benchmark with 1
 warm-up and 2 generations, no minimum duration; parity with 3 steps, one process per side,
@@ -75,6 +88,9 @@ PEER = "optimum-benchmark"
 PINS = ("optimum-benchmark==0.6.0", "transformers<5", "datasets<4.3", "torch==2.13.0")
 DEFAULT_VENV = Path.home() / ".cache" / "parity-bench" / "optimum-venv"
 MARK = ".parity-bench-complete"
+#: written into the venv right after this script made it: what it may delete
+MADE = ".parity-bench-made"
+LAUNCHERS = ("process", "inline")
 BATCH, PROMPT, NEW_TOKENS = 1, 128, 32
 GPT2 = {
     "n_layer": 2,
@@ -156,13 +172,17 @@ def ensure_venv(venv: Path) -> tuple[float, str]:
     wanted = json.dumps(list(PINS))
     if mark.is_file() and mark.read_text() == wanted:
         return 0.0, "reused"
-    if venv.exists():
-        if not (venv / "pyvenv.cfg").is_file():
-            raise SystemExit(f"{venv} exists and is not a virtual environment: pass another --venv")
+    if venv.exists() or venv.is_symlink():
+        if venv.is_symlink() or not (venv / MADE).is_file():
+            raise SystemExit(
+                f"{venv} exists and was not made by this script: pass another --venv "
+                "(a new path, or one this script made)"
+            )
         shutil.rmtree(venv)  # an incomplete or differently pinned one of ours
     venv.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    (venv / MADE).write_text("made by benchmarks/peer_optimum.py\n")
     log = venv / "pip-install.log"
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     if run_logged([*pip, *PINS], log).rc != 0:
@@ -175,7 +195,7 @@ OB_CONFIG = """\
 defaults:
   - benchmark
   - scenario: inference
-  - launcher: process
+  - launcher: {launcher}
   - backend: pytorch
   - _self_
 
@@ -207,13 +227,14 @@ hydra:
 OB_QUICK = "  warmup_runs: 1\n  iterations: 2\n  duration: 0\n"
 
 
-def run_optimum(venv: Path, model: Path, work: Path, quick: bool) -> dict[str, Any]:
-    """optimum-benchmark's CLI, wall-timed; its benchmark.json."""
-    conf = work / "optimum-config"
+def run_optimum(venv: Path, model: Path, work: Path, quick: bool, launcher: str) -> dict[str, Any]:
+    """optimum-benchmark's CLI with ``launcher``, wall-timed; its benchmark.json."""
+    conf = work / f"optimum-config-{launcher}"
     conf.mkdir()
-    out = work / "optimum"
+    out = work / f"optimum-{launcher}"
     (conf / "peer_gpt2.yaml").write_text(
         OB_CONFIG.format(
+            launcher=launcher,
             model=model,
             batch=BATCH,
             prompt=PROMPT,
@@ -222,14 +243,22 @@ def run_optimum(venv: Path, model: Path, work: Path, quick: bool) -> dict[str, A
             out=out,
         )
     )
-    log = work / "optimum.log"
+    log = work / f"optimum-{launcher}.log"
     argv = [str(venv / "bin" / "optimum-benchmark"), "--config-dir", str(conf)]
     ran = run_logged([*argv, "--config-name", "peer_gpt2"], log, cwd=work)
     found = out / "benchmark.json"
-    if ran.rc != 0 or not found.is_file():
+    if ran.rc == 0 and found.is_file():
+        bench: dict[str, Any] = json.loads(found.read_text())
+        return {"ran": ran, "report": bench["report"], "note": None}
+    # 0.6.0's inline launcher measures, writes benchmark_report.json, then fails to write
+    # benchmark.json (a logits processor it put into the config is not JSON)
+    measured = out / "benchmark_report.json"
+    if not measured.is_file():
         raise SystemExit(f"{PEER} exited {ran.rc} ({log}):\n{tail(log)}")
-    bench: dict[str, Any] = json.loads(found.read_text())
-    return {"ran": ran, "report": bench["report"]}
+    last = tail(log, 40).splitlines()
+    error = next((line for line in reversed(last) if "Error" in line), "?")
+    note = f"exited {ran.rc} after writing benchmark_report.json ({error.strip()})"
+    return {"ran": ran, "report": json.loads(measured.read_text()), "note": note}
 
 
 def interval_fields(tree: Any, path: str = "") -> list[str]:
@@ -244,14 +273,25 @@ def interval_fields(tree: Any, path: str = "") -> list[str]:
     return hits
 
 
-def run_parity(model: Path, work: Path, target: str, quick: bool) -> dict[str, Any]:
+def parity_steps(generations: int, repeats: int) -> int:
+    """Generations per parity process: the fewest for which two sides of ``repeats``
+    processes run at least ``generations`` in all (each process's warm-up included)."""
+    return max(2, math.ceil(generations / (2 * repeats)))
+
+
+def run_parity(
+    model: Path, work: Path, target: str, quick: bool, repeats: int, steps: int
+) -> dict[str, Any]:
     """``parity compare`` on the checkpoint, wall-timed; its verdict.json."""
     out = work / "parity"
     argv = [sys.executable, "-m", "parity", "compare", f"hf:{model}", "--task", "generate"]
     argv += ["--size", "small", "--batch-size", str(BATCH), "--seq-len", str(PROMPT)]
     argv += ["--baseline", "cpu", "--target", target, "--out", str(out)]
+    argv += ["--generate-loop", "hf"]
     if quick:
         argv += ["--steps", "3", "--repeats", "1", "--no-compliance"]
+    else:
+        argv += ["--steps", str(steps), "--repeats", str(repeats)]
     log = work / "parity.log"
     ran = run_logged(argv, log, cwd=work)
     found = out / "verdict.json"
@@ -351,13 +391,38 @@ def parity_rows(verdict: dict[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
+def generation_count(report: dict[str, Any]) -> int:
+    return int(((report.get("generate") or {}).get("latency") or {}).get("count") or 0)
+
+
+def optimum_row(name: str, run: dict[str, Any]) -> tuple[str, ...]:
+    report, ran = run["report"], run["ran"]
+    gen = (report.get("generate") or {}).get("latency") or {}
+    fields = interval_fields(report)
+    return (
+        name,
+        f"{ran.wall:.1f}",
+        share_text(ran.others),
+        f"generate mean {ms(gen.get('mean'))}, p50 {ms(gen.get('p50'))}, "
+        f"stdev {gen.get('stdev_', float('nan')):.1f}% ({gen.get('count')} timed)",
+        "no" if not fields else f"fields: {', '.join(fields)}",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short smoke run of both tools")
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="optimum-benchmark's venv")
     parser.add_argument("--target", default="cpu", help="parity's target side (default: cpu)")
+    parser.add_argument(
+        "--repeats", type=int, default=4, help="parity's processes per side (default 4, >= 3)"
+    )
     parser.add_argument("--keep", type=Path, help="keep every output under this new directory")
     args = parser.parse_args()
+    if args.repeats < 3 and not args.quick:
+        parser.error("--repeats: at least 3 (fewer give a provisional interval)")
+    if args.keep is not None and args.keep.exists():
+        parser.error(f"--keep {args.keep}: exists; name a new directory")
 
     print(f"peer_optimum: {time.strftime('%Y-%m-%d %H:%M:%S')}, {load_line()}")
     setup_s, how = ensure_venv(args.venv.expanduser())
@@ -374,21 +439,28 @@ def main() -> None:
             f"workload: GPT-2 {GPT2['n_layer']} layers x {GPT2['n_embd']}, greedy, batch {BATCH}, "
             f"{PROMPT} prompt tokens, {NEW_TOKENS} new tokens, cpu fp32 eager"
         )
+        ob: dict[str, dict[str, Any]] = {}
+        for launcher in LAUNCHERS:
+            print(f"running {PEER}, launcher {launcher} ...  ({load_line()})", flush=True)
+            ob[launcher] = run_optimum(args.venv.expanduser(), model, work, args.quick, launcher)
+            if ob[launcher]["note"]:
+                print(f"{PEER} ({launcher}) {ob[launcher]['note']}")
+        generations = generation_count(ob["process"]["report"])
+        steps = parity_steps(generations, args.repeats)
+        print(
+            f"running parity compare --baseline cpu --target {args.target} --generate-loop hf "
+            f"--repeats {args.repeats} --steps {steps} ({2 * args.repeats * steps} generations "
+            f"in all, for {PEER}'s {generations} timed) ...  ({load_line()})",
+            flush=True,
+        )
+        pa = run_parity(model, work, args.target, args.quick, args.repeats, steps)
 
-        print(f"running {PEER} ...  ({load_line()})", flush=True)
-        ob = run_optimum(args.venv.expanduser(), model, work, args.quick)
-        print(f"running parity compare --baseline cpu --target {args.target} ...  ({load_line()})")
-        pa = run_parity(model, work, args.target, args.quick)
-
-    report, verdict = ob["report"], pa["verdict"]
-    ob_ran, pa_ran = ob["ran"], pa["ran"]
-    ob_fields = interval_fields(report)
+    verdict, pa_ran = pa["verdict"], pa["ran"]
     speed = verdict["speed"]
     interval = speed["interval"]
     stop = speed.get("stop") or {}
     half = float(interval["half_width_rel"])
     provisional = bool(interval.get("provisional"))
-    gen = (report.get("generate") or {}).get("latency") or {}
     base = verdict["sides"]["baseline"]["generation"]
     targ = verdict["sides"]["target"]["generation"]
     procs = f"{speed['repeats']['baseline']}/{speed['repeats']['target']}"
@@ -397,14 +469,7 @@ def main() -> None:
         table(
             ("tool", "wall s", "others", "latency figures", "interval"),
             [
-                (
-                    f"{PEER} (cpu)",
-                    f"{ob_ran.wall:.1f}",
-                    share_text(ob_ran.others),
-                    f"generate mean {ms(gen.get('mean'))}, p50 {ms(gen.get('p50'))}, "
-                    f"stdev {gen.get('stdev_', float('nan')):.1f}% ({gen.get('count')} runs)",
-                    "no" if not ob_fields else f"fields: {', '.join(ob_fields)}",
-                ),
+                *(optimum_row(f"{PEER} ({launcher})", ob[launcher]) for launcher in LAUNCHERS),
                 (
                     f"parity (cpu vs {args.target})",
                     f"{pa_ran.wall:.1f}",
@@ -421,26 +486,37 @@ def main() -> None:
         "others: the share of the machine's CPU time that other processes took during the "
         "tool's run (/proc/stat, less the tool's own processes)"
     )
-    print()
-    print(f"{PEER}: latency per target (one process, {PEER}'s own figures)")
-    print(table(("target", "n", "mean", "p50", "p90", "p99", "stdev"), optimum_rows(report)))
-    decode = (report.get("decode") or {}).get("throughput") or {}
-    if decode:
-        print(f"decode throughput {decode['value']:.1f} {decode['unit']}")
-    per_token = (report.get("per_token") or {}).get("latency") or {}
-    gaps = int(gen.get("count") or 0) * (NEW_TOKENS - 1)
-    if per_token and per_token["count"] != gaps:
-        print(
-            f"per_token holds {per_token['count']} samples for {gen.get('count')} generations of "
-            f"{NEW_TOKENS} tokens ({gaps} gaps between tokens): not one sample per gap"
-        )
+    for launcher in LAUNCHERS:
+        report = ob[launcher]["report"]
+        print()
+        print(f"{PEER}, launcher {launcher}: latency per target ({PEER}'s own figures)")
+        print(table(("target", "n", "mean", "p50", "p90", "p99", "stdev"), optimum_rows(report)))
+        decode = (report.get("decode") or {}).get("throughput") or {}
+        if decode:
+            print(f"decode throughput {decode['value']:.1f} {decode['unit']}")
+        per_token = (report.get("per_token") or {}).get("latency") or {}
+        count = generation_count(report)
+        gaps = count * (NEW_TOKENS - 1)
+        if per_token and per_token["count"] != gaps:
+            print(
+                f"per_token holds {per_token['count']} samples for {count} generations of "
+                f"{NEW_TOKENS} tokens ({gaps} gaps between tokens): not one sample per gap"
+            )
+    ob_fields = interval_fields(ob["process"]["report"])
     print(
         f"interval or confidence fields in its report: {', '.join(ob_fields) or 'none'} "
         f"(each latency gives count, total, mean, p50, p90, p95, p99, stdev, stdev_ and the values)"
     )
     print()
-    print(f"parity: per side, the steady steps of its first process ({procs} processes per side)")
+    print(f"parity: per side, the steady steps of every process ({procs} processes per side)")
     print(table(("side: figure", "n", "mean", "p50", "p90", "p99"), parity_rows(verdict)))
+    for launcher in LAUNCHERS:
+        mean = ((ob[launcher]["report"].get("generate") or {}).get("latency") or {}).get("mean")
+        if mean and base.get("e2e_s"):
+            print(
+                f"parity's baseline end-to-end mean / {PEER} {launcher}'s generate mean: "
+                f"{base['e2e_s']['mean'] / mean:.3f}"
+            )
     share = (stop.get("interference") or {}).get("share")
     print(
         f"ratio target/baseline {speed['ratio']:.4f}, 95% interval "
@@ -462,12 +538,13 @@ def main() -> None:
     print(f"parity exit code {pa_ran.rc}")
     print(f"after: {load_line()}")
 
-    faster = pa_ran.wall <= ob_ran.wall
-    ok = faster and not provisional
+    peer_wall = ob["process"]["ran"].wall
+    ok = pa_ran.wall <= peer_wall and not provisional
     print(
         f"RESULT: peer_optimum parity {pa_ran.wall:.1f}s ±{half:.2%}"
-        f"{' (provisional)' if provisional else ''} vs {PEER} {ob_ran.wall:.1f}s "
-        f"({'no interval' if not ob_fields else 'interval fields: ' + ', '.join(ob_fields)}) "
+        f"{' (provisional)' if provisional else ''} vs {PEER} {peer_wall:.1f}s (process "
+        f"launcher; inline {ob['inline']['ran'].wall:.1f}s; "
+        f"{'no interval' if not ob_fields else 'interval fields: ' + ', '.join(ob_fields)}) "
         f"{'PASS' if ok else 'FAIL'}"
     )
 

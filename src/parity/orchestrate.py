@@ -52,6 +52,7 @@ from parity.model.workload import (
     PreparedWorkload,
     WorkloadDescription,
 )
+from parity.runner.ahead import settle
 from parity.runner.cpu import CpuWatch
 from parity.runner.launch import Launcher, run_job
 from parity.spec import SideSpec, WorkloadSpec
@@ -386,6 +387,7 @@ class Orchestrator:
 
         if self.clock is None:
             self.start_budget()
+        settle()  # no import in this process beside a timed step
         rounds = plan.repeats if plan.repeats is not None else plan.max_repeats
         order: list[tuple[Role, int]] = interleaved_order(rounds, ROLES)  # type: ignore[assignment]
         done: dict[Role, list[Bundle]] = {role: [] for role in ROLES}

@@ -55,6 +55,7 @@ from parity.redact import REDACTED
 from parity.remote import placed_sides, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.resumable import belonging, check_resumable, mismatch
+from parity.runner.ahead import import_ahead
 from parity.runner.launch import Launcher
 from parity.sinks import conclude
 from parity.spec import SideSpec
@@ -66,6 +67,9 @@ if TYPE_CHECKING:
     from parity.workloads.script import ScriptCommand
 
 log = logging.getLogger("parity")
+#: what the HTML report after the verdict imports (matplotlib: about a second), imported
+#: while the zygote starts
+REPORT_IMPORTS = ("parity.report.plots", "parity.report.html")
 
 
 # -- one run or scan -------------------------------------------------------------------------
@@ -189,6 +193,8 @@ def compare(
     ):
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
+        if request.report:
+            import_ahead(*REPORT_IMPORTS)  # matplotlib, meanwhile: settled before the timed runs
         from parity.checks.common import read_checks  # (torch, for the judge)
 
         read_checks([Path(p) for p in request.checks])  # validated before anything is written

@@ -43,7 +43,11 @@ def test_a_planted_graph_break_is_counted_with_its_reason_and_line() -> None:
     assert reason.where is not None
     assert reason.where.endswith(f"test_graphs.py:{_line('MARK: break')}")
     assert result.fullgraph is not None and result.fullgraph.passed is False
+    assert result.fullgraph.inferred_from == "explain"  # the break fails it: no compile
     assert "graph_break" in str(result.fullgraph.error)
+    # what the compile would have said: fullgraph=True raises at that same break
+    compiled = fullgraph(model, cap.calls[0])
+    assert compiled.passed is False and "graph_break" in str(compiled.error)
     # a second batch size recompiles both graphs once
     rec = result.recompilations
     assert rec is not None and rec.calls == 2 and (rec.recompilations or 0) >= 1

@@ -33,3 +33,22 @@ def test_a_process_that_ends_at_once_exits_with_its_own_status() -> None:
         [sys.executable, "-c", EARLY_EXIT], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 3 and "Fatal" not in done.stderr, done.stderr
+
+
+SETTLE = """
+import sys
+from parity.runner.ahead import import_ahead, settle
+first = import_ahead()
+report = import_ahead("parity.report.plots", "parity.report.html")
+assert first is not None and report is not None and first is not report
+assert import_ahead("parity.report.plots", "parity.report.html") is None
+settle()  # what the rounds wait for: every import started ahead has ended
+print(first.is_alive(), report.is_alive(), "matplotlib" in sys.modules)
+"""
+
+
+def test_the_report_imports_start_apart_and_are_settled_before_the_timed_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SETTLE], capture_output=True, text=True, timeout=300
+    )
+    assert done.stdout.split() == ["False", "False", "True"], done.stderr

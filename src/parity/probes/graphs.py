@@ -3,8 +3,9 @@
 The probes compile with the ``eager`` backend (explain uses its own non-compiling backend),
 so they need no compiler and tell what Dynamo can capture, not how fast a backend runs
 it. They run on the forward calls that :class:`CallCapture` recorded during the scanned
-steps: explain and the ``fullgraph=True`` try on the first call, recompilations over all
-of them (a generation loop's calls differ in shape). Backward and the optimizer step are
+steps: explain and the ``fullgraph=True`` try on the first call (read from explain where it
+tells: one graph passes, a graph break fails), recompilations over all of them (a
+generation loop's calls differ in shape). Backward and the optimizer step are
 not traced. Where Dynamo cannot trace the forward on the device (an op the device lacks,
 or one without a fake-tensor kernel there), that is reported and the probes run on a CPU
 copy of the model and the inputs, so that the code's graph breaks are still counted.
@@ -195,6 +196,20 @@ def _recompilations(module: nn.Module, calls: list[Call]) -> Recompilations:
         return Recompilations(error=_first_lines(exc))
 
 
+def _inferred(ex: Explain) -> Fullgraph | None:
+    """What ``fullgraph=True`` would do, read from explain where it tells without a second
+    compile: one graph and no break passes; a graph break fails (``fullgraph=True`` turns
+    every break into an error, the first one raised). None: compile and see."""
+    if ex.graphs == 1 and ex.graph_breaks == 0:
+        return Fullgraph(passed=True, error=None, inferred_from="explain")
+    if ex.graph_breaks and ex.reasons:
+        first = ex.reasons[0]
+        where = f" ({first.where})" if first.where else ""
+        error = f"graph break: {first.reason}{where}"
+        return Fullgraph(passed=False, error=error, inferred_from="explain")
+    return None
+
+
 def _signature(call: Call) -> tuple[Any, ...] | None:
     """What Dynamo guards on, roughly: tensor metadata and plain values (None: unknown)."""
     sig: list[Any] = []
@@ -251,11 +266,7 @@ def graph_probes(model: nn.Module, calls: list[Call]) -> GraphProbes:
                     )
                 ran_on = "cpu (a copy: tracing on the device failed, see device_error)"
                 ex = _explain(module, calls[0])
-        if ex.graphs == 1 and ex.graph_breaks == 0:
-            # one graph and no break is what fullgraph=True asks for: no second compile
-            full = Fullgraph(passed=True, error=None, inferred_from="explain")
-        else:
-            full = _fullgraph(module, calls[0])
+        full = _inferred(ex) or _fullgraph(module, calls[0])
         recompiled = _recompilations(module, calls)
     return GraphProbes(
         backend=BACKEND,
