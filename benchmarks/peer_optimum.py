@@ -58,7 +58,13 @@ The script deletes only what it made: a ``--venv`` directory that exists and was
 made by it (no ``MADE`` marker inside) is refused, never replaced.
 
     python benchmarks/peer_optimum.py [--quick] [--venv DIR] [--target SIDE] [--repeats R]
-                                      [--keep DIR]
+                                      [--cold] [--keep DIR]
+
+``--cold`` runs parity with a new, empty cache (``PARITY_CACHE_DIR`` in the work
+directory): a new user's first comparison, with the workload frozen, the fp64 reference
+run and the op scan's compile probes run, none of them found from an earlier run. Without
+it, parity's cache is the user's own: warm where an earlier run froze the same workload
+(the same checkpoint bytes and generations per process).
 
 ``--quick`` (a smoke run of both tools, figures not to judge by): optimum-benchmark with 1
 warm-up and 2 generations, no minimum duration; parity with 3 steps, one process per side,
@@ -146,13 +152,17 @@ class Timed:
     others: float | None
 
 
-def run_logged(argv: list[str], log: Path, cwd: Path | None = None) -> Timed:
+def run_logged(
+    argv: list[str], log: Path, cwd: Path | None = None, extra: dict[str, str] | None = None
+) -> Timed:
     """Run a command with stdout and stderr to ``log``: its wall time, exit code and the
     share of the machine that processes other than it (and its children) took."""
     with log.open("w") as out:
         busy0, own0 = busy_cpu_s(), children_cpu_s()
         t0 = time.perf_counter()
-        done = subprocess.run(argv, cwd=cwd, env=env(), stdout=out, stderr=subprocess.STDOUT)
+        done = subprocess.run(
+            argv, cwd=cwd, env={**env(), **(extra or {})}, stdout=out, stderr=subprocess.STDOUT
+        )
         wall = time.perf_counter() - t0
         busy1, own = busy_cpu_s(), children_cpu_s() - own0
     others = None
@@ -280,7 +290,7 @@ def parity_steps(generations: int, repeats: int) -> int:
 
 
 def run_parity(
-    model: Path, work: Path, target: str, quick: bool, repeats: int, steps: int
+    model: Path, work: Path, target: str, quick: bool, repeats: int, steps: int, cold: bool
 ) -> dict[str, Any]:
     """``parity compare`` on the checkpoint, wall-timed; its verdict.json."""
     out = work / "parity"
@@ -293,7 +303,10 @@ def run_parity(
     else:
         argv += ["--steps", str(steps), "--repeats", str(repeats)]
     log = work / "parity.log"
-    ran = run_logged(argv, log, cwd=work)
+    # --cold: a cache of its own, new and empty (a new user's first comparison: nothing
+    # frozen, no fp64 reference, no probe run before)
+    extra = {"PARITY_CACHE_DIR": str(work / "parity-cache")} if cold else None
+    ran = run_logged(argv, log, cwd=work, extra=extra)
     found = out / "verdict.json"
     if ran.rc not in (0, 1) or not found.is_file():
         raise SystemExit(f"parity exited {ran.rc} ({log}):\n{tail(log)}")
@@ -418,6 +431,11 @@ def main() -> None:
         "--repeats", type=int, default=4, help="parity's processes per side (default 4, >= 3)"
     )
     parser.add_argument("--keep", type=Path, help="keep every output under this new directory")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="parity with a new, empty cache (nothing frozen, no reference, no probe cached)",
+    )
     args = parser.parse_args()
     if args.repeats < 3 and not args.quick:
         parser.error("--repeats: at least 3 (fewer give a provisional interval)")
@@ -450,10 +468,11 @@ def main() -> None:
         print(
             f"running parity compare --baseline cpu --target {args.target} --generate-loop hf "
             f"--repeats {args.repeats} --steps {steps} ({2 * args.repeats * steps} generations "
-            f"in all, for {PEER}'s {generations} timed) ...  ({load_line()})",
+            f"in all, for {PEER}'s {generations} timed; cache "
+            f"{'new and empty' if args.cold else 'as found'}) ...  ({load_line()})",
             flush=True,
         )
-        pa = run_parity(model, work, args.target, args.quick, args.repeats, steps)
+        pa = run_parity(model, work, args.target, args.quick, args.repeats, steps, args.cold)
 
     verdict, pa_ran = pa["verdict"], pa["ran"]
     speed = verdict["speed"]

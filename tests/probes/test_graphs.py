@@ -67,6 +67,22 @@ def test_a_clean_model_compiles_as_one_graph() -> None:
     assert result.recompilations is not None and result.recompilations.recompilations == 0
 
 
+def test_calls_captured_in_inference_mode_are_traced_in_it() -> None:
+    # a generation loop runs its forwards in inference mode: traced outside it, their
+    # inference tensors cannot be saved for backward and every probe failed on that
+    model = nn.Sequential(nn.Linear(4, 4), nn.GELU())
+    with CallCapture(model) as cap, torch.inference_mode():
+        model(torch.randn(2, 4))
+        model(torch.randn(3, 4))
+    assert cap.calls[0][0][0].is_inference()
+    result = graph_probes(model, cap.calls)
+    assert result.explain is not None and result.explain.error is None
+    assert result.explain.graphs == 1 and result.explain.graph_breaks == 0
+    assert result.fullgraph is not None and result.fullgraph.passed is True
+    rec = result.recompilations
+    assert rec is not None and rec.error is None and rec.calls == 2
+
+
 def test_no_forward_call_skips_the_probes() -> None:
     result = graph_probes(nn.Linear(2, 2), [])
     assert result.skipped is not None and result.explain is None

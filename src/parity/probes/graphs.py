@@ -228,6 +228,18 @@ def _same_calls(calls: list[Call]) -> bool:
     return first is not None and all(_signature(c) == first for c in calls[1:])
 
 
+def _as_captured(calls: list[Call]) -> contextlib.AbstractContextManager[Any]:
+    """Inference mode where the captured calls were made in it (a generation loop's):
+    traced outside it, their inference tensors cannot be saved for backward, and every
+    probe fails on that instead of telling what Dynamo captures."""
+    made = any(
+        isinstance(leaf, torch.Tensor) and leaf.is_inference()
+        for call in calls
+        for leaf in tree_leaves(call)
+    )
+    return torch.inference_mode() if made else contextlib.nullcontext()
+
+
 def graph_probes(model: nn.Module, calls: list[Call]) -> GraphProbes:
     """Explain, fullgraph and recompilation probes; never raises.
 
@@ -245,7 +257,7 @@ def graph_probes(model: nn.Module, calls: list[Call]) -> GraphProbes:
     device = next((p.device for p in module.parameters()), None)
     ran_on = str(device) if device is not None else None
     device_error: str | None = None
-    with _quiet():
+    with _quiet(), _as_captured(calls):
         try:
             ex = explain(module, calls[0])
         except Exception as exc:
