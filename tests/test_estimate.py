@@ -55,6 +55,16 @@ def test_each_phase_is_costed_from_one_step_and_the_dtype_ratios() -> None:
     assert "estimate: about" in est.summary(e) and "budget 1000 s" in est.summary(e)
 
 
+def test_a_reduced_precision_step_timed_itself_is_used_instead_of_the_matmul_ratio() -> None:
+    # a CPU without bf16 units: its bf16 matmul is 70x float32's, a small model's step 8x
+    timed = replace(COST, dtype_ratio={"bfloat16": 70.0}, precision_step_s={"bf16": 0.8})
+    e = est.plan(costed(1000.0, cost=timed))
+    assert seconds(e, "target quality run") == pytest.approx(1.0 + 40 * 0.8)
+    ratio_only = est.plan(costed(1000.0, cost=replace(timed, precision_step_s={})))
+    assert seconds(ratio_only, "target quality run") == pytest.approx(1.0 + 40 * 7.0)
+    assert "a step in bf16 800 ms" in est.basis(timed)
+
+
 @pytest.mark.parametrize("asked", [1, 2, 5])
 def test_repeats_asked_are_the_processes_estimated(asked: int) -> None:
     """``--repeats N`` runs N processes a side whatever the budget: the estimate costs
@@ -164,7 +174,7 @@ def test_the_step_cost_is_part_of_the_prepared_workload_s_json() -> None:
     d = WorkloadDescription(
         name="w", kind="train", size="tiny", quality=QualitySpec(kind="train", checks=())
     )
-    p = PreparedWorkload(description=d, cost=COST)
+    p = PreparedWorkload(description=d, cost=replace(COST, precision_step_s={"bf16": 0.4}))
     assert decode(PreparedWorkload, json.loads(json.dumps(encode(p)))) == p
     assert "cost" not in encode(replace(p, cost=None))
 

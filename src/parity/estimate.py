@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.errors import OptionError
-from parity.model.estimate import Estimate, PhaseCost, StepCost
+from parity.model.estimate import PRECISION_DTYPE, Estimate, PhaseCost, StepCost
 from parity.model.side import MeasurePlan
 from parity.spec import SideSpec
 
@@ -58,8 +58,6 @@ MARGIN = 1.25
 #: timed on a loaded 2-core machine read up to 2.6x its idle time (benchmarks/README.md),
 #: and a comparison a little over its budget is measured anyway, with a note
 REFUSE_OVER = 3.0
-#: each precision's matmul dtype in ``StepCost.dtype_ratio``
-PRECISION_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
 #: the phases the budget may cut, in the order it cuts them
 COMPLIANCE, BASE_SCAN, PROBES = "compliance runs", "baseline op scan", "numerics probe"
 _Cut = Callable[[Estimate], Estimate]
@@ -95,6 +93,9 @@ def step_s(cost: StepCost, side: SideSpec) -> float | None:
     (None for a side not on the CPU)."""
     if side.device != "cpu":
         return None
+    measured = cost.precision_step_s.get(side.precision)
+    if measured is not None:  # timed itself: a step is not all matmuls
+        return measured
     dtype = PRECISION_DTYPE.get(side.precision)
     return cost.step_s * (cost.dtype_ratio.get(dtype, 1.0) if dtype else 1.0)
 
@@ -227,9 +228,12 @@ def _undetermined(p: PhaseCost, processes: int) -> PhaseCost:
 
 def basis(cost: StepCost) -> str:
     ratios = ", ".join(f"{k} {v:.2g}x" for k, v in sorted(cost.dtype_ratio.items()))
+    steps = "".join(
+        f"; a step in {k} {v * 1e3:.3g} ms" for k, v in sorted(cost.precision_step_s.items())
+    )
     return (
         f"a step {cost.step_s * 1e3:.3g} ms ({cost.method}), load {cost.load_s:.2f} s; a matmul "
-        f"against float32's: {ratios}"
+        f"against float32's: {ratios}{steps}"
     )
 
 

@@ -5,9 +5,13 @@ the verdict with how measuring ended (``Stop.estimate``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from parity.model.codec import omit_none
+from parity.spec import Precision
+
+#: each reduced precision's matmul dtype: its key in ``StepCost.dtype_ratio``
+PRECISION_DTYPE: dict[Precision, str] = {"bf16": "bfloat16", "fp16": "float16"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -25,6 +29,11 @@ class StepCost:
     dtype_ratio: dict[str, float]
     #: how ``step_s`` was measured, for the verdict
     method: str
+    #: one step on the CPU in a reduced precision a side asks for (``bf16``, ``fp16``),
+    #: under its autocast, timed as ``step_s`` is: a step is not all matmuls, so the
+    #: matmul's ratio alone can be far off (70x for bf16 against 8x for a small model's
+    #: step on a CPU without bf16 units). Where absent, ``dtype_ratio`` scales ``step_s``
+    precision_step_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -2,20 +2,24 @@
 job: the frozen workload built on the CPU and one step of it timed in float32 (a second
 where the workload has one and the first was quick: the first pays one-off set-up), and
 a matmul timed in float64, bfloat16 and float16 against float32, which scales that step
-to the fp64 reference and to a reduced-precision CPU side (a CPU without bf16 units runs
-bf16 several times slower than fp32; one with them, faster). A few hundred milliseconds
-for a small model; a model whose step takes minutes pays one step.
+to the fp64 reference. A reduced precision a side asks for (``bf16``, ``fp16``) is timed
+itself, a step under its autocast, where the matmul's ratio puts that step under
+``PRECISION_STEP_UNDER_S``: a step is not all matmuls, and on a CPU without bf16 units a
+bf16 matmul is 70 times a float32 one where a small model's whole step is 8 times (a CPU
+with them runs bf16 faster). A few hundred milliseconds for a small model; a model whose
+step takes minutes pays one step.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import torch
 
-from parity.model.estimate import StepCost
-from parity.spec import SideSpec
-from parity.workloads.base import RunContext, Workload
+from parity.model.estimate import PRECISION_DTYPE, StepCost
+from parity.spec import Precision, SideSpec
+from parity.workloads.base import RunContext, StepRunner, Workload
 from parity.workloads.frozen import Frozen
 
 #: a first step longer than this is the only one timed
@@ -24,10 +28,14 @@ SECOND_STEP_UNDER_S = 5.0
 MATMUL_N = 256
 MATMUL_REPEATS = 5
 DTYPES = {"float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
+#: a reduced-precision step is timed itself where the matmul's ratio puts it under this
+PRECISION_STEP_UNDER_S = 10.0
 
 
-def step_cost(workload: Workload, frozen: Frozen) -> StepCost:
-    """One (or two) steps of ``workload`` on the CPU in float32, from its frozen bytes."""
+def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision] = ()) -> StepCost:
+    """One (or two) steps of ``workload`` on the CPU in float32, from its frozen bytes, and
+    in each of ``precisions`` that the matmul's ratio does not put over
+    ``PRECISION_STEP_UNDER_S`` (one that fails is left to the ratio)."""
     t0 = time.perf_counter()
     weights, data = frozen.load()
     model = workload.build_model()
@@ -35,12 +43,36 @@ def step_cost(workload: Workload, frozen: Frozen) -> StepCost:
     ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
     runner = workload.make_runner(model, data, ctx)
     load_s = time.perf_counter() - t0
+    step_s, two = _steps_s(runner, workload)
+    method = f"the {'second of two steps' if two else 'first step of one'} on the CPU in float32"
+    ratios = dtype_ratios()
+    measured: dict[str, float] = {}
+    for precision in precisions:
+        dtype = PRECISION_DTYPE.get(precision)
+        if dtype is None or step_s * ratios.get(dtype, 1.0) > PRECISION_STEP_UNDER_S:
+            continue
+        side = SideSpec(device="cpu", precision=precision)
+        reduced = RunContext(device=torch.device("cpu"), side=side, autocast_type="cpu")
+        try:
+            measured[precision] = _steps_s(workload.make_runner(model, data, reduced), workload)[0]
+        except Exception:
+            continue
+    return StepCost(
+        step_s=step_s,
+        load_s=load_s,
+        dtype_ratio=ratios,
+        method=method,
+        precision_step_s=measured,
+    )
+
+
+def _steps_s(runner: StepRunner, workload: Workload) -> tuple[float, bool]:
+    """A step's seconds: the first, or where it was quick and the workload has a second,
+    the quicker of two (the first pays one-off set-up); and whether two were timed."""
     first = _timed(runner.step, 0)
-    step_s, method = first, "the first step of one on the CPU in float32"
     if workload.steps > 1 and first < SECOND_STEP_UNDER_S:
-        step_s = min(first, _timed(runner.step, 1))
-        method = "the second of two steps on the CPU in float32"
-    return StepCost(step_s=step_s, load_s=load_s, dtype_ratio=dtype_ratios(), method=method)
+        return min(first, _timed(runner.step, 1)), True
+    return first, False
 
 
 def _timed(step: object, i: int) -> float:

@@ -41,13 +41,19 @@ def _preflight(plan: PreparePlan) -> None:
             raise DeviceError(f"side {side} cannot run here: {problem}")
 
 
-def _cost(workload: Workload, frozen: Frozen, warnings: list[str]) -> StepCost | None:
+def _cost(
+    workload: Workload, frozen: Frozen, plan: PreparePlan, warnings: list[str]
+) -> StepCost | None:
     """The pre-run estimate's cheap figures, or None (with a warning) where a step of the
-    workload does not run on the CPU in float32: its sides' first processes say more."""
+    workload does not run on the CPU in float32: its sides' first processes say more. The
+    sides' reduced precisions are timed on the CPU too (a CPU side's, and the
+    expected-error run's, which is the CPU at the target's precision)."""
+    from parity.model.estimate import PRECISION_DTYPE
     from parity.probes.cost import step_cost
 
+    precisions = [p for p in PRECISION_DTYPE if p in {side.precision for side in plan.sides}]
     try:
-        return step_cost(workload, frozen)
+        return step_cost(workload, frozen, precisions)
     except Exception as exc:  # user code: any failure leaves no estimate
         from parity.redact import redact
 
@@ -88,7 +94,7 @@ class Freeze(Mode):
         cost = None
         if plan.cost:
             session.enter("cost")
-            cost = _cost(workload, frozen, warnings)
+            cost = _cost(workload, frozen, plan, warnings)
         prepared = PreparedWorkload(
             description=frozen.description,
             frozen=str(frozen.path),
