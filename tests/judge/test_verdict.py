@@ -248,6 +248,31 @@ def test_a_shorter_timing_process_is_compared_on_the_steps_it_ran() -> None:
     assert found.detail is not None and "first 12 steps" in found.detail
 
 
+def _outputs(path: Path, tensors: dict[str, torch.Tensor]) -> Bundle:
+    work = bundles.workload_ref(fingerprint_parts=bundles.parts(steps=4))
+    man = bundles.manifest(role="x", spec="cpu", workload=work, repeat=int(path.name[1:]))
+    samples = [0.01] * 4
+    return bundles.make_bundle(path, man, run_metrics=bundles.metrics(samples), tensors=tensors)
+
+
+def test_a_timing_process_is_compared_on_the_outputs_it_hands_over() -> None:
+    """r01 of a generation loop hands over its first step's tokens and logits, not the
+    quality run's decoding of every prompt again: those are compared, each of which r00
+    must have; a difference in them, or an output r00 lacks, is not determinism."""
+    from parity.judge.quality import determinism
+
+    first = {"tokens": torch.arange(6).reshape(2, 3), "prefill_logits": torch.ones(2, 5)}
+    quality_run = _outputs(ROOT / "gen" / "r00", {**first, "final_tokens": first["tokens"]})
+    found = determinism((quality_run, _outputs(ROOT / "gen" / "r01", dict(first))))
+    assert found.checked and found.bitwise_equal
+    assert found.detail is not None and "prefill_logits, tokens" in found.detail
+    moved = {**first, "prefill_logits": first["prefill_logits"] + 0.5}
+    found = determinism((quality_run, _outputs(ROOT / "gen" / "r01", moved)))
+    assert not found.bitwise_equal and found.max_abs_output_diff == pytest.approx(0.5)
+    extra = {**first, "other": torch.zeros(2, 2)}
+    assert not determinism((quality_run, _outputs(ROOT / "gen" / "r01", extra))).bitwise_equal
+
+
 def test_a_timing_process_s_cost_is_its_run_at_the_workload_s_steps() -> None:
     """The cost of "the measured run" is of the workload's 31 steps whichever process it
     is read from: a 12-step timing process's first steps and then its median step."""

@@ -130,10 +130,11 @@ class Job:
 
     @property
     def timing_only(self) -> bool:
-        """No judge reads this process's outputs: a compliance run, or a repeat after the
-        second (the first is the side's quality run; the second's outputs are compared
-        with the first's for determinism, ``parity.judge.quality.determinism``)."""
-        return self.compliance or self.repeat >= 2
+        """A process after the side's quality run (the first), or a compliance run: its
+        runner hands over what its timed steps produced and no more (``finish_timing``).
+        The second's outputs are still compared with the first's for determinism, on
+        the outputs both have (``parity.judge.quality.determinism``)."""
+        return self.compliance or self.repeat >= 1
 
     def workload_ref(self) -> WorkloadRef:
         """What a manifest records of the job's workload (every bundle of the job, ok or
