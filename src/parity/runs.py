@@ -67,8 +67,10 @@ if TYPE_CHECKING:
     from parity.workloads.script import ScriptCommand
 
 log = logging.getLogger("parity")
-#: what the HTML report after the verdict imports (matplotlib: about a second), imported
-#: while the zygote starts
+#: what the comparison's end imports, imported while the zygote starts: the index
+#: (sqlalchemy: about 0.4 s) and, where a report is written, the HTML report (matplotlib:
+#: about a second)
+END_IMPORTS = ("parity.sinks", "parity.store")
 REPORT_IMPORTS = ("parity.report.plots", "parity.report.html")
 
 
@@ -193,8 +195,8 @@ def compare(
     ):
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
-        if request.report:
-            import_ahead(*REPORT_IMPORTS)  # matplotlib, meanwhile: settled before the timed runs
+        # meanwhile, settled before the timed runs
+        import_ahead(*END_IMPORTS, *(REPORT_IMPORTS if request.report else ()))
         from parity.checks.common import read_checks  # (torch, for the judge)
 
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
