@@ -10,18 +10,18 @@ from parity.errors import WorkloadError
 from parity.probes.latency import generation_metrics
 from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import registered, resolve
-from parity.workloads.base import RunContext
+from parity.workloads.base import RunContext, StepRunner
 from parity.workloads.frozen import materialize
 from parity.workloads.gpt import corpus_bytes
+from parity.workloads.loops import GenerateLoop
 from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice
 
 if HAVE_FAKEDEVICE:
     from parity.testing import fakedevice
 
 
-def _run(
-    name: str, precision: str = "fp32", steps: int = 3
-) -> tuple[list[float], dict[str, torch.Tensor]]:
+def _stepped(name: str, precision: str = "fp32", steps: int = 3) -> StepRunner:
+    """The built-in's runner on the CPU after all its steps."""
     w = resolve(WorkloadSpec(name=name, steps=steps))
     weights, data = materialize(w)
     model = w.build_model()
@@ -34,7 +34,13 @@ def _run(
     runner = w.make_runner(model, data, ctx)
     for i in range(w.steps):
         runner.step(i)
-    result = runner.finish()
+    return runner
+
+
+def _run(
+    name: str, precision: str = "fp32", steps: int = 3
+) -> tuple[list[float], dict[str, torch.Tensor]]:
+    result = _stepped(name, precision, steps).finish()
     return result.losses, result.outputs
 
 
@@ -74,14 +80,8 @@ def test_generation_has_fixed_length_and_static_cache() -> None:
 def test_a_timing_process_hands_over_its_first_step_without_decoding_again() -> None:
     # finish() decodes every prompt once more and scores it (as long as the steps
     # again); a process whose outputs nothing reads gets the first step's own
-    w = resolve(WorkloadSpec(name="gpt-generate", steps=2))
-    weights, data = materialize(w)
-    model = w.build_model()
-    model.load_state_dict(weights)
-    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
-    runner = w.make_runner(model, data, ctx)
-    for i in range(w.steps):
-        runner.step(i)
+    runner = _stepped("gpt-generate", steps=2)
+    assert isinstance(runner, GenerateLoop)
     calls = 0
     real = runner.generate
 

@@ -37,8 +37,9 @@ def import_ahead(*modules: str) -> threading.Thread | None:
     with _lock:
         if wanted in _threads or all(name in sys.modules for name in wanted):
             return None
-        thread = threading.Thread(target=_import, args=(wanted,), name="parity-import-ahead")
-        thread.daemon = True
+        thread = threading.Thread(
+            target=_import, args=(wanted,), name="parity-import-ahead", daemon=True
+        )
         _threads[wanted] = thread
         thread.start()
         atexit.register(thread.join)

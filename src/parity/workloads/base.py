@@ -93,9 +93,9 @@ class StepRunner(ABC):
         """After the timed steps: bring results to the CPU (not timed)."""
 
     def finish_timing(self) -> RunNumerics:
-        """``finish`` for a process whose outputs nothing reads (a timing process after
-        the first two, a compliance run): runners whose ``finish`` does more work than
-        handing over what the steps produced return less here (the default: ``finish``)."""
+        """``finish`` for a process after the side's quality run, or a compliance run
+        (``Job.timing_only``): runners whose ``finish`` does more work than handing over
+        what the steps produced return only that here (the default: ``finish``)."""
         return self.finish()
 
     def step_batch(self, i: int, batch: dict[str, torch.Tensor]) -> None:
