@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from parity.probes import cost
 from parity.spec import WorkloadSpec
@@ -24,3 +26,32 @@ def test_a_reduced_precision_side_s_step_is_timed_itself(
     # where the matmul's ratio puts the step over the limit, the ratio stands alone
     monkeypatch.setattr(cost, "PRECISION_STEP_UNDER_S", 0.0)
     assert cost.step_cost(workload, frozen, ("bf16",)).precision_step_s == {}
+
+
+def _linear_ratio(dtype: torch.dtype, n: int = cost.MATMUL_N) -> float:
+    """A real ``nn.Linear``'s best forward in ``dtype`` over float32's."""
+    best = {}
+    for d in (torch.float32, dtype):
+        layer = torch.nn.Linear(n, n, bias=False).to(d)
+        x = torch.ones(n, n, dtype=d)
+        with torch.no_grad():
+            layer(x)
+            best[d] = min(_seconds(layer, x) for _ in range(5))
+    return best[dtype] / best[torch.float32]
+
+
+def _seconds(layer: torch.nn.Module, x: torch.Tensor) -> float:
+    with torch.no_grad():
+        t = time.perf_counter()
+        layer(x)
+        return time.perf_counter() - t
+
+
+def test_the_calibration_ratio_is_that_of_a_model_s_linear_layer() -> None:
+    """The matmul the estimate scales by runs a model's layout: two row-major bf16
+    operands took another kernel, 60x float32's on a CPU without bf16 units where an
+    ``nn.Linear`` took 6x. Within 3x of the layer's own ratio, taken here the same way."""
+    ratios = cost.dtype_ratios()
+    for name, dtype in cost.DTYPES.items():
+        layer = _linear_ratio(dtype)
+        assert 1 / 3 < ratios[name] / layer < 3, (name, ratios[name], layer)
