@@ -8,7 +8,7 @@ step under ``PRECISION_STEP_UNDER_S``: a step is not all matmuls (on a CPU witho
 units a bf16 linear is 6 times a float32 one where a small model's whole training step
 is 8 times and a 135M model's generation step 1.6 times; a CPU with them runs bf16
 faster). A few hundred milliseconds for a small model; a model whose step takes minutes
-pays one step, and one more in each reduced precision that the ratio keeps under 30 s.
+pays one step, and one more in each reduced precision that the ratio keeps under the limit.
 """
 
 from __future__ import annotations
