@@ -195,3 +195,17 @@ def test_a_comparison_far_over_its_budget_exits_2_before_anything_is_written(
     last = done.stderr.strip().splitlines()[-1]
     assert "more than --budget 0.01: run with --budget" in last
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_full_run_pays_its_end_and_the_target_s_quality_run_its_forced_scoring() -> None:
+    """A generation workload decodes and scores every prompt after its steps: the quality
+    runs, the fp64 reference and the expected-error run pay that; the target's quality
+    run scores the baseline's tokens as well; a timing process pays neither."""
+    ending = replace(COST, finish_steps=30.0, forced_steps=8.0)
+    e = est.plan(costed(1000.0, cost=ending, expected=SideSpec(device="cpu", precision="fp16")))
+    assert seconds(e, "baseline quality run") == pytest.approx(1.0 + (40 + 30) * 0.1)
+    assert seconds(e, "target quality run") == pytest.approx(1.0 + (40 + 30 + 8) * 0.6)
+    assert seconds(e, "fp64 reference") == pytest.approx(1.0 + (40 + 30 + 2) * 0.1 * 2.0)
+    assert seconds(e, "expected-error run") == pytest.approx(1.0 + (40 + 30 + 2) * 0.1)
+    n = est.timing_steps(40)
+    assert seconds(e, "baseline timing processes") == pytest.approx(2 * (1 + n * 0.1))

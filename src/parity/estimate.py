@@ -7,15 +7,17 @@ workload's step count and what the cache already holds, each phase is costed:
 - a side's step: the CPU step scaled by the matmul ratio of its precision (a side on an
   accelerator is not estimated: its first process tells);
 - a process: ``START_S`` plus the measured load, plus its steps;
-- the quality run: the workload's steps; the timing processes after it: the steps the
-  sizing rule gives at least (``1 + steps // 4 + stats.MIN_STEADY``, at most the
-  workload's), two more a side for three;
+- the quality run: the workload's steps and what its end does after them (a generation
+  workload decodes and scores every prompt again, the target's scores the baseline's
+  tokens as well: ``StepCost.finish_steps``, ``forced_steps``); the timing processes
+  after it: the steps the sizing rule gives at least (``1 + steps // 4 +
+  stats.MIN_STEADY``, at most the workload's), two more a side for three;
 - the numerics probe: ``PROBE_FIXED_S + PROBE_STEPS`` steps; the op scan:
   ``SCAN_FIXED_S + SCAN_STEPS`` steps (the scan's two steps under a dispatch mode, a
   plain step and the compile probes' graph captures), both fitted on what the built-ins
   took here (``gpt-train`` tiny: probe 0.06-0.09 s, scan 1.3 s at 8.5-16 ms steps) and on
   the 135M checkpoint of issue 28 (scan 155 s against 73 s of steady steps);
-- the fp64 reference and the expected-error run: the workload's steps on the CPU at
+- the fp64 reference and the expected-error run: a full run's steps on the CPU at
   float64's and the precision's matmul ratio, and a probe; cached ones cost nothing.
 
 Planned within the budget (``plan``), where the estimate is over it and ``--repeats`` does
@@ -113,17 +115,19 @@ def phases(c: Costed, processes: int) -> list[PhaseCost]:
     out: list[PhaseCost] = []
     r64 = c.cost.dtype_ratio.get("float64", 2.0)
     cpu = c.cost.step_s
+    full = c.steps + c.cost.finish_steps  # a full run's steps and its end's work
     out.append(
-        _phase("fp64 reference", fixed + (c.steps + PROBE_STEPS) * cpu * r64, c.cached.reference)
+        _phase("fp64 reference", fixed + (full + PROBE_STEPS) * cpu * r64, c.cached.reference)
     )
     if c.expected is not None:
         e = step_s(c.cost, c.expected) or cpu
         name = f"expected-error run ({c.expected})"
-        out.append(_phase(name, fixed + (c.steps + PROBE_STEPS) * e, c.cached.expected))
+        out.append(_phase(name, fixed + (full + PROBE_STEPS) * e, c.cached.expected))
     n = timing_steps(c.steps)
     for i, (role, side) in enumerate((("baseline", c.baseline), ("target", c.target))):
         s = step_s(c.cost, side)
-        out.append(_phase(f"{role} quality run", None if s is None else fixed + c.steps * s))
+        quality = full + (c.cost.forced_steps if role == "target" else 0.0)
+        out.append(_phase(f"{role} quality run", None if s is None else fixed + quality * s))
         probe = None if s is None else PROBE_FIXED_S + PROBE_STEPS * s
         out.append(_phase(f"{role} {PROBES}", probe, c.cached.probe[i]))
         scan = None if s is None else SCAN_FIXED_S + SCAN_STEPS * s

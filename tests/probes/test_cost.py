@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from parity.probes import cost
-from parity.spec import WorkloadSpec
+from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
+from parity.workloads.base import RunContext, StepRunner, Workload
 from parity.workloads.frozen import freeze
 
 
@@ -54,3 +55,32 @@ def test_the_calibration_ratio_is_that_of_a_model_s_linear_layer() -> None:
     for name, dtype in cost.DTYPES.items():
         layer = _linear_ratio(dtype)
         assert 1 / 3 < ratios[name] / layer < 3, (name, ratios[name], layer)
+
+
+def test_a_generation_workload_s_end_is_costed_and_near_what_it_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``finish`` decodes and scores every prompt again after the steps: the estimate's
+    figure for it is within 3x of a real ``finish``, timed here on the same runner (a
+    training workload's end costs nothing)."""
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    workload = resolve(WorkloadSpec(name="gpt-generate", steps=2))
+    found = cost.step_cost(workload, freeze(workload))
+    assert found.finish_steps > 1 and 0 < found.forced_steps < found.finish_steps
+    runner = _cpu_runner(workload)
+    runner.step(0)
+    estimated, _ = runner.finish_cost_s(0.0)
+    t = time.perf_counter()
+    runner.finish()
+    took = time.perf_counter() - t
+    assert 1 / 3 < estimated / took < 3, (estimated, took)
+    train = resolve(WorkloadSpec(name="mlp-train", steps=2))
+    assert cost.step_cost(train, freeze(train)).finish_steps == 0.0
+
+
+def _cpu_runner(workload: Workload) -> StepRunner:
+    weights, data = freeze(workload).load()
+    model = workload.build_model()
+    model.load_state_dict(weights, strict=True)
+    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+    return workload.make_runner(model, data, ctx)

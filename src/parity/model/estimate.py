@@ -35,6 +35,12 @@ class StepCost:
     #: model's generation step on a CPU without bf16 units). Where absent, ``dtype_ratio``
     #: scales ``step_s``
     precision_step_s: dict[str, float] = field(default_factory=dict)
+    #: what a full run's ``finish`` does after its steps, in steps (a generation workload
+    #: decodes every prompt once more and scores it: ``StepRunner.finish_cost_s``); a
+    #: quality run, the fp64 reference and the expected-error run pay it
+    finish_steps: float = 0.0
+    #: what the target's quality run pays more, scoring the baseline's tokens, in steps
+    forced_steps: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,8 +1,10 @@
 """The cheap figures of the pre-run estimate (``StepCost``), measured in the ``freeze``
 job: the frozen workload built on the CPU and one step of it timed in float32 (a second
-where the workload has one and the first was quick: the first pays one-off set-up), and
-a linear layer's matmul timed in float64, bfloat16 and float16 against float32, which
-scales that step to the fp64 reference. A reduced precision a side asks for (``bf16``,
+where the workload has one and the first was quick: the first pays one-off set-up); what
+the run's end costs beyond its steps (a generation workload decodes and scores every
+prompt again: ``StepRunner.finish_cost_s``); and a linear layer's matmul timed in
+float64, bfloat16 and float16 against float32, which scales that step to the fp64
+reference. A reduced precision a side asks for (``bf16``,
 ``fp16``) is timed itself, a step under its autocast, where the matmul's ratio puts that
 step under ``PRECISION_STEP_UNDER_S``: a step is not all matmuls (on a CPU without bf16
 units a bf16 linear is 6 times a float32 one where a small model's whole training step
@@ -45,6 +47,7 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
     runner = workload.make_runner(model, data, ctx)
     load_s = time.perf_counter() - t0
     step_s, two = _steps_s(runner, workload)
+    finish_s, forced_s = runner.finish_cost_s(step_s)
     method = f"the {'second of two steps' if two else 'first step of one'} on the CPU in float32"
     ratios = dtype_ratios()
     measured: dict[str, float] = {}
@@ -64,6 +67,8 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
         dtype_ratio=ratios,
         method=method,
         precision_step_s=measured,
+        finish_steps=round(finish_s / step_s, 3) if step_s > 0 else 0.0,
+        forced_steps=round(forced_s / step_s, 3) if step_s > 0 else 0.0,
     )
 
 

@@ -98,6 +98,13 @@ class StepRunner(ABC):
         what the steps produced return only that here (the default: ``finish``)."""
         return self.finish()
 
+    def finish_cost_s(self, step_s: float) -> tuple[float, float]:
+        """For the pre-run estimate, called after a step ran, given one step's seconds:
+        what ``finish`` costs beyond handing over what the steps produced, and what it
+        costs more where the baseline's tokens are handed over to score (``ctx.forced``),
+        seconds. A runner may time a little of that work here. The default: nothing."""
+        return 0.0, 0.0
+
     def step_batch(self, i: int, batch: dict[str, torch.Tensor]) -> None:
         """Step ``i`` on ``batch``: named tensors a workload's loader (``make_loader``)
         delivered, already copied to the side's device. Runners of workloads with a

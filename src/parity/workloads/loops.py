@@ -8,6 +8,7 @@ case, whose output is called ``logits``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
@@ -304,6 +305,20 @@ class GenerateLoop(StepRunner):
         top2 = logits.detach().double().topk(2, dim=-1)
         margin = (top2.values[..., 0] - top2.values[..., 1]).cpu()
         return top2.indices[..., 0].cpu(), margin, sketch(logits)
+
+    def finish_cost_s(self, step_s: float) -> tuple[float, float]:
+        """``finish`` decodes every prompt batch once more while recording each token's
+        margin and scores each teacher-forced (one forward), both timed here on the first
+        batch, and scores each once more on the baseline's tokens where they are handed
+        over. ``step_s`` is not used: recording costs more than a step on a small model."""
+        t = time.perf_counter()
+        tokens, _, _ = self.replay(0)
+        replay_s = time.perf_counter() - t
+        t = time.perf_counter()
+        scored = self._scored(batches(self.prompts, 0), tokens)
+        score_s = time.perf_counter() - t if scored is not None else 0.0
+        n = self.prompts.shape[0]
+        return n * (replay_s + score_s), n * score_s
 
     def finish_timing(self) -> RunNumerics:
         """The first step's tokens and prefill logits, without decoding any prompt again
