@@ -113,11 +113,12 @@ class RayCluster:
         """Start a worker node with the resource ``name`` (again, after ``kill``). One at
         a time: two ``ray start`` on one node address at once never both joined here."""
         before = active(_status(self.gcs))
+        log = self.root / f"{name}.log"
         self.nodes[name] = _ray(
             f"--address={self.gcs}", f"--node-ip-address={NODE_IP}", "--num-cpus=1",
-            f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}",
-            log=self.root / f"{name}.log",
+            f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}", log=log,
         )  # fmt: skip
+        _started(self.nodes[name], log, 180)
         _ready(self.gcs, [n for n in self.nodes if n != "head"], before, 180)
 
 
@@ -148,6 +149,22 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: flo
                 return
         time.sleep(0.5)
     raise RuntimeError(f"ray did not listen on {port} in {timeout} s: {log.read_text()[-2000:]}")
+
+
+#: what ``ray start`` prints once its node runs (``ray.scripts.scripts.start``)
+STARTED = "Ray runtime started."
+
+
+def _started(proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    """Wait for ``ray start`` to print that its node runs, reading its log: each ``ray
+    status`` that ``_ready`` polls with is a process importing Ray (2-3 s of CPU here)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if STARTED in log.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    if proc.poll() is not None:
+        raise RuntimeError(f"ray start ended: {log.read_text()[-2000:]}")
 
 
 def _status(gcs: str) -> str:
@@ -190,7 +207,7 @@ def _ready(gcs: str, workers: Sequence[str], before: set[str], timeout: float) -
             and all(have.get(name) == 1.0 for name in workers)
         ):
             return
-        time.sleep(1)
+        time.sleep(2)
     raise RuntimeError(
         f"the cluster did not become the head and {', '.join(workers)} in {timeout} s: "
         f"{seen[-1500:]}"
