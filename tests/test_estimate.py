@@ -89,7 +89,8 @@ def test_the_budget_cuts_compliance_then_the_baseline_scan_then_probes_then_proc
     previous: set[str] = set()
     for budget in range(int(full.planned_s), 30, -1):
         e = est.plan(costed(float(budget)))
-        assert e.planned_s <= budget or e.processes == 1
+        three_over = e.processes == 3 and e.planned_s <= est.THREE_OVER * budget
+        assert e.planned_s <= budget or three_over or e.processes == 1
         cut = {p.name.split(" (")[0] for p in e.cuts}
         assert previous <= cut  # a smaller budget cuts what a larger one did, and more
         seen += sorted(cut - previous)
@@ -115,6 +116,27 @@ def test_fewer_than_three_processes_say_undetermined_and_shape_the_plan() -> Non
     assert plan.min_repeats <= plan.max_repeats
     assert est.skipped(e, "baseline") == ("numerics probe", "scan")
     assert est.skipped(e, "target") == ("numerics probe",)
+
+
+def test_three_processes_a_side_run_over_a_budget_they_are_near_and_say_so() -> None:
+    """Everything optional cut, three a side within ``THREE_OVER`` times the budget still
+    run (a loaded machine's estimate was 40 s against the demo's 30 and it planned one a
+    side); further over, the processes are cut and the line asks for a budget."""
+    everything = est.plan(costed(1000.0)).planned_s
+    least_three = everything - sum(
+        p.seconds or 0.0
+        for p in est.plan(costed(1000.0)).phases
+        if any(k in p.name for k in (est.COMPLIANCE, est.BASE_SCAN, est.PROBES))
+    )
+    near = est.plan(costed(least_three / 1.5))
+    assert near.processes == 3 and near.planned_s == pytest.approx(least_three)
+    assert {p.name.split(" (")[0] for p in near.cuts} >= {est.COMPLIANCE, "baseline op scan"}
+    line, notes = est.summary(near), est.notes(near)
+    assert "3 processes a side come first: planned over --budget" in line
+    assert "undetermined" not in line and any("come first" in n for n in notes)
+    assert est.planned(MeasurePlan(budget_s=least_three / 1.5), near).max_repeats >= 3
+    far = est.plan(costed(least_three / (est.THREE_OVER + 0.5)))
+    assert far.processes < 3 and "undetermined below 3" in est.summary(far)
 
 
 def test_cached_phases_cost_a_copy_and_are_never_cut() -> None:

@@ -23,8 +23,11 @@ workload's step count and what the cache already holds, each phase is costed:
 Planned within the budget (``plan``), where the estimate is over it and ``--repeats`` does
 not fix the work: the compliance runs go first, then the baseline's op scan (the target's
 answers compatibility), then the numerics probes (the gates read the runs' outputs; only
-localisation is lost), then timing processes, down to the quality runs alone (an interval
-over fewer than three processes a side is "undetermined"). What is left is the least a
+localisation is lost). Three processes a side come first: where they are estimated within
+``THREE_OVER`` times the budget they run over it, and the first line says so. Beyond
+that, timing processes are cut, down to the quality runs alone (an interval over fewer
+than three processes a side is "undetermined"), and the line asks for the budget that
+buys three. What is left is the least a
 comparison runs: the fp64 reference, the expected-error run, a quality run a side and the
 target's op scan; where that is over ``REFUSE_OVER`` times a budget the user gave, the
 comparison is refused before anything runs, in one line naming the estimate and the
@@ -60,6 +63,11 @@ MARGIN = 1.25
 #: timed on a loaded 2-core machine read up to 2.6x its idle time (benchmarks/README.md),
 #: and a comparison a little over its budget is measured anyway, with a note
 REFUSE_OVER = 3.0
+#: three processes a side (everything optional cut) still run where they are estimated
+#: within this many times the budget, over it and said so before measuring: fewer leave
+#: the speed undetermined, and a second run at a larger budget costs the user more (a
+#: loaded machine's freeze job times its steps up to 2.6x slow; benchmarks/README.md)
+THREE_OVER = 2.0
 #: the phases the budget may cut, in the order it cuts them
 COMPLIANCE, BASE_SCAN, PROBES = "compliance runs", "baseline op scan", "numerics probe"
 _Cut = Callable[[Estimate], Estimate]
@@ -167,7 +175,14 @@ def plan(c: Costed) -> Estimate:
         return replace(est, phases=tuple(asked), processes=c.plan.repeats)
     if est.planned_s <= budget:
         return est
-    for cut in _cuts(c, full):
+    optional, fewer = _cuts(c)
+    for cut in optional:
+        est = cut(est)
+        if est.planned_s <= budget:
+            return est
+    if est.planned_s <= THREE_OVER * budget:
+        return est  # three a side come first: over the budget, and said so
+    for cut in fewer:
         est = cut(est)
         if est.planned_s <= budget:
             return est
@@ -176,7 +191,8 @@ def plan(c: Costed) -> Estimate:
     return est
 
 
-def _cuts(c: Costed, full: list[PhaseCost]) -> list[_Cut]:
+def _cuts(c: Costed) -> tuple[list[_Cut], list[_Cut]]:
+    """The optional phases' cuts, in order, and the timing processes' (two a side, one)."""
     over = f"over --budget {c.plan.budget_s:g}"
     cuts: list[_Cut] = [
         _cutting(COMPLIANCE, f"dropped: the estimate is {over}; a larger --budget runs them"),
@@ -192,9 +208,7 @@ def _cuts(c: Costed, full: list[PhaseCost]) -> list[_Cut]:
     ]
     from parity.stats import MIN_PROCESSES
 
-    for k in range(MIN_PROCESSES - 1, 0, -1):
-        cuts.append(_fewer(c, k))
-    return cuts
+    return cuts, [_fewer(c, k) for k in range(MIN_PROCESSES - 1, 0, -1)]
 
 
 def _cutting(fragment: str, why: str) -> _Cut:
@@ -268,9 +282,22 @@ def summary(est: Estimate) -> str:
             f": the speed is undetermined below {MIN_PROCESSES} a side; --budget "
             f"{est.full_budget_s:.0f} buys {MIN_PROCESSES}"
         )
+    elif est.planned_s > est.budget_s:
+        ask = f": {over_budget(est)}"
     return (
         f"estimate: about {duration(est.planned_s)} for {est.processes} process(es) a side "
         f"({parts}){tail}; budget {est.budget_s:g} s{ask}"
+    )
+
+
+def over_budget(est: Estimate) -> str:
+    """Why a plan runs over its budget: three processes a side come first."""
+    from parity.stats import MIN_PROCESSES
+
+    return (
+        f"{MIN_PROCESSES} processes a side come first: planned over --budget "
+        f"{est.budget_s:g} (estimate: {duration(est.planned_s)}; --budget "
+        f"{math.ceil(est.planned_s * MARGIN)} holds them)"
     )
 
 
@@ -280,6 +307,8 @@ def notes(est: Estimate, asked: int | None = None) -> list[str]:
     from parity.stats import MIN_PROCESSES
 
     lines = [f"{p.name}: {p.cut}" for p in est.cuts]
+    if est.processes >= MIN_PROCESSES and est.planned_s > est.budget_s and asked is None:
+        lines.append(over_budget(est))
     if est.processes < MIN_PROCESSES and asked is None:
         lines.append(
             f"{est.processes} process(es) a side planned to fit --budget {est.budget_s:g} "
