@@ -16,6 +16,7 @@ import pytest
 from parity.model.codec import encode
 from parity.probes.fake import FakeClock
 from parity.stats import (
+    EQUIVALENCE,
     MIN_PROCESSES,
     Processes,
     RatioCI,
@@ -313,6 +314,39 @@ def test_a_provisional_interval_gives_no_verdict_word_however_far_from_one() -> 
         assert ci.provisional and ci.verdict == "undetermined"
     ci = ratio_ci(Processes(medians=(1.0, 1.01, 0.99)), Processes(medians=(5.0, 5.01, 4.99)))
     assert not ci.provisional and ci.verdict == "slower"
+
+
+def test_an_interval_too_wide_to_call_the_sides_alike_is_undetermined() -> None:
+    """Three processes a side on a loaded machine: an interval that holds 1 but reaches
+    past ``EQUIVALENCE`` is "undetermined", with a note saying why; one that excludes 1
+    keeps its word however wide, and a tight one around 1 is "indistinguishable"."""
+    base = Processes(medians=(1.0, 0.3, 3.0))  # spread far past EQUIVALENCE
+    for target, word in (
+        ((1.1, 0.4, 2.5), "undetermined"),  # wide, holds 1
+        ((1.0, 1.01, 0.99), "undetermined"),  # the baseline's spread alone reaches far
+    ):
+        ci = ratio_ci(base, Processes(medians=target))
+        assert not ci.provisional and ci.low < 1 < ci.high, ci
+        assert ci.verdict == word and ci.note is not None
+        assert ci.note.startswith("undetermined: the interval") and "quieter" in ci.note
+    tight = ratio_ci(Processes(medians=(1.0, 1.01, 0.99)), Processes(medians=(1.02, 1.0, 1.01)))
+    assert tight.verdict == "indistinguishable" and tight.note is None
+    assert tight.low >= 1 / EQUIVALENCE and tight.high <= EQUIVALENCE
+    wide_slower = ratio_ci(Processes(medians=(1.0, 1.3, 0.8)), Processes(medians=(9.0, 4.0, 20.0)))
+    assert wide_slower.high / wide_slower.low > 3 and wide_slower.verdict == "slower"
+    assert wide_slower.note is None
+    # at the edge: an interval just inside the margin is alike, just outside is not
+    for edge, word in ((0.999, "indistinguishable"), (1.001, "undetermined")):
+        ci = _with_high(EQUIVALENCE * edge)
+        assert ci.high == pytest.approx(EQUIVALENCE * edge) and ci.verdict == word, ci
+
+
+def _with_high(high: float) -> RatioCI:
+    """A non-provisional interval centred on 1 whose upper end is ``high``."""
+    probe = ratio_ci(Processes(medians=(1.0, 1.1, 0.9)), Processes(medians=(1.0, 1.1, 0.9)))
+    scale = math.log(high) / math.log(probe.high)
+    ms = tuple(math.exp(scale * math.log(m)) for m in (1.0, 1.1, 0.9))
+    return ratio_ci(Processes(medians=ms), Processes(medians=ms))
 
 
 def test_fewer_than_min_processes_is_provisional() -> None:

@@ -73,8 +73,11 @@ def scenario(name: str, root: Path) -> dict[str, Any]:
     elif name == "fails-quality":
         target.update(step_s=0.006, losses=[x * 1.2 for x in LOSSES], logits_scale=1.3)
     elif name == "not-significantly-faster":
-        base.update(noise=0.25, repeats=3)
-        target.update(step_s=0.0098, noise=0.25, repeats=3)
+        base.update(noise=0.06, repeats=3)
+        target.update(step_s=0.0098, noise=0.06, repeats=3)
+    elif name == "too-noisy-to-call":  # 3 a side, an interval holding 1 and reaching far
+        base.update(noise=0.6, repeats=3)
+        target.update(step_s=0.0098, noise=0.6, repeats=3)
     elif name == "undetermined":  # 5x slower, two processes a side: no verdict word
         base.update(repeats=2)
         target.update(step_s=0.05, repeats=2)
@@ -132,6 +135,7 @@ CASES = [
     "passes",
     "fails-quality",
     "not-significantly-faster",
+    "too-noisy-to-call",
     "undetermined",
     "cheaper-but-slower",
     "contract-broken",
@@ -160,6 +164,9 @@ def test_the_golden_cases_say_what_they_claim() -> None:
     assert v["fails-quality"]["speed"] is None and v["fails-quality"]["cost"] is None
     assert "fails quality" in v["fails-quality"]["withheld"]
     assert v["not-significantly-faster"]["speed"]["verdict"] == "indistinguishable"
+    noisy = v["too-noisy-to-call"]["speed"]
+    assert noisy["verdict"] == "undetermined" and not noisy["interval"]["provisional"]
+    assert noisy["interval"]["low"] < 1 / 1.5 and "reaches past 0.67-1.50" in noisy["note"]
     undetermined = v["undetermined"]["speed"]
     assert undetermined["verdict"] == "undetermined" and undetermined["interval"]["provisional"]
     assert undetermined["interval"]["low"] > 1 and "would settle it" in undetermined["note"]

@@ -239,7 +239,8 @@ class Speed:
     ratio: float
     speedup: float
     interval: Interval
-    #: "undetermined" while the interval is provisional (fewer than 3 processes a side)
+    #: "undetermined" while the interval is provisional (fewer than 3 processes a side),
+    #: or holds 1 but reaches past 0.67-1.5 (``parity.stats.EQUIVALENCE``)
     verdict: Literal["faster", "slower", "indistinguishable", "undetermined"]
     repeats: ByRole[int]
     stop: Stop | None

@@ -35,6 +35,7 @@ time where 95% was claimed. ``benchmarks/coverage.py`` compares the two.
 from __future__ import annotations
 
 from parity.stats.processes import (
+    EQUIVALENCE,
     MIN_PROCESSES,
     PredictionInterval,
     Processes,
@@ -50,6 +51,7 @@ from parity.stats.stopping import StopDecision, interleaved_order, should_stop
 from parity.stats.tdist import t_quantile, t_sf
 
 __all__ = [
+    "EQUIVALENCE",
     "MIN_PROCESSES",
     "MIN_STEADY",
     "PRIOR_SPREAD",

@@ -18,7 +18,15 @@ from parity.stats.tdist import t_quantile
 MIN_PROCESSES = 3
 #: Sections a lone process's steps are cut into to estimate its own noise.
 SECTIONS = 10
-#: "undetermined": the interval is provisional, so it carries no verdict either way
+#: "indistinguishable" claims the target within this factor of the baseline either way:
+#: an interval that holds 1 but reaches past it (a loaded machine read [0.254, 3.021] of a
+#: 4.8x ratio) rules out neither a 1.5x loss nor a 1.5x gain, and says "undetermined". At
+#: 1.5, simulated A/A comparisons (tests/judge/test_speed_simulation.py) with 3 processes a
+#: side are called indistinguishable 96-97% of the time at 5% process-to-process spread,
+#: as often as the interval covers; 1.25 would drop that to 80-86%.
+EQUIVALENCE = 1.5
+#: "undetermined": the interval is provisional, or holds 1 and reaches past
+#: :data:`EQUIVALENCE`, so it carries no verdict either way
 Verdict = Literal["faster", "slower", "indistinguishable", "undetermined"]
 Sided = Literal["two-sided", "lower"]
 
@@ -128,10 +136,17 @@ class RatioCI:
 
     @property
     def note(self) -> str | None:
-        """Why the interval is provisional (so the verdict is "undetermined"), and what
-        would settle it; None when it is not."""
+        """Why the verdict is "undetermined" (a provisional interval, or one too wide to
+        call the sides alike), and what would settle it; None when it is not."""
         if not self.provisional:
-            return None
+            if self.verdict != "undetermined":
+                return None
+            return (
+                f"undetermined: the interval [{self.low:.3f}, {self.high:.3f}] holds 1 but "
+                f"reaches past {1 / EQUIVALENCE:.2f}-{EQUIVALENCE:.2f}, so it rules out "
+                f"neither a {EQUIVALENCE:g}x gain nor a {EQUIVALENCE:g}x loss; more processes "
+                "(a larger --budget or --repeats) on a quieter machine would settle it"
+            )
         counts = f"{self.baseline_processes} baseline and {self.target_processes} target"
         more = [
             f"{MIN_PROCESSES - n} more {role}"
@@ -198,15 +213,6 @@ def ratio_ci(baseline: Processes, target: Processes, *, confidence: float = 0.95
     half = t_quantile(0.5 + confidence / 2.0, df) * se if se > 0 else 0.0
     low, high = math.exp(log_ratio - half), math.exp(log_ratio + half)
     provisional = min(ma, mb) < MIN_PROCESSES
-    verdict: Verdict = (
-        "undetermined"
-        if provisional
-        else "faster"
-        if high < 1
-        else "slower"
-        if low > 1
-        else "indistinguishable"
-    )
     return RatioCI(
         ratio=math.exp(log_ratio),
         low=low,
@@ -219,8 +225,21 @@ def ratio_ci(baseline: Processes, target: Processes, *, confidence: float = 0.95
         baseline_spread=sa,
         target_spread=sb,
         provisional=provisional,
-        verdict=verdict,
+        verdict=_verdict(low, high, provisional),
     )
+
+
+def _verdict(low: float, high: float, provisional: bool) -> Verdict:
+    """What an interval carries: nothing while provisional; faster or slower where it
+    excludes 1; indistinguishable only where it also lies within :data:`EQUIVALENCE`."""
+    if provisional:
+        return "undetermined"
+    if high < 1:
+        return "faster"
+    if low > 1:
+        return "slower"
+    alike = low >= 1 / EQUIVALENCE and high <= EQUIVALENCE
+    return "indistinguishable" if alike else "undetermined"
 
 
 # -- one more process: the compliance checks' noise model --------------------------------
