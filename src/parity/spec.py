@@ -27,6 +27,9 @@ Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 EMULATE_PROFILES = ("matmul-bf16", "matmul-tf32", "matmul-fp16")
 SIZES = ("tiny", "small", "base")
+#: device types whose steps run on the host's cores: their intra-op threads (``threads=N``)
+#: share those cores with every other process on the machine
+HOST_COMPUTE = frozenset({"cpu"})
 #: what a checkpoint workload (``hf:PATH``) does with its model; see ``--task``
 Task = Literal["train", "generate", "infer", "embed", "classify"]
 TASKS: tuple[Task, ...] = get_args(Task)

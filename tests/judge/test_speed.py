@@ -3,6 +3,7 @@ provisional note, and the compliance checks against process-to-process variation
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,9 @@ import pytest
 
 from parity.bundle import Bundle, SideRuns
 from parity.judge.speed import judge_speed
+from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop
 from parity.model.verdict import ByRole, Speed
+from parity.spec import parse_side
 from tests.fixtures import bundles
 
 STEP_S = 0.01
@@ -106,3 +109,55 @@ def test_a_failed_run_fails_and_one_process_per_side_is_not_judged() -> None:
     assert check.passed is None and "not judged" in check.detail
     assert lone.reliable and lone.interval.provisional
     assert lone.note.startswith("undetermined: one process per side")
+
+
+def _measured(side: SideRuns, share: float) -> SideRuns:
+    """``side`` as a comparison leaves it, other processes having taken ``share`` of the
+    machine's two cores while it measured."""
+    busy = Interference(share=share, other_cpu_s=share * 2 * 40.0, cores=2, wall_s=40.0)
+    stop = Stop(reason="budget", message="time budget spent", interference=busy)
+    return replace(side, info=MeasureRecord(stop=stop, plan=MeasurePlan()))
+
+
+def _threads(side: SideRuns, spec: str, threads: int) -> SideRuns:
+    """``side``'s runs made on the side ``spec`` with ``threads`` intra-op threads."""
+
+    def made(b: Bundle) -> Bundle:
+        resolved = b.manifest.resolved
+        assert resolved is not None
+        man = replace(
+            b.manifest, side=parse_side(spec), resolved=replace(resolved, threads=threads)
+        )
+        return replace(b, manifest=man)
+
+    return replace(side, repeats=tuple(made(b) for b in side.repeats))
+
+
+@pytest.mark.parametrize(
+    ("specs", "threads", "share", "said"),
+    [
+        (("cpu", "cpu+bf16"), 2, 0.6, "--baseline cpu+threads=1 --target cpu+bf16+threads=1"),
+        (("cpu", "cpu+bf16"), 2, 0.05, None),  # a quiet machine
+        (("cpu", "cpu+bf16"), 1, 0.6, None),  # one thread a side already
+        (("cuda", "cuda+bf16"), 8, 0.6, None),  # the steps run on the device
+        (("cuda", "cpu"), 4, 0.6, "--baseline cuda --target cpu+threads=1"),
+    ],
+)
+def test_a_busy_machine_with_threaded_host_sides_says_why_and_what_narrows_it(
+    specs: tuple[str, str], threads: int, share: float, said: str | None
+) -> None:
+    """Under load 4 on 2 cores, 2 intra-op threads a side scattered gpt-train's process
+    medians 4.5x (±1303%); one thread a side read ±6.3%. The speed section says so where
+    other processes were busy and a side on the host's cores ran more than one thread."""
+    a = _measured(_threads(_side([1.0, 1.4, 0.7], 1), specs[0], threads), share)
+    b = _threads(_side([2.0, 2.9, 1.5], 2), specs[1], threads)
+    speed = judge_speed(a, b)
+    assert speed is not None
+    if said is None:
+        assert speed.contention is None
+        return
+    assert speed.contention is not None and said in speed.contention
+    assert f"{share:.0%} of the 2 cores" in speed.contention
+    ran = f"ran {threads} intra-op threads"
+    assert ran in speed.contention and ("each side" in speed.contention) == (specs[0] == "cpu")
+    assert f"±{speed.interval.half_width_rel:.1%}" in speed.contention

@@ -27,10 +27,12 @@ the speed, a cache, or interference on the machine) is for the reader to find.
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from parity.model.bundle import Bundle, SideRuns, step_samples
-from parity.model.side import TimingSteps
+from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
+from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
 
 COMPLIANCE_LEVEL = 0.98
@@ -92,7 +94,58 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         ),
         compliance=tuple(checks),
         timing=_timing(a, b),
+        contention=_contention(
+            a, b, info.stop.interference if info and info.stop else None, ci.half_width_rel
+        ),
     )
+
+
+def _contention(
+    a: SideRuns, b: SideRuns, busy: Interference | None, half_width: float
+) -> str | None:
+    """Other processes held the cores while a side on them ran several intra-op threads.
+    Such threads meet at every parallel region, and one descheduled stalls the rest, so
+    a process's time follows when the machine's other work took its cores: under load 4
+    on 2 cores gpt-train's process medians spread 4.5x with 2 threads a side and 11%
+    with one (benchmarks/README.md). None where the machine was quiet or no host side ran
+    more than one thread."""
+    if busy is None or not busy.busy:
+        return None
+    threaded = [
+        (role, threads)
+        for role, side in (("baseline", a), ("target", b))
+        if side.first.manifest.side.device in HOST_COMPUTE
+        and (threads := _threads(side.first)) is not None
+        and threads > 1
+    ]
+    if not threaded:
+        return None
+    counts = [n for _, n in threaded]
+    if len(threaded) == 2 and counts[0] == counts[1]:
+        ran = f"each side ran {counts[0]} intra-op threads"
+    else:
+        (first, n), *rest = threaded
+        ran = f"the {first} ran {n} intra-op threads" + "".join(
+            f" and the {r} {m}" for r, m in rest
+        )
+    single = [
+        replace(s, threads=1) if s.device in HOST_COMPUTE else s
+        for s in (a.first.manifest.side, b.first.manifest.side)
+    ]
+    return (
+        f"other processes held {busy.share:.0%} of the {busy.cores} cores while {ran} "
+        "on them: a side's threads wait for each other at every parallel region, and "
+        "one descheduled stalls the rest, so process times scatter (the interval is "
+        f"±{half_width:.1%}); an idle machine narrows it, or one thread a side "
+        f"(--baseline {single[0]} --target {single[1]}: a one-thread comparison, not "
+        "this one)"
+    )
+
+
+def _threads(bundle: Bundle) -> int | None:
+    """The intra-op threads a run's steps had (``torch.get_num_threads``)."""
+    resolved = bundle.manifest.resolved
+    return resolved.threads if resolved is not None else None
 
 
 def _timing(a: SideRuns, b: SideRuns) -> ByRole[TimingSteps | None] | None:

@@ -35,6 +35,11 @@ class MeasurePlan:
             )
 
 
+#: other processes' share of the machine from which the verdict says they widened the
+#: interval
+BUSY_SHARE = 0.10
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Interference:
     """What other processes took of the machine while a comparison measured."""
@@ -50,6 +55,11 @@ class Interference:
     def lost_s(self) -> float:
         """Wall seconds of the measuring their share amounts to."""
         return self.share * self.wall_s
+
+    @property
+    def busy(self) -> bool:
+        """Whether they took enough to widen the interval (:data:`BUSY_SHARE`)."""
+        return self.share >= BUSY_SHARE
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -249,6 +249,9 @@ class Speed:
     compliance: tuple[ComplianceCheck, ...] = ()
     #: steps each side's timing processes ran, and why (None: all the workload's)
     timing: ByRole[TimingSteps | None] | None = omit_none()
+    #: other processes held the cores while a side ran more than one intra-op thread on
+    #: them: what that does to the interval, and what would narrow it
+    contention: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

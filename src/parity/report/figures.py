@@ -85,6 +85,8 @@ def _ratio(s: Speed) -> list[Part]:
         parts.extend(_budget(s.stop))
     if s.note:
         parts.append(Sentence(text=s.note, tone="warn", brief=True))
+    if s.contention:
+        parts.append(Sentence(text=s.contention, tone="warn", brief=True))
     if not s.reliable:
         parts.append(
             Sentence(
@@ -122,10 +124,6 @@ def _timing(s: Speed) -> list[Part]:
     return parts
 
 
-#: other processes' share of the machine above which the report warns
-BUSY_SHARE = 0.10
-
-
 def _budget(stop: Stop) -> list[Part]:
     """What the budget paid for, and what other processes took of the machine meanwhile."""
     parts: list[Part] = []
@@ -151,7 +149,7 @@ def _budget(stop: Stop) -> list[Part]:
         took = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in stop.probes.items())
         parts.append(Sentence(text=f"set-up parts took: {took}", tone="muted"))
     busy = stop.interference
-    if busy is not None and busy.share >= BUSY_SHARE:
+    if busy is not None and busy.busy:
         parts.append(
             Sentence(
                 text=f"other processes used {busy.share:.0%} of the machine's "
