@@ -1,6 +1,8 @@
 """The cheap figures of the pre-run estimate (``StepCost``), measured in the ``freeze``
-job: the frozen workload built on the CPU and one step of it timed in float32 (a second
-where the workload has one and the first was quick: the first pays one-off set-up); what
+job: the frozen workload built on the CPU and one step of it timed in float32 (where the
+first was quick and the workload has more, the median of up to ``FURTHER_STEPS`` after
+it, within about ``FURTHER_S``: the first pays one-off set-up, and on a busy machine one
+step in a few stalls; the sides' own ``threads=N`` where they agree); what
 the run's end costs beyond its steps (a generation workload decodes and scores every
 prompt again: ``StepRunner.finish_cost_s``); and a linear layer's matmul timed in
 float64, bfloat16 and float16 against float32, which scales that step to the fp64
@@ -15,6 +17,7 @@ pays one step, and one more in each reduced precision that the ratio keeps under
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Sequence
 
@@ -27,6 +30,11 @@ from parity.workloads.frozen import Frozen
 
 #: a first step longer than this is the only one timed
 SECOND_STEP_UNDER_S = 5.0
+#: after a quick first step, up to this many more are timed, while they take under
+#: ``FURTHER_S`` together: under load 4 on 2 cores one 2-thread step of the demo read
+#: 804 ms where its steps ran 15-50 ms, and the estimate asked for 157 s
+FURTHER_STEPS = 4
+FURTHER_S = 1.0
 #: the calibration matmul's size and repeats (about 30 MFLOP each: well above timer noise)
 MATMUL_N = 256
 MATMUL_REPEATS = 5
@@ -46,9 +54,15 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
     ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
     runner = workload.make_runner(model, data, ctx)
     load_s = time.perf_counter() - t0
-    step_s, two = _steps_s(runner, workload)
+    step_s, timed = _steps_s(runner, workload)
     finish_s, forced_s = runner.finish_cost_s(step_s)
-    method = f"the {'second of two steps' if two else 'first step of one'} on the CPU in float32"
+    method = (
+        "the first step of one"
+        if timed == 1
+        else "the second of two steps"
+        if timed == 2
+        else f"the median of {timed - 1} steps after the first"
+    ) + f" on the CPU in float32 ({torch.get_num_threads()} thread(s))"
     ratios = dtype_ratios()
     measured: dict[str, float] = {}
     for precision in precisions:
@@ -72,13 +86,19 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
     )
 
 
-def _steps_s(runner: StepRunner, workload: Workload) -> tuple[float, bool]:
-    """A step's seconds: the first, or where it was quick and the workload has a second,
-    the quicker of two (the first pays one-off set-up); and whether two were timed."""
+def _steps_s(runner: StepRunner, workload: Workload) -> tuple[float, int]:
+    """A step's seconds: the first, or where it was quick and the workload has more, the
+    quicker of the first and the median of those after it (up to ``FURTHER_STEPS``, within
+    ``FURTHER_S``); and how many steps were timed."""
     first = _timed(runner.step, 0)
-    if workload.steps > 1 and first < SECOND_STEP_UNDER_S:
-        return min(first, _timed(runner.step, 1)), True
-    return first, False
+    if workload.steps < 2 or first >= SECOND_STEP_UNDER_S:
+        return first, 1
+    after: list[float] = []
+    for i in range(1, min(workload.steps, FURTHER_STEPS + 1)):
+        after.append(_timed(runner.step, i))
+        if sum(after) >= FURTHER_S:
+            break
+    return min(first, statistics.median(after)), 1 + len(after)
 
 
 def _timed(step: object, i: int) -> float:

@@ -83,3 +83,28 @@ def test_a_user_file_that_exits_or_raises_is_one_workload_error_line(
         api.compare(CompareRequest.from_kwargs(**options))
     assert words in str(refused.value) and "\n" not in str(refused.value)
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("sides", "threads"),
+    [
+        (("cpu+threads=1", "cpu+bf16+threads=1"), 1),
+        (("cpu+threads=1", "cpu+bf16"), None),  # they differ: torch's default
+        (("cuda+threads=1", "cpu+threads=3"), 3),  # the host side's
+        (("cpu", "cpu+bf16"), None),
+    ],
+)
+def test_the_estimate_s_steps_run_the_threads_the_host_sides_ask(
+    sides: tuple[str, str], threads: int | None
+) -> None:
+    import torch
+
+    from parity.model.job import PreparePlan
+    from parity.runner.modes.freeze import _threads
+    from parity.spec import parse_side
+
+    before = torch.get_num_threads()
+    plan = PreparePlan(sides=tuple(parse_side(s) for s in sides))
+    with _threads(plan):
+        assert torch.get_num_threads() == (threads or before)
+    assert torch.get_num_threads() == before

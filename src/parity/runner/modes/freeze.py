@@ -15,6 +15,8 @@ turns into one ``WorkloadError`` line.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, ClassVar
 
 from parity.bundle import PREPARED
@@ -53,7 +55,8 @@ def _cost(
 
     precisions = [p for p in PRECISION_DTYPE if p in {side.precision for side in plan.sides}]
     try:
-        return step_cost(workload, frozen, precisions)
+        with _threads(plan):
+            return step_cost(workload, frozen, precisions)
     except Exception as exc:  # user code: any failure leaves no estimate
         from parity.redact import redact
 
@@ -64,6 +67,25 @@ def _cost(
             f"{type(exc).__name__}{': ' + first if first else ''}"
         )
         return None
+
+
+@contextmanager
+def _threads(plan: PreparePlan) -> Iterator[None]:
+    """The steps timed with the intra-op threads the sides on the host's cores ask for,
+    where they agree (``cpu+threads=1`` on both: one thread, as the sides will run);
+    torch's default otherwise."""
+    import torch
+
+    from parity.spec import HOST_COMPUTE
+
+    asked = {s.threads for s in plan.sides if s.device in HOST_COMPUTE}
+    before = torch.get_num_threads()
+    if len(asked) == 1 and (n := next(iter(asked))) is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class Freeze(Mode):
