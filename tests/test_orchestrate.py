@@ -16,6 +16,7 @@ import pytest
 from parity.model.side import MeasurePlan as Plan
 from parity.model.side import Stop
 from parity.orchestrate import COST_MARGIN, RUN_OVERHEAD_S, Orchestrator, Tally
+from parity.spec import parse_side
 from parity.stopping import Samples, adaptive_stop
 from parity.stopping import decide_stop as _decide
 
@@ -175,7 +176,9 @@ def _quality_run(step_s: float, steps: int = 30, warmup: int = 2) -> SimpleNames
         phases=phases,
         step_samples_s=[3 * step_s] + [1.5 * step_s] * warmup + steady,
     )
-    return SimpleNamespace(ok=True, metrics=metrics)
+    # one intra-op thread: what the contention line reads where the machine is busy
+    manifest = SimpleNamespace(side=parse_side("cpu"), resolved=SimpleNamespace(threads=1))
+    return SimpleNamespace(ok=True, metrics=metrics, manifest=manifest)
 
 
 def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path) -> None:
@@ -206,6 +209,41 @@ def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path)
     assert tight.timing == {"baseline": None, "target": None}
     assert len(tight.notes) == 1 and "3 processes a side need about" in tight.notes[0]
     assert "more than --budget 1: measuring them anyway; --budget" in tight.notes[0]
+
+
+def _threaded(step_s: float, spec: str, threads: int) -> SimpleNamespace:
+    run = _quality_run(step_s)
+    run.manifest = SimpleNamespace(side=parse_side(spec), resolved=SimpleNamespace(threads=threads))
+    return run
+
+
+@pytest.mark.parametrize(
+    ("share", "threads", "said"), [(0.5, 2, True), (0.02, 2, False), (0.5, 1, False)]
+)
+def test_a_busy_machine_s_threads_are_named_before_the_timing_processes_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, share: float, threads: int, said: bool
+) -> None:
+    """Where other processes already hold the cores after the first round and a host side
+    runs several intra-op threads, a line says so before the timing processes run."""
+    from parity.model.side import Interference
+    from parity.stopping import timing_plan
+
+    orch = Orchestrator(out=tmp_path)
+    orch.start_budget()
+    busy = Interference(share=share, other_cpu_s=share * 2 * 10, cores=2, wall_s=10.0)
+    orch.watch = SimpleNamespace(finish=lambda: busy)  # type: ignore[assignment]
+    done = {
+        "baseline": [_threaded(0.02, "cpu", threads)],
+        "target": [_threaded(0.04, "cpu+bf16", threads)],
+    }
+    with caplog.at_level("WARNING", logger="parity"):
+        timing_plan(orch, Plan(budget_s=30.0), runs_after=2, shorten=True)(done)  # type: ignore[arg-type]
+    lines = [r.getMessage() for r in caplog.records if "intra-op threads" in r.getMessage()]
+    assert bool(lines) == said, lines
+    if said:
+        assert f"each side ran {threads} intra-op threads" in lines[0]
+        assert "--baseline cpu+threads=1 --target cpu+bf16+threads=1" in lines[0]
+        assert "measuring goes on" in lines[0] and lines[0].startswith("parity: ")
 
 
 @pytest.mark.slow

@@ -158,6 +158,8 @@ def timing_plan(
             orch.timing[role] = sized
             shorter = sized is not None and sized.steps < sized.workload_steps
             steps[role] = sized.steps if sized is not None and shorter else None
+        if spread is None:  # once, after the first round
+            _warn_contention(orch, done)
         base, target = (_timing_run_s(done[role], steps[role]) for role in ROLES)
         if base is None or target is None or spread is not None:  # the note: once, first
             return steps
@@ -175,6 +177,20 @@ def timing_plan(
         return steps
 
     return after_first
+
+
+def _warn_contention(orch: Orchestrator, done: dict[Role, list[Bundle]]) -> None:
+    """Said before the timing processes run, where other processes already hold the
+    cores that several intra-op threads a side run on (the verdict says it again)."""
+    from parity.judge.speed import contention
+
+    if orch.watch is None or any(not done[role] for role in ROLES):
+        return
+    line = contention(
+        done["baseline"][0], done["target"][0], orch.watch.finish(), "measuring goes on"
+    )
+    if line is not None:
+        log.warning("parity: %s", line)
 
 
 def _spread(done: dict[Role, list[Bundle]]) -> float | None:

@@ -103,7 +103,15 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
 def _contention(
     a: SideRuns, b: SideRuns, busy: Interference | None, half_width: float
 ) -> str | None:
-    """Other processes held the cores while a side on them ran several intra-op threads.
+    """The verdict's line on a busy machine's threads (:func:`contention`)."""
+    return contention(a.first, b.first, busy, f"the interval is ±{half_width:.1%}")
+
+
+def contention(
+    baseline: Bundle, target: Bundle, busy: Interference | None, effect: str
+) -> str | None:
+    """Other processes held the cores while a side on them ran several intra-op threads
+    (each side's run ``baseline``, ``target``; ``effect``: what it did, in a few words).
     Such threads meet at every parallel region, and one descheduled stalls the rest, so
     a process's time follows when the machine's other work took its cores: under load 4
     on 2 cores gpt-train's process medians spread 4.5x with 2 threads a side and 11%
@@ -113,9 +121,9 @@ def _contention(
         return None
     threaded = [
         (role, threads)
-        for role, side in (("baseline", a), ("target", b))
-        if side.first.manifest.side.device in HOST_COMPUTE
-        and (threads := _threads(side.first)) is not None
+        for role, run in (("baseline", baseline), ("target", target))
+        if run.manifest.side.device in HOST_COMPUTE
+        and (threads := _threads(run)) is not None
         and threads > 1
     ]
     if not threaded:
@@ -130,15 +138,14 @@ def _contention(
         )
     single = [
         replace(s, threads=1) if s.device in HOST_COMPUTE else s
-        for s in (a.first.manifest.side, b.first.manifest.side)
+        for s in (baseline.manifest.side, target.manifest.side)
     ]
     return (
         f"other processes held {busy.share:.0%} of the {busy.cores} cores while {ran} "
         "on them: a side's threads wait for each other at every parallel region, and "
-        "one descheduled stalls the rest, so process times scatter (the interval is "
-        f"±{half_width:.1%}); an idle machine narrows it, or one thread a side "
-        f"(--baseline {single[0]} --target {single[1]}: a one-thread comparison, not "
-        "this one)"
+        f"one descheduled stalls the rest, so process times scatter ({effect}); an idle "
+        f"machine narrows it, or one thread a side (--baseline {single[0]} --target "
+        f"{single[1]}: a one-thread comparison, not this one)"
     )
 
 
