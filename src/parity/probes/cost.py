@@ -72,7 +72,8 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
         side = SideSpec(device="cpu", precision=precision)
         reduced = RunContext(device=torch.device("cpu"), side=side, autocast_type="cpu")
         try:
-            measured[precision] = _steps_s(workload.make_runner(model, data, reduced), workload)[0]
+            in_reduced = workload.make_runner(model, data, reduced)
+            measured[precision] = _steps_s(in_reduced, workload, further=1)[0]
         except Exception:
             continue
     return StepCost(
@@ -86,15 +87,19 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
     )
 
 
-def _steps_s(runner: StepRunner, workload: Workload) -> tuple[float, int]:
+def _steps_s(
+    runner: StepRunner, workload: Workload, further: int = FURTHER_STEPS
+) -> tuple[float, int]:
     """A step's seconds: the first, or where it was quick and the workload has more, the
-    quicker of the first and the median of those after it (up to ``FURTHER_STEPS``, within
-    ``FURTHER_S``); and how many steps were timed."""
+    quicker of the first and the median of those after it (up to ``further``, within
+    ``FURTHER_S``); and how many steps were timed. A reduced precision's steps take one
+    more only: a workload may fail there at a later step (abort, hang), which is its
+    side's failure to record, not this set-up job's."""
     first = _timed(runner.step, 0)
     if workload.steps < 2 or first >= SECOND_STEP_UNDER_S:
         return first, 1
     after: list[float] = []
-    for i in range(1, min(workload.steps, FURTHER_STEPS + 1)):
+    for i in range(1, min(workload.steps, further + 1)):
         after.append(_timed(runner.step, i))
         if sum(after) >= FURTHER_S:
             break
