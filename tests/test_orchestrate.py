@@ -177,7 +177,11 @@ def _quality_run(step_s: float, steps: int = 30, warmup: int = 2) -> SimpleNames
         step_samples_s=[3 * step_s] + [1.5 * step_s] * warmup + steady,
     )
     # one intra-op thread: what the contention line reads where the machine is busy
-    manifest = SimpleNamespace(side=parse_side("cpu"), resolved=SimpleNamespace(threads=1))
+    manifest = SimpleNamespace(
+        side=parse_side("cpu"),
+        resolved=SimpleNamespace(threads=1),
+        environment=SimpleNamespace(placement=None),
+    )
     return SimpleNamespace(ok=True, metrics=metrics, manifest=manifest)
 
 
@@ -213,7 +217,11 @@ def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path)
 
 def _threaded(step_s: float, spec: str, threads: int) -> SimpleNamespace:
     run = _quality_run(step_s)
-    run.manifest = SimpleNamespace(side=parse_side(spec), resolved=SimpleNamespace(threads=threads))
+    run.manifest = SimpleNamespace(
+        side=parse_side(spec),
+        resolved=SimpleNamespace(threads=threads),
+        environment=SimpleNamespace(placement=None),
+    )
     return run
 
 

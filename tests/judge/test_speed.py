@@ -11,6 +11,7 @@ import pytest
 
 from parity.bundle import Bundle, SideRuns
 from parity.judge.speed import judge_speed
+from parity.model.placement import Placement
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop
 from parity.model.verdict import ByRole, Speed
 from parity.spec import parse_side
@@ -119,14 +120,23 @@ def _measured(side: SideRuns, share: float) -> SideRuns:
     return replace(side, info=MeasureRecord(stop=stop, plan=MeasurePlan()))
 
 
-def _threads(side: SideRuns, spec: str, threads: int) -> SideRuns:
-    """``side``'s runs made on the side ``spec`` with ``threads`` intra-op threads."""
+def _threads(side: SideRuns, spec: str, threads: int, node: str | None = None) -> SideRuns:
+    """``side``'s runs made on the side ``spec`` with ``threads`` intra-op threads (on the
+    cluster node ``node``: else on this machine)."""
 
     def made(b: Bundle) -> Bundle:
-        resolved = b.manifest.resolved
-        assert resolved is not None
+        resolved, env = b.manifest.resolved, b.manifest.environment
+        assert resolved is not None and env is not None
+        placement = (
+            Placement(node_id=node, hostname=node, resource="side-a", cluster="c:6379")
+            if node is not None
+            else None
+        )
         man = replace(
-            b.manifest, side=parse_side(spec), resolved=replace(resolved, threads=threads)
+            b.manifest,
+            side=parse_side(spec),
+            resolved=replace(resolved, threads=threads),
+            environment=replace(env, placement=placement),
         )
         return replace(b, manifest=man)
 
@@ -161,3 +171,14 @@ def test_a_busy_machine_with_threaded_host_sides_says_why_and_what_narrows_it(
     ran = f"ran {threads} intra-op threads"
     assert ran in speed.contention and ("each side" in speed.contention) == (specs[0] == "cpu")
     assert f"±{speed.interval.half_width_rel:.1%}" in speed.contention
+
+
+def test_sides_on_cluster_nodes_are_not_said_to_share_this_machine_s_cores() -> None:
+    """With ``--cluster`` the sides ran on their nodes: this machine's load is not theirs."""
+    a = _measured(_threads(_side([1.0, 1.4, 0.7], 1), "cpu", 2, node="n1"), 0.6)
+    b = _threads(_side([2.0, 2.9, 1.5], 2), "cpu+bf16", 2, node="n2")
+    speed = judge_speed(a, b)
+    assert speed is not None and speed.contention is None
+    here = judge_speed(a, _threads(b, "cpu+bf16", 2))  # the target on this machine
+    assert here is not None and here.contention is not None
+    assert "the target ran 2 intra-op threads" in here.contention

@@ -116,13 +116,14 @@ def contention(
     a process's time follows when the machine's other work took its cores: under load 4
     on 2 cores gpt-train's process medians spread 4.5x with 2 threads a side and 11%
     with one (benchmarks/README.md). None where the machine was quiet or no host side ran
-    more than one thread."""
+    more than one thread on it (a side on a cluster node ran on that node's cores)."""
     if busy is None or not busy.busy:
         return None
     threaded = [
         (role, threads)
         for role, run in (("baseline", baseline), ("target", target))
         if run.manifest.side.device in HOST_COMPUTE
+        and not _placed(run)
         and (threads := _threads(run)) is not None
         and threads > 1
     ]
@@ -147,6 +148,13 @@ def contention(
         f"machine narrows it, or one thread a side (--baseline {single[0]} --target "
         f"{single[1]}: a one-thread comparison, not this one)"
     )
+
+
+def _placed(bundle: Bundle) -> bool:
+    """Whether the run was on a cluster node (``--cluster``): the load measured on this
+    machine is not its node's."""
+    env = bundle.manifest.environment
+    return env is not None and env.placement is not None
 
 
 def _threads(bundle: Bundle) -> int | None:
