@@ -94,17 +94,13 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         ),
         compliance=tuple(checks),
         timing=_timing(a, b),
-        contention=_contention(
-            a, b, info.stop.interference if info and info.stop else None, ci.half_width_rel
+        contention=contention(
+            a.first,
+            b.first,
+            info.stop.interference if info and info.stop else None,
+            f"the interval is ±{ci.half_width_rel:.1%}",
         ),
     )
-
-
-def _contention(
-    a: SideRuns, b: SideRuns, busy: Interference | None, half_width: float
-) -> str | None:
-    """The verdict's line on a busy machine's threads (:func:`contention`)."""
-    return contention(a.first, b.first, busy, f"the interval is ±{half_width:.1%}")
 
 
 def contention(

@@ -56,13 +56,10 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
     load_s = time.perf_counter() - t0
     step_s, timed = _steps_s(runner, workload)
     finish_s, forced_s = runner.finish_cost_s(step_s)
-    method = (
-        "the first step of one"
-        if timed == 1
-        else "the second of two steps"
-        if timed == 2
-        else f"the median of {timed - 1} steps after the first"
-    ) + f" on the CPU in float32 ({torch.get_num_threads()} thread(s))"
+    which = {1: "the first step of one", 2: "the second of two steps"}.get(
+        timed, f"the median of {timed - 1} steps after the first"
+    )
+    method = f"{which} on the CPU in float32 ({torch.get_num_threads()} thread(s))"
     ratios = dtype_ratios()
     measured: dict[str, float] = {}
     for precision in precisions:
