@@ -24,6 +24,7 @@ leave(3)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("imports", ["import torch", ""], ids=["torch", "no-torch"])
 def test_leave_runs_atexit_joins_threads_flushes_and_keeps_the_code(
     tmp_path: Path, imports: str

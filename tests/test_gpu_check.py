@@ -162,6 +162,7 @@ def test_gpu_wheels_carries_only_what_the_image_lacks(tmp_path: Path) -> None:
     assert "numpy>=1.24" not in listed.stdout
 
 
+@pytest.mark.slow
 def test_an_image_package_older_than_parity_needs_stops_the_run_in_one_line(
     tmp_path: Path,
 ) -> None:

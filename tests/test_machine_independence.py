@@ -59,6 +59,7 @@ def run_pytest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_narrow_settings_take_effect() -> None:
     probe = (
         "import numpy, torch; "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 CODE = """
 import sys
 from parity.runner.ahead import MODULE, import_ahead
@@ -23,11 +25,13 @@ raise SystemExit(3)  # ends while the thread imports: joined at exit, no crash
 """
 
 
+@pytest.mark.slow
 def test_torch_is_imported_in_a_thread_once() -> None:
     done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == ["True", "True"], done.stderr
 
 
+@pytest.mark.slow
 def test_a_process_that_ends_at_once_exits_with_its_own_status() -> None:
     done = subprocess.run(
         [sys.executable, "-c", EARLY_EXIT], capture_output=True, text=True, timeout=300
@@ -47,6 +51,7 @@ print(first.is_alive(), report.is_alive(), "matplotlib" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_the_report_imports_start_apart_and_are_settled_before_the_timed_runs() -> None:
     done = subprocess.run(
         [sys.executable, "-c", SETTLE], capture_output=True, text=True, timeout=300

@@ -208,6 +208,7 @@ def test_autocast_bf16_linear() -> None:
     assert torch.equal(out.cpu(), expected)
 
 
+@pytest.mark.slow
 def test_env_vars_configure_a_fresh_process() -> None:
     code = (
         "import torch, parity.testing.fakedevice as fd\n"

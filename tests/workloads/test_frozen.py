@@ -38,16 +38,8 @@ def _fingerprint_in_fresh_process(name: str, seed: int, root: Path) -> dict[str,
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "mlp-train",
-        *(
-            pytest.param(n, marks=pytest.mark.slow)
-            for n in ("gpt-train", "gpt-generate", "cnn-infer")
-        ),
-    ],
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mlp-train", "gpt-train", "gpt-generate", "cnn-infer"])
 def test_fingerprint_is_stable_across_processes(name: str, tmp_path: Path) -> None:
     # two processes, two caches: the bytes are made twice and must hash the same
     a = _fingerprint_in_fresh_process(name, 0, tmp_path / "a")
