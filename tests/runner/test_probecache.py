@@ -4,6 +4,7 @@ kept by content, keyed by the fingerprint, the side and the worker's environment
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -99,6 +100,20 @@ def test_an_entry_that_does_not_verify_is_removed_and_the_probe_runs(
     assert not entry.exists() and not any(later.iterdir())
 
 
+def test_a_kept_document_is_recalled_and_one_that_does_not_verify_is_removed(
+    cache: Path,
+) -> None:
+    job = frozen_job("mlp-train")
+    entry = probecache.entry_dir(job, environment(), "flops")
+    assert probecache.recall(entry, probecache.FLOPS) is None
+    probecache.keep(entry, "flops", probecache.FLOPS, '{"per_step": 1.0}')
+    assert probecache.recall(entry, probecache.FLOPS) == '{"per_step": 1.0}'
+    assert probecache.recall(entry, "other.json") is None and not entry.exists()
+    probecache.keep(entry, "flops", probecache.FLOPS, '{"per_step": 1.0}')
+    (entry / probecache.FLOPS).write_text('{"per_step": 2.0}')
+    assert probecache.recall(entry, probecache.FLOPS) is None and not entry.exists()
+
+
 def test_no_entry_means_the_probe_runs(cache: Path, tmp_path: Path) -> None:
     entry = probecache.entry_dir(frozen_job("mlp-train"), environment(), "scan")
     assert not probecache.reuse(entry, tmp_path)
@@ -118,9 +133,29 @@ def test_a_second_comparison_copies_each_side_s_probes(cache: Path, tmp_path: Pa
         api.compare(request)
         return dict(json.loads((out / "verdict.json").read_text())["speed"]["stop"]["probes"])
 
-    first, second = compare(tmp_path / "a"), compare(tmp_path / "b")
+    first = compare(tmp_path / "a")
+    # each side's count of a step's FLOPs is kept too: the baseline's planted with another
+    # figure, the second comparison's baseline reports that one, and the target counts
+    # the same as before
+    counts = sorted(cache.glob(f"{probecache.PROBES_DIR}/*/flops-*/{probecache.FLOPS}"))
+    assert len(counts) == 2
+    planted = next(c for c in counts if c.parent.parent.name.endswith("-cpu"))
+    entry, text = planted.parent, json.loads(planted.read_text())
+    assert text["per_step"] > 0
+    shutil.rmtree(entry)
+    probecache.keep(entry, "flops", probecache.FLOPS, json.dumps({**text, "per_step": 12345.0}))
+    second = compare(tmp_path / "b")
     assert "baseline op scan" in first and "target numerics probe" in first
     assert {"baseline op scan (cached)", "target numerics probe (cached)"} <= set(second)
+    flops = {
+        (d, role): json.loads((tmp_path / d / role / "r00" / "metrics.json").read_text())["flops"][
+            "per_step"
+        ]
+        for d in ("a", "b")
+        for role in ("baseline", "target")
+    }
+    assert flops["b", "baseline"] == 12345.0 and flops["a", "baseline"] == text["per_step"]
+    assert flops["b", "target"] == flops["a", "target"]
     for role in ("baseline", "target"):
         ops = [(tmp_path / d / role / "r00" / OPS).read_text() for d in ("a", "b")]
         assert ops[0] == ops[1]

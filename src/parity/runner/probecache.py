@@ -1,5 +1,6 @@
 """Content-addressed cache of a side's first-repeat probes: the numerics probe
-(``capture.json`` and ``capture.safetensors``) and the op scan (``ops.json``).
+(``capture.json`` and ``capture.safetensors``), the op scan (``ops.json``) and the count
+of a step's FLOPs (``flops.json``, kept here only: the bundle has it in ``metrics.json``).
 
 Both are functions of the frozen workload, the side and the software and machine the side
 runs on: the same fingerprint on the same side with the same environment gives the same
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,6 +39,8 @@ PROBE_FILES: dict[str, tuple[str, ...]] = {
     "numerics probe": (CAPTURE, CAPTURE_TENSORS),
     "scan": (OPS,),
 }
+#: the FLOPs count's document in an entry (``recall`` and ``keep``)
+FLOPS = "flops.json"
 META = "probes.json"
 PROBES_DIR = f"probes-v{SCHEMA_VERSION}"
 
@@ -88,16 +92,48 @@ def reuse(entry: Path, out: Path) -> bool:
 def store(entry: Path, out: Path, probe: str) -> None:
     """Keep the probe's files just written to ``out`` as the entry (quietly nothing on an
     I/O error, or where another process stored it first)."""
+
+    def fill(tmp: Path) -> None:
+        for name in PROBE_FILES[probe]:
+            if (out / name).is_file() and not (out / name).is_symlink():
+                shutil.copyfile(out / name, tmp / name)
+
+    _publish(entry, probe, fill)
+
+
+def keep(entry: Path, probe: str, name: str, text: str) -> None:
+    """Keep one document, ``text``, as the entry's file ``name`` (as ``store`` does)."""
+
+    def fill(tmp: Path) -> None:
+        (tmp / name).write_text(text)
+
+    _publish(entry, probe, fill)
+
+
+def recall(entry: Path, name: str) -> str | None:
+    """The text of the entry's document ``name``, verified; None (the entry removed where
+    it exists but does not verify) when the probe must run."""
+    if not (entry / META).is_file():
+        return None
+    try:
+        if name not in _verified(entry):
+            raise ValueError(f"{entry} holds no {name}")
+        return (entry / name).read_text()
+    except (OSError, ValueError, UnicodeDecodeError):
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+
+
+def _publish(entry: Path, probe: str, fill: Callable[[Path], None]) -> None:
+    """An entry made in a hidden temporary directory (``fill`` writes its files there),
+    each file's digest listed in ``probes.json``, then renamed into place."""
     if (entry / META).is_file():
         return
     tmp = entry.parent / f".{entry.name}.{uuid.uuid4().hex[:8]}"
     try:
         tmp.mkdir(parents=True)
-        files = {}
-        for name in PROBE_FILES[probe]:
-            if (out / name).is_file() and not (out / name).is_symlink():
-                shutil.copyfile(out / name, tmp / name)
-                files[name] = sha256_file(tmp / name)
+        fill(tmp)
+        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir())}
         (tmp / META).write_text(json.dumps({"probe": probe, "files": files}, sort_keys=True))
         tmp.rename(entry)
     except OSError:

@@ -23,12 +23,15 @@ repeat's census). Both are copied from the probe cache where the side made them 
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import ClassVar
 
 from parity.bundle import METRICS, OPS
+from parity.model.codec import decode, encode
 from parity.model.job import Mode as ModeName
 from parity.model.metrics import (
     DistributedFigures,
@@ -165,6 +168,27 @@ def probe(session: SideSession, loaded: Loaded) -> None:
         found = replace(found, after_run=after)
         tensors = {**tensors, **more}
     write_capture(session, found, tensors)
+
+
+def step_flops(session: SideSession, loaded: Loaded) -> Flops:
+    """A step's FLOPs: from the probe cache where this side counted them on this workload
+    in this environment (``parity.runner.probecache``), else counted and kept there (a
+    ``gpt-generate`` side's count took 0.55 s on a 2-core machine, more on a real model)."""
+    from parity.runner import probecache
+
+    environment = session.manifest.environment
+    entry = None if environment is None else probecache.entry_dir(session.job, environment, "flops")
+    text = None if entry is None else probecache.recall(entry, probecache.FLOPS)
+    if text is not None:
+        try:
+            return decode(Flops, json.loads(text))
+        except (ValueError, TypeError):  # not a count this parity wrote: count again
+            pass
+    flops = count_flops(loaded.workload, loaded.full_data)
+    if entry is not None:
+        with contextlib.suppress(ValueError, TypeError):  # a figure JSON cannot hold: not kept
+            probecache.keep(entry, "flops", probecache.FLOPS, json.dumps(encode(flops)))
+    return flops
 
 
 def run_steps(session: SideSession, loaded: Loaded) -> int:
@@ -310,10 +334,10 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
     workload, job, device = loaded.workload, session.job, session.device
     session.enter("flops", announce=False)
     # the global batch's FLOPs, counted once per side (first repeat): a property of the
-    # workload, and counting on meta tensors costs about a second of one-off set-up
+    # workload, and counting on meta tensors costs up to seconds of one-off set-up
     flops = Flops(per_step=None, method="counted in the first repeat")
     if job.repeat == 0 and not job.compliance:
-        flops = count_flops(workload, loaded.full_data)
+        flops = step_flops(session, loaded)
     steps = Steps.of(timed.samples_ns)
     resolved = session.manifest.resolved
     out = steps.metrics(
