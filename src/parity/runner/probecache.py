@@ -2,7 +2,7 @@
 (``capture.json`` and ``capture.safetensors``), the op scan (``ops.json``) and the count
 of a step's FLOPs (``flops.json``, kept here only: the bundle has it in ``metrics.json``).
 
-Both are functions of the frozen workload, the side and the software and machine the side
+All three are functions of the frozen workload, the side and the software and machine the side
 runs on: the same fingerprint on the same side with the same environment gives the same
 capture and census. A second comparison of a workload (another target against the same
 baseline, or the same pair again) would pay for them again: on a 135M-parameter model the

@@ -28,6 +28,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import ClassVar
 
 from parity.bundle import METRICS, OPS
@@ -109,14 +110,22 @@ class Measure(Mode):
         session.finish()
 
 
+def cache_entry(session: SideSession, probe: str) -> Path | None:
+    """Where the probe cache keeps this side's ``probe`` for its workload and environment
+    (None where the worker recorded no environment)."""
+    from parity.runner import probecache
+
+    environment = session.manifest.environment
+    return None if environment is None else probecache.entry_dir(session.job, environment, probe)
+
+
 def cached(session: SideSession, name: str, run: Callable[[], None]) -> None:
     """A first-repeat probe: copied from the probe cache where this side ran it on this
     workload in this environment (``parity.runner.probecache``), else run (unless the
     plan cut it, ``job.skip``) and stored there."""
     from parity.runner import probecache
 
-    environment = session.manifest.environment
-    entry = None if environment is None else probecache.entry_dir(session.job, environment, name)
+    entry = cache_entry(session, name)
     if entry is not None and probecache.reuse(entry, session.out):
         session.enter(f"{name} (cached)")  # the copy is milliseconds: its span is ~0
         return
@@ -176,8 +185,7 @@ def step_flops(session: SideSession, loaded: Loaded) -> Flops:
     ``gpt-generate`` side's count took 0.55 s on a 2-core machine, more on a real model)."""
     from parity.runner import probecache
 
-    environment = session.manifest.environment
-    entry = None if environment is None else probecache.entry_dir(session.job, environment, "flops")
+    entry = cache_entry(session, "flops")
     text = None if entry is None else probecache.recall(entry, probecache.FLOPS)
     if text is not None:
         try:
