@@ -134,9 +134,12 @@ def outside_kept_zygotes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Frozen workloads go to a temporary cache that workers inherit via the env."""
+    """Frozen workloads, fp64 references and cached probes go to a temporary cache that
+    parity's workers inherit via the environment: one for the whole run, which the xdist
+    workers share (``shared_cache``), as concurrent comparisons on one machine share the
+    user's."""
     old = os.environ.get("PARITY_CACHE_DIR")
-    os.environ["PARITY_CACHE_DIR"] = str(tmp_path_factory.mktemp("parity-cache"))
+    os.environ["PARITY_CACHE_DIR"] = str(shared_cache(tmp_path_factory))
     # the history index too: tests never write to the user's own
     old_store = os.environ.get("PARITY_STORE")
     os.environ["PARITY_STORE"] = str(tmp_path_factory.mktemp("parity-store") / "index.sqlite")
@@ -149,6 +152,23 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("PARITY_STORE", None)
     else:
         os.environ["PARITY_STORE"] = old_store
+
+
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's parity cache. Under xdist every worker's base directory (``popen-gwN``)
+    lies in the run's own, and the cache is made there once for all of them: each worker
+    froze the same built-in workloads, ran their fp64 references and scanned their sides
+    again (22 frozen workloads, 13 references and about 20 sides' probes twice or three
+    times in one run). Entries are made in hidden directories renamed into place, a
+    second writer's copy dropped, and verified when read (``workloads.frozen``,
+    ``runner.probecache``), as for comparisons run at once by a user; a test that edits an
+    entry on purpose uses a cache of its own."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER") and base.name.startswith("popen-"):
+        shared = base.parent / "parity-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
+    return tmp_path_factory.mktemp("parity-cache")
 
 
 def run_cli(

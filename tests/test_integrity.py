@@ -71,8 +71,10 @@ def _flip_a_byte(path: Path) -> None:
 
 @pytest.mark.slow
 def test_an_edited_workload_cache_and_a_linked_reference_are_rebuilt(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a cache of its own: the run's is shared with tests running at the same time
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
     first = _compare(tmp_path / "first")
     fingerprint = first.baseline.first.fingerprint
     (frozen,) = [

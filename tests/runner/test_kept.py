@@ -48,6 +48,7 @@ def test_a_kept_zygote_serves_the_next_launcher_and_ends_with_the_block(
         monkeypatch.setenv("PYTEST_CURRENT_TEST", "the next test")  # read by no import
         monkeypatch.setenv("PARITY_CACHE_DIR", "/another/cache")  # read where used
         monkeypatch.setenv("PARITY_STORE", "/another/index.sqlite")
+        monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/another/inductor")  # set by compiling
         still, launcher = _zygote_of_a_job()
         launcher.close()
         assert still == first

@@ -31,9 +31,21 @@ Idle = Zygote | subprocess.Popen[bytes]
 #: variables that no import reads, so a zygote serves launchers that differ in them (each
 #: fork still runs in its launcher's whole environment): pytest's name of the running
 #: test, parity's own cache and index (read where they are used, never at import: one
-#: per test, or per cell of a sweep, would otherwise start a zygote each), and the
-#: terminal's size
-IGNORED = frozenset({"PYTEST_CURRENT_TEST", "PARITY_CACHE_DIR", "PARITY_STORE", "COLUMNS", "LINES"})
+#: per test, or per cell of a sweep, would otherwise start a zygote each), the
+#: terminal's size, and Inductor's cache directory, which torch reads when it compiles
+#: and writes into the environment the first time it looks it up (``torch._inductor.
+#: runtime.cache_dir_utils.cache_dir``): once a process had compiled, every zygote it
+#: kept from before was taken for another one
+IGNORED = frozenset(
+    {
+        "PYTEST_CURRENT_TEST",
+        "PARITY_CACHE_DIR",
+        "PARITY_STORE",
+        "COLUMNS",
+        "LINES",
+        "TORCHINDUCTOR_CACHE_DIR",
+    }
+)
 
 #: at most this many idle zygotes are kept (one per preload and environment)
 MOST = 3
