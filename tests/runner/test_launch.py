@@ -141,7 +141,8 @@ def test_a_failed_manifest_keeps_what_the_worker_wrote() -> None:
 def test_a_worker_that_raises_leaves_a_failed_bundle_with_its_error(tmp_path: Path) -> None:
     job = workload_job(f"{FAULTY}:RaiseOnReduced", "cpu+bf16")
     events: list[Event] = []
-    bundle = run(job, tmp_path, on_event=events.append)
+    # spawned: a forked worker's failures are the end-to-end tests' (tests/test_cli_e2e.py)
+    bundle = run(job, tmp_path, spawn=True, on_event=events.append)
     assert bundle.status == "failed" and bundle.metrics is None and bundle.outputs is None
     reason = bundle.manifest.reason or ""
     assert reason == "RuntimeError in phase 'steps': planted failure on the target"
@@ -162,7 +163,7 @@ def test_a_worker_that_raises_leaves_a_failed_bundle_with_its_error(tmp_path: Pa
 @pytest.mark.slow
 def test_a_worker_killed_by_a_signal_is_recorded_with_it(tmp_path: Path) -> None:
     job = workload_job(f"{FAULTY}:AbortOnReduced", "cpu+bf16")
-    bundle = run(job, tmp_path)
+    bundle = run(job, tmp_path, spawn=True)  # as above
     assert bundle.status == "failed"
     assert bundle.manifest.reason == (
         f"the worker was killed by {signal.SIGABRT.name} in phase 'steps'"
