@@ -36,7 +36,6 @@ from parity.model.manifest import Manifest
 from parity.redact import LOG_LIMIT
 from parity.request import CompareRequest
 from parity.runner.failure import TAIL_BYTES
-from parity.runner.launch import run_job
 from parity.testing.faults import ENV_VAR, disk_full
 from tests.conftest import FIXTURES
 from tests.fixtures.jobs import run, workload_job
@@ -96,7 +95,7 @@ def test_a_worker_whose_writes_fail_leaves_no_bundle_and_says_why(
 ) -> None:
     job = workload_job("mlp-train", "cpu")
     with pytest.raises(OutputError) as failed:
-        run_job(job, tmp_path / "b", env={ENV_VAR: fault})
+        run(job, tmp_path, "b", env={ENV_VAR: fault})  # forked, as a comparison's workers
     assert words in str(failed.value) and "\n" not in str(failed.value)
     manifest = _failed_partial(tmp_path, "b")
     assert words in (manifest.reason or "")
@@ -116,7 +115,7 @@ def test_the_parent_s_own_failing_rename_leaves_no_bundle(
 
     monkeypatch.setattr(parity.bundle.os, "replace", rename)
     with pytest.raises(OutputError, match=r"input/output error \(EIO\)"):
-        run_job(workload_job("mlp-train", "cpu"), final)
+        run(workload_job("mlp-train", "cpu"), tmp_path, final.name)
     _failed_partial(tmp_path, "b")
 
 
