@@ -13,7 +13,6 @@ Linux), which Ray keeps as given."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import random
 import re
@@ -24,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,65 +97,29 @@ class RayCluster:
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def kill(self, name: str) -> None:
-        """SIGKILL a node as a machine dies (``kill_node``)."""
-        kill_node(self.nodes[name])
+        """SIGKILL a node as a machine dies: its whole process group (its raylet) and
+        every process under it, whatever group it moved to (a Ray worker running an
+        actor outlived its raylet by seconds on a loaded machine and kept answering)."""
+        proc = self.nodes[name]
+        under = descendants(proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in under:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=60)
 
     def add(self, name: str) -> None:
         """Start a worker node with the resource ``name`` (again, after ``kill``). One at
         a time: two ``ray start`` on one node address at once never both joined here."""
         before = active(_status(self.gcs))
         log = self.root / f"{name}.log"
-        args = (
+        self.nodes[name] = _ray(
             f"--address={self.gcs}", f"--node-ip-address={NODE_IP}", "--num-cpus=1",
-            f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}",
+            f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}", log=log,
         )  # fmt: skip
-        self.nodes[name] = start_node(lambda: _ray(*args, log=log), log, _started)
+        _started(self.nodes[name], log, 180)
         _ready(self.gcs, [n for n in self.nodes if n != "head"], before, 180)
-
-
-def kill_node(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a node's ``ray start``: its whole process group (its raylet) and every
-    process under it, whatever group it moved to (a Ray worker running an actor outlived
-    its raylet by seconds on a loaded machine and kept answering)."""
-    under = descendants(proc.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    for pid in under:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    proc.wait(timeout=60)
-
-
-#: what ``ray start`` ends with when its raylet has not registered with the head within
-#: Ray's own wait (30 s, fixed in ``ray._private.node``): seen once at the start of a
-#: whole test run on a busy 2-core machine, the head's first answer coming after 30.5 s
-STARTUP_TIMED_OUT = "timed out during startup"
-#: how many times a node is started in all, where Ray's own wait ran out
-NODE_STARTS = 3
-
-
-def start_node(
-    launch: Callable[[], subprocess.Popen[bytes]],
-    log: Path,
-    wait: Callable[[subprocess.Popen[bytes], Path, float], None],
-    timeout: float = 180,
-) -> subprocess.Popen[bytes]:
-    """``launch`` a node and ``wait`` for it; where its ``ray start`` ended because Ray's
-    fixed 30 s for the raylet to register ran out (``STARTUP_TIMED_OUT`` in its log), its
-    processes are killed and it is started again, up to ``NODE_STARTS`` in all, each
-    attempt's log kept beside the last as ``NAME.log.N``. Any other end is raised at once."""
-    for attempt in range(1, NODE_STARTS + 1):
-        proc = launch()
-        try:
-            wait(proc, log, timeout)
-            return proc
-        except RuntimeError:
-            timed_out = STARTUP_TIMED_OUT in log.read_text(errors="replace")
-            kill_node(proc)
-            if not timed_out or attempt == NODE_STARTS:
-                raise
-            log.replace(log.with_name(f"{log.name}.{attempt}"))
-    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 #: the nodes' environment: no usage stats; and the head's Ray client server waits up to
@@ -262,16 +225,13 @@ def local_cluster(workers: Sequence[str] = ("side-a", "side-b")) -> Iterator[Ray
     )
     common = [f"--object-store-memory={STORE_BYTES}", "--include-dashboard=false"]
     try:
-        head = (
+        cluster.nodes["head"] = _ray(
             "--head", f"--node-ip-address={NODE_IP}", f"--port={gcs_port}",
             f"--ray-client-server-port={client_port}", "--num-cpus=0",
             f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
-            f"--temp-dir={root}", *common,
+            f"--temp-dir={root}", *common, log=root / "head.log",
         )  # fmt: skip
-        log = root / "head.log"
-        cluster.nodes["head"] = start_node(
-            lambda: _ray(*head, log=log), log, functools.partial(_wait_port, client_port), 120
-        )
+        _wait_port(client_port, cluster.nodes["head"], root / "head.log", 120)
         for name in workers:
             cluster.add(name)
         yield cluster
