@@ -24,7 +24,6 @@ repeat's census). Both are copied from the probe cache where the side made them 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from parity.bundle import METRICS, OPS
-from parity.model.codec import decode, encode
+from parity.model.codec import decode, dumps, loads
 from parity.model.job import Mode as ModeName
 from parity.model.metrics import (
     DistributedFigures,
@@ -189,13 +188,13 @@ def step_flops(session: SideSession, loaded: Loaded) -> Flops:
     text = None if entry is None else probecache.recall(entry, probecache.FLOPS)
     if text is not None:
         try:
-            return decode(Flops, json.loads(text))
+            return decode(Flops, loads(text))
         except (ValueError, TypeError):  # not a count this parity wrote: count again
             pass
     flops = count_flops(loaded.workload, loaded.full_data)
     if entry is not None:
         with contextlib.suppress(ValueError, TypeError):  # a figure JSON cannot hold: not kept
-            probecache.keep(entry, "flops", probecache.FLOPS, json.dumps(encode(flops)))
+            probecache.keep(entry, "flops", probecache.FLOPS, dumps(flops))
     return flops
 
 
