@@ -123,6 +123,23 @@ def _kept_zygotes() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _working_directory_kept() -> Iterator[None]:
+    """Each test leaves the working directory where it found it (``monkeypatch.chdir``
+    undoes itself first: this fixture is set up before and torn down after it). Tests
+    that name files relative to the repository (``examples/...``) run later in the same
+    worker, so a test that moved it is failed by name here and the directory put back."""
+    before = os.getcwd()
+    yield
+    try:
+        after = os.getcwd()
+    except FileNotFoundError:  # the test's directory was removed under it
+        after = "a directory since removed"
+    if after != before:
+        os.chdir(before)
+        pytest.fail(f"the test left the working directory at {after}, not {before}")
+
+
 @pytest.fixture
 def outside_kept_zygotes(monkeypatch: pytest.MonkeyPatch) -> None:
     """For a test of zygotes' own lifetimes: the session's block (``_kept_zygotes``) set

@@ -250,3 +250,46 @@ def test_a_side_that_segfaults_is_recorded_with_the_signal(tmp_path: Path) -> No
     assert bundle.status == "failed"
     assert "SIGSEGV" in (bundle.manifest.reason or "")
     assert "Segmentation fault" in (bundle.manifest.stderr_tail or "")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("outside_kept_zygotes")
+def test_without_a_target_the_zygote_starts_before_torch_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a request with no target imports torch here (the default target asks it for
+    an accelerator); the zygote the sides fork from is launched before that, and used."""
+    import subprocess
+
+    import parity.request
+    from parity.runner import kept
+    from parity.runner.zygote import Zygote
+
+    seen: list[int | None] = []
+
+    def default_target() -> str:
+        seen.append(kept._early[1].pid if kept._early is not None else None)
+        return "cpu+bf16"
+
+    monkeypatch.setattr(parity.request, "default_target", default_target)
+    used: list[int] = []
+    ready = Zygote.ready.__func__  # type: ignore[attr-defined]
+
+    def record(cls: type[Zygote], proc: subprocess.Popen[bytes], **kw: float) -> Zygote:
+        used.append(proc.pid)
+        return ready(cls, proc, **kw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Zygote, "ready", classmethod(record))
+    out = tmp_path / "cmp"
+    args = ["--steps", "3", "--repeats", "1", "--no-compliance", "--no-report", "--json"]
+    res = run_cli("compare", "mlp-train", *args, "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert seen and seen[0] is not None and kept._early is None  # launched, then taken
+    assert used == [seen[0]]  # the one zygote the comparison forked from
+    forked_by = {
+        json.loads((out / r / "r00" / "job.json").read_text())["launch"]
+        for r in ("baseline", "target")
+    }
+    assert forked_by == {"fork"}
+    refused = run_cli("compare", "no-such-workload", "--out", str(tmp_path / "x"))
+    assert refused.returncode == 2 and kept._early is None  # a name that names nothing: none

@@ -51,6 +51,7 @@ def _out(out: str | None) -> str | None:
 
 
 def _workload(g: Given) -> WorkloadSpec | None:
+    from parity.workloads.names import DEFAULT as DEFAULT_WORKLOAD
     from parity.workloads.names import check_data, check_workload_name
 
     if g.has(o.SCRIPT):
@@ -62,7 +63,7 @@ def _workload(g: Given) -> WorkloadSpec | None:
                 "the script brings its own model and data; pass its options after --"
             )
         return None
-    name = g.value(o.WORKLOAD, "gpt-train")
+    name = g.value(o.WORKLOAD, DEFAULT_WORKLOAD)
     check_workload_name(name)
     spec = WorkloadSpec(
         name=name,

@@ -119,3 +119,38 @@ def test_the_zygotes_kept_longest_are_closed_beyond_the_bound() -> None:
             assert kept.keep(((), frozenset({("N", str(i))})), zygote)  # type: ignore[arg-type]
         assert [z.closed for z in made] == [True, True] + [False] * kept.MOST
     assert all(z.closed for z in made)
+
+
+def test_a_zygote_launched_early_serves_the_first_launcher_that_wants_it() -> None:
+    """``launch_early``: the zygote the comparison will fork from starts before the command
+    reads its request; the first launcher that would start the same one forks from it."""
+    kept.launch_early(())
+    early = kept._early
+    assert early is not None and kept.has(kept.key(()))
+    first, launcher = _zygote_of_a_job()
+    try:
+        assert first == early[1].pid and kept._early is None  # taken, not started again
+    finally:
+        launcher.close()
+    assert not _running(first)  # outside a block the launcher ends it, as its own
+
+
+def test_an_early_zygote_nobody_wants_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    kept.launch_early(())
+    early = kept._early
+    assert early is not None
+    monkeypatch.setenv("PARITY_TEST_KEPT", "another world")  # the request changed it
+    pid, launcher = _zygote_of_a_job()
+    launcher.close()
+    assert pid != early[1].pid and early[1].poll() is not None and kept._early is None
+    kept.launch_early(())  # and at the command's end, one never taken
+    left = kept._early
+    assert left is not None
+    kept._stop_early()
+    assert left[1].poll() is not None and kept._early is None
+
+
+def test_no_early_zygote_where_workers_are_spawned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARITY_LAUNCHER", "spawn")
+    kept.launch_early(())
+    assert kept._early is None

@@ -55,6 +55,8 @@ def compare(
     runs an unmodified training script once per side (see docs/script-mode.md)."""
     from parity.request import compare_request
 
+    if resume is None and plan is None:
+        _start_early(ctx, workload)
     request = compare_request(c.given_options(ctx, "compare"), plan, resume)
     curve_out, results = _run(request, resume)
     if curve_out is not None:
@@ -62,6 +64,27 @@ def compare(
     else:
         show_result(results[0], as_json=as_json, wide=wide)
     raise typer.Exit(max(r.verdict.exit_code for r in results))
+
+
+def _start_early(ctx: typer.Context, workload: str | None) -> None:
+    """Where no target is given, reading the request imports torch here to ask for an
+    accelerator (``values.default_target``): the zygote this machine's sides will fork
+    from is launched first, so that its own import of torch runs beside that one
+    (``runner.kept.launch_early``). Not for a script, a plan, a resumed comparison or
+    sides on a cluster's nodes, whose workers fork from no zygote here or whose
+    workload is only known later."""
+    if c.given(ctx, "target") or c.given(ctx, "cluster") or c.script_of(ctx):
+        return
+    from parity.errors import UsageError
+    from parity.runner.kept import launch_early
+    from parity.workloads.names import DEFAULT, check_workload_name, preload_modules
+
+    name = workload or DEFAULT
+    try:
+        check_workload_name(name)  # a name that names nothing is refused, with no zygote
+    except UsageError:
+        return
+    launch_early(preload_modules(name))
 
 
 def _run(

@@ -16,6 +16,7 @@ waits for it to be ready, so no launcher pays for a zygote another one threw awa
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import subprocess
@@ -53,6 +54,8 @@ MOST = 3
 _lock = threading.Lock()
 #: None outside ``keep_zygotes``; inside, the idle zygotes by what they were started with
 _kept: dict[Key, Idle] | None = None
+#: a zygote launched at a command's start, before its request was read (``launch_early``)
+_early: tuple[Key, subprocess.Popen[bytes]] | None = None
 
 
 def key(preload: tuple[str, ...]) -> Key:
@@ -86,10 +89,46 @@ def _close(idle: Idle) -> None:
         idle.close()
 
 
-def take(wanted: Key) -> Zygote | None:
-    """A kept zygote started like ``wanted`` and still alive (it is no longer kept)."""
+def launch_early(preload: tuple[str, ...]) -> None:
+    """Launch the zygote a command's comparison will fork from before the command reads
+    its request, where reading it imports torch in this process too (the default target
+    asks torch for an accelerator): the two imports then run side by side instead of one
+    after the other. The first launcher that wants a zygote started like it takes it
+    (``take``); one that wants another stops it; otherwise it is stopped at exit (and
+    dies with this process in any case: ``Zygote.launch``). Not where workers are spawned
+    (``PARITY_LAUNCHER=spawn``)."""
+    global _early
+    if os.environ.get("PARITY_LAUNCHER", "fork") == "spawn":
+        return
+    wanted = key(preload)
     with _lock:
-        idle = _kept.pop(wanted, None) if _kept is not None else None
+        if _early is not None or (_kept is not None and wanted in _kept):
+            return
+        _early = (wanted, Zygote.launch(preload=preload))
+    atexit.register(_stop_early)
+
+
+def _stop_early() -> None:
+    global _early
+    with _lock:
+        early, _early = _early, None
+    if early is not None:
+        stop_launched(early[1])
+
+
+def take(wanted: Key) -> Zygote | None:
+    """A kept zygote started like ``wanted`` and still alive (it is no longer kept), or
+    the one launched early where it was started like it (one that was not is stopped:
+    the command wanted another)."""
+    global _early
+    with _lock:
+        idle: Idle | None = _kept.pop(wanted, None) if _kept is not None else None
+        early, _early = _early, None
+    if early is not None:
+        if idle is None and early[0] == wanted:
+            idle = early[1]
+        else:
+            stop_launched(early[1])
     if isinstance(idle, subprocess.Popen):
         try:
             return Zygote.ready(idle)  # launched ahead by a launcher that never used it
@@ -103,8 +142,11 @@ def take(wanted: Key) -> Zygote | None:
 
 
 def has(wanted: Key) -> bool:
+    """A zygote started like ``wanted`` is kept or was launched early."""
     with _lock:
-        return _kept is not None and wanted in _kept
+        return (_kept is not None and wanted in _kept) or (
+            _early is not None and _early[0] == wanted
+        )
 
 
 def keep(started: Key, zygote: Idle) -> bool:
@@ -131,8 +173,10 @@ def offer(started: Key | None, idle: Idle) -> None:
 
 
 def pids() -> set[int]:
-    """The kept zygotes' processes, which no launcher's clean-up may kill."""
+    """The kept zygotes' processes (and the early one), which no launcher's clean-up may
+    kill."""
     with _lock:
-        return {
+        early = {_early[1].pid} if _early is not None else set()
+        return early | {
             z.pid if isinstance(z, subprocess.Popen) else z.proc.pid for z in (_kept or {}).values()
         }

@@ -52,6 +52,9 @@ PRELOAD = (
     "torch._dynamo",
     "torch.optim",
     "torch.utils.flop_counter",
+    # what every worker's first ``numpy.median`` (its steady-state estimate) imports
+    # (about 11 ms a fork, here)
+    "numpy.ma",
     "parity.runner.worker",
     "parity.runner.session",
     "parity.runner.modes",

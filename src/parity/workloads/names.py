@@ -16,6 +16,8 @@ from parity.errors import WorkloadError
 from parity.plugins import is_file_workload
 
 BUILTIN = ("cnn-infer", "gpt-generate", "gpt-train", "mlp-train")
+#: the workload a command runs where none is named
+DEFAULT = "gpt-train"
 #: what each built-in does (its class's ``kind``; a test keeps the two equal), so that a
 #: command that needs another kind is refused before any worker starts
 BUILTIN_KINDS = {
