@@ -39,14 +39,21 @@ class Seen:
     last_s: float
 
 
-def _read(pid: str) -> tuple[tuple[int, int], int, float] | None:
-    """(pid, start time) as the key, the parent's pid, and CPU seconds so far."""
+def stat_fields(pid: str) -> list[str] | None:
+    """A process's ``/proc/PID/stat`` after its name (field 3 on); None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def _read(pid: str) -> tuple[tuple[int, int], int, float] | None:
+    """(pid, start time) as the key, the parent's pid, and CPU seconds so far."""
+    fields = stat_fields(pid)
+    if fields is None:
+        return None
     cpu = (int(fields[11]) + int(fields[12])) / TICK
     return (int(pid), int(fields[19])), int(fields[1]), cpu
 

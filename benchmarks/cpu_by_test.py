@@ -27,19 +27,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cpu_by_process import TICK, stat_fields  # this folder is on the path either way
 
-TICK = os.sysconf("SC_CLK_TCK")
 OUT = Path(os.environ.get("CPU_BY_TEST_DIR", "/tmp/cpu-by-test"))
 
 
 def _stat(pid: str) -> tuple[int, float] | None:
     """A process's parent and its CPU with what it reaped, in seconds."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
+    fields = stat_fields(pid)
+    if fields is None:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()
     return int(fields[1]), sum(int(v) for v in fields[11:15]) / TICK
 
 
