@@ -150,7 +150,13 @@ def test_an_early_zygote_nobody_wants_is_stopped(monkeypatch: pytest.MonkeyPatch
     assert left[1].poll() is not None and kept._early is None
 
 
-def test_no_early_zygote_where_workers_are_spawned(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_early_zygote_where_workers_are_spawned_or_zygotes_are_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("PARITY_LAUNCHER", "spawn")
     kept.launch_early(())
     assert kept._early is None
+    monkeypatch.delenv("PARITY_LAUNCHER")
+    with keep_zygotes():  # a sweep's cells, a Python session, the test workers
+        kept.launch_early(())
+        assert kept._early is None

@@ -96,13 +96,15 @@ def launch_early(preload: tuple[str, ...]) -> None:
     after the other. The first launcher that wants a zygote started like it takes it
     (``take``); one that wants another stops it; otherwise it is stopped at exit (and
     dies with this process in any case: ``Zygote.launch``). Not where workers are spawned
-    (``PARITY_LAUNCHER=spawn``)."""
+    (``PARITY_LAUNCHER=spawn``), nor inside ``keep_zygotes``, whose kept zygotes serve
+    its comparisons (a command refused after an early launch would leave one importing
+    torch beside the next comparison for nothing)."""
     global _early
     if os.environ.get("PARITY_LAUNCHER", "fork") == "spawn":
         return
     wanted = key(preload)
     with _lock:
-        if _early is not None or (_kept is not None and wanted in _kept):
+        if _early is not None or _kept is not None:
             return
         _early = (wanted, Zygote.launch(preload=preload))
     atexit.register(_stop_early)
