@@ -107,15 +107,18 @@ def launch_early(preload: tuple[str, ...]) -> None:
         if _early is not None or _kept is not None:
             return
         _early = (wanted, Zygote.launch(preload=preload))
-    atexit.register(_stop_early)
 
 
 def _stop_early() -> None:
+    """The early zygote, where nobody took it, stopped (at exit: a refused command's)."""
     global _early
     with _lock:
         early, _early = _early, None
     if early is not None:
         stop_launched(early[1])
+
+
+atexit.register(_stop_early)
 
 
 def take(wanted: Key) -> Zygote | None:
