@@ -77,6 +77,27 @@ def test_a_workload_s_modules_are_preloaded_and_a_missing_one_is_left_to_the_wor
     assert preload_modules("gpt-train") == preload_modules(f"{tmp_path}/w.py:make") == ()
 
 
+def test_a_child_runs_where_its_requester_is_not_where_the_zygote_was_launched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept zygote outlives the command that launched it: a later comparison's relative
+    workload file or data names its own working directory, even after the launcher's is
+    gone (the suite once failed ``examples/tabular_train.py ... does not exist`` so)."""
+    launched_from, caller = tmp_path / "launched_from", tmp_path / "caller"
+    launched_from.mkdir()
+    caller.mkdir()
+    monkeypatch.chdir(launched_from)
+    z = Zygote.start()
+    try:
+        launched_from.rmdir()
+        monkeypatch.chdir(caller)
+        job = _job(tmp_path, "w", "ok")
+        assert z.wait(_fork(z, job), 60) == 0
+        assert f"'cwd': {str(caller)!r}" in (job / "seen.txt").read_text()
+    finally:
+        z.close()
+
+
 def test_exit_codes_and_exceptions_come_back(zygote: Zygote, tmp_path: Path) -> None:
     assert zygote.wait(_fork(zygote, _job(tmp_path, "b", "exit5")), 60) == 5
     raised = _job(tmp_path, "c", "raise")

@@ -17,6 +17,7 @@ def main(argv: list[str]) -> int:
         "torch_loaded": "torch" in sys.modules,
         "marker": os.environ.get("ZYGOTE_MARKER"),
         "preloaded": "tabnanny" in sys.modules,
+        "cwd": os.getcwd(),
     }
     print(f"child {seen}", flush=True)
     print("to stderr", file=sys.stderr, flush=True)

@@ -93,6 +93,9 @@ def _child(request: dict[str, object], wakeup: tuple[int, int]) -> None:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
+        cwd = request.get("cwd")
+        if isinstance(cwd, str):  # the requester's, as a process it started would have
+            os.chdir(cwd)
         env = request.get("env")
         if isinstance(env, dict):
             os.environ.clear()
@@ -276,8 +279,15 @@ class Zygote:
         entry: str = "parity.runner.worker",
     ) -> int:
         """Start ``entry.main([tmp])`` (the worker) in a forked child; its pid (it leads its
-        own session)."""
+        own session). The child runs in this process's working directory, not the one the
+        zygote was launched from (a kept zygote outlives the directory of the command that
+        launched it, and workload files and data are named relative to the caller's)."""
+        try:
+            cwd: str | None = os.getcwd()
+        except FileNotFoundError:  # removed under us: the child stays where the zygote is
+            cwd = None
         request = {
+            "cwd": cwd,
             "start": str(tmp),
             "stdout": str(stdout),
             "stderr": str(stderr),
