@@ -112,8 +112,8 @@ def test_fewer_than_three_processes_say_undetermined_and_shape_the_plan() -> Non
     three = est.plan(costed(e.full_budget_s))
     assert three.processes >= 3, (three.processes, e.full_budget_s)
     plan = est.planned(MeasurePlan(budget_s=40.0), e)
-    assert plan.max_repeats == e.processes and not plan.compliance
-    assert plan.min_repeats <= plan.max_repeats
+    assert plan.planned_rounds == e.processes and not plan.compliance
+    assert plan.max_repeats == MeasurePlan().max_repeats  # more run where they fit as measured
     assert est.skipped(e, "baseline") == ("numerics probe", "scan")
     assert est.skipped(e, "target") == ("numerics probe",)
 
@@ -134,9 +134,29 @@ def test_three_processes_a_side_run_over_a_budget_they_are_near_and_say_so() -> 
     line, notes = est.summary(near), est.notes(near)
     assert "3 processes a side come first: planned over --budget" in line
     assert "undetermined" not in line and any("come first" in n for n in notes)
-    assert est.planned(MeasurePlan(budget_s=least_three / 1.5), near).max_repeats >= 3
+    three_first = est.planned(MeasurePlan(budget_s=least_three / 1.5), near)
+    assert three_first.planned_rounds is None and three_first.max_repeats >= 3
     far = est.plan(costed(least_three / (est.THREE_OVER + 0.5)))
     assert far.processes < 3 and "undetermined below 3" in est.summary(far)
+
+
+def test_rounds_past_a_plan_of_fewer_than_three_replace_its_notes() -> None:
+    e = est.plan(costed(40.0))
+    assert e.processes < 3
+    planned = est.notes(e)
+    took = {"baseline quality run": 0.4, "target quality run": 0.9}
+    assert est.outran(e, planned, e.processes, took) == planned  # ran as planned
+    notes = est.outran(e, ["another line", *planned], 5, took)
+    assert notes[0] == "another line" and not any("undetermined" in n for n in notes)
+    assert not any("planned to fit" in n for n in notes)
+    assert any("dropped" in n for n in notes)  # the cuts of other phases stand
+    line = notes[-1]
+    assert f"fitted {e.processes} process(es) a side" in line and "to 5 a side" in line
+    assert "baseline quality run 0.4 s against" in line
+    assert "3 a side would settle" in est.outran(e, planned, 2, took)[-1]
+    # a plan of three a side or more says nothing when precision asks for more
+    three = est.plan(costed(1000.0))
+    assert est.outran(three, [], 6, took) == []
 
 
 def test_cached_phases_cost_a_copy_and_are_never_cut() -> None:
@@ -231,3 +251,31 @@ def test_a_full_run_pays_its_end_and_the_target_s_quality_run_its_forced_scoring
     assert seconds(e, "expected-error run") == pytest.approx(1.0 + (40 + 30 + 2) * 0.1)
     n = est.timing_steps(40)
     assert seconds(e, "baseline timing processes") == pytest.approx(2 * (1 + n * 0.1))
+
+
+@pytest.mark.slow
+def test_a_plan_of_fewer_than_three_measures_on_where_the_runs_take_less(
+    tmp_path: Path,
+) -> None:
+    """The estimate is a guess made before anything ran: a workload slow only where it is
+    costed (a loaded machine's estimate read a step 30x what its runs took, planned one
+    process a side and ended "undetermined" with most of the budget left) plans fewer
+    than three a side, and the rounds as measured go on to a verdict."""
+    from tests.conftest import run_cli
+
+    fixtures = Path(__file__).parent / "fixtures" / "workloads.py"
+    out = tmp_path / "out"
+    cmp = run_cli(
+        "compare", f"{fixtures}:SlowWhereEstimated", "--baseline", "cpu+threads=1",
+        "--target", "cpu+bf16+threads=1", "--no-report", "--json", "--out", str(out),
+        env={"PARITY_CACHE_DIR": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert cmp.returncode == 0, cmp.stderr[-3000:]
+    first = cmp.stderr.splitlines()[0]
+    assert "estimate:" in first and "undetermined below 3" in first, first
+    speed = json.loads(cmp.stdout)["speed"]
+    assert speed["stop"]["estimate"]["processes"] < 3
+    assert min(speed["repeats"].values()) >= 3 and not speed["interval"]["provisional"]
+    notes = speed["stop"]["notes"]
+    assert not any("planned to fit" in n or "only the quality runs fit" in n for n in notes)
+    assert any("the runs took less than it said" in n for n in notes), notes

@@ -52,6 +52,28 @@ def test_the_budget_does_not_end_a_provisional_interval() -> None:
     assert stop is not None and stop.reason == "max_repeats"
 
 
+def test_rounds_the_estimate_planned_come_first_and_more_run_while_they_fit() -> None:
+    """Fewer than three a side fitted the estimate (``planned_rounds``): those run whatever
+    the budget says, and the rounds after them run while the rounds as measured fit it
+    (an estimate on a loaded machine read a step 30x what the runs took)."""
+    plan = Plan(precision=0.001, budget_s=30.0, planned_rounds=1)
+    # one round took 3 s, the next is costed at 1 s: the budget holds it
+    assert _decide(plan, _samples(1), 1, elapsed=3.0, failed=False, next_round_s=1.0) is None
+    assert _decide(plan, _samples(2), 2, elapsed=4.0, failed=False, next_round_s=1.0) is None
+    # the estimate was right: the next round does not fit, and the interval stays provisional
+    stop = _decide(plan, _samples(1), 1, elapsed=25.0, failed=False, next_round_s=10.0)
+    assert stop is not None and stop.reason == "budget" and "provisional" in stop.message
+    # three rounds first where it planned none fewer
+    assert (
+        _decide(
+            Plan(precision=0.001, budget_s=30.0), _samples(1), 1, 25.0, False, next_round_s=10.0
+        )
+        is None
+    )
+    with pytest.raises(ValueError, match="planned_rounds"):
+        Plan(planned_rounds=0)
+
+
 def test_fixed_repeats_and_failures_end_as_before() -> None:
     assert _decide(Plan(repeats=2), _samples(2), 2, elapsed=1.0, failed=False) == Stop(
         reason="repeats", message="2 repeat(s) per side, as asked"

@@ -37,7 +37,7 @@ comparison is refused before anything runs, in one line naming the estimate and 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -279,8 +279,9 @@ def summary(est: Estimate) -> str:
     ask = ""
     if est.processes < MIN_PROCESSES:  # what a determined speed verdict asks for
         ask = (
-            f": the speed is undetermined below {MIN_PROCESSES} a side; --budget "
-            f"{est.full_budget_s:.0f} buys {MIN_PROCESSES}"
+            f": the speed is undetermined below {MIN_PROCESSES} a side (more run if the "
+            f"processes take less than estimated); --budget {est.full_budget_s:.0f} buys "
+            f"{MIN_PROCESSES}"
         )
     elif est.planned_s > est.budget_s:
         ask = f": {over_budget(est)}"
@@ -316,6 +317,33 @@ def notes(est: Estimate, asked: int | None = None) -> list[str]:
             f"{est.full_budget_s:.0f} buys {MIN_PROCESSES} a side"
         )
     return lines
+
+
+def outran(est: Estimate, notes: list[str], ran: int, took: Mapping[str, float]) -> list[str]:
+    """``notes`` once the rounds ran past the ``ran`` < three a side the estimate fitted:
+    its lines that planned fewer (and called the speed undetermined) give way to one
+    saying what the runs took against it. ``took``: seconds each quality run took, by
+    its phase's name (``baseline quality run``)."""
+    from parity.stats import MIN_PROCESSES
+
+    if ran <= est.processes or est.processes >= MIN_PROCESSES:
+        return notes
+
+    fewer = {f"{p.name}: {p.cut}" for p in est.cuts if "timing processes" in p.name}
+    stale = [n for n in notes if n in fewer or f"{est.processes} process(es) a side planned" in n]
+    runs = [
+        f"{name} {took[name]:.1f} s against {p.seconds:.1f} s"
+        for p in est.phases
+        if (name := p.name) in took and p.seconds is not None and not p.cached
+    ]
+    said = f" ({', '.join(runs)})" if runs else ""
+    done = "" if ran >= MIN_PROCESSES else f"; {MIN_PROCESSES} a side would settle the speed"
+    line = (
+        f"the estimate fitted {est.processes} process(es) a side in --budget "
+        f"{est.budget_s:g}, but the runs took less than it said{said}: measuring went on "
+        f"while the rounds as measured fitted the budget, to {ran} a side{done}"
+    )
+    return [n for n in notes if n not in stale] + [line]
 
 
 # -- a comparison's estimate, and the plan it leaves -------------------------------------------
@@ -362,8 +390,10 @@ def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> 
 
 
 def planned(measure: MeasurePlan, est: Estimate | None) -> MeasurePlan:
-    """The measuring plan the estimate leaves: no compliance runs where it cut them, at
-    most its processes a side where fewer than three."""
+    """The measuring plan the estimate leaves: no compliance runs where it cut them; where
+    fewer than three a side fit, its processes a side come first, and more only while
+    the rounds as measured fit the budget (the estimate is a guess made before anything
+    ran; the budget's stopping rule costs each next round from the rounds that ran)."""
     if est is None:
         return measure
     if any(COMPLIANCE in p.name for p in est.cuts):
@@ -371,8 +401,7 @@ def planned(measure: MeasurePlan, est: Estimate | None) -> MeasurePlan:
     from parity.stats import MIN_PROCESSES
 
     if est.processes < min(MIN_PROCESSES, measure.max_repeats):
-        low = min(measure.min_repeats, est.processes)
-        measure = replace(measure, max_repeats=est.processes, min_repeats=low)
+        measure = replace(measure, planned_rounds=est.processes)
     return measure
 
 

@@ -315,6 +315,9 @@ def _measure(
         adaptive_stop(plan, runs_after=runs_after),
         after_first=timing_plan(orch, plan, runs_after=runs_after, shorten=shorten),
     )
+    if estimate is not None and orch.tally is not None:
+        took = {f"{r} quality run": s[0] for r, s in orch.tally.run_s.items() if s}
+        orch.notes[:] = estimates.outran(estimate, orch.notes, orch.tally.rounds, took)
     compliance: dict[str, Bundle] = {}
     if reseeded is not None and stop.reason != "failure":
         if _compliance_fits(orch, plan):

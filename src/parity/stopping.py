@@ -32,11 +32,12 @@ Samples = dict[Role, list[list[float]]]
 
 def first_rounds(plan: MeasurePlan) -> int:
     """Rounds run whatever the budget says: enough for an interval that is not
-    provisional (``stats.MIN_PROCESSES`` a side), within the repeat cap (a
-    ``min_repeats`` above it is bought only while the budget holds it)."""
+    provisional (``stats.MIN_PROCESSES`` a side), within the repeat cap and the
+    estimate's plan where it fitted fewer (``MeasurePlan.planned_rounds``); a
+    ``min_repeats`` above it is bought only while the budget holds it."""
     from parity.stats import MIN_PROCESSES
 
-    return min(MIN_PROCESSES, plan.max_repeats)
+    return min(MIN_PROCESSES, plan.max_repeats, plan.planned_rounds or MIN_PROCESSES)
 
 
 def decide_stop(

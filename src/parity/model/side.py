@@ -25,6 +25,11 @@ class MeasurePlan:
     compliance: bool = True
     timeout_s: float = 900.0
     torchrun: Torchrun = field(default_factory=Torchrun)
+    #: the rounds run whatever the budget says where the estimate fitted fewer than three a
+    #: side (``estimate.planned``); more follow while the rounds as measured fit the budget
+    #: (an estimate made on a loaded machine read a step 30x what the runs took). None:
+    #: three (``stopping.first_rounds``)
+    planned_rounds: int | None = omit_none()
 
     def __post_init__(self) -> None:
         # repeats, precision, budget and timeout are options: the option table reads them
@@ -33,6 +38,8 @@ class MeasurePlan:
                 f"need 1 <= min_repeats <= max_repeats, got {self.min_repeats} and "
                 f"{self.max_repeats}"
             )
+        if self.planned_rounds is not None and self.planned_rounds < 1:
+            raise ValueError(f"need planned_rounds >= 1, got {self.planned_rounds}")
 
 
 #: other processes' share of the machine from which the verdict says they widened the
