@@ -182,3 +182,49 @@ def test_sides_on_cluster_nodes_are_not_said_to_share_this_machine_s_cores() -> 
     here = judge_speed(a, _threads(b, "cpu+bf16", 2))  # the target on this machine
     assert here is not None and here.contention is not None
     assert "the target ran 2 intra-op threads" in here.contention
+
+
+def _in_order(medians: dict[str, list[float]], seed: int) -> tuple[SideRuns, SideRuns]:
+    """Both sides with their processes named ``r00``... and the ABBA run order in the
+    baseline's ``side.json``, as a comparison on this machine leaves them."""
+    from parity.bundle import repeat_name
+    from parity.stats import interleaved_order
+
+    sides = []
+    for role, ms in medians.items():
+        side = _side(ms, seed)
+        named = tuple(
+            replace(b, path=Path(role) / repeat_name(k)) for k, b in enumerate(side.repeats)
+        )
+        sides.append(replace(side, repeats=named))
+    rounds = len(medians["baseline"])
+    order = tuple(
+        f"{role} {repeat_name(k)}" for role, k in interleaved_order(rounds, ("baseline", "target"))
+    )
+    stop = Stop(reason="max_repeats", message="at the cap", order=order)
+    return replace(sides[0], info=MeasureRecord(stop=stop, plan=MeasurePlan())), sides[1]
+
+
+def test_a_change_of_the_machine_s_pace_mid_run_makes_the_speed_unreliable() -> None:
+    """Seen here: mid-run both sides slowed at once (6.1 to 10.1 ms, 9.9 to 13.3 ms), the
+    ratio went from 1.62 to 1.32, and the run's one interval held both at ±10%."""
+    rng = np.random.default_rng(4)
+    wobble = lambda n: list(np.exp(rng.normal(0, 0.02, n)))  # noqa: E731
+    base = [m * (1.0 if i < 15 else 1.65) for i, m in enumerate(wobble(30))]
+    target = [1.62 * m * (1.0 if i < 15 else 1.35) for i, m in enumerate(wobble(30))]
+    speed = judge_speed(*_in_order({"baseline": base, "target": target}, 5))
+    assert speed is not None and not speed.reliable
+    assert speed.unreliable_because == ("machine pace held while measuring",)
+    check = next(c for c in speed.compliance if c.name == "machine pace held while measuring")
+    assert check.passed is False and check.ratio is None
+    assert "after 15 processes a side" in check.detail
+    assert "one ratio does not describe this run" in check.detail
+    # both slowed alike: the ratio held, said, and the speed stands
+    alike = [1.62 * m * (1.0 if i < 15 else 1.65) for i, m in enumerate(wobble(30))]
+    held = judge_speed(*_in_order({"baseline": base, "target": alike}, 5))
+    assert held is not None and held.reliable
+    check = next(c for c in held.compliance if c.name == "machine pace held while measuring")
+    assert check.passed is True and "it held" in check.detail
+    # a steady machine: no such check at all
+    steady = judge_speed(*_in_order({"baseline": wobble(30), "target": wobble(30)}, 5))
+    assert steady is not None and steady.reliable and not steady.compliance

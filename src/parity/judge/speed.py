@@ -22,6 +22,11 @@ At 98% each, the two together fail identical noisy sides in 2-4% of comparisons 
 5% is asked; ``tests/judge/test_speed_simulation.py`` measures it, with the rates at which
 planted faults are caught). A failure says what was seen; the cause (values that change
 the speed, a cache, or interference on the machine) is for the reader to find.
+
+A third check is there only where the machine's pace changed while measuring (``pace``,
+:func:`parity.stats.pace.pace_change`): both sides' processes shifted together at one
+point of the run order. It fails where the ratio before and after differ beyond their
+intervals, which makes the speed unreliable: one ratio does not describe such a run.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
+from parity.stats.pace import pace_change
 
 COMPLIANCE_LEVEL = 0.98
 #: (key of the run in ``SideRuns.compliance``, check name, sidedness, what it is)
@@ -66,6 +72,9 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         return None
     ci = ratio_ci(baseline, target)
     checks = compliance(b, target, baseline)
+    held = pace(a, b)
+    if held is not None:
+        checks.append(held)
     info = b.info or a.info
     return Speed(
         reliable=not any(c.passed is False for c in checks),
@@ -178,6 +187,53 @@ def compliance(
         for key, name, sided, what in COMPLIANCE_RUNS
         if (bundle := runs.compliance.get(key)) is not None
     ]
+
+
+#: the check a change of the machine's pace while measuring fails (``pace``)
+PACE_CHECK = "machine pace held while measuring"
+
+
+def pace(a: SideRuns, b: SideRuns) -> ComplianceCheck | None:
+    """Where both sides' processes shifted together at one point of the run order
+    (``stats.pace_change``): failed where the ratio before and after differ beyond their
+    intervals (one ratio does not describe the run), passed where it held; None where the
+    pace held, or the sides did not share this machine's clock and order."""
+    info = b.info or a.info
+    if info is None or info.stop is None or not info.stop.order:
+        return None
+    if _placed(a.first) or _placed(b.first):
+        return None
+    medians: dict[str, float] = {}
+    for role, side in (("baseline", a), ("target", b)):
+        for bundle in side.repeats:
+            steady = bundle.metrics.steady_samples if bundle.ok and bundle.metrics else ()
+            if steady:
+                medians[f"{role} {bundle.name}"] = statistics.median(steady)
+    order = [(label.split()[0], medians[label]) for label in info.stop.order if label in medians]
+    change = pace_change(order)
+    if change is None:
+        return None
+    parts = []
+    for part in (order[: change.at], order[change.at :]):
+        by = {r: tuple(m for role, m in part if role == r) for r in ("baseline", "target")}
+        parts.append(ratio_ci(Processes(medians=by["baseline"]), Processes(medians=by["target"])))
+    before, after = parts
+    held = before.low <= after.high and after.low <= before.high
+    said = (
+        f"the machine's pace changed after {change.before} processes a side: the baseline's "
+        f"step time went {change.baseline_shift:.2f}x and the target's "
+        f"{change.target_shift:.2f}x at once (a virtual machine's host can do that with no "
+        f"other process here to show it); the ratio was {before.ratio:.3f} "
+        f"[{before.low:.3f}, {before.high:.3f}] before and {after.ratio:.3f} "
+        f"[{after.low:.3f}, {after.high:.3f}] after"
+    )
+    tail = (
+        "; it held, and the interval over the whole run is wider for the change"
+        if held
+        else "; one ratio does not describe this run: measure again on a steadier machine, "
+        "or from the part of the run whose pace is the one you deploy on"
+    )
+    return ComplianceCheck(name=PACE_CHECK, passed=held, detail=said + tail)
 
 
 def noise_interval(

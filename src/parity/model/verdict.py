@@ -217,7 +217,8 @@ class Interval:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComplianceCheck:
     """A compliance run against what process-to-process variation explains (``passed``
-    None: not judged, the variation is unknown with one process per side)."""
+    None: not judged, the variation is unknown with one process per side), or the
+    machine's pace across the run (``judge.speed.pace``: no ratio, its detail has both)."""
 
     name: str
     passed: bool | None

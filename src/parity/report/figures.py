@@ -48,8 +48,8 @@ def speed(v: Verdict) -> Section:
                     )
                     for c in s.compliance
                 ],
-                title="Compliance runs",
-                legend="ratio: the run's median step over the target's",
+                title="Checks on the speed claim",
+                legend="ratio: a compliance run's median step over the target's",
             )
         )
     parts += latency(v.sides)
