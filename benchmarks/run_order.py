@@ -1,0 +1,69 @@
+"""A comparison's processes in the order they ran, and whether the machine's pace changed.
+
+For each comparison directory: every measured process's steady median in run order
+(``b`` baseline, ``t`` target, in ms), each side's spread (the standard deviation of its
+log process medians), and what :func:`parity.stats.pace.pace_change` finds (the check
+"machine pace held while measuring" of the speed section judges the same). It reads the
+bundles as they are, so a comparison made before that check can be looked at again.
+
+    .venv/bin/python benchmarks/run_order.py DIR [DIR ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+from pathlib import Path
+
+from parity.comparison import Comparison
+from parity.stats.pace import pace_change
+
+
+def run_order(out: Path) -> list[tuple[str, float]]:
+    """``(role, steady median in seconds)`` of each measured process, in run order."""
+    comparison = Comparison.load(out)
+    a, b = comparison.measured_sides()
+    medians: dict[str, float] = {}
+    for role, side in (("baseline", a), ("target", b)):
+        for bundle in side.repeats:
+            steady = bundle.metrics.steady_samples if bundle.ok and bundle.metrics else ()
+            if steady:
+                medians[f"{role} {bundle.name}"] = statistics.median(steady)
+    info = a.info or b.info
+    order = info.stop.order if info is not None and info.stop is not None else ()
+    return [(label.split()[0], medians[label]) for label in order if label in medians]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", type=Path, help="comparison directories")
+    args = parser.parse_args()
+    for out in args.dirs:
+        order = run_order(out)
+        if not order:
+            print(f"{out}: no measured processes with a run order")
+            continue
+        spread = {
+            role: statistics.stdev([math.log(m) for r, m in order if r == role])
+            for role in ("baseline", "target")
+            if sum(1 for r, _ in order if r == role) > 1
+        }
+        print(
+            f"{out}: {len(order)} processes, spread "
+            + ", ".join(f"{role} {s:.3f}" for role, s in spread.items())
+        )
+        print("  " + " ".join(f"{role[0]}{m * 1e3:.2f}" for role, m in order))
+        change = pace_change(order)
+        if change is None:
+            print("  the pace held")
+        else:
+            print(
+                f"  the pace changed at process {change.at} of the order: baseline "
+                f"{change.baseline_shift:.2f}x, target {change.target_shift:.2f}x; ratio "
+                f"{change.ratio_before:.3f} before, {change.ratio_after:.3f} after"
+            )
+
+
+if __name__ == "__main__":
+    main()
