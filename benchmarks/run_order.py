@@ -17,22 +17,13 @@ import statistics
 from pathlib import Path
 
 from parity.comparison import Comparison
+from parity.judge import speed
 from parity.stats.pace import pace_change
 
 
 def run_order(out: Path) -> list[tuple[str, float]]:
     """``(role, steady median in seconds)`` of each measured process, in run order."""
-    comparison = Comparison.load(out)
-    a, b = comparison.measured_sides()
-    medians: dict[str, float] = {}
-    for role, side in (("baseline", a), ("target", b)):
-        for bundle in side.repeats:
-            steady = bundle.metrics.steady_samples if bundle.ok and bundle.metrics else ()
-            if steady:
-                medians[f"{role} {bundle.name}"] = statistics.median(steady)
-    info = a.info or b.info
-    order = info.stop.order if info is not None and info.stop is not None else ()
-    return [(label.split()[0], medians[label]) for label in order if label in medians]
+    return speed.run_order(*Comparison.load(out).measured_sides())
 
 
 def main() -> None:

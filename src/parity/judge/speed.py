@@ -193,23 +193,29 @@ def compliance(
 PACE_CHECK = "machine pace held while measuring"
 
 
-def pace(a: SideRuns, b: SideRuns) -> ComplianceCheck | None:
-    """Where both sides' processes shifted together at one point of the run order
-    (``stats.pace_change``): failed where the ratio before and after differ beyond their
-    intervals (one ratio does not describe the run), passed where it held; None where the
-    pace held, or the sides did not share this machine's clock and order."""
+def run_order(a: SideRuns, b: SideRuns) -> list[tuple[str, float]]:
+    """``(role, steady median in seconds)`` of each measured process, in the order the
+    processes ran (``Stop.order``); empty where the order is not recorded."""
     info = b.info or a.info
-    if info is None or info.stop is None or not info.stop.order:
-        return None
-    if _placed(a.first) or _placed(b.first):
-        return None
+    if info is None or info.stop is None:
+        return []
     medians: dict[str, float] = {}
     for role, side in (("baseline", a), ("target", b)):
         for bundle in side.repeats:
             steady = bundle.metrics.steady_samples if bundle.ok and bundle.metrics else ()
             if steady:
                 medians[f"{role} {bundle.name}"] = statistics.median(steady)
-    order = [(label.split()[0], medians[label]) for label in info.stop.order if label in medians]
+    return [(label.split()[0], medians[label]) for label in info.stop.order if label in medians]
+
+
+def pace(a: SideRuns, b: SideRuns) -> ComplianceCheck | None:
+    """Where both sides' processes shifted together at one point of the run order
+    (``stats.pace_change``): failed where the ratio before and after differ beyond their
+    intervals (one ratio does not describe the run), passed where it held; None where the
+    pace held, or the sides did not share this machine's clock and order."""
+    if _placed(a.first) or _placed(b.first):
+        return None
+    order = run_order(a, b)
     change = pace_change(order)
     if change is None:
         return None
