@@ -116,7 +116,10 @@ def kill_at(out: Path, when: float | str) -> bool:
 
 
 def test_sigkill_at_random_points_never_corrupts_and_resume_finishes(tmp_path: Path) -> None:
-    watch(tmp_path / "warm-the-cache")
+    # the cache warmed as the kills will find it: in this process (the session's kept
+    # zygote), since only the calibration's and the kills' commands need processes of their own
+    warm = run_cli("compare", *ARGS, "--out", str(tmp_path / "warm-the-cache"))
+    assert warm.returncode == 0, warm.stderr
     seen_dir, _, end = watch(tmp_path / "calibrate")
     killed_before = killed_after = 0  # a side repeat at its final name
     for i, when in enumerate(kill_points(seen_dir, end)):

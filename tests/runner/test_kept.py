@@ -121,6 +121,17 @@ def test_the_zygotes_kept_longest_are_closed_beyond_the_bound() -> None:
     assert all(z.closed for z in made)
 
 
+def test_a_block_may_keep_more_and_its_bound_holds_for_the_blocks_inside_it() -> None:
+    made = [Idle() for _ in range(kept.MOST + 3)]
+    with keep_zygotes(most=kept.MOST + 2), keep_zygotes():  # the inner one is part of it
+        for i, zygote in enumerate(made):
+            assert kept.keep(((), frozenset({("N", str(i))})), zygote)  # type: ignore[arg-type]
+        assert [z.closed for z in made] == [True] + [False] * (kept.MOST + 2)
+    assert all(z.closed for z in made)
+    with pytest.raises(ValueError, match="at least one"), keep_zygotes(most=0):
+        pass
+
+
 def test_a_zygote_launched_early_serves_the_first_launcher_that_wants_it() -> None:
     """``launch_early``: the zygote the comparison will fork from starts before the command
     reads its request; the first launcher that would start the same one forks from it."""

@@ -48,12 +48,15 @@ IGNORED = frozenset(
     }
 )
 
-#: at most this many idle zygotes are kept (one per preload and environment)
+#: at most this many idle zygotes are kept (one per preload and environment), unless the
+#: block says otherwise (``keep_zygotes(most=...)``)
 MOST = 3
 
 _lock = threading.Lock()
 #: None outside ``keep_zygotes``; inside, the idle zygotes by what they were started with
 _kept: dict[Key, Idle] | None = None
+#: the bound of the outermost block open now
+_most = MOST
 #: a zygote launched at a command's start, before its request was read (``launch_early``)
 _early: tuple[Key, subprocess.Popen[bytes]] | None = None
 
@@ -64,20 +67,23 @@ def key(preload: tuple[str, ...]) -> Key:
 
 
 @contextlib.contextmanager
-def keep_zygotes() -> Iterator[None]:
-    """Launchers closed inside leave their zygotes for the next ones; all closed on leaving
-    (a nested block is part of the outer one)."""
-    global _kept
+def keep_zygotes(most: int = MOST) -> Iterator[None]:
+    """Launchers closed inside leave their zygotes for the next ones, at most ``most`` of
+    them (each holds torch in memory, about 300 MB); all closed on leaving. A nested block
+    is part of the outer one, whose bound holds."""
+    global _kept, _most
+    if most < 1:
+        raise ValueError(f"keep_zygotes(most={most}): keep at least one zygote")
     with _lock:
         outer = _kept is None
         if outer:
-            _kept = {}
+            _kept, _most = {}, most
     try:
         yield
     finally:
         if outer:
             with _lock:
-                left, _kept = _kept or {}, None
+                left, _kept, _most = _kept or {}, None, MOST
             for idle in left.values():
                 _close(idle)
 
@@ -157,14 +163,14 @@ def has(wanted: Key) -> bool:
 def keep(started: Key, zygote: Idle) -> bool:
     """Keep an idle zygote (or one launched and not waited for) for the next launcher;
     False outside ``keep_zygotes`` (or one like it is kept already, or it died): the
-    caller closes it. Beyond ``MOST`` kept, the one kept longest is closed (each holds
-    torch in memory)."""
+    caller closes it. Beyond the block's bound (``MOST`` unless it said), the one used
+    longest ago is closed (each holds torch in memory)."""
     alive = zygote.poll() is None if isinstance(zygote, subprocess.Popen) else zygote.alive
     with _lock:
         if _kept is None or started in _kept or not alive:
             return False
         _kept[started] = zygote
-        evicted = [_kept.pop(k) for k in list(_kept)[: max(0, len(_kept) - MOST)]]
+        evicted = [_kept.pop(k) for k in list(_kept)[: max(0, len(_kept) - _most)]]
     for old in evicted:
         _close(old)
     return True
