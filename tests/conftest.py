@@ -124,7 +124,7 @@ def _kept_zygotes() -> Iterator[None]:
     worker keeps up to ``KEPT_ZYGOTES``: the session's plain environment, with the S3
     server's, with the fake device's, with ``PYTHONPATH`` and a workload's own preload
     come round again and again, and with three kept the plain one was closed and started
-    again (a zygote imports torch and Dynamo: about 3.8 s of CPU here, 300 MB kept)."""
+    again (a zygote imports torch and Dynamo: about 4.2 s of CPU here, 300 MB kept)."""
     from parity.runner.kept import keep_zygotes
 
     with keep_zygotes(most=KEPT_ZYGOTES):
