@@ -55,7 +55,7 @@ MOST = 3
 _lock = threading.Lock()
 #: None outside ``keep_zygotes``; inside, the idle zygotes by what they were started with
 _kept: dict[Key, Idle] | None = None
-#: the bound of the outermost block open now
+#: the bound of the outermost block (read only while ``_kept`` is not None: that block set it)
 _most = MOST
 #: a zygote launched at a command's start, before its request was read (``launch_early``)
 _early: tuple[Key, subprocess.Popen[bytes]] | None = None
@@ -83,7 +83,7 @@ def keep_zygotes(most: int = MOST) -> Iterator[None]:
     finally:
         if outer:
             with _lock:
-                left, _kept, _most = _kept or {}, None, MOST
+                left, _kept = _kept or {}, None
             for idle in left.values():
                 _close(idle)
 
