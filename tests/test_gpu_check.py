@@ -183,6 +183,8 @@ def test_an_image_package_older_than_parity_needs_stops_the_run_in_one_line(
         "GPU_CHECK_PYTHON": sys.executable,
         "PYTHONPATH": str(fake),
         "OUT": str(out),
+        # none carried, whatever a checkout's own .gpu-wheels holds for the lent machine
+        "GPU_CHECK_WHEELS": str(tmp_path / "no-wheels"),
     }
     done = subprocess.run(
         [str(ROOT / "scripts" / "gpu-check")], capture_output=True, text=True, env=env, timeout=300
@@ -230,8 +232,25 @@ def test_report_lines_for_failures_and_the_result(tmp_path: Path) -> None:
     )
     line = gcr.compare_line(tmp_path, "cnn-infer-tiny-cpu-vs-cuda", 1, failed, err)
     assert line.startswith("[FAIL] compare cnn-infer-tiny-cpu-vs-cuda: quality: loss curve")
+    # the first GPU run's cnn-infer small read 121.5% of the fp32 peak: its convolutions
+    # ran in TF32; a figure above the peak fails the compare whatever its gates say
+    flops = {"achieved_flops": 8.1e13, "mfu": 1.215, "peak": {"flops": 66.9e12, "dtype": "fp32"}}
+    above = tmp_path / "above.json"
+    above.write_text(json.dumps({"gates": [], "sides": {"target": {"flops": flops}}}))
+    line = gcr.compare_line(tmp_path, "cnn-infer-small-cpu-vs-cuda", 0, above, err)
+    assert line.startswith(
+        "[FAIL] compare cnn-infer-small-cpu-vs-cuda: MFU above 100% on the target"
+    )
+    flops["mfu"] = 0.17
+    above.write_text(json.dumps({"gates": [], "sides": {"target": {"flops": flops}}}))
+    line = gcr.compare_line(tmp_path, "cnn-infer-small-cpu-vs-cuda", 0, above, err)
+    assert line.startswith("[PASS] compare cnn-infer-small-cpu-vs-cuda")
     kept = json.loads((tmp_path / "verdicts.json").read_text())
-    assert set(kept) == {"gpt-train-small-cpu-vs-cuda", "cnn-infer-tiny-cpu-vs-cuda"}
+    assert set(kept) == {
+        "gpt-train-small-cpu-vs-cuda",
+        "cnn-infer-tiny-cpu-vs-cuda",
+        "cnn-infer-small-cpu-vs-cuda",
+    }
     summary = tmp_path / "summary.txt"
     summary.write_text("[PASS] a\n[SKIP] b: not reached\nnote: x\n")
     assert gcr.result(summary, True)[1] == 0  # a dry run skips what needs CUDA

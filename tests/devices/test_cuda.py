@@ -73,12 +73,17 @@ def _matmuls_of(ms: float) -> tuple[Callable[[int], None], int]:
     return step, k
 
 
-def test_step_timer_agrees_with_cuda_events(record_property: Record) -> None:
-    """parity's timer (perf_counter_ns around the step and a synchronize) against CUDA
-    events around the same work, step by step, on a ~1 ms step: within 2%. A timer that
-    read the clock before the device finished would read the launch time, far less."""
+#: what the host adds to a timed step (the synchronize's round trip, the launches before
+#: the first kernel runs): on the lent H200 (2026-12-04, benchmarks/README.md) 22 and 40 us
+#: at 1 ms, 67 us at 6 ms, so up to 0.1 ms; a timer that did not synchronize would read
+#: the launch time alone, under the events
+HOST_OVERHEAD_MS = 0.1
+
+
+def _timed_against_events(ms: float) -> tuple[float, float, int]:
+    """The median of parity's timer and of CUDA events around the same ~``ms`` steps."""
     dev = get_device("cuda", 0)
-    work, k = _matmuls_of(1.0)
+    work, k = _matmuls_of(ms)
     pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
     def step(i: int) -> None:
@@ -91,16 +96,34 @@ def test_step_timer_agrees_with_cuda_events(record_property: Record) -> None:
     timer = StepTimer(step, dev.synchronize)
     timer.run(0, 50)  # warm-up: clocks up, cuBLAS handles made
     pairs.clear()
-    samples = timer.run(50, 300)
+    samples = timer.run(50, 200)
     host_ms = statistics.median(samples) / 1e6
     event_ms = statistics.median(s.elapsed_time(e) for s, e in pairs)
+    return host_ms, event_ms, k
+
+
+@pytest.mark.parametrize("ms", [1.0, 5.0])
+def test_step_timer_agrees_with_cuda_events(ms: float, record_property: Record) -> None:
+    """parity's timer (perf_counter_ns around the step and a synchronize) against CUDA
+    events around the same work, step by step. A timer that read the clock before the
+    device finished would read the launch time, far less than the events: the timer never
+    reads under the events by more than 2%. Above them it reads the host's overhead (the
+    synchronize's round trip, the launches): at most ``HOST_OVERHEAD_MS``, and within 2% of
+    the events on a 5 ms step."""
+    host_ms, event_ms, k = _timed_against_events(ms)
     ratio = host_ms / event_ms
-    record_property("timing_step_ms_events", round(event_ms, 4))
-    record_property("timing_step_ms_timer", round(host_ms, 4))
-    record_property("timing_ratio", round(ratio, 4))
-    record_property("timing_matmuls_per_step", k)
-    assert 0.5 <= event_ms <= 2.0, f"the step should last about 1 ms, not {event_ms:.3f} ms"
-    assert abs(ratio - 1) <= 0.02, f"timer {host_ms:.4f} ms vs events {event_ms:.4f} ms"
+    tag = f"timing_{ms:g}ms"
+    record_property(f"{tag}_events", round(event_ms, 4))
+    record_property(f"{tag}_timer", round(host_ms, 4))
+    record_property(f"{tag}_overhead_us", round((host_ms - event_ms) * 1e3, 1))
+    record_property(f"{tag}_matmuls_per_step", k)
+    assert ms / 2 <= event_ms <= ms * 2, f"the step should last about {ms} ms, not {event_ms:.3f}"
+    assert ratio >= 0.98, f"timer {host_ms:.4f} ms under events {event_ms:.4f} ms: no sync?"
+    assert host_ms - event_ms <= HOST_OVERHEAD_MS, (
+        f"timer {host_ms:.4f} ms vs events {event_ms:.4f} ms: more than the host's overhead"
+    )
+    if ms >= 5:
+        assert ratio <= 1.02, f"timer {host_ms:.4f} ms vs events {event_ms:.4f} ms"
 
 
 def test_memory_peak_after_sync_matches_the_allocator(record_property: Record) -> None:
@@ -118,11 +141,11 @@ def test_memory_peak_after_sync_matches_the_allocator(record_property: Record) -
     del transient
     peaks = dev.memory_peaks()
     allocator = torch.cuda.max_memory_allocated()
-    record_property("memory_peak_bytes", peaks["allocated"])
+    record_property("memory_peak_bytes", peaks.allocated)
     record_property("memory_allocator_peak_bytes", allocator)
-    assert peaks["allocated"] == allocator
+    assert peaks.allocated == allocator
     assert base + 128 * mib <= allocator < base + 1024 * mib
-    assert peaks["reserved"] == torch.cuda.max_memory_reserved()
+    assert peaks.reserved == torch.cuda.max_memory_reserved()
     del kept
 
 
@@ -139,7 +162,7 @@ def test_recorded_fp32_math_is_what_the_gpu_does(
     saved = backend.fp32_precision
     backend.fp32_precision = setting
     try:
-        mode = get_device("cuda", 0).environment()["flags"][f"{op}_fp32_math"]
+        mode = get_device("cuda", 0).environment().flags[f"{op}_fp32_math"]
         gen = torch.Generator().manual_seed(0)
         if op == "matmul":
             a, b = (torch.randn(512, 512, generator=gen, dtype=torch.float64) for _ in "ab")

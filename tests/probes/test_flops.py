@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from parity.devices import specs
 from parity.model.metrics import Flops
 from parity.model.verdict import ByRole
 from parity.probes import flops
@@ -19,6 +20,7 @@ from parity.report.parts import Sentence, Table
 from parity.report.view import build_view
 from parity.spec import WorkloadSpec
 from parity.workloads.base import RunContext, RunNumerics, StepRunner
+from parity.workloads.cnn import CnnInfer
 from parity.workloads.frozen import materialize
 from parity.workloads.mlp import MlpTrain
 from tests.report.cases import golden
@@ -143,3 +145,47 @@ def test_a_count_is_shown_with_its_method() -> None:
     assert fmt.flop_count(found).endswith("GFLOP (cpu)")
     rows, _ = _sides_section(found)
     assert rows["FLOPs per step"] == (fmt.flop_count(found),) * 2
+
+
+def test_convolutions_are_counted_apart_from_the_rest() -> None:
+    """The count keeps the convolutions' share (a GPU may run them in another format than
+    the matmuls): a CNN's step is mostly convolutions, an MLP's has none."""
+    cnn = CnnInfer(WorkloadSpec(name="cnn-infer", size="tiny"))
+    _, data = materialize(cnn)
+    counted = count_flops(cnn, data)
+    assert counted.per_step and counted.conv_per_step is not None
+    assert 0.5 * counted.per_step < counted.conv_per_step <= counted.per_step
+    assert _count(MlpTrain).conv_per_step == 0
+
+
+H200 = "NVIDIA H200"
+
+
+@pytest.mark.parametrize("share", [0.0, 0.25, 0.5, 0.97, 1.0])
+def test_a_step_in_two_formats_is_judged_against_their_weighted_peak(share: float) -> None:
+    """fp32 matmuls (IEEE) and TF32 convolutions (cuDNN's default) on one step: the peak is
+    the rate were each op at its own format's peak, so a step that ran exactly that fast
+    reads MFU 1 whatever the mix, and the TF32 part cannot lift MFU past 1."""
+    fp32, tf32 = (specs.peak_flops(H200, d) for d in ("fp32", "tf32"))
+    assert fp32 is not None and tf32 is not None
+    total = 1e12
+    counted = Flops(per_step=total, method="test", conv_per_step=share * total)
+    found = flops.peak(H200, "fp32", "tf32", counted)
+    assert found is not None
+    fastest = share * total / tf32.flops + (1 - share) * total / fp32.flops  # seconds
+    assert flops.mfu(counted, fastest, found).mfu == pytest.approx(1.0)
+    assert fp32.flops <= found.flops <= tf32.flops
+    if share == 0.0:
+        assert found == fp32
+    else:
+        assert found.dtype == "tf32 conv + fp32 matmul" and found.source
+        assert f"{share:.0%} convolutions" in found.source
+
+
+def test_one_format_or_an_unknown_one_keeps_the_plain_peak_or_none() -> None:
+    counted = Flops(per_step=1e12, method="test", conv_per_step=5e11)
+    assert flops.peak(H200, "bf16", "bf16", counted) == specs.peak_flops(H200, "bf16")
+    assert flops.peak(H200, "fp32", None, counted) == specs.peak_flops(H200, "fp32")
+    uncounted = Flops(per_step=1e12, method="estimate")  # no split known: the matmuls'
+    assert flops.peak(H200, "fp32", "tf32", uncounted) == specs.peak_flops(H200, "fp32")
+    assert flops.peak(H200, "fp32", "int4", counted) is None  # no peak rather than a wrong one

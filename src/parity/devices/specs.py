@@ -179,7 +179,7 @@ def framework_unit(device_name: str) -> FrameworkUnit | None:
 
 
 def peak_flops(device_name: str, dtype: str) -> Peak | None:
-    """Peak FLOP/s of one framework device for the dtype its matmuls run in, with the
+    """Peak FLOP/s of one framework device for one format (fp32, tf32, bf16, fp16), with the
     unit it is per and the source."""
     entry = lookup(device_name)
     if entry is None or dtype not in entry.peak_flops:

@@ -103,6 +103,9 @@ class Flops:
     per_step: float | None
     #: how they were counted, in words
     method: str
+    #: those of ``per_step`` in convolutions (a counted method only): on a GPU they may run
+    #: in another format than the matmuls (cuDNN's TF32), so the peak is weighted by them
+    conv_per_step: float | None = omit_none()
     #: why there is no count (every method failed)
     error: str | None = omit_none()
     #: the method that gave ``per_step`` (see ``parity.probes.flops``)

@@ -59,9 +59,9 @@ def _step_flops(
     data: Tensors,
     device: torch.device,
     move: Callable[[torch.Tensor], torch.Tensor],
-) -> int:
+) -> tuple[int, int]:
     """FLOPs of ``workload``'s second step (the first may differ) on ``device``, with the
-    data moved there by ``move``."""
+    data moved there by ``move``: all of them, and those in convolutions."""
     ctx = RunContext(device=device, side=SideSpec(device="cpu"), autocast_type="cpu")
     with warnings.catch_warnings(), seeded(workload.seed):
         warnings.simplefilter("ignore")
@@ -71,7 +71,9 @@ def _step_flops(
         counter = FlopCounterMode(display=False)
         with counter:
             runner.step(1)
-    return int(counter.get_total_flops())
+    by_op = counter.get_flop_counts().get("Global", {})
+    conv = sum(n for op, n in by_op.items() if "convolution" in str(op))
+    return int(counter.get_total_flops()), int(conv)
 
 
 def estimate(workload: Workload, parameters: int) -> int:
@@ -83,9 +85,15 @@ def estimate(workload: Workload, parameters: int) -> int:
     return (6 if workload.kind == "train" else 2) * parameters * units
 
 
-def _counted(method: FlopMethod, per_step: float, tried: list[FlopAttempt]) -> Flops:
+def _counted(
+    method: FlopMethod, per_step: float, tried: list[FlopAttempt], conv: float | None = None
+) -> Flops:
     return Flops(
-        per_step=per_step, method=METHODS[method], method_name=method, tried=tuple(tried) or None
+        per_step=per_step,
+        method=METHODS[method],
+        method_name=method,
+        tried=tuple(tried) or None,
+        conv_per_step=conv,
     )
 
 
@@ -93,9 +101,10 @@ def count_flops(workload: Workload, data: Tensors) -> Flops:
     """FLOPs of one step of ``workload`` (see the module's docstring for the methods)."""
     tried: list[FlopAttempt] = []
 
-    def attempt(method: FlopMethod, fn: Callable[[], int]) -> Flops | None:
+    def attempt(method: FlopMethod, fn: Callable[[], tuple[int, int]]) -> Flops | None:
         try:
-            return _counted(method, float(fn()), tried)
+            total, conv = fn()
+            return _counted(method, float(total), tried, float(conv))
         except Exception as exc:  # any op without a meta kernel, any user-workload quirk
             tried.append(FlopAttempt(method=method, error=_reason(exc)))
             return None
@@ -122,9 +131,31 @@ def count_flops(workload: Workload, data: Tensors) -> Flops:
     return Flops(per_step=None, method="not counted", error=error, tried=tuple(tried))
 
 
-def peak(device_name: str, dtype: str) -> Peak | None:
-    """The peak FLOP/s of a device (by its exact name) for a dtype, from ``specs.toml``."""
-    return peak_flops(device_name, dtype)
+def peak(
+    device_name: str, matmul: str, conv: str | None = None, flops: Flops | None = None
+) -> Peak | None:
+    """The peak FLOP/s of a device (by its exact name) for the step's formats, from
+    ``specs.toml``: the matmuls' format, unless the step's convolutions run in another
+    (cuDNN's TF32 under an fp32 side on CUDA). Then it is the peak weighted by their
+    FLOPs, the rate at which the step would run were every op at its format's peak:
+    ``F / (F_conv / P_conv + F_rest / P_matmul)``, so that MFU stays at most 1."""
+    base = peak_flops(device_name, matmul)
+    share = None
+    if flops is not None and flops.per_step and flops.conv_per_step:
+        share = flops.conv_per_step / flops.per_step
+    if base is None or conv is None or conv == matmul or not share:
+        return base
+    other = peak_flops(device_name, conv)
+    if other is None:
+        return None  # a format whose peak is unknown: no MFU rather than a wrong one
+    weighted = 1.0 / (share / other.flops + (1.0 - share) / base.flops)
+    how = f"weighted by the step's FLOPs: {share:.0%} convolutions at {conv}, the rest at {matmul}"
+    return replace(
+        base,
+        dtype=f"{conv} conv + {matmul} matmul",
+        flops=weighted,
+        source=f"{base.source}; {how}" if base.source else how,
+    )
 
 
 def mfu(flops: Flops, median_step_s: float | None, peak: Peak | None, *, devices: int = 1) -> Flops:

@@ -367,9 +367,10 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
     # MFU per device: the step's FLOPs are the global batch's, spread over the ranks
     world = session.dist.world_size if session.dist is not None else 1
     matmul = resolved.matmul if resolved is not None else job.side.precision
+    conv = resolved.conv if resolved is not None else None
     return replace(
         out,
-        flops=mfu(flops, steps.median, peak(device.name(), matmul), devices=world),
+        flops=mfu(flops, steps.median, peak(device.name(), matmul, conv, flops), devices=world),
         generation=generation,
         inference=inference,
         distributed=timed.distributed,
