@@ -48,8 +48,7 @@ from parity.model.verdict import JudgeInputs, Verdict
 from parity.model.workload import PreparedWorkload
 
 if TYPE_CHECKING:
-    import torch
-
+    from parity.arrays import Array
     from parity.redact import Redactor
 
 __all__ = ["MARGIN", "Bundle", "SideRuns"]  # and the functions below
@@ -256,15 +255,15 @@ def read_doc(path: Path, tp: type[T]) -> T:
     return _decode_doc(path, data, tp)
 
 
-def _tensors(path: Path, data: bytes | None) -> dict[str, torch.Tensor]:
+def _tensors(path: Path, data: bytes | None) -> dict[str, Array]:
+    """A safetensors file's tensors as numpy arrays (``parity.arrays``: no torch)."""
     if data is None:
         return {}
-    from safetensors import SafetensorError
-    from safetensors.torch import load
+    from parity.arrays import read
 
     try:
-        return load(data)
-    except (SafetensorError, OSError, ValueError) as exc:
+        return read(data)
+    except (OSError, ValueError) as exc:
         raise BundleError(
             f"{path} is not a valid safetensors file ({exc}): the bundle is corrupt; "
             "rerun that side"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity import estimate as estimates
+from parity.arrays import floating
 from parity.bundle import (
     CURVE,
     EXPECTED_DIR,
@@ -197,7 +198,7 @@ def compare(
         launcher.warm(request.workload.name)  # the zygote imports while this process does
         # meanwhile, settled before the timed runs
         import_ahead(*END_IMPORTS, *(REPORT_IMPORTS if request.report else ()))
-        from parity.checks.common import read_checks  # (torch, for the judge)
+        from parity.checks.common import read_checks
 
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
         costed = not resuming and request.cluster is None  # this machine runs both sides
@@ -341,7 +342,7 @@ def forced_tokens(done: Mapping[Role, list[Bundle]]) -> tuple[tuple[int, ...], .
     if not first or not first[0].ok:
         return None
     tokens = first[0].output_tensors().get(EVERY_TOKENS)
-    if tokens is None or tokens.dim() != 2 or tokens.is_floating_point():
+    if tokens is None or tokens.ndim != 2 or floating(tokens):
         return None
     return tuple(tuple(int(x) for x in row) for row in tokens.tolist())
 

@@ -8,11 +8,21 @@ length, so every side draws the same). For unit rows ``u`` and ``v``,
 with a relative standard deviation of at most ``sqrt(2 / DIMS)`` (6.3% at 512), so
 ``1 - cos`` is read to within that relative error: 0.9999 and 0.99 stay far apart. A row
 no longer than ``DIMS`` is kept whole, and its cosine is exact.
+
+A side sketches with torch (:func:`sketch`, in its worker); the parent reads the
+sketches back as numpy arrays (:func:`cosine`), without torch.
 """
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from parity.arrays import Array, f64
+
+if TYPE_CHECKING:
+    import torch
 
 #: buckets per row
 DIMS = 512
@@ -23,6 +33,8 @@ SEED = 7_340_033
 def sketch(rows: torch.Tensor, dims: int = DIMS) -> torch.Tensor:
     """``rows`` (``..., n``) as unit rows sketched to ``..., min(n, dims)`` (float32, on
     the CPU). A zero row stays zero; a row with a NaN or an Inf sketches to NaN."""
+    import torch
+
     x = rows.detach().to("cpu", torch.float64)
     norm = x.norm(dim=-1, keepdim=True)
     unit = torch.where(norm > 0, x / norm, x)
@@ -37,8 +49,8 @@ def sketch(rows: torch.Tensor, dims: int = DIMS) -> torch.Tensor:
     return out.float()
 
 
-def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def cosine(a: Array, b: Array) -> Array:
     """Per row, the cosine similarity of the two rows whose sketches are ``a`` and ``b``:
     ``1 - |a - b|^2 / 2``, within [-1, 1] (NaN where a sketch is)."""
-    gap = (a.double() - b.double()).pow(2).sum(-1)
-    return (1 - gap / 2).clamp(-1.0, 1.0)
+    gap = np.square(f64(a) - f64(b)).sum(-1)
+    return np.asarray(np.clip(1 - gap / 2, -1.0, 1.0))

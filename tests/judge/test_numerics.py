@@ -1,14 +1,14 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
-import torch
 
 from parity.judge.fp64 import gate
 from parity.judge.numerics import effective_precision, expected_side, runs_convolutions
 from parity.model.ops import InventoryRow, OpsCensus
 from parity.spec import parse_side
 
-REF = torch.linspace(-2, 2, 1000, dtype=torch.float64)
+REF = np.linspace(-2, 2, 1000, dtype=np.float64)
 
 
 def test_rmse_rule_scales_with_the_baseline_error() -> None:
@@ -22,7 +22,7 @@ def test_rmse_rule_scales_with_the_baseline_error() -> None:
 
 
 def test_allclose_passes_what_rmse_does_not() -> None:
-    exact = REF.clone()
+    exact = REF.copy()
     target = REF * (1 + 5e-3)  # within rtol 1e-2
     g = gate("x", target, exact, REF, k=3, tol=1e-2)
     assert g.passed and g.rule == "allclose"
@@ -38,7 +38,7 @@ def test_the_expected_runs_error_joins_the_bound_when_larger() -> None:
     assert g.rmse_expected == pytest.approx(1e-2) and g.bound == pytest.approx(3 * 1e-2 + 1e-3)
     assert not gate("x", REF - 2.5e-2, fp32_baseline, REF, k=3, tol=1e-2).passed
     # an expected run that is not finite (fp16 overflow) is no comparator
-    broken = expected.clone()
+    broken = expected.copy()
     broken[0] = float("inf")
     assert gate("x", REF, fp32_baseline, REF, k=3, tol=1e-2, e=broken).rmse_expected is None
 
@@ -68,7 +68,7 @@ def test_the_expected_run_is_the_cpu_at_the_targets_precision(
 
 
 def test_nan_and_shape_fail_and_cosine_fallback() -> None:
-    nan = REF.clone()
+    nan = REF.copy()
     nan[3] = float("nan")
     assert "NaN" in str(gate("x", nan, REF, REF, k=2, tol=1e-4).detail)
     assert not gate("x", REF[:10], REF, REF, k=2, tol=1e-4).passed

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from parity.arrays import floating
 from parity.bundle import Bundle, read_doc, write_doc
 from parity.devices.names import run_together
 from parity.errors import BundleError, CheckError, OptionError
@@ -244,7 +245,7 @@ def continuation(
     out_b, out_r = base.output_tensors(), resumed.output_tensors()
     rmse: dict[str, float] = {}
     for name in sorted(set(out_b) & set(out_r)):
-        if not out_b[name].is_floating_point():
+        if not floating(out_b[name]):
             continue
         check = quality.compare_output(name, out_b[name], out_r[name], tol["outputs_rel_rmse"])
         if not isinstance(check, OutputCheck):

@@ -36,8 +36,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
-import torch
+import numpy as np
 
+from parity.arrays import Array, Arrays, cosine_similarity, f64, floating
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
 from parity.model.numerics import (
@@ -53,7 +54,6 @@ from parity.model.quality import AgreementCheck, Divergence, QualityCheck, Token
 from parity.sketch import DIMS, cosine
 from parity.stats.proportion import upper_bound
 
-Tensors = dict[str, torch.Tensor]
 #: a gate's minimum by metric (``top1``, ``cosine``)
 Minimums = Mapping[str, float]
 #: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
@@ -71,26 +71,27 @@ def required_rows(minimum: float, alpha: float = ALPHA) -> int:
     return math.floor(math.log(alpha) / math.log(minimum)) + 1
 
 
-def _kind(bundle: Bundle, name: str, tensor: torch.Tensor) -> OutputKind:
+def _kind(bundle: Bundle, name: str, tensor: Array) -> OutputKind:
     summary = bundle.outputs.outputs.get(name) if bundle.outputs is not None else None
     if summary is not None and summary.kind is not None:
         return summary.kind
-    return output_kind(name, floating=tensor.is_floating_point())
+    return output_kind(name, floating=floating(tensor))
 
 
-def _max_abs(x: torch.Tensor, y: torch.Tensor) -> float:
-    if x.shape != y.shape or x.numel() == 0:
+def _max_abs(x: Array, y: Array) -> float:
+    if x.shape != y.shape or x.size == 0:
         return 0.0
-    diff = (x.double() - y.double()).abs()
-    return float(diff[torch.isfinite(diff)].max()) if bool(torch.isfinite(diff).any()) else 0.0
+    diff = np.abs(f64(x) - f64(y))
+    finite = np.isfinite(diff)
+    return float(diff[finite].max()) if bool(finite.any()) else 0.0
 
 
 def near_tie_margin(a: Bundle, ref: Bundle | None, exp: Bundle | None, tol: float) -> float:
     """The near-tie margin ``2 (e_base + e_target)`` (see the module's docstring)."""
     ta = a.output_tensors()
-    names = [n for n, t in ta.items() if t.is_floating_point() and _kind(a, n, t) == "logits"]
+    names = [n for n, t in ta.items() if floating(t) and _kind(a, n, t) == "logits"]
     if ref is None or ref.outputs is None:
-        e = max((tol * float(ta[n].double().abs().max()) for n in names), default=0.0)
+        e = max((tol * float(np.abs(f64(ta[n])).max()) for n in names), default=0.0)
         return 4 * e
     tr = ref.output_tensors()
     te = exp.output_tensors() if exp is not None else {}
@@ -102,17 +103,17 @@ def near_tie_margin(a: Bundle, ref: Bundle | None, exp: Bundle | None, tol: floa
     return 2 * (e_base + e_target)
 
 
-def _first_differences(rows: torch.Tensor) -> tuple[int | None, ...]:
-    return tuple(int((~r).nonzero()[0]) if not bool(r.all()) else None for r in rows)
+def _first_differences(rows: Array) -> tuple[int | None, ...]:
+    return tuple(int(np.flatnonzero(~r)[0]) if not bool(r.all()) else None for r in rows)
 
 
 def tokens_check(
     name: str,
-    base: torch.Tensor,
-    target: torch.Tensor,
-    margins: torch.Tensor | None,
+    base: Array,
+    target: Array,
+    margins: Array | None,
     threshold: float,
-    forced: torch.Tensor | None = None,
+    forced: Array | None = None,
 ) -> TokensCheck:
     """Generated tokens against the baseline's, each prompt up to its first difference;
     ``margins``: the baseline's own top-2 margin at each generated position; ``forced``:
@@ -123,15 +124,16 @@ def tokens_check(
     if base.shape != target.shape:
         detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
         return TokensCheck(name=label, passed=False, detail=detail, output_kind="tokens")
-    rows = (base == target).reshape(base.shape[0], -1) if base.dim() > 1 else (base == target)
-    rows = rows if rows.dim() > 1 else rows.reshape(1, -1)
+    same = np.asarray(base == target)
+    rows = same.reshape(base.shape[0], -1) if base.ndim > 1 else same
+    rows = rows if rows.ndim > 1 else rows.reshape(1, -1)
     n, g = rows.shape
     first = _first_differences(rows)
     differ = _differences(rows, first, base, forced)
     after = sum(g - p - 1 for p in first if p is not None)  # tokens after a first difference
     compared, forced_after = n * g, after
     if differ is None:  # each prompt up to and including its first difference
-        differ = torch.zeros_like(rows)
+        differ = np.zeros_like(rows)
         for i, p in enumerate(first):
             if p is not None:
                 differ[i, p] = True
@@ -157,7 +159,7 @@ def tokens_check(
     at = tuple(None if p is None else float(margins[i, p]) for i, p in enumerate(first))
     found = tuple(
         Divergence(prompt=i, position=j, margin=m, near_tie=m < threshold)
-        for i, j in differ.nonzero().tolist()
+        for i, j in np.argwhere(differ).tolist()
         for m in (float(margins[i, j]),)
     )
     flips = sum(not d.near_tie for d in found)
@@ -179,14 +181,14 @@ def tokens_check(
 
 
 def _differences(
-    rows: torch.Tensor,
+    rows: Array,
     first: tuple[int | None, ...],
-    base: torch.Tensor,
-    forced: torch.Tensor | None,
-) -> torch.Tensor | None:
+    base: Array,
+    forced: Array | None,
+) -> Array | None:
     """Where each token differs: the target's own tokens up to and including a prompt's
     first difference, its teacher-forced predictions after it (None without them)."""
-    if forced is None or base.dim() != 2 or tuple(forced.shape) != tuple(base.shape):
+    if forced is None or base.ndim != 2 or tuple(forced.shape) != tuple(base.shape):
         return None
     differ = ~rows
     for i, p in enumerate(first):
@@ -195,13 +197,13 @@ def _differences(
     return differ
 
 
-def _rows(t: torch.Tensor) -> torch.Tensor:
-    t = t.double()
-    return t.reshape(-1, t.shape[-1]) if t.dim() > 1 else t.reshape(1, -1)
+def _rows(t: Array) -> Array:
+    x = f64(t)
+    return x.reshape(-1, x.shape[-1]) if x.ndim > 1 else x.reshape(1, -1)
 
 
 def top1_decision(
-    head: AgreementCheck, agree: torch.Tensor, decisive: torch.Tensor, compared: int
+    head: AgreementCheck, agree: Array, decisive: Array, compared: int
 ) -> AgreementCheck:
     """A top-1 gate from each compared row's agreement and decisiveness: decided once the
     decisive rows reach :func:`required_rows`; before that, decided as a failure where the
@@ -209,12 +211,12 @@ def top1_decision(
     (so many flips that no number of further rows would make a pass believable), else
     not decided (never a pass)."""
     count, need = int(decisive.sum()), required_rows(head.threshold)
-    value = float(agree[decisive].double().mean()) if count else None
+    value = float(agree[decisive].mean()) if count else None
     check = replace(
         head,
         value=value,
         rows=compared,
-        agreement=float(agree.double().mean()) if compared else None,
+        agreement=float(agree.mean()) if compared else None,
         near_ties=compared - count,
         decisive=count,
         required=need,
@@ -240,7 +242,7 @@ def top1_decision(
 
 
 def top1_check(
-    name: str, base: torch.Tensor, target: torch.Tensor, threshold: float, minimum: float
+    name: str, base: Array, target: Array, threshold: float, minimum: float
 ) -> AgreementCheck:
     """Top-1 agreement of logits rows, among rows beyond a near-tie."""
     b, t = _rows(base), _rows(target)
@@ -256,14 +258,12 @@ def top1_check(
     if b.shape != t.shape or b.shape[-1] < 2:
         detail = "shapes differ" if b.shape != t.shape else "one class: nothing to rank"
         return replace(head, passed=None, gated=False, detail=detail)
-    top2 = b.topk(2, dim=-1).values
-    decisive = (top2[:, 0] - top2[:, 1]) > threshold
+    top2 = np.sort(b, axis=-1)[:, -2:]  # the second largest, then the largest
+    decisive = (top2[:, 1] - top2[:, 0]) > threshold
     return top1_decision(head, b.argmax(-1) == t.argmax(-1), decisive, int(b.shape[0]))
 
 
-def cosine_check(
-    name: str, base: torch.Tensor, target: torch.Tensor, minimum: float
-) -> AgreementCheck:
+def cosine_check(name: str, base: Array, target: Array, minimum: float) -> AgreementCheck:
     """The smallest per-row cosine similarity of embeddings with the baseline's."""
     b, t = _rows(base), _rows(target)
     if b.shape != t.shape:
@@ -274,8 +274,8 @@ def cosine_check(
             threshold=minimum,
             detail="shapes differ",
         )
-    cos = torch.nn.functional.cosine_similarity(b, t, dim=-1)
-    value = float(cos.min()) if cos.numel() and bool(torch.isfinite(cos).all()) else 0.0
+    cos = cosine_similarity(b, t, axis=-1)
+    value = float(cos.min()) if cos.size and bool(np.isfinite(cos).all()) else 0.0
     return AgreementCheck(
         name=f"cosine {name}",
         passed=value >= minimum,
@@ -289,7 +289,7 @@ def cosine_check(
 
 
 def every_position_checks(
-    ta: Tensors, tb: Tensors, ma: Tensors, mb: Tensors, threshold: float, minimum: Minimums
+    ta: Arrays, tb: Arrays, ma: Arrays, mb: Arrays, threshold: float, minimum: Minimums
 ) -> list[QualityCheck]:
     """Every prompt's tokens, and top-1 and cosine at every position where both sides saw
     the same context: with the target's scores on the baseline's tokens
@@ -305,12 +305,12 @@ def every_position_checks(
     usable = (
         forced is not None
         and pa is not None
-        and base.dim() == 2
+        and base.ndim == 2
         and forced.shape == pa.shape
         and pa.shape[0] == base.shape[0]
         and pa.shape[1] >= base.shape[1]
     )
-    prefill = pa.shape[1] - base.shape[1] if pa is not None and base.dim() == 2 else 0
+    prefill = pa.shape[1] - base.shape[1] if pa is not None and base.ndim == 2 else 0
     on_theirs = forced[:, prefill:] if usable and forced is not None else None
     tokens = tokens_check(EVERY_TOKENS, base, target, ma.get(EVERY_TOKENS), threshold, on_theirs)
     head = AgreementCheck(
@@ -329,15 +329,15 @@ def every_position_checks(
         return [tokens, replace(head, detail="the sides' shapes differ")]
     n, width = pa.shape
     if usable and forced is not None:  # every row on the baseline's context
-        same_context = torch.ones(n, width, dtype=torch.bool)
+        same_context = np.ones((n, width), dtype=bool)
         pb, sb = forced, mb.get(EVERY_FORCED_SKETCH)
     else:
         first = tokens.first_difference
-        reach = torch.tensor([width if p is None else prefill + p + 1 for p in first])
-        same_context = torch.arange(width)[None, :] < reach[:, None]
+        reach = np.array([width if p is None else prefill + p + 1 for p in first])
+        same_context = np.arange(width)[None, :] < reach[:, None]
     compared = int(same_context.sum())
-    decisive = same_context & (margins.double() > threshold)
-    agree = pa == pb
+    decisive = same_context & (f64(margins) > threshold)
+    agree = np.asarray(pa == pb)
     check = top1_decision(head, agree[same_context], decisive[same_context], compared)
     checks: list[QualityCheck] = [tokens, replace(check, not_compared=n * width - compared)]
     if sa is not None and sb is not None:
@@ -345,9 +345,7 @@ def every_position_checks(
     return checks
 
 
-def sketched_cosine(
-    a: torch.Tensor, b: torch.Tensor, same_context: torch.Tensor, minimum: float
-) -> AgreementCheck:
+def sketched_cosine(a: Array, b: Array, same_context: Array, minimum: float) -> AgreementCheck:
     """The smallest cosine of the logits at every same-context position, from each side's
     sketches (``parity.sketch``: exact for rows of at most ``DIMS`` logits, else ``1 -
     cos`` within about sqrt(2 / DIMS) relative)."""
@@ -362,7 +360,7 @@ def sketched_cosine(
     if a.shape != b.shape or a.shape[:2] != same_context.shape:
         return replace(head, detail="the sides' logits sketches differ in shape")
     cos = cosine(a, b)[same_context]
-    finite = cos.numel() > 0 and bool(torch.isfinite(cos).all())
+    finite = cos.size > 0 and bool(np.isfinite(cos).all())
     value = float(cos.min()) if finite else 0.0
     detail = "exact" if a.shape[-1] < DIMS else f"read from {DIMS}-bucket sketches of each row"
     if not finite:
@@ -371,8 +369,8 @@ def sketched_cosine(
         head,
         passed=finite and value >= minimum,
         value=value,
-        rows=cos.numel(),
-        not_compared=same_context.numel() - cos.numel(),
+        rows=int(cos.size),
+        not_compared=int(same_context.size - cos.size),
         detail=detail,
     )
 

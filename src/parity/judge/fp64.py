@@ -5,8 +5,9 @@ cosine similarity with the baseline without a reference."""
 
 from __future__ import annotations
 
-import torch
+import numpy as np
 
+from parity.arrays import Array, cosine_similarity, f64
 from parity.judge.measures import TINY, distribution, min_rtol_at, rmse
 from parity.model.quality import Comparator, ReferenceCheck
 
@@ -15,28 +16,28 @@ COSINE_MIN = 0.99
 
 def gate(
     name: str,
-    t: torch.Tensor,
-    b: torch.Tensor,
-    r: torch.Tensor | None,
+    t: Array,
+    b: Array,
+    r: Array | None,
     k: float,
     tol: float,
-    e: torch.Tensor | None = None,
+    e: Array | None = None,
 ) -> ReferenceCheck:
     """One output against the reference (or, without one, target against baseline);
     ``e``: the expected-error run's value, whose error joins the baseline's in the bound."""
-    t, b = t.double().flatten(), b.double().flatten()
+    t, b = f64(t).ravel(), f64(b).ravel()
 
     def fail(detail: str) -> ReferenceCheck:
         return ReferenceCheck(
             name=name, kind="fp64", k=k, tolerance=tol, passed=False, detail=detail
         )
 
-    if t.shape != b.shape or (r is not None and r.numel() != t.numel()):
+    if t.shape != b.shape or (r is not None and r.size != t.size):
         return fail("the sides' shapes differ")
-    if not bool(torch.isfinite(t).all()):
+    if not bool(np.isfinite(t).all()):
         return fail("the target's output holds NaN or inf")
     if r is None:
-        cos = float(torch.nn.functional.cosine_similarity(t, b, dim=0)) if t.numel() else 1.0
+        cos = float(cosine_similarity(t, b, axis=0)) if t.size else 1.0
         return ReferenceCheck(
             name=name,
             kind="cosine",
@@ -46,31 +47,31 @@ def gate(
             cosine=cos,
             detail="no fp64 reference: cosine similarity with the baseline",
         )
-    r = r.double().flatten()
-    usable = e is not None and e.numel() == r.numel() and bool(torch.isfinite(e).all())
-    expected = rmse(e.double().flatten() - r) if e is not None and usable else None
+    r = f64(r).ravel()
+    usable = e is not None and e.size == r.size and bool(np.isfinite(e).all())
+    expected = rmse(f64(e).ravel() - r) if e is not None and usable else None
     return _against_reference(name, t, b, r, k, tol, expected)
 
 
 def _against_reference(
     name: str,
-    t: torch.Tensor,
-    b: torch.Tensor,
-    r: torch.Tensor,
+    t: Array,
+    b: Array,
+    r: Array,
     k: float,
     tol: float,
     expected: float | None,
 ) -> ReferenceCheck:
-    err_t, err_b = (t - r).abs(), (b - r).abs()
+    err_t, err_b = np.abs(t - r), np.abs(b - r)
     rmse_t, rmse_b = rmse(err_t), rmse(err_b)
     comparator: Comparator = (
         "expected" if expected is not None and expected > rmse_b else "baseline"
     )
     bound = k * max(rmse_b, expected or 0.0) + tol / 10
-    rel = err_t / r.abs().clamp_min(TINY)
+    rel = err_t / np.maximum(np.abs(r), TINY)
     # atol scales with the reference's RMS: an absolute tol passes any error on an output
     # much smaller than 1 (early logits of a training run)
-    allclose = bool((err_t <= tol * rmse(r) + tol * r.abs()).all())
+    allclose = bool((err_t <= tol * rmse(r) + tol * np.abs(r)).all())
     return ReferenceCheck(
         name=name,
         kind="fp64",
@@ -87,9 +88,9 @@ def _against_reference(
         abs_error=distribution(err_t),
         rel_error=distribution(rel),
         baseline_abs_error=distribution(err_b),
-        min_atol=float(err_t.max()) if err_t.numel() else 0.0,
-        min_rtol=float(rel.max()) if rel.numel() else 0.0,
+        min_atol=float(err_t.max()) if err_t.size else 0.0,
+        min_rtol=float(rel.max()) if rel.size else 0.0,
         min_rtol_at_atol_tol=min_rtol_at(err_t, r, tol),
-        cosine=float(torch.nn.functional.cosine_similarity(t, r, dim=0)) if t.numel() else 1.0,
-        values=t.numel(),
+        cosine=float(cosine_similarity(t, r, axis=0)) if t.size else 1.0,
+        values=int(t.size),
     )

@@ -29,8 +29,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import torch
-
+from parity.arrays import Arrays
 from parity.judge.measures import finite_or_none, relative
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
@@ -40,7 +39,7 @@ from parity.model.quality import LayerRow, Localisation
 FLOOR = 1e-6
 TOP = 5
 AFTER_RUN = "after_run."
-Tensors = dict[str, torch.Tensor]
+Tensors = Arrays
 
 
 @dataclass(frozen=True)

@@ -2,30 +2,32 @@
 
 A relative error is ``rmse(x - ref) / rms(ref)``; ``math.inf`` stands for a value that is
 not finite (NaN or Inf in ``x``), which JSON cannot hold: :func:`finite_or_none` turns it
-into the None a verdict stores.
+into the None a verdict stores. Arrays are numpy's (``parity.arrays``): the judge never
+imports torch.
 """
 
 from __future__ import annotations
 
 import math
 
-import torch
+import numpy as np
 
+from parity.arrays import Array, f64, floating
 from parity.model.quality import ErrorDistribution
 
-TINY = torch.finfo(torch.float64).tiny
+TINY = float(np.finfo(np.float64).tiny)
 
 
-def rmse(x: torch.Tensor) -> float:
-    return float(x.pow(2).mean().sqrt()) if x.numel() else 0.0
+def rmse(x: Array) -> float:
+    return float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
 
 
-def relative(x: torch.Tensor, ref: torch.Tensor) -> float:
+def relative(x: Array, ref: Array) -> float:
     """The relative RMS error of ``x`` against ``ref`` (inf: ``x`` is not finite)."""
-    x, ref = x.double().flatten(), ref.double().flatten()
-    if x.numel() != ref.numel():
+    x, ref = f64(x).ravel(), f64(ref).ravel()
+    if x.size != ref.size:
         return math.inf
-    if not bool(torch.isfinite(x).all()):
+    if not bool(np.isfinite(x).all()):
         return math.inf
     rms = rmse(ref)
     value = rmse(x - ref)
@@ -36,22 +38,22 @@ def finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def distribution(x: torch.Tensor) -> ErrorDistribution:
-    if x.numel() == 0:
+def distribution(x: Array) -> ErrorDistribution:
+    if x.size == 0:
         return ErrorDistribution(max=0.0, mean=0.0, p99=0.0)
     return ErrorDistribution(
         max=float(x.max()),
         mean=float(x.mean()),
-        p99=float(torch.quantile(x, 0.99)) if x.numel() > 1 else float(x.max()),
+        p99=float(np.quantile(x, 0.99)) if x.size > 1 else float(x.max()),
     )
 
 
-def min_rtol_at(err: torch.Tensor, ref: torch.Tensor, atol: float) -> float:
+def min_rtol_at(err: Array, ref: Array, atol: float) -> float:
     """The smallest rtol that passes with ``atol`` fixed."""
-    if err.numel() == 0:
+    if err.size == 0:
         return 0.0
-    return float(((err - atol).clamp_min(0) / ref.abs().clamp_min(TINY)).max())
+    return float((np.maximum(err - atol, 0.0) / np.maximum(np.abs(ref), TINY)).max())
 
 
-def all_finite(x: torch.Tensor) -> bool:
-    return not x.is_floating_point() or bool(torch.isfinite(x).all())
+def all_finite(x: Array) -> bool:
+    return not floating(x) or bool(np.isfinite(x).all())

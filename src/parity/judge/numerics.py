@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-import torch
+import numpy as np
 
+from parity.arrays import Array, Arrays, f64
 from parity.judge import tolerances
 from parity.judge.fp64 import gate
 from parity.judge.localise import localise_run
@@ -47,7 +48,7 @@ from parity.model.quality import (
 from parity.spec import SideSpec
 
 TOP = 5
-Tensors = dict[str, torch.Tensor]
+Tensors = Arrays
 
 #: ATen ops (overload packets, as the op scan names them) that run a convolution
 CONV_OPS = frozenset(
@@ -118,10 +119,10 @@ def _gradients(
     if not names:
         return None
 
-    def cat(t: Tensors | None) -> torch.Tensor | None:
+    def cat(t: Tensors | None) -> Array | None:
         if t is None or not all(f"grad.{n}" in t for n in names):
             return None
-        return torch.cat([t[f"grad.{n}"].double().flatten() for n in names])
+        return np.concatenate([f64(t[f"grad.{n}"]).ravel() for n in names])
 
     gt, gb, gref = cat(tb), cat(ta), cat(tr)
     assert gt is not None and gb is not None  # every name is in both

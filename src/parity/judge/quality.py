@@ -15,8 +15,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-import torch
+import numpy as np
 
+from parity.arrays import Array, cosine_similarity, f64, floating
 from parity.judge.tolerances import direct
 from parity.model.bundle import Bundle
 from parity.model.numerics import OutputKind
@@ -36,15 +37,15 @@ def tolerances(a: SideSpec, b: SideSpec) -> dict[str, float]:
     return direct(a, b)
 
 
-def _tokens(label: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck:
-    same = base == target
-    flat = same.reshape(same.shape[0], -1) if same.dim() > 1 else same.reshape(1, -1)
-    first = tuple(int((~row).nonzero()[0]) if not bool(row.all()) else None for row in flat)
+def _tokens(label: str, base: Array, target: Array) -> TokensCheck:
+    same = np.asarray(base == target)
+    flat = same.reshape(same.shape[0], -1) if same.ndim > 1 else same.reshape(1, -1)
+    first = tuple(int(np.flatnonzero(~row)[0]) if not bool(row.all()) else None for row in flat)
     return TokensCheck(
         name=label,
         gated=False,
         passed=None,
-        agreement=float(same.float().mean()) if same.numel() else 1.0,
+        agreement=float(same.mean()) if same.size else 1.0,
         first_difference=first,
         detail="integer outputs are reported, not gated",
     )
@@ -52,8 +53,8 @@ def _tokens(label: str, base: torch.Tensor, target: torch.Tensor) -> TokensCheck
 
 def compare_output(
     name: str,
-    base: torch.Tensor,
-    target: torch.Tensor,
+    base: Array,
+    target: Array,
     tol: float,
     output_kind: OutputKind | None = None,
 ) -> OutputCheck | TokensCheck:
@@ -64,34 +65,30 @@ def compare_output(
 
 
 def _compare_output(
-    label: str, base: torch.Tensor, target: torch.Tensor, tol: float
+    label: str, base: Array, target: Array, tol: float
 ) -> OutputCheck | TokensCheck:
     if base.shape != target.shape:
         detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
         return OutputCheck(name=label, passed=False, detail=detail)
-    if not base.is_floating_point():
+    if not floating(base):
         return _tokens(label, base, target)
-    b, t = base.double(), target.double()
-    if not bool(torch.isfinite(t).all()):
+    b, t = f64(base), f64(target)
+    if not bool(np.isfinite(t).all()):
         detail = "the target's output holds NaN or inf"
         return OutputCheck(name=label, passed=False, detail=detail)
-    diff = (t - b).abs()
-    rms = float(b.pow(2).mean().sqrt()) if b.numel() else 0.0
-    rmse = float(diff.pow(2).mean().sqrt()) if b.numel() else 0.0
+    diff = np.abs(t - b)
+    rms = float(np.sqrt(np.mean(np.square(b)))) if b.size else 0.0
+    rmse = float(np.sqrt(np.mean(np.square(diff)))) if b.size else 0.0
     rel = rmse / rms if rms > 0 else (0.0 if rmse == 0 else math.inf)
-    cosine = (
-        float(torch.nn.functional.cosine_similarity(b.flatten(), t.flatten(), dim=0))
-        if b.numel()
-        else 1.0
-    )
+    cosine = float(cosine_similarity(b.ravel(), t.ravel(), axis=0)) if b.size else 1.0
     return OutputCheck(
         name=label,
         passed=rel <= tol,
         rel_rmse=rel if math.isfinite(rel) else None,
         detail=None if math.isfinite(rel) else "the baseline's output is all zeros",
         tolerance=tol,
-        max_abs=float(diff.max()) if diff.numel() else 0.0,
-        mean_abs=float(diff.mean()) if diff.numel() else 0.0,
+        max_abs=float(diff.max()) if diff.size else 0.0,
+        mean_abs=float(diff.mean()) if diff.size else 0.0,
         cosine=cosine,
     )
 
@@ -145,9 +142,9 @@ def determinism(repeats: Sequence[Bundle]) -> Determinism:
         x, y = out_a[name], out_b[name]
         if x.shape != y.shape:
             return Determinism(checked=True, bitwise_equal=False, detail=f"{name} changed shape")
-        if not torch.equal(x, y):
+        if not np.array_equal(x, y):
             equal = False
-            max_diff = max(max_diff, float((x.double() - y.double()).abs().max()))
+            max_diff = max(max_diff, float(np.abs(f64(x) - f64(y)).max()))
     losses_a = [v for v in a.losses[:common] if v is not None]
     losses_b = [v for v in b.losses[:common] if v is not None]
     loss_diff = max((abs(x - y) for x, y in zip(losses_a, losses_b, strict=False)), default=0.0)

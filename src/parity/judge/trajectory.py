@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from parity.arrays import floating
 from parity.judge.fp64 import gate
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
@@ -161,7 +162,7 @@ def output_gates(
     kinds = a.outputs.outputs if a.outputs is not None else {}
     gates: list[QualityCheck] = []
     for name in sorted(set(ta) & set(tb) & set(tr)):
-        if not tr[name].is_floating_point():
+        if not floating(tr[name]):
             continue  # tokens: against the baseline's, with the logits margin
         check = gate(
             f"{name} against fp64", tb[name], ta[name], tr[name], row.k, row.tol, te.get(name)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from parity.arrays import floating
 from parity.errors import ContractError
 from parity.judge import compat, decision, quality, tolerances
 from parity.judge.agreement import agreement_checks
@@ -141,7 +142,7 @@ def judge_quality(
                 OutputCheck(name=f"output {name}", passed=False, detail="present on one side only")
             )
             continue
-        if not out_a[name].is_floating_point():
+        if not floating(out_a[name]):
             continue  # tokens: an agreement gate
         summary = a.outputs.outputs.get(name) if a.outputs is not None else None
         kind = summary.kind if summary is not None else None  # logits, embeddings...

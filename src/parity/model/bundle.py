@@ -23,12 +23,12 @@ from parity.model.workload import PreparedWorkload
 from parity.spec import SideSpec
 
 if TYPE_CHECKING:
-    import torch
+    from parity.arrays import Array
 
 #: the prefix of a margins tensor among a run's output tensors (see ``RunOutputs.margins``)
 MARGIN = "margin."
-#: name -> tensor, as a safetensors file held them
-Tensors = Mapping[str, "torch.Tensor"]
+#: name -> tensor, as a safetensors file held them (numpy arrays: ``parity.arrays``)
+Tensors = Mapping[str, "Array"]
 
 
 @dataclass(frozen=True)
@@ -79,15 +79,15 @@ class Bundle:
     def losses(self) -> tuple[float | None, ...]:
         return self.outputs.losses if self.outputs is not None else ()
 
-    def output_tensors(self) -> dict[str, torch.Tensor]:
+    def output_tensors(self) -> dict[str, Array]:
         """The output tensors, empty if the run produced none."""
         return {k: v for k, v in self.tensors.items() if not k.startswith(MARGIN)}
 
-    def margin_tensors(self) -> dict[str, torch.Tensor]:
+    def margin_tensors(self) -> dict[str, Array]:
         """Generated tokens' top-2 logits margins, by the tokens' output name."""
         return {k.removeprefix(MARGIN): v for k, v in self.tensors.items() if k.startswith(MARGIN)}
 
-    def capture_tensors(self) -> dict[str, torch.Tensor]:
+    def capture_tensors(self) -> dict[str, Array]:
         """The numerics probe's samples (outputs, gradients, per-module values)."""
         return dict(self.probe)
 

@@ -1,8 +1,8 @@
 """Imports the parent needs later, made while its first worker starts.
 
-The parent reads each finished bundle's tensors (``safetensors.torch``), so it imports
-torch before the first bundle is read: about two seconds on a CPU, which used to come
-after the first worker ended, on the comparison's critical path. The HTML report after
+The parent reads each finished bundle's tensors as numpy arrays (``parity.arrays``: the
+safetensors library and numpy, never torch, which cost about two seconds on a CPU when
+the judge needed it). The HTML report after
 the verdict imports matplotlib (about a second). ``import_ahead`` starts such imports in
 a thread while the zygote imports torch in its own process on another core; a reader
 then finds them done. ``settle`` waits for them before the timed processes begin, so
@@ -19,7 +19,7 @@ import sys
 import threading
 
 #: what the parent needs first after a worker: a bundle's tensors
-MODULE = "safetensors.torch"
+MODULE = "parity.arrays"
 _threads: dict[tuple[str, ...], threading.Thread] = {}
 _lock = threading.Lock()
 

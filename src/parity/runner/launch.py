@@ -191,7 +191,7 @@ class Launcher:
     def prepare(self, job: Job) -> Literal["fork", "spawn"]:
         """How the job will start, with the zygote running where it forks (its start is
         the comparison's set-up, not a repeat's start-up)."""
-        import_ahead()  # the parent reads the job's bundle next: torch, meanwhile
+        import_ahead()  # the parent reads the job's bundle next: its reader, meanwhile
         how = self.how(job)
         with self.lock:
             if how == "fork" and (self.zygote is None or not self.zygote.alive):
