@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from parity.model.metrics import Flops
+from parity.model.metrics import Flops, Peak
 from parity.model.verdict import OperationalItem
 from parity.report.decision import differences, fairness, gates, headline, sides, unproven
 from parity.report.parts import Sentence, Table
@@ -48,6 +48,23 @@ def test_a_flop_count_that_failed_is_said_with_the_side() -> None:
     target = replace(v.sides.target, flops=flops)
     made = sides(replace(v, sides=replace(v.sides, target=target)), None)
     assert "target FLOPs not counted: unsupported op aten::foo" in sentences(made.parts)
+
+
+def test_an_mfu_above_the_peak_is_said_to_be_wrong_not_shown_as_a_figure() -> None:
+    """The first GPU run read 121.5% of the fp32 peak (cuDNN ran the convolutions in
+    TF32): a figure above 100% says that the count or the peak is wrong."""
+    v = golden("passes")
+    peak = Peak(device="NVIDIA H200", dtype="fp32", flops=66.9e12)
+
+    def line(share: float) -> str:
+        flops = Flops(per_step=1e9, method="meta", mfu=share, peak=peak, achieved_flops=1e12)
+        target = replace(v.sides.target, flops=flops)
+        table = sides(replace(v, sides=replace(v.sides, target=target)), None).parts[0]
+        assert isinstance(table, Table)
+        return " ".join(" ".join(r.cells) for r in table.rows)
+
+    assert "121.5% of 67 TFLOP/s fp32: above the peak" in line(1.215)
+    assert "15.6% of 67 TFLOP/s fp32" in line(0.156) and "above the peak" not in line(0.156)
 
 
 def test_differences_and_unproven_are_left_out_when_empty() -> None:

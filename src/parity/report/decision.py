@@ -90,7 +90,10 @@ def _mfu(side: SideInfo) -> str:
     if f is None or f.mfu is None or f.peak is None:
         return "no peak known"
     unit = f" per {f.peak.unit}" if f.peak.unit else ""
-    return f"{f.mfu:.1%} of {f.peak.flops / 1e12:,.0f} TFLOP/s {f.peak.dtype}{unit}"
+    text = f"{f.mfu:.1%} of {f.peak.flops / 1e12:,.0f} TFLOP/s {f.peak.dtype}{unit}"
+    if f.mfu > 1:  # faster than the device can run: the count or the peak is wrong
+        text += ": above the peak, so the FLOP count or the peak's format is wrong"
+    return text
 
 
 def sides(v: Verdict, runs: Sides | None) -> Section:
