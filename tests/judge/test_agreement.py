@@ -119,6 +119,30 @@ def test_top1_excuses_near_ties_and_fails_decisive_flips() -> None:
     assert bad.passed is False and bad.value == pytest.approx(394 / 399)
 
 
+@pytest.mark.parametrize("threshold", [0.0, 0.5, 3.0])
+def test_a_row_is_decisive_by_the_gap_between_its_two_largest_logits(threshold: float) -> None:
+    """As read from the arrays a bundle holds (numpy, no torch): ties (gap 0), a NaN (never
+    decisive), a row of one finite logit (gap inf), against each row's two largest taken
+    one by one."""
+    gen = torch.Generator().manual_seed(4)
+    base = (torch.randn(60, 7, generator=gen, dtype=torch.float64) * 2).numpy()
+    base[0, 2] = base[0, 5] = base[0].max() + 1.0  # a tie at the top
+    base[1, 3] = float("nan")
+    base[2] = -float("inf")
+    base[2, 4] = 0.0
+    gaps = []
+    for row in base.tolist():
+        if any(math.isnan(x) for x in row):
+            gaps.append(math.nan)
+            continue
+        first, second = sorted(row, reverse=True)[:2]
+        gaps.append(first - second)
+    want = sum(g > threshold for g in gaps)  # NaN > t is False
+    check = top1_check("logits", base, base.copy(), threshold=threshold, minimum=0.5)
+    assert check.decisive == want and check.rows == 60
+    assert check.near_ties == 60 - want
+
+
 def test_cosine_gates_the_worst_row() -> None:
     base = torch.randn(5, 16, generator=torch.Generator().manual_seed(0))
     close = base + 1e-3 * torch.randn(5, 16, generator=torch.Generator().manual_seed(1))
