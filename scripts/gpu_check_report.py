@@ -78,11 +78,8 @@ def compare_line(out: Path, name: str, rc: int, verdict_file: Path, stderr: Path
     if failed:
         why = "; ".join(f"{g['name']}: {g.get('detail', '')}" for g in failed)
         return f"[FAIL] compare {name}: {why} ({', '.join(figures)})"
-    over = [
-        role
-        for role, side in (verdict.get("sides") or {}).items()
-        if ((side or {}).get("flops") or {}).get("mfu") is not None and side["flops"]["mfu"] > 1
-    ]
+    sides = (verdict.get("sides") or {}).items()
+    over = [r for r, s in sides if (((s or {}).get("flops") or {}).get("mfu") or 0) > 1]
     if over:  # faster than the device's peak: the FLOPs or the peak's format are wrong
         return (
             f"[FAIL] compare {name}: MFU above 100% on the {', '.join(over)} ({', '.join(figures)})"

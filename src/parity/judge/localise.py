@@ -39,7 +39,6 @@ from parity.model.quality import LayerRow, Localisation
 FLOOR = 1e-6
 TOP = 5
 AFTER_RUN = "after_run."
-Tensors = Arrays
 
 
 @dataclass(frozen=True)
@@ -54,14 +53,14 @@ class _Errors:
     base_in: float | None
 
 
-def _error(side: Tensors, key: str, ref: Tensors, ref_key: str) -> float | None:
+def _error(side: Arrays, key: str, ref: Arrays, ref_key: str) -> float | None:
     if key not in side or ref_key not in ref:
         return None
     return relative(side[key], ref[ref_key])
 
 
 def _errors(
-    name: str, ta: Tensors, tb: Tensors, tr: Tensors, te: Tensors | None, prefix: str
+    name: str, ta: Arrays, tb: Arrays, tr: Arrays, te: Arrays | None, prefix: str
 ) -> _Errors | None:
     out, inp = f"layer.out.{name}", f"layer.in.{name}"
     base = _error(ta, prefix + out, tr, out)
@@ -113,10 +112,10 @@ def _judged(e: _Errors, factor: float) -> tuple[LayerRow, bool]:
 
 def localise(
     layers: Sequence[LayerRecord],
-    ta: Tensors,
-    tb: Tensors,
-    tr: Tensors,
-    te: Tensors | None,
+    ta: Arrays,
+    tb: Arrays,
+    tr: Arrays,
+    te: Arrays | None,
     row: Tolerance,
     *,
     prefix: str = "",

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from parity.arrays import Array, f64, floating
+from parity.arrays import Array, f64
 from parity.model.quality import ErrorDistribution
 
 TINY = float(np.finfo(np.float64).tiny)
@@ -53,7 +53,3 @@ def min_rtol_at(err: Array, ref: Array, atol: float) -> float:
     if err.size == 0:
         return 0.0
     return float((np.maximum(err - atol, 0.0) / np.maximum(np.abs(ref), TINY)).max())
-
-
-def all_finite(x: Array) -> bool:
-    return not floating(x) or bool(np.isfinite(x).all())

@@ -48,7 +48,6 @@ from parity.model.quality import (
 from parity.spec import SideSpec
 
 TOP = 5
-Tensors = Arrays
 
 #: ATen ops (overload packets, as the op scan names them) that run a convolution
 CONV_OPS = frozenset(
@@ -113,13 +112,13 @@ def expected_side(target: SideSpec, precision: str) -> SideSpec | None:
 
 
 def _gradients(
-    a: Bundle, ta: Tensors, tb: Tensors, tr: Tensors | None, te: Tensors | None, row: Tolerance
+    a: Bundle, ta: Arrays, tb: Arrays, tr: Arrays | None, te: Arrays | None, row: Tolerance
 ) -> ReferenceCheck | None:
     names = sorted(n for n in (a.capture.gradients if a.capture else {}) if f"grad.{n}" in tb)
     if not names:
         return None
 
-    def cat(t: Tensors | None) -> Array | None:
+    def cat(t: Arrays | None) -> Array | None:
         if t is None or not all(f"grad.{n}" in t for n in names):
             return None
         return np.concatenate([f64(t[f"grad.{n}"]).ravel() for n in names])

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from parity.arrays import Array, cosine_similarity, f64, floating
+from parity.judge.measures import rmse
 from parity.judge.tolerances import direct
 from parity.model.bundle import Bundle
 from parity.model.numerics import OutputKind
@@ -77,9 +78,8 @@ def _compare_output(
         detail = "the target's output holds NaN or inf"
         return OutputCheck(name=label, passed=False, detail=detail)
     diff = np.abs(t - b)
-    rms = float(np.sqrt(np.mean(np.square(b)))) if b.size else 0.0
-    rmse = float(np.sqrt(np.mean(np.square(diff)))) if b.size else 0.0
-    rel = rmse / rms if rms > 0 else (0.0 if rmse == 0 else math.inf)
+    rms, err = rmse(b), rmse(diff)
+    rel = err / rms if rms > 0 else (0.0 if err == 0 else math.inf)
     cosine = float(cosine_similarity(b.ravel(), t.ravel(), axis=0)) if b.size else 1.0
     return OutputCheck(
         name=label,
