@@ -148,3 +148,19 @@ def test_an_undetermined_speed_says_so_in_every_view_and_never_a_verdict_word() 
         for word in ("faster", "slower", "indistinguishable"):
             assert word not in flat, (where, word)
     assert "5.045 [4.503, 5.652]" in " ".join(texts["terminal"].split())
+
+
+def test_indistinguishable_states_the_difference_its_interval_still_allows() -> None:
+    """The word alone hides how wide the interval is: a GPU run read "indistinguishable"
+    over [0.995, 1.496] while a longer run read 1.233 [1.158, 1.314], "slower"."""
+    v = golden("passes")
+    assert v.speed is not None
+    wide = replace(v.speed.interval, low=0.995, high=1.496)
+    same = replace(v.speed, ratio=1.22, interval=wide, verdict="indistinguishable")
+    line = next(p.text for p in speed(replace(v, speed=same)).parts if isinstance(p, Sentence))
+    assert line.endswith(
+        "indistinguishable (the target's step time within -0.5% to +49.6% of the baseline's; "
+        "a smaller difference needs a narrower interval)"
+    ), line
+    decided = next(p.text for p in speed(v).parts if isinstance(p, Sentence))
+    assert decided.endswith(": faster"), decided  # a decided word needs no bounds

@@ -68,7 +68,7 @@ def _ratio(s: Speed) -> list[Part]:
         Sentence(
             text=f"target/baseline step time {fmt.ratio(s.ratio)} [{fmt.ratio(ci.low)}, "
             f"{fmt.ratio(ci.high)}] ({ci.confidence:.0%} interval), speedup "
-            f"{fmt.times(s.speedup)}: {s.verdict}",
+            f"{fmt.times(s.speedup)}: {s.verdict}{_bounds(s)}",
             tone="strong",
             brief=True,
         ),
@@ -97,6 +97,18 @@ def _ratio(s: Speed) -> list[Part]:
             )
         )
     return parts
+
+
+def _bounds(s: Speed) -> str:
+    """What "indistinguishable" rules out: the interval holds 1 and bounds the difference
+    either way, which the word alone hides ([0.995, 1.496] still allows a 1.5x loss)."""
+    if s.verdict != "indistinguishable":
+        return ""
+    low, high = s.interval.low - 1.0, s.interval.high - 1.0
+    return (
+        f" (the target's step time within {low:+.1%} to {high:+.1%} of the baseline's; "
+        "a smaller difference needs a narrower interval)"
+    )
 
 
 def _timing(s: Speed) -> list[Part]:
