@@ -65,6 +65,21 @@ def test_a_reduced_precision_step_timed_itself_is_used_instead_of_the_matmul_rat
     assert "a step in bf16 800 ms" in est.basis(timed)
 
 
+def test_a_float64_step_timed_itself_costs_the_reference_instead_of_the_matmul_ratio() -> None:
+    """A convolution's float64 kernel scales unlike a matmul's: where the freeze job timed
+    a step in float64 (the reference not cached), the reference is costed from it."""
+    from parity.model.estimate import FP64
+
+    timed = replace(COST, precision_step_s={FP64: 0.45})
+    e = est.plan(costed(1000.0, cost=timed))
+    assert seconds(e, "fp64 reference") == pytest.approx(1.0 + (40 + 2) * 0.45)
+    assert seconds(est.plan(costed(1000.0)), "fp64 reference") == pytest.approx(
+        1.0 + (40 + 2) * 0.1 * 2.0
+    )
+    assert seconds(e, "target quality run") == pytest.approx(1.0 + 40 * 0.6)  # bf16 unchanged
+    assert "a step in fp64 450 ms" in est.basis(timed)
+
+
 @pytest.mark.parametrize("asked", [1, 2, 5])
 def test_repeats_asked_are_the_processes_estimated(asked: int) -> None:
     """``--repeats N`` runs N processes a side whatever the budget: the estimate costs

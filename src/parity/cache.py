@@ -11,3 +11,17 @@ def cache_root() -> Path:
     """``PARITY_CACHE_DIR``, else ``~/.cache/parity``: frozen workloads, fp64 references."""
     root = os.environ.get("PARITY_CACHE_DIR")
     return Path(root) if root else Path.home() / ".cache" / "parity"
+
+
+def reference_dir(root: Path | None = None) -> Path:
+    """Where fp64 references of whole runs are cached, one folder per fingerprint."""
+    from parity.model import SCHEMA_VERSION
+
+    return (root if root is not None else cache_root()) / f"reference-v{SCHEMA_VERSION}-run"
+
+
+def reference_cached(fingerprint: str, root: Path | None = None) -> bool:
+    """The fp64 reference of ``fingerprint`` is cached (a comparison copies it)."""
+    from parity.bundle import MANIFEST
+
+    return (reference_dir(root) / fingerprint / MANIFEST).is_file()

@@ -17,8 +17,9 @@ workload's step count and what the cache already holds, each phase is costed:
   plain step and the compile probes' graph captures), both fitted on what the built-ins
   took here (``gpt-train`` tiny: probe 0.06-0.09 s, scan 1.3 s at 8.5-16 ms steps) and on
   the 135M checkpoint of issue 28 (scan 155 s against 73 s of steady steps);
-- the fp64 reference and the expected-error run: a full run's steps on the CPU at
-  float64's and the precision's matmul ratio, and a probe; cached ones cost nothing.
+- the fp64 reference and the expected-error run: a full run's steps on the CPU in
+  float64 and in the precision (each step timed itself where the freeze job could, else
+  the float32 step at the matmul's ratio), and a probe; cached ones cost nothing.
 
 Planned within the budget (``plan``), where the estimate is over it and ``--repeats`` does
 not fix the work: the compliance runs go first, then the baseline's op scan (the target's
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.errors import OptionError
-from parity.model.estimate import PRECISION_DTYPE, Estimate, PhaseCost, StepCost
+from parity.model.estimate import FP64, PRECISION_DTYPE, Estimate, PhaseCost, StepCost
 from parity.model.side import MeasurePlan
 from parity.spec import SideSpec
 
@@ -121,12 +122,10 @@ def phases(c: Costed, processes: int) -> list[PhaseCost]:
     """Every phase of the comparison with ``processes`` a side, costed (none cut)."""
     fixed = START_S + c.cost.load_s
     out: list[PhaseCost] = []
-    r64 = c.cost.dtype_ratio.get("float64", 2.0)
     cpu = c.cost.step_s
+    step64 = c.cost.precision_step_s.get(FP64, cpu * c.cost.dtype_ratio.get("float64", 2.0))
     full = c.steps + c.cost.finish_steps  # a full run's steps and its end's work
-    out.append(
-        _phase("fp64 reference", fixed + (full + PROBE_STEPS) * cpu * r64, c.cached.reference)
-    )
+    out.append(_phase("fp64 reference", fixed + (full + PROBE_STEPS) * step64, c.cached.reference))
     if c.expected is not None:
         e = step_s(c.cost, c.expected) or cpu
         name = f"expected-error run ({c.expected})"
@@ -362,6 +361,7 @@ def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> 
     """The comparison's estimate and plan (None where the freeze job measured nothing);
     an ``OptionError`` where the budget cannot hold even the least of it."""
     from parity.bundle import MANIFEST
+    from parity.cache import reference_cached
     from parity.model import SCHEMA_VERSION
     from parity.runner.probecache import has_cached
 
@@ -372,7 +372,7 @@ def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> 
     key = f"{fp}-{str(expected).replace('+', '_').replace('=', '-')}"
     sides = (request.baseline, request.target)
     cached = Cached(
-        reference=(cache / f"reference-v{SCHEMA_VERSION}-run" / fp / MANIFEST).is_file(),
+        reference=reference_cached(fp, cache),
         expected=(cache / f"expected-v{SCHEMA_VERSION}" / key / MANIFEST).is_file(),
         probe=tuple(has_cached(fp, str(s), "numerics probe") for s in sides),  # type: ignore[arg-type]
         scan=tuple(has_cached(fp, str(s), "scan") for s in sides),  # type: ignore[arg-type]

@@ -180,7 +180,7 @@ def compare(
         raise OptionError("a throughput-latency curve is compare_curve's: use parity compare")
     if request.script:
         return _compare_script(request, progress=progress, resuming=resuming)
-    from parity.cache import cache_root
+    from parity.cache import cache_root, reference_dir
 
     url = url_out(request.out, resuming)
     if url:  # measured and judged in a local staging directory, then published
@@ -232,7 +232,7 @@ def compare(
                 orch.notes.extend(estimates.notes(estimate, plan.repeats))
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
-            reference = fp64_reference(orch, template, cache / f"reference-v{SCHEMA_VERSION}-run")
+            reference = fp64_reference(orch, template, reference_dir(cache))
             stop, compliance = _measure(request, orch, template, reseeded, estimate)
             target = orch.measured.get("target", [])
             expected = _expected(orch, template, target, cache / f"expected-v{SCHEMA_VERSION}")

@@ -30,6 +30,34 @@ def test_a_reduced_precision_side_s_step_is_timed_itself(
     assert cost.step_cost(workload, frozen, ("bf16",)).precision_step_s == {}
 
 
+def test_a_step_in_float64_is_timed_as_the_reference_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cnn-infer small's fp64 reference took 2.2x what the matmul's ratio said: the step
+    is timed in float64 itself where asked (the reference not cached), and never else."""
+    from parity.model.estimate import FP64
+
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    workload = resolve(WorkloadSpec(name="cnn-infer", steps=3))
+    frozen = freeze(workload)
+    found = cost.step_cost(workload, frozen, ("bf16",), fp64=True)
+    assert set(found.precision_step_s) == {"bf16", FP64} and found.precision_step_s[FP64] > 0
+    assert FP64 not in cost.step_cost(workload, frozen).precision_step_s
+    monkeypatch.setattr(cost, "PRECISION_STEP_UNDER_S", 0.0)  # the ratio says too slow
+    assert cost.step_cost(workload, frozen, fp64=True).precision_step_s == {}
+
+
+def test_a_reference_is_cached_where_its_manifest_is(tmp_path: Path) -> None:
+    from parity.bundle import MANIFEST
+    from parity.cache import reference_cached, reference_dir
+
+    assert not reference_cached("abc", tmp_path)
+    (reference_dir(tmp_path) / "abc").mkdir(parents=True)
+    assert not reference_cached("abc", tmp_path)  # a folder left half-written
+    (reference_dir(tmp_path) / "abc" / MANIFEST).write_text("{}")
+    assert reference_cached("abc", tmp_path) and not reference_cached("abd", tmp_path)
+
+
 def _linear_ratio(dtype: torch.dtype, n: int = cost.MATMUL_N) -> float:
     """A real ``nn.Linear``'s best forward in ``dtype`` over float32's, over as many
     forwards as the calibration takes."""

@@ -12,6 +12,8 @@ from parity.spec import Precision
 
 #: each reduced precision's matmul dtype: its key in ``StepCost.dtype_ratio``
 PRECISION_DTYPE: dict[Precision, str] = {"bf16": "bfloat16", "fp16": "float16"}
+#: ``StepCost.precision_step_s``'s key for a step in float64, as the fp64 reference runs
+FP64 = "fp64"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -32,8 +34,9 @@ class StepCost:
     #: one step on the CPU in a reduced precision a side asks for (``bf16``, ``fp16``),
     #: under its autocast, timed as ``step_s`` is: a step is not all matmuls, so the
     #: matmul's ratio alone can be far off (6x for a bf16 linear against 1.6x for a 135M
-    #: model's generation step on a CPU without bf16 units). Where absent, ``dtype_ratio``
-    #: scales ``step_s``
+    #: model's generation step on a CPU without bf16 units). Under ``FP64``: a step with the
+    #: model and data in float64, as the fp64 reference runs (timed where the reference is
+    #: not cached). Where absent, ``dtype_ratio`` scales ``step_s``
     precision_step_s: dict[str, float] = field(default_factory=dict)
     #: what a full run's ``finish`` does after its steps, in steps (a generation workload
     #: decodes every prompt once more and scores it: ``StepRunner.finish_cost_s``); a

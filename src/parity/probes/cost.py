@@ -6,7 +6,8 @@ step in a few stalls; the sides' own ``threads=N`` where they agree); what
 the run's end costs beyond its steps (a generation workload decodes and scores every
 prompt again: ``StepRunner.finish_cost_s``); and a linear layer's matmul timed in
 float64, bfloat16 and float16 against float32, which scales that step to the fp64
-reference. A reduced precision a side asks for (``bf16``,
+reference (where that reference is not cached, a step in float64 is timed itself, as
+the reference runs it). A reduced precision a side asks for (``bf16``,
 ``fp16``) is timed itself, a step under its autocast, where the matmul's ratio puts that
 step under ``PRECISION_STEP_UNDER_S``: a step is not all matmuls (on a CPU without bf16
 units a bf16 linear is 6 times a float32 one where a small model's whole training step
@@ -17,13 +18,14 @@ pays one step, and one more in each reduced precision that the ratio keeps under
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from collections.abc import Sequence
 
 import torch
 
-from parity.model.estimate import PRECISION_DTYPE, StepCost
+from parity.model.estimate import FP64, PRECISION_DTYPE, StepCost
 from parity.spec import Precision, SideSpec
 from parity.workloads.base import RunContext, StepRunner, Workload
 from parity.workloads.frozen import Frozen
@@ -35,6 +37,10 @@ SECOND_STEP_UNDER_S = 5.0
 #: 804 ms where its steps ran 15-50 ms, and the estimate asked for 157 s
 FURTHER_STEPS = 4
 FURTHER_S = 1.0
+#: a float64 step at least this long is the only one timed: it costs a phase that runs
+#: the workload's every step (cnn-infer small's took 4.5 s here against a 1.05 s float32
+#: step), where a first step's one-off set-up is a small part
+FP64_SECOND_UNDER_S = 0.5
 #: the calibration matmul's size and repeats (about 30 MFLOP each: well above timer noise)
 MATMUL_N = 256
 MATMUL_REPEATS = 5
@@ -43,10 +49,16 @@ DTYPES = {"float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch
 PRECISION_STEP_UNDER_S = 30.0
 
 
-def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision] = ()) -> StepCost:
+def step_cost(
+    workload: Workload,
+    frozen: Frozen,
+    precisions: Sequence[Precision] = (),
+    fp64: bool = False,
+) -> StepCost:
     """One (or two) steps of ``workload`` on the CPU in float32, from its frozen bytes, and
     in each of ``precisions`` that the matmul's ratio does not put over
-    ``PRECISION_STEP_UNDER_S`` (one that fails is left to the ratio)."""
+    ``PRECISION_STEP_UNDER_S`` (one that fails is left to the ratio); with ``fp64``, in
+    float64 too, as the fp64 reference runs (last: the model is cast in place)."""
     t0 = time.perf_counter()
     weights, data = frozen.load()
     model = workload.build_model()
@@ -73,6 +85,9 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
             measured[precision] = _steps_s(in_reduced, workload, further=1)[0]
         except Exception:
             continue
+    if fp64 and step_s * ratios.get("float64", 1.0) <= PRECISION_STEP_UNDER_S:
+        with contextlib.suppress(Exception):  # left to the ratio
+            measured[FP64] = _fp64_step_s(workload, model, data)
     return StepCost(
         step_s=step_s,
         load_s=load_s,
@@ -84,16 +99,34 @@ def step_cost(workload: Workload, frozen: Frozen, precisions: Sequence[Precision
     )
 
 
+def _fp64_step_s(
+    workload: Workload, model: torch.nn.Module, data: dict[str, torch.Tensor]
+) -> float:
+    """A step with the model and float data in float64, as ``parity.runner.modes.reference``
+    runs them: the matmul's ratio misses how a step's other ops scale (cnn-infer small's
+    reference took 2.2x what the ratio said on a 16-core host, its convolutions' float64
+    kernels slower than its matmuls')."""
+    cast = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
+    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+    runner = workload.make_runner(model.double(), cast, ctx)
+    return _steps_s(runner, workload, further=1, second_under_s=FP64_SECOND_UNDER_S)[0]
+
+
 def _steps_s(
-    runner: StepRunner, workload: Workload, further: int = FURTHER_STEPS
+    runner: StepRunner,
+    workload: Workload,
+    further: int = FURTHER_STEPS,
+    second_under_s: float | None = None,
 ) -> tuple[float, int]:
     """A step's seconds: the first, or where it was quick and the workload has more, the
     quicker of the first and the median of those after it (up to ``further``, within
     ``FURTHER_S``); and how many steps were timed. A reduced precision's steps take one
     more only: a workload may fail there at a later step (abort, hang), which is its
-    side's failure to record, not this set-up job's."""
+    side's failure to record, not this set-up job's. A first step of ``second_under_s`` or
+    more (default ``SECOND_STEP_UNDER_S``) is the only one."""
     first = _timed(runner.step, 0)
-    if workload.steps < 2 or first >= SECOND_STEP_UNDER_S:
+    limit = SECOND_STEP_UNDER_S if second_under_s is None else second_under_s
+    if workload.steps < 2 or first >= limit:
         return first, 1
     after: list[float] = []
     for i in range(1, min(workload.steps, further + 1)):

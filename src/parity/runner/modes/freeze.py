@@ -49,14 +49,18 @@ def _cost(
     """The pre-run estimate's cheap figures, or None (with a warning) where a step of the
     workload does not run on the CPU in float32: its sides' first processes say more. The
     sides' reduced precisions are timed on the CPU too (a CPU side's, and the
-    expected-error run's, which is the CPU at the target's precision)."""
+    expected-error run's, which is the CPU at the target's precision), and float64 where
+    the fp64 reference is not cached."""
+    from parity.cache import reference_cached
     from parity.model.estimate import PRECISION_DTYPE
     from parity.probes.cost import step_cost
 
     precisions = [p for p in PRECISION_DTYPE if p in {side.precision for side in plan.sides}]
     try:
         with _threads(plan):
-            return step_cost(workload, frozen, precisions)
+            return step_cost(
+                workload, frozen, precisions, fp64=not reference_cached(frozen.fingerprint)
+            )
     except Exception as exc:  # user code: any failure leaves no estimate
         from parity.redact import redact
 
