@@ -360,20 +360,17 @@ def expected_side(target: SideSpec) -> SideSpec | None:
 def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> Estimate | None:
     """The comparison's estimate and plan (None where the freeze job measured nothing);
     an ``OptionError`` where the budget cannot hold even the least of it."""
-    from parity.bundle import MANIFEST
-    from parity.cache import reference_cached
-    from parity.model import SCHEMA_VERSION
+    from parity.cache import expected_cached, reference_cached
     from parity.runner.probecache import has_cached
 
     if template.cost is None or not template.description.steps:
         return None
     fp = template.fingerprint
     expected = expected_side(request.target)
-    key = f"{fp}-{str(expected).replace('+', '_').replace('=', '-')}"
     sides = (request.baseline, request.target)
     cached = Cached(
         reference=reference_cached(fp, cache),
-        expected=(cache / f"expected-v{SCHEMA_VERSION}" / key / MANIFEST).is_file(),
+        expected=expected_cached(fp, expected, cache),
         probe=tuple(has_cached(fp, str(s), "numerics probe") for s in sides),  # type: ignore[arg-type]
         scan=tuple(has_cached(fp, str(s), "scan") for s in sides),  # type: ignore[arg-type]
     )

@@ -32,9 +32,9 @@ from parity.bundle import (
     load_bundle,
     write_doc,
 )
+from parity.cache import expected_key
 from parity.comparison import Comparison
 from parity.errors import BundleError, OptionError, OutputError, ResumeError
-from parity.model import SCHEMA_VERSION
 from parity.model.bundle import Bundle
 from parity.model.estimate import Estimate
 from parity.model.job import Job
@@ -180,7 +180,7 @@ def compare(
         raise OptionError("a throughput-latency curve is compare_curve's: use parity compare")
     if request.script:
         return _compare_script(request, progress=progress, resuming=resuming)
-    from parity.cache import cache_root, reference_dir
+    from parity.cache import cache_root, expected_dir, reference_dir
 
     url = url_out(request.out, resuming)
     if url:  # measured and judged in a local staging directory, then published
@@ -235,7 +235,7 @@ def compare(
             reference = fp64_reference(orch, template, reference_dir(cache))
             stop, compliance = _measure(request, orch, template, reseeded, estimate)
             target = orch.measured.get("target", [])
-            expected = _expected(orch, template, target, cache / f"expected-v{SCHEMA_VERSION}")
+            expected = _expected(orch, template, target, expected_dir(cache))
             sides = orch.sides(orch.finish(stop, plan), plan, compliance)
     measured = Comparison.measured(out, sides, reference=reference, expected=expected)
     return conclude(measured, request.judge, mlflow=request.mlflow, url=url, report=request.report)
@@ -427,7 +427,7 @@ def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cach
     """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
     ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
     job = template.job("expected", side, mode="expected")
-    key = f"{template.fingerprint}-{str(side).replace('+', '_').replace('=', '-')}"
+    key = expected_key(template.fingerprint, side)
     return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
 
 

@@ -58,6 +58,19 @@ def test_a_reference_is_cached_where_its_manifest_is(tmp_path: Path) -> None:
     assert reference_cached("abc", tmp_path) and not reference_cached("abd", tmp_path)
 
 
+def test_an_expected_run_is_cached_per_fingerprint_and_side(tmp_path: Path) -> None:
+    from parity.bundle import MANIFEST
+    from parity.cache import expected_cached, expected_dir, expected_key
+
+    bf16 = SideSpec(device="cpu", precision="bf16")
+    assert expected_key("abc", bf16) == "abc-cpu_bf16"
+    assert not expected_cached("abc", bf16, tmp_path) and not expected_cached("abc", None, tmp_path)
+    (expected_dir(tmp_path) / expected_key("abc", bf16)).mkdir(parents=True)
+    (expected_dir(tmp_path) / expected_key("abc", bf16) / MANIFEST).write_text("{}")
+    assert expected_cached("abc", bf16, tmp_path)
+    assert not expected_cached("abc", SideSpec(device="cpu", precision="fp16"), tmp_path)
+
+
 def _linear_ratio(dtype: torch.dtype, n: int = cost.MATMUL_N) -> float:
     """A real ``nn.Linear``'s best forward in ``dtype`` over float32's, over as many
     forwards as the calibration takes."""

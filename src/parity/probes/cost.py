@@ -87,7 +87,7 @@ def step_cost(
             continue
     if fp64 and step_s * ratios.get("float64", 1.0) <= PRECISION_STEP_UNDER_S:
         with contextlib.suppress(Exception):  # left to the ratio
-            measured[FP64] = _fp64_step_s(workload, model, data)
+            measured[FP64] = _fp64_step_s(workload, model, data, ctx)
     return StepCost(
         step_s=step_s,
         load_s=load_s,
@@ -100,14 +100,13 @@ def step_cost(
 
 
 def _fp64_step_s(
-    workload: Workload, model: torch.nn.Module, data: dict[str, torch.Tensor]
+    workload: Workload, model: torch.nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
 ) -> float:
     """A step with the model and float data in float64, as ``parity.runner.modes.reference``
     runs them: the matmul's ratio misses how a step's other ops scale (cnn-infer small's
     reference took 2.2x what the ratio said on a 16-core host, its convolutions' float64
     kernels slower than its matmuls')."""
     cast = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
-    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
     runner = workload.make_runner(model.double(), cast, ctx)
     return _steps_s(runner, workload, further=1, second_under_s=FP64_SECOND_UNDER_S)[0]
 
