@@ -4,7 +4,7 @@ repeats forked from the zygote, same workload, interleaved.
 Workload ``mlp-train`` (tiny), baseline ``cpu``, target ``cpu+threads=1``; both protocols
 are ``api.compare`` with parity's defaults except ``precision=0.02`` and a budget large
 enough to reach it (``--budget``, default 600 s): rounds of one fresh process per side
-(ABBA) until the 95% interval of the time ratio (Welch t on log per-process medians, the
+(ABBA) until the 95% interval of the time ratio (parity's, on log per-process medians, the
 interval whose coverage ``coverage.py`` measures) is within +-2%, then the target's two
 compliance runs. The only difference is how each repeat's process starts:
 

@@ -104,6 +104,32 @@ def test_the_budget_wins_over_a_minimum_above_three() -> None:
     assert "fewer than the 4 wanted" in stop.message
 
 
+def _drifting(rounds: int, seed: int = 0) -> Samples:
+    """Steady steps per role and round: a pace shared by each round's two processes that
+    wanders 8% from round to round, each process 1% off it."""
+    rng = np.random.default_rng(seed)
+    pace = np.exp(np.cumsum(rng.normal(0, 0.08, rounds)))
+    return {
+        role: [
+            list(scale * p * np.exp(rng.normal(0, 0.01) + rng.normal(0, 0.01, 50))) for p in pace
+        ]
+        for role, scale in (("baseline", 1e-3), ("target", 1.2e-3))
+    }
+
+
+def test_the_rounds_stop_on_the_paired_interval_the_verdict_states() -> None:
+    """The rounds ran a process of each side back to back: the stopping rule reads the
+    interval that pairs them, which a shared drift does not widen."""
+    plan = Plan(precision=0.03, budget_s=100.0)
+    samples = _drifting(10)
+    stop = _decide(plan, samples, 10, elapsed=10.0, failed=False)
+    assert stop is not None and stop.reason == "precision", stop
+    # a round whose baseline gave no steps leaves the sides' rounds unmatched: independent
+    # sides, whose spread holds the drift, and measuring goes on
+    samples["baseline"][4] = []
+    assert _decide(plan, samples, 10, elapsed=10.0, failed=False) is None
+
+
 class _Sleeping(Orchestrator):
     """Runs nothing: each job sleeps ``cost`` seconds and yields noisy steady samples."""
 

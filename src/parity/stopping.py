@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 
-from parity.model.bundle import Bundle, step_samples
+from parity.model.bundle import Bundle, run_samples
 from parity.model.side import MeasurePlan, Stop, TimingSteps
 from parity.model.verdict import ROLES, Role
 from parity.orchestrate import (
@@ -27,6 +27,8 @@ from parity.orchestrate import (
 
 log = logging.getLogger("parity")
 
+#: each side's steady step times, one list per round in round order (empty: that round's
+#: process gave none)
 Samples = dict[Role, list[list[float]]]
 
 
@@ -54,7 +56,9 @@ def decide_stop(
     """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
     are each side's steady step times, one list per process; another round costs
     ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds.
-    ``asked``: ``plan.repeats`` is the user's (else a mode's default, never called asked)."""
+    ``asked``: ``plan.repeats`` is the user's (else a mode's default, never called asked).
+    The rounds ran a process of each side back to back, so the interval pairs them
+    (``stats.ratio_ci``) where both sides' processes gave steps in the same rounds."""
     from parity.stats import Processes, ratio_ci, should_stop
 
     if failed:
@@ -68,6 +72,7 @@ def decide_stop(
             return Stop(reason="repeats", message=f"{rounds} repeat(s) per side, {why}")
         return None
     usable = {role: [s for s in runs if s] for role, runs in samples.items()}
+    ran = {role: [k for k, s in enumerate(runs) if s] for role, runs in samples.items()}
     if not all(usable.values()):
         return Stop(
             reason="no_samples",
@@ -76,8 +81,9 @@ def decide_stop(
     if rounds < first_rounds(plan):  # three processes a side first, the budget or not
         return None
     ci = ratio_ci(
-        Processes.from_steps(usable["baseline"], "baseline"),
-        Processes.from_steps(usable["target"], "target"),
+        Processes.from_steps(usable["baseline"], "baseline", rounds=ran["baseline"]),
+        Processes.from_steps(usable["target"], "target", rounds=ran["target"]),
+        paired=True,
     )
     decision = should_stop(
         ci,
@@ -100,7 +106,7 @@ def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0, asked: bool = True)
 
     def decide(tally: Tally) -> Stop | None:
         failed = any(not b.ok for bundles in tally.done.values() for b in bundles)
-        samples: Samples = {role: step_samples(bundles) for role, bundles in tally.done.items()}
+        samples: Samples = {role: run_samples(bundles) for role, bundles in tally.done.items()}
         return decide_stop(
             plan,
             samples,

@@ -228,3 +228,66 @@ def test_a_change_of_the_machine_s_pace_mid_run_makes_the_speed_unreliable() -> 
     # a steady machine: no such check at all
     steady = judge_speed(*_in_order({"baseline": wobble(30), "target": wobble(30)}, 5))
     assert steady is not None and steady.reliable and not steady.compliance
+
+
+def _rounds(
+    medians: dict[str, list[float]], stop: dict[str, Stop | None], host: dict[str, str | None]
+) -> tuple[SideRuns, SideRuns]:
+    """Both sides with each process's round in its manifest, each side's ``side.json``
+    recording ``stop[role]`` and its runs placed on ``host[role]`` (None: this machine)."""
+    sides = []
+    for role, ms in medians.items():
+        side = _side(ms, 3)
+        placed = host[role]
+        if placed is not None:
+            side = _threads(side, "cpu", 1, node=placed)
+        repeats = tuple(
+            replace(b, manifest=replace(b.manifest, repeat=k)) for k, b in enumerate(side.repeats)
+        )
+        info = MeasureRecord(stop=s, plan=MeasurePlan()) if (s := stop[role]) else None
+        sides.append(replace(side, repeats=repeats, info=info))
+    return sides[0], sides[1]
+
+
+def test_the_sides_of_one_comparison_are_paired_round_by_round() -> None:
+    """A pace that drifts over the run (as this machine's does, over seconds) moves both
+    processes of a round alike: pairing them leaves the ratio's own noise, where the
+    independent-sides interval counts the drift twice."""
+    from parity.stats import PAIRED_FROM
+
+    rng = np.random.default_rng(11)
+    n = 12
+    pace = np.exp(np.cumsum(rng.normal(0, 0.06, n)))  # a random walk: rounds 6% apart
+    medians = {
+        "baseline": list(pace * np.exp(rng.normal(0, 0.02, n))),
+        "target": list(1.3 * pace * np.exp(rng.normal(0, 0.02, n))),
+    }
+    order = tuple(f"{r} r{k:02d}" for k in range(n) for r in ("baseline", "target"))
+    one = Stop(reason="max_repeats", message="at the cap", order=order)
+    here: dict[str, str | None] = {"baseline": None, "target": None}
+
+    paired = judge_speed(*_rounds(medians, {"baseline": one, "target": one}, here))
+    assert paired is not None
+    iv = paired.interval
+    assert iv.method == "paired t on log per-process medians, round by round"
+    assert iv.df == n - 1 and iv.rounds_spread is not None
+    d = np.log(np.array(medians["target"]) / np.array(medians["baseline"]))
+    assert iv.rounds_spread == pytest.approx(np.std(d, ddof=1), rel=1e-6)
+    assert iv.low < 1.3 < iv.high and iv.half_width_rel < 0.03
+
+    # the same processes from two comparisons, or one side without a record: independent
+    other = replace(one, elapsed_s=12.5)
+    for stops in ({"baseline": one, "target": other}, {"baseline": one, "target": None}):
+        apart = judge_speed(*_rounds(medians, stops, here))
+        assert apart is not None and apart.interval.method == "Welch t on log per-process medians"
+        assert apart.ratio == pytest.approx(paired.ratio)
+        assert apart.interval.rounds_spread is None
+        assert apart.interval.half_width_rel > 2 * iv.half_width_rel
+    # the sides on two hosts share no pace
+    hosts: dict[str, str | None] = {"baseline": "node-a", "target": "node-b"}
+    two = judge_speed(*_rounds(medians, {"baseline": one, "target": one}, hosts))
+    assert two is not None and two.interval.rounds_spread is None
+    # fewer rounds than pairing pays for: independent, even in one comparison
+    few = {role: ms[: PAIRED_FROM - 1] for role, ms in medians.items()}
+    short = judge_speed(*_rounds(few, {"baseline": one, "target": one}, here))
+    assert short is not None and short.interval.rounds_spread is None

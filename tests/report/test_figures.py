@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from parity.model.side import Interference, Stop
-from parity.model.verdict import ComplianceCheck
+from parity.model.verdict import ByRole, ComplianceCheck
 from parity.report.figures import cost, memory, phases, speed
 from parity.report.parts import Sentence, Table
 from tests.report.cases import golden
@@ -164,3 +164,23 @@ def test_indistinguishable_states_the_difference_its_interval_still_allows() -> 
     ), line
     decided = next(p.text for p in speed(v).parts if isinstance(p, Sentence))
     assert decided.endswith(": faster"), decided  # a decided word needs no bounds
+
+
+def test_a_paired_interval_says_what_pairing_the_rounds_left_out() -> None:
+    v = golden("passes")
+    assert v.speed is not None
+    paired = replace(
+        v.speed.interval,
+        method="paired t on log per-process medians, round by round",
+        spread=ByRole(baseline=0.121, target=0.130),
+        rounds_spread=0.108,
+    )
+    lines = [
+        p.text
+        for p in speed(replace(v, speed=replace(v.speed, interval=paired))).parts
+        if isinstance(p, Sentence)
+    ]
+    said = next(t for t in lines if "interval: paired t" in t)
+    assert "the rounds' log ratios spread 0.108 against each side's 0.121 and 0.130" in said
+    plain = [p.text for p in speed(v).parts if isinstance(p, Sentence)]
+    assert not any("rounds' log ratios" in t for t in plain)

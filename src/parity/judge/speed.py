@@ -4,9 +4,11 @@ two compliance-style checks that keep a speed claim honest.
 Each fresh process is reduced to the median of its steady steps. A side's step time
 (``baseline_median_s``, ``target_median_s``, and every side figure derived from it) is the
 geometric mean of its processes' medians (``side_step_time``), and the ratio is the
-target's over the baseline's, with a Welch t interval on the log process medians
+target's over the baseline's, with a t interval on the log process medians
 (:func:`parity.stats.ratio_ci`), provisional with fewer than
-:data:`parity.stats.MIN_PROCESSES` processes per side.
+:data:`parity.stats.MIN_PROCESSES` processes per side: paired round by round where the
+sides ran in one comparison's rounds (:func:`one_run`), at least
+:data:`parity.stats.PAIRED_FROM` of them, else Welch's over independent sides.
 
 The compliance runs (one extra process each, on the target) are judged against what
 process-to-process variation explains: a prediction interval, at :data:`COMPLIANCE_LEVEL`,
@@ -34,7 +36,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from parity.model.bundle import Bundle, SideRuns, step_samples
+from parity.model.bundle import Bundle, SideRuns, run_samples
 from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 from parity.spec import HOST_COMPUTE
@@ -55,9 +57,32 @@ COMPLIANCE_RUNS: tuple[tuple[str, str, Sided, str], ...] = (
 
 
 def processes(side: SideRuns, name: str) -> Processes | None:
-    """A side's successful processes, each reduced to its median steady step."""
-    steady = step_samples(side.repeats)
-    return Processes.from_steps(steady, name) if steady else None
+    """A side's successful processes, each reduced to its median steady step, with the
+    round each ran in (its repeat index)."""
+    samples = run_samples(side.repeats)
+    ran = [(b.manifest.repeat, s) for b, s in zip(side.repeats, samples, strict=True) if s]
+    if not ran:
+        return None
+    rounds = [k for k, _ in ran]
+    known = rounds if len(set(rounds)) == len(rounds) else None
+    return Processes.from_steps([s for _, s in ran], name, rounds=known)
+
+
+def one_run(a: SideRuns, b: SideRuns) -> bool:
+    """Whether the two sides ran in one comparison's rounds on one machine, a process of
+    each back to back, so that both processes of a round shared the machine's pace: each
+    side's ``side.json`` records the same end of the same rounds (a side from another
+    comparison, or a lone bundle, has another or none), and both ran here or on cluster
+    nodes of one host."""
+    if a.info is None or b.info is None or not a.info.stop.order:
+        return False
+    return a.info.stop == b.info.stop and _host(a.first) == _host(b.first)
+
+
+def _host(bundle: Bundle) -> str | None:
+    """The cluster node's host a run was placed on; None: this machine."""
+    env = bundle.manifest.environment
+    return env.placement.hostname if env is not None and env.placement is not None else None
 
 
 def side_step_time(side: SideRuns) -> float | None:
@@ -70,9 +95,9 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
     baseline, target = processes(a, "baseline"), processes(b, "target")
     if baseline is None or target is None:
         return None
-    ci = ratio_ci(baseline, target)
+    ci = ratio_ci(baseline, target, paired=one_run(a, b))
     checks = compliance(b, target, baseline)
-    held = pace(a, b)
+    held = pace(a, b, paired=ci.rounds_spread is not None)
     if held is not None:
         checks.append(held)
     info = b.info or a.info
@@ -92,6 +117,7 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
             df=ci.df,
             provisional=ci.provisional,
             spread=ByRole(baseline=ci.baseline_spread, target=ci.target_spread),
+            rounds_spread=ci.rounds_spread,
         ),
         verdict=ci.verdict,
         repeats=ByRole(baseline=baseline.count, target=target.count),
@@ -208,11 +234,12 @@ def run_order(a: SideRuns, b: SideRuns) -> list[tuple[str, float]]:
     return [(label.split()[0], medians[label]) for label in info.stop.order if label in medians]
 
 
-def pace(a: SideRuns, b: SideRuns) -> ComplianceCheck | None:
+def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck | None:
     """Where both sides' processes shifted together at one point of the run order
     (``stats.pace_change``): failed where the ratio before and after differ beyond their
     intervals (one ratio does not describe the run), passed where it held; None where the
-    pace held, or the sides did not share this machine's clock and order."""
+    pace held, or the sides did not share this machine's clock and order. ``paired``: the
+    speed interval pairs each round's processes (they shared the pace)."""
     if _placed(a.first) or _placed(b.first):
         return None
     order = run_order(a, b)
@@ -233,8 +260,13 @@ def pace(a: SideRuns, b: SideRuns) -> ComplianceCheck | None:
         f"[{before.low:.3f}, {before.high:.3f}] before and {after.ratio:.3f} "
         f"[{after.low:.3f}, {after.high:.3f}] after"
     )
+    widened = (
+        "each round's two processes ran at one pace, which the paired interval compares"
+        if paired
+        else "the interval over the whole run is wider for the change"
+    )
     tail = (
-        "; it held, and the interval over the whole run is wider for the change"
+        f"; it held, and {widened}"
         if held
         else "; one ratio does not describe this run: measure again on a steadier machine, "
         "or from the part of the run whose pace is the one you deploy on"

@@ -128,8 +128,12 @@ class SideRuns:
 def step_samples(bundles: Iterable[Bundle]) -> list[list[float]]:
     """The steady step times of each successful run, one list per process (the unit the
     speed interval resamples); a run without steady samples gives none."""
+    return [s for s in run_samples(bundles) if s]
+
+
+def run_samples(bundles: Iterable[Bundle]) -> list[list[float]]:
+    """The steady step times of each run, in order, one list per run: empty where the run
+    failed or gave none (so a list's index is its run's, e.g. its round)."""
     return [
-        list(b.metrics.steady_samples)
-        for b in bundles
-        if b.ok and b.metrics is not None and b.metrics.steady_samples
+        list(b.metrics.steady_samples) if b.ok and b.metrics is not None else [] for b in bundles
     ]

@@ -212,6 +212,9 @@ class Interval:
     provisional: bool = False
     #: standard deviation of each side's log process medians (None: one process)
     spread: ByRole[float | None] | None = omit_none()
+    #: a paired interval's spread: standard deviation of the rounds' log ratios (absent:
+    #: the sides' processes were taken as independent)
+    rounds_spread: float | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

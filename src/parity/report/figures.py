@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from parity.model.metrics import Generation, Inference, MemoryPhase, Percentiles, Phases
 from parity.model.side import Stop
-from parity.model.verdict import ByRole, Cost, SideCost, SideInfo, Speed, Verdict
+from parity.model.verdict import ByRole, Cost, Interval, SideCost, SideInfo, Speed, Verdict
 from parity.report import fair, fmt
 from parity.report.parts import ColumnKind, Part, Row, Section, Sentence, Table, table
 
@@ -62,6 +62,18 @@ def speed(v: Verdict) -> Section:
     )
 
 
+def _paired(ci: Interval) -> str:
+    """What pairing the rounds did: each round's log ratio spread against each side's."""
+    if ci.rounds_spread is None or ci.spread is None:
+        return ""
+    sides = [x for x in (ci.spread.baseline, ci.spread.target) if x is not None]
+    of_sides = f" against each side's {' and '.join(f'{x:.3f}' for x in sides)}" if sides else ""
+    return (
+        f" (the rounds' log ratios spread {ci.rounds_spread:.3f}{of_sides}: the pace a "
+        "round's two processes shared leaves the ratio)"
+    )
+
+
 def _ratio(s: Speed) -> list[Part]:
     ci = s.interval
     parts: list[Part] = [
@@ -74,7 +86,7 @@ def _ratio(s: Speed) -> list[Part]:
         ),
         Sentence(
             text=f"the ratio of the pooled median steps over {s.repeats.baseline} baseline and "
-            f"{s.repeats.target} target repeats; interval: {ci.method}",
+            f"{s.repeats.target} target repeats; interval: {ci.method}{_paired(ci)}",
             tone="muted",
         ),
     ]

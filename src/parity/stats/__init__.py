@@ -11,10 +11,13 @@ A leaf package: numpy and the standard library only, no other parity imports.
 - :class:`Processes`: one side's fresh processes, each reduced to the median of its steady
   steps (its *location*).
 - :func:`ratio_ci` -> :class:`RatioCI`: the time ratio target/baseline with a Welch t
-  interval on the log locations (Welch 1947; Satterthwaite 1946 degrees of freedom).
-  Processes are the independent units, so the interval holds process-to-process variation
-  and, inside each location, however correlated the steps were; it is provisional below
-  :data:`MIN_PROCESSES` per side.
+  interval on the log locations (Welch 1947; Satterthwaite 1946 degrees of freedom), or,
+  where the sides ran in rounds back to back (at least :data:`PAIRED_FROM`), the paired t
+  on each round's log ratio: the rounds are blocks (Box, Hunter & Hunter 2005, ch. 4),
+  and a machine's pace that drifts over seconds, shared by a round's two processes, leaves
+  the ratio. Processes are the independent units, so the interval holds
+  process-to-process variation and, inside each location, however correlated the steps
+  were; it is provisional below :data:`MIN_PROCESSES` per side.
 - :func:`prediction_interval` -> :class:`PredictionInterval`: where one more process's
   location falls, from process-to-process variation (the compliance checks' noise model).
 - :func:`slope_ci` -> :class:`SlopeCI`: a least-squares slope with a t interval that
@@ -37,6 +40,7 @@ from __future__ import annotations
 from parity.stats.processes import (
     EQUIVALENCE,
     MIN_PROCESSES,
+    PAIRED_FROM,
     PredictionInterval,
     Processes,
     RatioCI,
@@ -54,6 +58,7 @@ __all__ = [
     "EQUIVALENCE",
     "MIN_PROCESSES",
     "MIN_STEADY",
+    "PAIRED_FROM",
     "PRIOR_SPREAD",
     "PredictionInterval",
     "ProcessSize",

@@ -1,5 +1,6 @@
-"""Fresh processes as the independent units: the speed ratio's Welch t interval and the
-prediction interval of one more process (the compliance checks' noise model)."""
+"""Fresh processes as the independent units: the speed ratio's t interval (Welch's, or a
+paired one over rounds run back to back) and the prediction interval of one more process
+(the compliance checks' noise model)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,17 @@ SECTIONS = 10
 #: side are called indistinguishable 96-97% of the time at 5% process-to-process spread,
 #: as often as the interval covers; 1.25 would drop that to 80-86%.
 EQUIVALENCE = 1.5
+#: Rounds from which a comparison whose sides ran round by round, back to back, takes the
+#: paired interval (:func:`ratio_ci`). Pairing spends half the degrees of freedom (n - 1
+#: against Welch's up to 2n - 2) to cancel the machine's pace that both processes of a
+#: round share. Simulated (``tests/stats/test_processes.py``, ``benchmarks/coverage.py``'s
+#: drifting machine), where nothing drifts the paired interval is a median 12% wider than
+#: Welch's at 6 rounds, 7% at 10 and 2% at 30; where the pace wanders 4% a process it is
+#: 28% narrower at 10 rounds and 52% at 30, and Welch's over-covers (98-100%). From 10:
+#: rounds that stop on precision pick an interval narrow by chance, more often the fewer
+#: its degrees of freedom, and pairing from 6 or 8 left the adaptive protocol's final
+#: intervals covering 92.4-92.8% (Welch's 93.3% on a steady machine); from 10, 93.1-94.2%.
+PAIRED_FROM = 10
 #: "undetermined": the interval is provisional, or holds 1 and reaches past
 #: :data:`EQUIVALENCE`, so it carries no verdict either way
 Verdict = Literal["faster", "slower", "indistinguishable", "undetermined"]
@@ -56,6 +68,8 @@ class Processes:
     medians: tuple[float, ...]
     lone_se: float = 0.0
     lone_df: float = 1.0
+    #: the round of each median, where the processes ran in rounds (None: not known)
+    rounds: tuple[int, ...] | None = None
     #: mean of the log medians, and the sum of their squared deviations from it
     mean_log: float = field(init=False, repr=False, compare=False)
     squares: float = field(init=False, repr=False, compare=False)
@@ -65,14 +79,25 @@ class Processes:
             raise ValueError("a side has no processes: run at least one repeat per side.")
         if not all(math.isfinite(m) and m > 0 for m in self.medians):
             raise ValueError("a process's median step time is not positive: check the timer.")
+        if self.rounds is not None and (
+            len(self.rounds) != len(self.medians) or len(set(self.rounds)) != len(self.rounds)
+        ):
+            raise ValueError("a side's rounds must name each process's round once.")
         logs = [math.log(m) for m in self.medians]
         mean = math.fsum(logs) / len(logs)
         object.__setattr__(self, "mean_log", mean)
         object.__setattr__(self, "squares", math.fsum((x - mean) ** 2 for x in logs))
 
     @classmethod
-    def from_steps(cls, repeats: Sequence[Sequence[float]], name: str = "a side") -> Processes:
-        """One side from its repeats' steady step times (seconds), one list per process."""
+    def from_steps(
+        cls,
+        repeats: Sequence[Sequence[float]],
+        name: str = "a side",
+        *,
+        rounds: Sequence[int] | None = None,
+    ) -> Processes:
+        """One side from its repeats' steady step times (seconds), one list per process,
+        and the round each ran in where known."""
         if len(repeats) == 0:
             raise ValueError(f"{name} has no repeats: run at least one repeat per side.")
         arrays = [_as_array(r, f"{name} repeat {i}") for i, r in enumerate(repeats)]
@@ -80,7 +105,12 @@ class Processes:
         if not all(m > 0 for m in medians):
             raise ValueError(f"{name}'s median step time is not positive: check the timer.")
         se, df = _sectioned(arrays[0]) if len(arrays) == 1 else (0.0, 1.0)
-        return cls(medians=medians, lone_se=se, lone_df=df)
+        return cls(
+            medians=medians,
+            lone_se=se,
+            lone_df=df,
+            rounds=tuple(rounds) if rounds is not None else None,
+        )
 
     @property
     def count(self) -> int:
@@ -123,6 +153,9 @@ class RatioCI:
     target_spread: float | None
     provisional: bool
     verdict: Verdict
+    #: the paired interval's spread: standard deviation of the rounds' log ratios (None:
+    #: the sides' processes taken as independent)
+    rounds_spread: float | None = None
 
     @property
     def speedup(self) -> float:
@@ -177,7 +210,25 @@ def _welch_df(va: float, dfa: float, vb: float, dfb: float) -> float:
     return (va + vb) ** 2 / (va * va / dfa + vb * vb / dfb)
 
 
-def ratio_ci(baseline: Processes, target: Processes, *, confidence: float = 0.95) -> RatioCI:
+def _paired(a: Processes, b: Processes) -> list[float] | None:
+    """Each round's log ratio (target over baseline), in round order, where both sides ran
+    the same rounds, at least :data:`PAIRED_FROM` of them; else None."""
+    if a.rounds is None or b.rounds is None or set(a.rounds) != set(b.rounds):
+        return None
+    if len(a.rounds) < PAIRED_FROM:
+        return None
+    base = dict(zip(a.rounds, a.medians, strict=True))
+    targ = dict(zip(b.rounds, b.medians, strict=True))
+    return [math.log(targ[r]) - math.log(base[r]) for r in sorted(base)]
+
+
+def ratio_ci(
+    baseline: Processes,
+    target: Processes,
+    *,
+    confidence: float = 0.95,
+    paired: bool = False,
+) -> RatioCI:
     """The time ratio target/baseline with a t interval over fresh processes.
 
     The ratio is ``target.centre / baseline.centre`` (geometric means of the process
@@ -188,13 +239,32 @@ def ratio_ci(baseline: Processes, target: Processes, *, confidence: float = 0.95
     a process may be correlated in any way (only the process's median enters). With one
     process on a side, that side borrows the other side's spread; with one on each, the
     interval holds only each process's own noise (sectioning, see :class:`Processes`).
+
+    ``paired``: the caller ran the sides in rounds, one process of each back to back (one
+    comparison's A B B A order). Where both sides ran the same rounds, at least
+    :data:`PAIRED_FROM` of them, the interval is the paired t on each round's log ratio
+    ``d_k`` (standard error ``sd(d) / sqrt(n)``, ``n - 1`` degrees of freedom; the ratio
+    is the same geometric mean). A pace that drifts over seconds moves both processes of a
+    round alike, so it leaves ``d_k`` and only the process's own variation remains; the
+    independent-sides interval counts the drift in each side's spread although the
+    interleaving cancels it from the ratio. Assumed: the rounds' ``d_k`` independent
+    (the drift within one round small beside the processes' own spread).
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1) (got {confidence}).")
     a, b = baseline, target
     ma, mb = a.count, b.count
     sa, sb = a.spread, b.spread
-    if sa is not None and sb is not None:
+    rounds = _paired(a, b) if paired else None
+    rounds_spread: float | None = None
+    if rounds is not None:
+        n = len(rounds)
+        mean = math.fsum(rounds) / n
+        rounds_spread = math.sqrt(math.fsum((d - mean) ** 2 for d in rounds) / (n - 1))
+        va, vb = rounds_spread**2 / n, 0.0
+        df = float(n - 1)
+        method = "paired t on log per-process medians, round by round"
+    elif sa is not None and sb is not None:
         va, vb = sa * sa / ma, sb * sb / mb
         df = _welch_df(va, ma - 1, vb, mb - 1) if va + vb > 0 else float(ma + mb - 2)
         method = "Welch t on log per-process medians"
@@ -224,6 +294,7 @@ def ratio_ci(baseline: Processes, target: Processes, *, confidence: float = 0.95
         target_processes=mb,
         baseline_spread=sa,
         target_spread=sb,
+        rounds_spread=rounds_spread,
         provisional=provisional,
         verdict=_verdict(low, high, provisional),
     )
