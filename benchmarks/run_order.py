@@ -2,7 +2,9 @@
 
 For each comparison directory: every measured process's steady median in run order
 (``b`` baseline, ``t`` target, in ms), each side's spread (the standard deviation of its
-log process medians), and what :func:`parity.stats.pace.pace_change` finds (the check
+log process medians), the ratio's 95% interval both ways (paired round by round, as the
+judge computes it for one comparison's rounds from ``stats.PAIRED_FROM`` of them, and
+over independent sides, Welch's), and what :func:`parity.stats.pace.pace_change` finds (the check
 "machine pace held while measuring" of the speed section judges the same). It reads the
 bundles as they are, so a comparison made before that check can be looked at again.
 
@@ -17,7 +19,9 @@ import statistics
 from pathlib import Path
 
 from parity.comparison import Comparison
+from parity.errors import BundleError
 from parity.judge import speed
+from parity.stats import ratio_ci
 from parity.stats.pace import pace_change
 
 
@@ -26,12 +30,30 @@ def run_order(out: Path) -> list[tuple[str, float]]:
     return speed.run_order(*Comparison.load(out).measured_sides())
 
 
+def intervals(out: Path) -> str:
+    """The ratio's interval paired over the rounds and over independent sides."""
+    a, b = Comparison.load(out).measured_sides()
+    base, target = speed.processes(a, "baseline"), speed.processes(b, "target")
+    if base is None or target is None:
+        return "no interval"
+    said = []
+    for paired in (True, False):
+        ci = ratio_ci(base, target, paired=paired)
+        how = "paired" if ci.rounds_spread is not None else "independent"
+        said.append(f"{how} {ci.ratio:.3f} [{ci.low:.3f}, {ci.high:.3f}] ±{ci.half_width_rel:.1%}")
+    return "; ".join(dict.fromkeys(said))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="comparison directories")
     args = parser.parse_args()
     for out in args.dirs:
-        order = run_order(out)
+        try:
+            order = run_order(out)
+        except BundleError as exc:
+            print(f"{out}: {exc}")
+            continue
         if not order:
             print(f"{out}: no measured processes with a run order")
             continue
@@ -45,6 +67,7 @@ def main() -> None:
             + ", ".join(f"{role} {s:.3f}" for role, s in spread.items())
         )
         print("  " + " ".join(f"{role[0]}{m * 1e3:.2f}" for role, m in order))
+        print(f"  interval: {intervals(out)}")
         change = pace_change(order)
         if change is None:
             print("  the pace held")
