@@ -283,3 +283,15 @@ def test_every_option_is_declared_once_for_the_commands_that_read_it() -> None:
         CompareRequest.from_kwargs(target="cpu", repeats=1001)
     with pytest.raises(OptionError, match=r"measure\.repeats must be at most 1000"):
         Given.read("compare", {"repeats": 1001}, "plan")
+
+
+@pytest.mark.parametrize(
+    ("budget", "cap"),
+    [(None, 30), (10, 30), (30, 30), (120, 120), (90.5, 91), (30 * 86400, 1000)],
+)
+def test_a_larger_budget_raises_the_repeat_cap(budget: float | None, cap: int) -> None:
+    """At a fixed cap of 30, --budget 120 stopped the demo at 30 rounds and ±4.5% after
+    17 s of its 120; one round a second of the budget reached the ±2% asked in 90."""
+    given = {"target": "cpu+bf16"} | ({"budget_s": budget} if budget is not None else {})
+    r = CompareRequest.from_kwargs(**given)
+    assert r.measure.max_repeats == cap

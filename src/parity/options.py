@@ -359,7 +359,8 @@ PRECISION = declare(
 BUDGET = declare(
     "budget_s", "--budget", number(low=0, high=30 * DAY_S, open_low=True),
     "seconds for measuring after set-up: the fp64 reference, the rounds and the compliance "
-    "runs; a round that would not fit is not started (default: 30)",
+    "runs; a round that would not fit is not started, and at most 30 rounds run, or one "
+    "a second of a larger budget (default: 30)",
     COMPARE, metavar="SECONDS", cli=float, plan="measure.budget_s",
 )  # fmt: skip
 COMPLIANCE = declare(

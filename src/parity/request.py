@@ -22,7 +22,7 @@ from parity.model.codec import decode, encode, loads, omit_none
 from parity.model.inputs import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.model.job import Mode, Torchrun
 from parity.model.placement import ClusterPlan
-from parity.model.side import MeasurePlan
+from parity.model.side import MeasurePlan, repeat_cap
 from parity.options import Given
 from parity.spec import (
     SideSpec,
@@ -98,11 +98,13 @@ def _check_script(argv: tuple[str, ...], *sides: SideSpec) -> None:
 
 def _measure(g: Given) -> MeasurePlan:
     base = MeasurePlan()
+    budget = g.value(o.BUDGET, base.budget_s)
     return MeasurePlan(
         repeats=g.get(o.REPEATS),
         precision=g.value(o.PRECISION, base.precision),
-        budget_s=g.value(o.BUDGET, base.budget_s),
+        budget_s=budget,
         budget_given=g.get(o.BUDGET) is not None,
+        max_repeats=repeat_cap(budget),
         compliance=g.value(o.COMPLIANCE, base.compliance),
         timeout_s=g.value(o.TIMEOUT, base.timeout_s),
         torchrun=Torchrun(nnodes=g.value(o.NNODES, 1), rdzv_endpoint=g.get(o.RDZV) or None),

@@ -64,7 +64,8 @@ def should_stop(
             message=(
                 f"stopped at the repeat cap ({max_repeats}) with {got}, wider than the "
                 f"±{precision:.1%} asked: the workload is noisier than that precision "
-                "allows; accept a coarser precision or quiet the machine"
+                "allows in as many rounds; a larger budget raises the cap (one round a "
+                "second of it), or accept a coarser precision or quiet the machine"
             ),
         )
     if next_repeat_s is None:
