@@ -257,7 +257,7 @@ def test_the_sides_of_one_comparison_are_paired_round_by_round() -> None:
 
     rng = np.random.default_rng(11)
     n = 12
-    pace = np.exp(np.cumsum(rng.normal(0, 0.06, n)))  # a random walk: rounds 6% apart
+    pace = np.exp(np.cumsum(rng.normal(0, 0.10, n)))  # a random walk: rounds 10% apart
     medians = {
         "baseline": list(pace * np.exp(rng.normal(0, 0.02, n))),
         "target": list(1.3 * pace * np.exp(rng.normal(0, 0.02, n))),
@@ -269,11 +269,12 @@ def test_the_sides_of_one_comparison_are_paired_round_by_round() -> None:
     paired = judge_speed(*_rounds(medians, {"baseline": one, "target": one}, here))
     assert paired is not None
     iv = paired.interval
-    assert iv.method == "paired t on log per-process medians, round by round"
-    assert iv.df == n - 1 and iv.rounds_spread is not None
+    assert iv.method.startswith("paired t on log per-process medians, round by round")
+    assert iv.df is not None and iv.df <= n - 1 and iv.rounds_spread is not None
+    assert iv.rounds_autocorrelation is not None
     d = np.log(np.array(medians["target"]) / np.array(medians["baseline"]))
     assert iv.rounds_spread == pytest.approx(np.std(d, ddof=1), rel=1e-6)
-    assert iv.low < 1.3 < iv.high and iv.half_width_rel < 0.03
+    assert iv.low < 1.3 < iv.high and iv.half_width_rel < 0.05
 
     # the same processes from two comparisons, or one side without a record: independent
     other = replace(one, elapsed_s=12.5)
@@ -282,7 +283,7 @@ def test_the_sides_of_one_comparison_are_paired_round_by_round() -> None:
         assert apart is not None and apart.interval.method == "Welch t on log per-process medians"
         assert apart.ratio == pytest.approx(paired.ratio)
         assert apart.interval.rounds_spread is None
-        assert apart.interval.half_width_rel > 2 * iv.half_width_rel
+        assert apart.interval.half_width_rel > 1.5 * iv.half_width_rel
     # the sides on two hosts share no pace
     hosts: dict[str, str | None] = {"baseline": "node-a", "target": "node-b"}
     two = judge_speed(*_rounds(medians, {"baseline": one, "target": one}, hosts))

@@ -118,6 +118,7 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
             provisional=ci.provisional,
             spread=ByRole(baseline=ci.baseline_spread, target=ci.target_spread),
             rounds_spread=ci.rounds_spread,
+            rounds_autocorrelation=ci.rounds_autocorrelation,
         ),
         verdict=ci.verdict,
         repeats=ByRole(baseline=baseline.count, target=target.count),

@@ -215,6 +215,8 @@ class Interval:
     #: a paired interval's spread: standard deviation of the rounds' log ratios (absent:
     #: the sides' processes were taken as independent)
     rounds_spread: float | None = omit_none()
+    #: and their lag-1 autocorrelation, which widened it (0: none found)
+    rounds_autocorrelation: float | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -68,9 +68,16 @@ def _paired(ci: Interval) -> str:
         return ""
     sides = [x for x in (ci.spread.baseline, ci.spread.target) if x is not None]
     of_sides = f" against each side's {' and '.join(f'{x:.3f}' for x in sides)}" if sides else ""
+    r = ci.rounds_autocorrelation or 0.0
+    wander = (
+        f"; neighbouring rounds' ratios correlate {r:.2f}, which widens it as if "
+        f"{(1 - r) / (1 + r):.0%} as many rounds had run"
+        if r > 0
+        else ""
+    )
     return (
         f" (the rounds' log ratios spread {ci.rounds_spread:.3f}{of_sides}: the pace a "
-        "round's two processes shared leaves the ratio)"
+        f"round's two processes shared leaves the ratio{wander})"
     )
 
 

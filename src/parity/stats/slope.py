@@ -24,6 +24,16 @@ class SlopeCI:
     method: str = "least squares; t interval, effective n from the lag-1 autocorrelation"
 
 
+def lag1(resid: np.ndarray) -> float:
+    """The lag-1 autocorrelation of residuals in time order, bias-corrected by
+    ``(1 + 3r) / n`` and clamped to 0..0.95: a series' standard error widens by
+    ``sqrt((1 + r) / (1 - r))`` and its ``n`` shrinks by ``(1 - r) / (1 + r)`` (AR(1))."""
+    n = resid.size
+    ss = float((resid * resid).sum())
+    r = float((resid[1:] * resid[:-1]).sum() / ss) if ss > 0 and n > 1 else 0.0
+    return min(max(r + (1 + 3 * r) / n, 0.0), 0.95)
+
+
 def slope_ci(
     x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, level: float = 0.95
 ) -> SlopeCI | None:
@@ -46,8 +56,7 @@ def slope_ci(
     slope = float((xc * (ys - ys.mean())).sum() / sxx)
     resid = ys - ys.mean() - slope * xc
     ss = float((resid * resid).sum())
-    r = float((resid[1:] * resid[:-1]).sum() / ss) if ss > 0 else 0.0
-    r = min(max(r + (1 + 3 * r) / n, 0.0), 0.95)
+    r = lag1(resid)
     se = math.sqrt(ss / (n - 2) / sxx) * math.sqrt((1 + r) / (1 - r))
     df = max(1.0, n * (1 - r) / (1 + r) - 2)
     half = t_quantile(1 - (1 - level) / 2, df) * se
