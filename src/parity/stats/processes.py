@@ -213,16 +213,37 @@ def _welch_df(va: float, dfa: float, vb: float, dfb: float) -> float:
     return (va + vb) ** 2 / (va * va / dfa + vb * vb / dfb)
 
 
-def _paired(a: Processes, b: Processes) -> list[float] | None:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Rounds:
+    """The paired interval's figures: the variance of the mean log ratio, its degrees of
+    freedom, and the rounds' spread and lag-1 autocorrelation."""
+
+    variance: float
+    df: float
+    spread: float
+    autocorrelation: float
+
+
+def _paired(a: Processes, b: Processes) -> _Rounds | None:
     """Each round's log ratio (target over baseline), in round order, where both sides ran
-    the same rounds, at least :data:`PAIRED_FROM` of them; else None."""
+    the same rounds, at least :data:`PAIRED_FROM` of them, reduced to the variance of their
+    mean with the AR(1) factor of their lag-1 autocorrelation; else None."""
     if a.rounds is None or b.rounds is None or set(a.rounds) != set(b.rounds):
         return None
     if len(a.rounds) < PAIRED_FROM:
         return None
     base = dict(zip(a.rounds, a.medians, strict=True))
     targ = dict(zip(b.rounds, b.medians, strict=True))
-    return [math.log(targ[r]) - math.log(base[r]) for r in sorted(base)]
+    d = np.array([math.log(targ[r]) - math.log(base[r]) for r in sorted(base)])
+    n = d.size
+    spread = float(d.std(ddof=1))
+    r = lag1(d - d.mean())
+    return _Rounds(
+        variance=spread**2 / n * (1 + r) / (1 - r),
+        df=max(1.0, n * (1 - r) / (1 + r) - 1),
+        spread=spread,
+        autocorrelation=r,
+    )
 
 
 def ratio_ci(
@@ -263,16 +284,8 @@ def ratio_ci(
     ma, mb = a.count, b.count
     sa, sb = a.spread, b.spread
     rounds = _paired(a, b) if paired else None
-    rounds_spread: float | None = None
-    rounds_autocorrelation: float | None = None
     if rounds is not None:
-        n = len(rounds)
-        d = np.asarray(rounds)
-        rounds_spread = float(d.std(ddof=1))
-        r = lag1(d - d.mean())
-        rounds_autocorrelation = r
-        va, vb = rounds_spread**2 / n * (1 + r) / (1 - r), 0.0
-        df = max(1.0, n * (1 - r) / (1 + r) - 1)
+        va, vb, df = rounds.variance, 0.0, rounds.df
         method = (
             "paired t on log per-process medians, round by round; effective n from the "
             "lag-1 autocorrelation"
@@ -307,8 +320,8 @@ def ratio_ci(
         target_processes=mb,
         baseline_spread=sa,
         target_spread=sb,
-        rounds_spread=rounds_spread,
-        rounds_autocorrelation=rounds_autocorrelation,
+        rounds_spread=rounds.spread if rounds is not None else None,
+        rounds_autocorrelation=rounds.autocorrelation if rounds is not None else None,
         provisional=provisional,
         verdict=_verdict(low, high, provisional),
     )
