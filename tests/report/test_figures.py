@@ -181,6 +181,20 @@ def test_a_paired_interval_says_what_pairing_the_rounds_left_out() -> None:
         if isinstance(p, Sentence)
     ]
     said = next(t for t in lines if "interval: paired t" in t)
-    assert "the rounds' log ratios spread 0.108 against each side's 0.121 and 0.130" in said
+    assert (
+        "the rounds' log ratios spread 0.108 against 0.178 for two independent processes' "
+        "(the sides' 0.121 and 0.130)"
+    ) in said
+    assert "correlate" not in said  # no autocorrelation given: nothing widened
+    widened = replace(paired, rounds_autocorrelation=0.25)
+    lines = [
+        p.text
+        for p in speed(replace(v, speed=replace(v.speed, interval=widened))).parts
+        if isinstance(p, Sentence)
+    ]
+    assert any(
+        "neighbouring rounds' ratios correlate 0.25" in t and "as if 60% as many" in t
+        for t in lines
+    )
     plain = [p.text for p in speed(v).parts if isinstance(p, Sentence)]
     assert not any("rounds' log ratios" in t for t in plain)

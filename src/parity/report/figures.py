@@ -3,6 +3,7 @@ runs), memory, phases and cost."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from parity.model.metrics import Generation, Inference, MemoryPhase, Percentiles, Phases
@@ -63,11 +64,18 @@ def speed(v: Verdict) -> Section:
 
 
 def _paired(ci: Interval) -> str:
-    """What pairing the rounds did: each round's log ratio spread against each side's."""
+    """What pairing the rounds did: the spread of each round's log ratio against that of
+    the ratio of two independent processes (``sqrt(s_b^2 + s_t^2)``), and how much the
+    rounds' autocorrelation widened it."""
     if ci.rounds_spread is None or ci.spread is None:
         return ""
     sides = [x for x in (ci.spread.baseline, ci.spread.target) if x is not None]
-    of_sides = f" against each side's {' and '.join(f'{x:.3f}' for x in sides)}" if sides else ""
+    apart = ""
+    if len(sides) == 2:
+        each = " and ".join(f"{x:.3f}" for x in sides)
+        apart = (
+            f" against {math.hypot(*sides):.3f} for two independent processes' (the sides' {each})"
+        )
     r = ci.rounds_autocorrelation or 0.0
     wander = (
         f"; neighbouring rounds' ratios correlate {r:.2f}, which widens it as if "
@@ -75,10 +83,7 @@ def _paired(ci: Interval) -> str:
         if r > 0
         else ""
     )
-    return (
-        f" (the rounds' log ratios spread {ci.rounds_spread:.3f}{of_sides}: the pace a "
-        f"round's two processes shared leaves the ratio{wander})"
-    )
+    return f" (the rounds' log ratios spread {ci.rounds_spread:.3f}{apart}{wander})"
 
 
 def _ratio(s: Speed) -> list[Part]:
