@@ -124,6 +124,8 @@ def test_the_rounds_stop_on_the_paired_interval_the_verdict_states() -> None:
     samples = _drifting(10)
     stop = _decide(plan, samples, 10, elapsed=10.0, failed=False)
     assert stop is not None and stop.reason == "precision", stop
+    # sides on two hosts shared no pace: independent sides, as the verdict takes them
+    assert _decide(plan, samples, 10, elapsed=10.0, failed=False, paired=False) is None
     # a round whose baseline gave no steps leaves the sides' rounds unmatched: independent
     # sides, whose spread holds the drift, and measuring goes on
     samples["baseline"][4] = []
@@ -141,7 +143,9 @@ class _Sleeping(Orchestrator):
         samples = list(1e-3 * np.exp(rng.normal(rng.normal(0, 0.3), 0.01, 50)))
         phases = SimpleNamespace(start_import_s=None)  # no phases: costed by wall time
         return SimpleNamespace(
-            ok=True, metrics=SimpleNamespace(steady_samples=samples, phases=phases)
+            ok=True,
+            metrics=SimpleNamespace(steady_samples=samples, phases=phases),
+            placement=None,  # run on this machine
         )
 
 
@@ -230,7 +234,7 @@ def _quality_run(step_s: float, steps: int = 30, warmup: int = 2) -> SimpleNames
         resolved=SimpleNamespace(threads=1),
         environment=SimpleNamespace(placement=None),
     )
-    return SimpleNamespace(ok=True, metrics=metrics, manifest=manifest)
+    return SimpleNamespace(ok=True, metrics=metrics, manifest=manifest, placement=None)
 
 
 def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path) -> None:

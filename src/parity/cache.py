@@ -17,25 +17,33 @@ def cache_root() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "parity"
 
 
-def reference_dir(root: Path | None = None) -> Path:
-    """Where fp64 references of whole runs are cached, one folder per fingerprint."""
+def _versioned(name: str, root: Path | None) -> Path:
+    """``ROOT/NAME-vN``: a cache of runs in this bundle schema (``root`` None: the cache)."""
     from parity.model import SCHEMA_VERSION
 
-    return (root if root is not None else cache_root()) / f"reference-v{SCHEMA_VERSION}-run"
+    return (root if root is not None else cache_root()) / name.format(v=SCHEMA_VERSION)
+
+
+def _complete(run: Path) -> bool:
+    """A cached run is there once its manifest is (what a comparison checks to copy it)."""
+    from parity.bundle import MANIFEST
+
+    return (run / MANIFEST).is_file()
+
+
+def reference_dir(root: Path | None = None) -> Path:
+    """Where fp64 references of whole runs are cached, one folder per fingerprint."""
+    return _versioned("reference-v{v}-run", root)
 
 
 def reference_cached(fingerprint: str, root: Path | None = None) -> bool:
     """The fp64 reference of ``fingerprint`` is cached (a comparison copies it)."""
-    from parity.bundle import MANIFEST
-
-    return (reference_dir(root) / fingerprint / MANIFEST).is_file()
+    return _complete(reference_dir(root) / fingerprint)
 
 
 def expected_dir(root: Path | None = None) -> Path:
     """Where expected-error runs are cached, one folder per fingerprint and side."""
-    from parity.model import SCHEMA_VERSION
-
-    return (root if root is not None else cache_root()) / f"expected-v{SCHEMA_VERSION}"
+    return _versioned("expected-v{v}", root)
 
 
 def expected_key(fingerprint: str, side: SideSpec) -> str:
@@ -45,8 +53,4 @@ def expected_key(fingerprint: str, side: SideSpec) -> str:
 
 def expected_cached(fingerprint: str, side: SideSpec | None, root: Path | None = None) -> bool:
     """The expected-error run of ``fingerprint`` on ``side`` is cached (None: no such run)."""
-    from parity.bundle import MANIFEST
-
-    if side is None:
-        return False
-    return (expected_dir(root) / expected_key(fingerprint, side) / MANIFEST).is_file()
+    return side is not None and _complete(expected_dir(root) / expected_key(fingerprint, side))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 
-from parity.model.bundle import Bundle, run_samples
+from parity.model.bundle import Bundle, one_host, run_samples
 from parity.model.side import MeasurePlan, Stop, TimingSteps
 from parity.model.verdict import ROLES, Role
 from parity.orchestrate import (
@@ -52,13 +52,15 @@ def decide_stop(
     next_round_s: float | None = None,
     reserve_s: float = 0.0,
     asked: bool = True,
+    paired: bool = True,
 ) -> Stop | None:
     """After ``rounds`` rounds: stop (and why), or None to run another round. ``samples``
     are each side's steady step times, one list per process; another round costs
     ``next_round_s`` and ``reserve_s`` must be left for the runs after the rounds.
     ``asked``: ``plan.repeats`` is the user's (else a mode's default, never called asked).
-    The rounds ran a process of each side back to back, so the interval pairs them
-    (``stats.ratio_ci``) where both sides' processes gave steps in the same rounds."""
+    The rounds ran a process of each side back to back, so with ``paired`` (they shared one
+    host) the interval pairs them (``stats.ratio_ci``) where both sides' processes gave
+    steps in the same rounds: the interval the verdict states (``judge.speed``)."""
     from parity.stats import Processes, ratio_ci, should_stop
 
     if failed:
@@ -83,7 +85,7 @@ def decide_stop(
     ci = ratio_ci(
         Processes.from_steps(usable["baseline"], "baseline", rounds=ran["baseline"]),
         Processes.from_steps(usable["target"], "target", rounds=ran["target"]),
-        paired=True,
+        paired=paired,
     )
     decision = should_stop(
         ci,
@@ -116,6 +118,7 @@ def adaptive_stop(plan: MeasurePlan, *, runs_after: int = 0, asked: bool = True)
             next_round_s=tally.next_round_s,
             reserve_s=runs_after * tally.next_run_s("target"),
             asked=asked,
+            paired=one_host(b for bundles in tally.done.values() for b in bundles),
         )
 
     return decide

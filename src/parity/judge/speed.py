@@ -36,7 +36,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from parity.model.bundle import Bundle, SideRuns, run_samples
+from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
 from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 from parity.spec import HOST_COMPUTE
@@ -76,13 +76,7 @@ def one_run(a: SideRuns, b: SideRuns) -> bool:
     nodes of one host."""
     if a.info is None or b.info is None or not a.info.stop.order:
         return False
-    return a.info.stop == b.info.stop and _host(a.first) == _host(b.first)
-
-
-def _host(bundle: Bundle) -> str | None:
-    """The cluster node's host a run was placed on; None: this machine."""
-    env = bundle.manifest.environment
-    return env.placement.hostname if env is not None and env.placement is not None else None
+    return a.info.stop == b.info.stop and one_host((*a.repeats, *b.repeats))
 
 
 def side_step_time(side: SideRuns) -> float | None:
@@ -185,8 +179,7 @@ def contention(
 def _placed(bundle: Bundle) -> bool:
     """Whether the run was on a cluster node (``--cluster``): the load measured on this
     machine is not its node's."""
-    env = bundle.manifest.environment
-    return env is not None and env.placement is not None
+    return bundle.placement is not None
 
 
 def _threads(bundle: Bundle) -> int | None:

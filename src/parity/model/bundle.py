@@ -24,6 +24,7 @@ from parity.spec import SideSpec
 
 if TYPE_CHECKING:
     from parity.arrays import Array
+    from parity.model.placement import Placement
 
 #: the prefix of a margins tensor among a run's output tensors (see ``RunOutputs.margins``)
 MARGIN = "margin."
@@ -74,6 +75,12 @@ class Bundle:
     def side(self) -> SideSpec:
         """The side this bundle ran (``str()`` writes it as given, e.g. ``cpu+bf16``)."""
         return self.manifest.side
+
+    @property
+    def placement(self) -> Placement | None:
+        """The cluster node the run was placed on (None: this machine)."""
+        env = self.manifest.environment
+        return env.placement if env is not None else None
 
     @property
     def losses(self) -> tuple[float | None, ...]:
@@ -129,6 +136,12 @@ def step_samples(bundles: Iterable[Bundle]) -> list[list[float]]:
     """The steady step times of each successful run, one list per process (the unit the
     speed interval resamples); a run without steady samples gives none."""
     return [s for s in run_samples(bundles) if s]
+
+
+def one_host(bundles: Iterable[Bundle]) -> bool:
+    """Whether the runs shared one machine's pace: all on this machine, or all on cluster
+    nodes of one host (the speed interval pairs a comparison's rounds only then)."""
+    return len({b.placement.hostname if b.placement else None for b in bundles}) <= 1
 
 
 def run_samples(bundles: Iterable[Bundle]) -> list[list[float]]:
