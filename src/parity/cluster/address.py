@@ -16,6 +16,8 @@ from parity.model.placement import ClusterPlan, Resource
 from parity.redact import redact
 from parity.spec import SideSpec
 
+log = logging.getLogger(__name__)
+
 #: seconds to reach the cluster's address before calling it unreachable
 CONNECT_TIMEOUT_S = 5.0
 _PLACE = re.compile(r"^([A-Za-z][\w-]*)=([A-Za-z][\w.-]*)(?::([0-9.]+))?$")
@@ -95,8 +97,10 @@ def reachable(address: str) -> None:
         ) from None
 
 
-#: a Ray client's init refused by the head, with the head's traceback after this line (the
-#: head's per-client server did not start in time on a busy head): tried once more
+#: a Ray client's init refused by the head, with the head's traceback after this line: tried
+#: once more. The head's per-client server did not start in time on a busy head, or died as
+#: the head's client proxy forked it (ray-project/ray#63202: grpcio's fork handlers; the
+#: head's ``GRPC_ENABLE_FORK_SUPPORT=false`` avoids it, README "Running on a cluster")
 SERVER_INIT_FAILED = "Initialization failure from server"
 JOIN_ATTEMPTS = 2
 
@@ -126,7 +130,12 @@ def connect(address: str) -> Any:
             lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
             server_side = bool(lines) and lines[0].startswith(SERVER_INIT_FAILED)
             if server_side and attempt + 1 < JOIN_ATTEMPTS:
-                ray.shutdown()  # the head started no server for this client: once more
+                log.warning(
+                    "parity: --cluster %s: the head started no Ray client server for this "
+                    "driver (see the head's ray_client_server.err); joining again",
+                    redact(address),
+                )
+                ray.shutdown()
                 continue
             # the first line, and the cause where the server sent its traceback
             said = lines[0] if lines else type(exc).__name__

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +84,24 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+#: the nodes' environment: no usage stats; the head's Ray client server waits up to 180 s
+#: (not Ray's 30) for the per-client server it starts for each connection: on a loaded test
+#: machine that process's start (importing Ray) took longer than 30 s, and the connection
+#: failed with "Initialization failure from server"; and gRPC's fork handlers off. The head's
+#: Ray client proxy forks each per-client server while its own gRPC threads run, and with
+#: the handlers on (grpcio's default, or ``true``) the child can die at once ("Check failed:
+#: next_worker->state == KICKED", ray-project/ray#63202): here, under load 3, on the first
+#: join after a start in 8 of 21 starts, and the driver waited out the timeout above before
+#: it joined again (the suite's first cluster test took 220 s in three runs running). The
+#: child only execs, so it needs no handlers: 0 of 16 with them off
+#: (benchmarks/cluster_join.py).
+RAY_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "180",
+    "GRPC_ENABLE_FORK_SUPPORT": "false",
+}
+
+
 STORE_BYTES = 80 * 1024 * 1024
 #: every node's address: a loopback one that Ray does not replace by the outward one
 NODE_IP = "127.0.0.2"
@@ -95,6 +113,8 @@ class RayCluster:
     client: str
     root: Path
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: the nodes' environment over this process's (``RAY_ENV`` unless given)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(RAY_ENV))
 
     def kill(self, name: str) -> None:
         """SIGKILL a node as a machine dies: its whole process group (its raylet) and
@@ -109,6 +129,13 @@ class RayCluster:
                 os.kill(pid, signal.SIGKILL)
         proc.wait(timeout=60)
 
+    def client_server_failures(self) -> int:
+        """How many per-client servers the head's Ray client proxy saw die at their start
+        (its log; each cost a client the head's channel timeout, then a join again)."""
+        logs = self.root / "session_latest" / "logs" / "ray_client_server.err"
+        text = logs.read_text(errors="replace") if logs.is_file() else ""
+        return text.count(SPECIFIC_SERVER_FAILED)
+
     def add(self, name: str) -> None:
         """Start a worker node with the resource ``name`` (again, after ``kill``). One at
         a time: two ``ray start`` on one node address at once never both joined here."""
@@ -117,25 +144,19 @@ class RayCluster:
         self.nodes[name] = _ray(
             f"--address={self.gcs}", f"--node-ip-address={NODE_IP}", "--num-cpus=1",
             f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}", log=log,
+            env=self.env,
         )  # fmt: skip
         _started(self.nodes[name], log, 180)
         _ready(self.gcs, [n for n in self.nodes if n != "head"], before, 180)
 
 
-#: the nodes' environment: no usage stats; and the head's Ray client server waits up to
-#: 180 s (not Ray's 30) for the per-client server it starts for each connection: on a
-#: loaded test machine that process's start (importing Ray) took longer than 30 s, and
-#: the connection failed with "Initialization failure from server"
-RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "180"}
-
-
-def _ray(*args: str, log: Path) -> subprocess.Popen[bytes]:
+def _ray(*args: str, log: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     exe = Path(sys.executable).with_name("ray")
     with log.open("wb") as out:
         return subprocess.Popen(
             [str(exe), "start", "--block", "--disable-usage-stats", *args],
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **RAY_ENV},
+            env={**os.environ, **env},
         )  # fmt: skip
 
 
@@ -150,6 +171,10 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: flo
         time.sleep(0.5)
     raise RuntimeError(f"ray did not listen on {port} in {timeout} s: {log.read_text()[-2000:]}")
 
+
+#: what the head's Ray client proxy logs where a per-client server died at its start
+#: (``ray.util.client.server.proxier``)
+SPECIFIC_SERVER_FAILED = "SpecificServer startup failed"
 
 #: what ``ray start`` prints once its node runs (``ray.scripts.scripts.start``)
 STARTED = "Ray runtime started."
@@ -215,13 +240,19 @@ def _ready(gcs: str, workers: Sequence[str], before: set[str], timeout: float) -
 
 
 @contextlib.contextmanager
-def local_cluster(workers: Sequence[str] = ("side-a", "side-b")) -> Iterator[RayCluster]:
+def local_cluster(
+    workers: Sequence[str] = ("side-a", "side-b"), *, env: Mapping[str, str] | None = None
+) -> Iterator[RayCluster]:
     """A head (no CPUs of its own) and one worker node per name, each with one CPU and
-    the resource ``name``; every node killed and its files removed at the end."""
+    the resource ``name``; every node killed and its files removed at the end. ``env``:
+    the nodes' environment over this process's, ``RAY_ENV`` by default."""
     root = Path(tempfile.mkdtemp(prefix="parity-ray-"))
     gcs_port, client_port = free_port(), free_port()
     cluster = RayCluster(
-        gcs=f"{NODE_IP}:{gcs_port}", client=f"ray://127.0.0.1:{client_port}", root=root
+        gcs=f"{NODE_IP}:{gcs_port}",
+        client=f"ray://127.0.0.1:{client_port}",
+        root=root,
+        env=dict(RAY_ENV if env is None else env),
     )
     common = [f"--object-store-memory={STORE_BYTES}", "--include-dashboard=false"]
     try:
@@ -229,7 +260,7 @@ def local_cluster(workers: Sequence[str] = ("side-a", "side-b")) -> Iterator[Ray
             "--head", f"--node-ip-address={NODE_IP}", f"--port={gcs_port}",
             f"--ray-client-server-port={client_port}", "--num-cpus=0",
             f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
-            f"--temp-dir={root}", *common, log=root / "head.log",
+            f"--temp-dir={root}", *common, log=root / "head.log", env=cluster.env,
         )  # fmt: skip
         _wait_port(client_port, cluster.nodes["head"], root / "head.log", 120)
         for name in workers:
