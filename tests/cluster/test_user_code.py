@@ -15,7 +15,7 @@ import pytest
 from parity.bundle import load_side
 from parity.cluster.code import user_code
 from parity.spec import WorkloadSpec
-from parity.testing.raycluster import RayCluster, listening
+from parity.testing.raycluster import RayCluster, descendants, listening
 
 #: these tests read verdicts and bundles: no HTML report drawn
 LEAN = ("--repeats", "2", "--no-compliance", "--steps", "4", "--no-report")
@@ -126,3 +126,26 @@ def test_the_client_server_listens_on_loopback_only(ray_cluster: RayCluster) -> 
     port = int(ray_cluster.client.rsplit(":", 1)[1])
     found = listening(port)
     assert found and all(a.startswith("127.") for a in found), found
+
+
+@pytest.mark.slow
+def test_the_head_s_client_proxy_runs_without_grpc_fork_handlers(ray_cluster: RayCluster) -> None:
+    # the proxy forks a server for each driver; with grpcio's fork handlers on, the child
+    # died at once on a first join in 8 of 21 starts here (ray-project/ray#63202)
+    head = ray_cluster.nodes["head"].pid
+    proxies = [
+        pid
+        for pid in descendants(head)
+        if b"--mode=proxy" in _read(f"/proc/{pid}/cmdline").split(b"\0")
+    ]
+    assert len(proxies) == 1, proxies
+    environ = _read(f"/proc/{proxies[0]}/environ").split(b"\0")
+    assert b"GRPC_ENABLE_FORK_SUPPORT=false" in environ
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:  # the process ended meanwhile
+        return b""

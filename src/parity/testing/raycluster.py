@@ -92,7 +92,7 @@ def descendants(pid: int) -> list[int]:
 #: the handlers on (grpcio's default, or ``true``) the child can die at once ("Check failed:
 #: next_worker->state == KICKED", ray-project/ray#63202): here, under load 3, on the first
 #: join after a start in 8 of 21 starts, and the driver waited out the timeout above before
-#: it joined again (the suite's first cluster test took 220 s in three runs running). The
+#: it joined again (the suite's first cluster test took 220 s in three runs in a row). The
 #: child only execs, so it needs no handlers: 0 of 16 with them off
 #: (benchmarks/cluster_join.py).
 RAY_ENV = {
