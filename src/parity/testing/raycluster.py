@@ -112,9 +112,9 @@ class RayCluster:
     gcs: str
     client: str
     root: Path
+    #: the nodes' environment over this process's (``local_cluster``: ``RAY_ENV`` unless given)
+    env: Mapping[str, str]
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    #: the nodes' environment over this process's (``RAY_ENV`` unless given)
-    env: Mapping[str, str] = field(default_factory=lambda: dict(RAY_ENV))
 
     def kill(self, name: str) -> None:
         """SIGKILL a node as a machine dies: its whole process group (its raylet) and
