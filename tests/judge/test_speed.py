@@ -3,6 +3,7 @@ provisional note, and the compliance checks against process-to-process variation
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -228,6 +229,27 @@ def test_a_change_of_the_machine_s_pace_mid_run_makes_the_speed_unreliable() -> 
     # a steady machine: no such check at all
     steady = judge_speed(*_in_order({"baseline": wobble(30), "target": wobble(30)}, 5))
     assert steady is not None and steady.reliable and not steady.compliance
+
+
+def test_one_side_changing_speed_mid_run_makes_the_speed_unreliable() -> None:
+    """Seen with the CPU's bf16 units off: the float32 baseline went from 6 to 10 ms after
+    three rounds while the emulated bf16 target held at 56 ms; no shared change of pace,
+    but the ratio went from 8.7 to 5.6, and the run's one interval read [1.10, 33.2]."""
+    rng = np.random.default_rng(6)
+    wobble = lambda n: list(np.exp(rng.normal(0, 0.02, n)))  # noqa: E731
+    base = [6e-3 * m * (1.0 if i < 10 else 1.65) for i, m in enumerate(wobble(30))]
+    target = [56e-3 * m for m in wobble(30)]
+    speed = judge_speed(*_in_order({"baseline": base, "target": target}, 5))
+    assert speed is not None and not speed.reliable
+    assert speed.unreliable_because == ("machine pace held while measuring",)
+    check = next(c for c in speed.compliance if c.name == "machine pace held while measuring")
+    assert check.passed is False
+    assert "the ratio changed after 10 processes a side" in check.detail
+    went = re.search(r"went ([\d.]+)x and the target's ([\d.]+)x", check.detail)
+    assert went is not None
+    assert float(went[1]) == pytest.approx(1.65, rel=0.03)
+    assert float(went[2]) == pytest.approx(1.0, abs=0.03)
+    assert "one ratio does not describe this run" in check.detail
 
 
 def _rounds(

@@ -27,8 +27,10 @@ the speed, a cache, or interference on the machine) is for the reader to find.
 
 A third check is there only where the machine's pace changed while measuring (``pace``,
 :func:`parity.stats.pace.pace_change`): both sides' processes shifted together at one
-point of the run order. It fails where the ratio before and after differ beyond their
-intervals, which makes the speed unreliable: one ratio does not describe such a run.
+point of the run order, or the ratio itself moved there (``ratio_change``: the machine
+changed how one side runs and not the other). It fails where the ratio before and after
+differ beyond their intervals, which makes the speed unreliable: one ratio does not
+describe such a run.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
-from parity.stats.pace import pace_change
+from parity.stats.pace import PaceChange, pace_change, ratio_change
 
 COMPLIANCE_LEVEL = 0.98
 #: (key of the run in ``SideRuns.compliance``, check name, sidedness, what it is)
@@ -237,7 +239,7 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     if _placed(a.first) or _placed(b.first):
         return None
     order = run_order(a, b)
-    change = pace_change(order)
+    change = pace_change(order) or ratio_change(order)
     if change is None:
         return None
     parts = []
@@ -247,10 +249,7 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     before, after = parts
     held = before.low <= after.high and after.low <= before.high
     said = (
-        f"the machine's pace changed after {change.before} processes a side: the baseline's "
-        f"step time went {change.baseline_shift:.2f}x and the target's "
-        f"{change.target_shift:.2f}x at once (a virtual machine's host can do that with no "
-        f"other process here to show it); the ratio was {before.ratio:.3f} "
+        f"{_what_changed(change)}; the ratio was {before.ratio:.3f} "
         f"[{before.low:.3f}, {before.high:.3f}] before and {after.ratio:.3f} "
         f"[{after.low:.3f}, {after.high:.3f}] after"
     )
@@ -266,6 +265,23 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
         "or from the part of the run whose pace is the one you deploy on"
     )
     return ComplianceCheck(name=PACE_CHECK, passed=held, detail=said + tail)
+
+
+def _what_changed(change: PaceChange) -> str:
+    moved = (
+        f"after {change.before} processes a side: the baseline's step time went "
+        f"{change.baseline_shift:.2f}x and the target's {change.target_shift:.2f}x at once"
+    )
+    if (change.baseline_shift - 1) * (change.target_shift - 1) > 0:
+        return (
+            f"the machine's pace changed {moved} (a virtual machine's host can do that with "
+            "no other process here to show it)"
+        )
+    return (
+        f"the ratio changed {moved}: the machine changed how one side runs and not the "
+        "other (a virtual machine's host can place its cores so, with no other process here "
+        "to show it; so can a side's own state that outlives its processes)"
+    )
 
 
 def noise_interval(

@@ -18,12 +18,23 @@ independent processes, two t statistics of 4 at one split at once are rare (the
 simulation in ``tests/stats/test_pace.py`` finds fewer than 1 in 200 comparisons of 30 a
 side, even with heavy-tailed noise), and a shift under ``min_shift`` is left to the
 interval.
+
+The machine can also change how one side runs and not the other. With the CPU's bf16
+units off (``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``, as on a CPU without
+them), the demo's float32 baseline ran at 6.0-6.4 ms for three rounds and at 9.7-10.3 ms
+after, while its emulated bf16 target stayed at 52-56 ms: the ratio went from about 8.7
+to 5.6, and an A/A comparison on the same machine minutes later showed both float32 sides
+switching between the two speeds together. :func:`ratio_change` finds such a split from
+the ratio itself: the target's shift over the baseline's, at least ``min_shift``, at a t
+of at least ``t_min`` (the two sides' pooled variances within the parts); a change of
+pace that moves both sides alike leaves the ratio and is not one. Its simulation finds
+fewer than 1 in 100 on steady machines, a drifting pace included.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 #: a shift smaller than this (on both sides' step times) is left to the interval
@@ -77,32 +88,66 @@ def pace_change(
 ) -> PaceChange | None:
     """The change of pace in ``order`` (``("baseline" | "target", process median)`` in run
     order), or None where there is none (see the module)."""
+    best: PaceChange | None = None
+    for k, parts in _splits(order, min_side):
+        (db, tb), (dt, tt) = (_t(*parts[role]) for role in ("baseline", "target"))
+        same_way = db * dt > 0
+        big = min(abs(db), abs(dt)) >= math.log1p(min_shift)
+        t = min(abs(tb), abs(tt))
+        if same_way and big and t >= t_min and (best is None or t > best.t):
+            best = _change(k, parts, t)
+    return best
+
+
+def ratio_change(
+    order: Sequence[tuple[str, float]],
+    *,
+    min_side: int = MIN_SIDE,
+    min_shift: float = MIN_SHIFT,
+    t_min: float = T_MIN,
+) -> PaceChange | None:
+    """The split of ``order`` (as :func:`pace_change` takes it) where the ratio itself
+    changed, whichever side moved; None where it held (see the module)."""
+    best: PaceChange | None = None
+    for k, parts in _splits(order, min_side):
+        shift = var = 0.0
+        for role, sign in (("target", 1.0), ("baseline", -1.0)):
+            (ma, sa, na), (mb, sb, nb) = (_part(p) for p in parts[role])
+            shift += sign * (mb - ma)
+            var += (sa + sb) / (na + nb - 2) * (1 / na + 1 / nb)
+        t = abs(shift) / math.sqrt(var) if var > 0 else (math.inf if shift else 0.0)
+        if abs(shift) >= math.log1p(min_shift) and t >= t_min and (best is None or t > best.t):
+            best = _change(k, parts, t)
+    return best
+
+
+Parts = dict[str, tuple[list[float], list[float]]]
+
+
+def _splits(order: Sequence[tuple[str, float]], min_side: int) -> Iterator[tuple[int, Parts]]:
+    """Each split of the run order with at least ``min_side`` processes of each side in
+    each part: its index and each side's log medians before and after it."""
     if any(m <= 0 or not math.isfinite(m) for _, m in order):
         raise ValueError("a process median is not a positive number: check the timer.")
     logs = [(role, math.log(m)) for role, m in order]
-    best: PaceChange | None = None
     for k in range(1, len(logs)):
         parts = {
             role: ([x for r, x in logs[:k] if r == role], [x for r, x in logs[k:] if r == role])
             for role in ("baseline", "target")
         }
-        if any(min(len(a), len(b)) < min_side for a, b in parts.values()):
-            continue
-        (db, tb), (dt, tt) = (_t(*parts[role]) for role in ("baseline", "target"))
-        same_way = db * dt > 0
-        big = min(abs(db), abs(dt)) >= math.log1p(min_shift)
-        t = min(abs(tb), abs(tt))
-        if not (same_way and big and t >= t_min) or (best is not None and t <= best.t):
-            continue
-        (b0, b1), (t0, t1) = (parts[r] for r in ("baseline", "target"))
-        best = PaceChange(
-            at=k,
-            baseline_shift=math.exp(db),
-            target_shift=math.exp(dt),
-            ratio_before=math.exp(_part(t0)[0] - _part(b0)[0]),
-            ratio_after=math.exp(_part(t1)[0] - _part(b1)[0]),
-            before=min(len(b0), len(t0)),
-            after=min(len(b1), len(t1)),
-            t=t,
-        )
-    return best
+        if all(min(len(a), len(b)) >= min_side for a, b in parts.values()):
+            yield k, parts
+
+
+def _change(k: int, parts: Parts, t: float) -> PaceChange:
+    (b0, b1), (t0, t1) = (parts[r] for r in ("baseline", "target"))
+    return PaceChange(
+        at=k,
+        baseline_shift=math.exp(_part(b1)[0] - _part(b0)[0]),
+        target_shift=math.exp(_part(t1)[0] - _part(t0)[0]),
+        ratio_before=math.exp(_part(t0)[0] - _part(b0)[0]),
+        ratio_after=math.exp(_part(t1)[0] - _part(b1)[0]),
+        before=min(len(b0), len(t0)),
+        after=min(len(b1), len(t1)),
+        t=t,
+    )
