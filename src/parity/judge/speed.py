@@ -239,7 +239,8 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     if _placed(a.first) or _placed(b.first):
         return None
     order = run_order(a, b)
-    change = pace_change(order) or ratio_change(order)
+    shared = pace_change(order)
+    change = shared or ratio_change(order)
     if change is None:
         return None
     parts = []
@@ -249,7 +250,7 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     before, after = parts
     held = before.low <= after.high and after.low <= before.high
     said = (
-        f"{_what_changed(change)}; the ratio was {before.ratio:.3f} "
+        f"{_what_changed(change, shared=shared is not None)}; the ratio was {before.ratio:.3f} "
         f"[{before.low:.3f}, {before.high:.3f}] before and {after.ratio:.3f} "
         f"[{after.low:.3f}, {after.high:.3f}] after"
     )
@@ -267,12 +268,13 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     return ComplianceCheck(name=PACE_CHECK, passed=held, detail=said + tail)
 
 
-def _what_changed(change: PaceChange) -> str:
+def _what_changed(change: PaceChange, *, shared: bool) -> str:
+    """``shared``: both sides shifted the same way (``pace_change``), else the ratio moved."""
     moved = (
         f"after {change.before} processes a side: the baseline's step time went "
         f"{change.baseline_shift:.2f}x and the target's {change.target_shift:.2f}x at once"
     )
-    if (change.baseline_shift - 1) * (change.target_shift - 1) > 0:
+    if shared:
         return (
             f"the machine's pace changed {moved} (a virtual machine's host can do that with "
             "no other process here to show it)"
