@@ -22,7 +22,7 @@ interval.
 The machine can also change how one side runs and not the other. With the CPU's bf16
 units off (``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``, as on a CPU without
 them), the demo's float32 baseline ran at 6.0-6.4 ms for three rounds and at 9.7-10.3 ms
-after, while its emulated bf16 target stayed at 52-56 ms: the ratio went from about 8.7
+after, while its emulated bf16 target stayed at 52-56 ms: the ratio went from 8.5
 to 5.6, and an A/A comparison on the same machine minutes later showed both float32 sides
 switching between the two speeds together. :func:`ratio_change` finds such a split from
 the ratio itself: the target's shift over the baseline's, at least ``min_shift``, at a t
