@@ -295,3 +295,7 @@ def test_a_larger_budget_raises_the_repeat_cap(budget: float | None, cap: int) -
     given = {"target": "cpu+bf16"} | ({"budget_s": budget} if budget is not None else {})
     r = CompareRequest.from_kwargs(**given)
     assert r.measure.max_repeats == cap
+    # while the interval is wider than ±5% at the cap, up to four times as many
+    assert r.measure.max_repeats_wide == min(1000, 4 * cap)
+    assert r.measure.most_rounds == r.measure.max_repeats_wide
+    assert r.measure.repeats is None

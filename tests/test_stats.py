@@ -516,6 +516,27 @@ def test_stop_on_max_repeats() -> None:
     assert d is not None and d.reason == "max_repeats" and "(8)" in d.message
 
 
+def test_past_the_repeat_cap_only_an_interval_wider_than_5_percent_goes_on() -> None:
+    """At the cap of 30 the quick built-ins had often spent 13-23 s of the default 30 s,
+    some at ±6-8%: rounds go on, up to the wide cap, while the interval is wider than ±5%."""
+    cap = dict(precision=0.02, elapsed_s=10, budget_s=1000, max_repeats=120, settle_from=30)
+    assert should_stop(_ci(0.07), repeats=30, **cap) is None  # wide at the cap: on
+    assert should_stop(_ci(0.07), repeats=29, **cap) is None
+    assert should_stop(_ci(0.04), repeats=29, **cap) is None  # within 5% before the cap: on
+    d = should_stop(_ci(0.04), repeats=30, **cap)
+    assert d is not None and d.reason == "max_repeats" and "(30)" in d.message
+    d = should_stop(_ci(0.049), repeats=47, **cap)
+    assert d is not None and d.reason == "max_repeats"
+    assert "(47; rounds past 30 run only while the interval is wider than ±5%)" in d.message
+    d = should_stop(_ci(0.09), repeats=120, **cap)  # the wide cap ends it however wide
+    assert d is not None and d.reason == "max_repeats" and "±9.0%" in d.message
+    d = should_stop(_ci(0.01), repeats=47, **cap)  # the precision asked still comes first
+    assert d is not None and d.reason == "precision"
+    assert should_stop(_ci(0.07), repeats=31, **(cap | {"elapsed_s": 999})) is not None  # budget
+    with pytest.raises(ValueError, match="settle_from"):
+        should_stop(_ci(0.1), repeats=1, **(cap | {"settle_from": 121}))
+
+
 def test_should_stop_validates() -> None:
     with pytest.raises(ValueError, match="precision"):
         should_stop(_ci(0.1), precision=0, elapsed_s=1, budget_s=10, repeats=1)

@@ -360,7 +360,8 @@ BUDGET = declare(
     "budget_s", "--budget", number(low=0, high=30 * DAY_S, open_low=True),
     "seconds for measuring after set-up: the fp64 reference, the rounds and the compliance "
     "runs; a round that would not fit is not started, and at most 30 rounds run, or one "
-    "a second of a larger budget (default: 30)",
+    "a second of a larger budget, and up to 4 times as many while the interval is wider "
+    "than ±5% (default: 30)",
     COMPARE, metavar="SECONDS", cli=float, plan="measure.budget_s",
 )  # fmt: skip
 COMPLIANCE = declare(

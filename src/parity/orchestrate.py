@@ -388,7 +388,7 @@ class Orchestrator:
         if self.clock is None:
             self.start_budget()
         settle()  # no import in this process beside a timed step
-        rounds = plan.repeats if plan.repeats is not None else plan.max_repeats
+        rounds = plan.repeats if plan.repeats is not None else plan.most_rounds
         order: list[tuple[Role, int]] = interleaved_order(rounds, ROLES)  # type: ignore[assignment]
         done: dict[Role, list[Bundle]] = {role: [] for role in ROLES}
         self.measured = done

@@ -13,7 +13,7 @@ import logging
 import math
 
 from parity.model.bundle import Bundle, one_host, run_samples
-from parity.model.side import MeasurePlan, Stop, TimingSteps
+from parity.model.side import DECISIVE, MeasurePlan, Stop, TimingSteps
 from parity.model.verdict import ROLES, Role
 from parity.orchestrate import (
     COST_MARGIN,
@@ -94,7 +94,9 @@ def decide_stop(
         budget_s=plan.budget_s,
         repeats=rounds,
         min_repeats=plan.min_repeats,
-        max_repeats=plan.max_repeats,
+        max_repeats=plan.most_rounds,
+        settle_from=plan.max_repeats,
+        decisive=DECISIVE,
         next_repeat_s=next_round_s,
         reserve_s=reserve_s,
     )

@@ -30,6 +30,8 @@ def should_stop(
     repeats: int,
     min_repeats: int = 2,
     max_repeats: int = 30,
+    settle_from: int | None = None,
+    decisive: float = 0.05,
     next_repeat_s: float | None = None,
     reserve_s: float = 0.0,
 ) -> StopDecision | None:
@@ -38,7 +40,9 @@ def should_stop(
     Checked in order: ``"precision"`` when at least ``min_repeats`` repeats gave an
     interval that is not provisional (see :data:`MIN_PROCESSES`) and whose half width is
     at most ``precision`` of the ratio; ``"max_repeats"`` at
-    ``max_repeats``; ``"budget"`` when another repeat would overrun ``budget_s`` with
+    ``max_repeats``, or from ``settle_from`` repeats on (the repeat cap, where the
+    caller allows more for an interval still wide) once the interval is within
+    ``decisive``; ``"budget"`` when another repeat would overrun ``budget_s`` with
     ``reserve_s`` still to spend after the repeats (e.g. compliance runs). A repeat costs
     ``next_repeat_s`` where the caller knows it (the slowest round so far), else the
     mean so far (``elapsed_s / repeats``). The budget wins over ``min_repeats``: it is a
@@ -52,22 +56,20 @@ def should_stop(
         raise ValueError(
             f"need 1 <= min_repeats <= max_repeats (got {min_repeats} and {max_repeats})."
         )
+    settle = max_repeats if settle_from is None else settle_from
+    if not min_repeats <= settle <= max_repeats:
+        raise ValueError(
+            f"need min_repeats <= settle_from <= max_repeats (got {settle_from} and {max_repeats})."
+        )
     width = ci.half_width_rel
     got = f"±{width:.1%} at {ci.confidence:.0%} confidence after {repeats} repeat(s)"
     if repeats >= min_repeats and not ci.provisional and width <= precision:
         return StopDecision(
             reason="precision", message=f"precision reached: {got} (asked ±{precision:.1%})"
         )
-    if repeats >= max_repeats:
-        return StopDecision(
-            reason="max_repeats",
-            message=(
-                f"stopped at the repeat cap ({max_repeats}) with {got}, wider than the "
-                f"±{precision:.1%} asked: the workload is noisier than that precision "
-                "allows in as many rounds; a larger budget raises the cap (one round a "
-                "second of it), or accept a coarser precision or quiet the machine"
-            ),
-        )
+    settled = repeats >= settle and not ci.provisional and width <= decisive
+    if repeats >= max_repeats or settled:
+        return _capped(repeats, settle, decisive, got, precision)
     if next_repeat_s is None:
         next_repeat_s = elapsed_s / repeats if repeats > 0 else 0.0
     if elapsed_s + next_repeat_s + reserve_s > budget_s:
@@ -87,6 +89,25 @@ def should_stop(
             ),
         )
     return None
+
+
+def _capped(repeats: int, settle: int, decisive: float, got: str, precision: float) -> StopDecision:
+    """The stop at the repeat cap (``settle``), or past it at the interval's ``decisive``
+    width or the wide cap."""
+    past = (
+        ""
+        if repeats <= settle
+        else f"; rounds past {settle} run only while the interval is wider than ±{decisive:.0%}"
+    )
+    return StopDecision(
+        reason="max_repeats",
+        message=(
+            f"stopped at the repeat cap ({repeats}{past}) with {got}, wider than the "
+            f"±{precision:.1%} asked: the workload is noisier than that precision allows in "
+            "as many rounds; a larger budget raises the cap (one round a second of it), or "
+            "accept a coarser precision or quiet the machine"
+        ),
+    )
 
 
 def interleaved_order(
