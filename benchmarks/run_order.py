@@ -4,10 +4,11 @@ For each comparison directory: every measured process's steady median in run ord
 (``b`` baseline, ``t`` target, in ms), each side's spread (the standard deviation of its
 log process medians), the ratio's 95% interval both ways (paired round by round, as the
 judge computes it for one comparison's rounds from ``stats.PAIRED_FROM`` of them, and
-over independent sides, Welch's), and what :func:`parity.stats.pace.pace_change` finds, or
-where it finds none, ``ratio_change`` (the ratio moved: one side's processes shifted alone;
-the check "machine pace held while measuring" of the speed section judges the same). It reads the
-bundles as they are, so a comparison made before that check can be looked at again.
+over independent sides, Welch's), and what :func:`parity.stats.pace.any_change` finds (a
+change of pace both sides shared, else the ratio moving: one side's processes shifted
+alone; the check "machine pace held while measuring" of the speed section judges the
+same). It reads the bundles as they are, so a comparison made before that check can be
+looked at again.
 
     .venv/bin/python benchmarks/run_order.py DIR [DIR ...]
 """
@@ -23,7 +24,7 @@ from parity.comparison import Comparison
 from parity.errors import BundleError
 from parity.judge import speed
 from parity.stats import ratio_ci
-from parity.stats.pace import pace_change, ratio_change
+from parity.stats.pace import any_change
 
 
 def run_order(out: Path) -> list[tuple[str, float]]:
@@ -69,19 +70,13 @@ def main() -> None:
         )
         print("  " + " ".join(f"{role[0]}{m * 1e3:.2f}" for role, m in order))
         print(f"  interval: {intervals(out)}")
-        change = pace_change(order)
-        moved = ratio_change(order) if change is None else None
-        if change is None and moved is None:
+        change = any_change(order)
+        if change is None:
             print("  the pace and the ratio held")
-        elif moved is not None:
+        else:
+            what = "the pace" if change.shared else "the ratio"
             print(
-                f"  the ratio changed at process {moved.at} of the order: baseline "
-                f"{moved.baseline_shift:.2f}x, target {moved.target_shift:.2f}x; ratio "
-                f"{moved.ratio_before:.3f} before, {moved.ratio_after:.3f} after"
-            )
-        elif change is not None:
-            print(
-                f"  the pace changed at process {change.at} of the order: baseline "
+                f"  {what} changed at process {change.at} of the order: baseline "
                 f"{change.baseline_shift:.2f}x, target {change.target_shift:.2f}x; ratio "
                 f"{change.ratio_before:.3f} before, {change.ratio_after:.3f} after"
             )

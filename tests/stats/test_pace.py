@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from parity.stats import interleaved_order
-from parity.stats.pace import MIN_SHIFT, pace_change, ratio_change
+from parity.stats.pace import MIN_SHIFT, any_change, pace_change, ratio_change
 
 
 def _order(
@@ -49,6 +49,7 @@ def test_a_shift_of_both_sides_is_found_where_it_was_planted_with_each_part_s_ra
         assert change.ratio_before == pytest.approx(9.9 / 6, rel=0.05)
         assert change.ratio_after == pytest.approx(9.9 / 6 * 1.35 / 1.62, rel=0.05)
         assert change.before + change.after <= 30
+        assert change.shared and any_change(order) == change
 
 
 @pytest.mark.parametrize("heavy", [False, True])
@@ -90,6 +91,7 @@ def test_one_side_shifting_alone_is_a_change_of_the_ratio_found_where_planted() 
         assert change.target_shift == pytest.approx(shifts[1], rel=0.05)
         assert change.ratio_before == pytest.approx(9.9 / 6, rel=0.05)
         assert change.ratio_after == pytest.approx(9.9 / 6 * shifts[1] / shifts[0], rel=0.05)
+        assert not change.shared and any_change(order) == change  # no shared pace to find
 
 
 def test_a_shift_both_sides_share_is_no_change_of_the_ratio() -> None:

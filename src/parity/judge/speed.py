@@ -26,7 +26,7 @@ planted faults are caught). A failure says what was seen; the cause (values that
 the speed, a cache, or interference on the machine) is for the reader to find.
 
 A third check is there only where the machine's pace changed while measuring (``pace``,
-:func:`parity.stats.pace.pace_change`): both sides' processes shifted together at one
+:func:`parity.stats.pace.any_change`): both sides' processes shifted together at one
 point of the run order, or the ratio itself moved there (``ratio_change``: the machine
 changed how one side runs and not the other). It fails where the ratio before and after
 differ beyond their intervals, which makes the speed unreliable: one ratio does not
@@ -43,7 +43,7 @@ from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
-from parity.stats.pace import PaceChange, pace_change, ratio_change
+from parity.stats.pace import PaceChange, any_change
 
 COMPLIANCE_LEVEL = 0.98
 #: (key of the run in ``SideRuns.compliance``, check name, sidedness, what it is)
@@ -231,16 +231,16 @@ def run_order(a: SideRuns, b: SideRuns) -> list[tuple[str, float]]:
 
 
 def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck | None:
-    """Where both sides' processes shifted together at one point of the run order
-    (``stats.pace_change``): failed where the ratio before and after differ beyond their
-    intervals (one ratio does not describe the run), passed where it held; None where the
-    pace held, or the sides did not share this machine's clock and order. ``paired``: the
+    """Where both sides' processes shifted together at one point of the run order, or the
+    ratio itself moved there (``stats.pace.any_change``): failed where the ratio before and
+    after differ beyond their intervals (one ratio does not describe the run), passed where
+    it held; None where the pace held, or the sides did not share this machine's clock and
+    order. ``paired``: the
     speed interval pairs each round's processes (they shared the pace)."""
     if _placed(a.first) or _placed(b.first):
         return None
     order = run_order(a, b)
-    shared = pace_change(order)
-    change = shared or ratio_change(order)
+    change = any_change(order)
     if change is None:
         return None
     parts = []
@@ -250,7 +250,7 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     before, after = parts
     held = before.low <= after.high and after.low <= before.high
     said = (
-        f"{_what_changed(change, shared=shared is not None)}; the ratio was {before.ratio:.3f} "
+        f"{_what_changed(change)}; the ratio was {before.ratio:.3f} "
         f"[{before.low:.3f}, {before.high:.3f}] before and {after.ratio:.3f} "
         f"[{after.low:.3f}, {after.high:.3f}] after"
     )
@@ -268,13 +268,12 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     return ComplianceCheck(name=PACE_CHECK, passed=held, detail=said + tail)
 
 
-def _what_changed(change: PaceChange, *, shared: bool) -> str:
-    """``shared``: both sides shifted the same way (``pace_change``), else the ratio moved."""
+def _what_changed(change: PaceChange) -> str:
     moved = (
         f"after {change.before} processes a side: the baseline's step time went "
         f"{change.baseline_shift:.2f}x and the target's {change.target_shift:.2f}x at once"
     )
-    if shared:
+    if change.shared:
         return (
             f"the machine's pace changed {moved} (a virtual machine's host can do that with "
             "no other process here to show it)"

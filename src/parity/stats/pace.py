@@ -49,7 +49,9 @@ MIN_SIDE = 3
 class PaceChange:
     """Where in the run order the pace changed (``at``: the first process after it, an
     index into the order), each side's step time after over before, and the ratio
-    target/baseline in each part (geometric means of its processes)."""
+    target/baseline in each part (geometric means of its processes). ``shared``: both
+    sides shifted together (:func:`pace_change`), else the ratio itself moved
+    (:func:`ratio_change`)."""
 
     at: int
     baseline_shift: float
@@ -59,6 +61,7 @@ class PaceChange:
     before: int
     after: int
     t: float
+    shared: bool = True
 
 
 def _part(logs: Sequence[float]) -> tuple[float, float, int]:
@@ -95,7 +98,7 @@ def pace_change(
         big = min(abs(db), abs(dt)) >= math.log1p(min_shift)
         t = min(abs(tb), abs(tt))
         if same_way and big and t >= t_min and (best is None or t > best.t):
-            best = _change(k, parts, t)
+            best = _change(k, parts, t, shared=True)
     return best
 
 
@@ -117,8 +120,14 @@ def ratio_change(
             var += (sa + sb) / (na + nb - 2) * (1 / na + 1 / nb)
         t = abs(shift) / math.sqrt(var) if var > 0 else (math.inf if shift else 0.0)
         if abs(shift) >= math.log1p(min_shift) and t >= t_min and (best is None or t > best.t):
-            best = _change(k, parts, t)
+            best = _change(k, parts, t, shared=False)
     return best
+
+
+def any_change(order: Sequence[tuple[str, float]]) -> PaceChange | None:
+    """A change of the machine's pace in ``order``, else a change of the ratio itself (each
+    at its defaults): what the speed's pace check judges."""
+    return pace_change(order) or ratio_change(order)
 
 
 Parts = dict[str, tuple[list[float], list[float]]]
@@ -139,7 +148,7 @@ def _splits(order: Sequence[tuple[str, float]], min_side: int) -> Iterator[tuple
             yield k, parts
 
 
-def _change(k: int, parts: Parts, t: float) -> PaceChange:
+def _change(k: int, parts: Parts, t: float, *, shared: bool) -> PaceChange:
     (b0, b1), (t0, t1) = (parts[r] for r in ("baseline", "target"))
     return PaceChange(
         at=k,
@@ -150,4 +159,5 @@ def _change(k: int, parts: Parts, t: float) -> PaceChange:
         before=min(len(b0), len(t0)),
         after=min(len(b1), len(t1)),
         t=t,
+        shared=shared,
     )
