@@ -7,8 +7,9 @@ judge computes it for one comparison's rounds from ``stats.PAIRED_FROM`` of them
 over independent sides, Welch's), and what :func:`parity.stats.pace.any_change` finds (a
 change of pace both sides shared, else the ratio moving: one side's processes shifted
 alone; the check "machine pace held while measuring" of the speed section judges the
-same). It reads the bundles as they are, so a comparison made before that check can be
-looked at again.
+same), and where the host placed the threads two ways, each placement's ratio
+(``speed.handoff``, from the processes' thread handoff figures). It reads the bundles as
+they are, so a comparison made before these checks can be looked at again.
 
     .venv/bin/python benchmarks/run_order.py DIR [DIR ...]
 """
@@ -80,6 +81,8 @@ def main() -> None:
                 f"{change.baseline_shift:.2f}x, target {change.target_shift:.2f}x; ratio "
                 f"{change.ratio_before:.3f} before, {change.ratio_after:.3f} after"
             )
+        placements = speed.handoff(*Comparison.load(out).measured_sides())
+        print(f"  {placements}" if placements else "  one placement of the threads")
 
 
 if __name__ == "__main__":

@@ -167,6 +167,12 @@ class Device:
         if accel is not None and hasattr(accel, "synchronize"):
             accel.synchronize()
 
+    def thread_handoff_ns(self) -> float | None:
+        """Where the host placed the steps' threads, as one figure (``probes.handoff``):
+        for a device whose steps run on the host's cores; None for one that computes
+        elsewhere, whose steps the host's placement barely touches."""
+        return None
+
     def _accelerator(self) -> ModuleType | None:
         """``torch.accelerator`` where it drives this device type, else None (it would
         report another device's figures)."""

@@ -62,6 +62,12 @@ class CpuDevice(Device):
     def ddp_device_ids(self, local_rank: int) -> list[int] | None:
         return None
 
+    def thread_handoff_ns(self) -> float | None:
+        """The steps ran on these cores: how long their threads take to share an add."""
+        from parity.probes.handoff import handoff_ns
+
+        return handoff_ns()
+
     def environment_variables(self) -> tuple[str, ...]:
         return ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_", "KMP_", "GOMP_")
 

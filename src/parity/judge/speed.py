@@ -43,6 +43,7 @@ from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
 from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
+from parity.stats.handoff import Placements, Process, two_placements
 from parity.stats.pace import PaceChange, any_change
 
 COMPLIANCE_LEVEL = 0.98
@@ -132,6 +133,7 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
             info.stop.interference if info and info.stop else None,
             f"the interval is ±{ci.half_width_rel:.1%}",
         ),
+        handoff=handoff(a, b),
     )
 
 
@@ -175,6 +177,52 @@ def contention(
         f"one descheduled stalls the rest, so process times scatter ({effect}); an idle "
         f"machine narrows it, or one thread a side (--baseline {single[0]} --target "
         f"{single[1]}: a one-thread comparison, not this one)"
+    )
+
+
+def handoff(a: SideRuns, b: SideRuns) -> str | None:
+    """Where the host placed the sides' threads two ways while measuring and a side's
+    steps moved with it (``stats.handoff``): each placement's ratio. None where the
+    processes' handoff figures do not part in two, or nothing moved with them, or the
+    sides ran different thread counts (their figures are not one scale), or a side ran
+    on a cluster node."""
+    if _placed(a.first) or _placed(b.first) or _threads(a.first) != _threads(b.first):
+        return None
+    found = two_placements([*_handoffs(a, "baseline"), *_handoffs(b, "target")])
+    return _placements_said(found) if found is not None else None
+
+
+def _handoffs(side: SideRuns, role: str) -> list[Process]:
+    """Each measured process of a side that recorded a handoff figure: its role, median
+    steady step and figure."""
+    found: list[Process] = []
+    for bundle in side.repeats:
+        metrics = bundle.metrics if bundle.ok else None
+        if metrics is None or metrics.thread_handoff_ns is None or not metrics.steady_samples:
+            continue
+        found.append((role, statistics.median(metrics.steady_samples), metrics.thread_handoff_ns))
+    return found
+
+
+def _placements_said(p: Placements) -> str:
+    moved = " and ".join(
+        f"the {role}'s {shift:.2f}x"
+        for role, shift in (("baseline", p.baseline_shift), ("target", p.target_shift))
+        if shift is not None
+    )
+    ratios = " and ".join(
+        f"{ci.ratio:.3f} [{ci.low:.3f}, {ci.high:.3f}] in the {which} one"
+        for which, ci in (("quicker", p.quick_ratio), ("slower", p.slow_ratio))
+        if ci is not None
+    )
+    return (
+        f"the host placed the threads two ways while measuring: they shared a small add in "
+        f"{p.quick_ns / 1e3:.1f} µs in {p.quick} processes and in {p.slow_ns / 1e3:.1f} µs in "
+        f"{p.slow} (on a virtual machine, cores that share a cache or do not, which nothing "
+        f"in it controls); the steps in the slower placement against the quicker: {moved}"
+        + (f"; the ratio was {ratios}" if ratios else "")
+        + "; the interval over all processes holds the mix of the two this run drew, and "
+        "a machine that keeps one placement gives that placement's ratio"
     )
 
 

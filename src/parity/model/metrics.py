@@ -381,6 +381,10 @@ class Metrics:
     distributed: DistributedFigures | None = omit_none()
     #: workloads fed by a data loader (``make_loader``, a script's ``DataLoader``)
     input_pipeline: InputPipeline | None = omit_none()
+    #: nanoseconds the steps' intra-op threads took to share a small add, timed right
+    #: after the steps (``probes.handoff``): where the host placed them; None with one
+    #: thread, or on a device whose steps do not run on the host's cores
+    thread_handoff_ns: float | None = omit_none()
 
     @property
     def steady_samples(self) -> tuple[float, ...]:

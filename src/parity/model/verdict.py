@@ -258,6 +258,9 @@ class Speed:
     #: other processes held the cores while a side ran more than one intra-op thread on
     #: them: what that does to the interval, and what would narrow it
     contention: str | None = omit_none()
+    #: the host placed the sides' threads two ways while measuring, and the steps moved
+    #: with it: each placement's ratio (``stats.handoff``)
+    handoff: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

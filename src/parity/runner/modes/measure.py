@@ -82,6 +82,8 @@ class Timed:
     pipeline: PipelineTimer | None = None
     prefetched_ns: list[int] | None = None
     after_ns: list[int] | None = None
+    #: where the host placed the steps' threads (``Device.thread_handoff_ns``)
+    handoff_ns: float | None = None
 
 
 class Measure(Mode):
@@ -228,6 +230,8 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
             session.progress(len(samples), steps)
         session.note_timed_settings()  # as they were during the steps, not at set-up
         rest = memory_phase(session)
+        # right after the steps, while the host keeps their threads where they ran
+        handoff = device.thread_handoff_ns() if session.dist is None else None
         session.enter("finish", announce=False)
         numerics = runner.finish_timing() if session.job.timing_only else runner.finish()
         figures = None
@@ -245,6 +249,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         pipeline=fed,
         prefetched_ns=prefetched,
         after_ns=after,
+        handoff_ns=handoff,
     )
 
 
@@ -375,4 +380,5 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
         inference=inference,
         distributed=timed.distributed,
         input_pipeline=input_pipeline(timed, steps.steady_from),
+        thread_handoff_ns=timed.handoff_ns,
     )
