@@ -352,3 +352,23 @@ def test_two_placements_of_the_threads_are_said_with_each_ones_ratio() -> None:
     none: list[float | None] = [None] * 12
     bare = judge_speed(_handoffs(_side(base, 1), none), _handoffs(_side(targ, 2), none))
     assert bare is not None and bare.handoff is None
+
+
+def test_a_change_of_pace_with_the_threads_placed_anew_says_the_handoff_showed_it() -> None:
+    """The demo's rounds in the slow placement, then the quick one (as one comparison
+    here went): the pace check fails, and its detail points at the handoff figures
+    instead of saying nothing here could show the change."""
+    slow = [k < 6 for k in range(12)]
+    base = [10.0 if s else 6.2 for s in slow]
+    targ = [13.0 if s else 9.7 for s in slow]
+    a, b = _in_order({"baseline": base, "target": targ}, 5)
+    figures: list[float | None] = [8600.0 if s else 6200.0 for s in slow]
+    speed = judge_speed(_handoffs(a, figures), _handoffs(b, figures))
+    assert speed is not None and speed.handoff is not None
+    check = {c.name: c for c in speed.compliance}["machine pace held while measuring"]
+    assert check.passed is False
+    assert "thread handoff figures show the host placing their cores two ways" in check.detail
+    blind = judge_speed(a, b)  # no figures recorded: the same change, nothing to point at
+    assert blind is not None and blind.handoff is None
+    check = {c.name: c for c in blind.compliance}["machine pace held while measuring"]
+    assert "no other process here to show it" in check.detail

@@ -94,7 +94,8 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         return None
     ci = ratio_ci(baseline, target, paired=one_run(a, b))
     checks = compliance(b, target, baseline)
-    held = pace(a, b, paired=ci.rounds_spread is not None)
+    two_ways = handoff(a, b)
+    held = pace(a, b, paired=ci.rounds_spread is not None, seen=two_ways is not None)
     if held is not None:
         checks.append(held)
     info = b.info or a.info
@@ -133,7 +134,7 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
             info.stop.interference if info and info.stop else None,
             f"the interval is ±{ci.half_width_rel:.1%}",
         ),
-        handoff=handoff(a, b),
+        handoff=two_ways,
     )
 
 
@@ -278,13 +279,17 @@ def run_order(a: SideRuns, b: SideRuns) -> list[tuple[str, float]]:
     return [(label.split()[0], medians[label]) for label in info.stop.order if label in medians]
 
 
-def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck | None:
+def pace(
+    a: SideRuns, b: SideRuns, *, paired: bool = False, seen: bool = False
+) -> ComplianceCheck | None:
     """Where both sides' processes shifted together at one point of the run order, or the
     ratio itself moved there (``stats.pace.any_change``): failed where the ratio before and
     after differ beyond their intervals (one ratio does not describe the run), passed where
     it held; None where the pace held, or the sides did not share this machine's clock and
     order. ``paired``: the
-    speed interval pairs each round's processes (they shared the pace)."""
+    speed interval pairs each round's processes (they shared the pace); ``seen``: the
+    processes' thread handoff figures showed the host placing the threads two ways
+    (:func:`handoff`)."""
     if _placed(a.first) or _placed(b.first):
         return None
     order = run_order(a, b)
@@ -298,7 +303,7 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     before, after = parts
     held = before.low <= after.high and after.low <= before.high
     said = (
-        f"{_what_changed(change)}; the ratio was {before.ratio:.3f} "
+        f"{_what_changed(change, seen)}; the ratio was {before.ratio:.3f} "
         f"[{before.low:.3f}, {before.high:.3f}] before and {after.ratio:.3f} "
         f"[{after.low:.3f}, {after.high:.3f}] after"
     )
@@ -316,20 +321,21 @@ def pace(a: SideRuns, b: SideRuns, *, paired: bool = False) -> ComplianceCheck |
     return ComplianceCheck(name=PACE_CHECK, passed=held, detail=said + tail)
 
 
-def _what_changed(change: PaceChange) -> str:
+def _what_changed(change: PaceChange, seen: bool = False) -> str:
+    why = (
+        "the processes' thread handoff figures show the host placing their cores two ways"
+        if seen
+        else "a virtual machine's host can do that with no other process here to show it"
+    )
     moved = (
         f"after {change.before} processes a side: the baseline's step time went "
         f"{change.baseline_shift:.2f}x and the target's {change.target_shift:.2f}x at once"
     )
     if change.shared:
-        return (
-            f"the machine's pace changed {moved} (a virtual machine's host can do that with "
-            "no other process here to show it)"
-        )
+        return f"the machine's pace changed {moved} ({why})"
     return (
         f"the ratio changed {moved}: the machine changed how one side runs and not the "
-        "other (a virtual machine's host can place its cores so, with no other process here "
-        "to show it; so can a side's own state that outlives its processes)"
+        f"other ({why}; so can a side's own state that outlives its processes)"
     )
 
 
