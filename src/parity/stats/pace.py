@@ -1,8 +1,9 @@
 """A change of the machine's pace while a comparison measured: both sides' processes
 shift together at one point of the run order.
 
-A virtual machine's pace can change under it (a busy neighbour on the host's other
-hyperthread, a frequency change): on a 2-vCPU machine here, mid-run, the demo's baseline
+A virtual machine's pace can change under it (on this project's 2-vCPU machine, the host
+moving its vCPUs between cores that share a cache and cores that do not, which each
+process's thread handoff figure shows: ``stats.handoff``): there, mid-run, the demo's baseline
 processes went from 6.1 to 10.1 ms and the target's from 9.9 to 13.3 ms, all at once, so
 the ratio went from 1.62 to 1.32. Each period was steady within itself (2-4% between
 processes), the Welch interval over the whole run held both periods at ±10%, and two runs
