@@ -82,7 +82,7 @@ def main() -> None:
                 f"{change.ratio_before:.3f} before, {change.ratio_after:.3f} after"
             )
         placements = speed.handoff(*Comparison.load(out).measured_sides())
-        print(f"  {placements}" if placements else "  one placement of the threads")
+        print(f"  {placements.said}" if placements else "  one placement of the threads")
 
 
 if __name__ == "__main__":

@@ -336,8 +336,8 @@ def test_two_placements_of_the_threads_are_said_with_each_ones_ratio() -> None:
     targ = [13.0 if s else 9.7 for s in slow]
     figures: list[float | None] = [8600.0 if s else 6200.0 for s in slow]
     speed = judge_speed(_handoffs(_side(base, 1), figures), _handoffs(_side(targ, 2), figures))
-    assert speed is not None and speed.handoff is not None
-    said = speed.handoff
+    assert speed is not None and speed.placements is not None
+    said = speed.placements.said
     assert "6.2 µs in 16 processes and in 8.6 µs in 8" in said
     assert "the baseline's 1.61x and the target's 1.34x" in said
     assert re.search(
@@ -348,10 +348,10 @@ def test_two_placements_of_the_threads_are_said_with_each_ones_ratio() -> None:
     # the same steps with one placement's figures, or none recorded: nothing to say
     one: list[float | None] = [6200.0] * 12
     same = judge_speed(_handoffs(_side(base, 1), one), _handoffs(_side(targ, 2), one))
-    assert same is not None and same.handoff is None
+    assert same is not None and same.placements is None
     none: list[float | None] = [None] * 12
     bare = judge_speed(_handoffs(_side(base, 1), none), _handoffs(_side(targ, 2), none))
-    assert bare is not None and bare.handoff is None
+    assert bare is not None and bare.placements is None
 
 
 def test_a_change_of_pace_with_the_threads_placed_anew_says_the_handoff_showed_it() -> None:
@@ -364,11 +364,11 @@ def test_a_change_of_pace_with_the_threads_placed_anew_says_the_handoff_showed_i
     a, b = _in_order({"baseline": base, "target": targ}, 5)
     figures: list[float | None] = [8600.0 if s else 6200.0 for s in slow]
     speed = judge_speed(_handoffs(a, figures), _handoffs(b, figures))
-    assert speed is not None and speed.handoff is not None
+    assert speed is not None and speed.placements is not None
     check = {c.name: c for c in speed.compliance}["machine pace held while measuring"]
     assert check.passed is False
     assert "thread handoff figures show the host placing their cores two ways" in check.detail
     blind = judge_speed(a, b)  # no figures recorded: the same change, nothing to point at
-    assert blind is not None and blind.handoff is None
+    assert blind is not None and blind.placements is None
     check = {c.name: c for c in blind.compliance}["machine pace held while measuring"]
     assert "no other process here to show it" in check.detail

@@ -40,11 +40,19 @@ from dataclasses import replace
 
 from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
 from parity.model.side import Interference, TimingSteps
-from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed
+from parity.model.verdict import (
+    ByRole,
+    ComplianceCheck,
+    Interval,
+    Speed,
+    ThreadPlacement,
+    ThreadPlacements,
+)
 from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
 from parity.stats.handoff import Placements, Process, two_placements
 from parity.stats.pace import PaceChange, any_change
+from parity.stats.processes import RatioCI
 
 COMPLIANCE_LEVEL = 0.98
 #: (key of the run in ``SideRuns.compliance``, check name, sidedness, what it is)
@@ -134,7 +142,7 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
             info.stop.interference if info and info.stop else None,
             f"the interval is ±{ci.half_width_rel:.1%}",
         ),
-        handoff=two_ways,
+        placements=two_ways,
     )
 
 
@@ -181,16 +189,32 @@ def contention(
     )
 
 
-def handoff(a: SideRuns, b: SideRuns) -> str | None:
+def handoff(a: SideRuns, b: SideRuns) -> ThreadPlacements | None:
     """Where the host placed the sides' threads two ways while measuring and a side's
-    steps moved with it (``stats.handoff``): each placement's ratio. None where the
+    steps moved with it (``stats.handoff``): each placement and its ratio. None where the
     processes' handoff figures do not part in two, or nothing moved with them, or the
     sides ran different thread counts (their figures are not one scale), or a side ran
     on a cluster node."""
     if _placed(a.first) or _placed(b.first) or _threads(a.first) != _threads(b.first):
         return None
     found = two_placements([*_handoffs(a, "baseline"), *_handoffs(b, "target")])
-    return _placements_said(found) if found is not None else None
+    if found is None:
+        return None
+    return ThreadPlacements(
+        quicker=_placement(found.quick, found.quick_ns, found.quick_ratio),
+        slower=_placement(found.slow, found.slow_ns, found.slow_ratio),
+        baseline_shift=found.baseline_shift,
+        target_shift=found.target_shift,
+        said=_placements_said(found),
+    )
+
+
+def _placement(processes: int, handoff_ns: float, ci: RatioCI | None) -> ThreadPlacement:
+    if ci is None:
+        return ThreadPlacement(processes=processes, handoff_ns=handoff_ns)
+    return ThreadPlacement(
+        processes=processes, handoff_ns=handoff_ns, ratio=ci.ratio, low=ci.low, high=ci.high
+    )
 
 
 def _handoffs(side: SideRuns, role: str) -> list[Process]:

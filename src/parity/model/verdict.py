@@ -220,6 +220,32 @@ class Interval:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ThreadPlacement:
+    """One placement of the threads (``stats.handoff``): its processes (both sides), their
+    median thread handoff figure, and the ratio over them with its interval (absent with
+    fewer than two processes of a side in it)."""
+
+    processes: int
+    handoff_ns: float
+    ratio: float | None = omit_none()
+    low: float | None = omit_none()
+    high: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThreadPlacements:
+    """The host placed the sides' threads two ways while measuring, and a side's steps moved
+    with it: each placement, each side's step time in the slower one over the quicker
+    (absent: too few of its processes in one), and what that means, in words."""
+
+    quicker: ThreadPlacement
+    slower: ThreadPlacement
+    baseline_shift: float | None = omit_none()
+    target_shift: float | None = omit_none()
+    said: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ComplianceCheck:
     """A compliance run against what process-to-process variation explains (``passed``
     None: not judged, the variation is unknown with one process per side), or the
@@ -260,7 +286,7 @@ class Speed:
     contention: str | None = omit_none()
     #: the host placed the sides' threads two ways while measuring, and the steps moved
     #: with it: each placement's ratio (``stats.handoff``)
-    handoff: str | None = omit_none()
+    placements: ThreadPlacements | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -111,8 +111,8 @@ def _ratio(s: Speed) -> list[Part]:
         parts.append(Sentence(text=s.note, tone="warn", brief=True))
     if s.contention:
         parts.append(Sentence(text=s.contention, tone="warn", brief=True))
-    if s.handoff:
-        parts.append(Sentence(text=s.handoff, tone="warn", brief=True))
+    if s.placements:
+        parts.append(Sentence(text=s.placements.said, tone="warn", brief=True))
     if not s.reliable:
         parts.append(
             Sentence(

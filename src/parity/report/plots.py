@@ -200,6 +200,11 @@ def speed_plot(verdict: Verdict) -> Plot | None:
     rows: list[tuple[str, float, tuple[float, float] | None, str]] = [
         ("target / baseline", speed.ratio, (ci.low, ci.high), COLORS["target"])
     ]
+    two = speed.placements
+    for which, place in (("quicker", two.quicker), ("slower", two.slower)) if two else ():
+        if place.ratio is not None and place.low is not None and place.high is not None:
+            name = f"{which} placement ({place.handoff_ns / 1e3:.1f} µs, {place.processes})"
+            rows.append((name, place.ratio, (place.low, place.high), "#8e7cc3"))
     for check in speed.compliance:
         if check.ratio is not None:
             color = "#5a9e5a" if check.passed else "#c0392b"
@@ -234,8 +239,14 @@ def speed_plot(verdict: Verdict) -> Plot | None:
         return canvas.render(
             "Speed ratio",
             f"Median steady-state step time of the target over the baseline's, with its "
-            f"{ci.confidence:.0%} interval; compliance runs as the ratio of their median to "
-            "the target's.",
+            f"{ci.confidence:.0%} interval"
+            + (
+                "; where the host placed the threads two ways, the ratio over each "
+                "placement's processes (its thread handoff time and processes)"
+                if two
+                else ""
+            )
+            + "; compliance runs as the ratio of their median to the target's.",
         )
 
 
