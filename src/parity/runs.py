@@ -296,6 +296,7 @@ def _measure(
     def job(role: Role, k: int) -> Job:
         timing = orch.timing.get(role) if k > 0 else None
         steps = timing.steps if timing is not None and timing.shortened else None
+        cut = timing.cut if timing is not None else None
         skip = estimates.skipped(estimate, role) if k == 0 else None
         # the target's quality run scores the baseline's tokens too (it runs second)
         forced = forced_tokens(orch.measured) if role == "target" and k == 0 else None
@@ -306,6 +307,7 @@ def _measure(
             capture=k == 0,
             torchrun=plan.torchrun,
             steps=steps,
+            cut=cut,
             skip=skip,
             forced=forced,
         )

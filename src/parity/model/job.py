@@ -25,6 +25,16 @@ Mode = Literal["measure", "reference", "expected", "scan", "train_ckpt", "soak",
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class StepCut:
+    """A timing process's steps end early where they run far slower than its side's quality
+    run said (a machine that stalls one process's threads for its whole life): once the
+    steps have taken ``after_s`` seconds and ``at_least`` of them are in."""
+
+    after_s: float
+    at_least: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Torchrun:
     """How a side runs under torchrun: the side's ``nproc`` and these multi-node settings."""
 
@@ -109,6 +119,8 @@ class Job:
     same_input: bool = False
     #: a timing process: the first ``steps`` of the workload's steps (None: all of them)
     steps: int | None = omit_none()
+    #: a timing process on one host: where its steps end early (None: never)
+    cut: StepCut | None = omit_none()
     #: probes of the first repeat the plan left out to fit the budget: ``scan`` (the op
     #: scan), ``numerics probe``
     skip: tuple[str, ...] | None = omit_none()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from parity.model.codec import omit_none
 from parity.model.estimate import Estimate
-from parity.model.job import Torchrun
+from parity.model.job import StepCut, Torchrun
 
 #: rounds at most a side, at the default 30 s budget (``repeat_cap``)
 MAX_REPEATS = 30
@@ -154,6 +154,8 @@ class TimingSteps:
     #: the steps each of the side's processes ran, in order (the quality run first): the
     #: timing processes are sized after the first round and again after the second
     ran: tuple[int, ...] | None = omit_none()
+    #: where a timing process's steps end early (``stopping.step_cut``; None: never)
+    cut: StepCut | None = omit_none()
 
     @property
     def shortened(self) -> bool:

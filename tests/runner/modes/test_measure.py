@@ -34,6 +34,8 @@ def test_a_training_side_writes_every_document(
     assert metrics.memory.load is not None and metrics.memory.first_step is not None
     assert metrics.memory.steps.host_peak_rss is not None
     assert metrics.flops is not None and metrics.flops.per_step and metrics.flops.achieved_flops
+    # where the steps' threads ran, timed after them: only with more than one thread
+    assert (metrics.thread_handoff_ns is not None) == (resolved.threads > 1)
     assert len(bundle.losses) == 6 and bundle.outputs is not None
     assert set(bundle.outputs.outputs) == {"eval_logits"}
     # the numerics probe and the op scan, after the timed steps
@@ -154,3 +156,24 @@ def test_a_loader_whose_runner_takes_no_batches_fails_the_side(tmp_path: Path) -
     bundle = run(workload_job(f"{LOADERS}:NoBatches", steps=2), tmp_path)
     assert bundle.status == "failed"
     assert "takes no batches: implement step_batch" in (bundle.manifest.reason or "")
+
+
+@pytest.mark.parametrize(("after_s", "ran"), [(0.0, 4), (600.0, 12)])
+def test_a_timing_process_past_its_cut_ends_once_enough_steps_are_in(
+    tmp_path: Path, after_s: float, ran: int
+) -> None:
+    """A timing process whose steps pass ``cut.after_s`` stops once ``cut.at_least`` are
+    in (the first step and three more here); one within it runs them all."""
+    from dataclasses import replace
+
+    from parity.model.job import StepCut
+
+    job = replace(
+        workload_job("mlp-train", ONE_THREAD, steps=12),
+        repeat=1,
+        cut=StepCut(after_s=after_s, at_least=4),
+    )
+    bundle = run(job, tmp_path)
+    assert bundle.ok, bundle.manifest.reason
+    assert bundle.metrics is not None and len(bundle.metrics.step_samples_s) == ran
+    assert len(bundle.losses) == ran

@@ -225,9 +225,12 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         reset_peaks(session)
         session.enter("steps", steps=steps)
         chunk = max(1, steps // PROGRESS_CHUNKS)
+        cut = session.job.cut if session.dist is None else None  # ranks step together
         for start in range(1, steps, chunk):
             samples += timer.run(start, min(chunk, steps - start))
             session.progress(len(samples), steps)
+            if cut is not None and len(samples) >= cut.at_least and sum(samples) * NS > cut.after_s:
+                break
         session.note_timed_settings()  # as they were during the steps, not at set-up
         rest = memory_phase(session)
         # right after the steps, while the host keeps their threads where they ran
