@@ -372,3 +372,19 @@ def test_a_change_of_pace_with_the_threads_placed_anew_says_the_handoff_showed_i
     assert blind is not None and blind.placements is None
     check = {c.name: c for c in blind.compliance}["machine pace held while measuring"]
     assert "no other process here to show it" in check.detail
+
+
+def test_threads_that_stalled_each_other_are_said_as_such() -> None:
+    """Under four busy loops on 2 cores, one process in 5-15 took 8 ms to share the add
+    (6-9 µs in the rest) and ran every step 50x slower: the threads stalled each other,
+    which the speed section says instead of a placement of the host's cores."""
+    stalled = [k in (3, 7, 9) for k in range(12)]
+    base = [6.3 for _ in stalled]
+    targ = [330.0 if s else 6.2 for s in stalled]
+    figures: list[float | None] = [7.997e6 if s else 8600.0 for s in stalled]
+    speed = judge_speed(_handoffs(_side(base, 1), figures), _handoffs(_side(targ, 2), figures))
+    assert speed is not None and speed.placements is not None
+    said = speed.placements.said
+    assert said.startswith("in 6 processes the threads stalled each other: they took 8.0 ms")
+    assert "against 8.6 µs in the other 18" in said and "the target's 53.23x" in said
+    assert "cores that share a cache" not in said

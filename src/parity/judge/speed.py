@@ -55,6 +55,9 @@ from parity.stats.pace import PaceChange, any_change
 from parity.stats.processes import RatioCI
 
 COMPLIANCE_LEVEL = 0.98
+#: a slower placement whose handoff takes this many times the quicker one's is threads
+#: stalling each other (milliseconds: a scheduler's slice), not cores placed apart
+STALLED = 20.0
 #: (key of the run in ``SideRuns.compliance``, check name, sidedness, what it is)
 COMPLIANCE_RUNS: tuple[tuple[str, str, Sided, str], ...] = (
     ("reseeded", "re-seeded run within process variation", "two-sided", "the re-seeded run"),
@@ -240,14 +243,29 @@ def _placements_said(p: Placements) -> str:
         for which, ci in (("quicker", p.quick_ratio), ("slower", p.slow_ratio))
         if ci is not None
     )
+    if p.slow_ns >= STALLED * p.quick_ns:
+        seen = (
+            f"in {p.slow} processes the threads stalled each other: they took "
+            f"{p.slow_ns / 1e6:.1f} ms to share a small add, against {p.quick_ns / 1e3:.1f} µs "
+            f"in the other {p.quick} (on a busy machine, a side's threads queued behind other "
+            "work for the process's life)"
+        )
+        mix = "; the interval over all processes holds them"
+    else:
+        seen = (
+            f"the host placed the threads two ways while measuring: they shared a small add "
+            f"in {p.quick_ns / 1e3:.1f} µs in {p.quick} processes and in "
+            f"{p.slow_ns / 1e3:.1f} µs in {p.slow} (on a virtual machine, cores that share a "
+            "cache or do not, which nothing in it controls)"
+        )
+        mix = (
+            "; the interval over all processes holds the mix of the two this run drew, and "
+            "a machine that keeps one placement gives that placement's ratio"
+        )
     return (
-        f"the host placed the threads two ways while measuring: they shared a small add in "
-        f"{p.quick_ns / 1e3:.1f} µs in {p.quick} processes and in {p.slow_ns / 1e3:.1f} µs in "
-        f"{p.slow} (on a virtual machine, cores that share a cache or do not, which nothing "
-        f"in it controls); the steps in the slower placement against the quicker: {moved}"
+        f"{seen}; the steps in the slower placement against the quicker: {moved}"
         + (f"; the ratio was {ratios}" if ratios else "")
-        + "; the interval over all processes holds the mix of the two this run drew, and "
-        "a machine that keeps one placement gives that placement's ratio"
+        + mix
     )
 
 
