@@ -338,11 +338,12 @@ def test_two_placements_of_the_threads_are_said_with_each_ones_ratio() -> None:
     speed = judge_speed(_handoffs(_side(base, 1), figures), _handoffs(_side(targ, 2), figures))
     assert speed is not None and speed.placements is not None
     said = speed.placements.said
+    assert not speed.placements.stalled
     assert "6.2 µs in 16 processes and in 8.6 µs in 8" in said
     assert "the baseline's 1.61x and the target's 1.34x" in said
     assert re.search(
-        r"the ratio was 1\.56\d \[[\d.]+, [\d.]+\] in the quicker one and "
-        r"1\.30\d \[[\d.]+, [\d.]+\] in the slower one",
+        r"the ratio was 1\.56\d \[[\d.]+, [\d.]+\] over the quicker and "
+        r"1\.30\d \[[\d.]+, [\d.]+\] over the slower",
         said,
     ), said
     # the same steps with one placement's figures, or none recorded: nothing to say
@@ -387,4 +388,4 @@ def test_threads_that_stalled_each_other_are_said_as_such() -> None:
     said = speed.placements.said
     assert said.startswith("in 6 processes the threads stalled each other: they took 8.0 ms")
     assert "against 8.6 µs in the other 18" in said and "the target's 53.23x" in said
-    assert "cores that share a cache" not in said
+    assert "cores that share a cache" not in said and speed.placements.stalled

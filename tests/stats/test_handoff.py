@@ -82,3 +82,18 @@ def test_figures_from_one_placement_seldom_split(tail: str) -> None:
             logs = rng.uniform(0, math.log(10), 60)
         splits += split_at(list(QUICK * np.exp(logs))) is not None
     assert splits <= 10, splits
+
+
+def test_a_few_figures_taken_while_the_host_moved_the_cores_do_not_hide_the_split() -> None:
+    """One comparison here: 114 figures at 6.1-6.6 or 8.5-9.2 µs, and 7 more at 6.9-11.1
+    µs (processes that ran while the host moved the cores); the gap-only rule this
+    replaced found no split in it, and the steps had moved 1.6x with the placement."""
+    rng = np.random.default_rng(9)
+    run = _run(rng, set(range(10, 16)) | set(range(50, 57)), rounds=57)
+    odd = [6900.0, 7100.0, 7300.0, 7600.0, 10400.0, 10800.0, 11100.0]
+    for i, figure in zip(range(3, 60, 8), odd, strict=False):
+        role, step, _ = run[i]
+        run[i] = (role, step, figure)
+    found = two_placements(run)
+    assert found is not None and found.baseline_shift == pytest.approx(10.0 / 6.2, rel=0.1)
+    assert found.quick + found.slow == len(run)

@@ -209,6 +209,7 @@ def handoff(a: SideRuns, b: SideRuns) -> ThreadPlacements | None:
         baseline_shift=found.baseline_shift,
         target_shift=found.target_shift,
         said=_placements_said(found),
+        stalled=found.slow_ns >= STALLED * found.quick_ns,
     )
 
 
@@ -233,17 +234,19 @@ def _handoffs(side: SideRuns, role: str) -> list[Process]:
 
 
 def _placements_said(p: Placements) -> str:
+    stalled = p.slow_ns >= STALLED * p.quick_ns
+    names = ("the others", "the stalled ones") if stalled else ("the quicker", "the slower")
     moved = " and ".join(
         f"the {role}'s {shift:.2f}x"
         for role, shift in (("baseline", p.baseline_shift), ("target", p.target_shift))
         if shift is not None
     )
     ratios = " and ".join(
-        f"{ci.ratio:.3f} [{ci.low:.3f}, {ci.high:.3f}] in the {which} one"
-        for which, ci in (("quicker", p.quick_ratio), ("slower", p.slow_ratio))
+        f"{ci.ratio:.3f} [{ci.low:.3f}, {ci.high:.3f}] over {name}"
+        for name, ci in zip(names, (p.quick_ratio, p.slow_ratio), strict=True)
         if ci is not None
     )
-    if p.slow_ns >= STALLED * p.quick_ns:
+    if stalled:
         seen = (
             f"in {p.slow} processes the threads stalled each other: they took "
             f"{p.slow_ns / 1e6:.1f} ms to share a small add, against {p.quick_ns / 1e3:.1f} µs "
@@ -263,7 +266,7 @@ def _placements_said(p: Placements) -> str:
             "a machine that keeps one placement gives that placement's ratio"
         )
     return (
-        f"{seen}; the steps in the slower placement against the quicker: {moved}"
+        f"{seen}; the steps of {names[1]} against {names[0]}: {moved}"
         + (f"; the ratio was {ratios}" if ratios else "")
         + mix
     )

@@ -243,6 +243,9 @@ class ThreadPlacements:
     baseline_shift: float | None = omit_none()
     target_shift: float | None = omit_none()
     said: str
+    #: the slower "placement" is threads that stalled each other (a handoff of
+    #: milliseconds: a busy machine), not cores the host placed apart
+    stalled: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

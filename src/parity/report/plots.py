@@ -201,9 +201,10 @@ def speed_plot(verdict: Verdict) -> Plot | None:
         ("target / baseline", speed.ratio, (ci.low, ci.high), COLORS["target"])
     ]
     two = speed.placements
-    for which, place in (("quicker", two.quicker), ("slower", two.slower)) if two else ():
+    names = ("the others", "threads stalled") if two and two.stalled else ("quicker", "slower")
+    for which, place in zip(names, (two.quicker, two.slower), strict=True) if two else ():
         if place.ratio is not None and place.low is not None and place.high is not None:
-            name = f"{which} placement ({place.handoff_ns / 1e3:.1f} µs, {place.processes})"
+            name = f"{which} ({place.handoff_ns / 1e3:.1f} µs, {place.processes})"
             rows.append((name, place.ratio, (place.low, place.high), "#8e7cc3"))
     for check in speed.compliance:
         if check.ratio is not None:
