@@ -30,7 +30,9 @@ A third check is there only where the machine's pace changed while measuring (``
 point of the run order, or the ratio itself moved there (``ratio_change``: the machine
 changed how one side runs and not the other). It fails where the ratio before and after
 differ beyond their intervals, which makes the speed unreliable: one ratio does not
-describe such a run.
+describe such a run. Where the processes' thread handoff figures show the host placing
+the threads two ways, or threads that stalled each other, and the steps moved with them,
+the section says so with each one's ratio (``placements``, :mod:`parity.judge.placements`).
 """
 
 from __future__ import annotations
@@ -38,26 +40,15 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
+from parity.judge.placements import handoffs, thread_placements
 from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
 from parity.model.side import Interference, TimingSteps
-from parity.model.verdict import (
-    ByRole,
-    ComplianceCheck,
-    Interval,
-    Speed,
-    ThreadPlacement,
-    ThreadPlacements,
-)
+from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed, ThreadPlacements
 from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
-from parity.stats.handoff import Placements, Process, two_placements
 from parity.stats.pace import PaceChange, any_change
-from parity.stats.processes import RatioCI
 
 COMPLIANCE_LEVEL = 0.98
-#: a slower placement whose handoff takes this many times the quicker one's is threads
-#: stalling each other (milliseconds: a scheduler's slice), not cores placed apart
-STALLED = 20.0
 #: (key of the run in ``SideRuns.compliance``, check name, sidedness, what it is)
 COMPLIANCE_RUNS: tuple[tuple[str, str, Sided, str], ...] = (
     ("reseeded", "re-seeded run within process variation", "two-sided", "the re-seeded run"),
@@ -200,76 +191,7 @@ def handoff(a: SideRuns, b: SideRuns) -> ThreadPlacements | None:
     on a cluster node."""
     if _placed(a.first) or _placed(b.first) or _threads(a.first) != _threads(b.first):
         return None
-    found = two_placements([*_handoffs(a, "baseline"), *_handoffs(b, "target")])
-    if found is None:
-        return None
-    return ThreadPlacements(
-        quicker=_placement(found.quick, found.quick_ns, found.quick_ratio),
-        slower=_placement(found.slow, found.slow_ns, found.slow_ratio),
-        baseline_shift=found.baseline_shift,
-        target_shift=found.target_shift,
-        said=_placements_said(found),
-        stalled=found.slow_ns >= STALLED * found.quick_ns,
-    )
-
-
-def _placement(processes: int, handoff_ns: float, ci: RatioCI | None) -> ThreadPlacement:
-    if ci is None:
-        return ThreadPlacement(processes=processes, handoff_ns=handoff_ns)
-    return ThreadPlacement(
-        processes=processes, handoff_ns=handoff_ns, ratio=ci.ratio, low=ci.low, high=ci.high
-    )
-
-
-def _handoffs(side: SideRuns, role: str) -> list[Process]:
-    """Each measured process of a side that recorded a handoff figure: its role, median
-    steady step and figure."""
-    found: list[Process] = []
-    for bundle in side.repeats:
-        metrics = bundle.metrics if bundle.ok else None
-        if metrics is None or metrics.thread_handoff_ns is None or not metrics.steady_samples:
-            continue
-        found.append((role, statistics.median(metrics.steady_samples), metrics.thread_handoff_ns))
-    return found
-
-
-def _placements_said(p: Placements) -> str:
-    stalled = p.slow_ns >= STALLED * p.quick_ns
-    names = ("the others", "the stalled ones") if stalled else ("the quicker", "the slower")
-    moved = " and ".join(
-        f"the {role}'s {shift:.2f}x"
-        for role, shift in (("baseline", p.baseline_shift), ("target", p.target_shift))
-        if shift is not None
-    )
-    ratios = " and ".join(
-        f"{ci.ratio:.3f} [{ci.low:.3f}, {ci.high:.3f}] over {name}"
-        for name, ci in zip(names, (p.quick_ratio, p.slow_ratio), strict=True)
-        if ci is not None
-    )
-    if stalled:
-        seen = (
-            f"in {p.slow} processes the threads stalled each other: they took "
-            f"{p.slow_ns / 1e6:.1f} ms to share a small add, against {p.quick_ns / 1e3:.1f} µs "
-            f"in the other {p.quick} (on a busy machine, a side's threads queued behind other "
-            "work for the process's life)"
-        )
-        mix = "; the interval over all processes holds them"
-    else:
-        seen = (
-            f"the host placed the threads two ways while measuring: they shared a small add "
-            f"in {p.quick_ns / 1e3:.1f} µs in {p.quick} processes and in "
-            f"{p.slow_ns / 1e3:.1f} µs in {p.slow} (on a virtual machine, cores that share a "
-            "cache or do not, which nothing in it controls)"
-        )
-        mix = (
-            "; the interval over all processes holds the mix of the two this run drew, and "
-            "a machine that keeps one placement gives that placement's ratio"
-        )
-    return (
-        f"{seen}; the steps of {names[1]} against {names[0]}: {moved}"
-        + (f"; the ratio was {ratios}" if ratios else "")
-        + mix
-    )
+    return thread_placements([*handoffs(a, "baseline"), *handoffs(b, "target")])
 
 
 def _placed(bundle: Bundle) -> bool:
