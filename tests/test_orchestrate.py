@@ -249,8 +249,8 @@ def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path)
     assert sized.workload_steps == 30 and "Cochran" in sized.reason
     # a process 4x slower than the quality run's pace ends once its warm-up and 5 are in
     assert sized.cut is not None and sized.cut.at_least == 1 + 2 + 5
-    assert sized.cut.after_s == pytest.approx(4 * sized.steps * 0.12, rel=0.05)
-    assert f"steps pass {sized.cut.after_s:.1f} s ends once 8 are in" in sized.reason
+    assert sized.cut.after_s == pytest.approx(4 * (sized.steps - 1) * 0.12, rel=0.05)
+    assert f"after the first pass {sized.cut.after_s:.1f} s ends once 8 are in" in sized.reason
     quick = size_timing(_quality_run(0.001, steps=400))  # type: ignore[arg-type]
     assert quick is not None and quick.cut is not None and quick.cut.after_s == 1.0
     orch = Orchestrator(out=tmp_path)

@@ -27,8 +27,8 @@ Mode = Literal["measure", "reference", "expected", "scan", "train_ckpt", "soak",
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StepCut:
     """A timing process's steps end early where they run far slower than its side's quality
-    run said (a machine that stalls one process's threads for its whole life): once the
-    steps have taken ``after_s`` seconds and ``at_least`` of them are in."""
+    run said (a machine that stalls one process's threads for its whole life): once its
+    steps after the first have taken ``after_s`` seconds and ``at_least`` steps are in."""
 
     after_s: float
     at_least: int
