@@ -389,3 +389,18 @@ def test_threads_that_stalled_each_other_are_said_as_such() -> None:
     assert said.startswith("in 6 processes the threads stalled each other: they took 8.0 ms")
     assert "against 8.6 µs in the other 18" in said and "the target's 53.23x" in said
     assert "cores that share a cache" not in said and speed.placements.stalled
+
+
+def test_a_busy_machine_s_note_counts_the_processes_whose_threads_stalled() -> None:
+    """Under four busy loops, a process whose threads took milliseconds to share the add
+    ran every step 30-60x slower: the contention note counts them, however few (two here,
+    too few to part the processes in two)."""
+    a = _measured(_threads(_side([1.0, 1.4, 0.7], 1), "cpu", 2), 0.6)
+    b = _threads(_side([2.0, 60.0, 1.5], 2), "cpu+bf16", 2)
+    figures: list[float | None] = [8600.0, 7.99e6, 8700.0]
+    speed = judge_speed(_handoffs(a, [8600.0, 8650.0, 7.98e6]), _handoffs(b, figures))
+    assert speed is not None and speed.contention is not None
+    assert "; in 2 of 6 processes the threads stalled each other" in speed.contention
+    quiet = judge_speed(_handoffs(a, [8600.0] * 3), _handoffs(b, [8700.0] * 3))
+    assert quiet is not None and quiet.contention is not None
+    assert "stalled" not in quiet.contention

@@ -16,6 +16,16 @@ from parity.stats.processes import RatioCI
 STALLED = 20.0
 
 
+#: a handoff this long (ns) is threads that stalled each other, whatever the others read:
+#: an idle machine's are microseconds, a stalled process's a scheduler's slice (8 ms here)
+STALLED_NS = 1e6
+
+
+def stalled_count(figures: list[float]) -> int:
+    """How many of the processes' handoff figures (ns) are threads that stalled."""
+    return sum(f >= STALLED_NS for f in figures)
+
+
 def thread_placements(processes: list[Process]) -> ThreadPlacements | None:
     """The two placements of ``processes`` (``(role, median step, handoff figure)``) and
     each one's ratio, in the verdict's terms; None where ``stats.handoff`` finds none."""

@@ -40,7 +40,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from parity.judge.placements import handoffs, thread_placements
+from parity.judge.placements import handoffs, stalled_count, thread_placements
 from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
 from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed, ThreadPlacements
@@ -134,7 +134,7 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
             a.first,
             b.first,
             info.stop.interference if info and info.stop else None,
-            f"the interval is ±{ci.half_width_rel:.1%}",
+            f"the interval is ±{ci.half_width_rel:.1%}{_stalled(a, b)}",
         ),
         placements=two_ways,
     )
@@ -180,6 +180,19 @@ def contention(
         f"one descheduled stalls the rest, so process times scatter ({effect}); an idle "
         f"machine narrows it, or one thread a side (--baseline {single[0]} --target "
         f"{single[1]}: a one-thread comparison, not this one)"
+    )
+
+
+def _stalled(a: SideRuns, b: SideRuns) -> str:
+    """How many of the processes had threads that stalled each other, as words to add to
+    the contention note ("" where none did or none recorded it)."""
+    figures = [h for _, _, h in (*handoffs(a, "baseline"), *handoffs(b, "target"))]
+    n = stalled_count(figures)
+    if not n:
+        return ""
+    return (
+        f"; in {n} of {len(figures)} processes the threads stalled each other, taking a "
+        "millisecond or more to share a small add where the rest took microseconds"
     )
 
 
