@@ -24,6 +24,7 @@ from pathlib import Path
 from parity.comparison import Comparison
 from parity.errors import BundleError
 from parity.judge import speed
+from parity.judge.placements import handoffs
 from parity.stats import ratio_ci
 from parity.stats.pace import any_change
 
@@ -81,7 +82,8 @@ def main() -> None:
                 f"{change.baseline_shift:.2f}x, target {change.target_shift:.2f}x; ratio "
                 f"{change.ratio_before:.3f} before, {change.ratio_after:.3f} after"
             )
-        placements = speed.handoff(*Comparison.load(out).measured_sides())
+        a, b = Comparison.load(out).measured_sides()
+        placements = speed.handoff(a, b, [*handoffs(a, "baseline"), *handoffs(b, "target")])
         print(f"  {placements.said}" if placements else "  one placement of the threads")
 
 

@@ -11,11 +11,6 @@ from parity.model.verdict import ThreadPlacement, ThreadPlacements
 from parity.stats.handoff import Placements, Process, two_placements
 from parity.stats.processes import RatioCI
 
-#: a slower placement whose handoff takes this many times the quicker one's is threads
-#: stalling each other (milliseconds: a scheduler's slice), not cores placed apart
-STALLED = 20.0
-
-
 #: a handoff this long (ns) is threads that stalled each other, whatever the others read:
 #: an idle machine's are microseconds, a stalled process's a scheduler's slice (8 ms here)
 STALLED_NS = 1e6
@@ -32,7 +27,7 @@ def thread_placements(processes: list[Process]) -> ThreadPlacements | None:
     found = two_placements(processes)
     if found is None:
         return None
-    stalled = found.slow_ns >= STALLED * found.quick_ns
+    stalled = found.slow_ns >= STALLED_NS  # not cores the host placed apart
     return ThreadPlacements(
         quicker=_placement(found.quick, found.quick_ns, found.quick_ratio),
         slower=_placement(found.slow, found.slow_ns, found.slow_ratio),

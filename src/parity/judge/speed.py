@@ -46,6 +46,7 @@ from parity.model.side import Interference, TimingSteps
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed, ThreadPlacements
 from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
+from parity.stats.handoff import Process
 from parity.stats.pace import PaceChange, any_change
 
 COMPLIANCE_LEVEL = 0.98
@@ -96,7 +97,8 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         return None
     ci = ratio_ci(baseline, target, paired=one_run(a, b))
     checks = compliance(b, target, baseline)
-    two_ways = handoff(a, b)
+    figures = [*handoffs(a, "baseline"), *handoffs(b, "target")]
+    two_ways = handoff(a, b, figures)
     held = pace(a, b, paired=ci.rounds_spread is not None, seen=two_ways is not None)
     if held is not None:
         checks.append(held)
@@ -134,7 +136,7 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
             a.first,
             b.first,
             info.stop.interference if info and info.stop else None,
-            f"the interval is ±{ci.half_width_rel:.1%}{_stalled(a, b)}",
+            f"the interval is ±{ci.half_width_rel:.1%}{_stalled(figures)}",
         ),
         placements=two_ways,
     )
@@ -183,28 +185,27 @@ def contention(
     )
 
 
-def _stalled(a: SideRuns, b: SideRuns) -> str:
+def _stalled(processes: list[Process]) -> str:
     """How many of the processes had threads that stalled each other, as words to add to
     the contention note ("" where none did or none recorded it)."""
-    figures = [h for _, _, h in (*handoffs(a, "baseline"), *handoffs(b, "target"))]
-    n = stalled_count(figures)
+    n = stalled_count([h for _, _, h in processes])
     if not n:
         return ""
     return (
-        f"; in {n} of {len(figures)} processes the threads stalled each other, taking a "
+        f"; in {n} of {len(processes)} processes the threads stalled each other, taking a "
         "millisecond or more to share a small add where the rest took microseconds"
     )
 
 
-def handoff(a: SideRuns, b: SideRuns) -> ThreadPlacements | None:
+def handoff(a: SideRuns, b: SideRuns, processes: list[Process]) -> ThreadPlacements | None:
     """Where the host placed the sides' threads two ways while measuring and a side's
     steps moved with it (``stats.handoff``): each placement and its ratio. None where the
     processes' handoff figures do not part in two, or nothing moved with them, or the
     sides ran different thread counts (their figures are not one scale), or a side ran
-    on a cluster node."""
+    on a cluster node. ``processes``: both sides' (``placements.handoffs``)."""
     if _placed(a.first) or _placed(b.first) or _threads(a.first) != _threads(b.first):
         return None
-    return thread_placements([*handoffs(a, "baseline"), *handoffs(b, "target")])
+    return thread_placements(processes)
 
 
 def _placed(bundle: Bundle) -> bool:

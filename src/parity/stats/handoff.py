@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from parity.stats.pace import MIN_SHIFT, T_MIN
+from parity.stats.pace import MIN_SHIFT, T_MIN, shift_t
 from parity.stats.processes import Processes, RatioCI, ratio_ci
 
 #: the groups' medians at least this far apart on a log scale (a factor of 1.15)
@@ -113,15 +113,12 @@ def _within(sums: Sequence[tuple[float, float]], k: int) -> float:
 
 
 def _shift(quick: Sequence[float], slow: Sequence[float]) -> tuple[float, float] | None:
-    """The slow group's mean log step over the quick one's, and its pooled two-sample t."""
+    """The slow group's mean log step over the quick one's, and its pooled two-sample t
+    (its size)."""
     if len(quick) < 2 or len(slow) < 2:
         return None
-    a, b = [math.log(x) for x in quick], [math.log(x) for x in slow]
-    ma, mb = math.fsum(a) / len(a), math.fsum(b) / len(b)
-    squares = math.fsum((x - ma) ** 2 for x in a) + math.fsum((x - mb) ** 2 for x in b)
-    se = math.sqrt(squares / (len(a) + len(b) - 2) * (1 / len(a) + 1 / len(b)))
-    shift = mb - ma
-    return shift, (abs(shift) / se if se > 0 else (math.inf if shift else 0.0))
+    shift, t = shift_t([math.log(x) for x in quick], [math.log(x) for x in slow])
+    return shift, abs(t)
 
 
 def _ratio(group: Sequence[Process]) -> RatioCI | None:

@@ -71,8 +71,9 @@ def _part(logs: Sequence[float]) -> tuple[float, float, int]:
     return mean, math.fsum((x - mean) ** 2 for x in logs), n
 
 
-def _t(before: Sequence[float], after: Sequence[float]) -> tuple[float, float]:
-    """The shift of the mean log and its two-sample (pooled) t statistic."""
+def shift_t(before: Sequence[float], after: Sequence[float]) -> tuple[float, float]:
+    """The shift of the mean of ``after`` over ``before`` (logs) and its two-sample (pooled)
+    t statistic."""
     ma, sa, na = _part(before)
     mb, sb, nb = _part(after)
     shift = mb - ma
@@ -94,7 +95,7 @@ def pace_change(
     order), or None where there is none (see the module)."""
     best: PaceChange | None = None
     for k, parts in _splits(order, min_side):
-        (db, tb), (dt, tt) = (_t(*parts[role]) for role in ("baseline", "target"))
+        (db, tb), (dt, tt) = (shift_t(*parts[role]) for role in ("baseline", "target"))
         same_way = db * dt > 0
         big = min(abs(db), abs(dt)) >= math.log1p(min_shift)
         t = min(abs(tb), abs(tt))

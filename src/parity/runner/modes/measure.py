@@ -33,6 +33,7 @@ from typing import ClassVar
 from parity.bundle import METRICS, OPS
 from parity.model.codec import decode, dumps, loads
 from parity.model.job import Mode as ModeName
+from parity.model.job import StepCut
 from parity.model.metrics import (
     DistributedFigures,
     Flops,
@@ -229,9 +230,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         for start in range(1, steps, chunk):
             samples += timer.run(start, min(chunk, steps - start))
             session.progress(len(samples), steps)
-            # the first step (a compile, a cache filled) is no stall: the cut times the rest
-            past = (sum(samples) - samples[0]) * NS
-            if cut is not None and len(samples) >= cut.at_least and past > cut.after_s:
+            if _cut_here(cut, samples):
                 break
         session.note_timed_settings()  # as they were during the steps, not at set-up
         rest = memory_phase(session)
@@ -256,6 +255,14 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         after_ns=after,
         handoff_ns=handoff,
     )
+
+
+def _cut_here(cut: StepCut | None, samples: list[int]) -> bool:
+    """Whether a timing process's steps end here (``Job.cut``): its steps after the first
+    (a compile, a cache filled is no stall) have passed the cut's time with enough in."""
+    if cut is None or len(samples) < cut.at_least:
+        return False
+    return (sum(samples) - samples[0]) * NS > cut.after_s
 
 
 def loader_timer(session: SideSession, loaded: Loaded) -> PipelineTimer | None:
