@@ -24,22 +24,23 @@ log = logging.getLogger("parity")
 
 
 def resolve_prices(cost: CostInputs, a: SideRuns, b: SideRuns) -> CostInputs:
-    """Prices for sides without one, from ``devices/specs.toml`` by the device name each
-    bundle recorded: resolved before judging, so a verdict depends on its inputs."""
-    from parity.devices.specs import price_for
+    """Prices for sides without one, from ``devices/specs.toml`` by the device names and
+    logical-core setting each bundle recorded: resolved before judging, so a verdict
+    depends on its inputs."""
+    from parity.devices.specs import DeviceKey, price_for
 
     prices = dict(cost.prices)
     for role, side in (("baseline", a), ("target", b)):
         env = side.first.manifest.environment
         if role in prices or env is None:
             continue
-        found = price_for(env.device.name)
+        found = price_for(DeviceKey.of(env.device))
         if found is not None:
             prices[role] = Price(
-                usd_per_hour=found.usd_per_hour,
-                accelerators=found.accelerators,
-                instance=found.instance,
-                source=found.source or "specs.toml",
+                usd_per_hour=found.entry.usd_per_hour,
+                accelerators=found.framework_devices,
+                instance=found.entry.instance,
+                source=found.source_text(),
             )
     return replace(cost, prices=prices)
 

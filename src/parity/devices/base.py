@@ -13,13 +13,16 @@ import contextlib
 import importlib.metadata
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from parity.devices.tracking import OpTracker
 from parity.model.manifest import DeviceInfo, FlagValue
-from parity.model.metrics import DevicePeaks
+from parity.model.metrics import DevicePeaks, MemoryCounters
+
+if TYPE_CHECKING:
+    from parity.devices.specs import DeviceKey
 
 #: device types whose tensors live in host memory (the CPU, and meta: no memory at all)
 HOST_TYPES = frozenset({"cpu", "meta"})
@@ -47,6 +50,11 @@ class Device:
     #: plugin loaded) may start this device's runtime: False for any runtime that refuses
     #: a fork or starts threads at import (TorchNeuron, XLA, an unknown plugin's device)
     fork_safe: ClassVar[bool] = False
+    #: whose autocast op lists ``torch.autocast`` applies on this device type (which ops
+    #: run in which dtype): "cuda" for CUDA and ROCm, and for the backends that register
+    #: CUDA's lists (TorchNeuron's ``neuron``, XPU); "cpu" for the CPU; None where
+    #: unknown. A worker checks it on the device (``probes.autocast_policy.observe``)
+    autocast_policy: ClassVar[str | None] = None
 
     def __init__(self, device_type: str, index: int | None = None) -> None:
         self.type = device_type
@@ -101,6 +109,26 @@ class Device:
     def name(self) -> str:
         value = self._call("get_device_name", self._index())
         return str(value) if value else self.type
+
+    def model(self) -> str | None:
+        """The name in the device's properties where it differs from :meth:`name`: the
+        instance type (``trn2``) on TorchNeuron, whose device name is ``neuron:0``."""
+        props = _try_call(self.module(), "get_device_properties", self._index())
+        found = getattr(props, "name", None)
+        if not isinstance(found, str) or not found or found == self.name():
+            return None
+        return found
+
+    def logical_nc_config(self) -> int | None:
+        """The logical-core setting the device runs at (None: it has none, or the default)."""
+        return None
+
+    def spec_key(self) -> DeviceKey:
+        """How ``devices/specs.toml`` knows this device (see ``specs.DeviceKey``)."""
+        from parity.devices.specs import DeviceKey
+
+        names = tuple(dict.fromkeys(n for n in (self.model(), self.name()) if n))
+        return DeviceKey(names=names, logical_nc_config=self.logical_nc_config())
 
     def _index(self) -> int:
         return self.index if self.index is not None else 0
@@ -195,14 +223,22 @@ class Device:
                     fn()
 
     def memory_peaks(self) -> DevicePeaks:
-        """Peak allocated and reserved bytes since the last reset, read after a synchronize."""
+        """Peak allocated and reserved bytes since the last reset, read after a synchronize,
+        with which counters the device reported and what they mean: a reserved counter
+        held at zero beside memory in use is recorded as such, not as a figure of 0."""
         self.synchronize()
         allocated = self._memory_figure("max_memory_allocated")
         if allocated is None:
             stats = _try(self.module(), "memory_stats")
             if isinstance(stats, Mapping):
                 allocated = find_peak(stats)
-        return DevicePeaks(allocated=allocated, reserved=self._memory_figure("max_memory_reserved"))
+        reserved = self._memory_figure("max_memory_reserved")
+        counters = MemoryCounters.of(allocated, reserved)
+        return DevicePeaks(
+            allocated=allocated,
+            reserved=reserved if counters.reserved == "reported" else None,
+            counters=counters,
+        )
 
     def memory_allocated(self) -> int | None:
         """Bytes the device's allocator holds for tensors now (None: it cannot say)."""
@@ -224,19 +260,25 @@ class Device:
         """Device facts for the manifest: name, count, backend package versions, flags."""
         from parity.devices.specs import device_memory
 
-        name = self.name()
+        key = self.spec_key()
         memory, source = self.total_memory(), f"reported by the {self.type} device"
-        if memory is None and (found := device_memory(name)) is not None:
+        if memory is None and (found := device_memory(key)) is not None:
             memory, source = found
         return DeviceInfo(
             type=self.type,
-            name=name,
+            name=self.name(),
             count=self.count(),
-            backend_packages=package_versions(self.backend_packages),
+            backend_packages=self.package_versions(),
             flags=self.flags(),
             memory_bytes=memory,
             memory_source=source if memory is not None else None,
+            model=self.model(),
+            logical_nc_config=key.logical_nc_config,
         )
+
+    def package_versions(self) -> dict[str, str | None]:
+        """Versions of the backend's packages (None: not installed)."""
+        return package_versions(self.backend_packages)
 
     def total_memory(self) -> int | None:
         """The memory the device reports (``get_device_properties().total_memory``)."""

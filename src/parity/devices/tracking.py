@@ -33,13 +33,13 @@ def backend_module(name: str, *, load: bool) -> ModuleType | None:
 
 
 def op_names(value: object) -> tuple[str, ...]:
-    """Sorted op names from whatever a backend returns (a set, a dict, a list)."""
+    """Sorted op names, each once, from whatever a backend returns (a set, a dict, a list)."""
     if value is None:
         return ()
     if isinstance(value, dict):
         value = value.keys()
     if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return tuple(sorted(str(v) for v in value))
+        return tuple(sorted({str(v) for v in value}))
     return (str(value),)
 
 

@@ -37,7 +37,12 @@ class CpuInfo:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DeviceInfo:
-    """What the device adapter reports about its device."""
+    """What the device adapter reports about its device.
+
+    ``name`` is what ``get_device_name`` says (``NVIDIA H200``; ``neuron:0`` on
+    TorchNeuron), ``model`` the name in ``get_device_properties`` where it differs (the
+    instance type, ``trn2``, on TorchNeuron): the spec table is searched by both
+    (``devices.specs.DeviceKey``)."""
 
     type: str
     name: str
@@ -48,6 +53,11 @@ class DeviceInfo:
     memory_bytes: int | None = omit_none()
     #: where that figure comes from: the device's own report, else devices/specs.toml
     memory_source: str | None = omit_none()
+    #: the name in the device's properties, where it differs from ``name``
+    model: str | None = omit_none()
+    #: the logical-core setting the device ran at (``NEURON_LOGICAL_NC_CONFIG``; None
+    #: where the device has none or it was unset, the device's default)
+    logical_nc_config: int | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

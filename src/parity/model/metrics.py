@@ -48,12 +48,48 @@ class Throughput:
     steps_per_s: float | None = omit_none()
 
 
+#: how a device reported one memory counter: a figure, no such counter, or a counter
+#: that stayed at zero while memory was in use (a placeholder, not a figure)
+CounterState = Literal["reported", "absent", "zero"]
+#: what the device's figures mean: a caching allocator's (allocated: bytes in tensors;
+#: reserved >= allocated: bytes held from the runtime), an allocator that reports only
+#: what it obtained from the runtime as "allocated" (reserved a placeholder zero), only
+#: an allocated figure, or nothing
+MemoryMeaning = Literal["caching", "runtime", "allocated only", "none"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemoryCounters:
+    """Which memory counters a device reported over a phase, and what they mean."""
+
+    allocated: CounterState
+    reserved: CounterState
+    meaning: MemoryMeaning
+
+    @classmethod
+    def of(cls, allocated: int | None, reserved: int | None) -> MemoryCounters:
+        """Read from a phase's peaks: a reserved peak of zero beside memory in use is
+        a placeholder (TorchNeuron's development allocator reports it so)."""
+        a: CounterState = "absent" if allocated is None else "reported"
+        r: CounterState = "absent" if reserved is None else "reported"
+        if reserved == 0 and (allocated or 0) > 0:
+            r = "zero"
+        if a == "reported" and r == "reported":
+            return cls(allocated=a, reserved=r, meaning="caching")
+        if a == "reported" and r == "zero":
+            return cls(allocated=a, reserved=r, meaning="runtime")
+        return cls(allocated=a, reserved=r, meaning="allocated only" if a == "reported" else "none")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DevicePeaks:
-    """Peak device bytes since the last reset, read after a synchronize (None: unknown)."""
+    """Peak device bytes since the last reset, read after a synchronize (None: unknown, or
+    a counter the device holds at zero: see ``counters``)."""
 
     allocated: int | None = None
     reserved: int | None = None
+    #: which counters the device reported and what they mean (None: not recorded)
+    counters: MemoryCounters | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

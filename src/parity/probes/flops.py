@@ -25,7 +25,7 @@ from dataclasses import replace
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from parity.devices.specs import peak_flops
+from parity.devices.specs import Key, peak_flops
 from parity.model.metrics import FlopAttempt, FlopMethod, Flops, Peak
 from parity.redact import redact
 from parity.spec import SideSpec
@@ -132,20 +132,20 @@ def count_flops(workload: Workload, data: Tensors) -> Flops:
 
 
 def peak(
-    device_name: str, matmul: str, conv: str | None = None, flops: Flops | None = None
+    device: Key, matmul: str, conv: str | None = None, flops: Flops | None = None
 ) -> Peak | None:
-    """The peak FLOP/s of a device (by its exact name) for the step's formats, from
+    """The peak FLOP/s of a device (by its key: exact names) for the step's formats, from
     ``specs.toml``: the matmuls' format, unless the step's convolutions run in another
     (cuDNN's TF32 under an fp32 side on CUDA). Then it is the peak weighted by their
     FLOPs, the rate at which the step would run were every op at its format's peak:
     ``F / (F_conv / P_conv + F_rest / P_matmul)``, so that MFU stays at most 1."""
-    base = peak_flops(device_name, matmul)
+    base = peak_flops(device, matmul)
     share = None
     if flops is not None and flops.per_step and flops.conv_per_step:
         share = flops.conv_per_step / flops.per_step
     if base is None or conv is None or conv == matmul or not share:
         return base
-    other = peak_flops(device_name, conv)
+    other = peak_flops(device, conv)
     if other is None:
         return None  # a format whose peak is unknown: no MFU rather than a wrong one
     weighted = 1.0 / (share / other.flops + (1.0 - share) / base.flops)

@@ -9,6 +9,13 @@
 // With a kernel cost set (PARITY_FAKE_ASYNC_US), the device is asynchronous:
 // see "queue" below.
 //
+// With PARITY_FAKE_PROFILE=neuron in the environment when the library loads,
+// it behaves as TorchNeuron's runtime does where parity can tell (see
+// "neuron profile" below): a runtime that starts at first use, reserves the
+// "cores" for the process that started it, refuses a forked child of a
+// started parent, runs ops it has no kernel for on the CPU silently and
+// records their names, and a caching allocator.
+//
 // Loaded by parity/testing/fakedevice.py; the control ops live in the
 // `parityfake` op namespace (torch.ops.parityfake.*).
 
@@ -33,13 +40,21 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/library.h>
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -54,6 +69,147 @@ const c10::Device kDevice(kType, 0);
 
 void check_index(c10::DeviceIndex index) {
   TORCH_CHECK(index == 0 || index == -1, "parityfake has one device (index 0), got index ", index);
+}
+
+// ----------------------------------------------------------- neuron profile
+// The profile is read once, from the environment at load time (the kernels
+// registered below depend on it).
+bool neuron_profile() {
+  static const bool on = [] {
+    const char* v = std::getenv("PARITY_FAKE_PROFILE");
+    return v != nullptr && std::string(v) == "neuron";
+  }();
+  return on;
+}
+
+// The runtime: started by the first use of the device in a process (an
+// allocation, a device count, a synchronize), it takes an exclusive lock on
+// the "cores" file (PARITY_FAKE_NEURON_CORES) until the process exits, so a
+// second process that starts it fails, as the Neuron runtime reserves every
+// NeuronCore for the first process. A child forked from a started process
+// may not use it. Each start is appended to PARITY_FAKE_NEURON_INIT_LOG
+// ("pid ppid"), so a test can see which processes started it.
+std::mutex g_runtime_mutex;
+std::atomic<pid_t> g_runtime_pid{0};
+std::atomic<bool> g_bad_fork{false};
+int g_cores_fd = -1;
+
+void after_fork_in_child() {
+  if (g_runtime_pid.load() != 0) {
+    g_bad_fork.store(true);
+  }
+}
+
+std::string cores_path() {
+  const char* v = std::getenv("PARITY_FAKE_NEURON_CORES");
+  if (v != nullptr && *v != '\0') {
+    return v;
+  }
+  return "/tmp/parity-fake-neuron-cores-" + std::to_string(getuid()) + ".lock";
+}
+
+void log_start() {
+  const char* path = std::getenv("PARITY_FAKE_NEURON_INIT_LOG");
+  if (path == nullptr || *path == '\0') {
+    return;
+  }
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fprintf(f, "%d %d\n", static_cast<int>(getpid()), static_cast<int>(getppid()));
+    std::fclose(f);
+  }
+}
+
+std::string holder_of(int fd) {
+  char buf[32] = {0};
+  const auto n = pread(fd, buf, sizeof(buf) - 1, 0);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("another process");
+}
+
+// Start the runtime in this process, or fail as the Neuron runtime does.
+void ensure_runtime() {
+  if (!neuron_profile()) {
+    return;
+  }
+  TORCH_CHECK(!g_bad_fork.load(),
+              "Cannot re-initialize Neuron runtime in forked subprocess. To use Neuron with "
+              "multiprocessing, use the 'spawn' start method");
+  if (g_runtime_pid.load() == getpid()) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  if (g_runtime_pid.load() == getpid()) {
+    return;
+  }
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+    return true;
+  }();
+  (void)registered;
+  const std::string path = cores_path();
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  TORCH_CHECK(fd >= 0, "NRT: cannot open the NeuronCore lock ", path, ": ", std::strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const std::string holder = holder_of(fd);
+    close(fd);
+    TORCH_CHECK(false, "NRT: failed to acquire NeuronCores: they are in use by process ", holder,
+                " (the runtime reserves every NeuronCore for the first process that starts it)");
+  }
+  const std::string me = std::to_string(getpid());
+  if (ftruncate(fd, 0) == 0) {
+    (void)pwrite(fd, me.data(), me.size(), 0);
+  }
+  g_cores_fd = fd;
+  g_runtime_pid.store(getpid());
+  log_start();
+}
+
+bool runtime_started() {
+  return g_runtime_pid.load() == getpid();
+}
+
+// Op tracking, as TorchNeuron keeps it: the names of the ops that ran on the
+// CPU and of those that ran on the device, each once per process, cleared by
+// clear_op_tracking. PARITY_FAKE_NEURON_TRACKING=0 keeps none (a backend that
+// records nothing).
+std::mutex g_tracking_mutex;
+std::set<std::string> g_fallback_ops;
+std::set<std::string> g_executed_ops;
+
+bool tracking_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("PARITY_FAKE_NEURON_TRACKING");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+void track(const std::string& name, bool fell_back) {
+  if (!neuron_profile() || !tracking_on()) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_tracking_mutex);
+  (fell_back ? g_fallback_ops : g_executed_ops).insert(name);
+}
+
+// The ops the profile registers no kernel for, from PARITY_FAKE_UNSUPPORTED at
+// load time: they reach the catch-all fallback, which runs them on the CPU.
+bool unregistered_at_load(const std::string& name) {
+  static const std::unordered_set<std::string> names = [] {
+    std::unordered_set<std::string> out;
+    const char* v = std::getenv("PARITY_FAKE_UNSUPPORTED");
+    std::stringstream in(v != nullptr ? v : "");
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      item.erase(0, item.find_first_not_of(" \t"));
+      item.erase(item.find_last_not_of(" \t") + 1);
+      if (item.empty()) {
+        continue;
+      }
+      out.insert(item.find("::") == std::string::npos ? "aten::" + item : item);
+    }
+    return out;
+  }();
+  return neuron_profile() && names.count(name) != 0;
 }
 
 // -------------------------------------------------------------------- queue
@@ -131,6 +287,7 @@ int64_t queued_ns() {
 class FakeAllocator final : public c10::DeviceAllocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
+    ensure_runtime();
     if (nbytes == 0) {
       return {nullptr, nullptr, &release, kDevice};
     }
@@ -157,7 +314,24 @@ class FakeAllocator final : public c10::DeviceAllocator {
   bool initialized() override {
     return true;
   }
-  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {}
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (caching_) {  // the cache goes back to the runtime: reserved down to what is in use
+      const auto held = stats_.reserved_bytes[0].current;
+      const auto need = round_segment(stats_.allocated_bytes[0].current);
+      if (held > need) {
+        stats_.reserved_bytes[0].decrease(static_cast<size_t>(held - need));
+      }
+    }
+  }
+
+  // A caching allocator's reserved memory (the neuron profile's documented
+  // semantics): segments of 2 MiB obtained as allocations grow, kept when
+  // tensors are freed, so reserved >= allocated >= active.
+  void set_caching(bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    caching_ = on;
+  }
   void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {}
 
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
@@ -236,14 +410,28 @@ class FakeAllocator final : public c10::DeviceAllocator {
     }
   }
 
+  static int64_t round_segment(int64_t bytes) {
+    constexpr int64_t kSegment = 2 << 20;
+    return (bytes + kSegment - 1) / kSegment * kSegment;
+  }
+
   void apply(int64_t nbytes) {
     const auto size = static_cast<size_t>(nbytes < 0 ? -nbytes : nbytes);
     for (auto* array : {&stats_.allocation, &stats_.segment, &stats_.active}) {
       nbytes > 0 ? (*array)[0].increase(1) : (*array)[0].decrease(1);
     }
-    for (auto* array : {&stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-                        &stats_.requested_bytes}) {
+    for (auto* array : {&stats_.allocated_bytes, &stats_.active_bytes, &stats_.requested_bytes}) {
       nbytes > 0 ? (*array)[0].increase(size) : (*array)[0].decrease(size);
+    }
+    if (!caching_) {
+      nbytes > 0 ? stats_.reserved_bytes[0].increase(size)
+                 : stats_.reserved_bytes[0].decrease(size);
+    } else if (nbytes > 0) {
+      const auto need = round_segment(stats_.allocated_bytes[0].current);
+      const auto held = stats_.reserved_bytes[0].current;
+      if (need > held) {
+        stats_.reserved_bytes[0].increase(static_cast<size_t>(need - held));
+      }
     }
     (nbytes > 0 ? stats_.num_device_alloc : stats_.num_device_free) += 1;
   }
@@ -251,6 +439,7 @@ class FakeAllocator final : public c10::DeviceAllocator {
   std::mutex mutex_;
   c10::CachingDeviceAllocator::DeviceStats stats_;
   std::deque<std::pair<Clock::time_point, int64_t>> pending_;
+  bool caching_ = false;
 };
 
 FakeAllocator g_allocator;
@@ -316,6 +505,11 @@ struct FakeGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return default_stream();
   }
   c10::DeviceIndex deviceCount() const noexcept override {
+    try {  // counting devices starts the runtime (the worst case TorchNeuron allows)
+      ensure_runtime();
+    } catch (const std::exception&) {
+      return 0;
+    }
     return 1;
   }
   // One stream: an event completes when the device reaches it in the queue.
@@ -352,6 +546,7 @@ struct FakeGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   void synchronizeDevice(const c10::DeviceIndex device_index) const override {
     check_index(device_index);
+    ensure_runtime();
     wait_for_queue();
     g_sync_count.fetch_add(1);
   }
@@ -365,14 +560,21 @@ struct FakeHooks final : public at::PrivateUse1HooksInterface {
     return true;
   }
   bool isAvailable() const override {
+    try {
+      ensure_runtime();
+    } catch (const std::exception&) {
+      return false;
+    }
     return true;
   }
   bool hasPrimaryContext(c10::DeviceIndex /*device_index*/) const override {
-    return true;
+    return !neuron_profile() || runtime_started();
   }
-  void init() const override {}
+  void init() const override {
+    ensure_runtime();
+  }
   c10::DeviceIndex deviceCount() const override {
-    return 1;
+    return isAvailable() ? 1 : 0;
   }
   void setCurrentDevice(c10::DeviceIndex device) const override {
     check_index(device);
@@ -528,11 +730,11 @@ bool is_unsupported(const std::string& name) {
   return g_unsupported.count(name) != 0;
 }
 
-void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+void run_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool fell_back) {
   const std::string& name = op.schema().operator_name().name;
-  TORCH_CHECK_NOT_IMPLEMENTED(!is_unsupported(name), name, " is not supported on ",
-                              c10::get_privateuse1_backend());
+  ensure_runtime();
   if (t_kernel_depth == 0) {
+    track(name, fell_back);
     enqueue_kernel();
     if (reads_on_host(name)) {
       wait_for_queue();
@@ -542,6 +744,26 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // error_on_views: a view op that reached the fallback would silently
   // return a copy instead of an alias; fail loudly instead.
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+}
+
+// An op's kernel on the device: the CPU's. An unsupported op raises, except
+// in the neuron profile, where it runs on the CPU silently (recorded by name).
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string& name = op.schema().operator_name().name;
+  const bool refused = is_unsupported(name);
+  TORCH_CHECK_NOT_IMPLEMENTED(!refused || neuron_profile(), name, " is not supported on ",
+                              c10::get_privateuse1_backend());
+  run_kernel(op, stack, refused);
+}
+
+// The catch-all for ops with no kernel of the device's own: in the neuron
+// profile every such op is a CPU fallback, as TorchNeuron's catch-all is.
+void catch_all(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (!neuron_profile()) {
+    fallback(op, stack);
+    return;
+  }
+  run_kernel(op, stack, true);
 }
 
 // ------------------------------------------------------------- control ops
@@ -557,6 +779,7 @@ std::vector<std::string> get_unsupported() {
 }
 
 void synchronize() {
+  ensure_runtime();
   wait_for_queue();
   g_sync_count.fetch_add(1);
 }
@@ -591,6 +814,42 @@ std::vector<int64_t> memory_stats() {
 
 void reset_peak_memory_stats() {
   g_allocator.resetPeakStats(0);
+}
+
+void empty_cache() {
+  g_allocator.emptyCache(c10::MempoolId_t{0, 0});
+}
+
+void set_caching(bool on) {
+  g_allocator.set_caching(on);
+}
+
+bool profile_is_neuron() {
+  return neuron_profile();
+}
+
+void start_runtime() {
+  ensure_runtime();
+}
+
+bool runtime_is_started() {
+  return runtime_started();
+}
+
+std::vector<std::string> fallback_ops() {
+  std::lock_guard<std::mutex> lock(g_tracking_mutex);
+  return {g_fallback_ops.begin(), g_fallback_ops.end()};
+}
+
+std::vector<std::string> executed_ops() {
+  std::lock_guard<std::mutex> lock(g_tracking_mutex);
+  return {g_executed_ops.begin(), g_executed_ops.end()};
+}
+
+void clear_op_tracking() {
+  std::lock_guard<std::mutex> lock(g_tracking_mutex);
+  g_fallback_ops.clear();
+  g_executed_ops.clear();
 }
 
 bool returns_a_view(const c10::FunctionSchema& schema) {
@@ -634,7 +893,13 @@ void route_cpu_kernels_to_fallback(torch::Library& m) {
     const bool by_device = name.name == "aten::convolution" ||
                            name.name == "aten::_convolution" ||
                            name.name == "aten::convolution_backward";
-    if ((generic && op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) || by_device) {
+    const bool cpu = op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
+    if (unregistered_at_load(name.name)) {
+      continue;  // the neuron profile has no kernel for it: the catch-all runs it
+    }
+    // the neuron profile implements every op the CPU does (but those above), so
+    // that only an op it has no kernel for reaches the catch-all
+    if ((generic && cpu) || by_device || (neuron_profile() && cpu)) {
       to_fallback(name);
     }
   }
@@ -689,7 +954,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&parityfake::fallback>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&parityfake::catch_all>());
 }
 
 TORCH_LIBRARY(parityfake, m) {
@@ -704,4 +969,12 @@ TORCH_LIBRARY(parityfake, m) {
   m.def("queued_ns() -> int", &queued_ns);
   m.def("memory_stats() -> int[]", &memory_stats);
   m.def("reset_peak_memory_stats() -> ()", &reset_peak_memory_stats);
+  m.def("empty_cache() -> ()", &empty_cache);
+  m.def("set_caching(bool on) -> ()", &set_caching);
+  m.def("profile_is_neuron() -> bool", &profile_is_neuron);
+  m.def("start_runtime() -> ()", &start_runtime);
+  m.def("runtime_is_started() -> bool", &runtime_is_started);
+  m.def("fallback_ops() -> str[]", &fallback_ops);
+  m.def("executed_ops() -> str[]", &executed_ops);
+  m.def("clear_op_tracking() -> ()", &clear_op_tracking);
 }

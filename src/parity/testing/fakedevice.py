@@ -50,14 +50,9 @@ this device seeds that generator.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
-import json
 import math
 import os
-import platform
 import sys
-import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,16 +65,13 @@ from torch.utils.backend_registration import (
 )
 
 from parity.devices.base import Device
+from parity.testing.fakebuild import BUILD_DIR_ENV as BUILD_DIR_ENV
+from parity.testing.fakebuild import build
+from parity.testing.fakebuild import build_dir as build_dir
 
 DEVICE_NAME = "parityfake"
 UNSUPPORTED_ENV = "PARITY_FAKE_UNSUPPORTED"
 ASYNC_ENV = "PARITY_FAKE_ASYNC_US"
-BUILD_DIR_ENV = "PARITY_FAKEDEVICE_BUILD_DIR"
-
-_SOURCE = Path(__file__).with_name("fakedevice.cpp")
-_EXT_NAME = "parity_fakedevice"
-_CFLAGS = ("-O2",)
-_MARKER = "complete.json"
 
 DeviceLike = int | str | torch.device | None
 
@@ -95,92 +87,6 @@ class DeviceProperties:
     multi_processor_count: int = 1
 
 
-# ----------------------------------------------------------------- building
-
-
-def _cache_key() -> str:
-    digest = hashlib.sha256()
-    digest.update(_SOURCE.read_bytes())
-    for part in (
-        torch.__version__,
-        str(torch.version.git_version),
-        str(torch.compiled_with_cxx11_abi()),
-        platform.machine(),
-        f"{sys.version_info.major}.{sys.version_info.minor}",
-        " ".join(_CFLAGS),
-    ):
-        digest.update(b"\0" + part.encode())
-    return digest.hexdigest()[:16]
-
-
-def build_dir() -> Path:
-    """The directory holding this source's build for this torch."""
-    base = os.environ.get(BUILD_DIR_ENV)
-    if base:
-        root = Path(base).expanduser()
-    else:
-        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        root = Path(cache) / "parity" / "fakedevice"
-    return root / _cache_key()
-
-
-def _built_library(directory: Path) -> Path | None:
-    try:
-        info = json.loads((directory / _MARKER).read_text())
-    except (OSError, ValueError):
-        return None
-    library = directory / str(info.get("library", ""))
-    return library if library.is_file() else None
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    # flock, unlike torch's own lock file, is released if the holder dies.
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _build() -> Path:
-    """Compile the extension unless a finished build is cached; return the .so."""
-    directory = build_dir()
-    library = _built_library(directory)
-    if library is not None:
-        return library
-    directory.mkdir(parents=True, exist_ok=True)
-    with _exclusive(directory.with_name(directory.name + ".lock")):
-        library = _built_library(directory)  # another process may have built it
-        if library is not None:
-            return library
-        # A lock file left by a killed build would make torch wait forever;
-        # under our lock nobody else is building here.
-        (directory / "lock").unlink(missing_ok=True)
-        with warnings.catch_warnings():
-            # cpp_extension warns about compiler/ABI checks it cannot make;
-            # the build either works or raises, so these are noise here.
-            warnings.filterwarnings(
-                "ignore", category=UserWarning, module=r"torch\.utils\.cpp_extension"
-            )
-            from torch.utils import cpp_extension
-
-            built = cpp_extension.load(
-                name=_EXT_NAME,
-                sources=[str(_SOURCE)],
-                extra_cflags=list(_CFLAGS),
-                build_directory=str(directory),
-                is_python_module=False,
-                verbose=False,
-            )
-        library = Path(str(built)) if built else directory / f"{_EXT_NAME}.so"
-        marker = directory / (_MARKER + ".tmp")
-        marker.write_text(json.dumps({"library": library.name, "torch": torch.__version__}))
-        os.replace(marker, directory / _MARKER)
-        return library
-
-
 # -------------------------------------------------------------- registering
 
 
@@ -189,6 +95,8 @@ class FakeDevice(Device):
     from the zygote like the CPU: its runtime is the host's."""
 
     fork_safe: ClassVar[bool] = True
+    #: the extension registers CUDA's autocast op lists for the device
+    autocast_policy: ClassVar[str | None] = "cuda"
 
 
 def load() -> Path:
@@ -203,7 +111,9 @@ def load() -> Path:
     current = torch._C._get_privateuse1_backend_name()
     if current not in ("privateuseone", DEVICE_NAME):
         raise RuntimeError(f"PrivateUse1 is already registered as {current!r}; parityfake needs it")
-    library = _build()
+    if os.environ.get("PARITY_FAKE_PROFILE") == "neuron":  # inherited: not this profile
+        os.environ["PARITY_FAKE_PROFILE"] = ""
+    library = build()
     torch.ops.load_library(str(library))  # type: ignore[no-untyped-call]
     if current != DEVICE_NAME:
         rename_privateuse1_backend(DEVICE_NAME)

@@ -387,7 +387,7 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
     conv = resolved.conv if resolved is not None else None
     return replace(
         out,
-        flops=mfu(flops, steps.median, peak(device.name(), matmul, conv, flops), devices=world),
+        flops=mfu(flops, steps.median, peak(device.spec_key(), matmul, conv, flops), devices=world),
         generation=generation,
         inference=inference,
         distributed=timed.distributed,
