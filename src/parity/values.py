@@ -303,19 +303,17 @@ def read_side(name: str, value: object) -> SideSpec:
 
 def default_target() -> str:
     """The accelerator PyTorch reports, or ``cpu+bf16`` on a machine without one (or with
-    one parity has no adapter for: a device a plugin registered in this process only)."""
-    import torch
-
+    one parity has no adapter for). Asked in a short-lived subprocess
+    (``parity.devices.probe``): this process never starts a device runtime."""
     from parity.devices.names import check_device_name
+    from parity.devices.probe import accelerator_type
     from parity.errors import SpecError
 
-    accel = getattr(torch, "accelerator", None)
-    if accel is not None and accel.is_available():
-        current = accel.current_accelerator()
-        if current is not None and current.type != "cpu":
-            try:
-                check_device_name(current.type, current.type)
-            except SpecError:
-                return "cpu+bf16"
-            return str(current.type)
-    return "cpu+bf16"
+    found = accelerator_type()
+    if found is None or found == "cpu":
+        return "cpu+bf16"
+    try:
+        check_device_name(found, found)
+    except SpecError:
+        return "cpu+bf16"
+    return found

@@ -67,7 +67,7 @@ def compare(
 
 
 def _start_early(ctx: typer.Context, workload: str | None) -> None:
-    """Where no target is given, reading the request imports torch here to ask for an
+    """Where no target is given, reading the request asks a subprocess for the machine's
     accelerator (``values.default_target``): the zygote this machine's sides will fork
     from is launched first, so that its own import of torch runs beside that one
     (``runner.kept.launch_early``). Not for a script, a plan, a resumed comparison or
