@@ -353,7 +353,15 @@ def expected_side(target: SideSpec) -> SideSpec | None:
     (None: fp32, or the target is that run's own side)."""
     if target.precision == "fp32" and not target.emulate:
         return None
-    side = SideSpec(device="cpu", precision=target.precision, emulate=target.emulate)
+    from parity.devices.names import autocast_policy
+
+    policy = autocast_policy(target.device) if target.precision != "fp32" else None
+    side = SideSpec(
+        device="cpu",
+        precision=target.precision,
+        emulate=target.emulate,
+        autocast=policy if policy not in (None, "cpu") else None,
+    )
     return None if side == target else side
 
 

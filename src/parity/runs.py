@@ -248,13 +248,13 @@ def _expected(
     an fp32 target, or a target that failed). A target on the CPU at that precision and
     nothing else (``cpu+bf16``) is its own expected-error run: its quality run is copied
     to ``OUT/expected`` instead of running the same again."""
-    from parity.judge.numerics import bundle_precision, expected_side
+    from parity.judge.numerics import bundle_autocast_policy, bundle_precision, expected_side
 
     ok = [b for b in target if b.ok]
     if not ok:
         return None
     first = ok[0]
-    side = expected_side(first.side, bundle_precision(first))
+    side = expected_side(first.side, bundle_precision(first), bundle_autocast_policy(first))
     if side is None:
         return None
     if side != first.side:

@@ -9,6 +9,8 @@ A side spec is ``DEVICE[:INDEX][+OPTION...]``, for example ``cpu``, ``cuda:1``,
 - ``threads=N`` (``torch.set_num_threads``);
 - ``deterministic`` (``torch.use_deterministic_algorithms(True)``);
 - ``emulate=PROFILE`` (a precision profile, see ``parity.probes``);
+- ``autocast=POLICY`` (the CPU only, with a reduced precision: another device type's
+  autocast op lists, ``cuda``, reproduced on the CPU; see ``parity.probes.autocast_policy``);
 - ``nproc=N`` (a torchrun job of N processes, DDP by default) and ``fsdp`` (FSDP2).
 
 Parsing never touches a device: it only checks names against the device registry.
@@ -26,6 +28,9 @@ from parity.model.codec import omit_none
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 EMULATE_PROFILES = ("matmul-bf16", "matmul-tf32", "matmul-fp16")
+#: the autocast policies a CPU side may reproduce (``autocast=cuda``): CUDA's op lists,
+#: which TorchNeuron registers for ``neuron`` too
+AUTOCAST_POLICIES = ("cuda",)
 SIZES = ("tiny", "small", "base")
 #: device types whose steps run on the host's cores: their intra-op threads (``threads=N``)
 #: share those cores with every other process on the machine
@@ -47,6 +52,7 @@ OPTIONS = (
     "threads=N",
     "deterministic",
     "emulate=PROFILE",
+    "autocast=POLICY",
     "nproc=N",
     "fsdp",
 )
@@ -63,6 +69,7 @@ SIDE_FIELDS = (
     "emulate",
     "nproc",
     "fsdp",
+    "autocast",
 )
 _DEVICE_RE = re.compile(r"(?P<type>[a-z][a-z0-9_]*)(?::(?P<index>[0-9]+))?", re.ASCII)
 
@@ -86,6 +93,8 @@ class SideSpec:
     emulate: str | None = None
     nproc: int | None = None
     fsdp: bool = False
+    #: another device type's autocast op lists, reproduced on the CPU (None: the device's own)
+    autocast: str | None = omit_none()
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -104,7 +113,21 @@ class SideSpec:
             raise SpecError("fsdp shards over processes: add nproc=N with N >= 2")
         if self.compile_backend is not None and not self.compile:
             raise SpecError("compile_backend is set but compile is off: write compile=BACKEND")
+        if self.autocast is not None:
+            self._check_autocast()
         object.__setattr__(self, "spec", self._text())
+
+    def _check_autocast(self) -> None:
+        if self.autocast not in AUTOCAST_POLICIES:
+            raise SpecError(
+                f"autocast={self.autocast} is unknown: use one of {', '.join(AUTOCAST_POLICIES)} "
+                "(the CPU's own policy needs no option)"
+            )
+        if self.device != "cpu" or self.precision == "fp32":
+            raise SpecError(
+                f"autocast={self.autocast} reproduces another device's autocast on the CPU: it "
+                "needs device cpu and a reduced precision, e.g. cpu+bf16+autocast=cuda"
+            )
 
     @property
     def device_string(self) -> str:
@@ -130,11 +153,14 @@ class SideSpec:
             parts.append(f"nproc={self.nproc}")
         if self.fsdp:
             parts.append("fsdp")
+        if self.autocast:
+            parts.append(f"autocast={self.autocast}")
         return "+".join(parts)
 
     def fields(self) -> dict[str, object]:
-        """The spec string and its parsed fields (what ``side`` objects in JSON hold)."""
-        return {
+        """The spec string and its parsed fields (what ``side`` objects in JSON hold;
+        ``autocast`` only where set)."""
+        out: dict[str, object] = {
             "spec": self.spec,
             "device": self.device,
             "index": self.index,
@@ -147,14 +173,17 @@ class SideSpec:
             "nproc": self.nproc,
             "fsdp": self.fsdp,
         }
+        if self.autocast is not None:
+            out["autocast"] = self.autocast
+        return out
 
     def config_differences(self, other: SideSpec) -> list[tuple[str, str, str]]:
         """The settings that differ between two sides, as (setting, self, other)."""
         out = []
         mine, theirs = self.fields(), other.fields()
         for key in SIDE_FIELDS:
-            if mine[key] != theirs[key]:
-                out.append((key, _show(mine[key]), _show(theirs[key])))
+            if mine.get(key) != theirs.get(key):
+                out.append((key, _show(mine.get(key)), _show(theirs.get(key))))
         return out
 
 
@@ -206,6 +235,12 @@ def parse_side(text: str) -> SideSpec:
             if not (value.isascii() and value.isdigit()):
                 raise SpecError(f"nproc needs a whole number in side spec {text!r}: nproc=2")
             values["nproc"] = int(value)
+        elif key == "autocast":
+            if not value:
+                raise SpecError(
+                    f"autocast needs a policy in {text!r}: one of {', '.join(AUTOCAST_POLICIES)}"
+                )
+            values["autocast"] = value
         elif key == "emulate":
             if not value:
                 raise SpecError(

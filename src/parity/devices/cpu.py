@@ -14,6 +14,7 @@ from parity.model.metrics import DevicePeaks
 
 
 class CpuDevice(Device):
+    autocast_policy: ClassVar[str | None] = "cpu"
     cluster_resource: ClassVar[str] = "CPU"
     dist_backend: ClassVar[str | None] = "gloo"
     install_hint: ClassVar[str] = "the CPU is always available"

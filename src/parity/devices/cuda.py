@@ -18,6 +18,7 @@ from parity.model.manifest import FlagValue
 
 
 class CudaDevice(Device):
+    autocast_policy: ClassVar[str | None] = "cuda"
     backend_packages: ClassVar[tuple[str, ...]] = (
         "nvidia-cuda-runtime-cu12",
         "nvidia-cudnn-cu12",

@@ -24,6 +24,16 @@ CONCURRENT = frozenset({"cpu"})
 FORK_SAFE = frozenset({"cpu", "cuda"})
 
 
+#: whose autocast op lists the built-in device types follow (the adapters'
+#: ``autocast_policy``, kept here for what decides without torch: the estimate)
+AUTOCAST_POLICY = {"cpu": "cpu", "cuda": "cuda", "neuron": "cuda", "xpu": "cuda"}
+
+
+def autocast_policy(device: str) -> str | None:
+    """The autocast policy a built-in device type follows (None: unknown here)."""
+    return AUTOCAST_POLICY.get(device)
+
+
 def forks(device: str) -> bool:
     """Whether a one-process worker on ``device`` may be forked from the zygote: a
     built-in type from ``FORK_SAFE``; any other from its adapter (a plugin may register

@@ -20,6 +20,7 @@ from parity.plugins import load_plugins
 
 
 class XpuDevice(Device):
+    autocast_policy: ClassVar[str | None] = "cuda"  # ATen registers CUDA's lists for XPU
     dist_backend: ClassVar[str | None] = "xccl"
     install_hint: ClassVar[str] = "install an XPU build of PyTorch on a machine with an Intel GPU"
 

@@ -101,14 +101,27 @@ def bundle_precision(bundle: Bundle) -> str:
     return effective_precision(bundle.side, flags, convolutions=runs_convolutions(bundle.ops))
 
 
-def expected_side(target: SideSpec, precision: str) -> SideSpec | None:
+def expected_side(
+    target: SideSpec, precision: str, policy: str | None = None
+) -> SideSpec | None:
     """The CPU side whose run shows what ``precision`` alone does to the workload: the
-    target's autocast precision or emulation profile, TF32 by emulation; None for fp32."""
+    target's autocast precision, with the target's autocast policy (``policy``: whose op
+    lists its autocast followed; another than the CPU's is reproduced on the CPU), or its
+    emulation profile; TF32 by emulation; None for fp32."""
     if precision == "fp32":
         return None
     if target.precision != "fp32" or target.emulate:
-        return SideSpec(device="cpu", precision=target.precision, emulate=target.emulate)
+        other = policy if target.precision != "fp32" and policy not in (None, "cpu") else None
+        return SideSpec(
+            device="cpu", precision=target.precision, emulate=target.emulate, autocast=other
+        )
     return SideSpec(device="cpu", emulate=f"matmul-{precision}")
+
+
+def bundle_autocast_policy(bundle: Bundle) -> str | None:
+    """Whose autocast op lists a measured bundle's autocast followed (None: not recorded)."""
+    resolved = bundle.manifest.resolved
+    return resolved.autocast_policy if resolved is not None else None
 
 
 def _gradients(
@@ -196,7 +209,7 @@ def judge_numerics(
     (``b`` the target; ``exp`` the expected-error run at its precision)."""
     precision = bundle_precision(b)
     row = tolerances.of(precision)
-    want = expected_side(b.side, precision)
+    want = expected_side(b.side, precision, bundle_autocast_policy(b))
     ref, ref_note, exp, exp_note = _notes(ref, exp, want)
     head = NumericsSection(precision=precision, k=row.k, tolerance=row.tol, available=False)
     gates = run_gates(a, b, ref, exp, row) if ref is not None else []

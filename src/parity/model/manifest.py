@@ -173,6 +173,11 @@ class Resolved:
     #: code changed from what parity set up (``threads`` above is what ran)
     timed: TorchSettings | None = omit_none()
     changed: tuple[SettingChange, ...] | None = omit_none()
+    #: whose autocast op lists the side's autocast followed ("cuda", "cpu"): as seen on
+    #: the device where it could be (``autocast_observed``), else the adapter's word
+    autocast_policy: str | None = omit_none()
+    #: the output dtypes of layer_norm, softmax, exp (bf16 inputs) and mm under it
+    autocast_observed: dict[str, str] | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

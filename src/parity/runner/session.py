@@ -37,7 +37,7 @@ from parity.model.codec import dumps
 from parity.model.job import EVENTS_FILE, Event, Job
 from parity.model.manifest import DistInfo, Items, Manifest, Resolved, TorchSettings
 from parity.plugins import load_plugins
-from parity.probes import environment, settings
+from parity.probes import autocast_policy, environment, settings
 from parity.probes.determinism import RefusalRecorder
 from parity.probes.emulate import EmulateMode
 from parity.probes.scan import failure_scan
@@ -79,6 +79,7 @@ def apply_settings(side: SideSpec, device: Device, workload: Workload | None) ->
     compile_backend = side.compile_backend or device.default_compile_backend
     return Resolved(
         precision=side.precision,
+        autocast_policy=(side.autocast or device.autocast_policy) if reduced else None,
         autocast_device_type=device.autocast_type if reduced else None,
         autocast_dtype=AUTOCAST_DTYPES.get(side.precision),
         matmul=device.matmul_dtype(side.precision),
@@ -121,6 +122,7 @@ class SideSession:
         self.refused: list[str] = []
         self._device: Device | None = None
         self._manifest: Manifest | None = None
+        self._autocast_lib: object | None = None
         self._ready_ns: int | None = None
         #: torch's settings as parity set them up, and as they were in the timed steps
         self.settings_at_setup: TorchSettings | None = None
@@ -143,6 +145,8 @@ class SideSession:
         if self.job.frozen is not None:
             self.workload = resolve(self.job.workload, home=self.job.home)
         resolved = apply_settings(side, device, self.workload)
+        # another device's autocast lists on the CPU, for the life of the process
+        self._autocast_lib = autocast_policy.install(side.autocast) if side.autocast else None
         self.settings_at_setup = settings.read()
         self._manifest = Manifest(
             schema_version=SCHEMA_VERSION,
@@ -262,7 +266,7 @@ class SideSession:
                 emulated_calls=self.emulated_calls if side.emulate else None,
                 nondeterministic_ops=tuple(self.refused) if side.deterministic else None,
             )
-            resolved = self._as_timed(resolved)
+            resolved = self._as_observed(self._as_timed(resolved))
         self._manifest = replace(
             self.manifest, status="ok", reason=None, resolved=resolved, finished_unix=time.time()
         )
@@ -281,6 +285,24 @@ class SideSession:
             return resolved
         changed = settings.changes(before, timed)
         return replace(resolved, threads=timed.num_threads, timed=timed, changed=changed or None)
+
+    def _as_observed(self, resolved: Resolved) -> Resolved:
+        """``resolved`` with the autocast policy seen on the device (a reduced-precision
+        side, after its work: a few small ops under its autocast), where it is conclusive."""
+        dtype = resolved.autocast_dtype
+        if dtype is None or resolved.autocast_device_type is None:
+            return resolved
+        device = self.device
+        try:
+            seen = autocast_policy.observe(
+                device.torch_device, resolved.autocast_device_type, getattr(torch, dtype)
+            )
+        except Exception:  # a device that cannot run them: the adapter's word stands
+            return resolved
+        found = autocast_policy.classify(seen, dtype)
+        return replace(
+            resolved, autocast_observed=seen, autocast_policy=found or resolved.autocast_policy
+        )
 
     def teardown(self) -> None:
         """After a mode finished: leave the process group (every rank waits for rank 0)."""
