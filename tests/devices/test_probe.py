@@ -39,7 +39,9 @@ def starts(tmp: Path) -> list[tuple[int, int]]:
     path = tmp / "starts.log"
     if not path.exists():
         return []
-    return [(int(a), int(b)) for a, b in (line.split() for line in path.read_text().splitlines())]
+    return [
+        (int(a), int(b)) for a, b, *_ in (line.split() for line in path.read_text().splitlines())
+    ]
 
 
 def run_parent(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

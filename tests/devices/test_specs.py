@@ -184,7 +184,8 @@ def test_a_trn2_price_is_shared_by_its_logical_cores_and_says_it_is_unconfirmed(
     # at LNC=1 the same instance holds twice the framework devices, each half the price
     assert lnc1.entry.usd_per_hour / lnc1.framework_devices == pytest.approx(per_core / 2)
     text = found.source_text()
-    assert text.startswith("UNCONFIRMED devices/specs.toml (") and found.entry.date in text
+    assert text.startswith("specs.toml on-demand, trn2.3xlarge, us-east-1, read 2026-")
+    assert text.endswith("UNCONFIRMED (a third-party figure)")
     assert specs.price_for(specs.DeviceKey(names=("trn3",))) is None  # none could be read
     h100 = specs.price_for("NVIDIA H100 80GB HBM3")
     assert h100 is not None and h100.entry.pricing == "on-demand" and h100.entry.confirmed

@@ -55,6 +55,10 @@ class Device:
     #: CUDA's lists (TorchNeuron's ``neuron``, XPU); "cpu" for the CPU; None where
     #: unknown. A worker checks it on the device (``probes.autocast_policy.observe``)
     autocast_policy: ClassVar[str | None] = None
+    #: whether an op with no kernel of the device's own runs on the CPU (the backend's
+    #: catch-all PrivateUse1 kernel is a CPU fallback): the scan then finds such ops
+    #: from the dispatcher's registrations, whatever the backend records
+    catch_all_runs_on_cpu: ClassVar[bool] = False
 
     def __init__(self, device_type: str, index: int | None = None) -> None:
         self.type = device_type

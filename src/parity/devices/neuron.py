@@ -114,6 +114,8 @@ class NeuronDevice(Device):
     dist_backend: ClassVar[str | None] = "neuron"
     #: TorchNeuron registers CUDA's autocast op lists for ``neuron`` (source copy)
     autocast_policy: ClassVar[str | None] = "cuda"
+    #: the source copy registers its CPU fallback as the catch-all PrivateUse1 kernel
+    catch_all_runs_on_cpu: ClassVar[bool] = True
     #: ``torch.compile(backend="neuron", mode=...)`` warns and ignores the mode
     honours_compile_mode: ClassVar[bool] = False
     install_hint: ClassVar[str] = (

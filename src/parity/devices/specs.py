@@ -305,13 +305,13 @@ class FoundPrice:
     framework_devices: int
 
     def source_text(self) -> str:
-        """Where the figure comes from, as a verdict shows it."""
+        """Where the figure comes from, as a verdict shows it (the entry in specs.toml
+        says more): the purchase option, instance, region and date read, and UNCONFIRMED
+        for a figure not read from the provider's own price page."""
         e = self.entry
-        what = f"{e.pricing}, {e.instance or e.label}"
-        if e.region:
-            what += f", {e.region}"
-        text = f"devices/specs.toml ({what}, read {e.date or 'on an unknown date'}): {e.source}"
-        return text if e.confirmed else f"UNCONFIRMED {text}"
+        where = ", ".join(x for x in (e.pricing, e.instance or e.label, e.region) if x)
+        text = f"specs.toml {where}, read {e.date or 'on an unknown date'}"
+        return text if e.confirmed else f"{text}, UNCONFIRMED (a third-party figure)"
 
 
 def price_for(key: Key) -> FoundPrice | None:

@@ -55,7 +55,7 @@ def side_summary(ops: OpsCensus | None) -> SideCompatibility:
         ),
         fallbacks=FallbackSummary(
             backend=fallbacks.backend.backend if fallbacks else None,
-            ops=fallbacks.backend.fallback_ops[:MAX_LISTED] if fallbacks else (),
+            ops=fallbacks.ops()[:MAX_LISTED] if fallbacks else (),
             device_mismatch=tuple(
                 OpAt(op=m.op, where=m.where) for m in fallbacks.device_mismatch[:MAX_LISTED]
             )

@@ -49,7 +49,10 @@ OPERATIONAL_LABELS = {
 }
 #: settings that actually ran, compared beside the side specs (see ``config_differences``)
 RESOLVED_FIELDS = ("compile_backend", "threads", "matmul", "conv")
-MAY_DIFFER = (*SIDE_FIELDS, "matmul", "conv")
+#: device flags that change what runs (its timing, its fusion), by the setting they show
+#: as: a difference between two sides that both report one is a configuration change
+BEHAVIOUR_FLAGS = {"launch_blocking": "NEURON_LAUNCH_BLOCKING (as after import torch)"}
+MAY_DIFFER = (*SIDE_FIELDS, "matmul", "conv", *BEHAVIOUR_FLAGS.values())
 
 
 def fairness(a: Bundle, b: Bundle, allow: dict[str, str]) -> Fairness:
@@ -100,6 +103,21 @@ def config_differences(
         if x != y:
             rows.append(ConfigDifference(setting=key, baseline=_show(x), target=_show(y)))
     return tuple(rows)
+
+
+def flag_differences(a: Bundle, b: Bundle) -> tuple[ConfigDifference, ...]:
+    """The behaviour flags (``BEHAVIOUR_FLAGS``) both sides' devices report, where they
+    differ: NEURON_LAUNCH_BLOCKING, which TorchNeuron may set at import, makes launches
+    synchronous and changes what Adaptive Eager fuses."""
+    env_a, env_b = a.manifest.environment, b.manifest.environment
+    if env_a is None or env_b is None:
+        return ()
+    fa, fb = env_a.device.flags, env_b.device.flags
+    return tuple(
+        ConfigDifference(setting=label, baseline=_show(fa[key]), target=_show(fb[key]))
+        for key, label in BEHAVIOUR_FLAGS.items()
+        if key in fa and key in fb and fa[key] != fb[key]
+    )
 
 
 def _json(mapping: Mapping[str, str | int | float | bool | None]) -> Json:

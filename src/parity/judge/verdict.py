@@ -307,7 +307,7 @@ def judge(
     fair = decision.fairness(first_a, first_b, inputs.allow)
     changes = decision.config_differences(
         first_a.side, first_b.side, first_a.manifest.resolved, first_b.manifest.resolved
-    )
+    ) + decision.flag_differences(first_a, first_b)
     description = first_a.manifest.workload.description
     sides = ByRole(baseline=_side_info(baseline), target=_side_info(target))
     verdict = Verdict(

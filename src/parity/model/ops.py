@@ -91,6 +91,14 @@ class Fallbacks:
     backend: BackendReport
     device_mismatch: tuple[Finding, ...] = ()
     copies: tuple[Finding, ...] = ()
+    #: ops the scan saw reach a catch-all that runs on the CPU (no kernel of the device's
+    #: own: the dispatcher's registrations), found whatever the backend's record says
+    no_device_kernel: tuple[Finding, ...] | None = omit_none()
+
+    def ops(self) -> tuple[str, ...]:
+        """Every op that ran on the CPU, by name: the backend's record and the scan's."""
+        found = set(self.backend.fallback_ops) | {f.op for f in self.no_device_kernel or ()}
+        return tuple(sorted(found))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

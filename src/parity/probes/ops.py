@@ -15,7 +15,10 @@ composite decompositions, i.e. the ops a backend is asked to run. For each it re
   host syncs (``.item()`` i.e. ``_local_scalar_dense``, ``nonzero`` and other ops whose
   output shape depends on data, boolean-mask indexing, copies to the CPU);
 - custom ops: namespaces other than torch's own (aten, prim, profiler, c10d) and the device
-  backend's.
+  backend's;
+- ops with no kernel of the device's own (``catch_all_cpu``, for a backend whose catch-all
+  PrivateUse1 kernel is a CPU fallback, as TorchNeuron's is): found from the dispatcher's
+  registrations, so a fallback is seen even where the backend's own record is empty.
 
 "The user's source line" is the innermost stack frame outside torch, the standard library
 and parity's machinery (parity's built-in workloads count as user code). For an op run by
@@ -45,7 +48,9 @@ from parity.redact import redact
 
 #: what a finding is: an op the device refused, a custom op, a host sync, a host-device
 #: copy, or an output that turned up on another device than the inputs
-FindingKind = Literal["unsupported", "custom_op", "host_sync", "copy", "device_mismatch"]
+FindingKind = Literal[
+    "unsupported", "custom_op", "host_sync", "copy", "device_mismatch", "no_device_kernel"
+]
 
 MAX_EVENTS = 300
 MAX_SHAPES = 4
@@ -161,10 +166,14 @@ class _Event:
 class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Record every op a step dispatches; with ``catch``, run unsupported ops on the CPU."""
 
-    def __init__(self, device: torch.device, *, catch: bool = True) -> None:
+    def __init__(
+        self, device: torch.device, *, catch: bool = True, catch_all_cpu: bool = False
+    ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.device = device
         self.catch = catch
+        self.catch_all_cpu = catch_all_cpu
+        self.kernel_less: dict[str, bool] = {}
         self.step = 0
         self.in_optimizer = 0
         self.entries: dict[tuple[str, str, str], _Entry] = {}
@@ -284,6 +293,13 @@ class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         copy = _host_copy(name, tensors, out)
         if copy:
             self._event("copy", func, tensors, copy)
+        if self.catch_all_cpu and not ran_on_cpu and self._reaches_catch_all(func):
+            self._event(
+                "no_device_kernel",
+                func,
+                tensors,
+                "no kernel of the device's own: the backend's catch-all runs it on the CPU",
+            )
         if not ran_on_cpu and name not in COPY_OPS and not (sync or explicit_device):
             inputs = {t.device for t in tensors if _on_device(t) or t.dim() > 0}
             outputs = {t.device for t in tree_leaves(out) if isinstance(t, torch.Tensor)}
@@ -296,6 +312,20 @@ class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
                     f"inputs on {', '.join(sorted(map(str, inputs)))}, output on "
                     f"{', '.join(sorted(map(str, stray)))}: the backend may have run it elsewhere",
                 )
+
+    def _reaches_catch_all(self, func: Any) -> bool:
+        """Whether the op reaches the device's catch-all kernel: no PrivateUse1 kernel of
+        its own and no generic one, or a generic one (structured ops') that calls an
+        ``out=`` overload which has none."""
+        if func.namespace != "aten":
+            return False
+        name = f"{func._schema.name}" + (
+            f".{func._overloadname}" if func._overloadname != "default" else ""
+        )
+        found = self.kernel_less.get(name)
+        if found is None:
+            found = self.kernel_less[name] = _kernel_less(name, func._schema.name)
+        return found
 
     def _event(
         self, kind: FindingKind, func: Any, tensors: list[torch.Tensor], detail: str
@@ -355,6 +385,19 @@ class OpScanMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             for e in self.events.values()
             if e.kind == kind
         )
+
+
+def _kernel_less(name: str, base: str) -> bool:
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    if has(name, "PrivateUse1"):
+        return False
+    if has(name, "CompositeExplicitAutogradNonFunctional"):
+        out = f"{base}.out"
+        try:
+            return not has(out, "PrivateUse1")
+        except RuntimeError:  # no out= overload: the generic kernel is all there is
+            return False
+    return not (has(name, "CompositeExplicitAutograd") or has(name, "CompositeImplicitAutograd"))
 
 
 def _device_kwarg(kwargs: dict[str, Any]) -> torch.device | None:

@@ -161,7 +161,9 @@ def scan(
 ) -> OpsCensus:
     """Scan ``steps`` steps from step ``start``: the ``ops.json`` document."""
     t0 = time.perf_counter()
-    mode = OpScanMode(device.torch_device, catch=True)
+    mode = OpScanMode(
+        device.torch_device, catch=True, catch_all_cpu=device.catch_all_runs_on_cpu
+    )
     tracker = device.op_tracker()
     capture = CallCapture(model)
     tracker.start()
@@ -183,6 +185,7 @@ def scan(
         backend=reported,
         device_mismatch=mode.findings("device_mismatch"),
         copies=mode.findings("copy"),
+        no_device_kernel=mode.findings("no_device_kernel") or None,
     )
     census = OpsCensus(
         device=str(device.torch_device),
@@ -208,7 +211,7 @@ def _summarised(census: OpsCensus, mode: OpScanMode, done: int) -> OpsCensus:
     """The census with its summary and its ``clean`` judgement."""
     graphs = census.graphs or GraphProbes()
     fallbacks = census.fallbacks or Fallbacks(backend=BackendReport())
-    n_fallbacks = len(fallbacks.backend.fallback_ops) + len(fallbacks.device_mismatch)
+    n_fallbacks = len(fallbacks.ops()) + len(fallbacks.device_mismatch)
     summary = OpsSummary(
         ops=len({row.op for row in census.inventory}),
         op_calls_per_step=tuple(

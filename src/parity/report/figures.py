@@ -307,7 +307,23 @@ def memory(v: Verdict) -> Section | None:
         "peaks per phase of each side's first repeat, read after a synchronize; device "
         "figures are absent where the device reports none"
     )
-    return _by_role(v, "memory", "peak", rows, legend)
+    meanings = [
+        f"{role} {v.sides.of(role).side}: {COUNTER_MEANING[found.meaning]}"
+        for role, side in m.items()
+        if (found := side.steps.device.counters) is not None and found.meaning != "none"
+    ]
+    return _by_role(v, "memory", "peak", rows, "; ".join([legend, *meanings]))
+
+
+#: what a device's memory figures mean (``MemoryCounters.meaning``)
+COUNTER_MEANING = {
+    "caching": "allocated is memory in tensors, reserved what the caching allocator holds "
+    "from the runtime (reserved >= allocated)",
+    "runtime": "allocated is all memory obtained from the runtime, cached blocks included; "
+    "reserved not reported (the device holds it at 0)",
+    "allocated only": "allocated only: the device reports no reserved figure",
+    "none": "no device memory figures",
+}
 
 
 def _role_columns(v: Verdict, first: str) -> list[tuple[str, ColumnKind]]:

@@ -74,14 +74,24 @@ def _fallbacks(c: OpsCensus) -> list[Part]:
     if backend.backend:
         ops = backend.fallback_ops
         listed = f": {', '.join(ops)}" if ops else ""
+        counted = backend.fallback_counts is not None
         parts.append(
             Sentence(
-                text=f"{backend.backend} reports {len(ops)} CPU fallback op(s){listed}",
+                text=f"{backend.backend} reports {len(ops)} CPU fallback op(s){listed}"
+                + ("" if counted or not backend.note else f" ({backend.note})"),
                 tone="warn" if ops else "good",
             )
         )
     else:
         parts.append(Sentence(text=backend.note or "no backend fallback report", tone="muted"))
+    if fb.no_device_kernel:
+        parts.append(
+            table(
+                [("op", "name"), ("why", "text"), ("where", "text"), ("calls", "number")],
+                [(x.op, x.detail, x.where, str(x.count)) for x in fb.no_device_kernel],
+                title="Ops with no kernel of the device's own (the scan's own count)",
+            )
+        )
     parts += [
         Sentence(text=f"output on another device: {m.op} at {m.where}: {m.detail}", tone="warn")
         for m in fb.device_mismatch

@@ -113,8 +113,18 @@ void log_start() {
   if (path == nullptr || *path == '\0') {
     return;
   }
+  std::string cmdline;
+  if (FILE* c = std::fopen("/proc/self/cmdline", "r")) {
+    char buf[512] = {0};
+    const auto n = std::fread(buf, 1, sizeof(buf) - 1, c);
+    std::fclose(c);
+    for (size_t i = 0; i < n; ++i) {
+      cmdline += buf[i] == '\0' ? ' ' : buf[i];
+    }
+  }
   if (FILE* f = std::fopen(path, "a")) {
-    std::fprintf(f, "%d %d\n", static_cast<int>(getpid()), static_cast<int>(getppid()));
+    std::fprintf(f, "%d %d %s\n", static_cast<int>(getpid()), static_cast<int>(getppid()),
+                 cmdline.c_str());
     std::fclose(f);
   }
 }
@@ -695,14 +705,24 @@ at::Tensor& set_empty_(at::Tensor& self) {
 // scaled_dot_product_attention asks a per-device stub which implementation
 // to use; give the CPU's answer, so the same CPU kernels run (via the
 // fallback) and results match the CPU.
+// A tensor without data (a fake tensor under torch.compile's tracing) is
+// stood in for by an empty CPU tensor of its shape: the choice reads no values.
+at::Tensor choice_input(const at::Tensor& t) {
+  try {
+    return host_alias(t);
+  } catch (const std::exception&) {
+    return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+  }
+}
+
 int64_t sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                    const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                    std::optional<double> scale, bool enable_gqa) {
   std::optional<at::Tensor> mask;
   if (attn_mask.has_value() && attn_mask->defined()) {
-    mask = host_alias(*attn_mask);
+    mask = choice_input(*attn_mask);
   }
-  return at::_fused_sdp_choice(host_alias(query), host_alias(key), host_alias(value), mask,
+  return at::_fused_sdp_choice(choice_input(query), choice_input(key), choice_input(value), mask,
                                dropout_p, is_causal, scale, enable_gqa);
 }
 

@@ -77,8 +77,25 @@ class DeviceProperties:
     total_memory: int
 
 
+class _Controls:
+    """The library's control ops, called past any dispatch mode: TorchNeuron's own calls
+    (``_C._neuron_init()`` and the like) are not ATen ops a scan would see."""
+
+    def __getattr__(self, name: str) -> Any:
+        op = getattr(torch.ops.parityfake, name)
+
+        def call(*args: Any) -> Any:
+            with torch._C._DisableTorchDispatch():
+                return op(*args)
+
+        return call
+
+
+_CONTROLS = _Controls()
+
+
 def _ops() -> Any:
-    return torch.ops.parityfake
+    return _CONTROLS
 
 
 # ---------------------------------------------------------------- the module
