@@ -119,7 +119,7 @@ void log_start() {
     const auto n = std::fread(buf, 1, sizeof(buf) - 1, c);
     std::fclose(c);
     for (size_t i = 0; i < n; ++i) {
-      cmdline += buf[i] == '\0' ? ' ' : buf[i];
+      cmdline += (buf[i] == '\0' || buf[i] == '\n') ? ' ' : buf[i];
     }
   }
   if (FILE* f = std::fopen(path, "a")) {
