@@ -47,9 +47,11 @@ def parity(tmp: Path, *args: str, **env: str) -> tuple[int, int, str, list[tuple
         },
     )
     out, _ = proc.communicate(timeout=1500)
-    starts = [
-        (int(a), int(b)) for a, b, *_ in (ln.split() for ln in log.read_text().splitlines())
-    ] if log.exists() else []
+    starts = (
+        [(int(a), int(b)) for a, b, *_ in (ln.split() for ln in log.read_text().splitlines())]
+        if log.exists()
+        else []
+    )
     return proc.pid, proc.returncode, out, starts
 
 
@@ -79,7 +81,11 @@ def test_compare_gpt_train_cpu_against_neuron_bf16(tmp_path: Path) -> None:
     assert device["memory_bytes"] == 24 << 30
     assert device["memory_source"] == "reported by the neuron device"
     steps = doc(out / "target" / "r00" / "metrics.json")["memory"]["steps"]["device"]
-    assert steps["counters"] == {"allocated": "reported", "reserved": "reported", "meaning": "caching"}
+    assert steps["counters"] == {
+        "allocated": "reported",
+        "reserved": "reported",
+        "meaning": "caching",
+    }
     assert steps["reserved"] >= steps["allocated"] > 0
     assert "allocated is memory in tensors, reserved what the caching allocator holds" in text
     # MFU against the trn2 peak of one logical NeuronCore at LNC=2

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from parity.devices import get_device
-from parity.devices import specs
+from parity.devices import get_device, specs
 from parity.devices.base import Device
 from parity.devices.neuron import ADAPTIVE_EAGER_OFF, FLAG_VARS, NeuronDevice
 from parity.judge import decision
@@ -76,7 +75,7 @@ def test_one_rule_resolves_peaks_memory_and_prices_for_every_backend(
     entry = specs.lookup(key)
     assert (entry.label if entry else None) == label
     peak = specs.peak_flops(key, "bf16")
-    assert (peak.unit.startswith(unit) if peak and unit else peak is None and unit is None)
+    assert peak.unit.startswith(unit) if peak and unit else peak is None and unit is None
     if label is not None:
         assert specs.device_memory(key) is not None
     info = device.environment()
@@ -130,7 +129,13 @@ def test_settings_are_read_as_the_process_has_them_and_unset_is_none(
 
 def test_the_native_stack_is_recorded_not_the_xla_era_one() -> None:
     found = NeuronDevice("neuron").package_versions()
-    for name in ("torch-neuronx", "neuronx-cc", "nki", "aws-neuronx-runtime-lib", "aws-neuronx-dkms"):
+    for name in (
+        "torch-neuronx",
+        "neuronx-cc",
+        "nki",
+        "aws-neuronx-runtime-lib",
+        "aws-neuronx-dkms",
+    ):
         assert name in found
     assert "libneuronxla" not in found and "neuronx-distributed" not in found
 

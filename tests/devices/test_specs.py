@@ -139,7 +139,10 @@ TRN2 = specs.DeviceKey(names=("trn2", "neuron:0"))
         (specs.DeviceKey(names=("trn3", "neuron:0")), "trainium3"),
         (specs.DeviceKey(names=("trn3u", "neuron:0")), "trainium3-ultraserver"),
         (specs.DeviceKey(names=("trn2", "neuron:0"), logical_nc_config=1), "trainium2-lnc1"),
-        (specs.DeviceKey(names=("trn3u", "neuron:3"), logical_nc_config=1), "trainium3-ultraserver-lnc1"),
+        (
+            specs.DeviceKey(names=("trn3u", "neuron:3"), logical_nc_config=1),
+            "trainium3-ultraserver-lnc1",
+        ),
         (specs.DeviceKey(names=("trn2", "neuron:0"), logical_nc_config=2), "trainium2"),
         # CUDA (and ROCm, whose name comes through torch.cuda the same way)
         (specs.DeviceKey(names=("NVIDIA H100 80GB HBM3",)), "h100-sxm"),
@@ -200,7 +203,9 @@ def test_a_price_with_neither_chips_nor_accelerators_is_refused(
     specs.load_prices.cache_clear()
     with pytest.raises(UsageError, match="must give `chips`"):
         specs.load_prices()
-    user.write_text('[prices.z]\ndevice = "h200-sxm"\nusd_per_hour = 3.0\nchips = 8\npricing = "spot"\n')
+    user.write_text(
+        '[prices.z]\ndevice = "h200-sxm"\nusd_per_hour = 3.0\nchips = 8\npricing = "spot"\n'
+    )
     specs.load_prices.cache_clear()
     with pytest.raises(UsageError, match="pricing 'spot' is unknown"):
         specs.load_prices()

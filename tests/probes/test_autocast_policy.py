@@ -38,7 +38,8 @@ def test_the_table_is_what_the_dispatcher_registers_for_cuda() -> None:
     registered = {
         n.removeprefix("aten::")
         for n in torch._C._dispatch_get_all_op_names()
-        if n.startswith("aten::") and torch._C._dispatch_has_kernel_for_dispatch_key(n, "AutocastCUDA")
+        if n.startswith("aten::")
+        and torch._C._dispatch_has_kernel_for_dispatch_key(n, "AutocastCUDA")
     }
     assert set(ap.CUDA_POLICY) <= registered
     assert registered - set(ap.CUDA_POLICY) <= CUDA_ONLY
@@ -181,8 +182,10 @@ def test_the_cpu_lists_differ_where_the_issue_says() -> None:
 
 def test_the_banned_op_is_refused_as_the_target_refuses_it() -> None:
     p = torch.rand(4).to(BF16)
-    with ap.reproduce("cuda"), torch.autocast("cpu", dtype=BF16), pytest.raises(
-        RuntimeError, match="unsafe to autocast"
+    with (
+        ap.reproduce("cuda"),
+        torch.autocast("cpu", dtype=BF16),
+        pytest.raises(RuntimeError, match="unsafe to autocast"),
     ):
         F.binary_cross_entropy(p, p.round())
 

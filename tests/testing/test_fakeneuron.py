@@ -34,9 +34,10 @@ del x
 y = torch.ones(1 << 18, device="neuron")  # 1 MiB: the freed block stays cached
 torch.neuron.synchronize()
 props = torch.neuron.get_device_properties(0)
-out.update(props=[props.name, props.total_memory], allocated=torch.neuron.memory_allocated(),
-           reserved=torch.neuron.memory_reserved(), max_allocated=torch.neuron.max_memory_allocated(),
-           max_reserved=torch.neuron.max_memory_reserved(), stats=torch.neuron.memory_stats())
+n = torch.neuron
+out.update(props=[props.name, props.total_memory], allocated=n.memory_allocated(),
+           reserved=n.memory_reserved(), max_allocated=n.max_memory_allocated(),
+           max_reserved=n.max_memory_reserved(), stats=n.memory_stats())
 z = torch.nn.functional.gelu(torch.randn(4, 4, device="neuron"))
 out["fallbacks"] = sorted(torch_neuronx.get_fallback_ops())
 out["fallback_type"] = type(torch_neuronx.get_fallback_ops()).__name__

@@ -45,7 +45,9 @@ FLAG_VARS = {
     # the compile path only: a failed torch.compile graph raises (default true) or runs eagerly
     "compile_disable_fallback_execution": "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION",
     # eager: "1" limits CPU fallback to unimplemented ops (an execution error then raises)
-    "eager_fallback_only_for_unimplemented_ops": "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS",
+    "eager_fallback_only_for_unimplemented_ops": (
+        "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS"
+    ),
     "stochastic_rounding": "NEURON_RT_STOCHASTIC_ROUNDING_EN",
     "visible_cores": "NEURON_RT_VISIBLE_CORES",
     "num_cores": "NEURON_RT_NUM_CORES",

@@ -101,9 +101,7 @@ def bundle_precision(bundle: Bundle) -> str:
     return effective_precision(bundle.side, flags, convolutions=runs_convolutions(bundle.ops))
 
 
-def expected_side(
-    target: SideSpec, precision: str, policy: str | None = None
-) -> SideSpec | None:
+def expected_side(target: SideSpec, precision: str, policy: str | None = None) -> SideSpec | None:
     """The CPU side whose run shows what ``precision`` alone does to the workload: the
     target's autocast precision, with the target's autocast policy (``policy``: whose op
     lists its autocast followed; another than the CPU's is reproduced on the CPU), or its

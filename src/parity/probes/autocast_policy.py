@@ -14,17 +14,19 @@ it, is too loose for a ``cuda+bf16`` or ``neuron+bf16`` target.
 ``AT_FORALL_FP32_SET_OPT_DTYPE``, ``AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE``,
 ``AT_FORALL_PROMOTE``, and the banned ``binary_cross_entropy``), and a fallthrough for
 every op the CPU's lists have and CUDA's do not (so that a composite op such as
-``cross_entropy_loss`` decomposes into ops autocast then sees, as on CUDA). Each kernel casts as the C++ policy
-does (only floating, non-float64, CPU tensors are cast; ``fp32_set_opt_dtype`` sets a
-missing ``dtype`` when the first argument is eligible; ``promote`` casts to the widest
-eligible dtype) and redispatches below autocast, where autograd records the casts as the
+``cross_entropy_loss`` decomposes into ops autocast then sees, as on CUDA). Each kernel
+casts as the C++ policy does (only floating, non-float64, CPU tensors are cast;
+``fp32_set_opt_dtype`` sets a missing ``dtype`` when the first argument is eligible;
+``promote`` casts to the widest eligible dtype) and redispatches below autocast, where
+autograd records the casts as the
 C++ kernels' are. CUDA's weight-cast cache changes speed, not values, and is left out.
 
 :func:`observe` runs three ops under a device's autocast and names the policy they follow,
 so a worker records what its device did, not what its adapter expects.
 
-Regenerate :data:`CUDA_POLICY` for a new torch with ``python -m parity.probes.autocast_policy``
-(it prints the table parsed from the installed header); ``tests/probes`` check it op by op.
+Regenerate :data:`CUDA_POLICY` for a new torch with
+``python -m parity.probes.autocast_policy`` (it prints the table parsed from the installed
+header); ``tests/probes/test_autocast_policy.py`` checks it op by op.
 """
 
 from __future__ import annotations
@@ -67,7 +69,9 @@ _SET_OPT_DTYPE = (
     "prod prod.dim_int softmax.int log_softmax.int cumprod cumsum linalg_vector_norm "
     "linalg_matrix_norm linalg_matrix_norm.str_ord sum sum.dim_IntList"
 )
-_PROMOTE = "addcdiv addcmul atan2 bilinear cross dot vdot grid_sampler index_put tensordot scatter_add"
+_PROMOTE = (
+    "addcdiv addcmul atan2 bilinear cross dot vdot grid_sampler index_put tensordot scatter_add"
+)
 
 #: CUDA's autocast policy, op overload (``name`` or ``name.overload``) -> policy
 CUDA_POLICY: dict[str, Policy] = {
@@ -79,7 +83,10 @@ CUDA_POLICY: dict[str, Policy] = {
     "binary_cross_entropy": "banned",
 }
 #: where ``fp32_append_dtype`` redispatches: the overload that takes a dtype
-APPEND_DTYPE = {"norm.Scalar": "norm.ScalarOpt_dtype", "norm.ScalarOpt_dim": "norm.ScalarOpt_dim_dtype"}
+APPEND_DTYPE = {
+    "norm.Scalar": "norm.ScalarOpt_dtype",
+    "norm.ScalarOpt_dim": "norm.ScalarOpt_dim_dtype",
+}
 BANNED = (
     "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast: "
     "use torch.nn.functional.binary_cross_entropy_with_logits or torch.nn.BCEWithLogitsLoss "
@@ -213,19 +220,19 @@ def install(policy: str) -> torch.library.Library | None:
         return None
     if policy != "cuda":
         raise ValueError(f"autocast policy {policy!r} is unknown: use one of {', '.join(POLICIES)}")
-    lib = torch.library.Library("aten", "IMPL")
+    lib = torch.library.Library("aten", "IMPL")  # type: ignore[no-untyped-call]
     try:
         with warnings.catch_warnings():
             # torch says once that kernels at AutocastCPU are overridden: that is the point
             warnings.simplefilter("ignore", UserWarning)
             for name, kind in CUDA_POLICY.items():
                 if _exists(name):
-                    lib.impl(name, kernel(name, kind), "AutocastCPU")
+                    lib.impl(name, kernel(name, kind), "AutocastCPU")  # type: ignore[no-untyped-call]
             for name in cpu_listed():
                 if name not in CUDA_POLICY:  # as CUDA: not autocast itself, its parts may be
-                    lib.impl(name, torch.library.fallthrough_kernel, "AutocastCPU")
+                    lib.impl(name, torch.library.fallthrough_kernel, "AutocastCPU")  # type: ignore[no-untyped-call]
     except BaseException:
-        lib._destroy()
+        lib._destroy()  # type: ignore[no-untyped-call]
         raise
     return lib
 
@@ -238,7 +245,7 @@ def reproduce(policy: str) -> Iterator[None]:
         yield
     finally:
         if lib is not None:
-            lib._destroy()
+            lib._destroy()  # type: ignore[no-untyped-call]
 
 
 # -- what a device's autocast did -----------------------------------------------------------
@@ -295,7 +302,9 @@ def parse_header(text: str) -> dict[str, Policy]:
         for entry in re.findall(r"_\(([^()]*)\)", body.group(1)):
             parts = [p.strip() for p in entry.split(",")]
             table[".".join(parts)] = policy
-    redispatch = re.search(r"#define AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE\(_\)(.*?)\n\s*\n", text, re.S)
+    redispatch = re.search(
+        r"#define AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE\(_\)(.*?)\n\s*\n", text, re.S
+    )
     if redispatch is None:
         raise ValueError("AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE not found in the header")
     for name in re.findall(r'"(norm\.[A-Za-z_]+)"', redispatch.group(1)):

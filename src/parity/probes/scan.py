@@ -161,9 +161,7 @@ def scan(
 ) -> OpsCensus:
     """Scan ``steps`` steps from step ``start``: the ``ops.json`` document."""
     t0 = time.perf_counter()
-    mode = OpScanMode(
-        device.torch_device, catch=True, catch_all_cpu=device.catch_all_runs_on_cpu
-    )
+    mode = OpScanMode(device.torch_device, catch=True, catch_all_cpu=device.catch_all_runs_on_cpu)
     tracker = device.op_tracker()
     capture = CallCapture(model)
     tracker.start()

@@ -173,7 +173,9 @@ def get_device_properties(device: DeviceLike = None) -> DeviceProperties:
     _lazy_init()
     instance = os.environ.get(INSTANCE_ENV, "trn2")
     cores = 8 if os.environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip() == "1" else 4
-    return DeviceProperties(name=instance, total_memory=CHIP_MEMORY.get(instance, 96 << 30) // cores)
+    return DeviceProperties(
+        name=instance, total_memory=CHIP_MEMORY.get(instance, 96 << 30) // cores
+    )
 
 
 def _stats() -> list[int]:
