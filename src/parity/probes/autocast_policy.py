@@ -18,8 +18,8 @@ every op the CPU's lists have and CUDA's do not (so that a composite op such as
 casts as the C++ policy does (only floating, non-float64, CPU tensors are cast;
 ``fp32_set_opt_dtype`` sets a missing ``dtype`` when the first argument is eligible;
 ``promote`` casts to the widest eligible dtype) and redispatches below autocast, where
-autograd records the casts as the
-C++ kernels' are. CUDA's weight-cast cache changes speed, not values, and is left out.
+autograd records the casts as the C++ kernels' are. CUDA's weight-cast cache changes
+speed, not values, and is left out.
 
 :func:`observe` runs three ops under a device's autocast and names the policy they follow,
 so a worker records what its device did, not what its adapter expects.
