@@ -92,3 +92,22 @@ def test_config_differences() -> None:
 def test_workload_spec_errors(knobs: dict[str, object], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         WorkloadSpec(name="mlp-train", **knobs)  # type: ignore[arg-type]
+
+
+def test_autocast_and_compile_mode_options_round_trip_and_refuse_what_cannot_run() -> None:
+    side = parse_side("cpu+bf16+autocast=cuda")
+    assert side.autocast == "cuda" and str(side) == "cpu+bf16+autocast=cuda"
+    assert parse_side(str(side)) == side and side.fields()["autocast"] == "cuda"
+    assert "autocast" not in parse_side("cpu+bf16").fields()
+    mode = parse_side("neuron+compile+compile-mode=max-autotune")
+    assert mode.compile_mode == "max-autotune" and parse_side(str(mode)) == mode
+    for bad, says in (
+        ("cuda+bf16+autocast=cuda", "needs device cpu and a reduced precision"),
+        ("cpu+autocast=cuda", "needs device cpu and a reduced precision"),
+        ("cpu+bf16+autocast=cpu", "autocast=cpu is unknown"),
+        ("cpu+bf16+autocast", "autocast needs a policy"),
+        ("cuda+compile-mode=max-autotune", r"needs \+compile"),
+        ("cuda+compile+compile-mode=fastest", r"needs \+compile and one of"),
+    ):
+        with pytest.raises(SpecError, match=says):
+            parse_side(bad)

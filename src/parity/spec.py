@@ -5,7 +5,8 @@ A side spec is ``DEVICE[:INDEX][+OPTION...]``, for example ``cpu``, ``cuda:1``,
 
 - a precision: ``fp32`` (default), ``bf16`` or ``fp16`` (autocast for the device type);
 - ``compile`` or ``compile=BACKEND`` (``torch.compile``; the device adapter's default
-  backend when none is named);
+  backend when none is named), and ``compile-mode=MODE`` (its ``mode``: a backend that
+  ignores modes, such as ``neuron``, runs the default, and the run records so);
 - ``threads=N`` (``torch.set_num_threads``);
 - ``deterministic`` (``torch.use_deterministic_algorithms(True)``);
 - ``emulate=PROFILE`` (a precision profile, see ``parity.probes``);
@@ -28,6 +29,8 @@ from parity.model.codec import omit_none
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 EMULATE_PROFILES = ("matmul-bf16", "matmul-tf32", "matmul-fp16")
+#: ``torch.compile``'s modes (``compile-mode=MODE``)
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 #: the autocast policies a CPU side may reproduce (``autocast=cuda``): CUDA's op lists,
 #: which TorchNeuron registers for ``neuron`` too
 AUTOCAST_POLICIES = ("cuda",)
@@ -49,6 +52,7 @@ OPTIONS = (
     "bf16",
     "fp16",
     "compile[=BACKEND]",
+    "compile-mode=MODE",
     "threads=N",
     "deterministic",
     "emulate=PROFILE",
@@ -70,6 +74,7 @@ SIDE_FIELDS = (
     "nproc",
     "fsdp",
     "autocast",
+    "compile_mode",
 )
 _DEVICE_RE = re.compile(r"(?P<type>[a-z][a-z0-9_]*)(?::(?P<index>[0-9]+))?", re.ASCII)
 
@@ -95,6 +100,8 @@ class SideSpec:
     fsdp: bool = False
     #: another device type's autocast op lists, reproduced on the CPU (None: the device's own)
     autocast: str | None = omit_none()
+    #: ``torch.compile``'s mode (None: its default)
+    compile_mode: str | None = omit_none()
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -115,6 +122,13 @@ class SideSpec:
             raise SpecError("compile_backend is set but compile is off: write compile=BACKEND")
         if self.autocast is not None:
             self._check_autocast()
+        if self.compile_mode is not None and (
+            not self.compile or self.compile_mode not in COMPILE_MODES
+        ):
+            raise SpecError(
+                f"compile-mode={self.compile_mode} needs +compile and one of "
+                f"{', '.join(COMPILE_MODES)}"
+            )
         object.__setattr__(self, "spec", self._text())
 
     def _check_autocast(self) -> None:
@@ -143,6 +157,8 @@ class SideSpec:
             parts.append(self.precision)
         if self.compile:
             parts.append(f"compile={self.compile_backend}" if self.compile_backend else "compile")
+        if self.compile_mode:
+            parts.append(f"compile-mode={self.compile_mode}")
         if self.threads is not None:
             parts.append(f"threads={self.threads}")
         if self.deterministic:
@@ -175,6 +191,8 @@ class SideSpec:
         }
         if self.autocast is not None:
             out["autocast"] = self.autocast
+        if self.compile_mode is not None:
+            out["compile_mode"] = self.compile_mode
         return out
 
     def config_differences(self, other: SideSpec) -> list[tuple[str, str, str]]:
@@ -235,6 +253,12 @@ def parse_side(text: str) -> SideSpec:
             if not (value.isascii() and value.isdigit()):
                 raise SpecError(f"nproc needs a whole number in side spec {text!r}: nproc=2")
             values["nproc"] = int(value)
+        elif key == "compile-mode":
+            if not value:
+                raise SpecError(
+                    f"compile-mode needs a mode in {text!r}: one of {', '.join(COMPILE_MODES)}"
+                )
+            values["compile_mode"] = value
         elif key == "autocast":
             if not value:
                 raise SpecError(

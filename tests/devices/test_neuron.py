@@ -195,3 +195,17 @@ def test_a_launch_blocking_difference_is_a_configuration_change(tmp_path: Path) 
         "1",
     )
     assert row.setting in decision.MAY_DIFFER
+
+
+def test_a_compile_mode_is_recorded_as_ignored_on_neuron() -> None:
+    from parity.runner.session import apply_settings
+    from parity.spec import parse_side
+
+    on_neuron = apply_settings(
+        parse_side("neuron+compile+compile-mode=max-autotune"), NeuronDevice("neuron"), None
+    )
+    assert (on_neuron.compile_mode, on_neuron.compile_mode_ignored) == ("default", "max-autotune")
+    on_cpu = apply_settings(
+        parse_side("cpu+compile+compile-mode=max-autotune"), get_device("cpu"), None
+    )
+    assert (on_cpu.compile_mode, on_cpu.compile_mode_ignored) == ("max-autotune", None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from parity.judge.tuning import judge_tuning
 from parity.model.manifest import FlagValue, Resolved
@@ -121,3 +122,33 @@ def test_two_compile_backends_differ_with_neither_ahead() -> None:
     )
     (row,) = t.optimisations
     assert row.setting == "compile backend" and row.side is None
+
+
+def test_a_compile_mode_the_backend_ignored_is_not_credited() -> None:
+    """``neuron+compile+compile-mode=max-autotune`` runs the default mode (the neuron
+    backend ignores modes): against ``cuda+compile`` it is like with like; a CUDA side
+    that did run max-autotune is the tuned one."""
+    neuron = parse_side("neuron+compile+compile-mode=max-autotune")
+    cuda = parse_side("cuda+compile")
+    ignored = resolved(compile_backend="neuron", compile_mode="default")
+    ignored = replace(ignored, compile_mode_ignored="max-autotune")
+    t = judge_tuning(
+        ByRole(baseline=cuda, target=neuron),
+        ByRole(baseline=resolved(compile_backend="inductor"), target=ignored),
+        NO_FLAGS,
+        batch=8,
+        intended=None,
+    )
+    assert "torch.compile mode" not in {o.setting for o in t.optimisations}
+    tuned = judge_tuning(
+        ByRole(baseline=parse_side("cuda+compile+compile-mode=max-autotune"), target=neuron),
+        ByRole(
+            baseline=resolved(compile_backend="inductor", compile_mode="max-autotune"),
+            target=ignored,
+        ),
+        NO_FLAGS,
+        batch=8,
+        intended=None,
+    )
+    (row,) = [o for o in tuned.optimisations if o.setting == "torch.compile mode"]
+    assert (row.baseline, row.target, row.side) == ("max-autotune", "default", "baseline")

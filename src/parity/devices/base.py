@@ -40,6 +40,8 @@ class Device:
     backend_packages: ClassVar[tuple[str, ...]] = ()
     #: ``torch.compile`` backend used by ``+compile`` without ``=BACKEND``
     default_compile_backend: ClassVar[str] = "inductor"
+    #: whether that backend honours ``torch.compile(mode=...)``
+    honours_compile_mode: ClassVar[bool] = True
     #: ``torch.distributed`` process-group backend
     dist_backend: ClassVar[str | None] = None
     #: what to tell a user whose machine lacks this device

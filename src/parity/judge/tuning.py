@@ -94,6 +94,13 @@ def _resolved_rows(a: Resolved, b: Resolved) -> list[Optimisation]:
     rows = []
     if a.compile_backend and b.compile_backend and a.compile_backend != b.compile_backend:
         rows.append(_one_sided("compile backend", a.compile_backend, b.compile_backend, None))
+    # the mode as it ran: one a backend ignored (neuron's) is not credited to its side
+    ma, mb = (a.compile_mode or "default"), (b.compile_mode or "default")
+    if a.compile_backend and b.compile_backend and ma != mb:
+        tuned: Role | None = (
+            "baseline" if mb == "default" else "target" if ma == "default" else None
+        )
+        rows.append(_one_sided("torch.compile mode", ma, mb, tuned))
     reduced_a, reduced_b = a.precision != "fp32", b.precision != "fp32"
     if reduced_a != reduced_b:
         ahead: Role = "baseline" if reduced_a else "target"

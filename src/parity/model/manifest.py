@@ -178,6 +178,10 @@ class Resolved:
     autocast_policy: str | None = omit_none()
     #: the output dtypes of layer_norm, softmax, exp (bf16 inputs) and mm under it
     autocast_observed: dict[str, str] | None = omit_none()
+    #: ``torch.compile``'s mode as it ran: the one asked for, or "default" on a backend
+    #: that ignores modes (``compile_mode_ignored`` then names the one asked for)
+    compile_mode: str | None = omit_none()
+    compile_mode_ignored: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -54,8 +54,8 @@ def load_model(workload: Workload, weights: Tensors) -> nn.Module:
     return model
 
 
-def compile_module(model: nn.Module, *, backend: str) -> nn.Module:
-    compiled: nn.Module = torch.compile(model, backend=backend)  # type: ignore[assignment]
+def compile_module(model: nn.Module, *, backend: str, mode: str | None = None) -> nn.Module:
+    compiled: nn.Module = torch.compile(model, backend=backend, mode=mode)  # type: ignore[assignment]
     return compiled
 
 
@@ -145,7 +145,9 @@ def load(session: SideSession) -> Loaded:
     )
     resolved = session.manifest.resolved
     if resolved is not None and resolved.compile_backend is not None:
-        ctx.compile_fn = partial(compile_module, backend=resolved.compile_backend)
+        ctx.compile_fn = partial(
+            compile_module, backend=resolved.compile_backend, mode=resolved.compile_mode
+        )
         model = ctx.compile_fn(model)
     training = getattr(model, "_orig_mod", model).training
     runner = workload.make_runner(model, data, ctx)

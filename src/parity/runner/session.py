@@ -77,7 +77,11 @@ def apply_settings(side: SideSpec, device: Device, workload: Workload | None) ->
         torch.use_deterministic_algorithms(True, warn_only=True)
     reduced = side.precision != "fp32"
     compile_backend = side.compile_backend or device.default_compile_backend
+    honoured = device.honours_compile_mode or compile_backend != device.default_compile_backend
+    mode = side.compile_mode if side.compile else None
     return Resolved(
+        compile_mode=(mode if honoured else "default") if mode else None,
+        compile_mode_ignored=mode if mode and not honoured and mode != "default" else None,
         precision=side.precision,
         autocast_policy=(side.autocast or device.autocast_policy) if reduced else None,
         autocast_device_type=device.autocast_type if reduced else None,
