@@ -211,7 +211,11 @@ def test_repeats_fix_the_work_and_an_accelerator_is_not_estimated() -> None:
 
 def test_the_expected_run_s_side() -> None:
     assert est.expected_side(BF16) is None  # its own quality run
-    assert est.expected_side(SideSpec(device="cuda", precision="bf16")) == BF16
+    # a CUDA or neuron target's autocast follows CUDA's lists: reproduced on the CPU
+    cuda_lists = SideSpec(device="cpu", precision="bf16", autocast="cuda")
+    assert est.expected_side(SideSpec(device="cuda", precision="bf16")) == cuda_lists
+    assert est.expected_side(SideSpec(device="neuron", precision="bf16")) == cuda_lists
+    assert est.expected_side(SideSpec(device="parityfake", precision="bf16")) == BF16
     assert est.expected_side(CPU) is None
     e = est.plan(costed(1000.0, expected=BF16))
     assert seconds(e, "expected-error run (cpu+bf16)") == pytest.approx(1.0 + 42 * 0.6)
