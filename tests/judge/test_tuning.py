@@ -152,3 +152,19 @@ def test_a_compile_mode_the_backend_ignored_is_not_credited() -> None:
     )
     (row,) = [o for o in tuned.optimisations if o.setting == "torch.compile mode"]
     assert (row.baseline, row.target, row.side) == ("max-autotune", "default", "baseline")
+
+
+def test_a_deterministic_neuron_side_names_the_fusion_it_lost() -> None:
+    from parity.devices.neuron import ADAPTIVE_EAGER_OFF
+
+    det = replace(resolved(), deterministic=True, determinism=(ADAPTIVE_EAGER_OFF,))
+    t = judge_tuning(
+        ByRole(baseline=parse_side("cuda"), target=parse_side("neuron+deterministic")),
+        ByRole(baseline=resolved(), target=det),
+        NO_FLAGS,
+        batch=8,
+        intended=None,
+    )
+    (row,) = t.optimisations
+    assert "Adaptive Eager op fusion" in row.setting and row.side == "baseline"
+    assert t.label is not None and "Adaptive Eager op fusion" in t.label

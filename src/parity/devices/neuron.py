@@ -62,7 +62,7 @@ DRIVER_VERSION = Path("/sys/module/neuron/version")
 ADAPTIVE_EAGER_OFF = (
     "adaptive_eager=off (torch.use_deterministic_algorithms(True) turns TorchNeuron's "
     "Adaptive Eager Execution, its op fusion, off: steps run slower)"
-)
+)  # starts with judge.tuning.FUSION_OFF
 
 
 def logical_nc_config(environ: os._Environ[str] | dict[str, str] | None = None) -> int | None:

@@ -128,6 +128,26 @@ def _flag_rows(fa: Mapping[str, FlagValue], fb: Mapping[str, FlagValue]) -> list
     return rows
 
 
+#: what a device adapter's ``enable_determinism`` says when determinism also turns off
+#: TorchNeuron's Adaptive Eager Execution (its op fusion)
+FUSION_OFF = "adaptive_eager=off"
+
+
+def _fusion_said(
+    rows: list[Optimisation], ra: Resolved | None, rb: Resolved | None
+) -> list[Optimisation]:
+    """The determinism row names the op fusion a deterministic ``neuron`` side lost."""
+    lost = any(
+        r is not None and any(d.startswith(FUSION_OFF) for d in r.determinism) for r in (ra, rb)
+    )
+    if not lost:
+        return rows
+    label = "non-deterministic kernels and Adaptive Eager op fusion (neuron)"
+    return [
+        replace(r, setting=label) if r.setting == "non-deterministic kernels" else r for r in rows
+    ]
+
+
 def batch_rows(batch: int | None, a: SideSpec, b: SideSpec) -> list[Optimisation]:
     """The batch each device sees (the global batch over the processes): a larger one
     keeps a device busier."""
@@ -177,7 +197,7 @@ def judge_tuning(
             )
     rows += _flag_rows(flags.baseline, flags.target)
     rows += batch_rows(batch, a, b)
-    made = tuple(rows)
+    made = tuple(_fusion_said(rows, ra, rb))
     return Tuning(
         asymmetric=bool(made),
         optimisations=made,
