@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from parity.cluster.address import cluster_address, parse_place
 from parity.errors import OptionError
+from parity.urls import checked
 from parity.values import (
     DAY_S,
     MAX_BATCH,
@@ -303,7 +304,7 @@ DEVICE = declare(
     (*RUN, "scale", "recovery", "soak"), metavar="SIDE",
 )  # fmt: skip
 OUT = declare(
-    "out", "--out", check_path,
+    "out", "--out", lambda n, v: checked(check_path(n, v), n),
     "output directory, new or empty, or a URL such as s3://BUCKET/PREFIX (default: "
     "parity-runs/STAMP-NAME)",
     RUNNING, metavar="DIR|URL",
