@@ -11,7 +11,7 @@ import typer
 
 from parity.cli.app import app
 from parity.cli.reference import render
-from parity.options import TABLE
+from parity.request.options import TABLE
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 

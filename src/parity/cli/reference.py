@@ -2,7 +2,7 @@
 
     python -m parity.cli.reference > docs/cli.md
 
-Each command's options are the ones Typer parses (the option table's, ``parity.options``,
+Each command's options are the ones Typer parses (the option table's, ``parity.request.options``,
 and the command's own), in ``--help`` order, with the plan-file key of each table option;
 then the settings that only a plan file or Python takes. Nothing here depends on the
 terminal, so the page is the same on every machine and ``tests/cli/test_reference.py``
@@ -16,12 +16,12 @@ from typing import Any
 
 import typer
 
-from parity.options import TABLE
+from parity.request.options import TABLE
 
 HEADER = """\
 # Command-line reference
 
-Generated from the option table (`src/parity/options.py`) and the commands
+Generated from the option table (`src/parity/request/options.py`) and the commands
 (`src/parity/cli/`) by `python -m parity.cli.reference > docs/cli.md`; a test fails when
 this page is stale. Defaults are in each option's text. A plan file sets the options that
 have a plan key ([plans.md](plans.md)); Python takes every option as a keyword argument
