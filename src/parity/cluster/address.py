@@ -13,8 +13,8 @@ from typing import Any
 
 from parity.errors import OptionError, UsageError
 from parity.model.placement import ClusterPlan, Resource
+from parity.model.spec import SideSpec
 from parity.redact import redact
-from parity.spec import SideSpec
 
 log = logging.getLogger(__name__)
 

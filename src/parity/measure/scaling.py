@@ -16,8 +16,7 @@ from pathlib import Path
 
 from parity.bundle import Bundle, SideRuns, write_doc
 from parity.errors import OptionError
-from parity.model.reports import LossCurves, ScalingPoint, ScalingReport
-from parity.orchestrate import (
+from parity.measure.orchestrate import (
     JobTemplate,
     Orchestrator,
     Placed,
@@ -25,8 +24,9 @@ from parity.orchestrate import (
     check_fresh,
     default_out,
 )
-from parity.prepare import prepare_workload
-from parity.remote import placed_sides
+from parity.measure.prepare import prepare_workload
+from parity.measure.remote import placed_sides
+from parity.model.reports import LossCurves, ScalingPoint, ScalingReport
 from parity.request import ScaleRequest
 from parity.runner.launch import Launcher
 

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from parity.measure.orchestrate import COST_MARGIN, RUN_OVERHEAD_S, Orchestrator, Tally
+from parity.measure.stopping import Samples, adaptive_stop
+from parity.measure.stopping import decide_stop as _decide
 from parity.model.side import MeasurePlan as Plan
 from parity.model.side import Stop
-from parity.orchestrate import COST_MARGIN, RUN_OVERHEAD_S, Orchestrator, Tally
-from parity.spec import parse_side
-from parity.stopping import Samples, adaptive_stop
-from parity.stopping import decide_stop as _decide
+from parity.model.spec import parse_side
 
 
 def _samples(rounds: int, seed: int = 0) -> Samples:
@@ -241,8 +241,8 @@ def test_timing_processes_are_sized_from_each_side_s_quality_run(tmp_path: Path)
     """After the first round each side's timing processes get their own steps (slow steps:
     the floor of 10 steady after the warm-up), and where three a side will not fit the
     budget a line says, before they run, the budget that would."""
+    from parity.measure.stopping import size_timing, timing_plan
     from parity.stats import MIN_STEADY
-    from parity.stopping import size_timing, timing_plan
 
     sized = size_timing(_quality_run(0.12))  # type: ignore[arg-type]
     assert sized is not None and sized.steps == 1 + 2 + MIN_STEADY and sized.shortened
@@ -291,8 +291,8 @@ def test_a_busy_machine_s_threads_are_named_before_the_timing_processes_run(
 ) -> None:
     """Where other processes already hold the cores after the first round and a host side
     runs several intra-op threads, a line says so before the timing processes run."""
+    from parity.measure.stopping import timing_plan
     from parity.model.side import Interference
-    from parity.stopping import timing_plan
 
     orch = Orchestrator(out=tmp_path)
     orch.start_budget()

@@ -1,4 +1,4 @@
-"""The pre-run estimate and the plan it makes within ``--budget`` (``parity.estimate``), on
+"""The pre-run estimate and the plan it makes within ``--budget`` (``parity.measure.estimate``), on
 given cheap figures (no worker processes), and end to end where a comparison is refused."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from parity import estimate as est
 from parity.errors import OptionError
+from parity.measure import estimate as est
 from parity.model.estimate import StepCost
 from parity.model.side import MeasurePlan
-from parity.spec import SideSpec
+from parity.model.spec import SideSpec
 
 COST = StepCost(
     step_s=0.1, load_s=0.5, dtype_ratio={"float64": 2.0, "bfloat16": 6.0}, method="test"
@@ -282,7 +282,7 @@ def test_a_plan_of_fewer_than_three_measures_on_where_the_runs_take_less(
     than three a side, and the rounds as measured go on to a verdict."""
     from tests.conftest import run_cli
 
-    fixtures = Path(__file__).parent / "fixtures" / "workloads.py"
+    fixtures = Path(__file__).parent.parent / "fixtures" / "workloads.py"
     out = tmp_path / "out"
     cmp = run_cli(
         "compare", f"{fixtures}:SlowWhereEstimated", "--baseline", "cpu+threads=1",

@@ -20,7 +20,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from parity import estimate as estimates
 from parity.arrays import floating
 from parity.bundle import (
     CURVE,
@@ -32,16 +31,11 @@ from parity.bundle import (
     load_bundle,
     write_doc,
 )
-from parity.cache import expected_key
 from parity.comparison import Comparison
 from parity.errors import BundleError, OptionError, OutputError, ResumeError
-from parity.model.bundle import Bundle
-from parity.model.estimate import Estimate
-from parity.model.job import Job
-from parity.model.numerics import EVERY_TOKENS
-from parity.model.side import MeasurePlan, Stop
-from parity.model.verdict import Role
-from parity.orchestrate import (
+from parity.measure import estimate as estimates
+from parity.measure.cache import expected_key
+from parity.measure.orchestrate import (
     JobTemplate,
     Orchestrator,
     ProgressSink,
@@ -50,21 +44,27 @@ from parity.orchestrate import (
     default_out,
     remove,
 )
+from parity.measure.prepare import preflight, prepare_workload
+from parity.measure.remote import placed_sides, url_out
+from parity.measure.resumable import belonging, check_resumable, mismatch
+from parity.measure.stopping import adaptive_stop, timing_plan
+from parity.model.bundle import Bundle
+from parity.model.estimate import Estimate
+from parity.model.job import Job
+from parity.model.numerics import EVERY_TOKENS
+from parity.model.side import MeasurePlan, Stop
+from parity.model.spec import SideSpec
+from parity.model.verdict import Role
 from parity.paths import locked
-from parity.prepare import preflight, prepare_workload
 from parity.redact import REDACTED
-from parity.remote import placed_sides, url_out
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
-from parity.resumable import belonging, check_resumable, mismatch
 from parity.runner.ahead import import_ahead
 from parity.runner.launch import Launcher
 from parity.sinks import conclude
-from parity.spec import SideSpec
-from parity.stopping import adaptive_stop, timing_plan
 from parity.storage import local, publish, staging
 
 if TYPE_CHECKING:
-    from parity.spec import WorkloadSpec
+    from parity.model.spec import WorkloadSpec
     from parity.workloads.script import ScriptCommand
 
 log = logging.getLogger("parity")
@@ -180,7 +180,7 @@ def compare(
         raise OptionError("a throughput-latency curve is compare_curve's: use parity compare")
     if request.script:
         return _compare_script(request, progress=progress, resuming=resuming)
-    from parity.cache import cache_root, expected_dir, reference_dir
+    from parity.measure.cache import cache_root, expected_dir, reference_dir
 
     url = url_out(request.out, resuming)
     if url:  # measured and judged in a local staging directory, then published

@@ -5,7 +5,7 @@ One ``declare(...)`` per option. The command line builds each command's options 
 the table (``parity.cli.common.table_options``), plan files map their keys onto it
 (``plan=``), Python keyword arguments are its keys, and a stored ``request.json`` is read
 back through it. Values are read once, by ``Given.read``: each by its option's reader
-(``parity.values``), which checks type, finiteness and range and names the option as
+(``parity.request.values``), which checks type, finiteness and range and names the option as
 the surface spells it. What holds across options (a workload or a script, the device
 known, one of ``--batch-size`` and ``--batch-sizes``) is the request builder's
 (``parity.request``). Nothing here imports torch or numpy.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from parity.cluster.address import cluster_address, parse_place
 from parity.errors import OptionError
-from parity.values import (
+from parity.request.values import (
     DAY_S,
     MAX_BATCH,
     allowed_differences,
@@ -46,7 +46,7 @@ from parity.values import (
 if TYPE_CHECKING:
     from parity.model.fair import LatencyLimit, ProductionShape
     from parity.model.inputs import CostInputs, Price
-    from parity.spec import SideSpec
+    from parity.model.spec import SideSpec
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -147,7 +147,7 @@ def mapping(name: str, value: object) -> dict[str, str]:
 def side(name: str, value: object) -> SideSpec:
     """A side spec string parsed, or a side as typed (a stored request's): its device known."""
     from parity.devices.names import check_device_name
-    from parity.spec import SideSpec
+    from parity.model.spec import SideSpec
 
     if not isinstance(value, SideSpec):
         return read_side(name, value)
@@ -211,15 +211,15 @@ def fraction(name: str, value: object) -> float:
 
 
 def production(name: str, value: object) -> ProductionShape | None:
-    from parity.fair_options import parse_production
     from parity.model.fair import ProductionShape
+    from parity.request.fair_options import parse_production
 
     return value if isinstance(value, ProductionShape) else parse_production(value)
 
 
 def slo(name: str, value: object) -> tuple[LatencyLimit, ...]:
-    from parity.fair_options import parse_slo
     from parity.model.fair import LatencyLimit
+    from parity.request.fair_options import parse_slo
 
     if isinstance(value, tuple) and all(isinstance(v, LatencyLimit) for v in value):
         return value

@@ -12,10 +12,10 @@ import pytest
 
 from parity.errors import OptionError, PlanError, ResumeError, SpecError, WorkloadError
 from parity.model.codec import decode, encode
-from parity.options import Given
-from parity.plan import TEMPLATE
 from parity.request import CheckRequest, CompareRequest, RunRequest, ScaleRequest
-from parity.values import parse_batch_sizes, parse_duration, parse_price
+from parity.request.options import Given
+from parity.request.plan import TEMPLATE
+from parity.request.values import parse_batch_sizes, parse_duration, parse_price
 
 PLAN = """
 [workload]
@@ -269,7 +269,7 @@ def test_bad_agreement_thresholds_name_the_setting(given: dict[str, object], wor
 
 
 def test_every_option_is_declared_once_for_the_commands_that_read_it() -> None:
-    from parity.options import TABLE, options_of
+    from parity.request.options import TABLE, options_of
 
     commands = {"compare", "run", "scan", "scale", "rollback", "recovery", "soak", "diff"}
     assert {c for o in TABLE.values() for c in o.commands} == commands

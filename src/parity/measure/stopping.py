@@ -3,7 +3,7 @@
 ``decide_stop`` (and ``adaptive_stop``, its form for ``Orchestrator.rounds``) stops the
 rounds on the speed interval, the time budget or a repeat cap; ``timing_plan`` sizes the
 timing processes after each side's quality run (``size_timing``) and says where the
-budget cannot hold the rounds that come first. Split from ``parity.orchestrate``, which
+budget cannot hold the rounds that come first. Split from ``parity.measure.orchestrate``, which
 runs what these decide.
 """
 
@@ -13,11 +13,7 @@ import logging
 import math
 import statistics
 
-from parity.model.bundle import Bundle, one_host, run_samples
-from parity.model.job import StepCut
-from parity.model.side import DECISIVE, MeasurePlan, Stop, TimingSteps
-from parity.model.verdict import ROLES, Role
-from parity.orchestrate import (
+from parity.measure.orchestrate import (
     COST_MARGIN,
     RUN_OVERHEAD_S,
     AfterFirst,
@@ -26,6 +22,10 @@ from parity.orchestrate import (
     Tally,
     plain_run_s,
 )
+from parity.model.bundle import Bundle, one_host, run_samples
+from parity.model.job import StepCut
+from parity.model.side import DECISIVE, MeasurePlan, Stop, TimingSteps
+from parity.model.verdict import ROLES, Role
 
 log = logging.getLogger("parity")
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from parity.errors import OptionError
 from parity.model.placement import ClusterPlan
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.verdict import Verdict
-from parity.spec import SideSpec, WorkloadSpec
 from parity.storage import check_destination, is_url, shown
 
 if TYPE_CHECKING:

@@ -26,6 +26,7 @@ from pathlib import Path
 from parity.errors import DeviceError, ParityError, SideError, WorkloadError
 from parity.model.codec import encode
 from parity.model.job import Job, PreparePlan
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import (
     FingerprintParts,
     PreparedWorkload,
@@ -34,7 +35,6 @@ from parity.model.workload import (
     sha256_json,
 )
 from parity.runner.launch import Launcher, run_job
-from parity.spec import SideSpec, WorkloadSpec
 
 log = logging.getLogger("parity")
 #: the workload spec a pre-flight job carries (it resolves no workload)

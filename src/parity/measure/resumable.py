@@ -12,7 +12,7 @@ from parity.bundle import REQUEST as REQUEST_FILE
 from parity.errors import BundleError, ResumeError
 from parity.model.bundle import Bundle
 from parity.model.job import Job
-from parity.spec import SideSpec
+from parity.model.spec import SideSpec
 
 
 def _differs(*pairs: tuple[str, object, object]) -> str | None:

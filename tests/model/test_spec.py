@@ -5,7 +5,7 @@ import pytest
 from parity.devices.names import check_device_name
 from parity.errors import SpecError
 from parity.model.codec import decode, encode
-from parity.spec import SideSpec, WorkloadSpec, parse_side
+from parity.model.spec import SideSpec, WorkloadSpec, parse_side
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from parity.errors import OptionError
-from parity.fair_options import parse_production, parse_slo
 from parity.model.fair import LatencyLimit, ProductionShape
 from parity.request import CompareRequest
+from parity.request.fair_options import parse_production, parse_slo
 
 
 def test_production_items_and_mappings() -> None:

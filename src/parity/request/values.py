@@ -2,7 +2,7 @@
 sizes, durations, pins, lists of strings and paths, each checked for its type and value
 (``OptionError`` naming the option as given and the fix).
 
-The option table (``parity.options``) declares each option with one of these readers
+The option table (``parity.request.options``) declares each option with one of these readers
 and its range; every surface (the command line, plan files, Python keyword arguments, a
 stored ``request.json``) reads values through it. Nothing here imports torch or numpy.
 """
@@ -20,7 +20,7 @@ from parity.errors import OptionError
 
 if TYPE_CHECKING:  # imported where used: the command line reads sides before the rest
     from parity.model.inputs import Price
-    from parity.spec import SideSpec
+    from parity.model.spec import SideSpec
 
 DAY_S = 86400.0
 MAX_BATCH = 2**20
@@ -292,7 +292,7 @@ def parse_tracking_uri(value: object) -> str:
 def read_side(name: str, value: object) -> SideSpec:
     """A side spec string parsed, its device known (SpecError naming the valid ones)."""
     from parity.devices.names import check_device_name
-    from parity.spec import parse_side
+    from parity.model.spec import parse_side
 
     if not isinstance(value, str):
         raise OptionError(f"{name} must be a side spec string such as cpu+bf16, got {show(value)}")

@@ -2,7 +2,7 @@
 command line and the Python API alike; ``CompareRequest`` is also read back from a
 stored ``request.json``.
 
-The options are read by the option table (``parity.options``: each value checked for
+The options are read by the option table (``parity.request.options``: each value checked for
 type and range once, named as its surface spells it); here, what holds across them:
 the workload or a script, the sides (``--nproc`` into each), defaults, and pairs that
 exclude each other. A plan file's values come first and the options given beside it
@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from parity import options as o
 from parity.cluster.address import cluster_plan
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.model.codec import decode, encode, loads, omit_none
@@ -23,8 +22,7 @@ from parity.model.inputs import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.model.job import Mode, Torchrun
 from parity.model.placement import ClusterPlan
 from parity.model.side import MeasurePlan, repeat_cap, wide_cap
-from parity.options import Given
-from parity.spec import (
+from parity.model.spec import (
     SideSpec,
     WorkloadSpec,
     check_generate_loop,
@@ -32,8 +30,10 @@ from parity.spec import (
     parse_overrides,
     parse_task,
 )
-from parity.values import default_target as default_target  # tests replace it here
-from parity.values import show
+from parity.request import options as o
+from parity.request.options import Given
+from parity.request.values import default_target as default_target  # tests replace it here
+from parity.request.values import show
 
 REQUEST_FILE = "request.json"
 WORKLOAD_OPTIONS = (
@@ -201,7 +201,7 @@ class CompareRequest:
     @classmethod
     def from_plan(cls, path: Path, given: Given | None = None) -> CompareRequest:
         """A plan file's settings, with the options given beside it replacing them."""
-        from parity.plan import load_plan
+        from parity.request.plan import load_plan
 
         planned = load_plan(path)
         try:

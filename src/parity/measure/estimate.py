@@ -46,10 +46,10 @@ from typing import TYPE_CHECKING
 from parity.errors import OptionError
 from parity.model.estimate import FP64, PRECISION_DTYPE, Estimate, PhaseCost, StepCost
 from parity.model.side import MeasurePlan
-from parity.spec import SideSpec
+from parity.model.spec import SideSpec
 
 if TYPE_CHECKING:
-    from parity.orchestrate import JobTemplate
+    from parity.measure.orchestrate import JobTemplate
     from parity.request import CompareRequest
 
 #: a worker's start from the zygote and the parent's sealing of its bundle, seconds
@@ -368,7 +368,7 @@ def expected_side(target: SideSpec) -> SideSpec | None:
 def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> Estimate | None:
     """The comparison's estimate and plan (None where the freeze job measured nothing);
     an ``OptionError`` where the budget cannot hold even the least of it."""
-    from parity.cache import expected_cached, reference_cached
+    from parity.measure.cache import expected_cached, reference_cached
     from parity.runner.probecache import has_cached
 
     if template.cost is None or not template.description.steps:

@@ -2,7 +2,7 @@
 
 ``parity init`` writes a commented ``parity.toml``; ``parity compare --plan parity.toml``
 runs it. Reading checks the file's shape (an unknown key or table is a ``PlanError``
-naming the key path); its values are read by the option table (``parity.options``), the
+naming the key path); its values are read by the option table (``parity.request.options``), the
 plan key of each (``measure.repeats``) named in its errors.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from parity.errors import PlanError, UsageError
 from parity.model.inputs import Price
-from parity.options import COST_KNOBS, TABLE, Given
+from parity.request.options import COST_KNOBS, TABLE, Given
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -170,7 +170,7 @@ TOP = (
     "tuning",
     "place",
 )
-#: the tables whose keys are options of the table (``parity.options``, ``plan=``)
+#: the tables whose keys are options of the table (``parity.request.options``, ``plan=``)
 SIMPLE = ("workload", "quality", "measure")
 
 
@@ -274,7 +274,7 @@ SIDE_KEYS = ("side", "instance", "price_per_hour", "accelerators")
 def _fair_tables(top: _Table, path: Path) -> dict[str, object]:
     """``[production]`` (the production shape), ``[slo]`` (latency limits) and
     ``[tuning]`` (``intended``: why a tuning asymmetry is meant)."""
-    from parity.fair_options import PRODUCTION_KEYS
+    from parity.request.fair_options import PRODUCTION_KEYS
 
     shape = _Table(path, "production", top.get("production", dict) or {}, PRODUCTION_KEYS)
     given = top.get("slo", dict) or {}

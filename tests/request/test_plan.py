@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from parity.errors import PlanError, UsageError
-from parity.options import BASELINE, PINS, PRECISION, TARGET, WORKLOAD, Given
-from parity.plan import TEMPLATE, load_plan, write_template
 from parity.request import CompareRequest
-from parity.values import parse_price
+from parity.request.options import BASELINE, PINS, PRECISION, TARGET, WORKLOAD, Given
+from parity.request.plan import TEMPLATE, load_plan, write_template
+from parity.request.values import parse_price
 from tests.conftest import differences, run_cli
 from tests.fixtures.cli import invoke, snapshot, stub_api
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from parity.spec import SideSpec
+    from parity.model.spec import SideSpec
 
 
 def cache_root() -> Path:

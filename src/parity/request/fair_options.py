@@ -19,8 +19,8 @@ from parity.model.fair import (
     LatencyLimit,
     ProductionShape,
 )
-from parity.spec import PRECISIONS
-from parity.values import check_number, show, strings
+from parity.model.spec import PRECISIONS
+from parity.request.values import check_number, show, strings
 
 SIZES = ("parameters", "seq_len", "batch_size", "max_new_tokens")
 PRODUCTION_KEYS = (*SIZES, "precision", "optimizer", "data_pipeline")

@@ -18,11 +18,11 @@ share:
   not fit in the budget, with the runs after the rounds, is not started;
 - independent parts at the same time where they share no device (``parallel``).
 
-The plans that use it are ``parity.runs``' (a run, a comparison with its references
+The plans that use it are ``parity.measure.runs``' (a run, a comparison with its references
 and compliance runs, a curve) and ``parity.checks``'; what becomes of the bundles
 (judging, reports, the index) is ``parity.sinks``': the scheduler never judges. Each
 bundle is loaded once, as its run finishes, and held (``measured``, ``sides``); one
-that ``--resume`` reuses must belong where it is (``parity.resumable``).
+that ``--resume`` reuses must belong where it is (``parity.measure.resumable``).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from parity.model.bundle import Bundle, SideRuns
 from parity.model.estimate import Estimate, StepCost
 from parity.model.job import Event, Job, Mode
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.verdict import ROLES, ByRole, Role
 from parity.model.workload import (
     FingerprintParts,
@@ -55,7 +56,6 @@ from parity.model.workload import (
 from parity.runner.ahead import settle
 from parity.runner.cpu import CpuWatch
 from parity.runner.launch import Launcher, run_job
-from parity.spec import SideSpec, WorkloadSpec
 
 RUNS_DIR = Path("parity-runs")
 #: a comparison's stored request (``parity.request`` reads and writes it)
@@ -349,7 +349,7 @@ class Orchestrator:
                 log.warning("parity: %s: running it again", exc)
                 remove(path)
             else:
-                from parity.resumable import belonging
+                from parity.measure.resumable import belonging
 
                 return belonging(found, job)
         try:
