@@ -49,11 +49,11 @@ def lower_rank(n: int, q: float, confidence: float = 0.95) -> int | None:
     cdf = 0.0  # P(Binomial <= k - 1), growing with k
     best = 1
     for k in range(1, n + 1):
+        cdf += _pmf(k - 1, n, q)
         if 1 - cdf >= confidence - 1e-12:  # P(Binomial >= k)
             best = k
         else:
             break
-        cdf += _pmf(k - 1, n, q)
     return best
 
 
