@@ -34,15 +34,14 @@ from parity.workloads.frozen import Frozen
 SECOND_STEP_UNDER_S = 5.0
 #: after a quick first step, up to this many more are timed, while they take under
 #: ``FURTHER_S`` together, and at least ``LEAST_FURTHER`` whatever they take: on a busy
-#: machine one step in a few stalls, and a 2-thread step of a small MLP read anywhere
-#: from 2 to 800 ms in one process; one stalled step times the workload's step count
-#: was the estimate (an fp64 reference estimated at 1399 s took 8 s)
+#: machine one multi-thread step in a few stalls for many times its neighbours' time,
+#: and one stalled step times the workload's step count asks for minutes it does not need
 FURTHER_STEPS = 8
 FURTHER_S = 2.0
 LEAST_FURTHER = 2
 #: a float64 step at least this long is the only one timed: it costs a phase that runs
-#: the workload's every step, where a first step's one-off set-up is a small part
-#: (cnn-infer small's took 4.5 s here), and a quicker one may be a stall
+#: the workload's every step (a float64 step costs several float32 ones), where a first
+#: step's one-off set-up is a small part; a quicker one may be a stall
 FP64_SECOND_UNDER_S = 2.0
 #: the calibration matmul's size and the least pairs (float32, then the dtype) timed, for
 #: at least ``MATMUL_LEAST_S``: about 30 MFLOP each, well above timer noise
@@ -108,9 +107,8 @@ def _fp64_step_s(
     workload: Workload, model: torch.nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
 ) -> float:
     """A step with the model and float data in float64, as ``parity.runner.modes.reference``
-    runs them: the matmul's ratio misses how a step's other ops scale (cnn-infer small's
-    reference took 2.2x what the ratio said on a 16-core host, its convolutions' float64
-    kernels slower than its matmuls')."""
+    runs them: the matmul's ratio misses how a step's other ops scale (a convolution's
+    float64 kernels can be slower, relative to float32, than a matmul's)."""
     cast = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
     runner = workload.make_runner(model.double(), cast, ctx)
     return _steps_s(runner, workload, further=1, second_under_s=FP64_SECOND_UNDER_S)[0]
@@ -157,8 +155,7 @@ def paired_ratio(pair: Callable[[], tuple[float, float]]) -> float:
     """The median of ``b / a`` over pairs of timings ``(a, b)`` taken back to back, at
     least ``MATMUL_REPEATS`` of them and for at least ``MATMUL_LEAST_S``: each pair shares
     the machine's pace of its moment, where the best of one dtype's runs against the best
-    of another's (timed a moment apart) read a float16 linear at 17.7x float32's under
-    load and 5.7x just after."""
+    of another's, timed a moment apart, read the machine's swings as the dtype's cost."""
     ratios: list[float] = []
     began = time.perf_counter()
     while len(ratios) < MATMUL_REPEATS or time.perf_counter() - began < MATMUL_LEAST_S:
@@ -173,9 +170,8 @@ def paired_ratio(pair: Callable[[], tuple[float, float]]) -> float:
 def _linear(dtype: torch.dtype) -> Callable[[], tuple[float, float]]:
     """A pair of ``x @ w.T`` timings, float32's then ``dtype``'s: the layout of
     ``nn.Linear`` (its weight transposed), which is what a model's matmuls run. Two
-    row-major operands take another kernel: on a CPU without bf16 units a bf16
-    ``torch.mm(a, a)`` took 60 times float32's where the linear took 6 times (and a 135M
-    model's generation step 1.6 times)."""
+    row-major operands take another kernel, which on a CPU without bf16 units is many
+    times slower than the linear's in bf16, and than any model's step in it."""
     ops = [torch.ones(MATMUL_N, MATMUL_N, dtype=d) for d in (torch.float32, dtype)]
     for a in ops:
         torch.nn.functional.linear(a, a)  # its kernel chosen and warm
