@@ -51,7 +51,7 @@ def _code(tmp: Path, env: dict[str, str]) -> dict[str, object]:
     program = (
         "import json, sys\n"
         "from parity.model.codec import encode\n"
-        "from parity.spec import WorkloadSpec\n"
+        "from parity.model.spec import WorkloadSpec\n"
         "from parity.workloads import resolve\n"
         "w = resolve(WorkloadSpec(name=sys.argv[1], steps=2))\n"
         "print(json.dumps({'code': encode(w.code_source), 'part': w.describe() and "

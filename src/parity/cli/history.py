@@ -31,8 +31,8 @@ def ls(
 ) -> None:
     """List indexed comparisons and runs, newest first."""
     from parity.report.history import render_runs
+    from parity.request.values import check_number
     from parity.store import Store
-    from parity.values import check_number
 
     count = int(check_number("--limit", limit, integer=True, low=1, high=10**6))
     with Store.open(store) as s:

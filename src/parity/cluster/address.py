@@ -13,8 +13,8 @@ from typing import Any
 
 from parity.errors import OptionError, UsageError
 from parity.model.placement import ClusterPlan, Resource
+from parity.model.spec import SideSpec
 from parity.redact import redact
-from parity.spec import SideSpec
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def reachable(address: str) -> None:
 #: a Ray client's init refused by the head, with the head's traceback after this line: tried
 #: once more. The head's per-client server did not start in time on a busy head, or died as
 #: the head's client proxy forked it (ray-project/ray#63202: grpcio's fork handlers; the
-#: head's ``GRPC_ENABLE_FORK_SUPPORT=false`` avoids it, README "Running on a cluster")
+#: head's ``GRPC_ENABLE_FORK_SUPPORT=false`` avoids it, docs/cluster.md)
 SERVER_INIT_FAILED = "Initialization failure from server"
 JOIN_ATTEMPTS = 2
 

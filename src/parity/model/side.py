@@ -42,7 +42,7 @@ def wide_cap(budget_s: float) -> int:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MeasurePlan:
     """How much to measure: fixed repeats, or until a precision or a time budget (each
-    read and checked by the option table, ``parity.options``)."""
+    read and checked by the option table, ``parity.request.options``)."""
 
     repeats: int | None = None
     precision: float = 0.02
@@ -137,7 +137,7 @@ class Stop:
     #: seconds each set-up part took (the fp64 reference, the expected-error run, the
     #: first processes' numerics probe and op scan), by name; absent when not run
     probes: dict[str, float] | None = omit_none()
-    #: each phase costed before the sides ran, and what the budget cut (``parity.estimate``)
+    #: each phase costed before the sides ran, and what the budget cut (``parity.measure.estimate``)
     estimate: Estimate | None = omit_none()
 
 

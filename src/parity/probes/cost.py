@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import torch
 
 from parity.model.estimate import FP64, PRECISION_DTYPE, StepCost
-from parity.spec import Precision, SideSpec
+from parity.model.spec import Precision, SideSpec
 from parity.workloads.base import RunContext, StepRunner, Workload
 from parity.workloads.frozen import Frozen
 
