@@ -34,7 +34,7 @@ from parity.bundle import (
 from parity.comparison import Comparison
 from parity.errors import BundleError, OptionError, OutputError, ResumeError
 from parity.measure import estimate as estimates
-from parity.measure.cache import expected_key
+from parity.measure.cache import expected_key, run_key
 from parity.measure.orchestrate import (
     JobTemplate,
     Orchestrator,
@@ -213,7 +213,14 @@ def compare(
         if estimate is not None:
             log.warning("parity: %s", estimates.summary(estimate))
         plan = estimates.planned(plan, estimate)
-        reseeded = _reseeded(request, launcher) if plan.compliance else None
+        timeout = estimates.process_timeout(estimate, plan)  # refused here where given and short
+        raised = None
+        if timeout != plan.timeout_s:
+            plan = replace(plan, timeout_s=timeout)
+            template = replace(template, timeout_s=timeout)
+            raised = estimates.timeout_note(estimate, timeout)
+            log.warning("parity: %s", raised)
+        reseeded = _reseeded(replace(request, measure=plan), launcher) if plan.compliance else None
         out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)  # the request as given: the plan is the estimate's
         request = replace(request, measure=plan)
@@ -230,6 +237,8 @@ def compare(
             if estimate is not None:
                 orch.estimate = estimate
                 orch.notes.extend(estimates.notes(estimate, plan.repeats))
+                if raised is not None:
+                    orch.notes.append(raised)
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, reference_dir(cache))
@@ -422,7 +431,9 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
     once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
     so that the comparison's directory carries everything a later ``parity diff`` needs."""
     job = template.job("reference", SideSpec(device="cpu"), mode="reference")
-    return cached_run(orch, job, cache / template.fingerprint, REFERENCE_DIR, "fp64 reference")
+    return cached_run(
+        orch, job, cache / run_key(template.fingerprint), REFERENCE_DIR, "fp64 reference"
+    )
 
 
 def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
