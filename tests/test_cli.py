@@ -195,7 +195,7 @@ def test_a_passing_verdict_exits_0(
     shown = invoke("compare", "mlp-train", "--target", "cpu+bf16")
     assert shown.exit_code == 0, shown.stderr
     assert shown.stdout.startswith("PASS: the target passes every gate")
-    assert f"bundles and verdict.json in {result.out}" in shown.stdout
+    assert f"bundles and verdict.json in {result.out}" in " ".join(shown.stdout.split())
     as_json = invoke("compare", "mlp-train", "--target", "cpu+bf16", "--json")
     assert json.loads(as_json.stdout) == encode(result.verdict)
     assert "bundles and verdict.json" in as_json.stderr  # stdout stays JSON
