@@ -208,7 +208,7 @@ def test_a_failing_gate_exits_1(monkeypatch: pytest.MonkeyPatch, result: Compari
     planted = dataclasses.replace(result.comparison, verdict=failed)
     answer(monkeypatch, "compare", ComparisonResult(planted))
     shown = invoke("compare", "mlp-train", "--target", "cpu")
-    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: the target fails a gate")
+    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: quality fails")
     assert "planted" in shown.stdout
 
 

@@ -124,7 +124,7 @@ def _quality(v: Verdict) -> Row:
         elif g.name == "quality" and v.quality is not None:
             parts.append(_quality_count(v.quality, g))
         else:
-            parts.append(f"{g.name} {'passes' if g.passed else _gate_word(g)}")
+            parts.append(f"{g.name} passes" if g.passed else f"{g.name}: {g.detail}")
     result: fmt.Result = "PASS" if all(g.passed for g in v.gates) else overall(v)
     first = _first_divergence(v)
     return Row(label="quality", result=result, text=" · ".join(parts) + first)
