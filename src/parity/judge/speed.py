@@ -50,8 +50,8 @@ from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
 from parity.model.codec import Json
 from parity.model.findings import Finding
 from parity.model.side import Interference, TimingSteps
+from parity.model.spec import HOST_COMPUTE
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed, ThreadPlacements
-from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
 from parity.stats.handoff import Process
 from parity.stats.pace import PaceChange, any_change

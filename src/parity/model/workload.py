@@ -9,8 +9,8 @@ from typing import Literal
 
 from parity.model.codec import Json, JsonObject, omit_none
 from parity.model.estimate import StepCost
+from parity.model.spec import Task, WorkloadSpec
 from parity.model.stack import SourceRepository
-from parity.spec import Task, WorkloadSpec
 
 Kind = Literal["train", "infer", "generate"]
 #: where a checkpoint was found: a directory, or the local Hugging Face cache

@@ -26,8 +26,8 @@ from torch import nn
 from parity.errors import WorkloadError
 from parity.model.numerics import OutputKind
 from parity.model.numerics import output_kind as kind_of_name
+from parity.model.spec import GenerateLoopName, SideSpec, WorkloadSpec
 from parity.model.workload import Kind, QualitySpec, Sources, WorkloadDescription
-from parity.spec import GenerateLoopName, SideSpec, WorkloadSpec
 from parity.workloads.datasource import takes_no_data
 
 KINDS = ("train", "infer", "generate")

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from parity.errors import WorkloadError
+from parity.model.spec import WorkloadSpec
 from parity.plugins import import_file, is_file_workload, load_plugins
-from parity.spec import WorkloadSpec
 from parity.workloads.base import Workload
 from parity.workloads.checkpoint import resolve_hf
 from parity.workloads.cnn import CnnInfer
