@@ -131,14 +131,12 @@ def _quality(v: Verdict) -> Row:
 
 
 def _quality_count(q: Quality, g: Gate) -> str:
+    """The quality gate with the count of gates it decided on, and what failed or was
+    not decided (the gate's own detail)."""
     gated = [c for c in q.checks if c.gated]
     ok = sum(c.passed is True for c in gated)
     said = f"quality {ok} of {len(gated)} gates within tolerance"
-    if q.failing:
-        said += f", outside: {', '.join(q.failing)}"
-    if q.undecided:
-        said += f", not decided: {', '.join(q.undecided)}"
-    return said if g.passed or q.failing or q.undecided else f"quality: {g.detail}"
+    return f"{said}; {g.detail}" if not g.passed or q.undecided else said
 
 
 def _first_divergence(v: Verdict) -> str:
