@@ -76,8 +76,9 @@ def show_result(
         report=result.report,
     )
     where = f"bundles and verdict.json in {result.url or result.out}"
-    if result.report is not None:
-        where += f"; report: {result.report}"
+    if result.report is not None:  # where it was published, not its local staging copy
+        report = f"{result.url}/{result.report.name}" if result.url else result.report
+        where += f"; report: {report}"
     if as_json:
         c.note(where)
     elif verbose:  # the screen says where the rest is
