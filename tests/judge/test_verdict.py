@@ -110,6 +110,29 @@ def test_a_failed_side_fails_with_its_reason() -> None:
     assert v.sides.target.stderr_tail == "RuntimeError: planted"
 
 
+def test_a_reference_that_timed_out_is_named_in_the_headline_never_the_target() -> None:
+    """Issue 52: the fp64 reference timed out and the headline blamed the target. A failed
+    reference (or expected-error run) is a gate not decided, named with its reason."""
+    from parity.report.decision import headline
+
+    timed_out = "timed out after 900 s in phase 'steps': raise --timeout or use a smaller --size"
+    ref = bundles.make_bundle(
+        ROOT / "reference",
+        bundles.manifest(
+            role="reference", spec="cpu", mode="reference", status="failed", reason=timed_out
+        ),
+    )
+    v = judge(side(ROOT / "a"), side(ROOT / "b", spec="cpu+bf16"), reference=ref)
+    assert not v.passed and v.exit_code == 1
+    title, _ = headline(v)
+    assert title.startswith("NOT DECIDED: the fp64 reference timed out after 900 s"), title
+    assert "not the target's failure" in title and "target fails" not in title
+    # a target that fails besides still fails: the reference gate only adds its line
+    off = side(ROOT / "c", status="failed")
+    assert headline(judge(side(ROOT / "a"), off, reference=ref))[0].startswith("FAIL")
+    assert judge(side(ROOT / "a"), side(ROOT / "b"), reference=None).passed  # none asked
+
+
 def test_different_workloads_are_refused_naming_fields() -> None:
     a = side(ROOT / "a")
     b = side(ROOT / "b", parts={"steps": 30, "seed": 1})

@@ -59,8 +59,9 @@ def show_result(result: ComparisonResult, *, as_json: bool, wide: bool) -> None:
     console = c.stdout()
     show_verdict(result.verdict, console, as_json=as_json, wide=wide, sides=_sides(result))
     where = f"bundles and verdict.json in {result.url or result.out}"
-    if result.report is not None:
-        where += f"; report: {result.report}"
+    if result.report is not None:  # where it was published, not its local staging copy
+        report = f"{result.url}/{result.report.name}" if result.url else result.report
+        where += f"; report: {report}"
     if as_json:
         c.note(where)
     else:

@@ -290,6 +290,31 @@ def _ran_gate(sides: ByRole[SideInfo]) -> Gate:
     return Gate(name="both sides ran", passed=not problems, detail="; ".join(problems) or "ok")
 
 
+#: the gate that says a run the target is judged against failed (never the target's own)
+REFERENCES_GATE = "references ran"
+
+
+def references_gate(reference: Bundle | None, expected: Bundle | None) -> Gate | None:
+    """Where the fp64 reference or the expected-error run failed: a gate not decided (the
+    target is not judged against a run that did not finish, and its failure is not the
+    target's), naming the run and why; None where both ran or were not asked for."""
+    failed = [
+        f"the {name} {_as_said(run.manifest.reason)}"
+        for name, run in (("fp64 reference", reference), ("expected-error run", expected))
+        if run is not None and not run.ok
+    ]
+    if not failed:
+        return None
+    return Gate(name=REFERENCES_GATE, passed=False, detail="; ".join(failed), decided=False)
+
+
+def _as_said(reason: str | None) -> str:
+    """A run's failure reason as a predicate ("timed out after 900 s ...", "failed: ...")."""
+    if not reason:
+        return "failed"
+    return reason if reason.startswith(("timed out", "was killed")) else f"failed: {reason}"
+
+
 def judge(
     baseline: SideRuns,
     target: SideRuns,
@@ -334,6 +359,9 @@ def judge(
     if settings is not None:  # said, and a change of what a side computes in fails
         contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
         verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
+    refs = references_gate(reference, expected)
+    if refs is not None:
+        verdict = replace(verdict, gates=(*verdict.gates, refs))
     verdict = apply_rules(verdict, baseline, target, inputs)
     if not (baseline.ok and target.ok):
         return verdict
