@@ -52,6 +52,8 @@ def diff(
     from parity.request import options as o
 
     chosen = c.given_options(ctx, "diff")
+    if _serving_diff(baseline_bundle, target_bundle, chosen.value(o.PRICES, {})):
+        return
     judged = (o.ALLOW_DIFF, o.TARGET_LOSS, o.PRICES, o.PINS, o.PRODUCTION, o.SLO, o.TUNING_INTENDED)
     judging = [x for x in judged if chosen.has(x)]
     given = judge_inputs(chosen) if judging else None
@@ -66,6 +68,25 @@ def diff(
     )
     show_verdict(verdict, c.stdout(), as_json=as_json, wide=wide)
     raise typer.Exit(verdict.exit_code)
+
+
+def _serving_diff(a: str, b: str, prices: object) -> bool:
+    """Two serving side bundles: their verdict, as ``parity serve`` gave it."""
+    from parity.serving.bundle import is_serving
+
+    if not (is_serving(Path(a)) and is_serving(Path(b))):
+        return False
+    from parity.report.serving import lines
+    from parity.serve import diff as serve_diff
+    from parity.serving.bundle import SideBundle
+
+    assert isinstance(prices, dict)
+    verdict = serve_diff([Path(a), Path(b)], min_match=0.95, prices=prices)
+    read = {"baseline": SideBundle(Path(a)), "target": SideBundle(Path(b))}
+    sides = {r: x.side for r, x in read.items()}
+    for line in lines(verdict, sides, {r: x.steps for r, x in read.items()}):
+        c.write_out(line)
+    raise typer.Exit({"pass": 0, "fail": 1, "inconclusive": 3}[verdict.outcome])
 
 
 def report(
