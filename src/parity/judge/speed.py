@@ -41,7 +41,7 @@ import statistics
 from dataclasses import replace
 
 from parity.judge.placements import handoffs, stalled_count, thread_placements
-from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
+from parity.model.bundle import Bundle, SideRuns, one_host, run_samples, threaded_on_host
 from parity.model.side import Interference, TimingSteps
 from parity.model.spec import HOST_COMPUTE
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed, ThreadPlacements
@@ -154,14 +154,7 @@ def contention(
     more than one thread on it (a side on a cluster node ran on that node's cores)."""
     if busy is None or not busy.busy:
         return None
-    threaded = [
-        (role, threads)
-        for role, run in (("baseline", baseline), ("target", target))
-        if run.manifest.side.device in HOST_COMPUTE
-        and not _placed(run)
-        and (threads := _threads(run)) is not None
-        and threads > 1
-    ]
+    threaded = list(threaded_on_host({"baseline": baseline, "target": target}).items())
     if not threaded:
         return None
     counts = [n for _, n in threaded]
