@@ -62,6 +62,8 @@ FORBIDDEN = {
     "parity.cluster": ("parity.measure", *_JUDGED),
     # bundles at URLs: a leaf beside the bundle layer
     "parity.storage": ("parity.runner", "parity.measure", *_JUDGED),
+    # serving measures an endpoint; it never judges, indexes or reports
+    "parity.serving": ("parity.measure", *_JUDGED),
 }
 
 

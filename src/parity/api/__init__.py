@@ -121,7 +121,7 @@ def compare(
     (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size;
     ``production`` is ``{"parameters": "1.3B", "seq_len": 2048}``, ``slo``
     ``"ttft_p99=200ms,e2e_p99=2s"`` or ``{"ttft_p99": "200ms"}``, ``tuning_intended`` a
-    reason (see the README's fair-comparison rules).
+    reason (see docs/fairness.md).
     """
     from parity.measure import runs
     from parity.progress import resolve

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from parity.request import CompareRequest
 
 Resume = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--resume",
         metavar="DIR",
@@ -54,11 +54,13 @@ def compare(
     Script mode: parity compare --target cpu+bf16 -- python train.py --device {device}
     runs an unmodified training script once per side (see docs/script-mode.md)."""
     from parity.request import compare_request
+    from parity.storage import local_dir
 
+    resumed = None if resume is None else local_dir(resume, "--resume")
     if resume is None and plan is None:
         _start_early(ctx, workload)
-    request = compare_request(c.given_options(ctx, "compare"), plan, resume)
-    curve_out, results = _run(request, resume)
+    request = compare_request(c.given_options(ctx, "compare"), plan, resumed)
+    curve_out, results = _run(request, resumed)
     if curve_out is not None:
         show_curve(curve_out, results, as_json=as_json, wide=wide)
     else:

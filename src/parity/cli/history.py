@@ -107,7 +107,10 @@ def reindex(
     from parity.errors import UsageError
     from parity.storage import is_url
     from parity.store import Store
+    from parity.urls import checked
 
+    for url in dirs or []:
+        checked(url, "URL")  # before the index is opened
     for d in (Path(d) for d in dirs or [] if not is_url(d)):
         try:
             what = None if d.is_dir() else "is not a directory" if d.exists() else "does not exist"

@@ -15,8 +15,8 @@ workload's step count and what the cache already holds, each phase is costed:
 - the numerics probe: ``PROBE_FIXED_S + PROBE_STEPS`` steps; the op scan:
   ``SCAN_FIXED_S + SCAN_STEPS`` steps (the scan's two steps under a dispatch mode, a
   plain step and the compile probes' graph captures), both fitted on what the built-ins
-  took here (``gpt-train`` tiny: probe 0.06-0.09 s, scan 1.3 s at 8.5-16 ms steps) and on
-  the 135M checkpoint of issue 28 (scan 155 s against 73 s of steady steps);
+  take (a fixed part and a number of steps' worth, on the built-ins and on a 135M
+  checkpoint, whose scan costs about twice its steady steps);
 - the fp64 reference and the expected-error run: a full run's steps on the CPU in
   float64 and in the precision (each step timed itself where the freeze job could, else
   the float32 step at the matmul's ratio), and a probe; cached ones cost nothing.
@@ -61,13 +61,13 @@ SCAN_STEPS = 20
 #: what the budget asked for is rounded up by this margin
 MARGIN = 1.25
 #: the least comparison is refused only when over this many times the budget: one step
-#: timed on a loaded 2-core machine read up to 2.6x its idle time (benchmarks/README.md),
-#: and a comparison a little over its budget is measured anyway, with a note
+#: timed on a loaded machine can read a few times its idle time, and a comparison a
+#: little over its budget is measured anyway, with a note
 REFUSE_OVER = 3.0
 #: three processes a side (everything optional cut) still run where they are estimated
 #: within this many times the budget, over it and said so before measuring: fewer leave
 #: the speed undetermined, and a second run at a larger budget costs the user more (a
-#: loaded machine's freeze job times its steps up to 2.6x slow; benchmarks/README.md)
+#: loaded machine's freeze job times its steps a few times slow)
 THREE_OVER = 2.0
 #: the phases the budget may cut, in the order it cuts them
 COMPLIANCE, BASE_SCAN, PROBES = "compliance runs", "baseline op scan", "numerics probe"

@@ -177,11 +177,11 @@ def step_cut(steps: int, warmup: int, step_s: float) -> StepCut:
     """Where a timing process of ``steps`` steps ends early: once its steps after the
     first (a compile or a cache filled is no stall) have taken :data:`CUT_FACTOR` times
     theirs at ``step_s`` (the quality run's median step), at least :data:`CUT_FLOOR_S`,
-    and it has its first step, ``warmup`` and :data:`CUT_STEADY` steady ones. Under four
-    busy loops on 2 cores, one process in 10-15 ran every step 30-60x slower than the rest
-    (its two threads stalled each other for its whole life: 643-812 ms a step of the
-    demo's 10-38 ms), and one took half the default budget by itself; cut, it runs the
-    steps its median needs and no more."""
+    and it has its first step, ``warmup`` and :data:`CUT_STEADY` steady ones. On a
+    machine busier than its cores, an occasional process runs every step tens of times
+    slower than the rest (its threads stall each other for its whole life), and one such
+    process can take half the default budget by itself; cut, it runs the steps its median
+    needs and no more."""
     return StepCut(
         after_s=float(max(CUT_FLOOR_S, CUT_FACTOR * (steps - 1) * step_s)),
         at_least=min(steps, 1 + warmup + CUT_STEADY),

@@ -42,6 +42,7 @@ from parity.request.values import (
     strings,
     whole_numbers,
 )
+from parity.urls import checked
 
 if TYPE_CHECKING:
     from parity.model.fair import LatencyLimit, ProductionShape
@@ -303,7 +304,7 @@ DEVICE = declare(
     (*RUN, "scale", "recovery", "soak"), metavar="SIDE",
 )  # fmt: skip
 OUT = declare(
-    "out", "--out", check_path,
+    "out", "--out", lambda n, v: checked(check_path(n, v), n),
     "output directory, new or empty, or a URL such as s3://BUCKET/PREFIX (default: "
     "parity-runs/STAMP-NAME)",
     RUNNING, metavar="DIR|URL",

@@ -281,10 +281,13 @@ def parse_tracking_uri(value: object) -> str:
             f"--mlflow {show(value)} is not a tracking URI: use http(s)://HOST:PORT, "
             "sqlite:///FILE, file:DIR or databricks (or --mlflow alone for MLflow's default)"
         )
-    if parts.username is not None or parts.password is not None:
+    if parts.username is not None or parts.password is not None or parts.query or "#" in uri:
+        from parity.urls import safe_form
+
         raise OptionError(
-            "--mlflow: credentials in the tracking URI would be written into request.json: "
-            "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD instead"
+            f"--mlflow {safe_form(uri)}: a tracking URI with credentials, a query or a "
+            "fragment would be written into request.json: give it without and set "
+            "MLFLOW_TRACKING_TOKEN (or MLFLOW_TRACKING_USERNAME and _PASSWORD) instead"
         )
     return uri
 
