@@ -17,8 +17,8 @@ import pytest
 from parity.api.sweep import load_sweep
 from parity.bundle import load_bundle, read_verdict
 from parity.testing.raycluster import RayCluster
-from tests.conftest import run_cli
 from tests.api.test_sweep import PLAN as LOCAL_PLAN
+from tests.conftest import run_cli
 
 #: nightly (CI's last step, one process): four cluster comparisons, a kill and a resume
 #: take two minutes alone; beside three other test workers on two cores the comparisons
