@@ -415,6 +415,42 @@ def test_every_line_of_the_readme_tour_parses(
         assert "internal error" not in shown.stderr
 
 
+def own_model() -> list[list[str]]:
+    """The commands of the README's "Compare your own model on two devices"."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Compare your own model on two devices", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for block in section.split("```sh")[1:]:
+        for line in block.split("```", 1)[0].splitlines():
+            words = shlex.split(line.split("  #", 1)[0])
+            if words and words[0] == "parity":
+                lines.append(words[1:])
+    return lines
+
+
+def test_the_readme_shows_a_checkpoint_on_two_machines() -> None:
+    commands = [args[0] for args in own_model()]
+    assert commands.count("run") == 2 and "diff" in commands and "compare" in commands
+
+
+@pytest.mark.parametrize("args", own_model(), ids=lambda a: " ".join(a)[:50])
+def test_every_own_model_command_of_the_readme_parses(
+    args: list[str], calls: Calls, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Beside a checkpoint directory and a data file as the README names them, each line
+    reaches the (stubbed) API: none is a usage error."""
+    import parity.devices
+
+    monkeypatch.setattr(parity.devices, "known_device_types", lambda: {"cpu"})
+    monkeypatch.setattr(parity.devices, "get_device", lambda name: name)
+    (tmp_path / "my-model").mkdir()
+    (tmp_path / "my-model" / "config.json").write_text('{"architectures": ["GPT2LMHeadModel"]}')
+    (tmp_path / "corpus.jsonl").write_text('{"text": "a line of text"}\n')
+    shown = invoke(*args, env={"PARITY_STORE": str(tmp_path / "i.db")})
+    assert shown.exit_code in (0, 1), (args, shown.stderr)
+    assert "internal error" not in shown.stderr
+
+
 # -- --mlflow [URI] ---------------------------------------------------------------------------
 
 

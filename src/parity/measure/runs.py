@@ -29,7 +29,7 @@ from parity.bundle import (
     is_bundle,
     load_bundle,
 )
-from parity.cache import expected_key
+from parity.cache import expected_key, run_key
 from parity.comparison import Comparison
 from parity.errors import BundleError, OptionError, OutputError, ResumeError
 from parity.measure import estimate as estimates
@@ -433,7 +433,9 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
     once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
     so that the comparison's directory carries everything a later ``parity diff`` needs."""
     job = template.job("reference", SideSpec(device="cpu"), mode="reference")
-    return cached_run(orch, job, cache / template.fingerprint, REFERENCE_DIR, "fp64 reference")
+    return cached_run(
+        orch, job, cache / run_key(template.fingerprint), REFERENCE_DIR, "fp64 reference"
+    )
 
 
 def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:

@@ -90,6 +90,7 @@ def parts_of(d: WorkloadDescription, weights: str, data: str) -> FingerprintPart
         steps=d.steps,
         seed=d.seed,
         quality=sha256_json(encode(d.quality)),
+        code=d.code.digest if d.code is not None else None,
     )
 
 
