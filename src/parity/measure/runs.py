@@ -224,7 +224,14 @@ def compare(
         if estimate is not None:
             log.warning("parity: %s", estimates.summary(estimate))
         plan = estimates.planned(plan, estimate)
-        reseeded = _reseeded(request, launcher) if plan.compliance else None
+        timeout = estimates.process_timeout(estimate, plan)  # refused here where given and short
+        raised = None
+        if timeout != plan.timeout_s:
+            plan = replace(plan, timeout_s=timeout)
+            template = replace(template, timeout_s=timeout)
+            raised = estimates.timeout_note(estimate, timeout)
+            log.warning("parity: %s", raised)
+        reseeded = _reseeded(replace(request, measure=plan), launcher) if plan.compliance else None
         out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)  # the request as given: the plan is the estimate's
         request = replace(request, measure=plan)
@@ -241,6 +248,8 @@ def compare(
             if estimate is not None:
                 orch.estimate = estimate
                 orch.notes.extend(estimates.notes(estimate, plan.repeats))
+                if raised is not None:
+                    orch.notes.append(raised)
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, reference_dir(cache))
