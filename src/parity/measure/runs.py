@@ -480,8 +480,8 @@ def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: st
         else:
             return belonging(found, job)
     if is_bundle(cached):
-        copy_bundle(cached, dest)
         try:
+            copy_bundle(cached, dest)
             # verified (no links, every file as written) and its key recomputed from what
             # it holds (role, side, mode, fingerprint) before use
             copied = load_bundle(dest)
@@ -510,17 +510,42 @@ def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: st
 
 
 def copy_bundle(src: Path, dest: Path) -> None:
-    """Copy a bundle into place through a hidden temporary directory (a link stays a link,
-    and is refused when loaded); an I/O error leaves nothing at ``dest``."""
+    """Copy a bundle (from the cache) into place through a hidden temporary directory:
+    only the files its ``digest.json`` lists, each a regular file with one name read
+    without following links (``bundle.read_own``): the cache is as untrusted as a bundle
+    from another machine, and a link or a hard link to a host's file planted in it is
+    refused (BundleError) whatever its digest says. An I/O error leaves nothing at
+    ``dest``."""
     import os
 
+    from parity.bundle import DIGEST, Digest, read_own
+    from parity.model.codec import decode, loads
+
+    if src.is_symlink() or not src.is_dir():
+        raise BundleError(f"{src} is a link or not a directory: parity follows no links")
+    try:
+        listed = decode(Digest, loads(read_own(src / DIGEST).decode("utf-8")))
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{src / DIGEST} is unreadable ({exc})") from None
+    names = {*listed.files, DIGEST}
+    extra = sorted(p.name for p in src.iterdir() if p.name not in names)
+    if extra:
+        raise BundleError(f"{src} holds {extra[0]!r}, which its {DIGEST} does not list")
     tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
     try:
-        shutil.copytree(src, tmp, symlinks=True)
+        tmp.mkdir(parents=True)
+        for name in sorted(names):
+            if "/" in name or name.startswith("."):
+                raise BundleError(f"{src / DIGEST} lists {name!r}, not a file of a bundle")
+            (tmp / name).write_bytes(read_own(src / name))
         os.replace(tmp, dest)
-    except OSError as exc:  # shutil.Error too
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
+        if isinstance(exc, FileNotFoundError) and src in Path(exc.filename or "").parents:
+            raise BundleError(f"{exc.filename} is missing") from None
+        if isinstance(exc, OSError):
+            raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
+        raise
 
 
 def compliance_runs(
