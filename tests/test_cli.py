@@ -195,7 +195,7 @@ def test_a_passing_verdict_exits_0(
     shown = invoke("compare", "mlp-train", "--target", "cpu+bf16")
     assert shown.exit_code == 0, shown.stderr
     assert shown.stdout.startswith("PASS: the target passes every gate")
-    assert f"bundles and verdict.json in {result.out}" in shown.stdout
+    assert f"bundles and verdict.json in {result.out}" in " ".join(shown.stdout.split())
     as_json = invoke("compare", "mlp-train", "--target", "cpu+bf16", "--json")
     assert json.loads(as_json.stdout) == encode(result.verdict)
     assert "bundles and verdict.json" in as_json.stderr  # stdout stays JSON
@@ -208,7 +208,7 @@ def test_a_failing_gate_exits_1(monkeypatch: pytest.MonkeyPatch, result: Compari
     planted = dataclasses.replace(result.comparison, verdict=failed)
     answer(monkeypatch, "compare", ComparisonResult(planted))
     shown = invoke("compare", "mlp-train", "--target", "cpu")
-    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: the target fails a gate")
+    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: quality fails")
     assert "planted" in shown.stdout
 
 

@@ -299,7 +299,8 @@ class ComparisonResult:
 
     @property
     def url(self) -> str | None:
-        """Where the comparison was published (``--out URL``); ``out`` is its local copy."""
+        """Where the comparison was published (``--out URL``); ``out`` is its local copy,
+        removed when this process ends (``parity.scratch``)."""
         return self.comparison.url
 
     @property

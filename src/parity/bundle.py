@@ -44,7 +44,7 @@ from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
 from parity.model.side import MeasureRecord
-from parity.model.verdict import JudgeInputs, Verdict
+from parity.model.verdict import VERDICT_SCHEMA, JudgeInputs, Verdict
 from parity.model.workload import PreparedWorkload
 
 if TYPE_CHECKING:
@@ -438,12 +438,50 @@ def read_verdict(out: Path) -> tuple[Verdict, str]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BundleError(f"{path} is not valid JSON ({exc}): rerun the comparison") from None
     try:
-        return decode(Verdict, raw), sha256_bytes(data)
+        return decode(Verdict, _current_verdict(path, raw)), sha256_bytes(data)
     except DecodeError as exc:
         raise BundleError(
             f"{path} is not a parity verdict this version reads ({exc.path} {exc.message}): "
             "rerun the comparison, or parity diff its bundles"
         ) from None
+
+
+def _current_verdict(path: Path, raw: Json) -> Json:
+    """A verdict of this version as it is; one of version 1 (no ``schema_version``: its
+    sections said some findings as sentences) with each sentence as a ``speed.note``
+    finding, so that nothing it said is lost."""
+    if not isinstance(raw, dict):
+        return raw
+    version = raw.get("schema_version", 1)
+    if isinstance(version, int) and version > VERDICT_SCHEMA:
+        raise BundleError(
+            f"{path} has verdict schema version {version}, newer than this parity reads "
+            f"({VERDICT_SCHEMA}): upgrade parity"
+        )
+    if version != 1:
+        return raw
+    withheld = raw.pop("withheld", None)
+    if isinstance(withheld, str):
+        raw = {**raw, "findings": [_said("decision.withheld-note", "blocks", withheld)]}
+    speed = raw.get("speed")
+    if isinstance(speed, dict):
+        speed = dict(speed)
+        said = [speed.pop("contention", None)]
+        placements = speed.get("placements")
+        if isinstance(placements, dict):
+            placements = dict(placements)
+            said.append(placements.pop("said", None))
+            speed["placements"] = placements
+        speed["findings"] = [
+            _said("speed.note", "reading", text) for text in said if isinstance(text, str)
+        ]
+        return {**raw, "speed": speed}
+    return raw
+
+
+def _said(code: str, severity: str, text: str) -> Json:
+    """A sentence of a version 1 verdict as a finding that says it as it was."""
+    return {"code": code, "severity": severity, "figures": {"text": text}}
 
 
 def written_unix(out: Path) -> float:

@@ -20,16 +20,17 @@ refused before anything is read or written (``parity.urls``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from parity.errors import BundleError, UsageError
+from parity import scratch
+from parity.errors import BundleError, OutputError, UsageError
 from parity.redact import url as recorded
 from parity.urls import checked, safe_form
 
@@ -137,8 +138,9 @@ def check_destination(url: str) -> None:
 
 
 def staging() -> Path:
-    """A fresh local directory (not yet made) to write a run into before ``publish``."""
-    return Path(tempfile.mkdtemp(prefix="parity-out-")) / "out"
+    """A fresh local directory (not yet made) to write a run into before ``publish``: a
+    scratch directory's (``parity.scratch``), gone when this process ends."""
+    return scratch.make("out") / "out"
 
 
 def sha256(data: bytes) -> str:
@@ -149,13 +151,24 @@ def publish(tree: Path, url: str) -> str:
     """Upload every file under ``tree`` to ``url``, then the commit marker (last)."""
     fs, root = split(url)
     digests: dict[str, str] = {}
-    for file in sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()):
-        rel = file.relative_to(tree).as_posix()
-        data = file.read_bytes()
-        fs.pipe_file(f"{root}/{rel}", data)
-        digests[rel] = sha256(data)
-    marker = {"schema_version": 1, "algorithm": "sha256", "files": digests}
-    fs.pipe_file(f"{root}/{COMMIT}", json.dumps(marker, indent=1).encode())
+    try:
+        for file in sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()):
+            rel = file.relative_to(tree).as_posix()
+            data = file.read_bytes()
+            digests[rel] = sha256(data)
+            fs.pipe_file(f"{root}/{rel}", data)
+        marker = {"schema_version": 1, "algorithm": "sha256", "files": digests}
+        fs.pipe_file(f"{root}/{COMMIT}", json.dumps(marker, indent=1).encode())
+    except BaseException as exc:  # nothing half-uploaded stays: what went up comes down
+        for rel in digests:
+            with contextlib.suppress(Exception):
+                fs.rm_file(f"{root}/{rel}")
+        if isinstance(exc, Exception):
+            raise OutputError(
+                f"cannot publish to {shown(url)} ({_reason(exc)}): nothing was left there; "
+                "check the store and run again"
+            ) from None
+        raise
     return shown(url)
 
 
@@ -178,7 +191,7 @@ def fetch(url: str) -> Path:
     fs, path = split(url)
     try:
         root = _root_of(fs, path)
-        if root not in _fetched:
+        if root not in _fetched or not _fetched[root].is_dir():
             _fetched[root] = _download(fs, root, shown(url))
     except (OSError, ValueError) as exc:
         raise BundleError(f"cannot read {shown(url)} ({_reason(exc)}): check the URL") from None
@@ -195,7 +208,16 @@ def _download(fs: Any, root: str, what: str) -> Path:
     extra = sorted(present - set(files))
     if extra:
         raise BundleError(f"{what}: {extra[0]} was added after the run was committed: remove it")
-    local_root = Path(tempfile.mkdtemp(prefix="parity-url-"))
+    local_root = scratch.make("url")  # gone when this process ends
+    try:
+        _copy_checked(fs, root, files, local_root, what)
+    except BaseException:
+        scratch.remove(local_root)
+        raise
+    return local_root
+
+
+def _copy_checked(fs: Any, root: str, files: dict[str, str], local_root: Path, what: str) -> None:
     for rel, digest in sorted(files.items()):
         if rel.startswith("/") or ".." in rel.split("/"):
             raise BundleError(f"{what}: its {COMMIT} names {rel!r}, outside the run")
@@ -208,7 +230,6 @@ def _download(fs: Any, root: str, what: str) -> Path:
         target = local_root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    return local_root
 
 
 def committed(prefix: str) -> list[str]:

@@ -227,14 +227,13 @@ def _warn_contention(orch: Orchestrator, done: dict[Role, list[Bundle]]) -> None
     """Said before the timing processes run, where other processes already hold the
     cores that several intra-op threads a side run on (the verdict says it again)."""
     from parity.judge.speed import contention
+    from parity.report.words import says
 
     if orch.watch is None or any(not done[role] for role in ROLES):
         return
-    line = contention(
-        done["baseline"][0], done["target"][0], orch.watch.finish(), "measuring goes on"
-    )
-    if line is not None:
-        log.warning("parity: %s", line)
+    found = contention(done["baseline"][0], done["target"][0], orch.watch.finish())
+    if found is not None:
+        log.warning("parity: %s", says(found))
 
 
 def _spread(done: dict[Role, list[Bundle]]) -> float | None:
