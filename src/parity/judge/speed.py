@@ -47,7 +47,7 @@ from parity.judge.placements import (
     stalled_count,
     thread_placements,
 )
-from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
+from parity.model.bundle import Bundle, SideRuns, one_host, run_samples, threaded_on_host
 from parity.model.codec import Json
 from parity.model.findings import Finding
 from parity.model.side import Interference, TimingSteps
@@ -182,14 +182,7 @@ def contention(
     a cluster node ran on that node's cores)."""
     if busy is None or not busy.busy:
         return None
-    threads: dict[str, Json] = {
-        role: n
-        for role, run in (("baseline", baseline), ("target", target))
-        if run.manifest.side.device in HOST_COMPUTE
-        and not _placed(run)
-        and (n := _threads(run)) is not None
-        and n > 1
-    }
+    threads: dict[str, Json] = dict(threaded_on_host({"baseline": baseline, "target": target}))
     if not threads:
         return None
     single = [
