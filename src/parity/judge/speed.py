@@ -40,13 +40,14 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
+from parity.judge.load import load_check
 from parity.judge.placements import (
     handoffs,
     placements_finding,
     stalled_count,
     thread_placements,
 )
-from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
+from parity.model.bundle import Bundle, SideRuns, one_host, run_samples, threaded_on_host
 from parity.model.codec import Json
 from parity.model.findings import Finding
 from parity.model.side import Interference, TimingSteps
@@ -104,6 +105,9 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         return None
     ci = ratio_ci(baseline, target, paired=one_run(a, b))
     checks = compliance(b, target, baseline)
+    loaded, ci = load_check(a, b, ci)  # the sides under different loads: widened, and said
+    if loaded is not None:
+        checks.append(loaded)
     figures = [*handoffs(a, "baseline"), *handoffs(b, "target")]
     two_ways = handoff(a, b, figures)
     held = pace(a, b, paired=ci.rounds_spread is not None, seen=two_ways is not None)
@@ -178,14 +182,7 @@ def contention(
     a cluster node ran on that node's cores)."""
     if busy is None or not busy.busy:
         return None
-    threads: dict[str, Json] = {
-        role: n
-        for role, run in (("baseline", baseline), ("target", target))
-        if run.manifest.side.device in HOST_COMPUTE
-        and not _placed(run)
-        and (n := _threads(run)) is not None
-        and n > 1
-    }
+    threads: dict[str, Json] = dict(threaded_on_host({"baseline": baseline, "target": target}))
     if not threads:
         return None
     single = [

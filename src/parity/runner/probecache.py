@@ -27,8 +27,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from parity.bundle import CAPTURE, CAPTURE_TENSORS, OPS, read_own, sha256_bytes, sha256_file
+from parity.cache import cache_root
 from parity.errors import BundleError
-from parity.measure.cache import cache_root
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import encode
 from parity.model.job import Job
