@@ -43,7 +43,8 @@ def test_a_command_side_and_a_url_side(scripted: Callable[..., str], tmp_path: P
                     "--price", "baseline=2.0", "--price", "target=1.0")  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert got.stdout.splitlines()[0] == again.stdout.splitlines()[0]
-    assert (out / "report.html").read_text().count("<tr>") > 3
+    page = (out / "report.html").read_text()
+    assert page.count("<tr>") > 3 and "<svg" in page and "e2e_p90 against the offered rate" in page
 
 
 @pytest.mark.slow
