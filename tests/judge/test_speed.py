@@ -3,6 +3,7 @@ provisional note, and the compliance checks against process-to-process variation
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -415,3 +416,40 @@ def test_a_busy_machine_s_note_counts_the_processes_whose_threads_stalled() -> N
     quiet = judge_speed(_handoffs(a, [8600.0] * 3), _handoffs(b, [8700.0] * 3))
     text = _said(quiet, "speed.contention")
     assert text is not None and "stalled" not in text
+
+
+def _waited(medians: list[float], waits: list[float], seed: int) -> SideRuns:
+    side = _side(medians, seed)
+    runs = tuple(
+        replace(b, metrics=replace(b.metrics, waited_share=w))
+        for b, w in zip(side.repeats, waits, strict=True)
+        if b.metrics is not None
+    )
+    return replace(side, repeats=runs)
+
+
+def test_a_side_that_waited_longer_for_the_cores_widens_the_interval_and_says_so() -> None:
+    """Issue 52: under a competing job, intervals that missed the truth were marked
+    reliable. The target's processes here waited 0.3 s a second more and ran slower for
+    it: the ratio at equal load is said beside the plain one, and the interval holds it."""
+    from parity.judge.load import LOAD_CHECK
+
+    waits = [0.10, 0.20, 0.15, 0.25, 0.12]
+    base = [math.exp(1.0 * w) for w in waits]
+    target_waits = [w + 0.3 for w in waits]
+    target = [
+        1.2 * math.exp(1.0 * w) * f for w, f in zip(target_waits, [*SPREAD, 1.0], strict=True)
+    ]
+    plain = judge_speed(_side(base, 1), _side(target, 2))
+    speed = judge_speed(_waited(base, waits, 1), _waited(target, target_waits, 2))
+    assert plain is not None and speed is not None
+    check = next(c for c in speed.compliance if c.name == LOAD_CHECK)
+    assert (
+        "at equal load the ratio is" in check.detail and "target's processes waited" in check.detail
+    )
+    assert plain.interval.low > 1.3  # 1.2 x exp(0.3): the plain interval misses 1.2
+    assert speed.interval.low <= 1.2 <= speed.interval.high
+    assert speed.interval.high == pytest.approx(plain.interval.high)
+    # the same waits on both sides: no finding, the interval as it was
+    same = judge_speed(_waited(base, waits, 1), _waited([1.2 * m for m in base], waits, 2))
+    assert same is not None and all(c.name != LOAD_CHECK for c in same.compliance)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
+from parity.judge.load import load_check
 from parity.judge.placements import (
     handoffs,
     placements_finding,
@@ -104,6 +105,9 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         return None
     ci = ratio_ci(baseline, target, paired=one_run(a, b))
     checks = compliance(b, target, baseline)
+    loaded, ci = load_check(a, b, ci)  # the sides under different loads: widened, and said
+    if loaded is not None:
+        checks.append(loaded)
     figures = [*handoffs(a, "baseline"), *handoffs(b, "target")]
     two_ways = handoff(a, b, figures)
     held = pace(a, b, paired=ci.rounds_spread is not None, seen=two_ways is not None)
