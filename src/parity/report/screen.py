@@ -78,8 +78,14 @@ def decision(v: Verdict) -> str:
     if not failing:
         why = "the target passes every gate"
     else:
-        why = "; ".join(f"{g.name} {_gate_word(g)}" for g in failing)
+        why = "; ".join(_failed(g) for g in failing)
     return "; ".join([why, _speed_word(v), _cost_word(v.cost)])
+
+
+def _failed(g: Gate) -> str:
+    if g.name == "both sides ran":
+        return "a side did not run to the end"
+    return f"{g.name} {_gate_word(g)}"
 
 
 def _gate_word(g: Gate) -> str:
