@@ -222,5 +222,5 @@ def test_a_setting_the_workload_changes_is_recorded_named_and_judged(
     assert said in gate.detail and gate.passed is not fails
     assert verdict.contract.holds is not fails
     assert said in format_markdown(build_view(verdict))
-    shown = invoke("diff", str(out), str(out), "--wide")
+    shown = invoke("diff", str(out), str(out), "--wide", "--verbose")
     assert said in shown.stdout.replace("\n", " ") or said in " ".join(shown.stdout.split())

@@ -33,6 +33,7 @@ from parity.serving.load import Tokenizer, build, tokenizer
 from parity.serving.side import Measured, Settings, SideSpec, client_ceiling, measure_side
 
 VERDICT = "verdict.json"
+INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
 ROLES = ("baseline", "target")
 
 
@@ -172,8 +173,8 @@ def serve(req: ServeRequest) -> tuple[ServeVerdict, dict[str, Measured], bool]:
                 try:
                     m = measure_side(specs[role], load, tok, settings, tmp)
                 except KeyboardInterrupt:
-                    interrupted = True
                     m = _interrupted(specs[role])
+                interrupted = interrupted or m.interrupted or m.side.reason == INTERRUPTED
                 m.side = replace(m.side, client_ceiling_rps=ceiling)
                 measured[role] = m
                 sbundle.write(
@@ -204,7 +205,7 @@ def _interrupted(spec: SideSpec) -> Measured:
         model=spec.model or "",
         prompt_form="ids",
         status="failed",
-        reason="interrupted (Ctrl-C or SIGTERM)",
+        reason=INTERRUPTED,
     )
     return Measured(side=side)
 

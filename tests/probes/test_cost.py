@@ -49,7 +49,7 @@ def test_a_step_in_float64_is_timed_as_the_reference_runs_it(
 
 def test_a_reference_is_cached_where_its_manifest_is(tmp_path: Path) -> None:
     from parity.bundle import MANIFEST
-    from parity.measure.cache import reference_cached, reference_dir, run_key
+    from parity.cache import reference_cached, reference_dir, run_key
 
     assert not reference_cached("abc", tmp_path)
     (reference_dir(tmp_path) / run_key("abc")).mkdir(parents=True)
@@ -64,7 +64,7 @@ def test_a_reference_is_cached_where_its_manifest_is(tmp_path: Path) -> None:
 
 def test_an_expected_run_is_cached_per_fingerprint_and_side(tmp_path: Path) -> None:
     from parity.bundle import MANIFEST
-    from parity.measure.cache import expected_cached, expected_dir, expected_key, stack_key
+    from parity.cache import expected_cached, expected_dir, expected_key, stack_key
 
     bf16 = SideSpec(device="cpu", precision="bf16")
     assert expected_key("abc", bf16) == f"abc-{stack_key()}-cpu_bf16"

@@ -80,8 +80,8 @@ def test_a_server_that_exits_is_a_side_failure(
     ("url_of", "said"),
     [
         (lambda base: "http://127.0.0.1:9", "does not answer"),
-        (lambda base: base.replace("http://", "http://user:hunter22@"), "credentials"),
-        (lambda base: base + "/?api_key=hunter22", "query"),
+        (lambda base: base.replace("http://", "http://user:hunter22@"), "is refused"),
+        (lambda base: base + "/?api_key=hunter22", "is refused"),
     ],
 )
 @pytest.mark.slow
@@ -128,3 +128,37 @@ def test_an_api_key_is_sent_never_written(scripted: Callable[..., str], tmp_path
     for path in out.rglob("*"):
         if path.is_file():
             assert "sk-secretvalue123" not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
+    scripted: Callable[..., str], tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from parity.serving.server import answers
+
+    target = scripted(**SCRIPT)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = shlex.join(scripted_command(port, **SCRIPT))
+    out = tmp_path / "t"
+    args = ["serve", "--baseline-url", base, "--baseline-cmd", cmd, "--target-url", target,
+            *LOAD, "--requests", "400", "--slo", "e2e_p90=1s", "--out", str(out)]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "parity", *args], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while answers(base) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(4)  # into the measuring
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert answers(base) is None  # the server parity started is gone
+    side = json.loads((out / "baseline" / "serve.json").read_text())
+    assert side["status"] == "failed" and "interrupted" in side["reason"]
+    assert (out / "baseline" / "events.jsonl").stat().st_size > 0
+    assert json.loads((out / "verdict.json").read_text())["outcome"] == "fail"

@@ -27,11 +27,14 @@ from parity.judge.cost import judge_cost
 from parity.judge.latency import pooled_generation, pooled_inference
 from parity.judge.numerics import judge_numerics
 from parity.judge.rules import apply_rules
+from parity.judge.skipped import localisation_skipped
 from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
 from parity.judge.tolerances import Tolerance
 from parity.judge.trajectory import nonfinite_checks
 from parity.model.bundle import Bundle, SideRuns
+from parity.model.codec import Json
+from parity.model.findings import Finding
 from parity.model.metrics import InputPipeline, Throughput
 from parity.model.quality import (
     AgreementCheck,
@@ -42,13 +45,6 @@ from parity.model.quality import (
     QualityCheck,
 )
 from parity.model.verdict import ByRole, Gate, JudgeInputs, SideInfo, Verdict, WorkloadInfo
-
-#: why an emulated side gets no speed or cost verdict
-EMULATED = (
-    "numerics preview: {sides} emulates a precision (+emulate rounds matmul inputs in a "
-    "Python dispatch mode, which adds about 60% to a step), so its speed and cost say "
-    "nothing about a device; no speed or cost verdict"
-)
 
 
 def _side_info(side: SideRuns) -> SideInfo:
@@ -380,6 +376,8 @@ def _measured(
     first_a, first_b = a.ok[0], b.ok[0]
     reference, expected = references
     numerics = judge_numerics(first_a, first_b, reference, expected)
+    if numerics.layers is None:  # said here on every outcome, not under a withheld Speed
+        numerics = replace(numerics, not_localised=localisation_skipped(a, b))
     context = QualityContext(
         reference=reference, expected=expected, row=tolerances.of(numerics.precision)
     )
@@ -401,11 +399,18 @@ def _measured(
     if failing or not any(c.gated for c in qual.checks):
         # quality first: a target that fails quality gets no speed or cost verdict; one
         # whose quality is only not decided keeps them (nothing failed)
-        withheld = f"no speed or cost verdict: the target fails quality ({', '.join(failing)})"
-        return replace(verdict, withheld=withheld)
-    emulated = [f"{role} {info.side}" for role, info in verdict.sides.items() if info.side.emulate]
+        held = Finding(
+            code="decision.withheld-quality", severity="blocks", figures={"failing": [*failing]}
+        )
+        return replace(verdict, findings=(*verdict.findings, held))
+    emulated: list[Json] = [
+        f"{role} {info.side}" for role, info in verdict.sides.items() if info.side.emulate
+    ]
     if emulated:
-        return replace(verdict, withheld=EMULATED.format(sides=", ".join(emulated)))
+        held = Finding(
+            code="decision.withheld-emulated", severity="blocks", figures={"sides": emulated}
+        )
+        return replace(verdict, findings=(*verdict.findings, held))
     speed = judge_speed(a, b)
     kind = first_a.manifest.workload.description.kind
     generation = ByRole(

@@ -371,7 +371,7 @@ def expected_side(target: SideSpec) -> SideSpec | None:
 def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> Estimate | None:
     """The comparison's estimate and plan (None where the freeze job measured nothing);
     an ``OptionError`` where the budget cannot hold even the least of it."""
-    from parity.measure.cache import expected_cached, reference_cached
+    from parity.cache import expected_cached, reference_cached
     from parity.runner.probecache import has_cached
 
     if template.cost is None or not template.description.steps:

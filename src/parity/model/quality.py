@@ -349,3 +349,6 @@ class NumericsSection:
     expected: ReferenceNote | None = omit_none()
     passed: bool | None = omit_none()
     layers: Localisation | None = omit_none()
+    #: why no module is named where the plan left the localisation out (a probe the budget
+    #: cut), with the flag that restores it
+    not_localised: str | None = omit_none()

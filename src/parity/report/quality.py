@@ -269,6 +269,8 @@ def quality(v: Verdict) -> Section | None:
     n = v.numerics
     if n is not None and not n.available:
         parts.append(Sentence(text=f"fp64 numerics: not run ({n.reason})", tone="muted"))
+    if n is not None and n.not_localised:
+        parts.append(Sentence(text=f"localisation: {n.not_localised}", tone="warn", brief=True))
     if q.undecided:
         parts.append(Sentence(text=f"not decided: {', '.join(q.undecided)}", tone="warn"))
     return Section(

@@ -23,25 +23,19 @@ PROBE_TOKENS = 2
 
 
 def base_url(url: str, role: str) -> str:
-    """``url`` checked and reduced to its base (a trailing ``/v1/...`` path is the API's)."""
+    """``url`` checked by the one URL rule (``parity.urls``: no user info, query or
+    fragment) and reduced to its base (a trailing ``/v1/...`` path is the API's)."""
+    from parity.urls import checked
+
     flag = f"--{role}-url"
+    text = checked(url, flag, example="http://HOST:PORT; a key goes in --api-key-env")
     try:
-        parts = urllib.parse.urlsplit(url)
+        parts = urllib.parse.urlsplit(text)
         port = parts.port
     except ValueError:
         raise UsageError(f"{flag}: not a URL: give http://HOST:PORT") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{flag}: not an http(s) URL: give http://HOST:PORT")
-    if parts.username is not None or parts.password is not None:
-        raise UsageError(
-            f"{flag} carries credentials (user info): remove them and name the environment "
-            "variable that holds the key with --api-key-env"
-        )
-    if parts.query or parts.fragment:
-        raise UsageError(
-            f"{flag} has a query or fragment (where tokens travel): remove it; a key goes in "
-            "the variable --api-key-env names"
-        )
     path = parts.path.rstrip("/")
     for suffix in ("/v1/completions", "/v1/chat/completions", "/v1"):
         if path.endswith(suffix):

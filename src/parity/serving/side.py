@@ -62,6 +62,7 @@ class Measured:
     steps: list[StepFigures] = field(default_factory=list)
     events: list[RequestEvent] = field(default_factory=list)
     scrape: str | None = None
+    interrupted: bool = False
 
 
 def _step(
@@ -145,9 +146,9 @@ def measure_side(
         if spec.command is None and not out.steps and not isinstance(exc, SideError):
             raise
         out.side = _with(out.side, status="failed", reason=redact(str(exc)))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # kept, and said; the caller stops after this side
         out.side = _with(out.side, status="failed", reason="interrupted (Ctrl-C or SIGTERM)")
-        raise
+        out.interrupted = True
     finally:
         if started is not None:
             started.stop()

@@ -38,10 +38,8 @@ _READERS = frozenset({"get", "getenv", "pop", "setdefault", "getenvb"})
 def _installed_roots() -> tuple[str, ...]:
     """Directories whose modules are not the user's: the standard library, installed
     packages, torch and parity."""
-    import parity
-
     roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    roots.add(os.path.dirname(os.path.abspath(parity.__file__)))
+    roots.add(str(Path(__file__).resolve().parents[1]))  # parity's own package
     torch = sys.modules.get("torch")
     if torch is not None and getattr(torch, "__file__", None):
         roots.add(os.path.dirname(os.path.abspath(str(torch.__file__))))
