@@ -90,6 +90,21 @@ class OutputError(ParityError):
     where space allowed), so ``--resume`` runs it again once there is space. Exit code 1."""
 
 
+def denied(exc: PermissionError, path: object = None) -> UsageError:
+    """A file or directory this user may not read or write, as bad input (exit 2): one
+    line naming it (never "a bug in parity")."""
+    import os
+
+    where = exc.filename if exc.filename is not None else path
+    parent = os.path.dirname(str(where)) if where else ""
+    if parent and not os.access(parent, os.R_OK | os.X_OK):
+        where = parent  # the directory that cannot be read, not a file inside it
+    return UsageError(
+        f"{where or 'a file'} cannot be read or written by this user (permission denied): "
+        "give it access (chmod, chown) or pass another path"
+    )
+
+
 #: a value (a run of text without spaces) longer than this is shortened in the middle
 LONGEST_VALUE = 200
 

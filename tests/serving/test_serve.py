@@ -43,7 +43,8 @@ def test_a_command_side_and_a_url_side(scripted: Callable[..., str], tmp_path: P
                     "--price", "baseline=2.0", "--price", "target=1.0")  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert got.stdout.splitlines()[0] == again.stdout.splitlines()[0]
-    assert (out / "report.html").read_text().count("<tr>") > 3
+    page = (out / "report.html").read_text()
+    assert page.count("<tr>") > 3 and "<svg" in page and "e2e_p90 against the offered rate" in page
 
 
 @pytest.mark.slow
@@ -162,3 +163,21 @@ def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
     assert side["status"] == "failed" and "interrupted" in side["reason"]
     assert (out / "baseline" / "events.jsonl").stat().st_size > 0
     assert json.loads((out / "verdict.json").read_text())["outcome"] == "fail"
+
+
+@pytest.mark.slow
+def test_a_closed_loop_gives_its_throughput_as_the_rate(
+    scripted: Callable[..., str], tmp_path: Path
+) -> None:
+    """Two requests in flight on 2 slots of 0.3 s: about 6.7 requests/s, within the limit."""
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT)
+    out = tmp_path / "c"
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
+                  "--arrival", "closed", "--concurrency", "2", "--slo", "e2e_p90=1s",
+                  "--out", str(out))  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    v = json.loads((out / "verdict.json").read_text())
+    for role in ("baseline", "target"):
+        cap = v["capacity"][role]
+        assert cap["stopped"] == "closed-loop" and cap["rate"] == pytest.approx(6.7, rel=0.25)
+    assert v["ratio"] == pytest.approx(1.0, rel=0.2)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from parity.errors import ParityError, UsageError, one_line
+from parity.errors import ParityError, UsageError, denied, one_line
 from parity.request import options as o
 from parity.request.options import TABLE, Option, options_of
 
@@ -191,6 +191,8 @@ def _parse_errors() -> tuple[type[BaseException], ...]:
 
 def error_line(exc: BaseException) -> tuple[int, str]:
     """The exit code and the one line that an error ends the command with."""
+    if isinstance(exc, PermissionError):  # the user's file or directory, not a bug
+        exc = denied(exc)
     if isinstance(exc, UsageError):
         return 2, f"parity: error: {one_line(exc)}"
     if isinstance(exc, ParityError):

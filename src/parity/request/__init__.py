@@ -21,7 +21,7 @@ from parity.model.codec import decode, encode, loads, omit_none
 from parity.model.inputs import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.model.job import Mode, Torchrun
 from parity.model.placement import ClusterPlan
-from parity.model.side import MeasurePlan, repeat_cap, wide_cap
+from parity.model.side import MeasurePlan
 from parity.model.spec import (
     SideSpec,
     WorkloadSpec,
@@ -104,8 +104,6 @@ def _measure(g: Given) -> MeasurePlan:
         precision=g.value(o.PRECISION, base.precision),
         budget_s=budget,
         budget_given=g.get(o.BUDGET) is not None,
-        max_repeats=repeat_cap(budget),
-        max_repeats_wide=wide_cap(budget),
         compliance=g.value(o.COMPLIANCE, base.compliance),
         timeout_s=g.value(o.TIMEOUT, base.timeout_s),
         timeout_given=g.get(o.TIMEOUT) is not None,
