@@ -64,7 +64,7 @@ def runs_section(rows: Sequence[RunRow], *, paths: bool = True) -> Section:
         ("result", "result"),
         ("figure", "text"),
     ]
-    cells = [
+    cells: list[tuple[str, ...]] = [
         (r.id, when(r.time_unix), f"{r.workload} ({r.size}): {r.sides}", str(r.result), _figure(r))
         for r in rows
     ]
