@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -167,7 +168,10 @@ def serve(req: ServeRequest) -> tuple[ServeVerdict, dict[str, Measured], bool]:
     settings = req.settings
     with _sigterm_interrupts():
         try:
-            ceiling = client_ceiling(load, tok, req.out / ".ceiling") if settings.ceiling else None
+            ceiling = None
+            if settings.ceiling:  # the no-work server's logs are not kept
+                with tempfile.TemporaryDirectory(prefix="parity-ceiling-") as logs:
+                    ceiling = client_ceiling(load, tok, Path(logs))
             for role in ROLES:
                 tmp = temp_dir_for(req.out / role)
                 try:
