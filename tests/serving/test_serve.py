@@ -144,8 +144,9 @@ def test_an_api_key_is_sent_never_written(scripted: Callable[..., str], tmp_path
 
 
 @pytest.mark.slow
-def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
-    scripted: Callable[..., str], tmp_path: Path
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_servers_and_keeps_what_was_measured(
+    scripted: Callable[..., str], tmp_path: Path, signum: str
 ) -> None:
     import os
     import signal
@@ -167,7 +168,7 @@ def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
     while answers(base) is None and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(4)  # into the measuring
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, getattr(signal, signum))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert answers(base) is None  # the server parity started is gone
