@@ -75,11 +75,14 @@ def build_screen(
 def decision(v: Verdict) -> str:
     """Why the result is what it is, with the speed word and the cost answer."""
     failing = [g for g in v.gates if not g.passed]
-    if not failing:
-        why = "the target passes every gate"
-    else:
-        why = "; ".join(f"{g.name} {_gate_word(g)}" for g in failing)
+    why = "; ".join(_failed(g) for g in failing) or "the target passes every gate"
     return "; ".join([why, _speed_word(v), _cost_word(v.cost)])
+
+
+def _failed(g: Gate) -> str:
+    if g.name == "both sides ran":
+        return "a side did not run to the end"
+    return f"{g.name} {_gate_word(g)}"
 
 
 def _gate_word(g: Gate) -> str:
