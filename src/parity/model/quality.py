@@ -11,7 +11,9 @@ Checks (``QualityCheck``) are tagged by ``kind``:
 - ``fp64`` / ``cosine``: an output or the gradients against the fp64 reference;
 - ``trajectory``: the training losses step by step against the fp64 reference's;
 - ``nonfinite``: a NaN or Inf in a loss or an output, with the step and module it
-  first appeared in.
+  first appeared in;
+- ``localisation``: no module's error beyond what the target's precision and its input
+  explain (the localisation's rule, as a gate).
 """
 
 from __future__ import annotations
@@ -211,6 +213,23 @@ class NonFiniteCheck(CheckBase):
     where: str | None = omit_none()
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LocalisationCheck(CheckBase):
+    """The localisation as a gate: each module's error against fp64 against what the
+    target's precision and its input explain (``Localisation.rule``); it fails where a
+    module's error exceeds ``factor`` times that, naming the first such ``module``, so a
+    verdict never passes beside a module its own evidence says is broken."""
+
+    kind: Literal["localisation"] = "localisation"
+    #: the first diverging module (None: none)
+    module: str | None = None
+    #: its error over ``factor`` times what explains it (> 1: it diverges)
+    excess: float | None = omit_none()
+    factor: float | None = omit_none()
+    #: where the modules were captured: ``after the run`` or ``first forward``
+    capture: str | None = omit_none()
+
+
 QualityCheck = (
     LossCheck
     | OutputCheck
@@ -219,6 +238,7 @@ QualityCheck = (
     | ReferenceCheck
     | TrajectoryCheck
     | NonFiniteCheck
+    | LocalisationCheck
 )
 
 
