@@ -5,8 +5,8 @@ the lines it prints on stdout (the verdict; progress goes to stderr):
 
 - ``gpt-train --target cpu+bf16`` and ``mlp-train --target cpu+bf16`` (target: at most
   40 lines each);
-- a planted fault: ``mlp-train`` with 10% noise in one Linear from step 3, on the
-  ``parityfake+bf16`` test device (``tests/fixtures/faults.py``; it needs a C++ compiler
+- a planted fault: ``mlp-train`` (6 steps of 16) with 10% noise in one Linear from step
+  3, on the ``parityfake+bf16`` test device (``tests/fixtures/faults.py``; it needs a C++ compiler
   and ninja), which fails quality (target: at most 45 lines, with the failing gate and the
   first diverging module on the screen).
 
@@ -37,7 +37,8 @@ RUNS: dict[str, tuple[list[str], dict[str, str], int]] = {
     "gpt": (["gpt-train", "--target", "cpu+bf16"], {}, 40),
     "mlp": (["mlp-train", "--target", "cpu+bf16"], {}, 40),
     "fault": (
-        [f"{FAULTS}:NoiseFromStepBf16", "--baseline", "cpu", "--target", "parityfake+bf16"],
+        [f"{FAULTS}:NoiseFromStepBf16", "--baseline", "cpu", "--target", "parityfake+bf16"]
+        + ["--steps", "6", "--batch-size", "16"],  # as tests/test_quality_verdict.py runs it
         {"PARITY_PLUGINS": "parity.testing.fakedevice"},
         45,
     ),

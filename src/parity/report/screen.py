@@ -139,7 +139,9 @@ def _quality_count(q: Quality, g: Gate) -> str:
     gated = [c for c in q.checks if c.gated]
     ok = sum(c.passed is True for c in gated)
     said = f"quality {ok} of {len(gated)} gates within tolerance"
-    return f"{said}; {g.detail}" if not g.passed or q.undecided else said
+    if not g.passed:
+        return f"{said}; {g.detail}"
+    return f"{said}; not decided: {', '.join(q.undecided)}" if q.undecided else said
 
 
 def _first_divergence(v: Verdict) -> str:
