@@ -21,7 +21,7 @@ ITEM = "a representative workload"
 #: how the sides were fed without a loader
 FROZEN = "frozen data"
 #: how a script fed itself: parity never sees it, so it cannot say it was frozen
-UNSEEN = "the script's own, not fingerprinted"
+UNSEEN = "unfingerprinted script data"
 HOW = (
     f"declare the production shape ([production] in the plan, or --production KEY=VALUE) "
     f"and measure a workload within {FACTOR:g}x of it in every size"
