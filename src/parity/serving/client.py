@@ -88,6 +88,12 @@ def _text(chunk: dict[str, Any]) -> str:
     return piece if isinstance(piece, str) else ""
 
 
+def overrun(max_tokens: int) -> int:
+    """Chunks past which a stream is cut as endless: a server may send a token in
+    several chunks, or usage and empty chunks, but not without bound."""
+    return 4 * max_tokens + 64
+
+
 async def send(
     session: Any,
     endpoint: Endpoint,
@@ -111,6 +117,7 @@ async def send(
     counts: list[int] = []
     pieces: list[str] = []
     usage: int | None = None
+    received = 0
     status: RequestStatus = "truncated"
     error: str | None = "the stream ended before [DONE]"
     timeout = aiohttp.ClientTimeout(total=endpoint.timeout_s)
@@ -144,12 +151,19 @@ async def send(
                         chunks.append(now)
                         counts.append(len(tokenizer.encode(piece)))
                         pieces.append(piece)
+                    received += 1
+                    if received > overrun(max_tokens):  # a server that never stops
+                        status, error = "error", f"the stream ran past {received - 1} chunks"
+                        break
     except asyncio.TimeoutError:
         status, error = "timeout", f"no end within {endpoint.timeout_s:g} s"
     except aiohttp.ClientPayloadError as exc:
         status, error = "truncated", f"the stream broke: {exc}"[:ERROR_CHARS]
     except aiohttp.ClientError as exc:
         status, error = "error", f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+    except (aiohttp.http_exceptions.HttpProcessingError, ValueError) as exc:
+        # a line or chunk longer than the client reads (an enormous or malformed stream)
+        status, error = "error", f"unreadable stream: {type(exc).__name__}"
     end = time.perf_counter_ns() - origin_ns
     text = "".join(pieces)
     ids = tuple(tokenizer.encode(text)) if text else ()

@@ -57,7 +57,7 @@ async def _models(session: Any, base: str) -> list[str]:
 
 async def _probe(session: Any, endpoint: Endpoint, prompt: list[int] | str) -> tuple[int, str]:
     """The probe's status and what came back (the stream's text, or the error body)."""
-    from parity.serving.client import body
+    from parity.serving.client import body, overrun
 
     payload = body(endpoint, prompt, PROBE_TOKENS, 0)
     async with session.post(endpoint.url, json=payload) as resp:
@@ -71,6 +71,8 @@ async def _probe(session: Any, endpoint: Endpoint, prompt: list[int] | str) -> t
             text = line.decode("utf-8", errors="replace").strip()
             if text.startswith("data:") and text[5:].strip() not in ("", "[DONE]"):
                 seen.append(text[5:].strip())
+            if len(seen) > overrun(PROBE_TOKENS):
+                return -1, f"streamed past {overrun(PROBE_TOKENS)} chunks for {PROBE_TOKENS} tokens"
         if not seen:
             return -1, "the stream carried no data"
         return 200, json.dumps(seen[:1])
@@ -109,6 +111,11 @@ async def discover(
         ) from None
     except TimeoutError:
         raise UsageError(f"{where} did not answer a probe within 120 s") from None
+    except (aiohttp.http_exceptions.HttpProcessingError, ValueError) as exc:
+        raise UsageError(
+            f"{where} sent a stream parity cannot read ({type(exc).__name__}: a line longer "
+            "than the client reads): not an OpenAI-style event stream"
+        ) from None
     if status == 404:
         raise UsageError(f"{where} does not know the model {model!r}: {_said(said)}")
     if status == -1:
