@@ -114,6 +114,11 @@ class LossCheck(CheckBase):
     """The loss curve, target against baseline, step by step."""
 
     kind: Literal["loss"] = "loss"
+    #: what widened ``tolerance`` beyond the precision's own (``quality.compare_losses``):
+    #: the baseline's relative improvement over its last tenth of steps (a reduced
+    #: precision side), and the curve's own step-to-step noise, detrended
+    progress_rel: float | None = omit_none()
+    noise_rel: float | None = omit_none()
     final_rel: float | None = omit_none()
     max_rel: float | None = omit_none()
     first_step_outside_band: int | None = None
