@@ -26,6 +26,7 @@ from parity.model.codec import encode
 from parity.model.reports import ScalingPoint, ScalingReport
 from parity.model.verdict import Gate, JudgeInputs
 from parity.request import CheckRequest, CompareRequest, RunRequest, ScaleRequest
+from tests.conftest import run_cli
 from tests.fixtures.cli import Calls, invoke, stub_api
 from tests.judge.synthetic import side_runs
 
@@ -493,3 +494,21 @@ def test_bad_mlflow_options_are_one_line_exit_2(
     assert result.exit_code == 2, result.stderr
     assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not calls.made
+
+
+@pytest.mark.slow
+def test_run_and_compare_take_store(tmp_path: Path) -> None:
+    """``--store`` as the README documents it for compare and run: the index named there
+    (over ``$PARITY_STORE``), a database URL's password masked where it is refused."""
+    index = tmp_path / "team.sqlite"
+    res = run_cli(
+        "run", "mlp-train", "--device", "cpu", "--steps", "2", "--out", str(tmp_path / "r"),
+        "--store", str(index), env={"PARITY_STORE": str(tmp_path / "other.sqlite")},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    listed = run_cli("ls", "--store", str(index), "--json")
+    assert listed.returncode == 0 and "mlp-train" in listed.stdout, listed.stderr
+    assert not (tmp_path / "other.sqlite").exists()
+    bad = run_cli("compare", "mlp-train", "--store", "mysql://u:Pw4711/x@h/db")
+    assert bad.returncode == 2 and "Pw4711" not in bad.stderr
+    assert "SQLite or PostgreSQL" in bad.stderr

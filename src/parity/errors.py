@@ -26,6 +26,13 @@ it into a ``BundleError`` or an ``OptionError`` with the key named).
 
 from __future__ import annotations
 
+#: exit codes, one meaning each across every command
+EXIT_OK = 0  # the target passes every gate (a check passes)
+EXIT_FAIL = 1  # a gate fails, or a side failed
+EXIT_USAGE = 2  # bad input or usage, or the user's own workload failing on its own
+EXIT_INCONCLUSIVE = 3  # a check or comparison that could not decide
+EXIT_CAPACITY = 4  # a cluster pool never available within --wait
+
 
 class ParityError(Exception):
     """Base class of the errors parity raises on purpose."""

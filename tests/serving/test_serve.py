@@ -120,20 +120,33 @@ def test_bad_endpoints_are_one_line_before_measuring(
 
 @pytest.mark.slow
 def test_an_api_key_is_sent_never_written(scripted: Callable[..., str], tmp_path: Path) -> None:
+    """With the client's ceiling measured too: it is in each side's bundle, and the
+    no-work server's own logs are not left behind."""
     base, target = scripted(**SCRIPT), scripted(**SCRIPT)
     out = tmp_path / "k"
-    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
+    load = [a for a in LOAD if a != "--no-ceiling"]
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *load,
                   "--api-key-env", "PARITY_TEST_KEY", "--out", str(out),
                   env={"PARITY_TEST_KEY": "sk-secretvalue123"})  # fmt: skip
     assert got.returncode in (0, 3), got.stderr
     for path in out.rglob("*"):
         if path.is_file():
             assert "sk-secretvalue123" not in path.read_text(errors="replace"), path
+    assert "sk-secretvalue123" not in got.stdout + got.stderr
+    side = json.loads((out / "target" / "serve.json").read_text())
+    assert side["client_ceiling_rps"] > 10
+    assert sorted(p.name for p in out.iterdir()) == [
+        "baseline",
+        "report.html",
+        "target",
+        "verdict.json",
+    ]
 
 
 @pytest.mark.slow
-def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
-    scripted: Callable[..., str], tmp_path: Path
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_servers_and_keeps_what_was_measured(
+    scripted: Callable[..., str], tmp_path: Path, signum: str
 ) -> None:
     import os
     import signal
@@ -155,7 +168,7 @@ def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
     while answers(base) is None and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(4)  # into the measuring
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, getattr(signal, signum))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert answers(base) is None  # the server parity started is gone

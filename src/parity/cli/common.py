@@ -62,7 +62,21 @@ Store = Annotated[
 
 F = TypeVar("F", bound=Callable[..., None])
 #: a command's own options listed after the table's: what to do with the result
-LAST = ("plan", "resume", "strict", "as_json", "wide")
+LAST = ("plan", "resume", "store", "strict", "as_json", "wide")
+
+
+def use_store(store: str | None) -> None:
+    """``--store`` of a command that indexes what it makes (compare, run): checked now,
+    before anything runs (a password masked in any error), and the index this process
+    writes to (it takes precedence over ``$PARITY_STORE``, as for ``ls``)."""
+    if store is None:
+        return
+    import os
+
+    from parity.store.engine import locate
+
+    locate(store)
+    os.environ["PARITY_STORE"] = store
 
 
 def _annotation(option: Option[Any]) -> Any:

@@ -45,6 +45,7 @@ def compare(
     workload: c.WorkloadArg = None,
     plan: Plan = None,
     resume: Resume = None,
+    store: c.Store = None,
     as_json: c.AsJson = False,
     wide: c.Wide = False,
     verbose: c.Verbose = False,
@@ -57,6 +58,7 @@ def compare(
     from parity.request import compare_request
     from parity.storage import local_dir
 
+    c.use_store(store)
     resumed = None if resume is None else local_dir(resume, "--resume")
     if resume is None and plan is None:
         _start_early(ctx, workload)

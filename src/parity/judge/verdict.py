@@ -130,7 +130,10 @@ def judge_quality(
     tol = quality.tolerances(a.side, b.side)
     checks: list[QualityCheck] = []
     if a.losses or b.losses:
-        checks.append(quality.compare_losses(a.losses, b.losses, tol["final_loss_rel"]))
+        reduced = {a.side.precision, b.side.precision} != {"fp32"}
+        checks.append(
+            quality.compare_losses(a.losses, b.losses, tol["final_loss_rel"], reduced=reduced)
+        )
     out_a, out_b = a.output_tensors(), b.output_tensors()
     for name in sorted(set(out_a) | set(out_b)):
         if name not in out_a or name not in out_b:

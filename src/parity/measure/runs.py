@@ -44,7 +44,7 @@ from parity.measure.orchestrate import (
 )
 from parity.measure.prepare import preflight, prepare_workload
 from parity.measure.remote import placed_sides, url_out
-from parity.measure.resumable import belonging, check_resumable, mismatch
+from parity.measure.resumable import belonging, check_resumable, mismatch, says_how_to_resume
 from parity.measure.stopping import adaptive_stop, timing_plan
 from parity.model.bundle import Bundle
 from parity.model.estimate import Estimate
@@ -236,6 +236,7 @@ def compare(
         _start(request, out, resuming)  # the request as given: the plan is the estimate's
         request = replace(request, measure=plan)
         with (
+            says_how_to_resume(out),
             locked(out),
             Orchestrator(
                 out=out, progress=progress, launcher=launcher, started=began, placed=placed

@@ -79,7 +79,7 @@ def write_error(tmp: Path, exc: BaseException, phase: str, job: Job | None = Non
         type=type(exc).__name__,
         message=r.text(str(exc))[:MESSAGE_CHARS],
         phase=phase,
-        traceback=r.text(traceback.format_exc(limit=20)),
+        traceback=r.text(traceback.format_exc(limit=-20)),  # the innermost frames
     )
     staged = tmp / f".{ERROR_FILE}.{os.getpid()}"
     for attempt in range(2):
