@@ -62,14 +62,32 @@ Store = Annotated[
 
 F = TypeVar("F", bound=Callable[..., None])
 #: a command's own options listed after the table's: what to do with the result
-LAST = ("plan", "resume", "strict", "as_json", "wide")
+LAST = ("plan", "resume", "store", "strict", "as_json", "wide")
+
+
+def use_store(store: str | None) -> None:
+    """``--store`` of a command that indexes what it makes (compare, run): checked now,
+    before anything runs (a password masked in any error), and the index this process
+    writes to (it takes precedence over ``$PARITY_STORE``, as for ``ls``)."""
+    if store is None:
+        return
+    import os
+
+    from parity.store.engine import locate
+
+    locate(store)
+    os.environ["PARITY_STORE"] = store
 
 
 def _annotation(option: Option[Any]) -> Any:
     """The Typer parameter of an option of the table (None: not given)."""
     decls = [f"{option.flag}/{option.negative}"] if option.negative else [option.flag]
     info = typer.Option(
-        *decls, metavar=option.metavar or None, help=option.help, show_default=False
+        *decls,
+        metavar=option.metavar or None,
+        help=option.help,
+        show_default=False,
+        hidden=option.rare,
     )
     return Annotated[option.cli | None, info]
 

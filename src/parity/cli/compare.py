@@ -45,6 +45,7 @@ def compare(
     workload: c.WorkloadArg = None,
     plan: Plan = None,
     resume: Resume = None,
+    store: c.Store = None,
     as_json: c.AsJson = False,
     wide: c.Wide = False,
     verbose: c.Verbose = False,
@@ -53,10 +54,13 @@ def compare(
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
 
     Script mode: parity compare --target cpu+bf16 -- python train.py --device {device}
-    runs an unmodified training script once per side (see docs/script-mode.md)."""
+    runs an unmodified training script once per side (see docs/script-mode.md).
+
+    Rarer options (cluster, torchrun, the judge's extra inputs, MLflow): docs/cli.md."""
     from parity.request import compare_request
     from parity.storage import local_dir
 
+    c.use_store(store)
     resumed = None if resume is None else local_dir(resume, "--resume")
     if resume is None and plan is None:
         _start_early(ctx, workload)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from parity.judge.load import load_check
+from parity.judge.load import load_check, waited_finding
 from parity.judge.placements import (
     handoffs,
     placements_finding,
@@ -162,6 +162,7 @@ def _findings(
     found = [
         contention(a.first, b.first, busy, half_width_rel, stalled),
         placements_finding(two_ways) if two_ways is not None else None,
+        waited_finding(a, b),
     ]
     return tuple(f for f in found if f is not None)
 

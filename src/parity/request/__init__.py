@@ -203,11 +203,16 @@ class CompareRequest:
         from parity.request.plan import load_plan
 
         planned = load_plan(path)
+        merged = planned.merged(given) if given is not None else planned
         try:
-            plain = cls.build(planned)
-        except UsageError as exc:  # a value of the file itself: name the file
-            raise PlanError(f"{path}: {exc}") from None
-        return cls.build(planned.merged(given)) if given is not None else plain
+            return cls.build(merged)
+        except UsageError as exc:
+            try:  # a plan may hold a part only (``[production]``), the rest given beside it
+                cls.build(planned)
+            except UsageError as alone:
+                if str(alone) == str(exc):  # a value of the file itself: name the file
+                    raise PlanError(f"{path}: {exc}") from None
+            raise
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> CompareRequest:
