@@ -91,6 +91,10 @@ def test_value_dependent_and_caching_targets_are_caught() -> None:
     reseeded, same = speed.compliance
     assert not reseeded.passed and not same.passed and not speed.reliable
     assert speed.unreliable_because == (reseeded.name, same.name)
+    unreliable = [f for f in speed.findings if f.code == "speed.unreliable"]
+    assert [(f.severity, f.figures["failed"]) for f in unreliable] == [
+        ("blocks", [reseeded.name, same.name])
+    ]
     assert reseeded.ratio == pytest.approx(1.25, rel=0.02)
     assert reseeded.detail.startswith("the re-seeded run's median step was 1.2")
     assert "outside the" in reseeded.detail

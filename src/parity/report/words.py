@@ -177,6 +177,10 @@ def _withheld_emulated(f: Figures) -> str:
 
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
+    "speed.unreliable": Words(
+        says=lambda f: f"the speed claim is unreliable: {_names(f, 'failed')} failed",
+        action=lambda f: "rerun on an idle machine",
+    ),
     "decision.withheld-quality": Words(
         says=_withheld_quality,
         action=lambda f: (
