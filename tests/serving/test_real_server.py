@@ -4,6 +4,7 @@ and stops them. Nightly: each server takes minutes to answer /health on a loaded
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shlex
 import shutil
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.nightly
 
 
 def _gguf(tmp: Path) -> Path:
-    if shutil.which("transformers") is None:
+    serving = ("openai", "fastapi", "uvicorn")  # transformers' serving extra
+    if shutil.which("transformers") is None or not all(map(importlib.util.find_spec, serving)):
         pytest.skip("needs the transformers CLI with its serving extra: pip install "
                     "'transformers[serving]'")  # fmt: skip
     wheel = _wheel()
