@@ -40,6 +40,7 @@ RUNS: dict[str, tuple[list[str], dict[str, str], int]] = {
         [
             *(f"{FAULTS}:NoiseFromStepBf16", "--baseline", "cpu", "--target", "parityfake+bf16"),
             *("--steps", "6", "--batch-size", "16"),  # as tests/test_quality_verdict.py runs it
+            *("--budget", "300"),  # a budget that keeps the per-module probes on a busy machine
         ],
         {"PARITY_PLUGINS": "parity.testing.fakedevice"},
         45,

@@ -322,6 +322,31 @@ def test_help_reads_well() -> None:
     assert "--no-compliance" in pages["compare"] and "--wide" in pages["ls"]
 
 
+def test_help_fits_a_screen_and_rare_options_stay_in_the_reference() -> None:
+    """Every command's --help fits a screen: 60 lines at 100 columns; the options hidden
+    from it (``request.options.RARE``) are still listed in docs/cli.md."""
+    import typer
+    from typer.testing import CliRunner
+
+    from parity.cli.app import app
+    from parity.request.options import RARE, TABLE
+
+    group = typer.main.get_command(app)
+    pages = {}
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        for path in (
+            [[name, sub] for sub in command.commands] if hasattr(command, "commands") else [[name]]
+        ):
+            shown = CliRunner().invoke(app, [*path, "--help"], terminal_width=100)
+            pages[" ".join(path)] = shown.stdout
+    long = {name: n for name, text in pages.items() if (n := len(text.splitlines())) > 60}
+    assert long == {}, long
+    compare = pages["compare"]
+    assert "--cluster" not in compare and "docs/cli.md" in " ".join(compare.split())
+    reference = (ROOT / "docs" / "cli.md").read_text()
+    assert all(f"`{TABLE[key].flag}`" in reference for key in RARE)
+
+
 def test_the_entry_point_and_python_m(tmp_path: Path) -> None:
     assert 'parity = "parity.cli:entry"' in (ROOT / "pyproject.toml").read_text()
     from parity.cli import main

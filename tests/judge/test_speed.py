@@ -91,6 +91,10 @@ def test_value_dependent_and_caching_targets_are_caught() -> None:
     reseeded, same = speed.compliance
     assert not reseeded.passed and not same.passed and not speed.reliable
     assert speed.unreliable_because == (reseeded.name, same.name)
+    unreliable = [f for f in speed.findings if f.code == "speed.unreliable"]
+    assert [(f.severity, f.figures["failed"]) for f in unreliable] == [
+        ("blocks", [reseeded.name, same.name])
+    ]
     assert reseeded.ratio == pytest.approx(1.25, rel=0.02)
     assert reseeded.detail.startswith("the re-seeded run's median step was 1.2")
     assert "outside the" in reseeded.detail
@@ -453,3 +457,9 @@ def test_a_side_that_waited_longer_for_the_cores_widens_the_interval_and_says_so
     # the same waits on both sides: no finding, the interval as it was
     same = judge_speed(_waited(base, waits, 1), _waited([1.2 * m for m in base], waits, 2))
     assert same is not None and all(c.name != LOAD_CHECK for c in same.compliance)
+    # a wait both sides paid is a reading of the interval, said with both figures
+    waited = [f for f in same.findings if f.code == "speed.waited"]
+    assert waited and waited[0].figures["target"] == pytest.approx(sum(waits) / 5)
+    quiet = [w / 100 for w in waits]
+    calm = judge_speed(_waited(base, quiet, 1), _waited([1.2 * m for m in base], quiet, 2))
+    assert calm is not None and all(f.code != "speed.waited" for f in calm.findings)

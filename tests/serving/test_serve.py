@@ -28,6 +28,7 @@ def test_a_command_side_and_a_url_side(scripted: Callable[..., str], tmp_path: P
     got = run_cli(
         "serve", "--baseline-url", f"http://127.0.0.1:{port}", "--baseline-cmd", cmd,
         "--target-url", target, *LOAD, "--slo", "e2e_p90=1s", "--max-steps", "4",
+        "--client-lag", "200ms",  # a busy test machine: the flag has a test of its own
         "--price", "baseline=2.0", "--price", "target=1.0", "--out", str(out),
     )  # fmt: skip
     assert got.returncode == 0, got.stdout + got.stderr

@@ -83,7 +83,11 @@ def _annotation(option: Option[Any]) -> Any:
     """The Typer parameter of an option of the table (None: not given)."""
     decls = [f"{option.flag}/{option.negative}"] if option.negative else [option.flag]
     info = typer.Option(
-        *decls, metavar=option.metavar or None, help=option.help, show_default=False
+        *decls,
+        metavar=option.metavar or None,
+        help=option.help,
+        show_default=False,
+        hidden=option.rare,
     )
     return Annotated[option.cli | None, info]
 

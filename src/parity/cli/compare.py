@@ -54,7 +54,9 @@ def compare(
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
 
     Script mode: parity compare --target cpu+bf16 -- python train.py --device {device}
-    runs an unmodified training script once per side (see docs/script-mode.md)."""
+    runs an unmodified training script once per side (see docs/script-mode.md).
+
+    Rarer options (cluster, torchrun, the judge's extra inputs, MLflow): docs/cli.md."""
     from parity.request import compare_request
     from parity.storage import local_dir
 

@@ -18,6 +18,7 @@ import math
 import statistics
 
 from parity.model.bundle import SideRuns
+from parity.model.findings import Finding
 from parity.model.verdict import ComplianceCheck
 from parity.stats import RatioCI
 from parity.stats.load import LoadAdjusted, load_adjusted
@@ -28,6 +29,9 @@ LOAD_CHECK = "the sides' processes under one load"
 MIN_SHIFT = 0.02
 #: the slope of step time on wait must stand this many standard errors from nil
 SLOPE_T = 2.0
+#: a mean wait for a core (seconds a second, over both sides' processes) from which the
+#: speed section says the steps paid it
+WAITED = 0.10
 
 
 def waits(side: SideRuns) -> list[tuple[float, float]]:
@@ -66,3 +70,19 @@ def _said(adj: LoadAdjusted, ci: RatioCI, held: bool) -> str:
     if held:
         return said + "; the interval is widened to hold both"
     return said + "; one ratio does not describe this run: measure again on a quiet machine"
+
+
+def waited_finding(a: SideRuns, b: SideRuns) -> Finding | None:
+    """Both sides' processes waited for a core while stepping (other work on the
+    machine): a wait both pay adds to each step alike, which moves a ratio toward 1, so
+    a quiet machine's ratio may lie outside the interval. A reading, not a block; None on
+    a machine where they waited less than ``WAITED`` s a second, or where it is unknown."""
+    means = {}
+    for role, side in (("baseline", a), ("target", b)):
+        found = [w for _, w in waits(side)]
+        if not found:
+            return None
+        means[role] = statistics.fmean(found)
+    if statistics.fmean(means.values()) < WAITED:
+        return None
+    return Finding(code="speed.waited", severity="reading", figures=dict(means))

@@ -146,6 +146,9 @@ def _quality_count(q: Quality, g: Gate) -> str:
 
 def _first_divergence(v: Verdict) -> str:
     layers = v.numerics.layers if v.numerics is not None else None
+    missing = v.numerics.not_localised if v.numerics is not None else None
+    if missing and v.quality is not None and v.quality.failing:
+        return f"; {missing}"
     if layers is None or layers.first_divergence is None:
         return ""
     row = layers.first_divergence_row

@@ -55,7 +55,8 @@ def step_line(s: StepFigures) -> str:
     if s.errors:
         parts.append("not good: " + ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())))
     if s.client_bound:
-        parts.append(f"CLIENT-BOUND (dispatch lag p99 {_t(s.dispatch_lag_p99_s)})")
+        lags = f"dispatch lag p99 {_t(s.dispatch_lag_p99_s)}, loop lag p99 {_t(s.loop_lag_p99_s)}"
+        parts.append(f"CLIENT-BOUND ({lags})")
     if s.saturated:
         parts.append("ended early: over-saturated")
     if s.checks:
