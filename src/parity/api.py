@@ -130,13 +130,17 @@ def compare(
         _alone(workload, plan=plan, resume=resume, **options)
         with resolve(_quiet(progress)) as sink:
             return ComparisonResult(runs.compare(workload, progress=sink, resuming=resuming))
-    where = None if resume is None else Path(check_path("resume", resume))
+    from parity.remote import resume_target
+
+    where, published = (
+        (None, None) if resume is None else resume_target(check_path("resume", resume))
+    )
     planned = None if plan is None else Path(check_path("plan", plan))
     given = Given.read("compare", _named(workload, options), "kwargs")
     request = compare_request(given, planned, where)
     with resolve(progress) as sink:
         if where is not None:
-            return ComparisonResult(runs.resume(where, progress=sink))
+            return ComparisonResult(runs.resume(where, progress=sink, published=published))
         if request.batch_sizes:
             out, results = runs.compare_curve(request, progress=sink)
             return CurveResult(out, tuple(ComparisonResult(r) for r in results))
@@ -171,15 +175,21 @@ def run(
 
 
 def resume(
-    out: Path, *, progress: ProgressArg = None, request: CompareRequest | None = None
+    out: Path,
+    *,
+    progress: ProgressArg = None,
+    request: CompareRequest | None = None,
+    published: str | None = None,
 ) -> ComparisonResult:
-    """Finish an interrupted comparison (see ``parity.runs.resume``); progress as with a
-    request (none by default)."""
+    """Finish an interrupted comparison (see ``parity.runs.resume``; ``published``: the
+    URL it was published to, ``out`` its local copy); progress as with a request (none by
+    default)."""
     from parity import runs
     from parity.progress import resolve
 
     with resolve(_quiet(progress)) as sink:
-        return ComparisonResult(runs.resume(out, progress=sink, request=request))
+        found = runs.resume(out, progress=sink, request=request, published=published)
+        return ComparisonResult(found)
 
 
 def compare_curve(

@@ -108,6 +108,7 @@ def check_destination(url: str) -> None:
     try:
         fs.ls(bucket, detail=False)
         taken = fs.exists(f"{path}/{COMMIT}")
+        left = [] if taken or path == bucket else _objects(fs, path)
     except FileNotFoundError:
         raise UsageError(
             f"--out {shown(url)}: the bucket {bucket!r} does not exist: create it or choose "
@@ -125,6 +126,21 @@ def check_destination(url: str) -> None:
         ) from None
     if taken:
         raise UsageError(f"--out {shown(url)} already holds a committed run: choose a new --out")
+    if left:
+        raise UsageError(
+            f"--out {shown(url)} already holds {len(left)} object(s) (e.g. "
+            f"{left[0][len(path) + 1 :]}), a run that did not finish or another's files: "
+            "finish it with --resume, remove them, or choose a new --out"
+        )
+
+
+def _objects(fs: Any, path: str) -> list[str]:
+    """The objects under the prefix ``path`` (none where it does not exist)."""
+    fs.invalidate_cache(path)
+    try:
+        return sorted(str(p) for p in fs.find(path))
+    except FileNotFoundError:
+        return []
 
 
 def staging() -> Path:
@@ -136,18 +152,62 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def publish(tree: Path, url: str) -> str:
-    """Upload every file under ``tree`` to ``url``, then the commit marker (last)."""
+def _files(tree: Path) -> list[Path]:
+    return sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def upload(tree: Path, url: str, part: str = "") -> None:
+    """Upload the files under ``tree/part`` to ``url/part``, with no commit marker: a
+    finished bundle of a run still under way, so that ``--resume URL`` finds it after the
+    driver is lost (each bundle verifies itself by its own digest when read back)."""
     fs, root = split(url)
+    for file in _files(tree / part if part else tree):
+        fs.pipe_file(f"{root}/{file.relative_to(tree).as_posix()}", file.read_bytes())
+
+
+def publish(tree: Path, url: str) -> str:
+    """Upload every file under ``tree`` to ``url``, remove what is there and not in the
+    tree (a bundle a resumed run replaced), then write the commit marker (last; a marker
+    already there is removed first, so the tree is invisible while it changes)."""
+    fs, root = split(url)
+    if fs.exists(f"{root}/{COMMIT}"):
+        fs.rm_file(f"{root}/{COMMIT}")
     digests: dict[str, str] = {}
-    for file in sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()):
+    for file in _files(tree):
         rel = file.relative_to(tree).as_posix()
         data = file.read_bytes()
         fs.pipe_file(f"{root}/{rel}", data)
         digests[rel] = sha256(data)
+    for stale in _objects(fs, root):
+        if stale[len(root) + 1 :] not in digests:
+            fs.rm_file(stale)
     marker = {"schema_version": 1, "algorithm": "sha256", "files": digests}
     fs.pipe_file(f"{root}/{COMMIT}", json.dumps(marker, indent=1).encode())
     return shown(url)
+
+
+def fetch_unfinished(url: str) -> Path:
+    """A local copy of the run at ``url`` to resume: a committed one checked against its
+    marker (``fetch``), else every object under the prefix as it is (the bundles among
+    them are verified by their own digests when the resumed run reads them)."""
+    fs, root = split(url)
+    try:
+        if fs.exists(f"{root}/{COMMIT}"):
+            return _download(fs, root, shown(url))
+        found = _objects(fs, root)
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"cannot read {shown(url)} ({_reason(exc)}): check the URL") from None
+    if not found:
+        raise BundleError(f"{shown(url)} holds nothing to resume: check the URL")
+    copy = Path(tempfile.mkdtemp(prefix="parity-resume-")) / "out"
+    for obj in found:
+        rel = obj[len(root) + 1 :]
+        if not rel or rel.startswith("/") or ".." in rel.split("/"):
+            continue
+        target = copy / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fs.cat_file(obj))
+    return copy
 
 
 def _root_of(fs: Any, path: str) -> str:

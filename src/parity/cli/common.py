@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from parity import options as o
-from parity.errors import ParityError, UsageError, one_line
+from parity.errors import EXIT_CAPACITY, CapacityError, ParityError, UsageError, one_line
 from parity.options import TABLE, Option, options_of
 
 if TYPE_CHECKING:
@@ -187,6 +187,8 @@ def error_line(exc: BaseException) -> tuple[int, str]:
     """The exit code and the one line that an error ends the command with."""
     if isinstance(exc, UsageError):
         return 2, f"parity: error: {one_line(exc)}"
+    if isinstance(exc, CapacityError):
+        return EXIT_CAPACITY, f"parity: no capacity: {one_line(exc)}"
     if isinstance(exc, ParityError):
         return 1, f"parity: {one_line(exc)}"
     if isinstance(exc, _parse_errors()):  # a usage error found while parsing

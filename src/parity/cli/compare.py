@@ -21,11 +21,12 @@ if TYPE_CHECKING:
     from parity.request import CompareRequest
 
 Resume = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--resume",
-        metavar="DIR",
-        help="finish an interrupted compare in this directory, reusing its complete bundles "
+        metavar="DIR|URL",
+        help="finish an interrupted compare in this directory, or at the --out URL it "
+        "published to, reusing its complete bundles and running the missing and failed ones "
         "(other options must match the stored ones)",
     ),
 ]
@@ -53,12 +54,14 @@ def compare(
 
     Script mode: parity compare --target cpu+bf16 -- python train.py --device {device}
     runs an unmodified training script once per side (see docs/script-mode.md)."""
+    from parity.remote import resume_target
     from parity.request import compare_request
 
     if resume is None and plan is None:
         _start_early(ctx, workload)
-    request = compare_request(c.given_options(ctx, "compare"), plan, resume)
-    curve_out, results = _run(request, resume)
+    where, published = resume_target(resume) if resume is not None else (None, None)
+    request = compare_request(c.given_options(ctx, "compare"), plan, where)
+    curve_out, results = _run(request, where, published)
     if curve_out is not None:
         show_curve(curve_out, results, as_json=as_json, wide=wide)
     else:
@@ -88,7 +91,7 @@ def _start_early(ctx: typer.Context, workload: str | None) -> None:
 
 
 def _run(
-    request: CompareRequest, resume: Path | None
+    request: CompareRequest, resume: Path | None, published: str | None = None
 ) -> tuple[Path | None, list[ComparisonResult]]:
     """The API call the request asks for, with the progress display: a resumed, a curve
     (the curve's directory and one result per batch size) or a plain comparison."""
@@ -98,7 +101,8 @@ def _run(
     with display(c.stderr()) as progress:
         if resume is not None:
             # the request given (a script's real command) or the stored one, checked
-            return None, [api.resume(resume, progress=progress, request=request)]
+            found = api.resume(resume, progress=progress, request=request, published=published)
+            return None, [found]
         if request.batch_sizes:
             return api.compare_curve(request, progress=progress)
         return None, [api.compare(request, progress=progress)]
