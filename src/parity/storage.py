@@ -186,6 +186,19 @@ def publish(tree: Path, url: str) -> str:
     return shown(url)
 
 
+def unfinished(url: str) -> bool:
+    """Objects at ``url`` and no commit marker: a run stopped mid-way, to resume."""
+    fs, root = split(url)
+    return not fs.exists(f"{root}/{COMMIT}") and bool(_objects(fs, root))
+
+
+def put(url: str, data: bytes) -> str:
+    """One object at ``url`` (a sweep's summary beside its cells)."""
+    fs, path = split(url)
+    fs.pipe_file(path, data)
+    return shown(url)
+
+
 def fetch_unfinished(url: str) -> Path:
     """A local copy of the run at ``url`` to resume: a committed one checked against its
     marker (``fetch``), else every object under the prefix as it is (the bundles among
