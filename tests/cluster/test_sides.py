@@ -151,3 +151,37 @@ def test_a_job_whose_node_is_lost_runs_again_on_another_node(
     assert first.ok and first.placement is not None
     lost = first.placement.lost or ()
     assert len(lost) == 1 and lost[0].node_id != first.placement.node_id
+
+
+#: a comparison through the Python API, printing when each progress event reached the
+#: driver (wall clock) and when each bundle's worker finished
+STREAMED = """
+import json, sys, time
+from parity import api
+from parity.request import CompareRequest
+seen = []
+request = CompareRequest.from_kwargs(
+    workload="mlp-train", target="cpu+bf16", repeats=1, compliance=False, steps=300,
+    out=sys.argv[2], cluster=sys.argv[1], place=["baseline=side-a", "target=side-b"],
+    report=False,
+)
+result = api.compare(request, progress=lambda label, e: seen.append((label, e.event, time.time())))
+ended = {
+    f"{r} r00": getattr(result, r).repeats[0].manifest.finished_unix for r in ("baseline", "target")
+}
+print(json.dumps({"seen": seen, "ended": ended}))
+"""
+
+
+def test_a_remote_sides_progress_reaches_the_driver_while_it_runs(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", STREAMED, ray_cluster.client, str(tmp_path / "cmp")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    for label, ended in said["ended"].items():
+        steps = [t for name, kind, t in said["seen"] if name == label and kind == "progress"]
+        assert steps and min(steps) < ended, (label, steps[:3], ended)  # before its end

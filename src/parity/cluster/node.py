@@ -128,6 +128,8 @@ class SideNode:
         self.work = Path(tempfile.mkdtemp(prefix="parity-side-"))
         self.launcher = Launcher()
         self.frozen: dict[str, Path] = {}
+        #: the running job's events so far, as JSON lines (``events``)
+        self.seen: list[str] = []
         instance, zone = cloud_instance()
         self.placement = Placement(
             node_id=node_id,
@@ -168,7 +170,11 @@ class SideNode:
         job = self._checkpoints_here(job, checkpoint)
         final = self.work / "bundles" / uuid.uuid4().hex[:12]
         env = {PLACEMENT_VAR: json.dumps(json.loads(where or self.where()))}
-        run_job(job, final, env=env, launcher=self.launcher)
+        self.seen = []
+        run_job(
+            job, final, env=env, launcher=self.launcher,
+            on_event=lambda event: self.seen.append(dumps(event, indent=None)),
+        )  # fmt: skip
         saved = job.checkpoint.checkpoint_dir if job.checkpoint is not None else None
         try:
             return files_of(final), files_of(Path(saved)) if saved else {}
@@ -176,6 +182,11 @@ class SideNode:
             shutil.rmtree(final, ignore_errors=True)
             if saved:
                 shutil.rmtree(Path(saved).parents[1], ignore_errors=True)
+
+    def events(self, start: int) -> list[str]:
+        """The running job's events from the ``start``-th on, for the driver's progress
+        while the job runs (the actor serves this beside ``run``)."""
+        return self.seen[start:]
 
     def _checkpoints_here(self, job: Job, checkpoint: dict[str, bytes] | None) -> Job:
         """The job's checkpoint directories on this node: the one it resumes from written

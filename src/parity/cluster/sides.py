@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from parity.cluster.code import user_code
 from parity.cluster.node import SideNode, files_of, write_files
 from parity.errors import UsageError
 from parity.model.codec import decode, dumps, loads
-from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
+from parity.model.job import JOB_FILE, Event, Job
 from parity.model.placement import ClusterPlan, NodeLost, Placement, Resource
 from parity.plugins import is_file_workload
 from parity.redact import redact
@@ -31,6 +32,8 @@ log = logging.getLogger("parity")
 START_TIMEOUT_S = 120.0
 #: seconds beyond a job's own timeout for the bundle to come back
 SLACK_S = 120.0
+#: seconds between asks for a running job's events (its progress on the driver)
+PROGRESS_EVERY_S = 1.0
 
 
 def _options(res: Resource) -> dict[str, float | dict[str, float]]:
@@ -91,7 +94,7 @@ class RemoteSide:
             placement = self.take()
             tmp = temp_dir_for(final)
             try:
-                files, saved = self._send(job, placement, lost)
+                files, saved = self._send(job, placement, lost, on_event)
             except Exception as exc:  # RayActorError, NodeDiedError, GetTimeoutError ...
                 event = NodeLost(
                     node_id=placement.node_id, hostname=placement.hostname, reason=_first(exc)
@@ -109,17 +112,15 @@ class RemoteSide:
         if saved and plan is not None and plan.checkpoint_dir:  # where the check reads it
             _keep_checkpoint(Path(plan.checkpoint_dir), saved)
         write_files(tmp, files)
-        if on_event is not None:
-            for line in (tmp / EVENTS_FILE).read_text().splitlines() if files else []:
-                try:
-                    on_event(decode(Event, loads(line)))
-                except ValueError:
-                    continue
         os.replace(tmp, final)
         return final
 
     def _send(
-        self, job: Job, placement: Placement, lost: list[NodeLost]
+        self,
+        job: Job,
+        placement: Placement,
+        lost: list[NodeLost],
+        on_event: Callable[[Event], None] | None,
     ) -> tuple[dict[str, bytes], dict[str, bytes]]:
         frozen = None
         if job.frozen is not None:
@@ -131,7 +132,18 @@ class RemoteSide:
         resumes = files_of(Path(plan.resume_from)) if plan and plan.resume_from else None
         where = dumps(replace(placement, lost=tuple(lost) or None), indent=None)
         ref = self.actor.run.remote(dumps(job, indent=None), frozen, code, resumes, where)
-        files, saved = self.ray.get(ref, timeout=job.timeout_s + SLACK_S)
+        deadline = time.monotonic() + job.timeout_s + SLACK_S
+        relayed = 0
+        while True:  # the job's events relayed as it runs, not when it ends
+            ready, _ = self.ray.wait([ref], timeout=PROGRESS_EVERY_S)
+            if on_event is not None:
+                said = self.ray.get(self.actor.events.remote(relayed), timeout=SLACK_S)
+                relayed += _relay(said, on_event)
+            if ready:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no bundle within {job.timeout_s + SLACK_S:g} s")
+        files, saved = self.ray.get(ref)
         return files, saved
 
     def _note(self, job: Job, event: NodeLost) -> None:
@@ -170,6 +182,16 @@ class RemoteSide:
             capacity.release(group)
 
     close = release
+
+
+def _relay(lines: list[str], on_event: Callable[[Event], None]) -> int:
+    """Each event line to ``on_event``; how many lines there were."""
+    for line in lines:
+        try:
+            on_event(decode(Event, loads(line)))
+        except ValueError:
+            continue
+    return len(lines)
 
 
 def _first(exc: BaseException) -> str:
@@ -215,7 +237,7 @@ def _start_one(
     runtime = {"env_vars": {"PARITY_CLUSTER_ROLE": role}}
     strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=0)
     actor = actor_class.options(
-        **_options(res), max_restarts=0, max_concurrency=1, runtime_env=runtime,
+        **_options(res), max_restarts=0, max_concurrency=2, runtime_env=runtime,
         scheduling_strategy=strategy,
     ).remote(str(res), redact(plan.address))  # fmt: skip
     try:
