@@ -33,7 +33,7 @@ from parity.probes.numerics import capture
 from parity.bundle import CAPTURE, CAPTURE_TENSORS, write_doc
 from parity.runner.load import load_model
 from safetensors.torch import save_file
-from parity.spec import SideSpec, WorkloadSpec
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext
 from parity.workloads.frozen import freeze

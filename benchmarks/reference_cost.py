@@ -33,10 +33,10 @@ from pathlib import Path
 from _common import load_line
 
 from parity.bundle import Bundle
+from parity.measure.orchestrate import JobTemplate, Orchestrator, prepare_workload
 from parity.model.job import Mode
-from parity.orchestrate import JobTemplate, Orchestrator, prepare_workload
+from parity.model.spec import SideSpec, WorkloadSpec, parse_side
 from parity.runner.launch import Launcher
-from parity.spec import SideSpec, WorkloadSpec, parse_side
 
 WORKLOADS = ("mlp-train", "gpt-train", "gpt-generate", "cnn-infer")
 RUNS: dict[str, tuple[Mode, str]] = {

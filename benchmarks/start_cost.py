@@ -35,9 +35,9 @@ from pathlib import Path
 from _common import load_line, table
 
 from parity.bundle import Bundle
-from parity.orchestrate import JobTemplate, Orchestrator
+from parity.measure.orchestrate import JobTemplate, Orchestrator
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.runner.launch import Launcher
-from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.frozen import freeze
 

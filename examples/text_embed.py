@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from parity.model.spec import WorkloadSpec
 from parity.model.workload import Sources
-from parity.spec import WorkloadSpec
 from parity.workloads import RunContext, StepRunner, Workload
 from parity.workloads.loops import NamedInferRunner
 from parity.workloads.sample import ByteTokens, parse_data, rows

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from parity.errors import WorkloadError
-from parity.spec import WorkloadSpec
+from parity.model.spec import WorkloadSpec
 from parity.workloads import RunContext, StepRunner, Workload
 from parity.workloads.loops import InferRunner
 

@@ -24,7 +24,7 @@ from parity.bundle import (
     write_json,
 )
 from parity.errors import BundleError
-from parity.spec import parse_side
+from parity.model.spec import parse_side
 from tests.fixtures import bundles
 
 

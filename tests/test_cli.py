@@ -103,7 +103,7 @@ def test_script_mode_passes_the_command_after_the_separator(calls: Calls, tmp_pa
 
 
 def test_a_plan_with_options_beside_it(calls: Calls, tmp_path: Path) -> None:
-    from parity.plan import TEMPLATE
+    from parity.request.plan import TEMPLATE
 
     (tmp_path / "p.toml").write_text(TEMPLATE)
     request = requested(calls, "compare", "compare", "--plan", "p.toml", "--steps", "4")
@@ -228,14 +228,14 @@ def test_run_shows_the_bundle_or_the_failure(
 
 
 def test_scale_prints_a_table_and_exits_by_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
-    import parity.scaling
+    import parity.measure.scaling
 
     stub_api(monkeypatch)
     point = ScalingPoint(nproc=2, status="ok", reason=None, wall_s=1.0, median_step_s=0.01)
     report = ScalingReport(
         side="cpu", workload="mlp-train", points=(point,), definition="strong", passed=False
     )
-    monkeypatch.setattr(parity.scaling, "scale", lambda *a, **k: report)
+    monkeypatch.setattr(parity.measure.scaling, "scale", lambda *a, **k: report)
     shown = invoke("scale", "mlp-train", "--device", "cpu")
     assert shown.exit_code == 1 and "scaling mlp-train on cpu" in shown.stdout
     shown = invoke("scale", "mlp-train", "--device", "cpu", "--json")
@@ -400,7 +400,7 @@ def test_every_line_of_the_readme_tour_parses(
     monkeypatch.setattr(parity.devices, "known_device_types", lambda: {"cpu"})
     monkeypatch.setattr(parity.devices, "get_device", lambda name: name)
     if "--plan" in args:  # the tour writes it with parity init first
-        from parity.plan import write_template
+        from parity.request.plan import write_template
 
         write_template(tmp_path / "parity.toml")
     if args[0] == "reindex":  # a directory that does not exist is refused (exit 2)
@@ -413,6 +413,42 @@ def test_every_line_of_the_readme_tour_parses(
     else:
         assert shown.exit_code in (0, 1), (args, shown.stderr)
         assert "internal error" not in shown.stderr
+
+
+def own_model() -> list[list[str]]:
+    """The commands of the README's "Compare your own model on two devices"."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Compare your own model on two devices", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for block in section.split("```sh")[1:]:
+        for line in block.split("```", 1)[0].splitlines():
+            words = shlex.split(line.split("  #", 1)[0])
+            if words and words[0] == "parity":
+                lines.append(words[1:])
+    return lines
+
+
+def test_the_readme_shows_a_checkpoint_on_two_machines() -> None:
+    commands = [args[0] for args in own_model()]
+    assert commands.count("run") == 2 and "diff" in commands and "compare" in commands
+
+
+@pytest.mark.parametrize("args", own_model(), ids=lambda a: " ".join(a)[:50])
+def test_every_own_model_command_of_the_readme_parses(
+    args: list[str], calls: Calls, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Beside a checkpoint directory and a data file as the README names them, each line
+    reaches the (stubbed) API: none is a usage error."""
+    import parity.devices
+
+    monkeypatch.setattr(parity.devices, "known_device_types", lambda: {"cpu"})
+    monkeypatch.setattr(parity.devices, "get_device", lambda name: name)
+    (tmp_path / "my-model").mkdir()
+    (tmp_path / "my-model" / "config.json").write_text('{"architectures": ["GPT2LMHeadModel"]}')
+    (tmp_path / "corpus.jsonl").write_text('{"text": "a line of text"}\n')
+    shown = invoke(*args, env={"PARITY_STORE": str(tmp_path / "i.db")})
+    assert shown.exit_code in (0, 1), (args, shown.stderr)
+    assert "internal error" not in shown.stderr
 
 
 # -- --mlflow [URI] ---------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from parity.cli.app import app
-from parity.options import options_of
-from parity.plan import TEMPLATE
+from parity.request.options import options_of
+from parity.request.plan import TEMPLATE
 from tests.fixtures.cli import STUB, invoke, snapshot, stub_api
 
 EXAMPLES = int(os.environ.get("PARITY_FUZZ_EXAMPLES", "500"))

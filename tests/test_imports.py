@@ -19,6 +19,8 @@ FORBIDDEN = {
     "parity.cluster": ("parity.api", "parity.store", "parity.judge", "parity.report"),
     # bundles at URLs: a leaf beside the bundle layer
     "parity.storage": ("parity.api", "parity.store", "parity.judge", "parity.runner"),
+    # serving measures an endpoint; it never judges, indexes or reports
+    "parity.serving": ("parity.api", "parity.store", "parity.judge", "parity.report"),
 }
 
 

@@ -14,8 +14,8 @@ import pytest
 from parity import api
 from parity.api import ComparisonResult
 from parity.bundle import load_bundle
-from parity.cache import cache_root
 from parity.errors import BundleError
+from parity.measure.cache import cache_root, run_key
 from parity.request import CompareRequest
 
 
@@ -84,7 +84,9 @@ def test_an_edited_workload_cache_and_a_linked_reference_are_rebuilt(
         and json.loads((p / "workload.json").read_text())["fingerprint"] == fingerprint
     ]
     _flip_a_byte(frozen / "data.safetensors")
-    (reference,) = [p for p in cache_root().glob("reference-v*/*") if p.name == fingerprint]
+    (reference,) = [
+        p for p in cache_root().glob("reference-v*/*") if p.name == run_key(fingerprint)
+    ]
     (reference / "capture.safetensors").unlink()
     (reference / "capture.safetensors").symlink_to(frozen / "weights.safetensors")
     with caplog.at_level(logging.WARNING, logger="parity"):

@@ -1,5 +1,5 @@
 """Issue 30, class 9: a side this machine cannot run is refused by the one pre-flight
-(``parity.prepare.preflight``) of every command that takes a side, before anything is
+(``parity.measure.prepare.preflight``) of every command that takes a side, before anything is
 written: exit code 2, one line on stderr naming the side and the fix, no output
 directory. The table is every such command x every kind of unusable side; each case
 starts a worker (the pre-flight asks torch in it), so they are slow-marked."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.spec import parse_side
+from parity.model.spec import parse_side
 
 
 def _cores() -> int:
@@ -120,7 +120,7 @@ def test_every_command_refuses_a_side_it_cannot_run_before_writing(
 
 def test_the_table_covers_every_command_that_takes_a_side() -> None:
     """A new command with a side option joins the table above (or this test fails)."""
-    from parity.options import TABLE, side
+    from parity.request.options import TABLE, side
 
     taking = {c for o in TABLE.values() if o.read is side for c in o.commands}
     named = {name.split("-")[0] for name, _ in COMMANDS}
@@ -130,7 +130,7 @@ def test_the_table_covers_every_command_that_takes_a_side() -> None:
 @pytest.mark.slow
 def test_sides_this_machine_can_run_pass_the_preflight() -> None:
     """The pre-flight's job ends as a complete bundle where every side can run."""
-    from parity.prepare import preflight
+    from parity.measure.prepare import preflight
     from parity.runner.launch import Launcher
 
     sides = [parse_side(s) for s in ("cpu", "cpu+bf16", "cpu+threads=1", "cpu+compile", "cpu")]

@@ -26,8 +26,8 @@ from parity.bundle import load_bundle, read_doc, seal, sha256_file, write_doc
 from parity.errors import BundleError, ResumeError, UsageError
 from parity.model.job import JOB_FILE, Job
 from parity.model.manifest import Manifest
+from parity.model.spec import WorkloadSpec
 from parity.request import CompareRequest
-from parity.spec import WorkloadSpec
 from tests.fixtures import runs
 from tests.fixtures.cli import invoke, snapshot
 
@@ -288,7 +288,7 @@ def test_links_of_any_kind_are_refused_in_bundles_and_cached_runs(
 
 
 def test_a_cached_run_is_reused_only_for_the_key_its_content_gives(tmp_path: Path) -> None:
-    from parity.resumable import mismatch
+    from parity.measure.resumable import mismatch
 
     bundle = load_bundle(runs.write_bundle(tmp_path / "b", role="reference", spec="cpu"))
     m = bundle.manifest

@@ -11,7 +11,7 @@
 
 ``compare`` and ``run`` take either a validated request (``parity.request``: what the
 command line, a plan or a sweep builds) or what the command line takes, as keyword
-arguments named after the options (the keys of ``parity.options.TABLE``: ``baseline``,
+arguments named after the options (the keys of ``parity.request.options.TABLE``: ``baseline``,
 ``target``, ``size``, ``batch_size``, ``seq_len``, ``steps``, ``seed``, ``hf_config``,
 ``out``, ``repeats``, ``precision``, ``budget_s``, ``compliance``, ``timeout_s``,
 ``nproc``, ``nnodes``, ``rdzv_endpoint``, ``allow_diff``, ``target_loss``, ``prices``,
@@ -27,7 +27,7 @@ stderr (a tqdm bar per side and repeat in a notebook), ``False`` for silence, or
 callable ``(label, event)`` of your own (``parity.progress``). Given a request, the
 default is silence (the command line passes its own display).
 
-The plans are the orchestrator's (``parity.runs``); what happens to a comparison once
+The plans are the orchestrator's (``parity.measure.runs``); what happens to a comparison once
 measured (judged, written once, reported, indexed, logged) is ``parity.sinks``';
 reading existing sides is ``parity.comparison``'s.
 
@@ -118,19 +118,19 @@ def compare(
     (``[1, 8, 32]``) returns a ``CurveResult``, one comparison per batch size;
     ``production`` is ``{"parameters": "1.3B", "seq_len": 2048}``, ``slo``
     ``"ttft_p99=200ms,e2e_p99=2s"`` or ``{"ttft_p99": "200ms"}``, ``tuning_intended`` a
-    reason (see the README's fair-comparison rules).
+    reason (see docs/fairness.md).
     """
-    from parity import runs
-    from parity.options import Given
+    from parity.measure import runs
     from parity.progress import resolve
     from parity.request import compare_request
-    from parity.values import check_path
+    from parity.request.options import Given
+    from parity.request.values import check_path
 
     if isinstance(workload, CompareRequest):
         _alone(workload, plan=plan, resume=resume, **options)
         with resolve(_quiet(progress)) as sink:
             return ComparisonResult(runs.compare(workload, progress=sink, resuming=resuming))
-    from parity.remote import resume_target
+    from parity.measure.remote import resume_target
 
     where, published = (
         (None, None) if resume is None else resume_target(check_path("resume", resume))
@@ -157,7 +157,7 @@ def run(
     """Run a workload (or ``script``) once on one side (``device``, a side spec) into a
     bundle (``out``; required for a script), as ``parity run`` and ``parity scan`` do:
     the request given, or one built from the options."""
-    from parity import runs
+    from parity.measure import runs
     from parity.progress import resolve
 
     if isinstance(workload, RunRequest):
@@ -166,7 +166,7 @@ def run(
             return RunResult(runs.run(workload, progress=sink))
     if device is None:
         raise UsageError("run needs device=, a side spec such as 'cpu' or 'cuda+bf16'")
-    from parity.options import Given
+    from parity.request.options import Given
 
     given = Given.read("run", {"device": device, **_named(workload, options)}, "kwargs")
     request = RunRequest.build(given)
@@ -181,10 +181,10 @@ def resume(
     request: CompareRequest | None = None,
     published: str | None = None,
 ) -> ComparisonResult:
-    """Finish an interrupted comparison (see ``parity.runs.resume``; ``published``: the
-    URL it was published to, ``out`` its local copy); progress as with a request (none by
-    default)."""
-    from parity import runs
+    """Finish an interrupted comparison (see ``parity.measure.runs.resume``; ``published``:
+    the URL it was published to, ``out`` its local copy); progress as with a request (none
+    by default)."""
+    from parity.measure import runs
     from parity.progress import resolve
 
     with resolve(_quiet(progress)) as sink:
@@ -196,7 +196,7 @@ def compare_curve(
     request: CompareRequest, *, progress: ProgressArg = None
 ) -> tuple[Path, list[ComparisonResult]]:
     """One comparison per batch size (``OUT/bsN``) and ``curve.json``."""
-    from parity import runs
+    from parity.measure import runs
     from parity.progress import resolve
 
     with resolve(_quiet(progress)) as sink:
@@ -219,7 +219,7 @@ def diff(
     operational answers, pinned versions), so the verdict is the same; inputs ``given``
     replace them. Nothing is written."""
     from parity.comparison import Comparison
-    from parity.remote import relocated
+    from parity.measure.remote import relocated
     from parity.sinks import judge_inputs, overridden
     from parity.storage import is_url, readable, shown
 

@@ -1,8 +1,8 @@
 """Leaving a process that imported torch without the interpreter's teardown.
 
 At exit CPython tears down every module and collects what they held; with torch loaded
-that takes most of a second on a small machine (0.7-0.9 s after a ``parity compare``'s
-last line on this 2-vCPU machine), which the caller of the command waits for: a
+that can take most of a second on a small machine, which the caller of the command
+waits for after the last line: a
 comparison's parent, every spawned worker, every test that runs the command line. The
 zygote's forked children already leave with ``os._exit``; ``leave`` does the same for the
 entry points, after what a normal exit runs that matters: the non-daemon threads are

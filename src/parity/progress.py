@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from parity.model.job import Event
 
-#: ``(label, event)``: what the orchestrator reports (``parity.orchestrate.ProgressSink``)
+#: ``(label, event)``: what the orchestrator reports (``parity.measure.orchestrate.ProgressSink``)
 ProgressSink = Callable[[str, "Event"], None]
 #: what ``progress=`` of the Python API accepts
 ProgressArg = ProgressSink | bool | None

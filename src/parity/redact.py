@@ -93,9 +93,12 @@ _TOKENS = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY-----")
 #: ``scheme://user:password@host``: the password goes
+#: (up to the next ``@``, as SQLAlchemy reads it: ``/``, ``#`` and ``?`` may be in it unencoded)
 _URL_PASSWORD = re.compile(
-    r"(?P<head>(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^/\s:@]*:)(?P<pw>[^/\s@]+)(?=@)"
+    r"(?P<head>(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^/\s:@]*:)(?P<pw>[^\s@]+)(?=@)"
 )
+#: a URL's query parameter (its value a secret when its name looks secret)
+_QUERY_PAIR = re.compile(r"[?&;](?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63})=(?P<value>[^&#\s\"'<>]+)")
 #: an HTTP ``Authorization`` (or ``Proxy-Authorization``) header's value, whatever its scheme
 _AUTH = re.compile(
     r"(?P<head>\b(?i:(?:proxy-)?authori[sz]ation)[\"']?\s*[:=]\s*[\"']?"
@@ -132,6 +135,28 @@ _USERINFO = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@")
 #: all, in a bundle (the start says what ran, the end how it ended)
 LOG_LIMIT = 8 << 20
 LOG_HEAD = 1 << 20
+
+
+def url_secrets(text: str) -> list[str]:
+    """The passwords and secret query values of the URLs in ``text`` (as written and
+    percent-decoded: a driver may print either)."""
+    from urllib.parse import unquote
+
+    found = [m["pw"] for m in _URL_PASSWORD.finditer(text)]
+    found += [m["value"] for m in _QUERY.finditer(text)]
+    found += [m["value"] for m in _QUERY_PAIR.finditer(text) if _is_secret_name(m["name"])]
+    found += [unquote(v) for v in found]
+    return [v for v in dict.fromkeys(found) if len(v) >= _MIN_VALUE and REDACTED not in v]
+
+
+#: secret values this process learned from a URL it was given (``remember``)
+_REMEMBERED: set[str] = set()
+
+
+def remember(values: Iterable[str]) -> None:
+    """Know ``values`` as secret from now on, in every redactor of this process (a
+    database password read from ``--store``)."""
+    _REMEMBERED.update(v for v in values if len(v) >= _MIN_VALUE)
 
 
 def _is_secret_name(name: str) -> bool:
@@ -199,6 +224,10 @@ class Redactor:
             for name, value in env.items()
             if (name in marked or _is_secret_name(name)) and len(value) >= _MIN_VALUE
         }
+        # a password or secret query value in any variable's URL (``PARITY_STORE``,
+        # ``DATABASE_URL``, ``MLFLOW_TRACKING_URI``), and those learned from given URLs
+        values.update(v for value in env.values() if "://" in value for v in url_secrets(value))
+        values.update(_REMEMBERED)
         # longest first, so that a value containing another is replaced whole
         self.values = sorted(values, key=len, reverse=True)
         self.marked = marked
@@ -332,7 +361,7 @@ def redactor() -> Redactor:
     """The process's redactor, built from its environment (again when that changed, so a
     variable set after the first use is known too)."""
     global _CACHED
-    snapshot = tuple(sorted(os.environ.items()))
+    snapshot = (*sorted(os.environ.items()), ("", str(len(_REMEMBERED))))
     if _CACHED is None or _CACHED[0] != snapshot:
         _CACHED = (snapshot, Redactor())
     return _CACHED[1]

@@ -102,7 +102,7 @@ def conclude(
     inputs = judge_inputs(comparison, inputs, roots=[comparison.out])
     judged = comparison.judged(inputs)
     if url:
-        from parity.remote import relocated
+        from parity.measure.remote import relocated
         from parity.storage import shown
 
         assert judged.verdict is not None

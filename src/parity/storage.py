@@ -14,7 +14,8 @@ with the inputs its comparison stored beside it.
 
 Credentials come from where the filesystem's library looks (for S3: the environment,
 ``~/.aws`` profiles, instance roles; ``AWS_ENDPOINT_URL_S3`` for another endpoint) and are
-never written: a URL is shown and recorded with any user name or password removed.
+never written: a URL with a user, a password, a query (a signed URL) or a fragment is
+refused before anything is read or written (``parity.urls``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from parity.errors import BundleError, UsageError
-from parity.redact import strip_userinfo
+from parity.redact import url as recorded
+from parity.urls import checked, safe_form
 
 COMMIT = ".parity-commit.json"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -47,11 +49,21 @@ def is_url(target: str | Path) -> bool:
 def local(target: str | Path) -> Path:
     """A local path, or a ``file://`` URL as one."""
     text = str(target)
-    return Path(text[len("file://") :] if text.lower().startswith("file://") else text)
+    if not text.lower().startswith("file://"):
+        return Path(text)
+    return Path(checked(text, "URL")[len("file://") :])
+
+
+def local_dir(target: str, option: str) -> Path:
+    """A directory option that takes a local path only (``--resume``): a URL refused in one
+    line, shown without its query or credentials."""
+    if is_url(target):
+        raise UsageError(f"{option} takes a local directory, not {shown(target)}")
+    return local(target)
 
 
 def shown(url: str) -> str:
-    return strip_userinfo(url).rstrip("/")
+    return safe_form(url).rstrip("/")
 
 
 def _options(protocol: str) -> dict[str, Any]:
@@ -81,8 +93,10 @@ def _made(protocol: str, endpoint: str | None) -> Any:
         ) from None
 
 
-def split(url: str) -> tuple[Any, str]:
-    """The filesystem of ``url`` and the path within it."""
+def split(url: str, option: str = "URL") -> tuple[Any, str]:
+    """The filesystem of ``url`` and the path within it (OptionError naming ``option``
+    where the URL carries a credential, a query or a fragment)."""
+    url = checked(url, option)
     m = _SCHEME.match(url)
     if not m:
         raise UsageError(f"{url} is not a URL: use s3://BUCKET/PREFIX or a local path")
@@ -92,18 +106,13 @@ def split(url: str) -> tuple[Any, str]:
 
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return strip_userinfo(text[0] if text else type(exc).__name__)
+    return recorded(text[0] if text else type(exc).__name__)
 
 
 def check_destination(url: str) -> None:
     """Before anything runs: the bucket is reachable and nothing is committed at ``url``;
     UsageError naming the problem and the fix otherwise."""
-    if strip_userinfo(url) != url:
-        raise UsageError(
-            f"--out {shown(url)}: a URL with a user or password would be stored with the run: "
-            "give the credentials in the environment or a profile instead"
-        )
-    fs, path = split(url)
+    fs, path = split(url, "--out")
     bucket = path.split("/", 1)[0]
     try:
         fs.ls(bucket, detail=False)

@@ -25,8 +25,8 @@ from parity.model.checks import (
     SlopeGate,
 )
 from parity.model.metrics import SoakFigures, SoakWindow
+from parity.model.spec import WorkloadSpec, parse_side
 from parity.request import CheckRequest
-from parity.spec import WorkloadSpec, parse_side
 from tests.fixtures import bundles
 from tests.judge.synthetic import side_runs
 

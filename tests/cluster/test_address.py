@@ -8,8 +8,8 @@ import pytest
 from parity.cluster.address import parse_place, reachable, resolve_address, resource_for
 from parity.errors import OptionError, UsageError
 from parity.model.placement import ClusterPlan, Resource
+from parity.model.spec import parse_side
 from parity.request import CompareRequest
-from parity.spec import parse_side
 from parity.storage import check_destination
 from parity.testing.raycluster import free_port
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from parity.bundle import load_bundle, read_verdict
-from parity.sweep import load_sweep
+from parity.measure.sweep import load_sweep
 from parity.testing.raycluster import RayCluster
 from tests.conftest import run_cli
 from tests.test_sweep import PLAN as LOCAL_PLAN

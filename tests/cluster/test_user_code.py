@@ -14,7 +14,7 @@ import pytest
 
 from parity.bundle import load_side
 from parity.cluster.code import user_code
-from parity.spec import WorkloadSpec
+from parity.model.spec import WorkloadSpec
 from parity.testing.raycluster import RayCluster, descendants, listening
 
 #: these tests read verdicts and bundles: no HTML report drawn

@@ -198,8 +198,8 @@ def test_a_launch_blocking_difference_is_a_configuration_change(tmp_path: Path) 
 
 
 def test_a_compile_mode_is_recorded_as_ignored_on_neuron() -> None:
+    from parity.model.spec import parse_side
     from parity.runner.session import apply_settings
-    from parity.spec import parse_side
 
     on_neuron = apply_settings(
         parse_side("neuron+compile+compile-mode=max-autotune"), NeuronDevice("neuron"), None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from parity import values
+from parity.request import values
 from tests.conftest import HAVE_FAKEDEVICE
 
 needs_fake = pytest.mark.skipif(
@@ -66,7 +66,7 @@ def test_default_target_finds_neuron_without_starting_its_runtime_here(tmp_path:
     done = run_parent(
         """
         import os, sys
-        from parity import values
+        from parity.request import values
         found = values.default_target()
         print("torch imported:", "torch" in sys.modules)
         from parity.testing import fakeneuron

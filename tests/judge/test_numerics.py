@@ -6,7 +6,7 @@ import pytest
 from parity.judge.fp64 import gate
 from parity.judge.numerics import effective_precision, expected_side, runs_convolutions
 from parity.model.ops import InventoryRow, OpsCensus
-from parity.spec import parse_side
+from parity.model.spec import parse_side
 
 REF = np.linspace(-2, 2, 1000, dtype=np.float64)
 

@@ -14,8 +14,8 @@ from parity.bundle import Bundle, SideRuns
 from parity.judge.speed import judge_speed
 from parity.model.placement import Placement
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop
+from parity.model.spec import parse_side
 from parity.model.verdict import ByRole, Speed
-from parity.spec import parse_side
 from tests.fixtures import bundles
 
 STEP_S = 0.01

@@ -8,7 +8,7 @@ from dataclasses import replace
 from parity.judge.tuning import judge_tuning
 from parity.model.manifest import FlagValue, Resolved
 from parity.model.roles import ByRole
-from parity.spec import Precision, parse_side
+from parity.model.spec import Precision, parse_side
 
 
 def resolved(precision: Precision = "fp32", **changes: object) -> Resolved:

@@ -20,8 +20,8 @@ from parity.model.codec import (
     loads,
     omit_none,
 )
+from parity.model.spec import SideSpec, WorkloadSpec, parse_side
 from parity.model.verdict import ByRole
-from parity.spec import SideSpec, WorkloadSpec, parse_side
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

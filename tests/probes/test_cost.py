@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.probes import cost
-from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext, StepRunner, Workload
 from parity.workloads.frozen import freeze
@@ -49,21 +49,25 @@ def test_a_step_in_float64_is_timed_as_the_reference_runs_it(
 
 def test_a_reference_is_cached_where_its_manifest_is(tmp_path: Path) -> None:
     from parity.bundle import MANIFEST
-    from parity.cache import reference_cached, reference_dir
+    from parity.measure.cache import reference_cached, reference_dir, run_key
 
     assert not reference_cached("abc", tmp_path)
-    (reference_dir(tmp_path) / "abc").mkdir(parents=True)
+    (reference_dir(tmp_path) / run_key("abc")).mkdir(parents=True)
     assert not reference_cached("abc", tmp_path)  # a folder left half-written
-    (reference_dir(tmp_path) / "abc" / MANIFEST).write_text("{}")
+    (reference_dir(tmp_path) / run_key("abc") / MANIFEST).write_text("{}")
     assert reference_cached("abc", tmp_path) and not reference_cached("abd", tmp_path)
+    # a run cached by another parity (or torch) is not this stack's
+    (reference_dir(tmp_path) / "abd" / MANIFEST).parent.mkdir()
+    (reference_dir(tmp_path) / "abd" / MANIFEST).write_text("{}")
+    assert not reference_cached("abd", tmp_path)
 
 
 def test_an_expected_run_is_cached_per_fingerprint_and_side(tmp_path: Path) -> None:
     from parity.bundle import MANIFEST
-    from parity.cache import expected_cached, expected_dir, expected_key
+    from parity.measure.cache import expected_cached, expected_dir, expected_key, stack_key
 
     bf16 = SideSpec(device="cpu", precision="bf16")
-    assert expected_key("abc", bf16) == "abc-cpu_bf16"
+    assert expected_key("abc", bf16) == f"abc-{stack_key()}-cpu_bf16"
     assert not expected_cached("abc", bf16, tmp_path) and not expected_cached("abc", None, tmp_path)
     (expected_dir(tmp_path) / expected_key("abc", bf16)).mkdir(parents=True)
     (expected_dir(tmp_path) / expected_key("abc", bf16) / MANIFEST).write_text("{}")

@@ -12,13 +12,13 @@ from torch import nn
 
 from parity.devices import specs
 from parity.model.metrics import Flops
+from parity.model.spec import WorkloadSpec
 from parity.model.verdict import ByRole
 from parity.probes import flops
 from parity.probes.flops import count_flops
 from parity.report import fmt
 from parity.report.parts import Sentence, Table
 from parity.report.view import build_view
-from parity.spec import WorkloadSpec
 from parity.workloads.base import RunContext, RunNumerics, StepRunner
 from parity.workloads.cnn import CnnInfer
 from parity.workloads.frozen import materialize

@@ -7,9 +7,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.probes.nonfinite import FiniteWatch, locate
 from parity.runner.load import load_model
-from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads.base import RunContext, StepRunner
 from parity.workloads.frozen import materialize
 from parity.workloads.loops import TrainRunner

@@ -7,8 +7,8 @@ import torch
 from parity.devices import get_device
 from parity.model.codec import decode, dumps, loads
 from parity.model.ops import OpsCensus, PlainRun, Versions
+from parity.model.spec import WorkloadSpec, parse_side
 from parity.probes.scan import failure_scan, scan, scan_after_steps
-from parity.spec import WorkloadSpec, parse_side
 from parity.workloads.base import RunContext, StepRunner
 from tests.fixtures.bundles import environment
 from tests.fixtures.scan_workloads import Planted, planted_line

@@ -16,10 +16,10 @@ from rich.console import Console
 from parity.model.codec import decode
 from parity.model.metrics import InputPipeline
 from parity.model.quality import TokensCheck
+from parity.model.spec import parse_side
 from parity.model.verdict import ByRole, Gate, SideInfo, Verdict
 from parity.report.layout import segments
 from parity.report.parts import Sentence, Table, View
-from parity.spec import parse_side
 from tests.fixtures.runs import STDERR_TAIL, with_layers
 
 GOLDEN = Path(__file__).parent.parent / "golden"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from parity.model.spec import parse_side
 from parity.model.verdict import ByRole
 from parity.report import plots
 from parity.report.view import Sides
-from parity.spec import parse_side
 from tests.report.cases import cases
 
 CASES = cases()

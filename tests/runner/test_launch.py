@@ -13,10 +13,10 @@ import pytest
 from parity.bundle import OPS, load_bundle
 from parity.model.job import Event, Torchrun
 from parity.model.manifest import Manifest
+from parity.model.spec import parse_side
 from parity.runner.failure import failed_manifest, torchrun_root_cause
 from parity.runner.launch import EventTail, command, run_job
 from parity.runner.python import BOOT
-from parity.spec import parse_side
 from tests.conftest import FIXTURES
 from tests.fixtures.bundles import manifest
 from tests.fixtures.jobs import run, script_job, workload_job

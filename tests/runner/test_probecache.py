@@ -12,9 +12,9 @@ import pytest
 
 from parity.bundle import CAPTURE, CAPTURE_TENSORS, OPS
 from parity.model.job import Job
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import FingerprintParts, QualitySpec, WorkloadDescription
 from parity.runner import probecache
-from parity.spec import SideSpec, WorkloadSpec
 from tests.fixtures.bundles import environment
 
 

@@ -17,8 +17,8 @@ from parity.model.codec import decode, loads
 from parity.model.job import Event
 from parity.model.manifest import Items, Manifest
 from parity.model.ops import OpsCensus
+from parity.model.spec import WorkloadSpec, parse_side
 from parity.runner.session import SideSession, apply_settings
-from parity.spec import WorkloadSpec, parse_side
 from parity.workloads import resolve
 from tests.fixtures.jobs import workload_job
 

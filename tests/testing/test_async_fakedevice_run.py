@@ -21,9 +21,9 @@ import pytest
 import torch
 
 from parity import api
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.request import RunRequest
 from parity.runner.load import load_model
-from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext
 from parity.workloads.frozen import materialize

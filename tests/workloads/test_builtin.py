@@ -7,8 +7,8 @@ import torch
 
 from parity.devices import get_device
 from parity.errors import WorkloadError
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.probes.latency import generation_metrics
-from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads import registered, resolve
 from parity.workloads.base import RunContext, StepRunner
 from parity.workloads.frozen import materialize

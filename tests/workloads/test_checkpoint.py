@@ -18,11 +18,11 @@ from safetensors.torch import load_file
 from parity import api
 from parity.errors import WorkloadError
 from parity.model.quality import AgreementCheck, OutputCheck, ReferenceCheck, TokensCheck
+from parity.model.spec import SideSpec, Task, WorkloadSpec
 from parity.model.verdict import ROLES, Verdict
 from parity.model.workload import CheckpointSource
 from parity.request import CompareRequest, RunRequest
 from parity.sketch import DIMS
-from parity.spec import SideSpec, Task, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext, RunNumerics
 from parity.workloads.checkpoint import default_task

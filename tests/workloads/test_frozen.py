@@ -11,14 +11,14 @@ import pytest
 import torch
 
 from parity.errors import WorkloadError
-from parity.spec import WorkloadSpec
+from parity.model.spec import WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.frozen import freeze, hash_tensors, read_frozen
 
 SCRIPT = """
 import json, sys
 from pathlib import Path
-from parity.spec import WorkloadSpec
+from parity.model.spec import WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.frozen import freeze
 from parity.model.codec import encode

@@ -14,9 +14,9 @@ import torch
 
 from parity.errors import OptionError, SpecError, WorkloadError
 from parity.model import codec
+from parity.model.spec import GenerateLoopName, SideSpec, WorkloadSpec
 from parity.probes.latency import generation_metrics
 from parity.request import CompareRequest
-from parity.spec import GenerateLoopName, SideSpec, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext
 from parity.workloads.frozen import freeze, materialize

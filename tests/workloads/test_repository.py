@@ -79,7 +79,7 @@ def test_script_mode_records_the_repository(repo: Path) -> None:
 
 
 def test_a_workload_file_records_its_repository_when_frozen(repo: Path) -> None:
-    from parity.spec import WorkloadSpec
+    from parity.model.spec import WorkloadSpec
     from parity.workloads import resolve
     from parity.workloads.frozen import freeze
 

@@ -16,7 +16,7 @@ import torch
 
 from parity.errors import WorkloadError
 from parity.model.codec import decode
-from parity.spec import WorkloadSpec
+from parity.model.spec import WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.frozen import freeze
 from parity.workloads.sample import ByteTokens, file_digest, packed, parse_data, rows
@@ -78,7 +78,7 @@ def fingerprints_in_a_fresh_process(specs: list[dict[str, object]], cache: Path)
     code = (
         "import json, sys\n"
         "from parity.model.codec import decode\n"
-        "from parity.spec import WorkloadSpec\n"
+        "from parity.model.spec import WorkloadSpec\n"
         "from parity.workloads import resolve\n"
         "from parity.workloads.frozen import freeze\n"
         "specs = json.loads(sys.argv[1])\n"

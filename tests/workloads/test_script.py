@@ -10,8 +10,8 @@ from parity import api
 from parity.api import ComparisonResult
 from parity.bundle import load_bundle, load_side
 from parity.errors import UsageError
+from parity.model.spec import parse_side
 from parity.request import CompareRequest, RunRequest
-from parity.spec import parse_side
 from parity.workloads.repository import repository
 from parity.workloads.script import (
     UNVERIFIED,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from parity.errors import WorkloadError
-from parity.spec import SideSpec, WorkloadSpec
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.workloads import resolve
 from parity.workloads.base import RunContext
 from parity.workloads.frozen import freeze, materialize

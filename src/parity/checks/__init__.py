@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from parity.measure.orchestrate import ProgressSink
     from parity.model.checks import CheckResult
-    from parity.orchestrate import ProgressSink
     from parity.request import CheckRequest
 
 

@@ -27,6 +27,17 @@ from parity.bundle import Bundle, read_doc, write_doc
 from parity.devices.names import run_together
 from parity.errors import BundleError, CheckError, OptionError
 from parity.judge import quality
+from parity.measure.orchestrate import (
+    EventHook,
+    JobTemplate,
+    Orchestrator,
+    Part,
+    ProgressSink,
+    check_fresh,
+    default_out,
+)
+from parity.measure.prepare import preflight, prepare_workload
+from parity.measure.remote import placed_sides
 from parity.model.checks import (
     ITEMS,
     CheckFigures,
@@ -42,21 +53,10 @@ from parity.model.checks import (
 )
 from parity.model.job import CheckpointPlan
 from parity.model.quality import OutputCheck
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import Kind
-from parity.orchestrate import (
-    EventHook,
-    JobTemplate,
-    Orchestrator,
-    Part,
-    ProgressSink,
-    check_fresh,
-    default_out,
-)
-from parity.prepare import preflight, prepare_workload
-from parity.remote import placed_sides
 from parity.request import CheckRequest
 from parity.runner.launch import Launcher
-from parity.spec import SideSpec, WorkloadSpec
 from parity.version import __version__
 
 CHECK_FILE = "check.json"

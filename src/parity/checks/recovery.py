@@ -20,9 +20,9 @@ from pathlib import Path
 
 from parity.checks import common
 from parity.errors import CheckpointError
+from parity.measure.orchestrate import ProgressSink
 from parity.model import checks as results
 from parity.model.job import CheckpointPlan, Event
-from parity.orchestrate import ProgressSink
 from parity.request import CheckRequest
 
 AWAIT_KILL_S = 120.0

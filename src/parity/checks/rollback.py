@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from parity.checks import common
 from parity.judge import quality
+from parity.measure.orchestrate import ProgressSink
 from parity.model import checks as results
 from parity.model.job import CheckpointPlan
-from parity.orchestrate import ProgressSink
 from parity.request import CheckRequest
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from parity.bundle import Bundle
 from parity.checks.common import finish, parts_ran, start
+from parity.measure.orchestrate import ProgressSink
 from parity.model.checks import (
     CheckFigures,
     CheckGate,
@@ -32,7 +33,6 @@ from parity.model.checks import (
 )
 from parity.model.job import SoakPlan
 from parity.model.metrics import SoakWindow
-from parity.orchestrate import ProgressSink
 from parity.request import CheckRequest
 from parity.stats import slope_ci
 

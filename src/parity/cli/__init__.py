@@ -3,8 +3,8 @@ imported, then hands the arguments to the Typer app (``parity.cli.app``).
 
 Typer, Click and Rich cost a few hundred milliseconds to import; a typo in ``--target``
 should not. ``main`` reads the side-spec options of the command named (the option table,
-``parity.options``, says which options of which commands are side specs) and parses
-them with ``parity.spec``; anything else, including every other check of those options,
+``parity.request.options``, says which options of which commands are side specs) and parses
+them with ``parity.model.spec``; anything else, including every other check of those options,
 is the app's. The first error is the same either way: one line, exit code 2.
 """
 
@@ -19,7 +19,7 @@ def early_refusal(argv: Sequence[str]) -> str | None:
     """The one-line error for a bad side spec in ``argv`` (None: none found, or help
     asked for). Only the sides are read here: the full parse follows in the app."""
     from parity.errors import UsageError, one_line
-    from parity.options import side_flags
+    from parity.request.options import side_flags
 
     head = list(argv[: argv.index("--")] if "--" in argv else argv)
     if any(a in ("-h", "--help", "--version") for a in head):
@@ -29,7 +29,7 @@ def early_refusal(argv: Sequence[str]) -> str | None:
     flags = side_flags(command)
     if not flags:
         return None
-    from parity.values import read_side
+    from parity.request.values import read_side
 
     for i, arg in enumerate(head):
         name, eq, value = arg.partition("=")

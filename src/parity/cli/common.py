@@ -2,7 +2,7 @@
 options given, consoles, and the mapping from errors to exit codes and one-line messages.
 
 The table's options default to None ("not given"): their readers, ranges and defaults
-live in ``parity.options`` and ``parity.request``; a parameter is named after the
+live in ``parity.request.options`` and ``parity.request``; a parameter is named after the
 option's key, so ``given_options`` reads them back without a list.
 """
 
@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from parity import options as o
 from parity.errors import EXIT_CAPACITY, CapacityError, ParityError, UsageError, one_line
-from parity.options import TABLE, Option, options_of
+from parity.request import options as o
+from parity.request.options import TABLE, Option, options_of
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from parity.options import Given
+    from parity.request.options import Given
 
 # -- what several commands declare themselves (the rest comes from the option table) ----
 
@@ -113,7 +113,7 @@ def given(ctx: typer.Context, name: str) -> bool:
 def given_options(ctx: typer.Context, command: str) -> Given:
     """The options of the table given to ``command`` (parameters named by their keys)
     and the script after ``--``, each read once by its option."""
-    from parity.options import Given
+    from parity.request.options import Given
 
     values = {k: v for k, v in ctx.params.items() if k in TABLE and given(ctx, k)}
     script = script_of(ctx)

@@ -54,7 +54,7 @@ def compare(
 
     Script mode: parity compare --target cpu+bf16 -- python train.py --device {device}
     runs an unmodified training script once per side (see docs/script-mode.md)."""
-    from parity.remote import resume_target
+    from parity.measure.remote import resume_target
     from parity.request import compare_request
 
     if resume is None and plan is None:

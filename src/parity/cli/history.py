@@ -31,8 +31,8 @@ def ls(
 ) -> None:
     """List indexed comparisons and runs, newest first."""
     from parity.report.history import render_runs
+    from parity.request.values import check_number
     from parity.store import Store
-    from parity.values import check_number
 
     count = int(check_number("--limit", limit, integer=True, low=1, high=10**6))
     with Store.open(store) as s:
@@ -107,7 +107,10 @@ def reindex(
     from parity.errors import UsageError
     from parity.storage import is_url
     from parity.store import Store
+    from parity.urls import checked
 
+    for url in dirs or []:
+        checked(url, "URL")  # before the index is opened
     for d in (Path(d) for d in dirs or [] if not is_url(d)):
         try:
             what = None if d.is_dir() else "is not a directory" if d.exists() else "does not exist"

@@ -48,8 +48,8 @@ def diff(
 
     Sides of one parity compare are judged with the inputs it stored (inputs.json); the
     options given here replace them."""
-    from parity import options as o
     from parity.request import judge_inputs
+    from parity.request import options as o
 
     chosen = c.given_options(ctx, "diff")
     judged = (o.ALLOW_DIFF, o.TARGET_LOSS, o.PRICES, o.PINS, o.PRODUCTION, o.SLO, o.TUNING_INTENDED)
@@ -150,7 +150,7 @@ class WorkloadRow(NamedTuple):
 
 def workloads(as_json: c.AsJson = False, wide: c.Wide = False) -> None:
     """List the registered workloads with their sizes and parameter counts."""
-    from parity.spec import WorkloadSpec
+    from parity.model.spec import WorkloadSpec
     from parity.workloads import registered
 
     rows = []
@@ -185,7 +185,7 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
 ) -> None:
     """Write a commented plan file (workload, sides, quality, cost, operational notes)."""
-    from parity.plan import write_template
+    from parity.request.plan import write_template
 
     write_template(path, force=force)
     c.stdout().print(

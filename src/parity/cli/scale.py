@@ -1,5 +1,5 @@
 """``parity scale``: one side at several process counts as torchrun jobs (``ScaleRequest``,
-``parity.scaling.scale``); exit 0 when every count ran and the loss curves agree."""
+``parity.measure.scaling.scale``); exit 0 when every count ran and the loss curves agree."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def scale(
     from parity.request import ScaleRequest
 
     request = ScaleRequest.build(c.given_options(ctx, "scale"))
+    from parity.measure.scaling import scale as run_scale
     from parity.progress import display
-    from parity.scaling import scale as run_scale
 
     with display(c.stderr()) as progress:
         report = run_scale(request, progress=progress)

@@ -28,8 +28,8 @@ def sweep(
     from rich.table import Table
 
     from parity import storage
+    from parity.measure.sweep import Cell, load_sweep, run_sweep, summary_rows, with_out
     from parity.report.sweep import markdown, terminal, to_html
-    from parity.sweep import Cell, load_sweep, run_sweep, summary_rows, with_out
 
     loaded = load_sweep(plan)
     if out is not None:

@@ -13,8 +13,9 @@ from typing import Any
 
 from parity.errors import OptionError, UsageError
 from parity.model.placement import ClusterPlan, Resource
+from parity.model.spec import SideSpec
 from parity.redact import redact
-from parity.spec import SideSpec
+from parity.urls import checked
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +61,14 @@ def resource_for(side: SideSpec, plan: ClusterPlan, role: str) -> Resource:
 def resolve_address(address: str) -> str:
     """``auto`` -> ``$RAY_ADDRESS``; anything else as given."""
     if address == "auto":
-        found = os.environ.get("RAY_ADDRESS")
+        found = os.environ.get("RAY_ADDRESS", "").strip()
         if not found:
             raise UsageError(
                 "--cluster auto uses RAY_ADDRESS, which is not set: set it or give "
                 "--cluster ray://HOST:PORT"
             )
-        return found
-    return address
+        return checked(found, "RAY_ADDRESS", "ray://HOST:PORT")
+    return checked(address, "--cluster", "ray://HOST:PORT")
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -100,7 +101,7 @@ def reachable(address: str) -> None:
 #: a Ray client's init refused by the head, with the head's traceback after this line: tried
 #: once more. The head's per-client server did not start in time on a busy head, or died as
 #: the head's client proxy forked it (ray-project/ray#63202: grpcio's fork handlers; the
-#: head's ``GRPC_ENABLE_FORK_SUPPORT=false`` avoids it, README "Running on a cluster")
+#: head's ``GRPC_ENABLE_FORK_SUPPORT=false`` avoids it, docs/cluster.md)
 SERVER_INIT_FAILED = "Initialization failure from server"
 JOIN_ATTEMPTS = 2
 
@@ -166,12 +167,15 @@ def cluster_address(address: str) -> str:
     address = address.strip()
     if not address:
         raise OptionError("--cluster is empty: give ray://HOST:PORT or auto")
-    if "@" in address:
-        raise OptionError(
+    if "://" not in address and "@" in address:
+        raise OptionError(  # HOST:PORT with a user: not a URL, but a credential all the same
             "--cluster carries a user or password, which would be stored in request.json: "
             "give ray://HOST:PORT"
         )
-    return address
+    if address == "auto" and os.environ.get("RAY_ADDRESS", "").strip():
+        resolve_address(address)  # RAY_ADDRESS checked before anything runs
+        return address
+    return checked(address, "--cluster", "ray://HOST:PORT")
 
 
 def cluster_plan(

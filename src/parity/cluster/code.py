@@ -18,8 +18,8 @@ import hashlib
 from pathlib import Path
 
 from parity.errors import WorkloadError
+from parity.model.spec import WorkloadSpec
 from parity.plugins import is_file_workload
-from parity.spec import WorkloadSpec
 
 #: the most Python source a workload file's directory may send with its jobs
 MAX_BYTES = 16 * 1024 * 1024

@@ -23,9 +23,9 @@ from parity.errors import UsageError
 from parity.model.codec import decode, dumps, loads
 from parity.model.job import JOB_FILE, Event, Job
 from parity.model.placement import ClusterPlan, NodeLost, Placement, Resource
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.plugins import is_file_workload
 from parity.redact import redact
-from parity.spec import SideSpec, WorkloadSpec
 
 log = logging.getLogger("parity")
 #: seconds for a side's actor to start on its node before the side is given up

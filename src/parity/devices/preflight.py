@@ -1,6 +1,6 @@
 """Whether a side can run on this machine, found before anything is written.
 
-A side spec is checked for form when it is parsed (``parity.spec``), but whether its
+A side spec is checked for form when it is parsed (``parity.model.spec``), but whether its
 device exists, its compile backend is registered and its thread count fits the machine
 needs torch and, for a device, its runtime. The ``freeze`` worker that prepares the
 workload (forked from the zygote, before any bundle or output directory exists) asks
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from parity.devices.registry import get_device
-from parity.spec import SideSpec
+from parity.model.spec import SideSpec
 
 
 def usable_cores() -> int:

@@ -11,6 +11,7 @@ from parity.judge import stack
 from parity.model.bundle import Bundle
 from parity.model.codec import Json
 from parity.model.manifest import Resolved
+from parity.model.spec import SIDE_FIELDS, SideSpec
 from parity.model.verdict import (
     ByRole,
     ConfigDifference,
@@ -24,7 +25,6 @@ from parity.model.verdict import (
     UnprovenItem,
 )
 from parity.model.workload import FingerprintParts
-from parity.spec import SIDE_FIELDS, SideSpec
 
 #: the not-yet-proven item a comparison ticks itself when both sides measured it
 DATA_PIPELINE = "the real data pipeline"

@@ -45,7 +45,7 @@ from parity.model.quality import (
     ReferenceCheck,
     ReferenceNote,
 )
-from parity.spec import SideSpec
+from parity.model.spec import SideSpec
 
 TOP = 5
 

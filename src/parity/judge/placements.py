@@ -12,7 +12,7 @@ from parity.stats.handoff import Placements, Process, two_placements
 from parity.stats.processes import RatioCI
 
 #: a handoff this long (ns) is threads that stalled each other, whatever the others read:
-#: an idle machine's are microseconds, a stalled process's a scheduler's slice (8 ms here)
+#: an idle machine's are microseconds, a stalled process's a scheduler's time slice
 STALLED_NS = 1e6
 
 

@@ -30,7 +30,7 @@ from parity.model.quality import (
     OutputCheck,
     TokensCheck,
 )
-from parity.spec import SideSpec
+from parity.model.spec import SideSpec
 
 
 def tolerances(a: SideSpec, b: SideSpec) -> dict[str, float]:

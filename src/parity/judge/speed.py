@@ -43,8 +43,8 @@ from dataclasses import replace
 from parity.judge.placements import handoffs, stalled_count, thread_placements
 from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
 from parity.model.side import Interference, TimingSteps
+from parity.model.spec import HOST_COMPUTE
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed, ThreadPlacements
-from parity.spec import HOST_COMPUTE
 from parity.stats import PredictionInterval, Processes, Sided, prediction_interval, ratio_ci
 from parity.stats.handoff import Process
 from parity.stats.pace import PaceChange, any_change
@@ -148,9 +148,9 @@ def contention(
     """Other processes held the cores while a side on them ran several intra-op threads
     (each side's run ``baseline``, ``target``; ``effect``: what it did, in a few words).
     Such threads meet at every parallel region, and one descheduled stalls the rest, so
-    a process's time follows when the machine's other work took its cores: under load 4
-    on 2 cores gpt-train's process medians spread 4.5x with 2 threads a side and 11%
-    with one (benchmarks/README.md). None where the machine was quiet or no host side ran
+    a process's time follows when the machine's other work took its cores: under load
+    process medians with several threads a side spread many times more than with one.
+    None where the machine was quiet or no host side ran
     more than one thread on it (a side on a cluster node ran on that node's cores)."""
     if busy is None or not busy.busy:
         return None

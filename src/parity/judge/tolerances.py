@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parity.spec import SideSpec
+from parity.model.spec import SideSpec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from parity.model.fair import Optimisation, Tuning
 from parity.model.manifest import FlagValue, Resolved
 from parity.model.roles import ByRole, Role
-from parity.spec import SideSpec
+from parity.model.spec import SideSpec
 
 #: device flags that are speed optimisations when on (the names adapters report them by)
 SPEED_FLAGS = {

@@ -20,7 +20,7 @@ path); ``parity schema`` prints JSON Schemas generated from these classes.
 - :mod:`~parity.model.bundle`: a loaded bundle and a side's runs, held in memory (the
   documents above and their tensors), what the judge and the sinks take.
 
-The model imports nothing of parity but the side and workload specs (``parity.spec``) and
+The model imports nothing of parity but the side and workload specs (``parity.model.spec``) and
 the errors: every layer may use it.
 """
 

@@ -19,8 +19,8 @@ from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
 from parity.model.side import MeasureRecord
+from parity.model.spec import SideSpec
 from parity.model.workload import PreparedWorkload
-from parity.spec import SideSpec
 
 if TYPE_CHECKING:
     from parity.arrays import Array

@@ -11,8 +11,8 @@ from typing import Literal
 
 from parity.model.codec import omit_none
 from parity.model.quality import LossCheck, OutputCheck
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import FingerprintParts, Kind
-from parity.spec import SideSpec, WorkloadSpec
 
 CheckName = Literal["rollback", "recovery", "soak"]
 ITEMS: dict[CheckName, str] = {

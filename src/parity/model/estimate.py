@@ -1,6 +1,6 @@
 """A comparison's cost before it runs: the cheap figures a ``freeze`` job measures
 (``StepCost``), and what the parent makes of them (``Estimate``: each phase's seconds,
-what the budget cut and why). ``parity.estimate`` computes them; the estimate goes into
+what the budget cut and why). ``parity.measure.estimate`` computes them; the estimate goes into
 the verdict with how measuring ended (``Stop.estimate``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from parity.model.codec import omit_none
-from parity.spec import Precision
+from parity.model.spec import Precision
 
 #: each reduced precision's matmul dtype: its key in ``StepCost.dtype_ratio``
 PRECISION_DTYPE: dict[Precision, str] = {"bf16": "bfloat16", "fp16": "float16"}

@@ -14,7 +14,7 @@ from typing import Literal, get_args
 
 from parity.model.codec import omit_none
 from parity.model.roles import ByRole, Role
-from parity.spec import Precision
+from parity.model.spec import Precision
 
 #: optimizer state bytes per parameter (fp32 states): Adam and AdamW keep two moments,
 #: momentum SGD, Lion, Adagrad and RMSprop one, plain SGD none, Adafactor factored

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from parity.model.codec import omit_none
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import FingerprintParts, WorkloadDescription, WorkloadRef
-from parity.spec import SideSpec, WorkloadSpec
 
 JOB_FILE = "job.json"
 ERROR_FILE = "error.json"
@@ -88,7 +88,7 @@ class PreparePlan:
     #: time a step of the workload on the CPU for the pre-run estimate (``StepCost``)
     cost: bool = False
     #: resolve the workload at all (False: the pre-flight of ``sides`` only,
-    #: ``parity.prepare.preflight``)
+    #: ``parity.measure.prepare.preflight``)
     resolve: bool = True
 
 

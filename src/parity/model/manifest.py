@@ -13,9 +13,9 @@ from typing import Literal
 from parity.model.codec import omit_none
 from parity.model.job import Mode
 from parity.model.placement import Placement
+from parity.model.spec import Precision, SideSpec
 from parity.model.stack import Package
 from parity.model.workload import WorkloadRef
-from parity.spec import Precision, SideSpec
 
 Status = Literal["ok", "failed", "incomplete"]
 #: a device setting that changes numerics or speed (TF32, threads, ...), as reported

@@ -14,7 +14,7 @@ from typing import Literal
 
 from parity.model.codec import omit_none
 from parity.model.manifest import Items
-from parity.spec import GenerateLoopName
+from parity.model.spec import GenerateLoopName
 
 # the statistics' own classes, written as they are (their judgements are derived fields)
 from parity.stats import SteadyState as SteadyState

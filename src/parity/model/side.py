@@ -11,8 +11,8 @@ from parity.model.job import StepCut, Torchrun
 
 #: rounds at most a side, at the default 30 s budget (``repeat_cap``)
 MAX_REPEATS = 30
-#: and whatever the budget (a 30-day one would plan millions): 1000 of the quickest
-#: built-in's rounds take about 10 minutes here
+#: and whatever the budget (a 30-day one would plan millions): a bound on how long the
+#: quickest built-in's rounds can go on
 MOST_REPEATS = 1000
 
 
@@ -26,8 +26,8 @@ WIDE_FACTOR = 4
 def repeat_cap(budget_s: float) -> int:
     """The rounds a comparison may run: :data:`MAX_REPEATS`, and one a second of a larger
     budget, up to :data:`MOST_REPEATS`. A fixed cap let a budget larger than the default
-    buy nothing more on a quick workload: 30 rounds of gpt-train tiny took 14-34 s here,
-    and ``--budget 120`` stopped at the same 30 and the same width."""
+    buy nothing more on a quick workload, whose 30 rounds end well within the default
+    budget: ``--budget 120`` stopped at the same 30 and the same width."""
     return min(MOST_REPEATS, max(MAX_REPEATS, math.ceil(budget_s)))
 
 
@@ -42,7 +42,7 @@ def wide_cap(budget_s: float) -> int:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MeasurePlan:
     """How much to measure: fixed repeats, or until a precision or a time budget (each
-    read and checked by the option table, ``parity.options``)."""
+    read and checked by the option table, ``parity.request.options``)."""
 
     repeats: int | None = None
     precision: float = 0.02
@@ -61,7 +61,8 @@ class MeasurePlan:
     torchrun: Torchrun = field(default_factory=Torchrun)
     #: the rounds run whatever the budget says where the estimate fitted fewer than three a
     #: side (``estimate.planned``); more follow while the rounds as measured fit the budget
-    #: (an estimate made on a loaded machine read a step 30x what the runs took). None:
+    #: (an estimate made while the machine is loaded can read a step many times what the
+    #: runs take). None:
     #: three (``stopping.first_rounds``)
     planned_rounds: int | None = omit_none()
 
@@ -137,7 +138,7 @@ class Stop:
     #: seconds each set-up part took (the fp64 reference, the expected-error run, the
     #: first processes' numerics probe and op scan), by name; absent when not run
     probes: dict[str, float] | None = omit_none()
-    #: each phase costed before the sides ran, and what the budget cut (``parity.estimate``)
+    #: each phase costed before the sides ran, and what the budget cut (``parity.measure.estimate``)
     estimate: Estimate | None = omit_none()
 
 

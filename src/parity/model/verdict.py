@@ -33,9 +33,9 @@ from parity.model.roles import ROLES as ROLES
 from parity.model.roles import ByRole as ByRole
 from parity.model.roles import Role as Role
 from parity.model.side import Stop, TimingSteps
+from parity.model.spec import SideSpec
 from parity.model.stack import PackageDifference, Pins
 from parity.model.workload import WorkloadDescription
-from parity.spec import SideSpec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -9,8 +9,8 @@ from typing import Literal
 
 from parity.model.codec import Json, JsonObject, omit_none
 from parity.model.estimate import StepCost
+from parity.model.spec import Task, WorkloadSpec
 from parity.model.stack import SourceRepository
-from parity.spec import Task, WorkloadSpec
 
 Kind = Literal["train", "infer", "generate"]
 #: where a checkpoint was found: a directory, or the local Hugging Face cache
@@ -32,6 +32,10 @@ class FingerprintParts:
     steps: int | None
     seed: int | None
     quality: str
+    #: a user's workload file: its code, the local modules it imports and the
+    #: environment variables it reads (``CodeSource.digest``); None for parity's own
+    #: workloads, whose code is parity's version
+    code: str | None = omit_none()
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -42,8 +46,12 @@ class FingerprintParts:
         return value
 
     def digest(self) -> str:
-        """The fingerprint: sha256 over every part, in canonical JSON."""
-        return hashlib.sha256(canonical({n: self.value(n) for n in self.names()})).hexdigest()
+        """The fingerprint: sha256 over every part, in canonical JSON (an absent code part
+        left out, so that a built-in's fingerprint is what it was before it existed)."""
+        present: Json = {
+            n: self.value(n) for n in self.names() if n != "code" or self.code is not None
+        }
+        return hashlib.sha256(canonical(present)).hexdigest()
 
     def differing(self, other: FingerprintParts) -> tuple[str, ...]:
         return tuple(n for n in self.names() if self.value(n) != other.value(n))
@@ -77,6 +85,18 @@ class Sources:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class CodeSource:
+    """What a user's workload file runs besides its spec (``parity.workloads.code``):
+    the sha256 of each code file (the file and the local modules it imports, named
+    relative to the file's directory) and the names of the environment variables it
+    reads; ``digest`` covers both and the variables' values, which are never written."""
+
+    digest: str
+    files: dict[str, str]
+    environment: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CheckpointSource:
     """Where an ``hf:PATH`` or ``hf:ORG/NAME`` checkpoint was found (not its path: the
     same bytes elsewhere are the same checkpoint)."""
@@ -107,6 +127,9 @@ class WorkloadDescription:
     contract: str | None = omit_none()
     #: digests of the files the workload read (a checkpoint, ``--data``, a tokenizer)
     sources: Sources | None = omit_none()
+    #: a user's workload file: its code and the environment variables it reads (the
+    #: fingerprint's ``code`` part)
+    code: CodeSource | None = omit_none()
     #: ``--data`` as given (the digest in ``sources`` is what identifies its bytes)
     data_file: str | None = omit_none()
     #: ``hf:PATH`` and ``hf:ORG/NAME``: the checkpoint, and what it was run for

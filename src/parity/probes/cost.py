@@ -26,20 +26,20 @@ from collections.abc import Sequence
 import torch
 
 from parity.model.estimate import FP64, PRECISION_DTYPE, StepCost
-from parity.spec import Precision, SideSpec
+from parity.model.spec import Precision, SideSpec
 from parity.workloads.base import RunContext, StepRunner, Workload
 from parity.workloads.frozen import Frozen
 
 #: a first step longer than this is the only one timed
 SECOND_STEP_UNDER_S = 5.0
 #: after a quick first step, up to this many more are timed, while they take under
-#: ``FURTHER_S`` together: under load 4 on 2 cores one 2-thread step of the demo read
-#: 804 ms where its steps ran 15-50 ms, and the estimate asked for 157 s
+#: ``FURTHER_S`` together: on a loaded machine one multi-thread step can read many times
+#: its neighbours, and an estimate from it alone asks for minutes it does not need
 FURTHER_STEPS = 4
 FURTHER_S = 1.0
 #: a float64 step at least this long is the only one timed: it costs a phase that runs
-#: the workload's every step (cnn-infer small's took 4.5 s here against a 1.05 s float32
-#: step), where a first step's one-off set-up is a small part
+#: the workload's every step (a float64 step costs several float32 ones), where a first
+#: step's one-off set-up is a small part
 FP64_SECOND_UNDER_S = 0.5
 #: the calibration matmul's size and repeats (about 30 MFLOP each: well above timer noise)
 MATMUL_N = 256
@@ -103,9 +103,8 @@ def _fp64_step_s(
     workload: Workload, model: torch.nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
 ) -> float:
     """A step with the model and float data in float64, as ``parity.runner.modes.reference``
-    runs them: the matmul's ratio misses how a step's other ops scale (cnn-infer small's
-    reference took 2.2x what the ratio said on a 16-core host, its convolutions' float64
-    kernels slower than its matmuls')."""
+    runs them: the matmul's ratio misses how a step's other ops scale (a convolution's
+    float64 kernels can be slower, relative to float32, than a matmul's)."""
     cast = {k: v.double() if v.is_floating_point() else v for k, v in data.items()}
     runner = workload.make_runner(model.double(), cast, ctx)
     return _steps_s(runner, workload, further=1, second_under_s=FP64_SECOND_UNDER_S)[0]

@@ -1,14 +1,12 @@
 """How long a host side's intra-op threads take to share a small piece of work: a figure of
 where the machine placed them while the steps ran.
 
-On a virtual machine the host moves the vCPUs under the guest, unseen by it: on the 2-vCPU
-AMD EPYC this project measures on, a two-thread process's cores sometimes share a cache
-(a cache line goes from one to the other and back in about 60 ns, read with two pinned
-threads) and sometimes do not (about 330 ns), for seconds at a time. An in-place add over
-128K floats that two threads share took 6.3 µs in the first placement and 9.0 µs in the
-second, no quicker than one thread (8.7 µs), and a float32 step of the demo went from 6 to
-10 ms with it while the bf16 step moved far less: the ratio itself changes with the
-placement (``benchmarks/README.md``). Nothing in ``/proc`` shows it (no steal time).
+On a virtual machine the host moves the vCPUs under the guest, unseen by it: a
+two-thread process's cores sometimes share a cache and sometimes do not, for seconds at a
+time. A small in-place add that two threads share is then measurably slower in one
+placement than the other, and so is a step whose threads hand work to each other, while a
+step that hands over less (another precision's) moves less: the ratio itself changes with
+the placement. Nothing in ``/proc`` shows it (no steal time).
 
 :func:`handoff_ns` times that add (``torch.Tensor.add_``, 64K floats a thread, so that
 every thread gets a share at ATen's grain of 32K elements) with the process's own

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from parity.model.metrics import Generation, Inference, Percentiles
-from parity.spec import GenerateLoopName
+from parity.model.spec import GenerateLoopName
 
 QUANTILES = (50, 90, 99)
 DEFINITIONS = {

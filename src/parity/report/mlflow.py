@@ -37,6 +37,7 @@ from parity.model.quality import (
 from parity.model.verdict import Verdict
 from parity.report import fair
 from parity.report.markdown import render_markdown
+from parity.urls import refusal, safe_form
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,14 @@ def log_comparison(
     out, verdict = comparison.out, _verdict(comparison)
     record = run_record(comparison)
     client = _client(tracking_uri)
-    _check_reachable(str(client.tracking_uri))
+    where = str(client.tracking_uri)  # MLflow's default: MLFLOW_TRACKING_URI, ...
+    if refusal(where):
+        raise UsageError(
+            f"the MLflow tracking URI {safe_form(where)} carries {refusal(where)}, which MLflow "
+            "would print and store: give it without and set MLFLOW_TRACKING_TOKEN (or "
+            "MLFLOW_TRACKING_USERNAME and _PASSWORD) instead"
+        )
+    _check_reachable(where)
     from mlflow.entities import Metric, Param
 
     found = client.get_experiment_by_name(experiment)
@@ -252,7 +260,8 @@ def _check_reachable(uri: str) -> None:
             pass
     except (OSError, ValueError) as exc:
         raise UsageError(
-            f"no MLflow tracking server answers at {uri} ({exc}): start it or fix the URI"
+            f"no MLflow tracking server answers at {safe_form(uri)} ({exc}): start it or fix "
+            "the URI"
         ) from None
 
 

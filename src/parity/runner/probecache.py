@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from parity.bundle import CAPTURE, CAPTURE_TENSORS, OPS, sha256_file
-from parity.cache import cache_root
+from parity.measure.cache import cache_root
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import encode
 from parity.model.job import Job

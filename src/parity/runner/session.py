@@ -36,13 +36,13 @@ from parity.model import SCHEMA_VERSION
 from parity.model.codec import dumps
 from parity.model.job import EVENTS_FILE, Event, Job
 from parity.model.manifest import DistInfo, Items, Manifest, Resolved, TorchSettings
+from parity.model.spec import SideSpec
 from parity.plugins import load_plugins
 from parity.probes import autocast_policy, environment, settings
 from parity.probes.determinism import RefusalRecorder
 from parity.probes.emulate import EmulateMode
 from parity.probes.scan import failure_scan
 from parity.runner import distributed
-from parity.spec import SideSpec
 from parity.version import __version__
 from parity.workloads import resolve
 from parity.workloads.base import StepRunner, Workload

@@ -53,7 +53,7 @@ PRELOAD = (
     "torch.optim",
     "torch.utils.flop_counter",
     # what every worker's first ``numpy.median`` (its steady-state estimate) imports
-    # (about 11 ms a fork, here)
+    # (else paid again in every fork)
     "numpy.ma",
     "parity.runner.worker",
     "parity.runner.session",

@@ -3,8 +3,8 @@ the sides' steps.
 
 Each host-side process records how long its intra-op threads took to share a small add,
 right after its steps (``probes.handoff``). Where the host moved the cores under the
-guest, those figures fall into two groups far apart (6.3 and 9.0 µs on this project's
-2-vCPU machine) and the steps of one side or both move with them. :func:`two_placements`
+guest, those figures fall into two groups far apart (a shared cache or not) and the
+steps of one side or both move with them. :func:`two_placements`
 finds such a split and measures it. The processes, both sides pooled (the same threads
 time the same add), are cut where their sorted log figures leave the least squares
 within the two groups (Otsu's threshold). The cut stands where the groups' medians lie

@@ -1,14 +1,12 @@
 """A change of the machine's pace while a comparison measured: both sides' processes
 shift together at one point of the run order.
 
-A virtual machine's pace can change under it (on this project's 2-vCPU machine, the host
-moving its vCPUs between cores that share a cache and cores that do not, which each
-process's thread handoff figure shows: ``stats.handoff``): there, mid-run, the demo's baseline
-processes went from 6.1 to 10.1 ms and the target's from 9.9 to 13.3 ms, all at once, so
-the ratio went from 1.62 to 1.32. Each period was steady within itself (2-4% between
-processes), the Welch interval over the whole run held both periods at ±10%, and two runs
-a minute apart gave intervals that did not overlap. No load on the machine showed it:
-other processes took 0.4% of the cores.
+A virtual machine's pace can change under it (the host moving its vCPUs between cores
+that share a cache and cores that do not, which each process's thread handoff figure
+shows: ``stats.handoff``): mid-run, both sides' processes slow at once, by different
+factors, so the ratio moves. Each period is steady within itself, a Welch interval over
+the whole run holds both periods and is wide, and two runs a minute apart can give
+intervals that do not overlap. No load on the machine shows it.
 
 :func:`pace_change` scans every split of the run order (each part with at least
 ``min_side`` processes of each side) for one where both sides' mean log process medians
@@ -20,16 +18,15 @@ simulation in ``tests/stats/test_pace.py`` finds fewer than 1 in 200 comparisons
 side, even with heavy-tailed noise), and a shift under ``min_shift`` is left to the
 interval.
 
-The machine can also change how one side runs and not the other. With the CPU's bf16
+The machine can also change how one side runs and not the other: with the CPU's bf16
 units off (``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``, as on a CPU without
-them), the demo's float32 baseline ran at 6.0-6.4 ms for three rounds and at 9.7-10.3 ms
-after, while its emulated bf16 target stayed at 52-56 ms: the ratio went from 8.5
-to 5.6, and an A/A comparison on the same machine minutes later showed both float32 sides
-switching between the two speeds together. :func:`ratio_change` finds such a split from
-the ratio itself: the target's shift over the baseline's, at least ``min_shift``, at a t
-of at least ``t_min`` (the two sides' pooled variances within the parts); a change of
-pace that moves both sides alike leaves the ratio and is not one. Its simulation finds
-fewer than 1 in 100 on steady machines, a drifting pace included.
+them), a float32 baseline whose threads hand work to each other can switch between two
+speeds while an emulated bf16 target, whose steps are dominated by the emulation, holds
+its pace: the ratio moves while the baseline alone does. :func:`ratio_change` finds such
+a split from the ratio itself: the target's shift over the baseline's, at least
+``min_shift``, at a t of at least ``t_min`` (the two sides' pooled variances within the
+parts); a change of pace that moves both sides alike leaves the ratio and is not one.
+Its simulation finds fewer than 1 in 100 on steady machines, a drifting pace included.
 """
 
 from __future__ import annotations

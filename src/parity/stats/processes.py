@@ -21,8 +21,8 @@ MIN_PROCESSES = 3
 #: Sections a lone process's steps are cut into to estimate its own noise.
 SECTIONS = 10
 #: "indistinguishable" claims the target within this factor of the baseline either way:
-#: an interval that holds 1 but reaches past it (a loaded machine read [0.254, 3.021] of a
-#: 4.8x ratio) rules out neither a 1.5x loss nor a 1.5x gain, and says "undetermined". At
+#: an interval that holds 1 but reaches past it (as a loaded machine's can, by several
+#: times either way) rules out neither a 1.5x loss nor a 1.5x gain: "undetermined". At
 #: 1.5, simulated A/A comparisons (tests/judge/test_speed_simulation.py) with 3 processes a
 #: side are called indistinguishable 96-97% of the time at 5% process-to-process spread,
 #: as often as the interval covers; 1.25 would drop that to 80-86%.
@@ -272,8 +272,8 @@ def ratio_ci(
     round alike, so it leaves ``d_k`` and only the process's own variation remains; the
     independent-sides interval counts the drift in each side's spread although the
     interleaving cancels it from the ratio. Where the ratio itself wanders over the run,
-    neighbouring rounds' ``d_k`` correlate (here a lag-1 autocorrelation of +0.09 on
-    average over 21 comparisons, up to +0.45): the standard error widens and the degrees
+    neighbouring rounds' ``d_k`` correlate (as on a machine whose pace wanders within a
+    run): the standard error widens and the degrees
     of freedom shrink by the AR(1) factor of their lag-1 autocorrelation
     (:func:`parity.stats.slope.lag1`, as the soak check's slope does). Assumed: the drift
     within one round small beside the processes' own spread.

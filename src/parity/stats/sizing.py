@@ -36,7 +36,7 @@ from parity.stats.samples import _as_array
 #: ``2 * min_steady`` (10) steps on, below which it only drops a slow first step
 MIN_STEADY = 10
 #: process-to-process spread (sd of log medians) assumed when sizing: the low end of what
-#: fresh processes of the built-ins showed on a 2-core machine (2-5%, benchmarks/README.md)
+#: fresh processes of the built-ins show on a quiet CPU (a few percent)
 PRIOR_SPREAD = 0.02
 #: a robust standard deviation from an interquartile range (normal data)
 IQR_SD = 1.349

@@ -22,6 +22,7 @@ from sqlalchemy.pool import NullPool
 
 from parity.errors import UsageError
 from parity.redact import redact
+from parity.urls import database
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: seconds to wait for a database server before calling it unreachable
@@ -57,7 +58,7 @@ def mask(text: str, url: URL | None = None) -> str:
     """``text`` with any password (of ``url``, or in any URL in it) masked."""
     if url is not None and url.password:
         text = text.replace(str(url.password), "***")
-    return redact(text)
+    return redact(text)  # knows the URL's secret query values (``database`` told it)
 
 
 def locate(target: str | Path | None = None) -> Location:
@@ -69,14 +70,14 @@ def locate(target: str | Path | None = None) -> Location:
     if not _SCHEME.match(raw):
         path = Path(raw).expanduser()
         return Location(URL.create("sqlite", database=str(path)), str(path), path)
+    shown = database(raw)
     try:
         url = make_url(raw)
-    except (ArgumentError, ValueError) as exc:
+    except (ArgumentError, ValueError):
         raise UsageError(
-            f"--store {mask(raw)} is not a database URL: use a file path, sqlite:///PATH or "
+            f"--store {shown} is not a database URL: use a file path, sqlite:///PATH or "
             "postgresql://USER@HOST/DB"
-        ) from exc
-    shown = url.render_as_string(hide_password=True)
+        ) from None
     backend = url.get_backend_name()
     if backend == "sqlite" and url.database:
         path = Path(url.database).expanduser()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from parity.bundle import MANIFEST, VERDICT
 from parity.errors import SpecError
-from parity.spec import parse_side
+from parity.model.spec import parse_side
 
 ROLES = ("baseline", "target")
 

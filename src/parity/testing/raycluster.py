@@ -86,14 +86,14 @@ def descendants(pid: int) -> list[int]:
 
 #: the nodes' environment: no usage stats; the head's Ray client server waits up to 180 s
 #: (not Ray's 30) for the per-client server it starts for each connection: on a loaded test
-#: machine that process's start (importing Ray) took longer than 30 s, and the connection
+#: machine that process's start (importing Ray) can take longer than 30 s, and the connection
 #: failed with "Initialization failure from server"; and gRPC's fork handlers off. The head's
 #: Ray client proxy forks each per-client server while its own gRPC threads run, and with
 #: the handlers on (grpcio's default, or ``true``) the child can die at once ("Check failed:
-#: next_worker->state == KICKED", ray-project/ray#63202): here, under load 3, on the first
-#: join after a start in 8 of 21 starts, and the driver waited out the timeout above before
-#: it joined again (the suite's first cluster test took 220 s in three runs in a row). The
-#: child only execs, so it needs no handlers: 0 of 16 with them off
+#: next_worker->state == KICKED", ray-project/ray#63202), often on the first join after a
+#: start, and the driver waits out the timeout above before it joins again
+#: (``benchmarks/cluster_join.py`` counts it). The child only execs, so it needs no
+#: handlers, and with them off no join waited
 #: (benchmarks/cluster_join.py).
 RAY_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
@@ -185,7 +185,7 @@ STARTED = "Ray runtime started."
 
 def _started(proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
     """Wait for ``ray start`` to print that its node runs, reading its log: each ``ray
-    status`` that ``_ready`` polls with is a process importing Ray (2-3 s of CPU here)."""
+    status`` that ``_ready`` polls with is a process importing Ray (seconds of CPU)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         if STARTED in log.read_text(errors="replace"):

@@ -26,8 +26,8 @@ from torch import nn
 from parity.errors import WorkloadError
 from parity.model.numerics import OutputKind
 from parity.model.numerics import output_kind as kind_of_name
-from parity.model.workload import Kind, QualitySpec, Sources, WorkloadDescription
-from parity.spec import GenerateLoopName, SideSpec, WorkloadSpec
+from parity.model.spec import GenerateLoopName, SideSpec, WorkloadSpec
+from parity.model.workload import CodeSource, Kind, QualitySpec, Sources, WorkloadDescription
 from parity.workloads.datasource import takes_no_data
 
 KINDS = ("train", "infer", "generate")
@@ -143,6 +143,9 @@ class Workload(ABC):
     #: a training workload's optimizer, by ``parity.model.fair.OPTIMIZER_STATE_BYTES``
     #: name (what the memory projection counts optimizer states by)
     optimizer_kind: ClassVar[str | None] = None
+    #: a user's workload file: the code it runs and the environment variables it reads
+    #: (set by the registry when it imports the file; the fingerprint's ``code`` part)
+    code_source: CodeSource | None = None
 
     def __init__(self, spec: WorkloadSpec) -> None:
         if spec.data is not None and not self.takes_data:
@@ -278,6 +281,7 @@ class Workload(ABC):
             seed=self.seed,
             quality=quality,
             sources=sources if sources != Sources() else None,
+            code=self.code_source,
             data_file=self.spec.data,
             parameters=self._parameters(),
             optimizer=self.optimizer_kind if self.kind == "train" else None,

@@ -47,6 +47,7 @@ from torch import nn
 
 from parity.errors import WorkloadError
 from parity.model.codec import Json, JsonObject
+from parity.model.spec import Task, WorkloadSpec
 from parity.model.workload import (
     CheckpointSource,
     Origin,
@@ -54,7 +55,6 @@ from parity.model.workload import (
     WorkloadDescription,
     sha256_json,
 )
-from parity.spec import Task, WorkloadSpec
 from parity.workloads.base import Workload
 from parity.workloads.hf import (
     ARCHS,

@@ -36,9 +36,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from parity.bundle import linked, sha256_file
-from parity.cache import cache_root
 from parity.errors import WorkloadError
+from parity.measure.cache import cache_root
 from parity.model.codec import decode, encode, loads
+from parity.model.spec import WorkloadSpec
 from parity.model.workload import (
     FingerprintParts,
     Sources,
@@ -47,7 +48,6 @@ from parity.model.workload import (
     sha256_json,
 )
 from parity.plugins import is_file_workload
-from parity.spec import WorkloadSpec
 from parity.version import __version__
 from parity.workloads.base import Workload, seeded
 from parity.workloads.repository import repository
@@ -90,6 +90,7 @@ def parts_of(d: WorkloadDescription, weights: str, data: str) -> FingerprintPart
         steps=d.steps,
         seed=d.seed,
         quality=sha256_json(encode(d.quality)),
+        code=d.code.digest if d.code is not None else None,
     )
 
 

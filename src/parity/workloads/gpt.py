@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from parity.errors import WorkloadError
+from parity.model.spec import GenerateLoopName, WorkloadSpec
 from parity.model.workload import Sources
-from parity.spec import GenerateLoopName, WorkloadSpec
 from parity.workloads.base import Knob, RunContext, SizeTable, StepRunner, Workload, batches
 from parity.workloads.loops import GenerateLoop, TrainRunner
 from parity.workloads.sample import ByteTokens, packed, parse_data

@@ -33,8 +33,8 @@ import torch
 from torch import nn
 
 from parity.errors import WorkloadError
+from parity.model.spec import WorkloadSpec
 from parity.model.workload import WorkloadDescription
-from parity.spec import WorkloadSpec
 from parity.workloads.base import Knob, SizeTable
 from parity.workloads.gpt import corpus_windows
 from parity.workloads.lm import LmGenerate, LmTrain, LmWorkload

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from parity.errors import WorkloadError
-from parity.spec import GenerateLoopName
+from parity.model.spec import GenerateLoopName
 from parity.workloads.base import RunContext, StepRunner, Workload, batches
 from parity.workloads.loops import GenerateLoop, Named, NamedInferRunner, TrainRunner
 

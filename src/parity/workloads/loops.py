@@ -21,8 +21,8 @@ from parity.model.numerics import (
     EVERY_TOKENS,
     EVERY_TOP1,
 )
+from parity.model.spec import GenerateLoopName
 from parity.sketch import sketch
-from parity.spec import GenerateLoopName
 from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
 
 LossFn = Callable[[nn.Module, int], torch.Tensor]

@@ -32,8 +32,8 @@ BUILTIN_TAKE_DATA = frozenset({"gpt-generate", "gpt-train"})
 PREFIXES = ("hf",)
 #: what a built-in prefix's workloads import besides torch: a zygote preloads it (importing
 #: transformers costs a second or more, which every forked repeat would otherwise pay).
-#: ``transformers`` imports its parts lazily: its model base (``modeling_utils``, 1.2 s
-#: here) and generation loop are named, or each forked repeat imported them again
+#: ``transformers`` imports its parts lazily: its model base (``modeling_utils``, the
+#: dearest) and generation loop are named, or each forked repeat imported them again
 PREFIX_MODULES = {
     "hf": (
         "transformers",

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from parity.errors import WorkloadError
+from parity.model.spec import WorkloadSpec
 from parity.plugins import import_file, is_file_workload, load_plugins
-from parity.spec import WorkloadSpec
 from parity.workloads.base import Workload
 from parity.workloads.checkpoint import resolve_hf
 from parity.workloads.cnn import CnnInfer
+from parity.workloads.code import recording
 from parity.workloads.gpt import GptGenerate, GptTrain
 from parity.workloads.mlp import MlpTrain
 
@@ -72,6 +73,14 @@ def _from_file(spec: WorkloadSpec, home: str | None) -> Workload:
     path = Path(file).expanduser() if home is None else Path(home) / Path(file).name
     if not path.is_file():
         raise WorkloadError(f"workload file {file} does not exist: check the path")
+    with recording(path) as code:
+        workload = _built(spec, file, attr, path)
+        workload.describe()  # its model built (on the meta device): what that imports too
+    workload.code_source = code[0]
+    return workload
+
+
+def _built(spec: WorkloadSpec, file: str, attr: str, path: Path) -> Workload:
     try:
         module = import_file(path.resolve())
     except SystemExit as exc:

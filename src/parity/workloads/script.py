@@ -26,6 +26,7 @@ from pathlib import Path
 from parity.errors import OptionError
 from parity.model.codec import JsonObject
 from parity.model.job import ScriptPlan
+from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import (
     FingerprintParts,
     QualitySpec,
@@ -33,7 +34,6 @@ from parity.model.workload import (
     sha256_json,
 )
 from parity.redact import redactor
-from parity.spec import SideSpec, WorkloadSpec
 from parity.workloads.repository import repository
 
 UNVERIFIED = "script mode: weights and data not fingerprinted"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from parity import api
-from parity.cache import cache_root
 from parity.errors import WorkloadError
-from parity.prepare import prepare_workload
+from parity.measure.cache import cache_root
+from parity.measure.prepare import prepare_workload
+from parity.model.spec import WorkloadSpec
 from parity.request import CompareRequest
 from parity.runner.launch import Launcher
-from parity.spec import WorkloadSpec
 from parity.workloads import registered
 from parity.workloads.frozen import read_frozen
 from parity.workloads.names import BUILTIN_KINDS, BUILTIN_TAKE_DATA
@@ -100,8 +100,8 @@ def test_the_estimate_s_steps_run_the_threads_the_host_sides_ask(
     import torch
 
     from parity.model.job import PreparePlan
+    from parity.model.spec import parse_side
     from parity.runner.modes.freeze import _threads
-    from parity.spec import parse_side
 
     before = torch.get_num_threads()
     plan = PreparePlan(sides=tuple(parse_side(s) for s in sides))

@@ -8,7 +8,7 @@ cached copy by content, rebuilding it with a warning where it differs) and write
 comparison, a step timed on the CPU for the pre-run estimate). First it
 checks that each side of the command can run here (a ``DeviceError``, exit code 2,
 before anything is written: ``parity.devices.preflight``); a pre-flight job
-(``parity.prepare.preflight``) does only that. A file that
+(``parity.measure.prepare.preflight``) does only that. A file that
 exits when imported, or a factory that raises, ends this job as failed, which the parent
 turns into one ``WorkloadError`` line.
 """
@@ -51,7 +51,7 @@ def _cost(
     sides' reduced precisions are timed on the CPU too (a CPU side's, and the
     expected-error run's, which is the CPU at the target's precision), and float64 where
     the fp64 reference is not cached."""
-    from parity.cache import reference_cached
+    from parity.measure.cache import reference_cached
     from parity.model.estimate import PRECISION_DTYPE
     from parity.probes.cost import step_cost
 
@@ -80,7 +80,7 @@ def _threads(plan: PreparePlan) -> Iterator[None]:
     torch's default otherwise."""
     import torch
 
-    from parity.spec import HOST_COMPUTE
+    from parity.model.spec import HOST_COMPUTE
 
     asked = {s.threads for s in plan.sides if s.device in HOST_COMPUTE}
     before = torch.get_num_threads()
@@ -103,7 +103,7 @@ class Freeze(Mode):
         plan = session.job.prepare or PreparePlan()
         session.enter("preflight")
         _preflight(plan)
-        if not plan.resolve:  # the pre-flight alone (``parity.prepare.preflight``): the
+        if not plan.resolve:  # the pre-flight alone (``parity.measure.prepare.preflight``): the
             # job's own description, as the parent made it from the spec
             session.write(PREPARED, PreparedWorkload(description=session.job.description))
             session.finish()

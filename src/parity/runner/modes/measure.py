@@ -184,7 +184,7 @@ def probe(session: SideSession, loaded: Loaded) -> None:
 def step_flops(session: SideSession, loaded: Loaded) -> Flops:
     """A step's FLOPs: from the probe cache where this side counted them on this workload
     in this environment (``parity.runner.probecache``), else counted and kept there (a
-    ``gpt-generate`` side's count took 0.55 s on a 2-core machine, more on a real model)."""
+    count runs the model under a FLOP counter: a noticeable cost, more on a real model)."""
     from parity.runner import probecache
 
     entry = cache_entry(session, "flops")

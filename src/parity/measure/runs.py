@@ -1,0 +1,622 @@
+"""The plans of the commands that measure, on the ``Orchestrator``: a single run (or
+scan), a comparison (set-up, the fp64 reference, interleaved rounds, the compliance
+runs, the expected-error run), a comparison in script mode, a resumed comparison and a
+throughput-latency curve.
+
+A comparison's plan ends in a ``Comparison`` made of the bundles the orchestrator
+loaded as each run finished (nothing is read back), handed to ``parity.sinks``: judged,
+its verdict written once, then the report, the index and MLflow. Bad input is refused
+before anything is written; a side that fails is a result, not an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parity.arrays import floating
+from parity.bundle import (
+    CURVE,
+    EXPECTED_DIR,
+    REFERENCE_DIR,
+    forget_verdict,
+    io_reason,
+    is_bundle,
+    load_bundle,
+    write_doc,
+)
+from parity.comparison import Comparison
+from parity.errors import BundleError, OptionError, OutputError, ResumeError, UsageError
+from parity.measure import estimate as estimates
+from parity.measure.cache import expected_key, run_key
+from parity.measure.orchestrate import (
+    JobTemplate,
+    Orchestrator,
+    ProgressSink,
+    check_fresh,
+    clear_partial,
+    default_out,
+    remove,
+)
+from parity.measure.prepare import preflight, prepare_workload
+from parity.measure.remote import placed_sides, url_out
+from parity.measure.resumable import belonging, check_resumable, mismatch
+from parity.measure.stopping import adaptive_stop, timing_plan
+from parity.model.bundle import Bundle
+from parity.model.estimate import Estimate
+from parity.model.job import Job
+from parity.model.numerics import EVERY_TOKENS
+from parity.model.side import MeasurePlan, Stop
+from parity.model.spec import SideSpec
+from parity.model.verdict import Role
+from parity.paths import locked
+from parity.redact import REDACTED
+from parity.request import REQUEST_FILE, CompareRequest, RunRequest
+from parity.runner.ahead import import_ahead
+from parity.runner.launch import Launcher
+from parity.sinks import conclude
+from parity.storage import local, publish, staging, upload
+
+if TYPE_CHECKING:
+    from parity.model.spec import WorkloadSpec
+    from parity.workloads.script import ScriptCommand
+
+log = logging.getLogger("parity")
+#: what the comparison's end imports, imported while the zygote starts: the index
+#: (sqlalchemy: about 0.4 s) and, where a report is written, the HTML report (matplotlib:
+#: about a second)
+END_IMPORTS = ("parity.sinks", "parity.store")
+REPORT_IMPORTS = ("parity.report.plots", "parity.report.html")
+
+
+def index_server_reachable() -> None:
+    """The team's index (a PostgreSQL ``$PARITY_STORE``) reached with its credentials
+    before anything runs: a wrong password is bad input, not a warning at the end."""
+    import os
+
+    if "://" in os.environ.get("PARITY_STORE", ""):
+        from parity.store.engine import check_server
+
+        check_server()
+
+
+# -- one run or scan -------------------------------------------------------------------------
+
+
+def _script_template(argv: tuple[str, ...], timeout_s: float) -> tuple[JobTemplate, ScriptCommand]:
+    from parity.workloads.script import describe, parse_command, script_spec
+
+    command = parse_command(argv)
+    parts, description = describe(command)
+    template = JobTemplate(
+        workload=script_spec(command),
+        frozen=None,
+        fingerprint=parts.digest(),
+        parts=parts,
+        description=description,
+        timeout_s=timeout_s,
+    )
+    return template, command
+
+
+def _prepare(
+    request: RunRequest | CompareRequest,
+    launcher: Launcher,
+    *,
+    timeout_s: float,
+    spec: WorkloadSpec | None = None,
+    cost: bool = False,
+    sides: tuple[SideSpec, ...] = (),
+) -> JobTemplate:
+    """The request's workload (or ``spec``) resolved and frozen by a worker, ``sides``
+    pre-flighted in the same job: user code never runs in this process."""
+    spec = spec or request.workload
+    assert spec is not None
+    prepared = prepare_workload(
+        spec, launcher=launcher, timeout_s=timeout_s, cost=cost, sides=sides,
+        cluster=request.cluster,
+    )  # fmt: skip
+    return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
+
+
+def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
+    """Run one side once (or scan it) into the bundle ``request.out``."""
+    from parity.store import index_quietly
+
+    url = url_out(request.out)
+    out = staging() if url else local(request.out) if request.out else None
+    out = out or default_out(request.name, request.mode)
+    check_fresh(out)
+    index_server_reachable()
+    if request.cluster is not None and request.script:
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
+    roles: dict[str, SideSpec] = {request.mode: request.side}
+    with (
+        placed_sides(request.cluster, roles, request.workload) as placed,
+        Launcher() as launcher,
+    ):
+        preflight(
+            (request.side,), launcher=launcher, workload=request.workload, cluster=request.cluster
+        )
+        if request.script:
+            template, command = _script_template(request.script, request.timeout_s)
+            plan = command.plan(request.side)
+            job = template.job("run", request.side, mode="script", script=plan)
+        else:
+            template = _prepare(request, launcher, timeout_s=request.timeout_s)
+            job = template.job(
+                request.mode,
+                request.side,
+                mode=request.job_mode,
+                capture=request.mode == "run",  # the numerics probe, for a later diff
+                torchrun=request.torchrun,
+            )
+        if out.is_dir():
+            out.rmdir()
+        with Orchestrator(out=out, progress=progress, launcher=launcher, placed=placed) as orch:
+            bundle = orch.run(job, out, label=request.mode)
+    if url:
+        publish(out, url)
+    if request.mode == "run":
+        index_quietly(bundle, url=url)
+    return bundle
+
+
+# -- a comparison ----------------------------------------------------------------------------
+
+
+def _start(request: CompareRequest, out: Path, resuming: bool) -> None:
+    from parity.checks.common import store_checks
+
+    if resuming:
+        clear_partial(out)
+        forget_verdict(out)
+        return
+    check_fresh(out)
+    out.mkdir(parents=True, exist_ok=True)
+    request.save(out)
+    store_checks(out, [Path(p) for p in request.checks])
+
+
+def compare(
+    request: CompareRequest,
+    *,
+    progress: ProgressSink | None = None,
+    resuming: bool = False,
+    published: str | None = None,
+) -> Comparison:
+    """Measure both sides in fresh, interleaved processes and judge them (``published``:
+    a resumed comparison's URL, its local copy in ``request.out``)."""
+    if request.batch_sizes:
+        raise OptionError("a throughput-latency curve is compare_curve's: use parity compare")
+    if request.script:
+        return _compare_script(request, progress=progress, resuming=resuming)
+    from parity.measure.cache import cache_root, expected_dir, reference_dir
+
+    url = published or url_out(request.out, resuming)
+    index_server_reachable()
+    if url and not resuming:  # measured and judged in a local staging directory, then published
+        request = replace(request, out=str(staging()))
+    if request.out and not resuming:
+        check_fresh(local(request.out))  # before a worker starts
+    plan = request.measure
+    began = time.monotonic()  # set-up: preparing the workload (and the zygote) counts
+    roles = {"baseline": request.baseline, "target": request.target}
+    with (
+        placed_sides(request.cluster, roles, request.workload) as placed,
+        Launcher() as launcher,
+    ):
+        assert request.workload is not None
+        launcher.warm(request.workload.name)  # the zygote imports while this process does
+        # meanwhile, settled before the timed runs
+        import_ahead(*END_IMPORTS, *(REPORT_IMPORTS if request.report else ()))
+        from parity.checks.common import read_checks
+
+        read_checks([Path(p) for p in request.checks])  # validated before anything is written
+        costed = not resuming and request.cluster is None  # this machine runs both sides
+        # the sides are pre-flighted in the job that prepares the workload
+        template = _prepare(
+            request, launcher, timeout_s=plan.timeout_s, cost=costed,
+            sides=(request.baseline, request.target),
+        )  # fmt: skip
+        # costed before the sides run: refused here (nothing written) where even the least
+        # of it is over the budget
+        estimate = estimates.for_request(request, template, cache_root()) if costed else None
+        if estimate is not None:
+            log.warning("parity: %s", estimates.summary(estimate))
+        plan = estimates.planned(plan, estimate)
+        reseeded = _reseeded(request, launcher) if plan.compliance else None
+        out = local(request.out) if request.out else default_out(template.description.name)
+        _start(request, out, resuming)  # the request as given: the plan is the estimate's
+        if url and not resuming:
+            upload(out, url)  # the request: a run lost mid-way resumes from the URL
+        request = replace(request, measure=plan)
+        with (
+            locked(out),
+            Orchestrator(
+                out=out,
+                progress=progress,
+                launcher=launcher,
+                started=began,
+                placed=placed,
+                landed=_uploader(out, url),
+                rerun_failed=resuming,
+            ) as orch,
+        ):
+            orch.start_budget(
+                template.job("baseline", request.baseline),
+                template.job("target", request.target),
+            )
+            if estimate is not None:
+                orch.estimate = estimate
+                orch.notes.extend(estimates.notes(estimate, plan.repeats))
+            cache = cache_root()
+            # the whole run in fp64 (a new cache: references before it hold the probe only)
+            reference = fp64_reference(orch, template, reference_dir(cache))
+            stop, compliance = _measure(request, orch, template, reseeded, estimate)
+            target = orch.measured.get("target", [])
+            expected = _expected(orch, template, target, expected_dir(cache))
+            orch.notes.extend(note for side in placed.values() for note in side.notes)
+            sides = orch.sides(orch.finish(stop, plan), plan, compliance)
+    measured = Comparison.measured(out, sides, reference=reference, expected=expected)
+    return conclude(measured, request.judge, mlflow=request.mlflow, url=url, report=request.report)
+
+
+def _uploader(out: Path, url: str | None) -> Callable[[Path], None] | None:
+    """Each side's bundle uploaded to ``url`` as it lands (no commit marker: the run is
+    not done), so that ``--resume URL`` after the driver is lost reruns only the rest."""
+    if url is None:
+        return None
+
+    def landed(path: Path) -> None:
+        try:
+            upload(out, url, path.relative_to(out).as_posix())
+        except (OSError, ValueError, UsageError) as exc:
+            log.warning("parity: warning: %s was not uploaded yet (%s)", path.name, exc)
+
+    return landed
+
+
+def _expected(
+    orch: Orchestrator, template: JobTemplate, target: list[Bundle], cache: Path
+) -> Bundle | None:
+    """The expected-error run at the precision the target's first bundle ran in (none for
+    an fp32 target, or a target that failed). A target on the CPU at that precision and
+    nothing else (``cpu+bf16``) is its own expected-error run: its quality run is copied
+    to ``OUT/expected`` instead of running the same again."""
+    from parity.judge.numerics import bundle_autocast_policy, bundle_precision, expected_side
+
+    ok = [b for b in target if b.ok]
+    if not ok:
+        return None
+    first = ok[0]
+    side = expected_side(first.side, bundle_precision(first), bundle_autocast_policy(first))
+    if side is None:
+        return None
+    if side != first.side:
+        return expected_run(orch, template, side, cache)
+    dest = orch.out / EXPECTED_DIR
+    if not is_bundle(dest):
+        copy_bundle(first.path, dest)
+    orch.notes.append(
+        f"no expected-error run: the target ({first.side}) is that run's own device and "
+        "settings, so its quality run is the expected-error run"
+    )
+    return replace(first, path=dest)  # the bytes already verified, under their copy's name
+
+
+def _reseeded(request: CompareRequest, launcher: Launcher) -> JobTemplate:
+    """The compliance run's workload: the same, seeded one further (frozen in set-up, by
+    a worker)."""
+    assert request.workload is not None
+    spec = replace(request.workload, seed=request.workload.seed + 1)
+    return _prepare(request, launcher, timeout_s=request.measure.timeout_s, spec=spec)
+
+
+def _measure(
+    request: CompareRequest,
+    orch: Orchestrator,
+    template: JobTemplate,
+    reseeded: JobTemplate | None,
+    estimate: Estimate | None = None,
+) -> tuple[Stop, dict[str, Bundle]]:
+    """The rounds of both sides (each side's first process its quality run, the ones after
+    it timing processes sized from it), then, where the budget holds them and no side
+    failed, the target's compliance runs (timing processes too), on the budget's clock."""
+    plan = request.measure
+    sides = {"baseline": request.baseline, "target": request.target}
+    runs_after = 2 if reseeded is not None else 0
+    # time to a loss needs every process's whole run
+    shorten = request.judge.target_loss is None
+
+    def job(role: Role, k: int) -> Job:
+        timing = orch.timing.get(role) if k > 0 else None
+        steps = timing.steps if timing is not None and timing.shortened else None
+        cut = timing.cut if timing is not None else None
+        skip = estimates.skipped(estimate, role) if k == 0 else None
+        # the target's quality run scores the baseline's tokens too (it runs second)
+        forced = forced_tokens(orch.measured) if role == "target" and k == 0 else None
+        return template.job(
+            role,
+            sides[role],
+            repeat=k,
+            capture=k == 0,
+            torchrun=plan.torchrun,
+            steps=steps,
+            cut=cut,
+            skip=skip,
+            forced=forced,
+        )
+
+    stop = orch.rounds(
+        job,
+        plan,
+        adaptive_stop(plan, runs_after=runs_after),
+        after_first=timing_plan(orch, plan, runs_after=runs_after, shorten=shorten),
+        first_in_turn=template.description.kind == "generate",
+    )
+    orch.release("baseline")  # its last job ran: its node is given back
+    if estimate is not None and orch.tally is not None:
+        took = {f"{r} quality run": s[0] for r, s in orch.tally.run_s.items() if s}
+        orch.notes[:] = estimates.outran(estimate, orch.notes, orch.tally.rounds, took)
+    compliance: dict[str, Bundle] = {}
+    if reseeded is not None and stop.reason != "failure":
+        if _compliance_fits(orch, plan):
+            timing = orch.timing.get("target")
+            steps = timing.steps if timing is not None and timing.shortened else None
+            compliance = compliance_runs(orch, request.target, reseeded, template, steps=steps)
+        else:
+            orch.notes.append(
+                f"the compliance runs were dropped: the budget ({plan.budget_s:g} s) could not "
+                f"hold them after {len(orch.tally.done['target']) if orch.tally else 0} "
+                "processes a side; a larger --budget runs them"
+            )
+    orch.release("target")
+    return stop, compliance
+
+
+def forced_tokens(done: Mapping[Role, list[Bundle]]) -> tuple[tuple[int, ...], ...] | None:
+    """The baseline's generated tokens of every prompt from its quality run (a generate
+    workload's ``every_tokens``), for the target's quality run to score teacher-forced;
+    None where the baseline's first run failed or generated nothing."""
+    first = done.get("baseline") or []
+    if not first or not first[0].ok:
+        return None
+    tokens = first[0].output_tensors().get(EVERY_TOKENS)
+    if tokens is None or tokens.ndim != 2 or floating(tokens):
+        return None
+    return tuple(tuple(int(x) for x in row) for row in tokens.tolist())
+
+
+def _compliance_fits(orch: Orchestrator, plan: MeasurePlan) -> bool:
+    """Whether the two compliance runs fit in what is left of the budget (always with
+    ``--repeats``, which fixes the work instead of the time)."""
+    if plan.repeats is not None or orch.tally is None:
+        return True
+    return orch.elapsed_s() + 2 * orch.tally.next_run_s("target") <= plan.budget_s
+
+
+def _compare_script(
+    request: CompareRequest, *, progress: ProgressSink | None, resuming: bool
+) -> Comparison:
+    """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
+    and no fp64 reference (script mode has neither)."""
+    if request.cluster is not None:
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
+    plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
+    template, command = _script_template(request.script, plan.timeout_s)
+    url = url_out(request.out, resuming)
+    out = staging() if url else local(request.out) if request.out else None
+    out = out or default_out(command.name)
+    launcher = Launcher()
+    try:
+        preflight((request.baseline, request.target), launcher=launcher)
+        _start(request, out, resuming)
+    except BaseException:
+        launcher.close()
+        raise
+    sides = {"baseline": request.baseline, "target": request.target}
+    with locked(out), Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
+        stop = orch.rounds(
+            lambda role, k: template.job(
+                role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
+            ),
+            plan,
+            adaptive_stop(plan, asked=request.measure.repeats is not None),
+        )
+        measured = orch.sides(orch.finish(stop, plan), plan)
+    found = Comparison.measured(out, measured)
+    return conclude(found, request.judge, mlflow=request.mlflow, url=url, report=request.report)
+
+
+def resume(
+    out: Path,
+    *,
+    progress: ProgressSink | None = None,
+    request: CompareRequest | None = None,
+    published: str | None = None,
+) -> Comparison:
+    """Finish a comparison that was interrupted: complete bundles are kept and reused,
+    partial ones (hidden temporary directories) are removed, missing runs are made.
+
+    ``request`` is the comparison given again (it must match the stored one): a script's
+    command is stored with its secret values masked, so resuming one whose command held
+    any needs the real command again."""
+    if request is not None:
+        request.check_resume(out)
+    else:
+        request = CompareRequest.from_file(out)
+    if any(REDACTED in arg for arg in request.script):
+        raise ResumeError(
+            f"{out / REQUEST_FILE} holds the script's command with secret values masked, "
+            "which parity cannot run: give the command again with the comparison (or pass "
+            "secrets to the script in environment variables)"
+        )
+    with locked(out):  # bound to the directory given, whatever out request.json names
+        check_resumable(out, {"baseline": request.baseline, "target": request.target})
+        return compare(
+            replace(request, out=str(out)), progress=progress, resuming=True, published=published
+        )
+
+
+# -- the CPU runs beside the sides: the fp64 reference, the expected error, compliance ------
+
+
+def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bundle:
+    """The fp64 CPU reference bundle of a frozen workload: its whole run in float64, made
+    once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
+    so that the comparison's directory carries everything a later ``parity diff`` needs."""
+    job = template.job("reference", SideSpec(device="cpu"), mode="reference")
+    return cached_run(
+        orch, job, cache / run_key(template.fingerprint), REFERENCE_DIR, "fp64 reference"
+    )
+
+
+def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
+    """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
+    ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
+    job = template.job("expected", side, mode="expected")
+    key = expected_key(template.fingerprint, side)
+    return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
+
+
+def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
+    """A CPU run that depends on its job alone: reused from ``cached``, else run and
+    cached there, then copied to ``OUT/name`` (a failure stays there, never cached); what
+    it took is one of the set-up parts' costs (``Stop.probes``)."""
+    began = time.monotonic()
+    reused = is_bundle(cached) or is_bundle(orch.out / name)
+    try:
+        return _cached_run(orch, job, cached, name, label)
+    finally:
+        orch.probes[f"{label}{' (cached)' if reused else ''}"] = time.monotonic() - began
+
+
+def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
+    """``cached_run``'s work. The copy is what is loaded and verified (once): a cache entry
+    that does not verify is removed and made again."""
+    dest = orch.out / name
+    if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
+        try:
+            found = load_bundle(dest)
+        except BundleError as exc:
+            log.warning("parity: %s: copying the %s again", exc, label)
+            remove(dest)
+        else:
+            return belonging(found, job)
+    if is_bundle(cached):
+        copy_bundle(cached, dest)
+        try:
+            # verified (no links, every file as written) and its key recomputed from what
+            # it holds (role, side, mode, fingerprint) before use
+            copied = load_bundle(dest)
+            problem = mismatch(copied, job)
+            if problem is not None:
+                raise BundleError(f"{cached} is not the run its name says: {problem}")
+            return copied
+        except BundleError as exc:  # edited, or written by another parity: make it again
+            log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
+            remove(dest)
+            remove(cached)
+    elif cached.exists() or cached.is_symlink():
+        remove(cached)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
+    bundle = orch.run(job, tmp, label=label)
+    copy_bundle(tmp, dest)  # a failure is kept beside the sides, never in the cache
+    if not bundle.ok:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        try:
+            tmp.rename(cached)
+        except OSError:  # made by another process meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    return replace(bundle, path=dest)  # the bytes just verified, under their copy's name
+
+
+def copy_bundle(src: Path, dest: Path) -> None:
+    """Copy a bundle into place through a hidden temporary directory (a link stays a link,
+    and is refused when loaded); an I/O error leaves nothing at ``dest``."""
+    import os
+
+    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
+    try:
+        shutil.copytree(src, tmp, symlinks=True)
+        os.replace(tmp, dest)
+    except OSError as exc:  # shutil.Error too
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
+
+
+def compliance_runs(
+    orch: Orchestrator,
+    target: SideSpec,
+    reseeded: JobTemplate,
+    same: JobTemplate,
+    *,
+    steps: int | None = None,
+) -> dict[str, Bundle]:
+    """The target's two compliance runs: another seed, and one identical input; each a
+    timing process of ``steps`` (None: the workload's)."""
+    runs = {
+        "reseeded": reseeded.job(
+            "target", target, compliance=True, steps=steps, request=orch.request
+        ),
+        "same-input": same.job(
+            "target", target, compliance=True, same_input=True, steps=steps, request=orch.request
+        ),
+    }
+    return {
+        name: orch.run(job, orch.out / "target" / name, label=f"target {name}")
+        for name, job in runs.items()
+    }
+
+
+# -- a throughput-latency curve --------------------------------------------------------------
+
+
+def compare_curve(
+    request: CompareRequest, *, progress: ProgressSink | None = None
+) -> tuple[Path, list[Comparison]]:
+    """One comparison per batch size (``OUT/bsN``) and ``curve.json``."""
+    from parity.model.reports import Curve, CurvePoint
+    from parity.workloads.names import known_kind
+
+    assert request.workload is not None
+    name, kind = request.workload.name, known_kind(request.workload.name)
+    if request.out:
+        check_fresh(Path(request.out))
+    if kind is None:  # described in a worker, not frozen: each point freezes its own
+        with Launcher() as launcher:
+            workload = prepare_workload(
+                request.workload,
+                launcher=launcher,
+                freeze=False,
+                timeout_s=request.measure.timeout_s,
+            )
+        name, kind = workload.name, workload.kind
+    if kind == "train":
+        raise OptionError(f"--batch-sizes is for inference and generation; {name} trains")
+    out = Path(request.out) if request.out else default_out(name, "curve")
+    check_fresh(out)
+    results = [
+        compare(replace(request.with_batch_size(bs), out=str(out / f"bs{bs}")), progress=progress)
+        for bs in request.batch_sizes
+    ]
+    from parity.judge.slo import best_batch
+
+    pairs = [
+        (bs, r.verdict)
+        for bs, r in zip(request.batch_sizes, results, strict=True)
+        if r.verdict is not None
+    ]
+    points = tuple(CurvePoint.of(bs, verdict) for bs, verdict in pairs)
+    curve = Curve(batch_sizes=request.batch_sizes, points=points, best=best_batch(pairs))
+    write_doc(out / CURVE, curve)
+    return out, results

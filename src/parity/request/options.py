@@ -1,0 +1,561 @@
+"""The option table: every option parity takes, declared once with its reader, its range,
+its help and the commands that take it.
+
+One ``declare(...)`` per option. The command line builds each command's options from
+the table (``parity.cli.common.table_options``), plan files map their keys onto it
+(``plan=``), Python keyword arguments are its keys, and a stored ``request.json`` is read
+back through it. Values are read once, by ``Given.read``: each by its option's reader
+(``parity.request.values``), which checks type, finiteness and range and names the option as
+the surface spells it. What holds across options (a workload or a script, the device
+known, one of ``--batch-size`` and ``--batch-sizes``) is the request builder's
+(``parity.request``). Nothing here imports torch or numpy.
+
+Adding an option: one ``declare`` here (name, reader, help, commands, plan key), then
+read it in the request builder of each command that takes it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
+
+from parity.cluster.address import cluster_address, parse_place
+from parity.errors import OptionError
+from parity.request.values import (
+    DAY_S,
+    MAX_BATCH,
+    allowed_differences,
+    check_number,
+    check_path,
+    checked_pins,
+    flag,
+    parse_batch_sizes,
+    parse_duration,
+    parse_tracking_uri,
+    pins,
+    prices,
+    read_side,
+    script_argv,
+    show,
+    strings,
+    whole_numbers,
+)
+from parity.urls import checked
+
+if TYPE_CHECKING:
+    from parity.model.fair import LatencyLimit, ProductionShape
+    from parity.model.inputs import CostInputs, Price
+    from parity.model.spec import SideSpec
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+#: reads one value: (the option as the surface names it, the value given) -> typed value
+Reader = Callable[[str, Any], T]
+#: where a value comes from: the command line and keyword arguments name an option by its
+#: flag, a plan file by its key path
+Surface = Literal["cli", "kwargs", "plan", "request"]
+
+COMPARE = ("compare",)
+RUN = ("run", "scan")
+CHECKS = ("rollback", "recovery", "soak")
+#: commands that run a workload (the workload's knobs)
+WORKLOAD_COMMANDS = (*COMPARE, *RUN, "scale", *CHECKS)
+RUNNING = WORKLOAD_COMMANDS
+TORCHRUN = (*COMPARE, *RUN)
+MULTINODE = (*TORCHRUN, "scale")
+JUDGING = (*COMPARE, "diff")
+#: commands whose sides run on a Ray cluster's nodes with ``--cluster`` (recovery's kill
+#: on the checkpoint event is sent by this machine: not yet)
+PLACED = (*COMPARE, *RUN, "rollback", "soak", "scale")
+
+
+@dataclass(frozen=True, slots=True)
+class Option(Generic[T_co]):
+    """One option: its keyword (``batch_size``), its flag (``--batch-size``), the reader
+    that checks a value of it, its help, and the commands that take it."""
+
+    key: str
+    flag: str
+    read: Callable[[str, Any], T_co]
+    help: str
+    commands: tuple[str, ...]
+    metavar: str = ""
+    #: what the command line hands over (Typer converts to it; None: no command-line form)
+    cli: Any = str
+    #: its key path in a plan file (``measure.repeats``), where a plan sets it
+    plan: str | None = None
+    #: the flag that turns it off (``--no-compliance``)
+    negative: str | None = None
+    #: a plan's value and a given one are merged name by name (mappings)
+    merge: bool = False
+
+    def name(self, surface: Surface) -> str:
+        """The option as ``surface`` spells it, for messages: a plan's key path, else its
+        flag (its key path where it has no command-line form)."""
+        if self.plan and (surface == "plan" or self.cli is None):
+            return self.plan
+        return self.flag
+
+
+TABLE: dict[str, Option[Any]] = {}
+
+
+def declare(
+    key: str, flag: str, read: Reader[T], help: str, commands: tuple[str, ...], **more: Any
+) -> Option[T]:
+    option: Option[T] = Option(key, flag, read, help, commands, **more)
+    assert key not in TABLE, f"option {key} declared twice"
+    TABLE[key] = option
+    return option
+
+
+# -- readers -------------------------------------------------------------------------------
+
+
+def whole(low: int = 1, high: float = 10**7) -> Reader[int]:
+    return lambda name, v: int(check_number(name, v, integer=True, low=low, high=high))
+
+
+def number(low: float | None = 0, high: float = 1e7, *, open_low: bool = False) -> Reader[float]:
+    return lambda name, v: float(check_number(name, v, low=low, high=high, low_open=open_low))
+
+
+def text(name: str, value: object) -> str:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise OptionError(f"{name} must be a string, got {show(value)}")
+    return value
+
+
+def texts(name: str, value: object) -> tuple[str, ...]:
+    return strings(name, value)
+
+
+def comma_texts(name: str, value: object) -> tuple[str, ...]:
+    """Strings, each also split at commas (``--checks a,b``)."""
+    return tuple(p.strip() for i in strings(name, value) for p in i.split(",") if p.strip())
+
+
+def mapping(name: str, value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise OptionError(f"{name} must be a mapping of names to values, got {show(value)}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def side(name: str, value: object) -> SideSpec:
+    """A side spec string parsed, or a side as typed (a stored request's): its device known."""
+    from parity.devices.names import check_device_name
+    from parity.model.spec import SideSpec
+
+    if not isinstance(value, SideSpec):
+        return read_side(name, value)
+    check_device_name(value.device, value.spec)
+    return value
+
+
+def price_table(name: str, value: object) -> dict[str, Price]:
+    found = prices(value)
+    for role in found:
+        if role not in ("baseline", "target"):
+            raise OptionError(f"a price for {role!r}: prices are for the baseline or the target")
+    return found
+
+
+COST_HIGH = {
+    "run_steps": 1e12,
+    "engineering_hours": 1e7,
+    "engineering_rate": 1e6,
+    "idle_fraction": 0.999,
+    "retry_fraction": 100,
+    "checkpoint_overhead": 100,
+}
+COST_KNOBS = tuple(COST_HIGH)
+
+
+def cost(name: str, value: object) -> CostInputs:
+    """The cost settings (``cost.KNOB``), prices aside."""
+    from parity.model.inputs import CostInputs
+
+    given = mapping(name, value) if not isinstance(value, Mapping) else value
+    unknown = sorted(set(given) - set(COST_HIGH))
+    if unknown:
+        raise OptionError(
+            f"cost.{unknown[0]} is not a cost setting: use one of {', '.join(COST_KNOBS)}"
+        )
+    knobs: dict[str, Any] = {}
+    for key, v in given.items():
+        where, high = f"cost.{key}", COST_HIGH[key]
+        if key == "run_steps":
+            knobs[key] = int(check_number(where, v, integer=True, low=1, high=high))
+        else:
+            knobs[key] = float(check_number(where, v, low=0, high=high))
+    return CostInputs(**knobs)
+
+
+def tracking_uri(name: str, value: object) -> str:
+    return "" if value is True else parse_tracking_uri(value)
+
+
+def experiment(name: str, value: object) -> str:
+    got = text(name, value).strip()
+    if not got or len(got) > 500:
+        raise OptionError(f"{name} {show(value)} must be a name of 1 to 500 characters")
+    return got
+
+
+def fraction(name: str, value: object) -> float:
+    """An agreement gate's threshold, in (0, 1]."""
+    return float(check_number(name, value, low=0, low_open=True, high=1))
+
+
+def production(name: str, value: object) -> ProductionShape | None:
+    from parity.model.fair import ProductionShape
+    from parity.request.fair_options import parse_production
+
+    return value if isinstance(value, ProductionShape) else parse_production(value)
+
+
+def slo(name: str, value: object) -> tuple[LatencyLimit, ...]:
+    from parity.model.fair import LatencyLimit
+    from parity.request.fair_options import parse_slo
+
+    if isinstance(value, tuple) and all(isinstance(v, LatencyLimit) for v in value):
+        return value
+    return parse_slo(value)
+
+
+def counts(name: str, value: object) -> tuple[int, ...]:
+    items = whole_numbers(name, text(name, value), "1,2,4", 4096)
+    if not items:
+        raise OptionError(f"{name} {show(value)} names no process count, e.g. 1,2,4")
+    return tuple(sorted(set(items)))
+
+
+# -- the table -------------------------------------------------------------------------------
+
+W = "workload"
+WORKLOAD = declare(
+    "workload", "workload", text,
+    "built-in name, hf:ARCH or path/to/file.py:factory (default: gpt-train)",
+    WORKLOAD_COMMANDS, plan="workload.name",
+)  # fmt: skip
+SCRIPT = declare(
+    "script", "--", lambda n, v: script_argv(v), "a script's command", (*COMPARE, "run"), cli=None
+)
+SIZE = declare(
+    "size", "--size", text, "tiny | small | base (default: tiny)", WORKLOAD_COMMANDS,
+    metavar="NAME", plan="workload.size",
+)  # fmt: skip
+BATCH_SIZE = declare(
+    "batch_size", "--batch-size", whole(high=MAX_BATCH), "override the workload's batch size",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.batch_size",
+)  # fmt: skip
+SEQ_LEN = declare(
+    "seq_len", "--seq-len", whole(high=2**20), "override the workload's sequence length",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.seq_len",
+)  # fmt: skip
+STEPS = declare(
+    "steps", "--steps", whole(high=10**7), "override the workload's step count",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.steps",
+)  # fmt: skip
+SEED = declare(
+    "seed", "--seed", whole(low=0, high=2**63 - 1), "seed of weights and data (default: 0)",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.seed",
+)  # fmt: skip
+HF_CONFIG = declare(
+    "hf_config", "--hf-config", texts,
+    "KEY=VALUE, repeatable: a transformers config setting of an hf: workload (another "
+    "workload: one of its config keys); enters the fingerprint",
+    WORKLOAD_COMMANDS, metavar="KEY=VALUE", cli=list[str],
+)  # fmt: skip
+TASK = declare(
+    "task", "--task", text,
+    "what an hf:PATH checkpoint does: train | generate | infer | embed | classify (default: "
+    "from its config's architectures)",
+    WORKLOAD_COMMANDS, metavar="TASK", plan="workload.task",
+)  # fmt: skip
+DATA = declare(
+    "data", "--data", text,
+    "a text, JSONL, CSV or Parquet file (or a datasets directory) whose tokens become the "
+    "frozen data (default: the corpus shipped with parity)",
+    WORKLOAD_COMMANDS, metavar="FILE[:FIELD]", plan="workload.data",
+)  # fmt: skip
+GENERATE_LOOP = declare(
+    "generate_loop", "--generate-loop", text,
+    "what a generation step times: parity | hf (parity: its own decoding loop, the default; "
+    "hf: the transformers model's own generate()); enters the fingerprint",
+    WORKLOAD_COMMANDS, metavar="LOOP", plan="workload.generate_loop",
+)  # fmt: skip
+
+BASELINE = declare(
+    "baseline", "--baseline", side, "side spec, e.g. cpu or cuda:0+bf16 (default: cpu)",
+    (*COMPARE, "rollback"), metavar="SIDE", plan="baseline.side",
+)  # fmt: skip
+TARGET = declare(
+    "target", "--target", side,
+    "side spec, e.g. neuron+bf16 (default: the accelerator PyTorch reports, else cpu+bf16)",
+    (*COMPARE, "rollback"), metavar="SIDE", plan="target.side",
+)  # fmt: skip
+DEVICE = declare(
+    "device", "--device", side, "side spec, e.g. cpu+bf16 or cuda:1",
+    (*RUN, "scale", "recovery", "soak"), metavar="SIDE",
+)  # fmt: skip
+OUT = declare(
+    "out", "--out", lambda n, v: checked(check_path(n, v), n),
+    "output directory, new or empty, or a URL such as s3://BUCKET/PREFIX (default: "
+    "parity-runs/STAMP-NAME)",
+    RUNNING, metavar="DIR|URL",
+)  # fmt: skip
+CLUSTER = declare(
+    "cluster", "--cluster", lambda n, v: cluster_address(text(n, v)),
+    "run each side on a node of this Ray cluster: ray://HOST:PORT, or auto for $RAY_ADDRESS "
+    "(needs parity[cluster])",
+    PLACED, metavar="ADDRESS",
+)  # fmt: skip
+PLACE = declare(
+    "place", "--place", lambda n, v: parse_place(v if isinstance(v, Mapping) else texts(n, v)),
+    "the Ray resource a side's node must have, e.g. target=neuron_cores:2, scale=GPU:4 "
+    "(repeatable; SIDE is baseline or target, or the command: run, scan, soak, scale; "
+    "default: GPU for cuda, neuron_cores for neuron, CPU for cpu, times the processes)",
+    PLACED, metavar="SIDE=RESOURCE[:AMOUNT]", cli=list[str], plan="place",
+)  # fmt: skip
+WAIT = declare(
+    "wait", "--wait", lambda n, v: parse_duration(text(n, v) if not isinstance(v, (int, float))
+                                                  else str(v), n),
+    "with --cluster: how long a side waits for a node with its resource (busy, or a node "
+    "group scaling up from zero) before the comparison ends as a capacity failure, exit "
+    "code 4: e.g. 90s, 30m (default: 30m)",
+    PLACED, metavar="DURATION",
+)  # fmt: skip
+NODE_RETRIES = declare(
+    "node_retries", "--node-retries", whole(low=0, high=100),
+    "with --cluster: how many times a job whose node is lost runs again on another node "
+    "with its resource (default: 1)",
+    PLACED, metavar="N", cli=int,
+)  # fmt: skip
+TIMEOUT = declare(
+    "timeout_s", "--timeout", number(low=1, high=30 * DAY_S),
+    "seconds per process before it is stopped and recorded as failed (default: 900)",
+    RUNNING, metavar="SECONDS", cli=float, plan="measure.timeout_s",
+)  # fmt: skip
+NPROC = declare(
+    "nproc", "--nproc", whole(high=4096),
+    "run each side as a torchrun job of N processes (nproc=N)",
+    TORCHRUN, metavar="N", cli=int,
+)  # fmt: skip
+NNODES = declare(
+    "nnodes", "--nnodes", whole(high=4096), "torchrun --nnodes (default: 1)",
+    MULTINODE, metavar="N", cli=int,
+)  # fmt: skip
+RDZV = declare(
+    "rdzv_endpoint", "--rdzv-endpoint", text, "torchrun --rdzv-endpoint HOST:PORT",
+    MULTINODE, metavar="HOST:PORT",
+)  # fmt: skip
+
+BATCH_SIZES = declare(
+    "batch_sizes", "--batch-sizes", lambda n, v: parse_batch_sizes(v),
+    "inference and generation: one comparison per batch size, e.g. 1,8,32, and the "
+    "throughput-latency curve",
+    COMPARE, metavar="N,N,...",
+)  # fmt: skip
+REPEATS = declare(
+    "repeats", "--repeats", whole(high=1000),
+    "fresh processes per side (default: adaptive, see --precision, --budget)",
+    COMPARE, metavar="N", cli=int, plan="measure.repeats",
+)  # fmt: skip
+PRECISION = declare(
+    "precision", "--precision", number(low=0, high=0.999, open_low=True),
+    "stop when the speed ratio's 95% interval is within this fraction (default: 0.02)",
+    COMPARE, metavar="FRACTION", cli=float, plan="measure.precision",
+)  # fmt: skip
+BUDGET = declare(
+    "budget_s", "--budget", number(low=0, high=30 * DAY_S, open_low=True),
+    "seconds for measuring after set-up: the fp64 reference, the rounds and the compliance "
+    "runs; a round that would not fit is not started, and at most 30 rounds run, or one "
+    "a second of a larger budget, and up to 4 times as many while the interval is wider "
+    "than ±5% (default: 30)",
+    COMPARE, metavar="SECONDS", cli=float, plan="measure.budget_s",
+)  # fmt: skip
+COMPLIANCE = declare(
+    "compliance", "--compliance", flag,
+    "run the target's re-seeded and identical-input checks (default: on)",
+    COMPARE, cli=bool, negative="--no-compliance", plan="measure.compliance",
+)  # fmt: skip
+
+ALLOW_DIFF = declare(
+    "allow_diff", "--allow-diff", lambda n, v: allowed_differences(v),
+    'FIELD="reason", repeatable: accept a differing fingerprint field',
+    JUDGING, metavar="FIELD=REASON", cli=list[str],
+)  # fmt: skip
+TARGET_LOSS = declare(
+    "target_loss", "--target-loss", number(low=None, high=1e30),
+    "training: report steps and time to this loss",
+    JUDGING, metavar="LOSS", cli=float, plan="quality.target_loss",
+)  # fmt: skip
+MIN_COSINE = declare(
+    "min_cosine", "--min-cosine", fraction,
+    "embeddings: the smallest per-row cosine similarity with the baseline (default: 0.99)",
+    COMPARE, plan="quality.min_cosine", cli=None,
+)  # fmt: skip
+MIN_TOP1 = declare(
+    "min_top1", "--min-top1", fraction,
+    "logits: the smallest top-1 agreement with the baseline (default: 0.99)",
+    COMPARE, plan="quality.min_top1", cli=None,
+)  # fmt: skip
+PRICES = declare(
+    "prices", "--price", price_table,
+    "SIDE=DOLLARS_PER_HOUR[:ACCELERATORS], repeatable, e.g. target=21.50:16 (default: the "
+    "price in devices/specs.toml of the device a bundle recorded)",
+    JUDGING, metavar="SIDE=USD[:N]", cli=list[str], merge=True,
+)  # fmt: skip
+COST = declare("cost", "cost", cost, "cost settings", COMPARE, cli=None)
+OPERATIONAL = declare(
+    "operational", "operational", mapping, "operational answers", COMPARE, cli=None
+)
+PINS = declare(
+    "pins", "--pin", lambda n, v: checked_pins(pins(v)),
+    "a package's expected version as pip writes it, repeatable, e.g. torch==2.13.* or "
+    "'numpy>=1.24,<3': drift on either side is reported in the verdict",
+    JUDGING, metavar="NAME==VERSION", cli=list[str], merge=True,
+)  # fmt: skip
+CHECKS_DIRS = declare(
+    "checks", "--checks", comma_texts,
+    "check directories (parity check --out), comma-separated: each passing check on the "
+    "same sides ticks the verdict's not-yet-proven list",
+    JUDGING, metavar="DIR,...",
+)  # fmt: skip
+PRODUCTION = declare(
+    "production", "--production", production,
+    "the production shape, repeatable: parameters=1.3B, seq_len, batch_size, precision, "
+    "optimizer, max_new_tokens, data_pipeline; the verdict compares the workload with it "
+    "and projects memory at that size",
+    JUDGING, metavar="KEY=VALUE", cli=list[str],
+)  # fmt: skip
+SLO = declare(
+    "slo", "--slo", slo,
+    "latency limits gating the target, e.g. ttft_p99=200ms,tpot_p50=30ms,e2e_p99=2s (ttft, "
+    "tpot, itl, e2e, latency; p50, p90, p99)",
+    JUDGING, metavar="LIMITS", cli=list[str],
+)  # fmt: skip
+TUNING_INTENDED = declare(
+    "tuning_intended", "--tuning-intended", lambda n, v: text(n, v).strip() or None,
+    "the sides are tuned differently on purpose: the speed figures lose the tuning-asymmetry "
+    "label (the asymmetry is still listed)",
+    JUDGING, metavar="REASON", plan="tuning.intended",
+)  # fmt: skip
+REPORT = declare(
+    "report", "--report", flag,
+    "write OUT/report.html once the verdict is on disk (default: on; --no-report saves "
+    "drawing its plots, seconds of CPU; parity report OUT writes it later)",
+    COMPARE, cli=bool, negative="--no-report",
+)  # fmt: skip
+MLFLOW = declare(
+    "mlflow", "--mlflow", tracking_uri,
+    "log the comparison as an MLflow run, at URI (http(s)://HOST:PORT, sqlite:///FILE, "
+    "file:DIR) or, given alone, MLflow's default (MLFLOW_TRACKING_URI, else ./mlruns); "
+    "needs parity[mlflow]",
+    COMPARE, metavar="[URI]", plan="mlflow.tracking_uri",
+)  # fmt: skip
+MLFLOW_EXPERIMENT = declare(
+    "mlflow_experiment", "--mlflow-experiment", experiment,
+    "the MLflow experiment (default: parity)",
+    COMPARE, metavar="NAME", plan="mlflow.experiment",
+)  # fmt: skip
+
+SCALING = declare(
+    "scaling", "--scaling", counts, "process counts, comma-separated, e.g. 1,2,4 (default: 1,2)",
+    ("scale",), metavar="N,N,...",
+)  # fmt: skip
+K = declare(
+    "k", "--k", whole(high=10**7), "steps before the checkpoint (default: half the steps)",
+    ("rollback", "recovery"), metavar="K", cli=int,
+)  # fmt: skip
+M = declare(
+    "m", "--m", whole(high=10**7), "steps after the checkpoint (default: the rest)",
+    ("rollback", "recovery"), metavar="M", cli=int,
+)  # fmt: skip
+DURATION = declare(
+    "duration", "--duration", lambda n, v: parse_duration(text(n, v)),
+    "how long to run: 30s, 10m, 1h, 1h30m (default: 10m)",
+    ("soak",), metavar="DURATION",
+)  # fmt: skip
+MAX_DRIFT = declare(
+    "max_drift", "--max-drift", number(low=0, high=1e6, open_low=True),
+    "latency drift bound, relative per hour (default: 0.1 = 10%/h)",
+    ("soak",), metavar="FRACTION", cli=float,
+)  # fmt: skip
+MAX_HOST_GROWTH = declare(
+    "max_host_growth", "--max-host-growth", number(low=0, high=1e9, open_low=True),
+    "host RSS growth bound, MiB per minute (default: 1)",
+    ("soak",), metavar="MIB", cli=float,
+)  # fmt: skip
+MAX_DEVICE_GROWTH = declare(
+    "max_device_growth", "--max-device-growth", number(low=0, high=1e9, open_low=True),
+    "device allocated growth bound, MiB per minute (default: 1)",
+    ("soak",), metavar="MIB", cli=float,
+)  # fmt: skip
+WARMUP = declare(
+    "warmup", "--warmup", number(low=0, high=0.9),
+    "fraction of the run left out of the slopes (default: 0.1)",
+    ("soak",), metavar="FRACTION", cli=float,
+)  # fmt: skip
+
+
+def side_flags(command: str) -> tuple[str, ...]:
+    """The flags of ``command`` (``compare``, ``check soak``) whose value is a side spec."""
+    name = command.split()[-1] if command else ""
+    return tuple(o.flag for o in TABLE.values() if o.read is side and name in o.commands)
+
+
+def options_of(command: str) -> list[Option[Any]]:
+    """The options ``command`` takes, in declaration order."""
+    return [o for o in TABLE.values() if command in o.commands]
+
+
+# -- the options given ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Given:
+    """The options given to one command, each read by its option (not given: absent)."""
+
+    command: str
+    values: Mapping[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, command: str, raw: Mapping[str, object], surface: Surface) -> Given:
+        """Read every value of ``raw`` (key -> value; None: not given) by its option."""
+        takes = {o.key: o for o in options_of(command)}
+        values: dict[str, object] = {}
+        for key, value in raw.items():
+            option = takes.get(key)
+            if option is None:
+                known = ", ".join(sorted(takes))
+                raise OptionError(f"unknown argument {show(key)}: use one of {known}")
+            if value is not None:
+                values[key] = option.read(option.name(surface), value)
+        return cls(command, values)
+
+    def get(self, option: Option[T]) -> T | None:
+        return cast("T | None", self.values.get(option.key))
+
+    def value(self, option: Option[T], default: T) -> T:
+        got = self.get(option)
+        return default if got is None else got
+
+    def has(self, option: Option[Any]) -> bool:
+        return option.key in self.values
+
+    def merged(self, over: Given) -> Given:
+        """These options with every option ``over`` gives replacing them (mappings merged
+        name by name)."""
+        values = dict(self.values)
+        for key, value in over.values.items():
+            old = values.get(key)
+            if TABLE[key].merge and isinstance(old, Mapping) and isinstance(value, Mapping):
+                value = {**old, **value}
+            values[key] = value
+        return Given(self.command, values)
