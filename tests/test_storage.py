@@ -179,7 +179,7 @@ def test_resume_at_the_url_after_the_driver_is_killed_reruns_only_the_rest(
             time.sleep(0.5)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
+        proc.communicate(timeout=60)
     before = fs.cat_file(first)
     assert not fs.exists(f"{path}/{storage.COMMIT}")
     again = subprocess.run(

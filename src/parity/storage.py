@@ -170,7 +170,9 @@ def upload(tree: Path, url: str, part: str = "") -> None:
     finished bundle of a run still under way, so that ``--resume URL`` finds it after the
     driver is lost (each bundle verifies itself by its own digest when read back)."""
     fs, root = split(url)
-    for file in _files(tree / part if part else tree):
+    # a bundle's digest last: where it is, every file it names is there before it
+    files = sorted(_files(tree / part if part else tree), key=lambda f: f.name == "digest.json")
+    for file in files:
         fs.pipe_file(f"{root}/{file.relative_to(tree).as_posix()}", file.read_bytes())
 
 
