@@ -185,3 +185,20 @@ def test_a_remote_sides_progress_reaches_the_driver_while_it_runs(
     for label, ended in said["ended"].items():
         steps = [t for name, kind, t in said["seen"] if name == label and kind == "progress"]
         assert steps and min(steps) < ended, (label, steps[:3], ended)  # before its end
+
+
+def test_a_side_its_node_cannot_run_is_refused_before_either_side_runs(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """The device is checked on the node the side was given (this machine has no CUDA),
+    before any job of either side: exit 2, one line naming the node."""
+    out = tmp_path / "nocuda"
+    cli = run_cli(
+        "compare", "mlp-train", "--baseline", "cpu", "--target", "cuda",
+        "--cluster", ray_cluster.client, "--place", "baseline=side-a",
+        "--place", "target=side-b", "--out", str(out), *LEAN, process=True, timeout=600,
+    )  # fmt: skip
+    assert cli.returncode == 2, cli.stderr[-3000:]
+    line = cli.stderr.strip().splitlines()[-1]
+    assert "on node" in line and "cuda" in line.lower(), line
+    assert not list(out.glob("*/r00"))  # neither side ran

@@ -183,6 +183,19 @@ class SideNode:
             if saved:
                 shutil.rmtree(Path(saved).parents[1], ignore_errors=True)
 
+    def check(self, side: str) -> str | None:
+        """The side's device checked here, on its node, as the pre-flight checks a local
+        side (``parity.measure.prepare.preflight``): why it cannot run, or None."""
+        from parity.errors import DeviceError, SideError
+        from parity.measure.prepare import preflight
+        from parity.model.spec import parse_side
+
+        try:
+            preflight([parse_side(side)], launcher=self.launcher)
+        except (DeviceError, SideError) as exc:
+            return str(exc)
+        return None
+
     def events(self, start: int) -> list[str]:
         """The running job's events from the ``start``-th on, for the driver's progress
         while the job runs (the actor serves this beside ``run``)."""

@@ -19,7 +19,7 @@ from parity.cluster import capacity
 from parity.cluster.address import connect, resource_for
 from parity.cluster.code import user_code
 from parity.cluster.node import SideNode, files_of, write_files
-from parity.errors import UsageError
+from parity.errors import DeviceError, UsageError
 from parity.model.codec import decode, dumps, loads
 from parity.model.job import JOB_FILE, Event, Job
 from parity.model.placement import ClusterPlan, NodeLost, Placement, Resource
@@ -60,6 +60,8 @@ class RemoteSide:
     #: a user's workload file's sources in the object store, for a node that does not
     #: share this machine's files (``parity.cluster.code``)
     code: Any = None
+    #: the side it runs, checked on each node it is given (``SideNode.check``)
+    side: SideSpec | None = None
     actor: Any = None
     group: Any = None
     placement: Placement | None = None
@@ -79,11 +81,24 @@ class RemoteSide:
                 self.actor, self.placement = _start_one(
                     self.ray, self.actor_class, self.role, self.resource, self.plan, self.group
                 )
+                self._check_device()
             except BaseException:
-                capacity.release(self.group)
-                self.group = None
+                self.release()
                 raise
         return self.placement
+
+    def _check_device(self) -> None:
+        """The side's device on the node it was given, before any job of either side
+        runs there: a node without it is bad placement (DeviceError naming the node)."""
+        if self.side is None or self.placement is None:
+            return
+        said = self.ray.get(self.actor.check.remote(str(self.side)), timeout=START_TIMEOUT_S)
+        if said is not None:
+            where = self.placement
+            raise DeviceError(
+                f"--place {self.role}={self.resource}: on node {where.hostname} "
+                f"({where.node_id[:12]}): {said}"
+            )
 
     def run(self, job: Job, final: Path, on_event: Callable[[Event], None] | None) -> Path:
         """The job on the side's node; its bundle at ``final``. A node lost while it runs
@@ -223,7 +238,13 @@ def start(
     code = ray.put(files) if files is not None else None
     return {
         role: RemoteSide(
-            ray=ray, actor_class=actor_class, role=role, resource=res, plan=plan, code=code
+            ray=ray,
+            actor_class=actor_class,
+            role=role,
+            resource=res,
+            plan=plan,
+            code=code,
+            side=sides[role],
         )
         for role, res in wanted.items()
     }
