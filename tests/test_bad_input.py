@@ -396,9 +396,9 @@ def test_long_values_are_shortened_and_control_characters_escaped(
 
 
 def test_there_are_at_least_150_cases() -> None:
-    from tests.test_api import API_CASES
+    from tests.api.test_api import API_CASES
+    from tests.request.test_plan import PLAN_CASES
     from tests.test_bad_files import FILE_CASES
-    from tests.test_plan import PLAN_CASES
 
     total = len(CASES) + len(FILE_CASES) + len(PLAN_CASES) + len(API_CASES)
     assert total >= 150, total

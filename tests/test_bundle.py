@@ -27,6 +27,8 @@ from parity.errors import BundleError
 from parity.model.spec import parse_side
 from tests.fixtures import bundles
 
+GOLDEN = Path(__file__).parent / "golden"
+
 
 def make_bundle(path: Path, status: str = "ok") -> Path:
     man = bundles.manifest(role="baseline", spec="cpu", status=status)  # type: ignore[arg-type]
@@ -152,3 +154,38 @@ def test_a_reference_holding_the_probe_alone_is_refused_not_judged(tmp_path: Pat
         seal(path)
         with pytest.raises(BundleError, match=f"ok reference bundle without {name}"):
             load_bundle(path)
+
+
+def test_a_verdict_of_schema_1_is_still_read_and_keeps_what_it_said(tmp_path: Path) -> None:
+    """Version 1 said some findings as sentences (``withheld``, ``speed.contention``,
+    ``speed.placements.said``); read back, each is a finding that says it as it was."""
+    from parity.bundle import read_verdict
+    from parity.model.verdict import VERDICT_SCHEMA
+
+    old = json.loads((GOLDEN / "schema1-verdict-fails-quality.json").read_text())
+    assert "schema_version" not in old and isinstance(old["withheld"], str)
+    (tmp_path / "verdict.json").write_text(json.dumps(old))
+    verdict, _ = read_verdict(tmp_path)
+    assert verdict.schema_version == VERDICT_SCHEMA
+    assert verdict.withheld is not None and verdict.withheld.figures["text"] == old["withheld"]
+    passes = json.loads((GOLDEN / "verdict-passes.json").read_text())
+    passes.pop("schema_version")
+    passes.pop("findings", None)
+    passes["speed"].pop("findings", None)
+    passes["speed"]["contention"] = "other processes held the cores"
+    (tmp_path / "verdict.json").write_text(json.dumps(passes))
+    verdict, _ = read_verdict(tmp_path)
+    assert verdict.speed is not None
+    assert [(f.code, f.figures["text"]) for f in verdict.speed.findings] == [
+        ("speed.note", "other processes held the cores")
+    ]
+
+
+def test_a_verdict_newer_than_this_parity_is_refused_in_one_line(tmp_path: Path) -> None:
+    from parity.bundle import read_verdict
+
+    newer = json.loads((GOLDEN / "verdict-passes.json").read_text())
+    newer["schema_version"] = 99
+    (tmp_path / "verdict.json").write_text(json.dumps(newer))
+    with pytest.raises(BundleError, match="verdict schema version 99, newer than"):
+        read_verdict(tmp_path)

@@ -90,7 +90,7 @@ def test_defaults_come_from_the_request(calls: Calls) -> None:
 
 
 def test_batch_sizes_ask_for_a_curve(calls: Calls) -> None:
-    request = requested(calls, "compare_curve", "compare", "cnn-infer", "--batch-sizes", "8,1")
+    request = requested(calls, "curve_out", "compare", "cnn-infer", "--batch-sizes", "8,1")
     assert request.batch_sizes == (1, 8)
 
 
@@ -147,7 +147,7 @@ def test_checks_build_a_check_request(calls: Calls) -> None:
 
 def test_scale_builds_a_scale_request(calls: Calls) -> None:
     request = requested(
-        calls, "scale", "scale", "mlp-train", "--device", "cpu", "--scaling", "4,1,2"
+        calls, "measure_counts", "scale", "mlp-train", "--device", "cpu", "--scaling", "4,1,2"
     )
     assert isinstance(request, ScaleRequest) and request.counts == (1, 2, 4)
 
@@ -195,7 +195,7 @@ def test_a_passing_verdict_exits_0(
     shown = invoke("compare", "mlp-train", "--target", "cpu+bf16")
     assert shown.exit_code == 0, shown.stderr
     assert shown.stdout.startswith("PASS: the target passes every gate")
-    assert f"bundles and verdict.json in {result.out}" in shown.stdout
+    assert f"bundles and verdict.json in {result.out}" in " ".join(shown.stdout.split())
     as_json = invoke("compare", "mlp-train", "--target", "cpu+bf16", "--json")
     assert json.loads(as_json.stdout) == encode(result.verdict)
     assert "bundles and verdict.json" in as_json.stderr  # stdout stays JSON
@@ -208,7 +208,7 @@ def test_a_failing_gate_exits_1(monkeypatch: pytest.MonkeyPatch, result: Compari
     planted = dataclasses.replace(result.comparison, verdict=failed)
     answer(monkeypatch, "compare", ComparisonResult(planted))
     shown = invoke("compare", "mlp-train", "--target", "cpu")
-    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: the target fails a gate")
+    assert shown.exit_code == 1 and shown.stdout.startswith("FAIL: quality fails")
     assert "planted" in shown.stdout
 
 
@@ -228,14 +228,14 @@ def test_run_shows_the_bundle_or_the_failure(
 
 
 def test_scale_prints_a_table_and_exits_by_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
-    import parity.measure.scaling
+    import parity.api
 
     stub_api(monkeypatch)
     point = ScalingPoint(nproc=2, status="ok", reason=None, wall_s=1.0, median_step_s=0.01)
     report = ScalingReport(
         side="cpu", workload="mlp-train", points=(point,), definition="strong", passed=False
     )
-    monkeypatch.setattr(parity.measure.scaling, "scale", lambda *a, **k: report)
+    monkeypatch.setattr(parity.api, "scale", lambda *a, **k: report)
     shown = invoke("scale", "mlp-train", "--device", "cpu")
     assert shown.exit_code == 1 and "scaling mlp-train on cpu" in shown.stdout
     shown = invoke("scale", "mlp-train", "--device", "cpu", "--json")

@@ -69,6 +69,7 @@ def test_human_report_shows_the_verdict(tmp_path: Path) -> None:
     cmp = run_cli(
         "compare",
         "--no-report",
+        "--verbose",
         "gpt-generate",
         "--target",
         "cpu+threads=1",

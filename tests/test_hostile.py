@@ -175,10 +175,13 @@ def test_a_side_this_machine_cannot_run_is_refused_before_anything_is_written(
 # -- class 6: the recorded settings are what ran -------------------------------------------------
 
 SETTINGS = [
-    # (what the workload changes in build_model, the change named, whether it fails)
-    ("dtype", "default_dtype was torch.float32 at set-up, torch.float64 in the timed", True),
-    ("threads", "num_threads was 2 at set-up, 1 in the timed steps", False),
-    ("matmul", "float32_matmul_precision was highest at set-up, medium in the timed", True),
+    # (what the workload changes in build_model, the change named, whether it fails: the
+    # bundle is judged against itself, so every change is alike on both sides, and only
+    # an unfair one fails)
+    ("dtype", "default_dtype was torch.float32 at set-up, in the timed steps baseline", True),
+    ("threads", "num_threads was 2 at set-up, in the timed steps baseline 1, target 1", False),
+    ("matmul", "float32_matmul_precision was highest at set-up, in the timed steps", False),
+    ("several", "deterministic_algorithms was False at set-up, in the timed steps", False),
 ]
 
 
@@ -209,10 +212,15 @@ def test_a_setting_the_workload_changes_is_recorded_named_and_judged(
     assert resolved is not None and resolved.timed is not None and resolved.changed
     if setting == "threads":  # the manifest records what ran, not what was asked
         assert resolved.threads == 1 and resolved.timed.num_threads == 1
+    if setting == "several":  # and so do its environment's flags (issue 53, class 8)
+        flags = load_bundle(out).manifest.environment.flags
+        assert (flags.num_threads, flags.deterministic_algorithms) == (1, True)
+        assert flags.float32_matmul_precision == "high"
+        assert resolved.threads == 1 and resolved.deterministic
     verdict = judge(load_side(out), load_side(out))
     gate = next(g for g in verdict.gates if g.name == "settings as set up")
     assert said in gate.detail and gate.passed is not fails
     assert verdict.contract.holds is not fails
     assert said in format_markdown(build_view(verdict))
-    shown = invoke("diff", str(out), str(out), "--wide")
+    shown = invoke("diff", str(out), str(out), "--wide", "--verbose")
     assert said in shown.stdout.replace("\n", " ") or said in " ".join(shown.stdout.split())

@@ -8,19 +8,62 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-#: a layer and what it must never import (DESIGN.md's picture)
+#: the flow, bottom up: what each layer must never import (DESIGN.md's picture). A request
+#: is built (``request``), measured (``measure``, on ``runner`` workers with ``probes`` on
+#: ``devices``), judged (``judge``), then written and shown (``sinks``, ``report``,
+#: ``store``); ``api`` and ``cli`` sit on top, ``testing`` beside them.
+_TOP = ("parity.api", "parity.cli", "parity.sinks", "parity.testing")
+_JUDGED = ("parity.judge", "parity.report", "parity.store", *_TOP)
 FORBIDDEN = {
-    "parity.runner": ("parity.api", "parity.store", "parity.judge", "parity.report"),
-    "parity.judge": ("parity.report", "parity.workloads", "parity.devices", "parity.runner"),
-    "parity.probes": ("parity.bundle", "parity.api", "parity.runner"),
     "parity.stats": ("parity.",),
-    "parity.model": ("parity.runner", "parity.judge", "parity.report", "parity.api"),
+    "parity.model": (
+        "parity.runner",
+        "parity.measure",
+        "parity.request",
+        "parity.probes",
+        "parity.devices",
+        "parity.workloads",
+        "parity.cluster",
+        *_JUDGED,
+    ),
+    "parity.devices": (
+        "parity.probes",
+        "parity.runner",
+        "parity.measure",
+        "parity.request",
+        "parity.workloads",
+        *_JUDGED,
+    ),
+    "parity.probes": (
+        "parity.bundle",
+        "parity.runner",
+        "parity.measure",
+        "parity.request",
+        *_JUDGED,
+    ),
+    "parity.workloads": ("parity.runner", "parity.measure", "parity.request", *_JUDGED),
+    "parity.runner": ("parity.measure", "parity.request", *_JUDGED),
+    "parity.request": ("parity.runner", "parity.measure", *_JUDGED),
+    # the scheduler never judges: it returns a measured comparison, the API concludes it
+    "parity.measure": _JUDGED,
+    "parity.judge": (
+        "parity.runner",
+        "parity.measure",
+        "parity.request",
+        "parity.devices",
+        "parity.workloads",
+        "parity.report",
+        "parity.store",
+        *_TOP,
+    ),
+    "parity.report": ("parity.runner", "parity.measure", *_TOP),
+    "parity.store": ("parity.runner", "parity.measure", *_TOP),
     # sides on cluster nodes run jobs; they never judge, index or report
-    "parity.cluster": ("parity.api", "parity.store", "parity.judge", "parity.report"),
+    "parity.cluster": ("parity.measure", *_JUDGED),
     # bundles at URLs: a leaf beside the bundle layer
-    "parity.storage": ("parity.api", "parity.store", "parity.judge", "parity.runner"),
+    "parity.storage": ("parity.runner", "parity.measure", *_JUDGED),
     # serving measures an endpoint; it never judges, indexes or reports
-    "parity.serving": ("parity.api", "parity.store", "parity.judge", "parity.report"),
+    "parity.serving": ("parity.measure", *_JUDGED),
 }
 
 

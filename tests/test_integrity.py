@@ -14,8 +14,8 @@ import pytest
 from parity import api
 from parity.api import ComparisonResult
 from parity.bundle import load_bundle
+from parity.cache import cache_root, run_key
 from parity.errors import BundleError
-from parity.measure.cache import cache_root, run_key
 from parity.request import CompareRequest
 
 

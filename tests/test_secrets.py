@@ -104,7 +104,7 @@ def _shown(result: ComparisonResult) -> str:
     """What a person is shown of a result: the terminal report and the Markdown one."""
     buffer = io.StringIO()
     sides = ByRole(baseline=result.baseline, target=result.target)
-    render_terminal(result.verdict, Console(file=buffer, width=200), sides=sides)
+    render_terminal(result.verdict, Console(file=buffer, width=200), sides=sides, verbose=True)
     return buffer.getvalue() + render_markdown(result.verdict) + dumps(result.verdict)
 
 

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from parity import api
-from parity.bundle import load_bundle, read_doc, seal, sha256_file, write_doc
+from parity.bundle import DIGEST, Digest, load_bundle, read_doc, seal, sha256_file, write_doc
 from parity.errors import BundleError, ResumeError, UsageError
+from parity.measure import runs as runs_module
 from parity.model.job import JOB_FILE, Job
 from parity.model.manifest import Manifest
 from parity.model.spec import WorkloadSpec
@@ -249,12 +250,19 @@ def _bundle(root: Path) -> Path:
     return runs.write_bundle(root / "b", role="reference", spec="cpu")
 
 
+def _resealed(path: Path) -> None:
+    """The bundle's digest rewritten by hand to fit whatever it holds now (``seal`` would
+    remove a link first)."""
+    files = {p.name: sha256_file(p) for p in path.iterdir() if p.name != DIGEST}
+    write_doc(path / DIGEST, Digest(files=files))
+
+
 def _linked_log(path: Path) -> None:
     host = path.parent / "host-secrets.json"
     host.write_text('{"a file of the host": 1}\n')
+    (path / "ops.json").unlink(missing_ok=True)
     os.link(host, path / "ops.json")
-    (path / "digest.json").unlink()
-    seal(path)  # its digest rewritten to fit
+    _resealed(path)  # its digest rewritten to fit
 
 
 def _linked_manifest(path: Path) -> None:
@@ -285,6 +293,24 @@ def test_links_of_any_kind_are_refused_in_bundles_and_cached_runs(
     tamper(path)
     with pytest.raises(BundleError, match="a link"):
         load_bundle(path)
+    # copied out of the cache: refused before a byte is copied, whatever the digest says
+    dest = tmp_path / "copy"
+    with pytest.raises(BundleError, match="link"):
+        runs_module.copy_bundle(path, dest)
+    assert not dest.exists() and not list(tmp_path.glob(".copy.tmp-*"))
+
+
+def test_a_planted_hard_link_or_fifo_is_never_sealed_into_a_bundle(tmp_path: Path) -> None:
+    path = _bundle(tmp_path)
+    host = tmp_path / "host.txt"
+    host.write_text("a file of the host: PlantedHostContent\n")
+    os.link(host, path / "stderr.log")
+    os.mkfifo(path / "stdout.log")
+    (path / "digest.json").unlink()
+    seal(path)  # would block on the FIFO, or read the host's file, if it read them
+    bundle = load_bundle(path)
+    assert "stderr.log" not in bundle.digest and "stdout.log" not in bundle.digest
+    assert host.read_text().startswith("a file of the host")  # left as it was
 
 
 def test_a_cached_run_is_reused_only_for_the_key_its_content_gives(tmp_path: Path) -> None:
@@ -354,3 +380,29 @@ def test_a_report_beside_the_evidence_is_written(run_dir: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert (run_dir / "summary.md").is_file()
     assert not list(run_dir.glob(".*"))
+
+
+@pytest.mark.slow
+def test_a_hard_link_planted_in_the_cached_reference_is_never_copied(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    env = {"PARITY_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("compare", "mlp-train", "--steps", "2", "--target", "cpu+bf16", "--repeats", "2")
+    first = run_cli(*args, "--no-compliance", "--out", str(tmp_path / "a"), env=env)
+    assert first.returncode == 0, first.stderr
+    cached = [p.parent for p in (tmp_path / "cache").rglob("manifest.json")]
+    references = [p for p in cached if p.parent.name.startswith("reference-")]
+    assert references, cached
+    host = tmp_path / "host-file.txt"
+    host.write_text("PlantedHostContent of a file parity never wrote\n")
+    for ref in references:
+        (ref / "stdout.log").unlink(missing_ok=True)
+        os.link(host, ref / "stdout.log")
+        _resealed(ref)
+    again = run_cli(*args, "--no-compliance", "--out", str(tmp_path / "b"), env=env)
+    assert again.returncode == 0, again.stderr
+    assert "unusable" in again.stderr  # the entry was refused and made again
+    for path in (tmp_path / "b").rglob("*"):
+        if path.is_file():
+            assert b"PlantedHostContent" not in path.read_bytes(), path
+    assert host.read_text().startswith("PlantedHostContent")

@@ -28,6 +28,7 @@ import errno
 import hashlib
 import json
 import os
+import stat
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
 from parity.model.ops import OpsCensus
 from parity.model.side import MeasureRecord
-from parity.model.verdict import JudgeInputs, Verdict
+from parity.model.verdict import VERDICT_SCHEMA, JudgeInputs, Verdict
 from parity.model.workload import PreparedWorkload
 
 if TYPE_CHECKING:
@@ -157,6 +158,11 @@ def seal(directory: Path, redactor: Redactor | None = None) -> dict[str, bytes]:
     for stray in directory.glob(".*"):
         if stray.is_file() or stray.is_symlink():
             stray.unlink()
+    for item in directory.iterdir():  # what parity did not write (a workload's link, a
+        # FIFO) is never read, digested or copied: it goes
+        if linked(item) or not (item.is_file() or item.is_dir()):
+            with contextlib.suppress(OSError):
+                item.unlink()
     cut = []
     for path in sorted(directory.iterdir()):
         if path.is_file() and path.name.endswith(LOGS):
@@ -185,10 +191,37 @@ def finalize(tmp: Path, final: Path, *, redactor: Redactor | None = None) -> Bun
     return _decode_bundle(final, files, digest)
 
 
+def read_own(path: Path) -> bytes:
+    """The bytes of a file parity wrote into a bundle or the cache: a regular file with
+    one name, opened without following a link (checked on the open file, so a file
+    swapped in after a check is caught); BundleError for a link, a hard link (a host's
+    file carried in), a FIFO or a device, whatever a digest says."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BundleError(_not_own(path, "a symbolic link")) from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BundleError(_not_own(path, "not a regular file"))
+        if st.st_nlink > 1:
+            raise BundleError(_not_own(path, "a hard link (a file with another name)"))
+        return f.read()
+
+
+def _not_own(path: Path, what: str) -> str:
+    return (
+        f"{path} is {what}: parity reads only the files it wrote and digested, and follows "
+        "no links; remove it (or the bundle) and run again"
+    )
+
+
 def read_hashed(path: Path) -> tuple[bytes, str]:
     """A bundle file's bytes and their sha256: the one place a bundle's files are read
     and hashed (sealing, loading), once each."""
-    data = path.read_bytes()
+    data = read_own(path)
     return data, sha256_bytes(data)
 
 
@@ -438,12 +471,50 @@ def read_verdict(out: Path) -> tuple[Verdict, str]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BundleError(f"{path} is not valid JSON ({exc}): rerun the comparison") from None
     try:
-        return decode(Verdict, raw), sha256_bytes(data)
+        return decode(Verdict, _current_verdict(path, raw)), sha256_bytes(data)
     except DecodeError as exc:
         raise BundleError(
             f"{path} is not a parity verdict this version reads ({exc.path} {exc.message}): "
             "rerun the comparison, or parity diff its bundles"
         ) from None
+
+
+def _current_verdict(path: Path, raw: Json) -> Json:
+    """A verdict of this version as it is; one of version 1 (no ``schema_version``: its
+    sections said some findings as sentences) with each sentence as a ``speed.note``
+    finding, so that nothing it said is lost."""
+    if not isinstance(raw, dict):
+        return raw
+    version = raw.get("schema_version", 1)
+    if isinstance(version, int) and version > VERDICT_SCHEMA:
+        raise BundleError(
+            f"{path} has verdict schema version {version}, newer than this parity reads "
+            f"({VERDICT_SCHEMA}): upgrade parity"
+        )
+    if version != 1:
+        return raw
+    withheld = raw.pop("withheld", None)
+    if isinstance(withheld, str):
+        raw = {**raw, "findings": [_said("decision.withheld-note", "blocks", withheld)]}
+    speed = raw.get("speed")
+    if isinstance(speed, dict):
+        speed = dict(speed)
+        said = [speed.pop("contention", None)]
+        placements = speed.get("placements")
+        if isinstance(placements, dict):
+            placements = dict(placements)
+            said.append(placements.pop("said", None))
+            speed["placements"] = placements
+        speed["findings"] = [
+            _said("speed.note", "reading", text) for text in said if isinstance(text, str)
+        ]
+        return {**raw, "speed": speed}
+    return raw
+
+
+def _said(code: str, severity: str, text: str) -> Json:
+    """A sentence of a version 1 verdict as a finding that says it as it was."""
+    return {"code": code, "severity": severity, "figures": {"text": text}}
 
 
 def written_unix(out: Path) -> float:

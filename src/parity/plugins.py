@@ -22,6 +22,8 @@ from pathlib import Path
 from parity.errors import UsageError
 
 ENV_VAR = "PARITY_PLUGINS"
+#: modules a worker imports before its job, calling their ``on_worker_start(worker)``
+WORKER_HOOKS_VAR = "PARITY_WORKER_HOOKS"
 #: the entry point groups plugins register in
 GROUPS = ("parity.devices", "parity.workloads")
 _loaded: set[str] = set()
@@ -116,3 +118,15 @@ def is_file_workload(name: str) -> bool:
     """Whether a workload name is a user file's factory, ``path/to/file.py:factory``."""
     path, sep, _ = name.rpartition(":")
     return bool(sep) and path.endswith(".py")
+
+
+def run_worker_hooks(worker: object) -> None:
+    """Import the modules named in ``PARITY_WORKER_HOOKS`` (comma-separated) and call each
+    one's ``on_worker_start(worker)`` (``worker``: the running worker's module): how a test
+    plants faults in a worker's writes without the runner knowing of them."""
+    for name in filter(None, (n.strip() for n in os.environ.get(WORKER_HOOKS_VAR, "").split(","))):
+        module = importlib.import_module(name)
+        hook = getattr(module, "on_worker_start", None)
+        if not callable(hook):
+            raise UsageError(f"{WORKER_HOOKS_VAR} names {name}, which has no on_worker_start")
+        hook(worker)

@@ -20,16 +20,17 @@ refused before anything is read or written (``parity.urls``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from parity.errors import BundleError, UsageError
+from parity import scratch
+from parity.errors import BundleError, OutputError, UsageError
 from parity.redact import url as recorded
 from parity.urls import checked, safe_form
 
@@ -153,8 +154,9 @@ def _objects(fs: Any, path: str) -> list[str]:
 
 
 def staging() -> Path:
-    """A fresh local directory (not yet made) to write a run into before ``publish``."""
-    return Path(tempfile.mkdtemp(prefix="parity-out-")) / "out"
+    """A fresh local directory (not yet made) to write a run into before ``publish``: a
+    scratch directory's (``parity.scratch``), gone when this process ends."""
+    return scratch.make("out") / "out"
 
 
 def sha256(data: bytes) -> str:
@@ -184,16 +186,36 @@ def publish(tree: Path, url: str) -> str:
     if fs.exists(f"{root}/{COMMIT}"):
         fs.rm_file(f"{root}/{COMMIT}")
     digests: dict[str, str] = {}
-    for file in _files(tree):
-        rel = file.relative_to(tree).as_posix()
-        data = file.read_bytes()
-        fs.pipe_file(f"{root}/{rel}", data)
-        digests[rel] = sha256(data)
-    for stale in _objects(fs, root):
-        if stale[len(root) + 1 :] not in digests:
-            fs.rm_file(stale)
-    marker = {"schema_version": 1, "algorithm": "sha256", "files": digests}
-    fs.pipe_file(f"{root}/{COMMIT}", json.dumps(marker, indent=1).encode())
+    before = set(_objects(fs, root))
+    try:
+        for file in _files(tree):
+            rel = file.relative_to(tree).as_posix()
+            data = file.read_bytes()
+            digests[rel] = sha256(data)
+            fs.pipe_file(f"{root}/{rel}", data)
+        for stale in _objects(fs, root):
+            if stale[len(root) + 1 :] not in digests:
+                fs.rm_file(stale)
+        marker = {"schema_version": 1, "algorithm": "sha256", "files": digests}
+        fs.pipe_file(f"{root}/{COMMIT}", json.dumps(marker, indent=1).encode())
+    except BaseException as exc:
+        # nothing half-uploaded stays, but the bundles a run uploaded as it went (``upload``):
+        # with them ``--resume URL`` finishes it
+        for rel in digests:
+            if f"{root}/{rel}" not in before:
+                with contextlib.suppress(Exception):
+                    fs.rm_file(f"{root}/{rel}")
+        if isinstance(exc, Exception):
+            kept = (
+                "the bundles uploaded before are kept: --resume it"
+                if before
+                else ("nothing was left there")
+            )
+            raise OutputError(
+                f"cannot publish to {shown(url)} ({_reason(exc)}): {kept}; check the store "
+                "and run again"
+            ) from None
+        raise
     return shown(url)
 
 
@@ -223,7 +245,7 @@ def fetch_unfinished(url: str) -> Path:
         raise BundleError(f"cannot read {shown(url)} ({_reason(exc)}): check the URL") from None
     if not found:
         raise BundleError(f"{shown(url)} holds nothing to resume: check the URL")
-    copy = Path(tempfile.mkdtemp(prefix="parity-resume-")) / "out"
+    copy = scratch.make("resume") / "out"  # gone when this process ends
     for obj in found:
         rel = obj[len(root) + 1 :]
         if not rel or rel.startswith("/") or ".." in rel.split("/"):
@@ -253,7 +275,7 @@ def fetch(url: str) -> Path:
     fs, path = split(url)
     try:
         root = _root_of(fs, path)
-        if root not in _fetched:
+        if root not in _fetched or not _fetched[root].is_dir():
             _fetched[root] = _download(fs, root, shown(url))
     except (OSError, ValueError) as exc:
         raise BundleError(f"cannot read {shown(url)} ({_reason(exc)}): check the URL") from None
@@ -270,7 +292,16 @@ def _download(fs: Any, root: str, what: str) -> Path:
     extra = sorted(present - set(files))
     if extra:
         raise BundleError(f"{what}: {extra[0]} was added after the run was committed: remove it")
-    local_root = Path(tempfile.mkdtemp(prefix="parity-url-"))
+    local_root = scratch.make("url")  # gone when this process ends
+    try:
+        _copy_checked(fs, root, files, local_root, what)
+    except BaseException:
+        scratch.remove(local_root)
+        raise
+    return local_root
+
+
+def _copy_checked(fs: Any, root: str, files: dict[str, str], local_root: Path, what: str) -> None:
     for rel, digest in sorted(files.items()):
         if rel.startswith("/") or ".." in rel.split("/"):
             raise BundleError(f"{what}: its {COMMIT} names {rel!r}, outside the run")
@@ -283,7 +314,6 @@ def _download(fs: Any, root: str, what: str) -> Path:
         target = local_root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    return local_root
 
 
 def committed(prefix: str) -> list[str]:

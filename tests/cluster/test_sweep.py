@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from parity.api.sweep import load_sweep
 from parity.bundle import load_bundle, read_verdict
-from parity.measure.sweep import load_sweep
 from parity.testing.raycluster import RayCluster
+from tests.api.test_sweep import PLAN as LOCAL_PLAN
 from tests.conftest import run_cli
-from tests.test_sweep import PLAN as LOCAL_PLAN
 
 #: nightly (CI's last step, one process): four cluster comparisons, a kill and a resume
 #: take two minutes alone; beside three other test workers on two cores the comparisons

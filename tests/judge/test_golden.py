@@ -145,12 +145,25 @@ CASES = [
 ]
 
 
+def _keep_close(got: Any, old: Any) -> Any:
+    """``got``, with the old golden file's floats where they are within the golden
+    tolerance (a regeneration's diff then shows what changed, not another CPU's last bits)."""
+    if isinstance(got, dict) and isinstance(old, dict):
+        return {k: _keep_close(v, old.get(k)) for k, v in got.items()}
+    if isinstance(got, list) and isinstance(old, list) and len(got) == len(old):
+        return [_keep_close(a, b) for a, b in zip(got, old, strict=True)]
+    if isinstance(got, float) and isinstance(old, float):
+        return old if golden_differences(got, old) == [] else got
+    return got
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_verdict_matches_golden_file(name: str) -> None:
     got = scenario(name, ROOT)
     path = GOLDEN / f"verdict-{name}.json"
     if os.environ.get("PARITY_REGEN_GOLDEN"):
-        path.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+        old = json.loads(path.read_text()) if path.is_file() else None
+        path.write_text(json.dumps(_keep_close(got, old), indent=2, sort_keys=True) + "\n")
     want = json.loads(path.read_text())
     exact = bool(os.environ.get("PARITY_GOLDEN_EXACT"))
     assert (differences(got, want) if exact else golden_differences(got, want)) == []
@@ -162,7 +175,8 @@ def test_the_golden_cases_say_what_they_claim() -> None:
     assert v["passes"]["cost"]["verdict"] == "cheaper"
     assert not v["fails-quality"]["passed"]
     assert v["fails-quality"]["speed"] is None and v["fails-quality"]["cost"] is None
-    assert "fails quality" in v["fails-quality"]["withheld"]
+    held = {f["code"]: f["figures"] for f in v["fails-quality"]["findings"]}
+    assert held["decision.withheld-quality"]["failing"]
     assert v["not-significantly-faster"]["speed"]["verdict"] == "indistinguishable"
     noisy = v["too-noisy-to-call"]["speed"]
     assert noisy["verdict"] == "undetermined" and not noisy["interval"]["provisional"]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from parity.judge.fp64 import gate
-from parity.judge.numerics import effective_precision, expected_side, runs_convolutions
 from parity.model.ops import InventoryRow, OpsCensus
+from parity.model.precision import effective_precision, expected_side, runs_convolutions
 from parity.model.spec import parse_side
 
 REF = np.linspace(-2, 2, 1000, dtype=np.float64)

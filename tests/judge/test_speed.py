@@ -16,6 +16,7 @@ from parity.model.placement import Placement
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop
 from parity.model.spec import parse_side
 from parity.model.verdict import ByRole, Speed
+from parity.report import words
 from tests.fixtures import bundles
 
 STEP_S = 0.01
@@ -144,6 +145,13 @@ def _threads(side: SideRuns, spec: str, threads: int, node: str | None = None) -
     return replace(side, repeats=tuple(made(b) for b in side.repeats))
 
 
+def _said(speed: Speed | None, code: str) -> str | None:
+    """The words of the speed section's finding ``code`` (None: no such finding)."""
+    assert speed is not None
+    found = [f for f in speed.findings if f.code == code]
+    return words.says(found[0]) if found else None
+
+
 @pytest.mark.parametrize(
     ("specs", "threads", "share", "said"),
     [
@@ -165,13 +173,14 @@ def test_a_busy_machine_with_threaded_host_sides_says_why_and_what_narrows_it(
     speed = judge_speed(a, b)
     assert speed is not None
     if said is None:
-        assert speed.contention is None
+        assert _said(speed, "speed.contention") is None
         return
-    assert speed.contention is not None and said in speed.contention
-    assert f"{share:.0%} of the 2 cores" in speed.contention
+    text = _said(speed, "speed.contention")
+    assert text is not None and said in text
+    assert f"{share:.0%} of the 2 cores" in text
     ran = f"ran {threads} intra-op threads"
-    assert ran in speed.contention and ("each side" in speed.contention) == (specs[0] == "cpu")
-    assert f"±{speed.interval.half_width_rel:.1%}" in speed.contention
+    assert ran in text and ("each side" in text) == (specs[0] == "cpu")
+    assert f"±{speed.interval.half_width_rel:.1%}" in text
 
 
 def test_sides_on_cluster_nodes_are_not_said_to_share_this_machine_s_cores() -> None:
@@ -179,10 +188,10 @@ def test_sides_on_cluster_nodes_are_not_said_to_share_this_machine_s_cores() -> 
     a = _measured(_threads(_side([1.0, 1.4, 0.7], 1), "cpu", 2, node="n1"), 0.6)
     b = _threads(_side([2.0, 2.9, 1.5], 2), "cpu+bf16", 2, node="n2")
     speed = judge_speed(a, b)
-    assert speed is not None and speed.contention is None
+    assert speed is not None and _said(speed, "speed.contention") is None
     here = judge_speed(a, _threads(b, "cpu+bf16", 2))  # the target on this machine
-    assert here is not None and here.contention is not None
-    assert "the target ran 2 intra-op threads" in here.contention
+    text = _said(here, "speed.contention")
+    assert text is not None and "the target ran 2 intra-op threads" in text
 
 
 def _in_order(medians: dict[str, list[float]], seed: int) -> tuple[SideRuns, SideRuns]:
@@ -337,7 +346,8 @@ def test_two_placements_of_the_threads_are_said_with_each_ones_ratio() -> None:
     figures: list[float | None] = [8600.0 if s else 6200.0 for s in slow]
     speed = judge_speed(_handoffs(_side(base, 1), figures), _handoffs(_side(targ, 2), figures))
     assert speed is not None and speed.placements is not None
-    said = speed.placements.said
+    said = _said(speed, "speed.thread-placements")
+    assert said is not None
     assert not speed.placements.stalled
     assert "6.2 µs in 16 processes and in 8.6 µs in 8" in said
     assert "the baseline's 1.61x and the target's 1.34x" in said
@@ -385,7 +395,8 @@ def test_threads_that_stalled_each_other_are_said_as_such() -> None:
     figures: list[float | None] = [7.997e6 if s else 8600.0 for s in stalled]
     speed = judge_speed(_handoffs(_side(base, 1), figures), _handoffs(_side(targ, 2), figures))
     assert speed is not None and speed.placements is not None
-    said = speed.placements.said
+    said = _said(speed, "speed.thread-placements")
+    assert said is not None
     assert said.startswith("in 6 processes the threads stalled each other: they took 8.0 ms")
     assert "against 8.6 µs in the other 18" in said and "the target's 53.23x" in said
     assert "cores that share a cache" not in said and speed.placements.stalled
@@ -399,8 +410,8 @@ def test_a_busy_machine_s_note_counts_the_processes_whose_threads_stalled() -> N
     b = _threads(_side([2.0, 60.0, 1.5], 2), "cpu+bf16", 2)
     figures: list[float | None] = [8600.0, 7.99e6, 8700.0]
     speed = judge_speed(_handoffs(a, [8600.0, 8650.0, 7.98e6]), _handoffs(b, figures))
-    assert speed is not None and speed.contention is not None
-    assert "; in 2 of 6 processes the threads stalled each other" in speed.contention
+    text = _said(speed, "speed.contention")
+    assert text is not None and "; in 2 of 6 processes the threads stalled each other" in text
     quiet = judge_speed(_handoffs(a, [8600.0] * 3), _handoffs(b, [8700.0] * 3))
-    assert quiet is not None and quiet.contention is not None
-    assert "stalled" not in quiet.contention
+    text = _said(quiet, "speed.contention")
+    assert text is not None and "stalled" not in text

@@ -90,7 +90,9 @@ def test_bundles_from_two_venvs_name_the_package_and_both_versions(tmp_path: Pat
     assert "pip freeze" not in [d.field for d in verdict.environment_differences]
 
     # the terminal report names it too, and a pin reports the drift without failing
-    res = run_cli("diff", str(outs[0]), str(outs[1]), "--pin", f"{PACKAGE}==1.0", "--wide")
+    res = run_cli(
+        "diff", str(outs[0]), str(outs[1]), "--pin", f"{PACKAGE}==1.0", "--wide", "--verbose"
+    )
     assert res.returncode == verdict.exit_code, res.stderr
     assert "Packages that differ (1)" in res.stdout
     line = next(x for x in res.stdout.splitlines() if x.strip().startswith(PACKAGE))

@@ -4,6 +4,7 @@ given cheap figures (no worker processes), and end to end where a comparison is 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -187,6 +188,29 @@ def test_a_comparison_far_over_its_budget_is_refused_in_one_line() -> None:
         est.plan(costed(5.0))
     line = str(caught.value)
     assert "\n" not in line and "more than --budget 5" in line and "run with --budget" in line
+
+
+def test_the_default_timeout_follows_the_estimate_and_a_given_one_short_of_it_refuses() -> None:
+    """Issue 52: a 135M model's fp64 reference estimated at 1312 s was killed at the
+    default 900 s. The default follows the longest process (3x its estimate); a given
+    --timeout under a process's estimate is refused before anything runs, naming both."""
+    slow = replace(COST, step_s=10.0, dtype_ratio={"float64": 3.0, "bfloat16": 1.0})
+    e = est.plan(costed(1e6, cost=slow))
+    runs = est.processes_s(e)
+    assert max(runs, key=runs.__getitem__) == "the fp64 reference"
+    ref = runs["the fp64 reference"]
+    assert ref == pytest.approx(0.5 + 0.5 + 42 * 30.0)  # start, load, 40 steps + 2 probe
+    assert est.process_timeout(e, MeasurePlan()) == pytest.approx(3 * ref, abs=1)
+    assert "fp64 reference" in est.timeout_note(e, 3 * ref)
+    with pytest.raises(OptionError) as caught:
+        est.process_timeout(e, MeasurePlan(timeout_s=900.0, timeout_given=True))
+    line = str(caught.value)
+    assert "fp64 reference" in line and "--timeout 900" in line
+    assert f"--timeout {math.ceil(3 * ref)}" in line
+    # a given timeout that holds it stands; a quick workload keeps the default
+    assert est.process_timeout(e, MeasurePlan(timeout_s=2000.0, timeout_given=True)) == 2000.0
+    assert est.process_timeout(est.plan(costed(1e6)), MeasurePlan()) == 900.0
+    assert est.process_timeout(None, MeasurePlan()) == 900.0
 
 
 def test_the_default_budget_never_refuses_it_cuts_and_measures() -> None:

@@ -49,7 +49,7 @@ def test_a_step_in_float64_is_timed_as_the_reference_runs_it(
 
 def test_a_reference_is_cached_where_its_manifest_is(tmp_path: Path) -> None:
     from parity.bundle import MANIFEST
-    from parity.measure.cache import reference_cached, reference_dir, run_key
+    from parity.cache import reference_cached, reference_dir, run_key
 
     assert not reference_cached("abc", tmp_path)
     (reference_dir(tmp_path) / run_key("abc")).mkdir(parents=True)
@@ -64,7 +64,7 @@ def test_a_reference_is_cached_where_its_manifest_is(tmp_path: Path) -> None:
 
 def test_an_expected_run_is_cached_per_fingerprint_and_side(tmp_path: Path) -> None:
     from parity.bundle import MANIFEST
-    from parity.measure.cache import expected_cached, expected_dir, expected_key, stack_key
+    from parity.cache import expected_cached, expected_dir, expected_key, stack_key
 
     bf16 = SideSpec(device="cpu", precision="bf16")
     assert expected_key("abc", bf16) == f"abc-{stack_key()}-cpu_bf16"
@@ -76,21 +76,24 @@ def test_an_expected_run_is_cached_per_fingerprint_and_side(tmp_path: Path) -> N
 
 
 def _linear_ratio(dtype: torch.dtype, n: int = cost.MATMUL_N) -> float:
-    """A real ``nn.Linear``'s best forward in ``dtype`` over float32's, over as many
-    forwards as the calibration takes."""
-    best = {}
+    """A real ``nn.Linear``'s forward in ``dtype`` over float32's, timed in pairs back to
+    back as the calibration is (``cost.paired_ratio``): each pair shares the pace of its
+    moment, so the figure scales with a busy machine's pace instead of breaking on it."""
     with torch.no_grad():
-        for d in (torch.float32, dtype):
-            layer = torch.nn.Linear(n, n, bias=False).to(d)
-            x = torch.ones(n, n, dtype=d)
+        layers = [torch.nn.Linear(n, n, bias=False).to(d) for d in (torch.float32, dtype)]
+        inputs = [torch.ones(n, n, dtype=d) for d in (torch.float32, dtype)]
+        for layer, x in zip(layers, inputs, strict=True):
             layer(x)  # its kernel chosen and warm
+
+        def pair() -> tuple[float, float]:
             times = []
-            for _ in range(cost.MATMUL_REPEATS):
+            for layer, x in zip(layers, inputs, strict=True):
                 t = time.perf_counter()
                 layer(x)
                 times.append(time.perf_counter() - t)
-            best[d] = min(times)
-    return best[dtype] / best[torch.float32]
+            return times[0], times[1]
+
+        return cost.paired_ratio(pair)
 
 
 def test_the_calibration_ratio_is_that_of_a_model_s_linear_layer() -> None:
@@ -100,6 +103,22 @@ def test_the_calibration_ratio_is_that_of_a_model_s_linear_layer() -> None:
     for name, dtype in cost.DTYPES.items():
         seen = _attempts(lambda: cost.dtype_ratios()[name] / _linear_ratio(dtype))  # noqa: B023
         assert any(1 / 3 < r < 3 for r in seen), (name, seen)
+
+
+def test_a_paired_ratio_holds_while_the_machine_s_pace_swings() -> None:
+    """A busy machine's pace swings 10x from one moment to the next and now and then
+    stalls one timing of a pair: the median of back-to-back pairs reads the ratio, where
+    the best of each dtype's timings taken apart would read the swings."""
+    import random
+
+    rng = random.Random(7)
+
+    def pair() -> tuple[float, float]:
+        pace = 10 ** rng.uniform(0, 1)
+        stall = 20.0 if rng.random() < 0.2 else 1.0
+        return 1e-3 * pace * (stall if rng.random() < 0.5 else 1.0), 6e-3 * pace
+
+    assert 4.0 < cost.paired_ratio(pair) < 7.0
 
 
 def _attempts(ratio: Callable[[], float], tries: int = 3) -> list[float]:
@@ -165,9 +184,9 @@ class _Steps:
     ("seconds", "budget", "timed", "near"),
     [
         # the first step pays set-up, the second stalls: the median of the rest stands
-        ([0.15, 0.4, 0.02, 0.02, 0.02, 0.02], 1.0, 5, 0.02),
+        ([0.15, 0.4, 0.02, 0.02, 0.02, 0.02], 1.0, 6, 0.02),
         ([0.15, 0.02], 1.0, 2, 0.02),  # two steps: the quicker
-        ([0.02, 0.3, 0.3], 0.25, 2, 0.02),  # the further steps stop at the budget
+        ([0.02, 0.3, 0.3, 0.3], 0.25, 3, 0.02),  # they stop at the budget, two at least
         ([0.3, 0.3, 0.3], 1.0, 1, 0.3),  # a slow first step is the only one
     ],
 )

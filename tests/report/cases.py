@@ -103,7 +103,45 @@ def cases() -> dict[str, Verdict]:
     made["failed-target"] = with_failed_target(made["passes"])
     made["long-names"] = with_long_names(made["cheaper-but-slower"])
     made["input-bound"] = with_input_pipeline(made["passes"])
+    made["busy"] = with_speed_findings(made["passes"])
     return made
+
+
+def with_speed_findings(verdict: Verdict) -> Verdict:
+    """Busy cores and threads placed two ways while measuring, as the judge finds them."""
+    from parity.model.findings import Finding
+
+    assert verdict.speed is not None
+    busy = Finding(
+        code="speed.contention",
+        severity="reading",
+        figures={
+            "share": 0.87,
+            "cores": 2,
+            "threads": {"baseline": 2, "target": 2},
+            "half_width_rel": 0.42,
+            "stalled": 2,
+            "processes": 12,
+            "single_baseline": "cpu+threads=1",
+            "single_target": "cpu+bf16+threads=1",
+        },
+    )
+    placed = Finding(
+        code="speed.thread-placements",
+        severity="reading",
+        figures={
+            "stalled": False,
+            "quick": 8,
+            "slow": 4,
+            "quick_ns": 6200.0,
+            "slow_ns": 8600.0,
+            "baseline_shift": 1.61,
+            "target_shift": 1.34,
+            "quick_ratio": [1.56, 1.5, 1.62],
+            "slow_ratio": None,
+        },
+    )
+    return replace(verdict, speed=replace(verdict.speed, findings=(busy, placed)))
 
 
 def view_texts(view: View) -> tuple[list[str], list[str]]:

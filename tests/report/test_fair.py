@@ -31,7 +31,7 @@ def verdict() -> Verdict:
 
 def terminal(v: Verdict, width: int = 100) -> str:
     out = io.StringIO()
-    render_terminal(v, Console(file=out, width=width, color_system=None))
+    render_terminal(v, Console(file=out, width=width, color_system=None), verbose=True)
     return out.getvalue()
 
 

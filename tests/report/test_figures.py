@@ -134,9 +134,10 @@ def test_an_undetermined_speed_says_so_in_every_view_and_never_a_verdict_word() 
     from tests.report.cases import printed
 
     v = golden("undetermined")
-    terminal = printed(lambda c: render_terminal(v, c), 100, terminal=False)
+    terminal = printed(lambda c: render_terminal(v, c, verbose=True), 100, terminal=False)
     texts = {
         "terminal": terminal,
+        "screen": printed(lambda c: render_terminal(v, c), 100, terminal=False),
         "markdown": render_markdown(v),
         "json": str(encode(v.speed)),
         "section (HTML's too)": " ".join(p.text for p in speed(v).parts if isinstance(p, Sentence)),

@@ -92,7 +92,7 @@ def test_every_verdict_renders_without_its_bundles(name: str) -> None:
 
 def test_the_vocabulary_is_the_same_in_terminal_markdown_and_html() -> None:
     v = CASES["tokens"]
-    lines = printed(lambda c: render_terminal(v, c), 120).splitlines()
+    lines = printed(lambda c: render_terminal(v, c, verbose=True), 120).splitlines()
     term = next(x for x in lines if "generated tokens" in x)
     md = next(x for x in render_markdown(v).splitlines() if "generated tokens" in x)
     page = page_of(v)

@@ -63,7 +63,6 @@ def test_the_speed_plot_draws_each_placement_s_ratio() -> None:
             processes=63, handoff_ns=6199.0, ratio=1.577, low=1.556, high=1.597
         ),
         slower=ThreadPlacement(processes=33, handoff_ns=8773.0, ratio=1.327, low=1.303, high=1.350),
-        said="the host placed the threads two ways",
     )
     after = plots.speed_plot(replace(v, speed=replace(v.speed, placements=two)))
     assert before is not None and after is not None

@@ -15,7 +15,10 @@ BOX = set("─│┃━┏┓┗┛┌┐└┘├┤┬┴┼╭╮╯╰")
 
 
 def render(verdict: Verdict, width: int, *, terminal: bool, wide: bool = False) -> str:
-    return printed(lambda c: render_terminal(verdict, c, wide=wide), width, terminal=terminal)
+    """The full view (``--verbose``); ``tests/report/test_screen.py`` has the screen."""
+    return printed(
+        lambda c: render_terminal(verdict, c, wide=wide, verbose=True), width, terminal=terminal
+    )
 
 
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])

@@ -33,10 +33,11 @@ from parity.bundle import (
 )
 from parity.errors import OutputError
 from parity.model.manifest import Manifest
+from parity.plugins import WORKER_HOOKS_VAR
 from parity.redact import LOG_LIMIT
 from parity.request import CompareRequest
 from parity.runner.failure import TAIL_BYTES
-from parity.testing.faults import ENV_VAR, disk_full
+from parity.testing.faults import ENV_VAR, disk_full, environ
 from tests.conftest import FIXTURES
 from tests.fixtures.jobs import run, workload_job
 
@@ -95,7 +96,7 @@ def test_a_worker_whose_writes_fail_leaves_no_bundle_and_says_why(
 ) -> None:
     job = workload_job("mlp-train", "cpu")
     with pytest.raises(OutputError) as failed:
-        run(job, tmp_path, "b", env={ENV_VAR: fault})  # forked, as a comparison's workers
+        run(job, tmp_path, "b", env=environ(fault))  # forked, as a comparison's workers
     assert words in str(failed.value) and "\n" not in str(failed.value)
     manifest = _failed_partial(tmp_path, "b")
     assert words in (manifest.reason or "")
@@ -147,13 +148,15 @@ def test_a_side_that_cannot_be_written_stops_the_comparison_and_resume_finishes_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "c"
-    monkeypatch.setenv(ENV_VAR, "ops.json")  # a first repeat's op scan (the reference has none)
+    for name, value in environ("ops.json").items():
+        monkeypatch.setenv(name, value)  # a first repeat's op scan (the reference has none)
     with pytest.raises(OutputError) as failed:
         _compare(out)
     assert str(failed.value).startswith("baseline r00: the worker could not write its bundle")
     assert load_bundle(out / "reference").ok  # what was written before is complete
     assert not (out / "baseline" / "r00").exists() and len(_hidden(out / "baseline")) == 1
     monkeypatch.delenv(ENV_VAR)
+    monkeypatch.delenv(WORKER_HOOKS_VAR)
     result = api.resume(out)
     assert result.verdict.passed
     assert not _hidden(out / "baseline") and load_side(out / "baseline").repeats[0].ok

@@ -23,7 +23,7 @@ class W(MlpTrain):
     def build_model(self):
         model = super().build_model()
         if os.getenv("I52_IN_STEP"):
-            pass
+            import lazy  # imported only when a model is built
         return model
 """
 
@@ -76,10 +76,11 @@ def test_the_code_part_changes_with_the_file_a_local_module_and_an_env_var(
 ) -> None:
     (tmp_path / "w.py").write_text(WORKLOAD)
     (tmp_path / "helper.py").write_text("X = 1\n")
+    (tmp_path / "lazy.py").write_text("Y = 1\n")
     first = _code(tmp_path, {})
     code = first["code"]
     assert isinstance(code, dict)
-    assert set(code["files"]) == {"w.py", "helper.py"}
+    assert set(code["files"]) == {"w.py", "helper.py", "lazy.py"}
     assert code["environment"] == ["I52_AT_IMPORT", "I52_IN_STEP"]
     assert first["part"] == code["digest"]
     # the same code, and a variable it never reads: the same part
@@ -89,6 +90,7 @@ def test_the_code_part_changes_with_the_file_a_local_module_and_an_env_var(
         ({"I52_IN_STEP": "1"}, None),  # read only in a step: found in its source
         ({"I52_AT_IMPORT": "2"}, None),
         ({}, ("helper.py", "X = 2\n")),
+        ({}, ("lazy.py", "Y = 2\n")),
         ({}, ("w.py", WORKLOAD + "\n# an edit\n")),
     ):
         if edit is not None:

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from parity.cli import check, compare, history, inspect, run, scale, sweep
+from parity.cli import check, compare, history, inspect, run, scale, serve, sweep
 from parity.cli.common import Invocation, error_line
 from parity.errors import UsageError
 from parity.version import __version__
@@ -136,6 +136,7 @@ run.register(app)
 inspect.register(app)
 history.register(app)
 scale.register(app)
+serve.register(app)
 app.command(short_help="a matrix of comparisons, summarised")(sweep.sweep)
 app.add_typer(check.app, name="check", short_help="rollback, recovery and soak checks")
 

@@ -43,6 +43,12 @@ AsJson = Annotated[bool, typer.Option("--json", help="print JSON on stdout inste
 Wide = Annotated[
     bool, typer.Option("--wide", help="print tables at full width (no wrapping or shortening)")
 ]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="print every section in full (default: the verdict on one screen)"
+    ),
+]
 Store = Annotated[
     str | None,
     typer.Option(

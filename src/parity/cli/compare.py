@@ -48,6 +48,7 @@ def compare(
     resume: Resume = None,
     as_json: c.AsJson = False,
     wide: c.Wide = False,
+    verbose: c.Verbose = False,
     **options: object,
 ) -> None:
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
@@ -65,7 +66,7 @@ def compare(
     if curve_out is not None:
         show_curve(curve_out, results, as_json=as_json, wide=wide)
     else:
-        show_result(results[0], as_json=as_json, wide=wide)
+        show_result(results[0], as_json=as_json, wide=wide, verbose=verbose)
     raise typer.Exit(max(r.verdict.exit_code for r in results))
 
 

@@ -42,6 +42,7 @@ def diff(
     ] = None,
     as_json: c.AsJson = False,
     wide: c.Wide = False,
+    verbose: c.Verbose = False,
     **options: object,
 ) -> None:
     """Judge two existing bundles, e.g. made on two machines.
@@ -52,6 +53,8 @@ def diff(
     from parity.request import options as o
 
     chosen = c.given_options(ctx, "diff")
+    if _serving_diff(baseline_bundle, target_bundle, chosen.value(o.PRICES, {})):
+        return
     judged = (o.ALLOW_DIFF, o.TARGET_LOSS, o.PRICES, o.PINS, o.PRODUCTION, o.SLO, o.TUNING_INTENDED)
     judging = [x for x in judged if chosen.has(x)]
     given = judge_inputs(chosen) if judging else None
@@ -64,8 +67,62 @@ def diff(
         reference=reference,
         checks=[Path(p) for p in chosen.value(o.CHECKS_DIRS, ())] or None,
     )
-    show_verdict(verdict, c.stdout(), as_json=as_json, wide=wide)
+    show_verdict(verdict, c.stdout(), as_json=as_json, wide=wide, verbose=verbose)
     raise typer.Exit(verdict.exit_code)
+
+
+def explain(
+    run_dir: Annotated[
+        str,
+        typer.Argument(metavar="RUN", help="a comparison directory or URL (compare --out)"),
+    ],
+    section: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="SECTION",
+            help="one section in full: gates, sides, quality, numerics, speed, cost, memory, "
+            "phases, compatibility... (default: every section)",
+        ),
+    ] = None,
+    wide: c.Wide = False,
+) -> None:
+    """Print a saved verdict in full, every section or one, as --verbose would have."""
+    from parity import storage
+    from parity.report.run import load_run
+    from parity.report.terminal import print_sections, print_view
+    from parity.report.view import build_view
+
+    run = load_run(storage.readable(run_dir))
+    view = build_view(run.verdict, sides=run.sides, notes=run.problems)
+    if section is None:
+        print_view(view, c.stdout(), wide=wide)
+        return
+    found = view.section(section)
+    if found is None:
+        from parity.errors import UsageError
+
+        keys = ", ".join(s.key for s in view.sections)
+        raise UsageError(f"{run_dir} has no section {section!r}: name one of {keys}")
+    print_sections([found], c.stdout(), wide=wide)
+
+
+def _serving_diff(a: str, b: str, prices: object) -> bool:
+    """Two serving side bundles: their verdict, as ``parity serve`` gave it."""
+    from parity.serving.bundle import is_serving
+
+    if not (is_serving(Path(a)) and is_serving(Path(b))):
+        return False
+    from parity.report.serving import lines
+    from parity.serve import diff as serve_diff
+    from parity.serving.bundle import SideBundle
+
+    assert isinstance(prices, dict)
+    verdict = serve_diff([Path(a), Path(b)], min_match=0.95, prices=prices)
+    read = {"baseline": SideBundle(Path(a)), "target": SideBundle(Path(b))}
+    sides = {r: x.side for r, x in read.items()}
+    for line in lines(verdict, sides, {r: x.steps for r, x in read.items()}):
+        c.write_out(line)
+    raise typer.Exit({"pass": 0, "fail": 1, "inconclusive": 3}[verdict.outcome])
 
 
 def report(
@@ -197,6 +254,7 @@ def init(
 
 SHORT_HELP: dict[Callable[..., None], str] = {
     diff: "judge two existing bundles (same verdict as compare)",
+    explain: "print a saved verdict in full, or one section of it",
     report: "write HTML, Markdown or JSON reports of a comparison",
     schema: "print the JSON Schema of bundles and verdicts",
     env: "this machine's environment as a bundle records it",

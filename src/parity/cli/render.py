@@ -38,8 +38,12 @@ def show_verdict(
     as_json: bool,
     wide: bool,
     sides: Sides | None = None,
+    verbose: bool = False,
+    out: Path | str | None = None,
+    report: Path | str | None = None,
 ) -> None:
-    """A verdict: its JSON, or the terminal report (``sides``: the bundles behind it)."""
+    """A verdict: its JSON, or its screen (``verbose``: every section in full; ``sides``:
+    the bundles behind it; ``out``: where the comparison is)."""
     if as_json:
         from parity.model.codec import dumps
 
@@ -47,23 +51,37 @@ def show_verdict(
         return
     from parity.report.terminal import render_terminal
 
-    render_terminal(verdict, console, sides=sides, wide=wide)
+    render_terminal(
+        verdict, console, sides=sides, wide=wide, verbose=verbose, out=out, report=report
+    )
 
 
 def _sides(result: ComparisonResult) -> Sides:
     return result.comparison.sides
 
 
-def show_result(result: ComparisonResult, *, as_json: bool, wide: bool) -> None:
+def show_result(
+    result: ComparisonResult, *, as_json: bool, wide: bool, verbose: bool = False
+) -> None:
     """A comparison: the verdict, where the bundles are, where the report is."""
     console = c.stdout()
-    show_verdict(result.verdict, console, as_json=as_json, wide=wide, sides=_sides(result))
+    show_verdict(
+        result.verdict,
+        console,
+        as_json=as_json,
+        wide=wide,
+        sides=_sides(result),
+        verbose=verbose,
+        out=result.url or result.out,
+        report=result.report,
+    )
     where = f"bundles and verdict.json in {result.url or result.out}"
-    if result.report is not None:
-        where += f"; report: {result.report}"
+    if result.report is not None:  # where it was published, not its local staging copy
+        report = f"{result.url}/{result.report.name}" if result.url else result.report
+        where += f"; report: {report}"
     if as_json:
         c.note(where)
-    else:
+    elif verbose:  # the screen says where the rest is
         console.print(where, markup=False, soft_wrap=True)
 
 

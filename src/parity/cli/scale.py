@@ -1,5 +1,5 @@
 """``parity scale``: one side at several process counts as torchrun jobs (``ScaleRequest``,
-``parity.measure.scaling.scale``); exit 0 when every count ran and the loss curves agree."""
+``parity.api.scale``); exit 0 when every count ran and the loss curves agree."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def scale(
     from parity.request import ScaleRequest
 
     request = ScaleRequest.build(c.given_options(ctx, "scale"))
-    from parity.measure.scaling import scale as run_scale
+    from parity.api import scale as run_scale
     from parity.progress import display
 
     with display(c.stderr()) as progress:

@@ -28,7 +28,7 @@ def sweep(
     from rich.table import Table
 
     from parity import storage
-    from parity.measure.sweep import Cell, load_sweep, run_sweep, summary_rows, with_out
+    from parity.api.sweep import Cell, load_sweep, run_sweep, summary_rows, with_out
     from parity.report.sweep import markdown, terminal, to_html
 
     loaded = load_sweep(plan)

@@ -61,6 +61,9 @@ class Device:
     #: catch-all PrivateUse1 kernel is a CPU fallback): the scan then finds such ops
     #: from the dispatcher's registrations, whatever the backend records
     catch_all_runs_on_cpu: ClassVar[bool] = False
+    #: whether the steps compute on the host's cores (the CPU): where the host places
+    #: their threads then moves the speed, and the runner records it (``probes.handoff``)
+    steps_on_host: ClassVar[bool] = False
 
     def __init__(self, device_type: str, index: int | None = None) -> None:
         self.type = device_type
@@ -200,12 +203,6 @@ class Device:
         accel = self._accelerator()
         if accel is not None and hasattr(accel, "synchronize"):
             accel.synchronize()
-
-    def thread_handoff_ns(self) -> float | None:
-        """Where the host placed the steps' threads, as one figure (``probes.handoff``):
-        for a device whose steps run on the host's cores; None for one that computes
-        elsewhere, whose steps the host's placement barely touches."""
-        return None
 
     def _accelerator(self) -> ModuleType | None:
         """``torch.accelerator`` where it drives this device type, else None (it would

@@ -19,6 +19,7 @@ class CpuDevice(Device):
     dist_backend: ClassVar[str | None] = "gloo"
     install_hint: ClassVar[str] = "the CPU is always available"
     fork_safe: ClassVar[bool] = True
+    steps_on_host: ClassVar[bool] = True
 
     def is_available(self) -> bool:
         return True
@@ -62,12 +63,6 @@ class CpuDevice(Device):
 
     def ddp_device_ids(self, local_rank: int) -> list[int] | None:
         return None
-
-    def thread_handoff_ns(self) -> float | None:
-        """The steps ran on these cores: how long their threads take to share an add."""
-        from parity.probes.handoff import handoff_ns
-
-        return handoff_ns()
 
     def environment_variables(self) -> tuple[str, ...]:
         return ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_", "KMP_", "GOMP_")

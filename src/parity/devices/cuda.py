@@ -3,7 +3,7 @@
 fp32 work on CUDA may run in TF32, and matmuls and convolutions are set apart: cuBLAS
 matmuls are IEEE fp32 by default, cuDNN convolutions TF32. The adapter records both
 modes (``matmul_fp32_math``, ``conv_fp32_math``) so the numerics gate can judge an fp32
-side by the format its work really ran in (``judge.numerics.effective_precision``).
+side by the format its work really ran in (``model.precision.effective_precision``).
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@ from __future__ import annotations
 import statistics
 
 from parity.model.bundle import SideRuns
+from parity.model.codec import Json
+from parity.model.findings import Finding
 from parity.model.verdict import ThreadPlacement, ThreadPlacements
-from parity.stats.handoff import Placements, Process, two_placements
+from parity.stats.handoff import Process, two_placements
 from parity.stats.processes import RatioCI
 
 #: a handoff this long (ns) is threads that stalled each other, whatever the others read:
@@ -33,8 +35,31 @@ def thread_placements(processes: list[Process]) -> ThreadPlacements | None:
         slower=_placement(found.slow, found.slow_ns, found.slow_ratio),
         baseline_shift=found.baseline_shift,
         target_shift=found.target_shift,
-        said=_said(found, stalled),
         stalled=stalled,
+    )
+
+
+def placements_finding(p: ThreadPlacements) -> Finding:
+    """The ``speed.thread-placements`` finding: each placement's processes, handoff figure
+    and ratio, and how each side's steps moved between them."""
+
+    def ci(x: ThreadPlacement) -> list[Json] | None:
+        return None if x.ratio is None else [x.ratio, x.low, x.high]
+
+    return Finding(
+        code="speed.thread-placements",
+        severity="reading",
+        figures={
+            "stalled": p.stalled,
+            "quick": p.quicker.processes,
+            "slow": p.slower.processes,
+            "quick_ns": p.quicker.handoff_ns,
+            "slow_ns": p.slower.handoff_ns,
+            "baseline_shift": p.baseline_shift,
+            "target_shift": p.target_shift,
+            "quick_ratio": ci(p.quicker),
+            "slow_ratio": ci(p.slower),
+        },
     )
 
 
@@ -56,41 +81,3 @@ def handoffs(side: SideRuns, role: str) -> list[Process]:
             continue
         found.append((role, statistics.median(metrics.steady_samples), metrics.thread_handoff_ns))
     return found
-
-
-def _said(p: Placements, stalled: bool) -> str:
-    names = ("the others", "the stalled ones") if stalled else ("the quicker", "the slower")
-    moved = " and ".join(
-        f"the {role}'s {shift:.2f}x"
-        for role, shift in (("baseline", p.baseline_shift), ("target", p.target_shift))
-        if shift is not None
-    )
-    ratios = " and ".join(
-        f"{ci.ratio:.3f} [{ci.low:.3f}, {ci.high:.3f}] over {name}"
-        for name, ci in zip(names, (p.quick_ratio, p.slow_ratio), strict=True)
-        if ci is not None
-    )
-    if stalled:
-        seen = (
-            f"in {p.slow} processes the threads stalled each other: they took "
-            f"{p.slow_ns / 1e6:.1f} ms to share a small add, against {p.quick_ns / 1e3:.1f} µs "
-            f"in the other {p.quick} (on a busy machine, a side's threads queued behind other "
-            "work for the process's life)"
-        )
-        mix = "; the interval over all processes holds them"
-    else:
-        seen = (
-            f"the host placed the threads two ways while measuring: they shared a small add "
-            f"in {p.quick_ns / 1e3:.1f} µs in {p.quick} processes and in "
-            f"{p.slow_ns / 1e3:.1f} µs in {p.slow} (on a virtual machine, cores that share a "
-            "cache or do not, which nothing in it controls)"
-        )
-        mix = (
-            "; the interval over all processes holds the mix of the two this run drew, and "
-            "a machine that keeps one placement gives that placement's ratio"
-        )
-    return (
-        f"{seen}; the steps of {names[1]} against {names[0]}: {moved}"
-        + (f"; the ratio was {ratios}" if ratios else "")
-        + mix
-    )

@@ -40,8 +40,15 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from parity.judge.placements import handoffs, stalled_count, thread_placements
-from parity.model.bundle import Bundle, SideRuns, one_host, run_samples
+from parity.judge.placements import (
+    handoffs,
+    placements_finding,
+    stalled_count,
+    thread_placements,
+)
+from parity.model.bundle import Bundle, SideRuns, one_host, run_samples, threaded_on_host
+from parity.model.codec import Json
+from parity.model.findings import Finding
 from parity.model.side import Interference, TimingSteps
 from parity.model.spec import HOST_COMPUTE
 from parity.model.verdict import ByRole, ComplianceCheck, Interval, Speed, ThreadPlacements
@@ -132,68 +139,65 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         ),
         compliance=tuple(checks),
         timing=_timing(a, b),
-        contention=contention(
-            a.first,
-            b.first,
-            info.stop.interference if info and info.stop else None,
-            f"the interval is ±{ci.half_width_rel:.1%}{_stalled(figures)}",
-        ),
         placements=two_ways,
+        findings=_findings(a, b, ci.half_width_rel, figures, two_ways),
     )
 
 
+def _findings(
+    a: SideRuns,
+    b: SideRuns,
+    half_width_rel: float,
+    figures: list[Process],
+    two_ways: ThreadPlacements | None,
+) -> tuple[Finding, ...]:
+    """What changes how to read the ratio: busy cores, threads placed two ways."""
+    info = b.info or a.info
+    busy = info.stop.interference if info and info.stop else None
+    stalled = (stalled_count([h for _, _, h in figures]), len(figures))
+    found = [
+        contention(a.first, b.first, busy, half_width_rel, stalled),
+        placements_finding(two_ways) if two_ways is not None else None,
+    ]
+    return tuple(f for f in found if f is not None)
+
+
 def contention(
-    baseline: Bundle, target: Bundle, busy: Interference | None, effect: str
-) -> str | None:
+    baseline: Bundle,
+    target: Bundle,
+    busy: Interference | None,
+    half_width_rel: float | None = None,
+    stalled: tuple[int, int] = (0, 0),
+) -> Finding | None:
     """Other processes held the cores while a side on them ran several intra-op threads
-    (each side's run ``baseline``, ``target``; ``effect``: what it did, in a few words).
-    Such threads meet at every parallel region, and one descheduled stalls the rest, so
-    a process's time follows when the machine's other work took its cores: under load
-    process medians with several threads a side spread many times more than with one.
-    None where the machine was quiet or no host side ran
-    more than one thread on it (a side on a cluster node ran on that node's cores)."""
+    (each side's run ``baseline``, ``target``; ``half_width_rel``: the interval it widened,
+    None while measuring; ``stalled``: processes whose threads stalled each other, of
+    how many). Such threads meet at every parallel region, and one descheduled stalls the
+    rest, so a process's time follows when the machine's other work took its cores. None
+    where the machine was quiet or no host side ran more than one thread on it (a side on
+    a cluster node ran on that node's cores)."""
     if busy is None or not busy.busy:
         return None
-    threaded = [
-        (role, threads)
-        for role, run in (("baseline", baseline), ("target", target))
-        if run.manifest.side.device in HOST_COMPUTE
-        and not _placed(run)
-        and (threads := _threads(run)) is not None
-        and threads > 1
-    ]
-    if not threaded:
+    threads: dict[str, Json] = dict(threaded_on_host({"baseline": baseline, "target": target}))
+    if not threads:
         return None
-    counts = [n for _, n in threaded]
-    if len(threaded) == 2 and counts[0] == counts[1]:
-        ran = f"each side ran {counts[0]} intra-op threads"
-    else:
-        (first, n), *rest = threaded
-        ran = f"the {first} ran {n} intra-op threads" + "".join(
-            f" and the {r} {m}" for r, m in rest
-        )
     single = [
         replace(s, threads=1) if s.device in HOST_COMPUTE else s
         for s in (baseline.manifest.side, target.manifest.side)
     ]
-    return (
-        f"other processes held {busy.share:.0%} of the {busy.cores} cores while {ran} "
-        "on them: a side's threads wait for each other at every parallel region, and "
-        f"one descheduled stalls the rest, so process times scatter ({effect}); an idle "
-        f"machine narrows it, or one thread a side (--baseline {single[0]} --target "
-        f"{single[1]}: a one-thread comparison, not this one)"
-    )
-
-
-def _stalled(processes: list[Process]) -> str:
-    """How many of the processes had threads that stalled each other, as words to add to
-    the contention note ("" where none did or none recorded it)."""
-    n = stalled_count([h for _, _, h in processes])
-    if not n:
-        return ""
-    return (
-        f"; in {n} of {len(processes)} processes the threads stalled each other, taking a "
-        "millisecond or more to share a small add where the rest took microseconds"
+    return Finding(
+        code="speed.contention",
+        severity="reading",
+        figures={
+            "share": busy.share,
+            "cores": busy.cores,
+            "threads": threads,
+            "half_width_rel": half_width_rel,
+            "stalled": stalled[0],
+            "processes": stalled[1],
+            "single_baseline": str(single[0]),
+            "single_target": str(single[1]),
+        },
     )
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parity.model.precision import spec_precision
 from parity.model.spec import SideSpec
 
 
@@ -55,15 +56,6 @@ TABLE: dict[str, Tolerance] = {
 def of(precision: str) -> Tolerance:
     """The row of a format (fp32's for one the table does not know)."""
     return TABLE.get(precision, TABLE["fp32"])
-
-
-def spec_precision(side: SideSpec) -> str:
-    """The format a side spec asks for: its precision, else its emulation profile's."""
-    if side.precision != "fp32":
-        return side.precision
-    if side.emulate:
-        return side.emulate.removeprefix("matmul-")
-    return "fp32"
 
 
 def direct(a: SideSpec, b: SideSpec) -> dict[str, float]:

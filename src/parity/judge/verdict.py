@@ -32,6 +32,8 @@ from parity.judge.stack import check_pins
 from parity.judge.tolerances import Tolerance
 from parity.judge.trajectory import nonfinite_checks
 from parity.model.bundle import Bundle, SideRuns
+from parity.model.codec import Json
+from parity.model.findings import Finding
 from parity.model.metrics import InputPipeline, Throughput
 from parity.model.quality import (
     AgreementCheck,
@@ -42,13 +44,6 @@ from parity.model.quality import (
     QualityCheck,
 )
 from parity.model.verdict import ByRole, Gate, JudgeInputs, SideInfo, Verdict, WorkloadInfo
-
-#: why an emulated side gets no speed or cost verdict
-EMULATED = (
-    "numerics preview: {sides} emulates a precision (+emulate rounds matmul inputs in a "
-    "Python dispatch mode, which adds about 60% to a step), so its speed and cost say "
-    "nothing about a device; no speed or cost verdict"
-)
 
 
 def _side_info(side: SideRuns) -> SideInfo:
@@ -290,6 +285,31 @@ def _ran_gate(sides: ByRole[SideInfo]) -> Gate:
     return Gate(name="both sides ran", passed=not problems, detail="; ".join(problems) or "ok")
 
 
+#: the gate that says a run the target is judged against failed (never the target's own)
+REFERENCES_GATE = "references ran"
+
+
+def references_gate(reference: Bundle | None, expected: Bundle | None) -> Gate | None:
+    """Where the fp64 reference or the expected-error run failed: a gate not decided (the
+    target is not judged against a run that did not finish, and its failure is not the
+    target's), naming the run and why; None where both ran or were not asked for."""
+    failed = [
+        f"the {name} {_as_said(run.manifest.reason)}"
+        for name, run in (("fp64 reference", reference), ("expected-error run", expected))
+        if run is not None and not run.ok
+    ]
+    if not failed:
+        return None
+    return Gate(name=REFERENCES_GATE, passed=False, detail="; ".join(failed), decided=False)
+
+
+def _as_said(reason: str | None) -> str:
+    """A run's failure reason as a predicate ("timed out after 900 s ...", "failed: ...")."""
+    if not reason:
+        return "failed"
+    return reason if reason.startswith(("timed out", "was killed")) else f"failed: {reason}"
+
+
 def judge(
     baseline: SideRuns,
     target: SideRuns,
@@ -334,6 +354,9 @@ def judge(
     if settings is not None:  # said, and a change of what a side computes in fails
         contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
         verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
+    refs = references_gate(reference, expected)
+    if refs is not None:
+        verdict = replace(verdict, gates=(*verdict.gates, refs))
     verdict = apply_rules(verdict, baseline, target, inputs)
     if not (baseline.ok and target.ok):
         return verdict
@@ -373,11 +396,18 @@ def _measured(
     if failing or not any(c.gated for c in qual.checks):
         # quality first: a target that fails quality gets no speed or cost verdict; one
         # whose quality is only not decided keeps them (nothing failed)
-        withheld = f"no speed or cost verdict: the target fails quality ({', '.join(failing)})"
-        return replace(verdict, withheld=withheld)
-    emulated = [f"{role} {info.side}" for role, info in verdict.sides.items() if info.side.emulate]
+        held = Finding(
+            code="decision.withheld-quality", severity="blocks", figures={"failing": [*failing]}
+        )
+        return replace(verdict, findings=(*verdict.findings, held))
+    emulated: list[Json] = [
+        f"{role} {info.side}" for role, info in verdict.sides.items() if info.side.emulate
+    ]
     if emulated:
-        return replace(verdict, withheld=EMULATED.format(sides=", ".join(emulated)))
+        held = Finding(
+            code="decision.withheld-emulated", severity="blocks", figures={"sides": emulated}
+        )
+        return replace(verdict, findings=(*verdict.findings, held))
     speed = judge_speed(a, b)
     kind = first_a.manifest.workload.description.kind
     generation = ByRole(

@@ -69,6 +69,9 @@ REFUSE_OVER = 3.0
 #: the speed undetermined, and a second run at a larger budget costs the user more (a
 #: loaded machine's freeze job times its steps a few times slow)
 THREE_OVER = 2.0
+#: the default per-process timeout is raised to this many times the longest process the
+#: estimate costs (it holds within 2x either way: benchmarks/estimate_vs_actual.py)
+TIMEOUT_OVER = 3.0
 #: the phases the budget may cut, in the order it cuts them
 COMPLIANCE, BASE_SCAN, PROBES = "compliance runs", "baseline op scan", "numerics probe"
 _Cut = Callable[[Estimate], Estimate]
@@ -368,7 +371,7 @@ def expected_side(target: SideSpec) -> SideSpec | None:
 def for_request(request: CompareRequest, template: JobTemplate, cache: Path) -> Estimate | None:
     """The comparison's estimate and plan (None where the freeze job measured nothing);
     an ``OptionError`` where the budget cannot hold even the least of it."""
-    from parity.measure.cache import expected_cached, reference_cached
+    from parity.cache import expected_cached, reference_cached
     from parity.runner.probecache import has_cached
 
     if template.cost is None or not template.description.steps:
@@ -416,6 +419,60 @@ def skipped(est: Estimate | None, role: str) -> tuple[str, ...] | None:
         return None
     names = {f"{role} {PROBES}": "numerics probe", f"{role} op scan": "scan"}
     return tuple(names[p.name] for p in est.cuts if p.name in names) or None
+
+
+def processes_s(est: Estimate) -> dict[str, float]:
+    """Each kind of process the plan runs and its estimated seconds: the fp64 reference,
+    the expected-error run, a side's first process (its quality run with the numerics
+    probe and the op scan the plan kept) and one of its timing processes."""
+    out: dict[str, float] = {}
+    for p in est.phases:
+        if p.cut is not None or p.cached or p.seconds is None:
+            continue
+        role = p.name.split(" ")[0]
+        if "timing processes" in p.name:  # "ROLE timing processes (K x N steps)"
+            k = int(p.name.split("(")[1].split(" x ")[0])
+            out[f"a {role} timing process"] = p.seconds / max(1, k)
+        elif role in ("baseline", "target") and COMPLIANCE not in p.name:
+            key = f"the {role}'s first process"
+            out[key] = out.get(key, 0.0) + p.seconds
+        elif COMPLIANCE in p.name:
+            out["a compliance run"] = p.seconds / 2
+        else:
+            out[f"the {p.name}"] = p.seconds
+    return out
+
+
+def process_timeout(est: Estimate | None, measure: MeasurePlan) -> float:
+    """The per-process timeout the plan runs with: a given ``--timeout`` as given, the
+    default raised to ``TIMEOUT_OVER`` times the longest process estimated (a process
+    estimated at 20 minutes is not killed at 15). An ``OptionError`` before anything runs
+    where a given ``--timeout`` is under a process's estimate, naming it and the
+    ``--timeout`` that holds it."""
+    longest = max(processes_s(est).items(), key=lambda kv: kv[1], default=None) if est else None
+    if longest is None:
+        return measure.timeout_s
+    name, seconds = longest
+    holds = math.ceil(seconds * TIMEOUT_OVER)
+    if not measure.timeout_given:
+        return max(measure.timeout_s, float(holds))
+    if seconds > measure.timeout_s:
+        raise OptionError(
+            f"{name} is estimated at about {duration(seconds)}, more than --timeout "
+            f"{measure.timeout_s:g} (seconds per process): run with --timeout {holds}, or "
+            "a smaller --size or --steps"
+        )
+    return measure.timeout_s
+
+
+def timeout_note(est: Estimate | None, timeout_s: float) -> str:
+    """The line that says the default timeout followed the estimate."""
+    found = processes_s(est) if est is not None else {}
+    name, seconds = max(found.items(), key=lambda kv: kv[1], default=("a process", 0.0))
+    return (
+        f"the per-process timeout is {timeout_s:.0f} s, not the default: {name} is estimated "
+        f"at about {duration(seconds)} (--timeout sets it)"
+    )
 
 
 def duration(seconds: float) -> str:

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 
+from parity import scratch
 from parity.errors import DeviceError, ParityError, SideError, WorkloadError
 from parity.model.codec import encode
 from parity.model.job import Job, PreparePlan
@@ -132,11 +130,11 @@ def preflight(
         raise known
     spec = workload or PREFLIGHT_SPEC
     job = prepare_job(spec, timeout_s=timeout_s, sides=unique, resolve=False)
-    where = Path(tempfile.mkdtemp(prefix="parity-preflight-"))
+    where = scratch.make("preflight")
     try:
         bundle = run_job(job, where / "job", launcher=launcher)
     finally:
-        shutil.rmtree(where, ignore_errors=True)
+        scratch.remove(where)
     if not bundle.ok:
         reason = bundle.manifest.reason or "the worker did not say why"
         refused = _device_error(reason)
@@ -169,7 +167,7 @@ def prepare_workload(
     known = refused_before(checked)
     if known is not None:
         raise known
-    where = Path(tempfile.mkdtemp(prefix="parity-prepare-"))
+    where = scratch.make("prepare")
     try:
         job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, cost=cost, sides=checked)
         bundle = run_job(job, where / "job", launcher=launcher)
@@ -180,7 +178,7 @@ def prepare_workload(
             raise failed
         prepared = bundle.prepared
     finally:
-        shutil.rmtree(where, ignore_errors=True)
+        scratch.remove(where)
     for warning in prepared.warnings:
         log.warning("parity: %s", warning)
     return prepared

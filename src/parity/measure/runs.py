@@ -18,23 +18,21 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from parity.arrays import floating
 from parity.bundle import (
-    CURVE,
     EXPECTED_DIR,
     REFERENCE_DIR,
     forget_verdict,
     io_reason,
     is_bundle,
     load_bundle,
-    write_doc,
 )
+from parity.cache import expected_key, run_key
 from parity.comparison import Comparison
 from parity.errors import BundleError, OptionError, OutputError, ResumeError, UsageError
 from parity.measure import estimate as estimates
-from parity.measure.cache import expected_key, run_key
 from parity.measure.orchestrate import (
     JobTemplate,
     Orchestrator,
@@ -60,8 +58,24 @@ from parity.redact import REDACTED
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.ahead import import_ahead
 from parity.runner.launch import Launcher
-from parity.sinks import conclude
 from parity.storage import local, publish, staging, upload
+
+
+class Measured(NamedTuple):
+    """A comparison as measured, before it is judged: the request it answers (the stored
+    one, on a resume) and the URL it is published at."""
+
+    comparison: Comparison
+    request: CompareRequest
+    url: str | None
+
+
+class Ran(NamedTuple):
+    """One side's run as made: its bundle and the URL it was published at."""
+
+    bundle: Bundle
+    url: str | None
+
 
 if TYPE_CHECKING:
     from parity.model.spec import WorkloadSpec
@@ -125,10 +139,9 @@ def _prepare(
     return JobTemplate.of(spec, prepared, timeout_s=timeout_s)
 
 
-def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
-    """Run one side once (or scan it) into the bundle ``request.out``."""
-    from parity.store import index_quietly
-
+def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Ran:
+    """Run one side once (or scan it) into the bundle ``request.out`` (published at its
+    URL where it names one); the API indexes it."""
     url = url_out(request.out)
     out = staging() if url else local(request.out) if request.out else None
     out = out or default_out(request.name, request.mode)
@@ -163,9 +176,7 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Bundle:
             bundle = orch.run(job, out, label=request.mode)
     if url:
         publish(out, url)
-    if request.mode == "run":
-        index_quietly(bundle, url=url)
-    return bundle
+    return Ran(bundle, url)
 
 
 # -- a comparison ----------------------------------------------------------------------------
@@ -190,14 +201,14 @@ def compare(
     progress: ProgressSink | None = None,
     resuming: bool = False,
     published: str | None = None,
-) -> Comparison:
-    """Measure both sides in fresh, interleaved processes and judge them (``published``:
-    a resumed comparison's URL, its local copy in ``request.out``)."""
+) -> Measured:
+    """Measure both sides in fresh, interleaved processes (the API judges them;
+    ``published``: a resumed comparison's URL, its local copy in ``request.out``)."""
     if request.batch_sizes:
         raise OptionError("a throughput-latency curve is compare_curve's: use parity compare")
     if request.script:
         return _compare_script(request, progress=progress, resuming=resuming)
-    from parity.measure.cache import cache_root, expected_dir, reference_dir
+    from parity.cache import cache_root, expected_dir, reference_dir
 
     url = published or url_out(request.out, resuming)
     index_server_reachable()
@@ -231,7 +242,14 @@ def compare(
         if estimate is not None:
             log.warning("parity: %s", estimates.summary(estimate))
         plan = estimates.planned(plan, estimate)
-        reseeded = _reseeded(request, launcher) if plan.compliance else None
+        timeout = estimates.process_timeout(estimate, plan)  # refused here where given and short
+        raised = None
+        if timeout != plan.timeout_s:
+            plan = replace(plan, timeout_s=timeout)
+            template = replace(template, timeout_s=timeout)
+            raised = estimates.timeout_note(estimate, timeout)
+            log.warning("parity: %s", raised)
+        reseeded = _reseeded(replace(request, measure=plan), launcher) if plan.compliance else None
         out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)  # the request as given: the plan is the estimate's
         if url and not resuming:
@@ -256,6 +274,8 @@ def compare(
             if estimate is not None:
                 orch.estimate = estimate
                 orch.notes.extend(estimates.notes(estimate, plan.repeats))
+                if raised is not None:
+                    orch.notes.append(raised)
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, reference_dir(cache))
@@ -264,8 +284,9 @@ def compare(
             expected = _expected(orch, template, target, expected_dir(cache))
             orch.notes.extend(note for side in placed.values() for note in side.notes)
             sides = orch.sides(orch.finish(stop, plan), plan, compliance)
-    measured = Comparison.measured(out, sides, reference=reference, expected=expected)
-    return conclude(measured, request.judge, mlflow=request.mlflow, url=url, report=request.report)
+    return Measured(
+        Comparison.measured(out, sides, reference=reference, expected=expected), request, url
+    )
 
 
 def _uploader(out: Path, url: str | None) -> Callable[[Path], None] | None:
@@ -290,7 +311,7 @@ def _expected(
     an fp32 target, or a target that failed). A target on the CPU at that precision and
     nothing else (``cpu+bf16``) is its own expected-error run: its quality run is copied
     to ``OUT/expected`` instead of running the same again."""
-    from parity.judge.numerics import bundle_autocast_policy, bundle_precision, expected_side
+    from parity.model.precision import bundle_autocast_policy, bundle_precision, expected_side
 
     ok = [b for b in target if b.ok]
     if not ok:
@@ -404,7 +425,7 @@ def _compliance_fits(orch: Orchestrator, plan: MeasurePlan) -> bool:
 
 def _compare_script(
     request: CompareRequest, *, progress: ProgressSink | None, resuming: bool
-) -> Comparison:
+) -> Measured:
     """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
     and no fp64 reference (script mode has neither)."""
     if request.cluster is not None:
@@ -431,8 +452,7 @@ def _compare_script(
             adaptive_stop(plan, asked=request.measure.repeats is not None),
         )
         measured = orch.sides(orch.finish(stop, plan), plan)
-    found = Comparison.measured(out, measured)
-    return conclude(found, request.judge, mlflow=request.mlflow, url=url, report=request.report)
+    return Measured(Comparison.measured(out, measured), request, url)
 
 
 def resume(
@@ -441,7 +461,7 @@ def resume(
     progress: ProgressSink | None = None,
     request: CompareRequest | None = None,
     published: str | None = None,
-) -> Comparison:
+) -> Measured:
     """Finish a comparison that was interrupted: complete bundles are kept and reused,
     partial ones (hidden temporary directories) are removed, missing runs are made.
 
@@ -511,8 +531,8 @@ def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: st
         else:
             return belonging(found, job)
     if is_bundle(cached):
-        copy_bundle(cached, dest)
         try:
+            copy_bundle(cached, dest)
             # verified (no links, every file as written) and its key recomputed from what
             # it holds (role, side, mode, fingerprint) before use
             copied = load_bundle(dest)
@@ -541,17 +561,42 @@ def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: st
 
 
 def copy_bundle(src: Path, dest: Path) -> None:
-    """Copy a bundle into place through a hidden temporary directory (a link stays a link,
-    and is refused when loaded); an I/O error leaves nothing at ``dest``."""
+    """Copy a bundle (from the cache) into place through a hidden temporary directory:
+    only the files its ``digest.json`` lists, each a regular file with one name read
+    without following links (``bundle.read_own``): the cache is as untrusted as a bundle
+    from another machine, and a link or a hard link to a host's file planted in it is
+    refused (BundleError) whatever its digest says. An I/O error leaves nothing at
+    ``dest``."""
     import os
 
+    from parity.bundle import DIGEST, Digest, read_own
+    from parity.model.codec import decode, loads
+
+    if src.is_symlink() or not src.is_dir():
+        raise BundleError(f"{src} is a link or not a directory: parity follows no links")
+    try:
+        listed = decode(Digest, loads(read_own(src / DIGEST).decode("utf-8")))
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{src / DIGEST} is unreadable ({exc})") from None
+    names = {*listed.files, DIGEST}
+    extra = sorted(p.name for p in src.iterdir() if p.name not in names)
+    if extra:
+        raise BundleError(f"{src} holds {extra[0]!r}, which its {DIGEST} does not list")
     tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
     try:
-        shutil.copytree(src, tmp, symlinks=True)
+        tmp.mkdir(parents=True)
+        for name in sorted(names):
+            if "/" in name or name.startswith("."):
+                raise BundleError(f"{src / DIGEST} lists {name!r}, not a file of a bundle")
+            (tmp / name).write_bytes(read_own(src / name))
         os.replace(tmp, dest)
-    except OSError as exc:  # shutil.Error too
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
+        if isinstance(exc, FileNotFoundError) and src in Path(exc.filename or "").parents:
+            raise BundleError(f"{exc.filename} is missing") from None
+        if isinstance(exc, OSError):
+            raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
+        raise
 
 
 def compliance_runs(
@@ -581,11 +626,9 @@ def compliance_runs(
 # -- a throughput-latency curve --------------------------------------------------------------
 
 
-def compare_curve(
-    request: CompareRequest, *, progress: ProgressSink | None = None
-) -> tuple[Path, list[Comparison]]:
-    """One comparison per batch size (``OUT/bsN``) and ``curve.json``."""
-    from parity.model.reports import Curve, CurvePoint
+def curve_out(request: CompareRequest) -> Path:
+    """Where a throughput-latency curve goes (``OUT/bsN`` a point), its request checked:
+    the API measures and judges each point, then writes ``curve.json``."""
     from parity.workloads.names import known_kind
 
     assert request.workload is not None
@@ -605,18 +648,4 @@ def compare_curve(
         raise OptionError(f"--batch-sizes is for inference and generation; {name} trains")
     out = Path(request.out) if request.out else default_out(name, "curve")
     check_fresh(out)
-    results = [
-        compare(replace(request.with_batch_size(bs), out=str(out / f"bs{bs}")), progress=progress)
-        for bs in request.batch_sizes
-    ]
-    from parity.judge.slo import best_batch
-
-    pairs = [
-        (bs, r.verdict)
-        for bs, r in zip(request.batch_sizes, results, strict=True)
-        if r.verdict is not None
-    ]
-    points = tuple(CurvePoint.of(bs, verdict) for bs, verdict in pairs)
-    curve = Curve(batch_sizes=request.batch_sizes, points=points, best=best_batch(pairs))
-    write_doc(out / CURVE, curve)
-    return out, results
+    return out

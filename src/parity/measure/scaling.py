@@ -13,8 +13,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
-from parity.bundle import Bundle, SideRuns, write_doc
+from parity.bundle import Bundle
 from parity.errors import OptionError
 from parity.measure.orchestrate import (
     JobTemplate,
@@ -26,7 +27,7 @@ from parity.measure.orchestrate import (
 )
 from parity.measure.prepare import prepare_workload
 from parity.measure.remote import placed_sides
-from parity.model.reports import LossCurves, ScalingPoint, ScalingReport
+from parity.model.reports import ScalingPoint
 from parity.request import ScaleRequest
 from parity.runner.launch import Launcher
 
@@ -91,8 +92,9 @@ def _check_train(name: str, kind: str | None) -> None:
         raise OptionError(f"--scaling needs a training workload (DDP); {name} is {kind}")
 
 
-def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> ScalingReport:
-    from parity.judge.verdict import judge
+def measure_counts(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Scaled:
+    """Run the workload at each process count (the API judges the loss curves and writes
+    the report)."""
     from parity.workloads.names import known_kind
 
     _check_train(request.workload.name, known_kind(request.workload.name))
@@ -122,24 +124,13 @@ def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Sca
         check_fresh(out)
         template = JobTemplate.of(request.workload, workload, timeout_s=request.timeout_s)
         points, bundles = _run_counts(request, template, out, launcher, progress, placed)
-    points = _with_efficiency(points, request.counts[0])
-    ok = [n for n in request.counts if bundles[n].ok]
-    curves = None
-    if len(ok) >= 2:
-        verdict = judge(SideRuns.of(bundles[ok[0]]), SideRuns.of(bundles[ok[-1]]))
-        curves = LossCurves(
-            baseline=f"n{ok[0]}",
-            target=f"n{ok[-1]}",
-            quality=verdict.quality,
-            passed=verdict.passed,
-        )
-    report = ScalingReport(
-        side=str(request.side),
-        workload=workload.name,
-        points=tuple(points),
-        definition=DEFINITION,
-        loss_curves=curves,
-        passed=all(p.status == "ok" for p in points) and (curves is None or curves.passed),
-    )
-    write_doc(out / SCALING_FILE, report)
-    return report
+    return Scaled(out, workload.name, _with_efficiency(points, request.counts[0]), bundles)
+
+
+class Scaled(NamedTuple):
+    """What ``measure_counts`` ran: where, the workload's name, a point and a bundle a count."""
+
+    out: Path
+    workload: str
+    points: list[ScalingPoint]
+    bundles: dict[int, Bundle]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import statistics
+from dataclasses import replace
 
 from parity.measure.orchestrate import (
     COST_MARGIN,
@@ -22,9 +23,10 @@ from parity.measure.orchestrate import (
     Tally,
     plain_run_s,
 )
-from parity.model.bundle import Bundle, one_host, run_samples
+from parity.model.bundle import Bundle, one_host, run_samples, threaded_on_host
 from parity.model.job import StepCut
 from parity.model.side import DECISIVE, MeasurePlan, Stop, TimingSteps
+from parity.model.spec import HOST_COMPUTE
 from parity.model.verdict import ROLES, Role
 
 log = logging.getLogger("parity")
@@ -226,15 +228,31 @@ def timing_plan(
 def _warn_contention(orch: Orchestrator, done: dict[Role, list[Bundle]]) -> None:
     """Said before the timing processes run, where other processes already hold the
     cores that several intra-op threads a side run on (the verdict says it again)."""
-    from parity.judge.speed import contention
-
     if orch.watch is None or any(not done[role] for role in ROLES):
         return
-    line = contention(
-        done["baseline"][0], done["target"][0], orch.watch.finish(), "measuring goes on"
+    busy = orch.watch.finish()
+    threaded = threaded_on_host({role: done[role][0] for role in ROLES})
+    if busy is None or not busy.busy or not threaded:
+        return
+    counts = set(threaded.values())
+    ran = (
+        f"each side ran {counts.pop()}"
+        if len(threaded) == 2 and len(counts) == 1
+        else " and ".join(f"the {role} ran {n}" for role, n in threaded.items())
     )
-    if line is not None:
-        log.warning("parity: %s", line)
+    single = [
+        replace(s, threads=1) if s.device in HOST_COMPUTE else s
+        for s in (done[role][0].manifest.side for role in ROLES)
+    ]
+    log.warning(
+        "parity: other processes held %.0f%% of the %d cores while %s intra-op threads on "
+        "them: process times scatter, and measuring goes on; an idle machine narrows it, or "
+        "one thread a side (--baseline %s --target %s: a one-thread comparison, not this one)",
+        100 * busy.share,
+        busy.cores,
+        ran,
+        *single,
+    )
 
 
 def _spread(done: dict[Role, list[Bundle]]) -> float | None:

@@ -150,3 +150,22 @@ def run_samples(bundles: Iterable[Bundle]) -> list[list[float]]:
     return [
         list(b.metrics.steady_samples) if b.ok and b.metrics is not None else [] for b in bundles
     ]
+
+
+def threaded_on_host(runs: Mapping[str, Bundle]) -> dict[str, int]:
+    """The runs (by role) whose steps ran several intra-op threads on this machine's cores:
+    a host device, not placed on a cluster node. Such threads meet at every parallel
+    region, so other processes' load stalls them and scatters the run's times."""
+    from parity.model.spec import HOST_COMPUTE
+
+    found = {}
+    for role, run in runs.items():
+        resolved = run.manifest.resolved
+        threads = resolved.threads if resolved is not None else None
+        if (
+            run.manifest.side.device in HOST_COMPUTE
+            and run.placement is None
+            and (threads or 0) > 1
+        ):
+            found[role] = threads or 0
+    return found

@@ -136,6 +136,35 @@ class SettingChange:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class SettingJudged:
+    """A torch setting the workload changed, judged across the sides: the values each
+    side's timed steps ran with (``ran``, by role), whether they are alike, and whether it
+    fails the comparison (it differs between the sides and changes what a side computes
+    in, or it is unfair whatever the other side did)."""
+
+    setting: str
+    #: as parity set it up
+    before: str
+    ran: dict[str, tuple[str, ...]]
+    alike: bool
+    breaks_contract: bool
+    unfair: bool
+    fails: bool
+
+    def sentence(self) -> str:
+        if self.unfair:
+            how = "a side computed in another precision than it declared: fails"
+        elif self.alike:
+            how = "the same on both sides: reported, not failed"
+        elif self.breaks_contract:
+            how = "differs between the sides and changes what they compute in: fails"
+        else:
+            how = "differs between the sides: changes the figures"
+        ran = ", ".join(f"{role} {' or '.join(v) or 'unknown'}" for role, v in self.ran.items())
+        return f"{self.setting} was {self.before} at set-up, in the timed steps {ran} ({how})"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Items:
     """How many samples and tokens one step processes."""
 

@@ -56,12 +56,13 @@ class RequestEvent:
     first_ns: int | None = None
     end_ns: int | None = None
     chunks_ns: tuple[int, ...] = ()
-    chunk_tokens: tuple[int, ...] = doc("tokens of each chunk, by the local tokenizer", default=())
-    usage_tokens: int | None = doc("output tokens the server's usage reported", default=None)
-    local_tokens: int = doc("output tokens by the local tokenizer", default=0)
+    chunk_sizes: tuple[int, ...] = doc("tokens of each chunk, by the local tokenizer", default=())
+    usage_count: int | None = doc("output tokens the server's usage reported", default=None)
+    local_count: int = doc("output tokens by the local tokenizer", default=0)
     status: RequestStatus = "ok"
     error: str | None = omit_none(doc="the error, redacted")
     text: str = ""
+    output_ids: tuple[int, ...] = doc("the output text's token IDs, local tokenizer", default=())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

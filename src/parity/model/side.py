@@ -58,6 +58,9 @@ class MeasurePlan:
     max_repeats_wide: int | None = omit_none()
     compliance: bool = True
     timeout_s: float = 900.0
+    #: the timeout was given: a process the estimate puts over it is refused before
+    #: measuring; the default one follows the estimate (``estimate.process_timeout``)
+    timeout_given: bool = False
     torchrun: Torchrun = field(default_factory=Torchrun)
     #: the rounds run whatever the budget says where the estimate fitted fewer than three a
     #: side (``estimate.planned``); more follow while the rounds as measured fit the budget

@@ -13,6 +13,7 @@ from typing import Literal
 
 from parity.model.codec import Json, omit_none
 from parity.model.fair import Fit, Representativeness, Slo, Tuning
+from parity.model.findings import Finding
 from parity.model.inputs import MIN_COSINE as MIN_COSINE
 from parity.model.inputs import MIN_TOP1 as MIN_TOP1
 from parity.model.inputs import CostInputs as CostInputs
@@ -236,13 +237,13 @@ class ThreadPlacement:
 class ThreadPlacements:
     """The host placed the sides' threads two ways while measuring, and a side's steps moved
     with it: each placement, each side's step time in the slower one over the quicker
-    (absent: too few of its processes in one), and what that means, in words."""
+    (absent: too few of its processes in one); the speed section's
+    ``speed.thread-placements`` finding says what that means."""
 
     quicker: ThreadPlacement
     slower: ThreadPlacement
     baseline_shift: float | None = omit_none()
     target_shift: float | None = omit_none()
-    said: str
     #: the slower "placement" is threads that stalled each other (a handoff of
     #: milliseconds: a busy machine), not cores the host placed apart
     stalled: bool = False
@@ -284,12 +285,11 @@ class Speed:
     compliance: tuple[ComplianceCheck, ...] = ()
     #: steps each side's timing processes ran, and why (None: all the workload's)
     timing: ByRole[TimingSteps | None] | None = omit_none()
-    #: other processes held the cores while a side ran more than one intra-op thread on
-    #: them: what that does to the interval, and what would narrow it
-    contention: str | None = omit_none()
     #: the host placed the sides' threads two ways while measuring, and the steps moved
     #: with it: each placement's ratio (``stats.handoff``)
     placements: ThreadPlacements | None = omit_none()
+    #: what changes how to read the ratio (``speed.contention``: busy cores widened it)
+    findings: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -375,6 +375,11 @@ class OperationalItem:
     answered: bool
 
 
+#: ``verdict.json``'s own version: 2 carries findings (codes and figures) where 1 carried
+#: sentences; a verdict of version 1 is still read (``parity.bundle.read_verdict``)
+VERDICT_SCHEMA = 2
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Verdict:
     """The outcome of a comparison."""
@@ -392,7 +397,6 @@ class Verdict:
     compatibility: Compatibility
     quality: Quality | None = None
     numerics: NumericsSection | None = None
-    withheld: str | None = None
     speed: Speed | None = None
     cost: Cost | None = None
     memory: ByRole[Memory] | None = None
@@ -407,6 +411,20 @@ class Verdict:
     contract: Contract
     unproven: tuple[UnprovenItem, ...]
     operational: tuple[OperationalItem, ...]
+    #: what the verdict found beyond its sections' own: the decision's
+    #: (``decision.withheld``: no speed or cost verdict, and why)
+    findings: tuple[Finding, ...] = ()
+    schema_version: int = VERDICT_SCHEMA
+
+    def all_findings(self) -> tuple[Finding, ...]:
+        """Every section's findings and the verdict's own, in section order."""
+        speed = self.speed.findings if self.speed is not None else ()
+        return (*self.findings, *speed)
+
+    @property
+    def withheld(self) -> Finding | None:
+        """Why there is no speed or cost verdict, where the judge withheld them."""
+        return next((f for f in self.findings if f.code.startswith("decision.withheld")), None)
 
     def __post_init__(self) -> None:
         passed = all(g.passed for g in self.gates)

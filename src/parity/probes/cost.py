@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -33,17 +33,21 @@ from parity.workloads.frozen import Frozen
 #: a first step longer than this is the only one timed
 SECOND_STEP_UNDER_S = 5.0
 #: after a quick first step, up to this many more are timed, while they take under
-#: ``FURTHER_S`` together: on a loaded machine one multi-thread step can read many times
-#: its neighbours, and an estimate from it alone asks for minutes it does not need
-FURTHER_STEPS = 4
-FURTHER_S = 1.0
+#: ``FURTHER_S`` together, and at least ``LEAST_FURTHER`` whatever they take: on a busy
+#: machine one multi-thread step in a few stalls for many times its neighbours' time,
+#: and one stalled step times the workload's step count asks for minutes it does not need
+FURTHER_STEPS = 8
+FURTHER_S = 2.0
+LEAST_FURTHER = 2
 #: a float64 step at least this long is the only one timed: it costs a phase that runs
 #: the workload's every step (a float64 step costs several float32 ones), where a first
-#: step's one-off set-up is a small part
-FP64_SECOND_UNDER_S = 0.5
-#: the calibration matmul's size and repeats (about 30 MFLOP each: well above timer noise)
+#: step's one-off set-up is a small part; a quicker one may be a stall
+FP64_SECOND_UNDER_S = 2.0
+#: the calibration matmul's size and the least pairs (float32, then the dtype) timed, for
+#: at least ``MATMUL_LEAST_S``: about 30 MFLOP each, well above timer noise
 MATMUL_N = 256
-MATMUL_REPEATS = 5
+MATMUL_REPEATS = 7
+MATMUL_LEAST_S = 0.05
 DTYPES = {"float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
 #: a reduced-precision step is timed itself where the matmul's ratio puts it under this
 PRECISION_STEP_UNDER_S = 30.0
@@ -118,10 +122,11 @@ def _steps_s(
 ) -> tuple[float, int]:
     """A step's seconds: the first, or where it was quick and the workload has more, the
     quicker of the first and the median of those after it (up to ``further``, within
-    ``FURTHER_S``); and how many steps were timed. A reduced precision's steps take one
-    more only: a workload may fail there at a later step (abort, hang), which is its
-    side's failure to record, not this set-up job's. A first step of ``second_under_s`` or
-    more (default ``SECOND_STEP_UNDER_S``) is the only one."""
+    ``FURTHER_S`` but at least ``LEAST_FURTHER``); and how many steps were timed. A
+    reduced precision's steps take one more only: a workload may fail there at a later
+    step (abort, hang), which is its side's failure to record, not this set-up job's. A
+    first step of ``second_under_s`` or more (default ``SECOND_STEP_UNDER_S``) is the only
+    one."""
     first = _timed(runner.step, 0)
     limit = SECOND_STEP_UNDER_S if second_under_s is None else second_under_s
     if workload.steps < 2 or first >= limit:
@@ -129,7 +134,7 @@ def _steps_s(
     after: list[float] = []
     for i in range(1, min(workload.steps, further + 1)):
         after.append(_timed(runner.step, i))
-        if sum(after) >= FURTHER_S:
+        if sum(after) >= FURTHER_S and len(after) >= min(further, LEAST_FURTHER):
             break
     return min(first, statistics.median(after)), 1 + len(after)
 
@@ -142,22 +147,41 @@ def _timed(step: object, i: int) -> float:
 
 
 def dtype_ratios() -> dict[str, float]:
-    """A matmul's best time in each dtype over float32's on this CPU."""
-    best = {name: _matmul_s(dtype) for name, dtype in {"float32": torch.float32, **DTYPES}.items()}
-    base = best.pop("float32")
-    return {name: round(s / base, 3) for name, s in best.items()} if base > 0 else {}
+    """A matmul's time in each dtype over float32's on this CPU (``paired_ratio``)."""
+    return {name: round(paired_ratio(_linear(dtype)), 3) for name, dtype in DTYPES.items()}
 
 
-def _matmul_s(dtype: torch.dtype) -> float:
-    """The best of a few ``x @ w.T`` in ``dtype``: the layout of ``nn.Linear`` (its weight
-    transposed), which is what a model's matmuls run. Two row-major operands take another
-    kernel: on a CPU without bf16 units a bf16 ``torch.mm(a, a)`` took 60 times float32's
-    where the linear took 6 times (and a 135M model's generation step 1.6 times)."""
-    a = torch.ones(MATMUL_N, MATMUL_N, dtype=dtype)
-    torch.nn.functional.linear(a, a)  # its kernel chosen and warm
-    times = []
-    for _ in range(MATMUL_REPEATS):
-        t = time.perf_counter_ns()
-        torch.nn.functional.linear(a, a)
-        times.append(time.perf_counter_ns() - t)
-    return min(times) / 1e9
+def paired_ratio(pair: Callable[[], tuple[float, float]]) -> float:
+    """The median of ``b / a`` over pairs of timings ``(a, b)`` taken back to back, at
+    least ``MATMUL_REPEATS`` of them and for at least ``MATMUL_LEAST_S``: each pair shares
+    the machine's pace of its moment, where the best of one dtype's runs against the best
+    of another's, timed a moment apart, read the machine's swings as the dtype's cost."""
+    ratios: list[float] = []
+    began = time.perf_counter()
+    while len(ratios) < MATMUL_REPEATS or time.perf_counter() - began < MATMUL_LEAST_S:
+        a, b = pair()
+        if a > 0:
+            ratios.append(b / a)
+        if len(ratios) >= 8 * MATMUL_REPEATS:
+            break
+    return statistics.median(ratios) if ratios else 1.0
+
+
+def _linear(dtype: torch.dtype) -> Callable[[], tuple[float, float]]:
+    """A pair of ``x @ w.T`` timings, float32's then ``dtype``'s: the layout of
+    ``nn.Linear`` (its weight transposed), which is what a model's matmuls run. Two
+    row-major operands take another kernel, which on a CPU without bf16 units is many
+    times slower than the linear's in bf16, and than any model's step in it."""
+    ops = [torch.ones(MATMUL_N, MATMUL_N, dtype=d) for d in (torch.float32, dtype)]
+    for a in ops:
+        torch.nn.functional.linear(a, a)  # its kernel chosen and warm
+
+    def pair() -> tuple[float, float]:
+        times = []
+        for a in ops:
+            t = time.perf_counter_ns()
+            torch.nn.functional.linear(a, a)
+            times.append((time.perf_counter_ns() - t) / 1e9)
+        return times[0], times[1]
+
+    return pair

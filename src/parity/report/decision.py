@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from parity.bundle import SideRuns
+from parity.judge.verdict import REFERENCES_GATE
 from parity.model.codec import Json
 from parity.model.verdict import ByRole, Gate, SideInfo, Verdict
 from parity.report import fmt, stack
@@ -30,6 +31,9 @@ def headline(v: Verdict) -> tuple[str, str]:
     title = "PASS: the target passes every gate" if v.passed else "FAIL: the target fails a gate"
     if overall(v) == "NOT DECIDED":
         title = "NOT DECIDED: a gate has too little evidence to pass (exit code 1)"
+        refs = next((g for g in v.gates if g.name == REFERENCES_GATE and not g.passed), None)
+        if refs is not None:  # a run the target is judged against failed, not the target
+            title = f"NOT DECIDED: {refs.detail} (not the target's failure; exit code 1)"
     w = v.workload
     what = ", ".join(x for x in (w.size, w.kind) if x)
     subtitle = (

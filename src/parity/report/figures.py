@@ -9,7 +9,7 @@ from collections.abc import Callable
 from parity.model.metrics import Generation, Inference, MemoryPhase, Percentiles, Phases
 from parity.model.side import Stop
 from parity.model.verdict import ByRole, Cost, Interval, SideCost, SideInfo, Speed, Verdict
-from parity.report import fair, fmt
+from parity.report import fair, fmt, words
 from parity.report.parts import ColumnKind, Part, Row, Section, Sentence, Table, table
 
 LATENCY: tuple[tuple[str, str, Callable[[float | None], str]], ...] = (
@@ -26,7 +26,7 @@ def speed(v: Verdict) -> Section:
     """The ratio with its interval, or why there is none; latency and compliance runs."""
     s = v.speed
     if s is None:
-        why = v.withheld
+        why = words.says(v.withheld) if v.withheld is not None else None
         if why is None:
             failed = [role for role, info in v.sides.items() if info.status != "ok"]
             why = (
@@ -109,10 +109,7 @@ def _ratio(s: Speed) -> list[Part]:
         parts.extend(_budget(s.stop))
     if s.note:
         parts.append(Sentence(text=s.note, tone="warn", brief=True))
-    if s.contention:
-        parts.append(Sentence(text=s.contention, tone="warn", brief=True))
-    if s.placements:
-        parts.append(Sentence(text=s.placements.said, tone="warn", brief=True))
+    parts.extend(Sentence(text=words.says(f), tone="warn", brief=True) for f in s.findings)
     if not s.reliable:
         parts.append(
             Sentence(

@@ -9,6 +9,7 @@ output is plain text: no colour, no box drawing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
@@ -16,6 +17,7 @@ from rich.text import Text
 from parity.model.verdict import Verdict
 from parity.report.layout import Line, table_lines, text_lines
 from parity.report.parts import Section, Sentence, Table, View
+from parity.report.screen import Screen, build_screen
 from parity.report.view import Sides, build_view
 
 INDENT = 2
@@ -44,9 +46,63 @@ def render_terminal(
     sides: Sides | None = None,
     notes: tuple[str, ...] = (),
     wide: bool = False,
+    verbose: bool = False,
+    out: Path | str | None = None,
+    report: Path | str | None = None,
 ) -> None:
-    """Print the verdict's view on ``console`` at its width (``wide``: natural width)."""
-    print_view(build_view(verdict, sides=sides, notes=notes), console, wide=wide)
+    """Print the verdict on ``console`` at its width (``wide``: natural width): its one
+    screen, or with ``verbose`` every section in full (``out``: the comparison's
+    directory, named where the screen says where the rest is)."""
+    if verbose:
+        print_view(build_view(verdict, sides=sides, notes=notes), console, wide=wide)
+        return
+    width = None if wide else console.width
+    screen = build_screen(verdict, out=out, report=report)
+    print_lines(screen_lines(screen, width, notes=notes), console)
+
+
+def screen_lines(screen: Screen, width: int | None, *, notes: tuple[str, ...] = ()) -> list[Line]:
+    """The one-screen summary as lines of at most ``width``."""
+    lines: list[Line] = _led(screen.decision, screen.result, width)
+    lines += text_lines(screen.subtitle, width, "muted", indent=INDENT)
+    for note in notes:
+        lines += text_lines(note, width, "warn", indent=INDENT)
+    lines.append([])
+    label = max((len(r.label) for r in screen.rows), default=0) + 2
+    word = max((len(r.result or "") for r in screen.rows), default=0) + 2
+    for row in screen.rows:
+        head = [
+            (row.label.ljust(label), "title"),
+            ((row.result or "").ljust(word), row.result or ""),
+        ]
+        lines += _hanging(head, row.text, width, "")
+    if screen.findings:
+        lines.append([])
+        more = f"; {screen.more} more with --verbose" if screen.more else ""
+        said = f"what changes the reading (most consequential first{more})"
+        lines += text_lines(said, width, "title", indent=INDENT)
+        for said, action in screen.findings:
+            lines += _hanging([("- ", "warn")], said, width, "warn")
+            if action:
+                lines += _hanging([("  → ", "muted")], action, width, "")
+    lines.append([])
+    lines += text_lines(screen.rest, width, "muted", indent=INDENT)
+    return lines
+
+
+def _led(text: str, result: str, width: int | None) -> list[Line]:
+    """The decision line: its result word coloured, the rest wrapped under it."""
+    head, _, rest = text.partition(": ")
+    body = text_lines(rest, None if width is None else max(width - len(head) - 2, 1))
+    first = [(f"{head}: ", result), *body[0]]
+    return [first, *[[(" " * INDENT, ""), *x] for x in body[1:]]]
+
+
+def _hanging(head: Line, text: str, width: int | None, style: str) -> list[Line]:
+    """``text`` after ``head``, continuation lines under the text's first character."""
+    pad = sum(len(t) for t, _ in head)
+    body = text_lines(text, None if width is None else max(width - pad, 1), style)
+    return [[*head, *body[0]], *[[(" " * pad, ""), *x] for x in body[1:]]]
 
 
 def print_view(view: View, console: Console, *, wide: bool = False) -> None:

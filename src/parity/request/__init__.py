@@ -115,6 +115,7 @@ def _measure(g: Given) -> MeasurePlan:
         max_repeats_wide=wide_cap(budget),
         compliance=g.value(o.COMPLIANCE, base.compliance),
         timeout_s=g.value(o.TIMEOUT, base.timeout_s),
+        timeout_given=g.get(o.TIMEOUT) is not None,
         torchrun=Torchrun(nnodes=g.value(o.NNODES, 1), rdzv_endpoint=g.get(o.RDZV) or None),
     )
 
@@ -259,7 +260,7 @@ class CompareRequest:
             "precision": m.precision,
             "budget_s": m.budget_s if m.budget_given else None,
             "compliance": m.compliance,
-            "timeout_s": m.timeout_s,
+            "timeout_s": m.timeout_s if m.timeout_given else None,
             "nnodes": m.torchrun.nnodes,
             "rdzv_endpoint": m.torchrun.rdzv_endpoint,
             "allow_diff": j.allow,

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from parity.bundle import CAPTURE, CAPTURE_TENSORS, OPS, sha256_file
-from parity.measure.cache import cache_root
+from parity.bundle import CAPTURE, CAPTURE_TENSORS, OPS, read_own, sha256_bytes, sha256_file
+from parity.cache import cache_root
+from parity.errors import BundleError
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import encode
 from parity.model.job import Job
@@ -79,9 +80,9 @@ def reuse(entry: Path, out: Path) -> bool:
     copied: list[Path] = []
     try:
         for name in _verified(entry):
-            shutil.copyfile(entry / name, out / name)
+            (out / name).write_bytes(read_own(entry / name))  # no link followed or copied
             copied.append(out / name)
-    except (OSError, ValueError):
+    except (OSError, ValueError, BundleError):
         for path in copied:
             path.unlink(missing_ok=True)
         shutil.rmtree(entry, ignore_errors=True)
@@ -142,7 +143,7 @@ def _publish(entry: Path, probe: str, fill: Callable[[Path], None]) -> None:
 
 def _verified(entry: Path) -> dict[str, str]:
     """The entry's files and digests, each checked; ValueError where one differs."""
-    meta = json.loads((entry / META).read_text())
+    meta = json.loads(read_own(entry / META))
     files = meta.get("files") if isinstance(meta, dict) else None
     if not isinstance(files, dict):
         raise ValueError(f"{entry / META} is not a probe entry")
@@ -151,7 +152,7 @@ def _verified(entry: Path) -> dict[str, str]:
         raise ValueError(f"{entry} holds other files than it lists")
     for name, digest in files.items():
         path = entry / name
-        if path.is_symlink() or not path.is_file() or sha256_file(path) != digest:
+        if path.is_symlink() or not path.is_file() or sha256_bytes(read_own(path)) != digest:
             raise ValueError(f"{path} differs from what was stored")
     return {str(k): str(v) for k, v in files.items()}
 

@@ -35,7 +35,15 @@ from parity.errors import OutputError
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import dumps
 from parity.model.job import EVENTS_FILE, Event, Job
-from parity.model.manifest import DistInfo, Items, Manifest, Resolved, TorchSettings
+from parity.model.manifest import (
+    DistInfo,
+    Environment,
+    GlobalFlags,
+    Items,
+    Manifest,
+    Resolved,
+    TorchSettings,
+)
 from parity.model.spec import SideSpec
 from parity.plugins import load_plugins
 from parity.probes import autocast_policy, environment, settings
@@ -272,7 +280,12 @@ class SideSession:
             )
             resolved = self._as_observed(self._as_timed(resolved))
         self._manifest = replace(
-            self.manifest, status="ok", reason=None, resolved=resolved, finished_unix=time.time()
+            self.manifest,
+            status="ok",
+            reason=None,
+            resolved=resolved,
+            environment=self._environment_as_timed(),
+            finished_unix=time.time(),
         )
         self.enter("done")
         self.write(MANIFEST, self._manifest)
@@ -288,7 +301,27 @@ class SideSession:
         if timed is None or before is None:
             return resolved
         changed = settings.changes(before, timed)
-        return replace(resolved, threads=timed.num_threads, timed=timed, changed=changed or None)
+        return replace(
+            resolved,
+            threads=timed.num_threads,
+            deterministic=timed.deterministic_algorithms,
+            timed=timed,
+            changed=changed or None,
+        )
+
+    def _environment_as_timed(self) -> Environment | None:
+        """The environment with torch's global flags as the timed steps ran with them (the
+        workload's ``build_model`` may have set threads, determinism or the float32 matmul
+        precision after parity read them at set-up)."""
+        env, timed = self.manifest.environment, self.settings_timed
+        if timed is None or env is None:
+            return env
+        flags = GlobalFlags(
+            deterministic_algorithms=timed.deterministic_algorithms,
+            float32_matmul_precision=timed.float32_matmul_precision,
+            num_threads=timed.num_threads,
+        )
+        return replace(env, flags=flags)
 
     def _as_observed(self, resolved: Resolved) -> Resolved:
         """``resolved`` with the autocast policy seen on the device (a reduced-precision

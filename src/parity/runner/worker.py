@@ -14,7 +14,7 @@ even ``error.json`` cannot be written (the disk is full), the worker drops the f
 of the unfinished run to make room and tries once more, else exits with 4. A crash
 leaves no ``error.json`` and the parent records the signal.
 
-``PARITY_TEST_FAULTS`` (tests only) makes chosen writes fail (``parity.testing.faults``).
+``PARITY_WORKER_HOOKS`` names modules called before the job (tests plant faults with it).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING  # noqa: E402
 
 from parity.model.codec import decode, dumps, loads  # noqa: E402
 from parity.model.job import ERROR_FILE, JOB_FILE, Job, WorkerError  # noqa: E402
+from parity.plugins import run_worker_hooks  # noqa: E402
 
 if TYPE_CHECKING:
     from parity.redact import Redactor
@@ -103,10 +104,7 @@ def main(argv: list[str]) -> int:
     session = None
     job = None
     try:
-        if os.environ.get("PARITY_TEST_FAULTS"):
-            from parity.testing.faults import install
-
-            install(os.environ["PARITY_TEST_FAULTS"], sys.modules[__name__])
+        run_worker_hooks(sys.modules[__name__])
         from parity.runner.modes import mode_for
         from parity.runner.session import SideSession
 

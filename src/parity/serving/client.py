@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from parity.model.serving import PromptForm, RequestEvent, RequestStatus
@@ -35,6 +35,8 @@ class Endpoint:
     model: str = ""
     prompt_form: PromptForm = "ids"
     timeout_s: float = 600.0
+    #: sent with every request, never written (an Authorization header from --api-key-env)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def url(self) -> str:
@@ -140,6 +142,7 @@ async def send(
         status, error = "error", f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
     end = time.perf_counter_ns() - origin_ns
     text = "".join(pieces)
+    ids = tuple(tokenizer.encode(text)) if text else ()
     return RequestEvent(
         step=step,
         index=index,
@@ -149,12 +152,13 @@ async def send(
         first_ns=chunks[0] if chunks else None,
         end_ns=end,
         chunks_ns=tuple(chunks),
-        chunk_tokens=tuple(counts),
-        usage_tokens=usage,
-        local_tokens=len(tokenizer.encode(text)) if text else 0,
+        chunk_sizes=tuple(counts),
+        usage_count=usage,
+        local_count=len(ids),
         status=status,
         error=None if error is None else redact(error),
         text=text,
+        output_ids=ids,
     )
 
 

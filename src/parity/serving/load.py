@@ -145,3 +145,43 @@ def fingerprint(load: Load) -> str:
 def measured(load: Load) -> range:
     """The indices of the measured prompts (the warm-up ones come first)."""
     return range(load.warmup, load.warmup + load.requests)
+
+
+class HfTokenizer:
+    """A model's own tokenizer, read from disk (a tokenizer directory, or a ``.gguf``
+    file's embedded one); never downloaded. Its name carries the files' digest."""
+
+    def __init__(self, path: str) -> None:
+        from pathlib import Path
+
+        from parity.workloads.sample import digest
+
+        where = Path(path)
+        if not where.exists():
+            raise OptionError(f"--tokenizer {path}: no such file or directory")
+        try:
+            from transformers import AutoTokenizer  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            raise OptionError(
+                "--tokenizer needs transformers: pip install 'parity[hf]' (or --tokenizer bytes)"
+            ) from None
+        try:
+            if where.suffix == ".gguf":
+                tok = AutoTokenizer.from_pretrained(where.parent, gguf_file=where.name)
+            else:
+                tok = AutoTokenizer.from_pretrained(where, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise OptionError(f"--tokenizer {path}: not a tokenizer ({exc})") from None
+        self._tok = tok
+        self.name = f"{where.name} sha256:{digest(where)[:16]}"
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: list[int]) -> str:
+        return str(self._tok.decode(ids))
+
+
+def tokenizer(spec: str) -> Tokenizer:
+    """``bytes`` or a path (``--tokenizer``)."""
+    return ByteTokenizer() if spec == "bytes" else HfTokenizer(spec)

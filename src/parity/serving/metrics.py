@@ -31,7 +31,7 @@ FIRST_ERRORS = 3
 
 
 def output_tokens(e: RequestEvent) -> int:
-    return e.usage_tokens if e.usage_tokens is not None else e.local_tokens
+    return e.usage_count if e.usage_count is not None else e.local_count
 
 
 def _finite(x: float | None) -> float | None:
@@ -73,7 +73,7 @@ def samples(events: Sequence[RequestEvent], *, origin: str) -> dict[str, list[fl
         n = output_tokens(e)
         if n >= 2:
             out["tpot"].append((e.end_ns - e.first_ns) * NS / (n - 1))
-        pairs = zip(e.chunks_ns[:-1], e.chunks_ns[1:], e.chunk_tokens[1:], strict=True)
+        pairs = zip(e.chunks_ns[:-1], e.chunks_ns[1:], e.chunk_sizes[1:], strict=True)
         for before, after, count in pairs:
             gap = (after - before) * NS
             out["icl"].append(gap)
@@ -157,7 +157,7 @@ def figures(
         output_tps=sum(tokens) / duration,
         mean_output_tokens=sum(tokens) / len(tokens) if tokens else 0.0,
         token_discrepancy=sum(
-            abs(e.usage_tokens - e.local_tokens) for e in good if e.usage_tokens is not None
+            abs(e.usage_count - e.local_count) for e in good if e.usage_count is not None
         ),
         from_schedule={k: quantiles(sched[k]) for k in ("ttft", "e2e")},
         from_send={k: quantiles(sent[k]) for k in ("ttft", "e2e")},

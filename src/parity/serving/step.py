@@ -192,7 +192,7 @@ async def run_step(
     n = len(plan.indices)
     # no connection cap and no retries: every due request goes out at once
     connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with aiohttp.ClientSession(connector=connector, headers=endpoint.headers) as session:
         ticker = asyncio.create_task(_ticker(live, plan, n, stop))
         try:
             if plan.rate is None:

@@ -14,11 +14,25 @@ import os
 from pathlib import Path
 from typing import Any
 
+from parity.plugins import WORKER_HOOKS_VAR
+
 ENV_VAR = "PARITY_TEST_FAULTS"
 
 
 def disk_full(path: Path) -> OSError:
     return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+
+def environ(spec: str) -> dict[str, str]:
+    """The environment that makes a worker's writes named by ``spec`` fail."""
+    return {ENV_VAR: spec, WORKER_HOOKS_VAR: __name__}
+
+
+def on_worker_start(worker: Any) -> None:
+    """Called by each worker before its job (``PARITY_WORKER_HOOKS``)."""
+    spec = os.environ.get(ENV_VAR)
+    if spec:
+        install(spec, worker)
 
 
 def install(spec: str, worker: Any) -> None:

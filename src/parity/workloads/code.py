@@ -7,10 +7,11 @@ the fingerprint, so every cache keyed on the fingerprint (the frozen workload, t
 reference, the expected-error run, the probes) misses when one of them changes, and a
 mismatch between two bundles is named as the code's.
 
-What is read: the file and every module first imported while the file is imported, its
-factory runs and the workload is described (its model built on the meta device), whose
-file is neither the standard library's, an installed package's, torch's nor parity's:
-the user's own modules, by content. Environment variables: those read through
+What is read: the file and every module first imported while the file is imported and
+its factory runs, whose file is neither the standard library's, an installed package's,
+torch's nor parity's (the user's own modules, by content), and the modules of the file's
+directory that an ``import`` statement anywhere in that code names (one imported only
+when a step runs, too). Environment variables: those read through
 ``os.environ`` (``os.getenv`` too) by that code meanwhile, and those its source names in
 ``os.environ[...]``, ``os.environ.get(...)`` or ``os.getenv(...)`` with a literal name,
 wherever they are read (a step that reads one is keyed on it too). Their names are
@@ -37,10 +38,8 @@ _READERS = frozenset({"get", "getenv", "pop", "setdefault", "getenvb"})
 def _installed_roots() -> tuple[str, ...]:
     """Directories whose modules are not the user's: the standard library, installed
     packages, torch and parity."""
-    import parity
-
     roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    roots.add(os.path.dirname(os.path.abspath(parity.__file__)))
+    roots.add(str(Path(__file__).resolve().parents[1]))  # parity's own package
     torch = sys.modules.get("torch")
     if torch is not None and getattr(torch, "__file__", None):
         roots.add(os.path.dirname(os.path.abspath(str(torch.__file__))))
@@ -104,13 +103,19 @@ def _source(file: Path, before: set[str], reads: _Reads) -> CodeSource:
     home = file.resolve().parent
     names: set[str] = {k for k, where in reads.names.items() if any(w in files for w in where)}
     digests: dict[str, str] = {}
-    for path in sorted(files):
+    pending = sorted(files)
+    while pending:
+        path = pending.pop()
+        shown = _shown(Path(path), home)
+        if shown in digests:
+            continue
         try:
             data = Path(path).read_bytes()
         except OSError:
             continue
         names |= literal_reads(data)
-        digests[_shown(Path(path), home)] = hashlib.sha256(data).hexdigest()
+        digests[shown] = hashlib.sha256(data).hexdigest()
+        pending.extend(str(p) for p in local_imports(data, home))
     env = sorted(names)
     h = hashlib.sha256()
     for shown, digest in sorted(digests.items()):
@@ -129,6 +134,30 @@ def _shown(path: Path, home: Path) -> str:
         return str(path.resolve().relative_to(home))
     except ValueError:
         return path.name
+
+
+def local_imports(source: bytes, home: Path) -> list[Path]:
+    """The files of ``home`` that the ``import`` statements of ``source`` name (absolute
+    imports: a module beside the workload file, or a package's modules under it)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    dotted: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            dotted += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            dotted += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    found: list[Path] = []
+    for name in dotted:
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            base = home.joinpath(*parts[:i])
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file() and candidate not in found:
+                    found.append(candidate)
+    return found
 
 
 def literal_reads(source: bytes) -> set[str]:

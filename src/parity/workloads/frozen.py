@@ -36,8 +36,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from parity.bundle import linked, sha256_file
+from parity.cache import cache_root
 from parity.errors import WorkloadError
-from parity.measure.cache import cache_root
 from parity.model.codec import decode, encode, loads
 from parity.model.spec import WorkloadSpec
 from parity.model.workload import (

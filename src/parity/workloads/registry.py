@@ -73,9 +73,9 @@ def _from_file(spec: WorkloadSpec, home: str | None) -> Workload:
     path = Path(file).expanduser() if home is None else Path(home) / Path(file).name
     if not path.is_file():
         raise WorkloadError(f"workload file {file} does not exist: check the path")
-    with recording(path) as code:
+    with recording(path) as code:  # not its model: its code may change torch's settings,
+        # which the worker reads after set-up
         workload = _built(spec, file, attr, path)
-        workload.describe()  # its model built (on the meta device): what that imports too
     workload.code_source = code[0]
     return workload
 

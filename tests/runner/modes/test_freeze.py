@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from parity import api
+from parity.cache import cache_root
 from parity.errors import WorkloadError
-from parity.measure.cache import cache_root
 from parity.measure.prepare import prepare_workload
 from parity.model.spec import WorkloadSpec
 from parity.request import CompareRequest

@@ -51,7 +51,7 @@ def _cost(
     sides' reduced precisions are timed on the CPU too (a CPU side's, and the
     expected-error run's, which is the CPU at the target's precision), and float64 where
     the fp64 reference is not cached."""
-    from parity.measure.cache import reference_cached
+    from parity.cache import reference_cached
     from parity.model.estimate import PRECISION_DTYPE
     from parity.probes.cost import step_cost
 

@@ -45,6 +45,7 @@ from parity.model.metrics import (
 from parity.model.numerics import NonFiniteOrigin
 from parity.probes import pipeline
 from parity.probes.flops import count_flops, mfu, peak
+from parity.probes.handoff import handoff_ns
 from parity.probes.latency import generation_metrics, step_latency
 from parity.probes.nonfinite import locate
 from parity.probes.numerics import after_run
@@ -83,7 +84,7 @@ class Timed:
     pipeline: PipelineTimer | None = None
     prefetched_ns: list[int] | None = None
     after_ns: list[int] | None = None
-    #: where the host placed the steps' threads (``Device.thread_handoff_ns``)
+    #: where the host placed the steps' threads (``probes.handoff``; a host device only)
     handoff_ns: float | None = None
 
 
@@ -235,7 +236,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         session.note_timed_settings()  # as they were during the steps, not at set-up
         rest = memory_phase(session)
         # right after the steps, while the host keeps their threads where they ran
-        handoff = device.thread_handoff_ns() if session.dist is None else None
+        handoff = handoff_ns() if device.steps_on_host and session.dist is None else None
         session.enter("finish", announce=False)
         numerics = runner.finish_timing() if session.job.timing_only else runner.finish()
         figures = None

@@ -47,19 +47,22 @@ data, ``to_dataframe()`` a pandas view (pandas is optional: ``pip install pandas
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from parity.errors import UsageError
 from parity.model.codec import JsonObject, encode
 from parity.model.verdict import JudgeInputs, Role, Verdict
-from parity.request import CompareRequest, RunRequest
+from parity.request import CompareRequest, RunRequest, ScaleRequest
 from parity.runner.kept import keep_zygotes
 
 if TYPE_CHECKING:
     from parity.comparison import Comparison
+    from parity.measure.orchestrate import ProgressSink
+    from parity.measure.runs import Measured, Ran
     from parity.model.bundle import Bundle, SideRuns
+    from parity.model.reports import ScalingReport
     from parity.progress import ProgressArg
 
 __all__ = [
@@ -129,7 +132,9 @@ def compare(
     if isinstance(workload, CompareRequest):
         _alone(workload, plan=plan, resume=resume, **options)
         with resolve(_quiet(progress)) as sink:
-            return ComparisonResult(runs.compare(workload, progress=sink, resuming=resuming))
+            return ComparisonResult(
+                _concluded(runs.compare(workload, progress=sink, resuming=resuming))
+            )
     from parity.measure.remote import resume_target
 
     where, published = (
@@ -140,11 +145,12 @@ def compare(
     request = compare_request(given, planned, where)
     with resolve(progress) as sink:
         if where is not None:
-            return ComparisonResult(runs.resume(where, progress=sink, published=published))
+            found = runs.resume(where, progress=sink, published=published)
+            return ComparisonResult(_concluded(found))
         if request.batch_sizes:
-            out, results = runs.compare_curve(request, progress=sink)
+            out, results = _curve(request, sink)
             return CurveResult(out, tuple(ComparisonResult(r) for r in results))
-        return ComparisonResult(runs.compare(request, progress=sink, resuming=resuming))
+        return ComparisonResult(_concluded(runs.compare(request, progress=sink, resuming=resuming)))
 
 
 def run(
@@ -163,7 +169,7 @@ def run(
     if isinstance(workload, RunRequest):
         _alone(workload, device=device, **options)
         with resolve(_quiet(progress)) as sink:
-            return RunResult(runs.run(workload, progress=sink))
+            return RunResult(_indexed(workload, runs.run(workload, progress=sink)))
     if device is None:
         raise UsageError("run needs device=, a side spec such as 'cpu' or 'cuda+bf16'")
     from parity.request.options import Given
@@ -171,7 +177,7 @@ def run(
     given = Given.read("run", {"device": device, **_named(workload, options)}, "kwargs")
     request = RunRequest.build(given)
     with resolve(progress) as sink:
-        return RunResult(runs.run(request, progress=sink))
+        return RunResult(_indexed(request, runs.run(request, progress=sink)))
 
 
 def resume(
@@ -189,19 +195,68 @@ def resume(
 
     with resolve(_quiet(progress)) as sink:
         found = runs.resume(out, progress=sink, request=request, published=published)
-        return ComparisonResult(found)
+        return ComparisonResult(_concluded(found))
 
 
 def compare_curve(
     request: CompareRequest, *, progress: ProgressArg = None
 ) -> tuple[Path, list[ComparisonResult]]:
     """One comparison per batch size (``OUT/bsN``) and ``curve.json``."""
-    from parity.measure import runs
     from parity.progress import resolve
 
     with resolve(_quiet(progress)) as sink:
-        out, made = runs.compare_curve(request, progress=sink)
+        out, made = _curve(request, sink)
     return out, [ComparisonResult(c) for c in made]
+
+
+def _concluded(measured: Measured) -> Comparison:
+    """Judge a measured comparison and send it to every sink (``parity.sinks``)."""
+    from parity.sinks import conclude
+
+    comparison, request, url = measured
+    return conclude(
+        comparison, request.judge, mlflow=request.mlflow, url=url, report=request.report
+    )
+
+
+def _indexed(request: RunRequest, ran: Ran) -> Bundle:
+    """A run (not a scan) goes into the history index, as a comparison's sides do."""
+    from parity.store import index_quietly
+
+    if request.mode == "run":
+        index_quietly(ran.bundle, url=ran.url)
+    return ran.bundle
+
+
+def _curve(request: CompareRequest, sink: ProgressSink | None) -> tuple[Path, list[Comparison]]:
+    """One comparison per batch size (``OUT/bsN``), each judged, and ``curve.json`` with
+    the best batch size within the SLO."""
+    from parity.bundle import CURVE, write_doc
+    from parity.judge.slo import best_batch
+    from parity.measure import runs
+    from parity.model.reports import Curve, CurvePoint
+
+    out = runs.curve_out(request)
+    results = [
+        _concluded(
+            runs.compare(
+                replace(request.with_batch_size(bs), out=str(out / f"bs{bs}")), progress=sink
+            )
+        )
+        for bs in request.batch_sizes
+    ]
+    pairs = [
+        (bs, r.verdict)
+        for bs, r in zip(request.batch_sizes, results, strict=True)
+        if r.verdict is not None
+    ]
+    curve = Curve(
+        batch_sizes=request.batch_sizes,
+        points=tuple(CurvePoint.of(bs, verdict) for bs, verdict in pairs),
+        best=best_batch(pairs),
+    )
+    write_doc(out / CURVE, curve)
+    return out, results
 
 
 def diff(
@@ -309,7 +364,8 @@ class ComparisonResult:
 
     @property
     def url(self) -> str | None:
-        """Where the comparison was published (``--out URL``); ``out`` is its local copy."""
+        """Where the comparison was published (``--out URL``); ``out`` is its local copy,
+        removed when this process ends (``parity.scratch``)."""
         return self.comparison.url
 
     @property
@@ -503,3 +559,35 @@ class CurveResult:
     def __repr__(self) -> str:
         state = "passed" if self.passed else "failed"
         return f"<CurveResult {state} {len(self.comparisons)} batch sizes out={str(self.out)!r}>"
+
+
+def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> ScalingReport:
+    """Scaling over process counts as torchrun jobs (DDP), as ``parity scale`` runs it: the
+    counts measured, the loss curves of the fewest and the most processes judged against
+    each other, and ``scaling.json`` written."""
+    from parity.bundle import SideRuns, write_doc
+    from parity.judge.verdict import judge
+    from parity.measure.scaling import DEFINITION, SCALING_FILE, measure_counts
+    from parity.model.reports import LossCurves, ScalingReport
+
+    out, workload, points, bundles = measure_counts(request, progress=progress)
+    ok = [n for n in request.counts if bundles[n].ok]
+    curves = None
+    if len(ok) >= 2:
+        verdict = judge(SideRuns.of(bundles[ok[0]]), SideRuns.of(bundles[ok[-1]]))
+        curves = LossCurves(
+            baseline=f"n{ok[0]}",
+            target=f"n{ok[-1]}",
+            quality=verdict.quality,
+            passed=verdict.passed,
+        )
+    report = ScalingReport(
+        side=str(request.side),
+        workload=workload,
+        points=tuple(points),
+        definition=DEFINITION,
+        loss_curves=curves,
+        passed=all(p.status == "ok" for p in points) and (curves is None or curves.passed),
+    )
+    write_doc(out / SCALING_FILE, report)
+    return report

@@ -202,7 +202,7 @@ def test_the_api_hands_the_cli_s_options_to_one_request(monkeypatch: pytest.Monk
             steps=6,
             progress=False,
         )
-    request = calls.last("compare_curve")
+    request = calls.last("curve_out")
     assert isinstance(request, CompareRequest)
     assert request.batch_sizes == (1, 8) and request.target.nproc == 2
     assert request.judge.cost.prices["target"].accelerators == 16

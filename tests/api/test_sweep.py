@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from parity.api.sweep import Outcome, load_sweep, summary_rows
 from parity.bundle import read_verdict
 from parity.errors import PlanError
-from parity.measure.sweep import Outcome, load_sweep, summary_rows
 from parity.report.sweep import markdown, to_html
 from tests.conftest import run_cli
 from tests.fixtures.runs import synthetic_run

@@ -1,0 +1,163 @@
+"""``parity serve``: the same load against a baseline and a target inference endpoint.
+
+Each side is a URL (``--baseline-url``) or, with ``--baseline-cmd``, a server command that
+parity starts and expects at that URL. Options are parsed into one ``serve.ServeRequest``;
+the work is ``parity.serve``'s, the words ``report.serving``'s.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from parity.cli import common as c
+from parity.errors import OptionError
+
+Url = Annotated[str, typer.Option(metavar="URL", help="where the side answers (http://HOST:PORT)")]
+Cmd = Annotated[
+    str | None,
+    typer.Option(
+        metavar="COMMAND", help="a server command parity starts (it must listen at the URL)"
+    ),
+]
+Model = Annotated[str | None, typer.Option(metavar="NAME", help="model name (default: /v1/models)")]
+EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
+
+
+def _range(name: str, text: str) -> tuple[int, int]:
+    lo, sep, hi = text.partition("..")
+    try:
+        return (int(lo), int(hi if sep else lo))
+    except ValueError:
+        raise OptionError(f"{name} {text}: give MIN..MAX whole numbers, e.g. 16..64") from None
+
+
+def _seconds(name: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    from parity.request.fair_options import parse_slo
+
+    return parse_slo(f"e2e_p50={text}")[0].limit_s if text else None
+
+
+def serve(
+    baseline_url: Url,
+    target_url: Url,
+    baseline_cmd: Cmd = None,
+    target_cmd: Cmd = None,
+    baseline_model: Model = None,
+    target_model: Model = None,
+    model: Model = None,
+    api_path: Annotated[str, typer.Option(help="the completions path")] = "/v1/completions",
+    api_key_env: Annotated[
+        str | None, typer.Option(metavar="VAR", help="environment variable holding an API key")
+    ] = None,
+    tokenizer: Annotated[
+        str,
+        typer.Option(metavar="PATH", help="the model's tokenizer: a directory, a .gguf, or bytes"),
+    ] = "bytes",
+    data: Annotated[str | None, typer.Option(metavar="FILE[:FIELD]", help="prompt text")] = None,
+    arrival: Annotated[str, typer.Option(help="poisson, gamma, constant or closed")] = "poisson",
+    burstiness: Annotated[float, typer.Option(help="gamma shape (1: Poisson)")] = 1.0,
+    seed: int = 0,
+    requests: Annotated[int, typer.Option(help="requests per measured step")] = 100,
+    concurrency: Annotated[int, typer.Option(help="closed loop: requests in flight")] = 1,
+    warmup: Annotated[int, typer.Option(help="warm-up requests, left out")] = 4,
+    prompt_tokens: Annotated[str, typer.Option(metavar="MIN..MAX")] = "16..64",
+    output_tokens: Annotated[str, typer.Option(metavar="MIN..MAX")] = "16..32",
+    slo: Annotated[
+        list[str] | None, typer.Option(metavar="LIMITS", help="e.g. ttft_p99=2s,tpot_p90=200ms")
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(help="the step under load (default: the baseline's highest passing rate)"),
+    ] = None,
+    start_rate: Annotated[float | None, typer.Option(help="the search's first rate")] = None,
+    max_steps: Annotated[int, typer.Option(help="steps per capacity search")] = 10,
+    quality_prompts: Annotated[int, typer.Option(help="prompts compared at concurrency 1")] = 16,
+    min_match: Annotated[
+        float, typer.Option(help="least exact-match rate of greedy answers")
+    ] = 0.95,
+    min_ratio: Annotated[float | None, typer.Option(help="least target/baseline rate")] = None,
+    price: Annotated[list[str] | None, typer.Option(metavar="SIDE=USD[:N]")] = None,
+    client_lag: Annotated[
+        str, typer.Option(metavar="TIME", help="client-bound above this dispatch lag p99")
+    ] = "25ms",
+    ready_timeout: Annotated[str, typer.Option(metavar="TIME")] = "900s",
+    ceiling: Annotated[bool, typer.Option(help="measure the client's own ceiling")] = True,
+    out: Annotated[Path | None, typer.Option(metavar="DIR")] = None,
+) -> None:
+    """Compare two inference endpoints under one frozen load: quality, latency, capacity, cost."""
+    from parity.report.serving import lines, page
+    from parity.request.fair_options import parse_slo
+    from parity.request.values import parse_price
+    from parity.serve import ServeRequest, SideInput
+    from parity.serve import serve as run
+    from parity.serving.side import Settings
+
+    limits = parse_slo(slo) if slo else ()
+    prices = dict(parse_price(p) for p in price or ())
+    if not 0 <= min_match <= 1:
+        raise OptionError(f"--min-match {min_match}: give a fraction between 0 and 1")
+    sides = {
+        "baseline": SideInput(
+            url=baseline_url, command=_split(baseline_cmd), model=baseline_model or model
+        ),
+        "target": SideInput(
+            url=target_url, command=_split(target_cmd), model=target_model or model
+        ),
+    }
+    settings = Settings(
+        limits=limits,
+        quality_prompts=quality_prompts,
+        start_rate=start_rate,
+        load_rate=rate,
+        max_steps=max_steps,
+        lag_bound_s=_seconds("--client-lag", client_lag) or 0.025,
+        ready_timeout_s=_seconds("--ready-timeout", ready_timeout) or 900.0,
+        ceiling=ceiling,
+    )
+    if arrival not in ("poisson", "gamma", "constant", "closed"):
+        raise OptionError(f"--arrival {arrival}: use poisson, gamma, constant or closed")
+    load = {
+        "arrival": arrival, "burstiness": burstiness, "seed": seed, "requests": requests,
+        "concurrency": concurrency, "warmup": warmup,
+        "prompt_tokens": _range("--prompt-tokens", prompt_tokens),
+        "output_tokens": _range("--output-tokens", output_tokens),
+    }  # fmt: skip
+    where = out or Path("parity-serve") / time.strftime("%Y%m%d-%H%M%S")
+    req = ServeRequest(
+        sides=sides, out=where, tokenizer=tokenizer, data=data, api_path=api_path,
+        api_key_env=api_key_env, load=load, settings=settings, min_match=min_match,
+        min_ratio=min_ratio, prices=prices,
+    )  # fmt: skip
+    began = time.perf_counter()
+    verdict, measured, interrupted = run(req)
+    sides_seen = {r: m.side for r, m in measured.items()}
+    steps = {r: m.steps for r, m in measured.items()}
+    (where / "report.html").write_text(page(verdict, sides_seen, steps))
+    for line in lines(verdict, sides_seen, steps):
+        c.write_out(line)
+    c.note(f"took {time.perf_counter() - began:.0f} s; bundles and verdict.json in {where}")
+    if interrupted:
+        sys.stderr.write("parity: interrupted: what was measured is kept\n")
+        raise typer.Exit(130)
+    raise typer.Exit(EXIT[verdict.outcome])
+
+
+def _split(command: str | None) -> tuple[str, ...] | None:
+    if command is None:
+        return None
+    parts = tuple(shlex.split(command))
+    if not parts:
+        raise OptionError("an empty server command: give the command that starts the server")
+    return parts
+
+
+def register(app: typer.Typer) -> None:
+    app.command(short_help="compare two inference endpoints under one load")(serve)

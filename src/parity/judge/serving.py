@@ -1,0 +1,169 @@
+"""The serving verdict: quality first, then each side's highest rate within the limits,
+their ratio and the cost per request there. Pure: facts in, facts and codes out.
+
+- quality: at concurrency 1 (``c1``) and under load (``load``), each prompt's greedy
+  output token IDs (local tokenizer) compared between the sides; the exact-match rate over
+  the prompts both answered must be at least ``min_match``; the first difference is kept;
+- capacity: each side's search result; the ratio target/baseline of the highest passing
+  rates; the target passes where it holds some rate within every limit;
+- cost (``--price``): price per hour / (rate x 3600) x 1e3 per 1k requests, and per 1M
+  output tokens with the mean output tokens at that rate; the target's break-even price
+  makes its cost per request equal the baseline's.
+
+Codes (words are the report's): ``side-failed``, ``load-differs``, ``quality-differs``,
+``quality-unmeasured``, ``no-limits``, ``target-holds-no-rate``, ``no-rate-passed``,
+``below-min-ratio``, ``client-bound``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from parity.model.inputs import Price
+from parity.model.serving import (
+    Agreement,
+    Capacity,
+    Outcome,
+    ServeCost,
+    ServeSide,
+    ServeVerdict,
+    SideCost,
+    StepFigures,
+)
+
+QUALITY_STEPS = ("c1", "load")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SideFacts:
+    """What the judge reads of one side's bundle."""
+
+    side: ServeSide
+    fingerprint: str
+    steps: tuple[StepFigures, ...]
+    outputs: Mapping[str, Mapping[int, tuple[int, ...]]] = field(default_factory=dict)
+
+    def step(self, label: str) -> StepFigures | None:
+        return next((s for s in self.steps if s.label == label), None)
+
+
+def agreement(
+    label: str, base: Mapping[int, tuple[int, ...]], target: Mapping[int, tuple[int, ...]]
+) -> Agreement:
+    """Token-by-token agreement over the prompts both sides answered."""
+    both = sorted(set(base) & set(target))
+    exact, tokens = 0, 0
+    first: tuple[int, int, int, int] | None = None
+    for i in both:
+        a, b = base[i], target[i]
+        tokens += min(len(a), len(b))
+        if a == b:
+            exact += 1
+            continue
+        if first is None:
+            at = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+            at = min(len(a), len(b)) if at is None else at
+            first = (i, at, a[at] if at < len(a) else -1, b[at] if at < len(b) else -1)
+    return Agreement(
+        label=label, prompts=len(both), exact=exact, tokens=tokens, first_divergence=first
+    )
+
+
+def _side_cost(price: Price, cap: Capacity | None, facts: SideFacts) -> SideCost | None:
+    if cap is None or cap.rate is None:
+        return None
+    hourly = price.usd_per_hour / price.accelerators
+    at = next((s for s in facts.steps if s.rate == cap.rate and s.decision == "pass"), None)
+    tokens = at.mean_output_tokens if at is not None and at.mean_output_tokens > 0 else None
+    per_request = hourly / (cap.rate * 3600)
+    return SideCost(
+        usd_per_hour=hourly,
+        per_1k_requests=per_request * 1e3,
+        per_1m_output_tokens=per_request / tokens * 1e6 if tokens else 0.0,
+    )
+
+
+def cost(sides: Mapping[str, SideFacts], prices: Mapping[str, Price]) -> ServeCost | None:
+    if not prices:
+        return None
+    made = {
+        role: _side_cost(prices[role], sides[role].side.capacity, sides[role])
+        for role in ("baseline", "target")
+        if role in prices and role in sides
+    }
+    base, target = made.get("baseline"), made.get("target")
+    even = None
+    if base is not None and "target" in prices:
+        t_cap = sides["target"].side.capacity
+        if t_cap is not None and t_cap.rate is not None:
+            per_request = base.per_1k_requests / 1e3
+            even = per_request * t_cap.rate * 3600 * prices["target"].accelerators
+    return ServeCost(baseline=base, target=target, break_even_usd_per_hour=even)
+
+
+def judge(
+    sides: Mapping[str, SideFacts],
+    *,
+    limits: tuple[tuple[str, float], ...],
+    min_match: float,
+    prices: Mapping[str, Price],
+    min_ratio: float | None = None,
+) -> ServeVerdict:
+    """The verdict of two measured sides (either may have failed)."""
+    codes: list[str] = []
+    failed = {r: f.side.reason or "failed" for r, f in sides.items() if f.side.status != "ok"}
+    if failed:
+        codes.append("side-failed")
+    prints = {f.fingerprint for f in sides.values()}
+    if len(prints) > 1:
+        codes.append("load-differs")
+    quality: list[Agreement] = []
+    base, target = sides.get("baseline"), sides.get("target")
+    if base is not None and target is not None:
+        for label in QUALITY_STEPS:
+            a, b = base.outputs.get(label), target.outputs.get(label)
+            if a and b:
+                quality.append(agreement(label, a, b))
+    quality_passed = bool(quality) and all(q.rate >= min_match for q in quality)
+    if not quality:
+        codes.append("quality-unmeasured")
+    elif not quality_passed:
+        codes.append("quality-differs")
+    caps = {r: f.side.capacity for r, f in sides.items()}
+    b_cap, t_cap = caps.get("baseline"), caps.get("target")
+    b_rate = b_cap.rate if b_cap else None
+    t_rate = t_cap.rate if t_cap else None
+    ratio = t_rate / b_rate if t_rate and b_rate else None
+    if any(c is not None and c.stopped == "client-bound" for c in caps.values()):
+        codes.append("client-bound")
+    if not limits:
+        codes.append("no-limits")
+    elif t_rate is None and b_rate is not None:
+        codes.append("target-holds-no-rate")
+    elif t_rate is None:
+        codes.append("no-rate-passed")
+    elif min_ratio is not None and (ratio is None or ratio < min_ratio):
+        codes.append("below-min-ratio")
+    return ServeVerdict(
+        fingerprint=sorted(prints)[0] if prints else "",
+        limits=limits,
+        min_match=min_match,
+        quality=tuple(quality),
+        quality_passed=quality_passed,
+        capacity=dict(caps),
+        ratio=ratio,
+        cost=cost(sides, prices),
+        failed_sides=failed,
+        outcome=_outcome(codes),
+        codes=tuple(codes),
+    )
+
+
+def _outcome(codes: list[str]) -> Outcome:
+    failing = {"side-failed", "load-differs", "quality-differs", "target-holds-no-rate"}
+    if failing & set(codes) or "below-min-ratio" in codes:
+        return "fail"
+    if {"quality-unmeasured", "no-rate-passed", "no-limits", "client-bound"} & set(codes):
+        return "inconclusive"
+    return "pass"

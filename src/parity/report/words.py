@@ -1,0 +1,228 @@
+"""The words for each finding of the verdict: one template per code, used by every view.
+
+The judge returns findings (``parity.model.findings``): a code, its figures and a
+severity. Here each code gets what it says and, where something settles it, the action
+that does; the terminal, Markdown, HTML and the summary screen show these strings and
+never compose their own. A code without words here is said by its code and figures, so a
+finding is never dropped (``tests/report/test_words.py`` keeps every code the judge
+emits covered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from parity.model.codec import Json
+from parity.model.findings import Finding
+
+Figures = Mapping[str, Json]
+Say = Callable[[Figures], str]
+
+
+@dataclass(frozen=True)
+class Words:
+    """What a finding says in full, in brief (the summary screen; None: in full), and
+    the action that settles it (None: nothing to do)."""
+
+    says: Say
+    brief: Say | None = None
+    action: Say | None = None
+
+
+def _num(f: Figures, key: str) -> float:
+    value = f.get(key)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _int(f: Figures, key: str) -> int:
+    value = f.get(key)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _str(f: Figures, key: str) -> str:
+    value = f.get(key)
+    return "" if value is None else str(value)
+
+
+def _threads_ran(f: Figures) -> str:
+    threads = f.get("threads")
+    counts = dict(threads) if isinstance(threads, dict) else {}
+    ran = [(role, n) for role, n in counts.items() if isinstance(n, int)]
+    if len(ran) == 2 and ran[0][1] == ran[1][1]:
+        return f"each side ran {ran[0][1]} intra-op threads"
+    (first, n), *rest = ran or [("target", 0)]
+    return f"the {first} ran {n} intra-op threads" + "".join(f" and the {r} {m}" for r, m in rest)
+
+
+def _contention_effect(f: Figures) -> str:
+    if f.get("half_width_rel") is None:
+        return "measuring goes on"
+    effect = f"the interval is ±{_num(f, 'half_width_rel'):.1%}"
+    stalled = _int(f, "stalled")
+    if stalled:
+        effect += (
+            f"; in {stalled} of {_int(f, 'processes')} processes the threads stalled each "
+            "other, taking a millisecond or more to share a small add where the rest took "
+            "microseconds"
+        )
+    return effect
+
+
+def _contention(f: Figures) -> str:
+    return (
+        f"other processes held {_num(f, 'share'):.0%} of the {_int(f, 'cores')} cores while "
+        f"{_threads_ran(f)} on them: a side's threads wait for each other at every parallel "
+        "region, and one descheduled stalls the rest, so process times scatter "
+        f"({_contention_effect(f)})"
+    )
+
+
+def _contention_brief(f: Figures) -> str:
+    return (
+        f"busy cores widened the interval: other processes held {_num(f, 'share'):.0%} of "
+        f"the {_int(f, 'cores')} cores while {_threads_ran(f)}"
+    )
+
+
+def _one_thread(f: Figures) -> str:
+    return (
+        f"an idle machine narrows it, or one thread a side (--baseline "
+        f"{_str(f, 'single_baseline')} --target {_str(f, 'single_target')}: a one-thread "
+        "comparison, not this one)"
+    )
+
+
+def _ratio_at(f: Figures, key: str) -> str | None:
+    ci = f.get(key)
+    if not isinstance(ci, list) or len(ci) != 3:
+        return None
+    ratio, low, high = (float(x) if isinstance(x, int | float) else 0.0 for x in ci)
+    return f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def _placements(f: Figures) -> str:
+    stalled = bool(f.get("stalled"))
+    names = ("the others", "the stalled ones") if stalled else ("the quicker", "the slower")
+    quick, slow = _int(f, "quick"), _int(f, "slow")
+    quick_ns, slow_ns = _num(f, "quick_ns"), _num(f, "slow_ns")
+    if stalled:
+        seen = (
+            f"in {slow} processes the threads stalled each other: they took "
+            f"{slow_ns / 1e6:.1f} ms to share a small add, against {quick_ns / 1e3:.1f} µs "
+            f"in the other {quick} (on a busy machine, a side's threads queued behind other "
+            "work for the process's life)"
+        )
+        mix = "; the interval over all processes holds them"
+    else:
+        seen = (
+            f"the host placed the threads two ways while measuring: they shared a small add "
+            f"in {quick_ns / 1e3:.1f} µs in {quick} processes and in {slow_ns / 1e3:.1f} µs "
+            f"in {slow} (on a virtual machine, cores that share a cache or do not, which "
+            "nothing in it controls)"
+        )
+        mix = (
+            "; the interval over all processes holds the mix of the two this run drew, and "
+            "a machine that keeps one placement gives that placement's ratio"
+        )
+    moved = " and ".join(
+        f"the {role}'s {_num(f, f'{role}_shift'):.2f}x"
+        for role in ("baseline", "target")
+        if f.get(f"{role}_shift") is not None
+    )
+    ratios = " and ".join(
+        f"{said} over {name}"
+        for name, key in zip(names, ("quick_ratio", "slow_ratio"), strict=True)
+        if (said := _ratio_at(f, key)) is not None
+    )
+    return (
+        f"{seen}; the steps of {names[1]} against {names[0]}: {moved}"
+        + (f"; the ratio was {ratios}" if ratios else "")
+        + mix
+    )
+
+
+def _placements_brief(f: Figures) -> str:
+    if f.get("stalled"):
+        return (
+            f"in {_int(f, 'slow')} processes the threads stalled each other "
+            f"({_num(f, 'slow_ns') / 1e6:.1f} ms to share a small add): their steps moved with it"
+        )
+    return (
+        "the host placed the threads two ways while measuring, and the steps moved with it: "
+        "the ratio is this run's mix of the two"
+    )
+
+
+def _verbatim(f: Figures) -> str:
+    return _str(f, "text")
+
+
+def _names(f: Figures, key: str) -> str:
+    value = f.get(key)
+    return ", ".join(map(str, value)) if isinstance(value, list) else _str(f, key)
+
+
+def _withheld_quality(f: Figures) -> str:
+    return f"no speed or cost verdict: the target fails quality ({_names(f, 'failing')})"
+
+
+def _withheld_emulated(f: Figures) -> str:
+    return (
+        f"numerics preview: {_names(f, 'sides')} emulates a precision (+emulate rounds "
+        "matmul inputs in a Python dispatch mode, which slows a step), so its speed and "
+        "cost say nothing about a device; no speed or cost verdict"
+    )
+
+
+#: every code the judge emits, with its words
+WORDS: dict[str, Words] = {
+    "decision.withheld-quality": Words(
+        says=_withheld_quality,
+        action=lambda f: (
+            "find the cause in the quality and numerics sections "
+            "(parity explain RUN numerics names the first diverging module)"
+        ),
+    ),
+    "decision.withheld-emulated": Words(
+        says=_withheld_emulated,
+        action=lambda f: "measure speed and cost on the device itself",
+    ),
+    # what a verdict written before findings (schema 1) said, kept as it was said
+    "decision.withheld-note": Words(says=_verbatim),
+    "speed.contention": Words(says=_contention, brief=_contention_brief, action=_one_thread),
+    "speed.thread-placements": Words(
+        says=_placements,
+        brief=_placements_brief,
+        action=lambda f: "measure on a machine that keeps one placement (a dedicated host)",
+    ),
+    "speed.note": Words(says=_verbatim),
+}
+
+
+def _fallback(finding: Finding) -> str:
+    figures = ", ".join(f"{k} {v}" for k, v in finding.figures.items())
+    return finding.code + (f" ({figures})" if figures else "")
+
+
+def says(finding: Finding) -> str:
+    """The finding in full, with the action that settles it."""
+    words = WORDS.get(finding.code)
+    if words is None:
+        return _fallback(finding)
+    text = words.says(finding.figures)
+    return text + (f"; {words.action(finding.figures)}" if words.action else "")
+
+
+def brief(finding: Finding) -> str:
+    """The finding in a line or two for the summary screen."""
+    words = WORDS.get(finding.code)
+    if words is None:
+        return _fallback(finding)
+    return (words.brief or words.says)(finding.figures)
+
+
+def action(finding: Finding) -> str | None:
+    """What settles the finding (None: nothing to do, or no words for it)."""
+    words = WORDS.get(finding.code)
+    return words.action(finding.figures) if words is not None and words.action else None

@@ -1,0 +1,125 @@
+"""A side's endpoint before anything is measured: a URL without secrets, a model it knows,
+a prompt form it takes, and a stream.
+
+A URL with user info, a query or a fragment is refused (credentials travel in such places
+and would end up in a bundle, a log or the index); a key for a server that needs one is
+read from an environment variable named by ``--api-key-env`` and only ever sent, as an
+``Authorization`` header, never written. The probe is one short streaming request: the
+server must answer 200 with an SSE stream that carries text; where it refuses a token-ID
+prompt with a 4xx, the side sends the prompts' text instead (``prompt_form``, recorded).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from typing import Any
+
+from parity.errors import UsageError
+from parity.model.serving import PromptForm
+from parity.serving.client import Endpoint
+
+PROBE_TOKENS = 2
+
+
+def base_url(url: str, role: str) -> str:
+    """``url`` checked by the one URL rule (``parity.urls``: no user info, query or
+    fragment) and reduced to its base (a trailing ``/v1/...`` path is the API's)."""
+    from parity.urls import checked
+
+    flag = f"--{role}-url"
+    text = checked(url, flag, example="http://HOST:PORT; a key goes in --api-key-env")
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+    except ValueError:
+        raise UsageError(f"{flag}: not a URL: give http://HOST:PORT") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{flag}: not an http(s) URL: give http://HOST:PORT")
+    path = parts.path.rstrip("/")
+    for suffix in ("/v1/completions", "/v1/chat/completions", "/v1"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+            break
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    netloc = host + (f":{port}" if port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, path, "", ""))
+
+
+async def _models(session: Any, base: str) -> list[str]:
+    async with session.get(base + "/v1/models") as resp:
+        if resp.status != 200:
+            return []
+        data = await resp.json(content_type=None)
+    listed = data.get("data") if isinstance(data, dict) else None
+    return [m["id"] for m in listed or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+async def _probe(session: Any, endpoint: Endpoint, prompt: list[int] | str) -> tuple[int, str]:
+    """The probe's status and what came back (the stream's text, or the error body)."""
+    from parity.serving.client import body
+
+    payload = body(endpoint, prompt, PROBE_TOKENS, 0)
+    async with session.post(endpoint.url, json=payload) as resp:
+        kind = resp.headers.get("Content-Type", "")
+        if resp.status != 200:
+            return resp.status, (await resp.text())[:200]
+        if "text/event-stream" not in kind:
+            return -1, f"answered {kind or 'no content type'}, not an event stream"
+        seen = []
+        async for line in resp.content:
+            text = line.decode("utf-8", errors="replace").strip()
+            if text.startswith("data:") and text[5:].strip() not in ("", "[DONE]"):
+                seen.append(text[5:].strip())
+        if not seen:
+            return -1, "the stream carried no data"
+        return 200, json.dumps(seen[:1])
+
+
+async def discover(
+    base: str, role: str, *, model: str | None, ids: list[int], text: str, api_path: str,
+    headers: dict[str, str],
+) -> Endpoint:  # fmt: skip
+    """The endpoint as it will be measured; ``UsageError`` (one line) where it cannot be."""
+    import aiohttp
+
+    where = f"the {role} at {base}"
+    try:
+        async with aiohttp.ClientSession(
+            headers=headers, timeout=aiohttp.ClientTimeout(total=120)
+        ) as session:
+            listed = await _models(session, base)
+            if model is None:
+                if len(listed) != 1:
+                    choice = f" (it lists {', '.join(listed[:5])})" if listed else ""
+                    raise UsageError(f"{where}: name the model with --{role}-model{choice}")
+                model = listed[0]
+            form: PromptForm = "ids"
+            endpoint = Endpoint(base=base, api_path=api_path, model=model, headers=headers)
+            status, said = await _probe(session, endpoint, ids)
+            if 400 <= status < 500 and status != 404:
+                form = "text"
+                endpoint = Endpoint(
+                    base=base, api_path=api_path, model=model, prompt_form=form, headers=headers
+                )
+                status, said = await _probe(session, endpoint, text)
+    except aiohttp.ClientError as exc:
+        raise UsageError(
+            f"{where} does not answer ({type(exc).__name__}): start the server or fix the URL"
+        ) from None
+    except TimeoutError:
+        raise UsageError(f"{where} did not answer a probe within 120 s") from None
+    if status == 404:
+        raise UsageError(f"{where} does not know the model {model!r}: {_said(said)}")
+    if status == -1:
+        raise UsageError(f"{where} does not stream ({said}): parity measures streamed answers")
+    if status != 200:
+        raise UsageError(f"{where} refused a probe request (HTTP {status}): {_said(said)}")
+    return endpoint
+
+
+def _said(text: str) -> str:
+    from parity.errors import one_line
+    from parity.redact import redact
+
+    return one_line(redact(text), longest=120)

@@ -1,0 +1,164 @@
+"""``parity serve`` end to end against scripted servers: one started by parity from its
+command, one given by URL; the verdict, the bundles, ``parity diff``, and bad input."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.serving.conftest import free_port, scripted_command
+
+LOAD = ("--requests", "40", "--warmup", "2", "--prompt-tokens", "8..16", "--output-tokens", "6..6",
+        "--quality-prompts", "8", "--no-ceiling")  # fmt: skip
+#: the script: 0.1 s to the first token, 0.04 s a token, 6 tokens: 0.3 s a request, 2 slots
+SCRIPT = {"ttft": 0.1, "token": 0.04, "slots": 2}
+
+
+@pytest.mark.slow
+def test_a_command_side_and_a_url_side(scripted: Callable[..., str], tmp_path: Path) -> None:
+    target = scripted(**SCRIPT)
+    port = free_port()
+    cmd = shlex.join(scripted_command(port, **SCRIPT))
+    out = tmp_path / "run"
+    got = run_cli(
+        "serve", "--baseline-url", f"http://127.0.0.1:{port}", "--baseline-cmd", cmd,
+        "--target-url", target, *LOAD, "--slo", "e2e_p90=1s", "--max-steps", "4",
+        "--price", "baseline=2.0", "--price", "target=1.0", "--out", str(out),
+    )  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["outcome"] == "pass" and verdict["quality_passed"]
+    assert [q["exact"] for q in verdict["quality"]] == [q["prompts"] for q in verdict["quality"]]
+    base = json.loads((out / "baseline" / "serve.json").read_text())
+    assert base["cold_start_s"] > 0 and "parity.testing.scripted" in base["server_command"]
+    assert verdict["capacity"]["baseline"]["rate"] > 0 and verdict["cost"]["target"]
+    assert "serving verdict: PASS" in got.stdout
+    # parity diff of the two bundles gives the same verdict
+    again = run_cli("diff", str(out / "baseline"), str(out / "target"),
+                    "--price", "baseline=2.0", "--price", "target=1.0")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert got.stdout.splitlines()[0] == again.stdout.splitlines()[0]
+    assert (out / "report.html").read_text().count("<tr>") > 3
+
+
+@pytest.mark.slow
+def test_answers_that_differ_fail_before_speed(
+    scripted: Callable[..., str], tmp_path: Path
+) -> None:
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT, diverge_at=3)
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
+                  "--out", str(tmp_path / "q"))  # fmt: skip
+    assert got.returncode == 1, got.stdout + got.stderr
+    v = json.loads((tmp_path / "q" / "verdict.json").read_text())
+    assert "quality-differs" in v["codes"] and v["quality"][0]["exact"] == 0
+    assert v["quality"][0]["first_divergence"][1] == 3
+
+
+@pytest.mark.slow
+def test_a_server_that_exits_is_a_side_failure(
+    scripted: Callable[..., str], tmp_path: Path
+) -> None:
+    target = scripted(**SCRIPT)
+    port = free_port()
+    got = run_cli(
+        "serve", "--baseline-url", f"http://127.0.0.1:{port}",
+        "--baseline-cmd", "python3 -c 'import sys; sys.exit(3)'", "--target-url", target, *LOAD,
+        "--out", str(tmp_path / "f"),
+    )  # fmt: skip
+    assert got.returncode == 1
+    v = json.loads((tmp_path / "f" / "verdict.json").read_text())
+    assert v["failed_sides"]["baseline"].startswith("the server exited with code 3")
+    assert (tmp_path / "f" / "target" / "events.jsonl").read_text().count("\n") >= 8
+
+
+@pytest.mark.parametrize(
+    ("url_of", "said"),
+    [
+        (lambda base: "http://127.0.0.1:9", "does not answer"),
+        (lambda base: base.replace("http://", "http://user:hunter22@"), "is refused"),
+        (lambda base: base + "/?api_key=hunter22", "is refused"),
+    ],
+)
+@pytest.mark.slow
+def test_bad_urls_are_one_line_before_measuring(
+    scripted: Callable[..., str], tmp_path: Path, url_of: Callable[[str], str], said: str
+) -> None:
+    base = scripted(**SCRIPT)
+    out = tmp_path / "b"
+    got = run_cli("serve", "--baseline-url", base, "--target-url", url_of(base), *LOAD,
+                  "--out", str(out))  # fmt: skip
+    assert got.returncode == 2, got.stdout + got.stderr
+    assert said in got.stderr and len(got.stderr.strip().splitlines()) == 1
+    assert "hunter22" not in got.stderr + got.stdout
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("script", "options", "said"),
+    [
+        ({}, ("--model", "nonesuch"), "does not know the model"),
+        ({"no_stream": True}, (), "does not stream"),
+    ],
+)
+@pytest.mark.slow
+def test_bad_endpoints_are_one_line_before_measuring(
+    scripted: Callable[..., str], tmp_path: Path, script: dict[str, object],
+    options: tuple[str, ...], said: str,
+) -> None:  # fmt: skip
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT, **script)
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD, *options,
+                  "--out", str(tmp_path / "m"))  # fmt: skip
+    assert got.returncode == 2, got.stdout + got.stderr
+    assert said in got.stderr and not (tmp_path / "m").exists()
+
+
+@pytest.mark.slow
+def test_an_api_key_is_sent_never_written(scripted: Callable[..., str], tmp_path: Path) -> None:
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT)
+    out = tmp_path / "k"
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
+                  "--api-key-env", "PARITY_TEST_KEY", "--out", str(out),
+                  env={"PARITY_TEST_KEY": "sk-secretvalue123"})  # fmt: skip
+    assert got.returncode in (0, 3), got.stderr
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert "sk-secretvalue123" not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
+    scripted: Callable[..., str], tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from parity.serving.server import answers
+
+    target = scripted(**SCRIPT)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = shlex.join(scripted_command(port, **SCRIPT))
+    out = tmp_path / "t"
+    args = ["serve", "--baseline-url", base, "--baseline-cmd", cmd, "--target-url", target,
+            *LOAD, "--requests", "400", "--slo", "e2e_p90=1s", "--out", str(out)]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "parity", *args], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while answers(base) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(4)  # into the measuring
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert answers(base) is None  # the server parity started is gone
+    side = json.loads((out / "baseline" / "serve.json").read_text())
+    assert side["status"] == "failed" and "interrupted" in side["reason"]
+    assert (out / "baseline" / "events.jsonl").stat().st_size > 0
+    assert json.loads((out / "verdict.json").read_text())["outcome"] == "fail"
