@@ -86,6 +86,58 @@ def test_an_unreachable_cluster_is_refused_quickly(tmp_path: Path) -> None:
     assert not (tmp_path / "never").exists()
 
 
+#: a comparison through the Python API, printing when each progress event reached the
+#: driver (wall clock) and when each bundle's worker finished
+STREAMED = """
+import json, sys, time
+from parity import api
+from parity.request import CompareRequest
+seen = []
+request = CompareRequest.from_kwargs(
+    workload="mlp-train", target="cpu+bf16", repeats=1, compliance=False, steps=300,
+    out=sys.argv[2], cluster=sys.argv[1], place=["baseline=side-a", "target=side-b"],
+    report=False, wait="5m",
+)
+result = api.compare(request, progress=lambda label, e: seen.append((label, e.event, time.time())))
+ended = {
+    f"{r} r00": getattr(result, r).repeats[0].manifest.finished_unix for r in ("baseline", "target")
+}
+print(json.dumps({"seen": seen, "ended": ended}))
+"""
+
+
+def test_a_remote_sides_progress_reaches_the_driver_while_it_runs(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", STREAMED, ray_cluster.client, str(tmp_path / "cmp")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    for label, ended in said["ended"].items():
+        steps = [t for name, kind, t in said["seen"] if name == label and kind == "progress"]
+        assert steps and min(steps) < ended, (label, steps[:3], ended)  # before its end
+
+
+def test_a_side_its_node_cannot_run_is_refused_before_either_side_runs(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """The device is checked on the node the side was given (this machine has no CUDA),
+    before any job of either side: exit 2, one line naming the node."""
+    out = tmp_path / "nocuda"
+    cli = run_cli(
+        "compare", "mlp-train", "--baseline", "cpu", "--target", "cuda",
+        "--cluster", ray_cluster.client, "--place", "baseline=side-a",
+        "--place", "target=side-b", "--out", str(out), "--wait", "5m", *LEAN, process=True,
+        timeout=600,
+    )  # fmt: skip
+    assert cli.returncode == 2, cli.stderr[-3000:]
+    line = cli.stderr.strip().splitlines()[-1]
+    assert "on node" in line and "cuda" in line.lower(), line
+    assert not list(out.glob("*/r00"))  # neither side ran
+
+
 def _kill_mid_target(cluster: RayCluster, out: Path, *more: str) -> subprocess.Popen[str]:
     """A comparison started, and side-b (the target's node) killed while the target's
     first repeat runs on it; the comparison's process, still running."""
@@ -151,54 +203,3 @@ def test_a_job_whose_node_is_lost_runs_again_on_another_node(
     assert first.ok and first.placement is not None
     lost = first.placement.lost or ()
     assert len(lost) == 1 and lost[0].node_id != first.placement.node_id
-
-
-#: a comparison through the Python API, printing when each progress event reached the
-#: driver (wall clock) and when each bundle's worker finished
-STREAMED = """
-import json, sys, time
-from parity import api
-from parity.request import CompareRequest
-seen = []
-request = CompareRequest.from_kwargs(
-    workload="mlp-train", target="cpu+bf16", repeats=1, compliance=False, steps=300,
-    out=sys.argv[2], cluster=sys.argv[1], place=["baseline=side-a", "target=side-b"],
-    report=False,
-)
-result = api.compare(request, progress=lambda label, e: seen.append((label, e.event, time.time())))
-ended = {
-    f"{r} r00": getattr(result, r).repeats[0].manifest.finished_unix for r in ("baseline", "target")
-}
-print(json.dumps({"seen": seen, "ended": ended}))
-"""
-
-
-def test_a_remote_sides_progress_reaches_the_driver_while_it_runs(
-    ray_cluster: RayCluster, tmp_path: Path
-) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", STREAMED, ray_cluster.client, str(tmp_path / "cmp")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    said = json.loads(done.stdout.strip().splitlines()[-1])
-    for label, ended in said["ended"].items():
-        steps = [t for name, kind, t in said["seen"] if name == label and kind == "progress"]
-        assert steps and min(steps) < ended, (label, steps[:3], ended)  # before its end
-
-
-def test_a_side_its_node_cannot_run_is_refused_before_either_side_runs(
-    ray_cluster: RayCluster, tmp_path: Path
-) -> None:
-    """The device is checked on the node the side was given (this machine has no CUDA),
-    before any job of either side: exit 2, one line naming the node."""
-    out = tmp_path / "nocuda"
-    cli = run_cli(
-        "compare", "mlp-train", "--baseline", "cpu", "--target", "cuda",
-        "--cluster", ray_cluster.client, "--place", "baseline=side-a",
-        "--place", "target=side-b", "--out", str(out), *LEAN, process=True, timeout=600,
-    )  # fmt: skip
-    assert cli.returncode == 2, cli.stderr[-3000:]
-    line = cli.stderr.strip().splitlines()[-1]
-    assert "on node" in line and "cuda" in line.lower(), line
-    assert not list(out.glob("*/r00"))  # neither side ran
