@@ -220,7 +220,7 @@ def test_a_sweep_at_a_url_resumes_its_half_done_cell_and_writes_its_summary_ther
     import subprocess
     import sys
 
-    from parity.measure.sweep import load_sweep
+    from parity.api.sweep import load_sweep
 
     url = f"{bucket}/sweep1"
     plan = tmp_path / "sweep.toml"
