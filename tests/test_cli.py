@@ -26,6 +26,7 @@ from parity.model.codec import encode
 from parity.model.reports import ScalingPoint, ScalingReport
 from parity.model.verdict import Gate, JudgeInputs
 from parity.request import CheckRequest, CompareRequest, RunRequest, ScaleRequest
+from tests.conftest import run_cli
 from tests.fixtures.cli import Calls, invoke, stub_api
 from tests.judge.synthetic import side_runs
 
@@ -321,6 +322,31 @@ def test_help_reads_well() -> None:
     assert "--no-compliance" in pages["compare"] and "--wide" in pages["ls"]
 
 
+def test_help_fits_a_screen_and_rare_options_stay_in_the_reference() -> None:
+    """Every command's --help fits a screen: 60 lines at 100 columns; the options hidden
+    from it (``request.options.RARE``) are still listed in docs/cli.md."""
+    import typer
+    from typer.testing import CliRunner
+
+    from parity.cli.app import app
+    from parity.request.options import RARE, TABLE
+
+    group = typer.main.get_command(app)
+    pages = {}
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        for path in (
+            [[name, sub] for sub in command.commands] if hasattr(command, "commands") else [[name]]
+        ):
+            shown = CliRunner().invoke(app, [*path, "--help"], terminal_width=100)
+            pages[" ".join(path)] = shown.stdout
+    long = {name: n for name, text in pages.items() if (n := len(text.splitlines())) > 60}
+    assert long == {}, long
+    compare = pages["compare"]
+    assert "--cluster" not in compare and "docs/cli.md" in " ".join(compare.split())
+    reference = (ROOT / "docs" / "cli.md").read_text()
+    assert all(f"`{TABLE[key].flag}`" in reference for key in RARE)
+
+
 def test_the_entry_point_and_python_m(tmp_path: Path) -> None:
     assert 'parity = "parity.cli:entry"' in (ROOT / "pyproject.toml").read_text()
     from parity.cli import main
@@ -493,3 +519,21 @@ def test_bad_mlflow_options_are_one_line_exit_2(
     assert result.exit_code == 2, result.stderr
     assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not calls.made
+
+
+@pytest.mark.slow
+def test_run_and_compare_take_store(tmp_path: Path) -> None:
+    """``--store`` as the README documents it for compare and run: the index named there
+    (over ``$PARITY_STORE``), a database URL's password masked where it is refused."""
+    index = tmp_path / "team.sqlite"
+    res = run_cli(
+        "run", "mlp-train", "--device", "cpu", "--steps", "2", "--out", str(tmp_path / "r"),
+        "--store", str(index), env={"PARITY_STORE": str(tmp_path / "other.sqlite")},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    listed = run_cli("ls", "--store", str(index), "--json")
+    assert listed.returncode == 0 and "mlp-train" in listed.stdout, listed.stderr
+    assert not (tmp_path / "other.sqlite").exists()
+    bad = run_cli("compare", "mlp-train", "--store", "mysql://u:Pw4711/x@h/db")
+    assert bad.returncode == 2 and "Pw4711" not in bad.stderr
+    assert "SQLite or PostgreSQL" in bad.stderr

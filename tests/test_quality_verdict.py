@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from parity import api
-from parity.model.quality import NonFiniteCheck, QualityCheck, TrajectoryCheck
+from parity.model.quality import (
+    LocalisationCheck,
+    NonFiniteCheck,
+    QualityCheck,
+    TrajectoryCheck,
+)
 from parity.model.verdict import Verdict
 from parity.request import CompareRequest
 from tests.conftest import FIXTURES, HAVE_FAKEDEVICE, needs_fakedevice
@@ -74,6 +79,20 @@ def test_noise_in_one_module_from_step_k_fails_on_bf16_and_names_it(tmp_path: Pa
     assert checks(v)["first forward logits against fp64"].passed
     assert first_divergence(v) == "body.2"
     assert v.numerics.layers is not None and v.numerics.layers.capture == "after the run"
+
+
+def test_a_module_its_precision_does_not_explain_fails_quality_whatever_the_outputs(
+    tmp_path: Path,
+) -> None:
+    """Issue 52: noise in one layer whose outputs' error stays near bf16's own bound; the
+    localisation names the layer, so the verdict cannot be a bare PASS."""
+    v = compare(tmp_path, f"{FAULTS}:FourTimesBf16", "parityfake+bf16", STEPS)
+    assert first_divergence(v) == "body.2"
+    assert not v.passed and "modules against fp64" in failing(v)
+    check = checks(v)["modules against fp64"]
+    assert isinstance(check, LocalisationCheck) and check.module == "body.2"
+    assert check.excess is not None and check.excess > 1
+    assert v.speed is None  # withheld: the target fails quality
 
 
 def test_noise_in_one_module_from_step_k_fails_on_fp32_and_names_it(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from parity.errors import BundleError, OutputError
+from parity.errors import BundleError, OutputError, denied
 from parity.model import SCHEMA_VERSION
 from parity.model.bundle import MARGIN, Bundle, SideRuns
 from parity.model.codec import DecodeError, Json, decode, encode, loads
@@ -281,6 +281,8 @@ def read_doc(path: Path, tp: type[T]) -> T:
     """A JSON document decoded into its type; BundleError names the file and key path."""
     try:
         data = path.read_bytes()
+    except PermissionError as exc:
+        raise denied(exc, path) from None
     except OSError as exc:
         raise BundleError(
             f"{path} is not valid JSON ({exc}): the bundle is corrupt or truncated; rerun that side"
@@ -468,6 +470,8 @@ def read_verdict(out: Path) -> tuple[Verdict, str]:
     try:
         data = path.read_bytes()
         raw = loads(data.decode("utf-8"))
+    except PermissionError as exc:
+        raise denied(exc, path) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BundleError(f"{path} is not valid JSON ({exc}): rerun the comparison") from None
     try:

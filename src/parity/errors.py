@@ -27,13 +27,12 @@ it into a ``BundleError`` or an ``OptionError`` with the key named).
 
 from __future__ import annotations
 
-#: the exit codes every command shares: the target passes, a gate fails (or a side
-#: failed), bad input, a check or comparison that could not decide, no cluster capacity
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
-EXIT_INCONCLUSIVE = 3
-EXIT_CAPACITY = 4
+#: exit codes, one meaning each across every command
+EXIT_OK = 0  # the target passes every gate (a check passes)
+EXIT_FAIL = 1  # a gate fails, or a side failed
+EXIT_USAGE = 2  # bad input or usage, or the user's own workload failing on its own
+EXIT_INCONCLUSIVE = 3  # a check or comparison that could not decide
+EXIT_CAPACITY = 4  # a cluster pool never available within --wait
 
 
 class ParityError(Exception):
@@ -104,6 +103,21 @@ class OutputError(ParityError):
     A side that hits one ends as failed with the reason in this error: nothing is left
     under its bundle's final name (the partial bundle stays hidden, with a failed manifest
     where space allowed), so ``--resume`` runs it again once there is space. Exit code 1."""
+
+
+def denied(exc: PermissionError, path: object = None) -> UsageError:
+    """A file or directory this user may not read or write, as bad input (exit 2): one
+    line naming it (never "a bug in parity")."""
+    import os
+
+    where = exc.filename if exc.filename is not None else path
+    parent = os.path.dirname(str(where)) if where else ""
+    if parent and not os.access(parent, os.R_OK | os.X_OK):
+        where = parent  # the directory that cannot be read, not a file inside it
+    return UsageError(
+        f"{where or 'a file'} cannot be read or written by this user (permission denied): "
+        "give it access (chmod, chown) or pass another path"
+    )
 
 
 #: a value (a run of text without spaces) longer than this is shortened in the middle

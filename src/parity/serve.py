@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -113,21 +114,24 @@ def _preflight(specs: Mapping[str, SideSpec], load: Load, tok: Tokenizer) -> Non
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM as Ctrl-C, so that every server parity started is stopped on the way out."""
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGINT raise KeyboardInterrupt where they land, so that every server
+    parity started is stopped on the way out. (Inside ``asyncio.run`` a SIGINT would
+    otherwise only cancel the running step, which a step may finish as if complete.)"""
 
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     try:
-        before = signal.signal(signal.SIGTERM, handler)
+        before = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, before)
+        for s, h in before.items():
+            signal.signal(s, h)
 
 
 def facts(m: Measured, load: Load) -> SideFacts:
@@ -165,9 +169,12 @@ def serve(req: ServeRequest) -> tuple[ServeVerdict, dict[str, Measured], bool]:
     measured: dict[str, Measured] = {}
     interrupted = False
     settings = req.settings
-    with _sigterm_interrupts():
+    with _signals_interrupt():
         try:
-            ceiling = client_ceiling(load, tok, req.out / ".ceiling") if settings.ceiling else None
+            ceiling = None
+            if settings.ceiling:  # the no-work server's logs are not kept
+                with tempfile.TemporaryDirectory(prefix="parity-ceiling-") as logs:
+                    ceiling = client_ceiling(load, tok, Path(logs))
             for role in ROLES:
                 tmp = temp_dir_for(req.out / role)
                 try:

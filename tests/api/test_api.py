@@ -270,3 +270,10 @@ def test_compare_and_run_from_python(tmp_path: Path) -> None:
     assert isinstance(run, RunResult) and run.ok and len(run.losses) == 4
     assert [r["step"] for r in run.rows()] == [0, 1, 2, 3]
     assert "cpu" in run._repr_html_() and run.to_dict()["status"] == "ok"
+
+
+@pytest.mark.parametrize("key", ["baseline", "target", "out", "steps", "repeats"])
+def test_an_option_given_as_none_is_a_typed_usage_error(key: str, tmp_path: Path) -> None:
+    with pytest.raises(OptionError, match=f"{key}=None: leave {key} out"):
+        parity.compare("mlp-train", **{"out": str(tmp_path / "x"), key: None})
+    assert not (tmp_path / "x").exists()

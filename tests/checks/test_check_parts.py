@@ -195,3 +195,22 @@ def test_a_full_out_dir_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(OptionError, match="not empty"):
         run_check(request)
+
+
+def test_a_soak_whose_interval_reaches_past_its_bound_is_inconclusive_never_a_pass() -> None:
+    """Issue 52: a short, noisy soak: no gate fails, the drift interval still reaches past
+    its bound: INCONCLUSIVE, exit 3."""
+    from parity.checks.common import outcome
+    from parity.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK
+
+    short, _ = analyse(_soak_bundle(_windows(12, 60), 60), _request())
+    drift = _slope(list(short), "latency drift")
+    assert drift.passed and drift.figure.conclusive is False  # the interval reaches past
+    passed, code, reason = outcome(list(short))
+    assert (passed, code) == (False, EXIT_INCONCLUSIVE)
+    assert reason is not None and "latency drift" in reason
+    flat, _ = analyse(_soak_bundle(_windows(100, 3600), 3600), _request())
+    assert outcome(list(flat)) == (True, EXIT_OK, None)
+    slow, _ = analyse(_soak_bundle(_windows(100, 3600, drift_per_h=0.5), 3600), _request())
+    assert outcome(list(slow))[:2] == (False, EXIT_FAIL)
+    assert outcome([])[:2] == (False, EXIT_FAIL)

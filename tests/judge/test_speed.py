@@ -3,6 +3,7 @@ provisional note, and the compliance checks against process-to-process variation
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -90,6 +91,10 @@ def test_value_dependent_and_caching_targets_are_caught() -> None:
     reseeded, same = speed.compliance
     assert not reseeded.passed and not same.passed and not speed.reliable
     assert speed.unreliable_because == (reseeded.name, same.name)
+    unreliable = [f for f in speed.findings if f.code == "speed.unreliable"]
+    assert [(f.severity, f.figures["failed"]) for f in unreliable] == [
+        ("blocks", [reseeded.name, same.name])
+    ]
     assert reseeded.ratio == pytest.approx(1.25, rel=0.02)
     assert reseeded.detail.startswith("the re-seeded run's median step was 1.2")
     assert "outside the" in reseeded.detail
@@ -415,3 +420,46 @@ def test_a_busy_machine_s_note_counts_the_processes_whose_threads_stalled() -> N
     quiet = judge_speed(_handoffs(a, [8600.0] * 3), _handoffs(b, [8700.0] * 3))
     text = _said(quiet, "speed.contention")
     assert text is not None and "stalled" not in text
+
+
+def _waited(medians: list[float], waits: list[float], seed: int) -> SideRuns:
+    side = _side(medians, seed)
+    runs = tuple(
+        replace(b, metrics=replace(b.metrics, waited_share=w))
+        for b, w in zip(side.repeats, waits, strict=True)
+        if b.metrics is not None
+    )
+    return replace(side, repeats=runs)
+
+
+def test_a_side_that_waited_longer_for_the_cores_widens_the_interval_and_says_so() -> None:
+    """Issue 52: under a competing job, intervals that missed the truth were marked
+    reliable. The target's processes here waited 0.3 s a second more and ran slower for
+    it: the ratio at equal load is said beside the plain one, and the interval holds it."""
+    from parity.judge.load import LOAD_CHECK
+
+    waits = [0.10, 0.20, 0.15, 0.25, 0.12]
+    base = [math.exp(1.0 * w) for w in waits]
+    target_waits = [w + 0.3 for w in waits]
+    target = [
+        1.2 * math.exp(1.0 * w) * f for w, f in zip(target_waits, [*SPREAD, 1.0], strict=True)
+    ]
+    plain = judge_speed(_side(base, 1), _side(target, 2))
+    speed = judge_speed(_waited(base, waits, 1), _waited(target, target_waits, 2))
+    assert plain is not None and speed is not None
+    check = next(c for c in speed.compliance if c.name == LOAD_CHECK)
+    assert (
+        "at equal load the ratio is" in check.detail and "target's processes waited" in check.detail
+    )
+    assert plain.interval.low > 1.3  # 1.2 x exp(0.3): the plain interval misses 1.2
+    assert speed.interval.low <= 1.2 <= speed.interval.high
+    assert speed.interval.high == pytest.approx(plain.interval.high)
+    # the same waits on both sides: no finding, the interval as it was
+    same = judge_speed(_waited(base, waits, 1), _waited([1.2 * m for m in base], waits, 2))
+    assert same is not None and all(c.name != LOAD_CHECK for c in same.compliance)
+    # a wait both sides paid is a reading of the interval, said with both figures
+    waited = [f for f in same.findings if f.code == "speed.waited"]
+    assert waited and waited[0].figures["target"] == pytest.approx(sum(waits) / 5)
+    quiet = [w / 100 for w in waits]
+    calm = judge_speed(_waited(base, quiet, 1), _waited([1.2 * m for m in base], quiet, 2))
+    assert calm is not None and all(f.code != "speed.waited" for f in calm.findings)

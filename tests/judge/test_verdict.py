@@ -134,6 +134,40 @@ def test_a_reference_that_timed_out_is_named_in_the_headline_never_the_target() 
     assert judge(side(ROOT / "a"), side(ROOT / "b"), reference=None).passed  # none asked
 
 
+def test_a_probe_the_budget_cut_is_said_in_quality_on_a_failing_verdict_too() -> None:
+    """Issue 52: the note that the numerics probe was skipped sat under Speed, which a
+    failing target never gets, so the FAIL never said why no layer was named."""
+    from parity.model.estimate import Estimate, PhaseCost
+    from parity.model.side import MeasurePlan, MeasureRecord, Stop
+    from parity.report.quality import quality
+
+    why = "skipped: the estimate is over --budget 30 (the per-module localisation is lost)"
+    est = Estimate(
+        phases=(
+            PhaseCost(name="baseline numerics probe", seconds=2.0, basis="estimated", cut=why),
+            PhaseCost(name="target numerics probe", seconds=2.0, basis="estimated", cut=why),
+        ),
+        basis="test",
+        budget_s=30.0,
+        processes=1,
+        full_budget_s=481.0,
+    )
+    info = MeasureRecord(stop=Stop(reason="budget", message="m", estimate=est), plan=MeasurePlan())
+    a, b = side(ROOT / "a"), side(ROOT / "b", out=torch.ones(4, 3) * 1.01)
+    v = judge(replace(a, info=info), replace(b, info=info))
+    assert not v.passed and v.speed is None  # a failing target: no Speed section
+    said = v.numerics.not_localised if v.numerics else None
+    assert said is not None and "baseline and target's numerics probes were skipped" in said
+    assert "--budget 481 runs them" in said
+    section = quality(v)
+    assert section is not None and any(
+        "localisation: no module is named" in getattr(p, "text", "") for p in section.parts
+    )
+    # nothing cut: nothing said
+    plain = judge(side(ROOT / "a"), side(ROOT / "b", out=torch.ones(4, 3) * 1.01))
+    assert plain.numerics is None or plain.numerics.not_localised is None
+
+
 def test_different_workloads_are_refused_naming_fields() -> None:
     a = side(ROOT / "a")
     b = side(ROOT / "b", parts={"steps": 30, "seed": 1})

@@ -129,7 +129,7 @@ def test_fewer_than_three_processes_say_undetermined_and_shape_the_plan() -> Non
     assert three.processes >= 3, (three.processes, e.full_budget_s)
     plan = est.planned(MeasurePlan(budget_s=40.0), e)
     assert plan.planned_rounds == e.processes and not plan.compliance
-    assert plan.max_repeats == MeasurePlan().max_repeats  # more run where they fit as measured
+    assert plan.max_repeats == MeasurePlan(budget_s=40.0).max_repeats  # more run where they fit
     assert est.skipped(e, "baseline") == ("numerics probe", "scan")
     assert est.skipped(e, "target") == ("numerics probe",)
 

@@ -73,7 +73,7 @@ return Array.from(document.querySelectorAll('figure.plot')).map(function (fig) {
 LAYOUT = """
 var root = document.documentElement;
 return {scroll: root.scrollWidth, client: root.clientWidth,
-  headings: Array.from(document.querySelectorAll('section > h2')).map(function (h) {
+  headings: Array.from(document.querySelectorAll('section h2')).map(function (h) {
     var r = h.getBoundingClientRect();
     return {text: h.firstChild.textContent.trim(), left: r.left + window.scrollX,
             right: r.right + window.scrollX, top: r.top + window.scrollY,
@@ -174,6 +174,10 @@ def test_report_renders_in_chromium(
         assert time.monotonic() < deadline, "the report never finished loading"
         time.sleep(0.1)
     assert browser.title.startswith("parity: ")
+    # the report leads with its summary, each section collapsed: open them all to see them
+    browser.execute_script(
+        "document.querySelectorAll('details').forEach(function (d) { d.open = true; })"
+    )
     errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
     assert errors == [], errors
     requests = browser.execute_script(

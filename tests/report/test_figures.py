@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from parity.model.codec import Json
+from parity.model.findings import Finding
 from parity.model.side import Interference, Stop
 from parity.model.verdict import ByRole, ComplianceCheck
 from parity.report.figures import cost, memory, phases, speed
@@ -15,7 +17,15 @@ def test_speed_with_failed_compliance_is_unreliable() -> None:
     v = golden("passes")
     assert v.speed is not None
     check = ComplianceCheck(name="re-seeded run", passed=False, detail="12% off", ratio=1.12)
-    s = replace(v.speed, reliable=False, unreliable_because=("re-seeded run",), compliance=(check,))
+    failed: dict[str, Json] = {"failed": ["re-seeded run"]}
+    said = Finding(code="speed.unreliable", severity="blocks", figures=failed)
+    s = replace(
+        v.speed,
+        reliable=False,
+        unreliable_because=("re-seeded run",),
+        compliance=(check,),
+        findings=(said,),
+    )
     made = speed(replace(v, speed=s))
     texts = [p.text for p in made.parts if isinstance(p, Sentence)]
     assert "the speed claim is unreliable: re-seeded run failed; rerun on an idle machine" in texts

@@ -93,7 +93,28 @@ def test_every_table_fits(width: int) -> None:
 def test_ls_reads_at_100_columns() -> None:
     text = out(render_runs, ROWS, width=100)
     assert "ratio 0.700 (faster)" in text and "median step -" in text
-    assert "2024-06-01-bert-neuron-bf16" in text and "c1a2b3c4d5e6f" in text
+    assert "c1a2b3c4d5e6f" in text and "parity show ID" in text  # the path: parity show
+    assert "2024-06-01-bert-neuron-bf16" in out(render_runs, ROWS, width=140)
+
+
+def test_ls_is_a_table_at_80_columns() -> None:
+    """One row a run (not one line a field): the id, when, what, result and figure."""
+    lines = out(render_runs, ROWS, width=80).splitlines()
+    assert lines[1].split() == ["id", "when", "workload:", "sides", "result", "figure"]
+    assert max(len(line) for line in lines) <= 80
+
+
+def test_show_of_a_comparison_leads_with_its_verdict_screen() -> None:
+    from dataclasses import replace
+
+    from tests.report.cases import golden
+
+    v = golden("passes")
+    assert v.speed is not None
+    text = " ".join(out(render_record, replace(RECORD, verdict=v), width=100).split())
+    assert text.startswith("PASS: the target passes every gate; speed 1.43x faster")
+    ci = v.speed.interval
+    assert f"{v.speed.ratio:.3f} [{ci.low:.3f}, {ci.high:.3f}] (95%): faster" in text
     wide = out(render_runs, ROWS, width=80, wide=True)
     assert any(len(line) > 80 for line in wide.splitlines())
 

@@ -104,7 +104,7 @@ def test_the_vocabulary_is_the_same_in_terminal_markdown_and_html() -> None:
 
 def test_a_failed_side_shows_its_reason_and_an_escaped_stderr() -> None:
     page = page_of(CASES["failed-target"])
-    assert "FAIL: the target fails a gate" in page and "RuntimeError: planted" in page
+    assert "FAIL: a side did not run to the end" in page and "RuntimeError: planted" in page
     assert "h&#116;tps://example.invalid/help" in page and "http" not in page
     assert 'data-section="speed"' in page and "WITHHELD" in page
 

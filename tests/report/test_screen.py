@@ -103,3 +103,13 @@ def test_every_code_has_words() -> None:
     for name, v in CASES.items():
         for finding in v.all_findings():
             assert finding.code in words.WORDS, (name, finding.code)
+
+
+def test_a_failing_comparison_with_no_module_named_says_why_on_the_screen() -> None:
+    from dataclasses import replace
+
+    v = CASES["fails-quality"]
+    assert v.numerics is not None
+    why = "no module is named: the probes were skipped; --budget 83 runs them"
+    text = flat(screen(replace(v, numerics=replace(v.numerics, not_localised=why))))
+    assert why in text

@@ -288,3 +288,21 @@ def test_compare_with_a_plan_prices_and_checklist(tmp_path: Path) -> None:
     assert len(items) == 6 and not any(items.values()), items
     d = run_cli("diff", str(out / "baseline"), str(out / "target"), "--json")
     assert differences(json.loads(d.stdout), v) == []  # inputs.json carries the plan's inputs
+
+
+def test_a_plan_of_a_part_combines_with_a_workload_and_sides_given_beside_it(
+    tmp_path: Path,
+) -> None:
+    plan = tmp_path / "prod.toml"
+    plan.write_text('[production]\nparameters = "1.3B"\nseq_len = 2048\n')
+    given = Given.read(
+        "compare", {"workload": "mlp-train", "baseline": "cpu", "target": "cpu+bf16"}, "cli"
+    )
+    request = CompareRequest.from_plan(plan, given)
+    assert request.workload is not None and request.workload.name == "mlp-train"
+    assert str(request.target) == "cpu+bf16"
+    assert request.judge.production is not None
+    # a table the plan has is still checked whole: [baseline] without its side
+    plan.write_text('[baseline]\ninstance = "m7i.large"\n')
+    with pytest.raises(PlanError, match=r"baseline\.side is required"):
+        CompareRequest.from_plan(plan, given)

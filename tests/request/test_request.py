@@ -299,3 +299,17 @@ def test_a_larger_budget_raises_the_repeat_cap(budget: float | None, cap: int) -
     assert r.measure.max_repeats_wide == min(1000, 4 * cap)
     assert r.measure.most_rounds == r.measure.max_repeats_wide
     assert r.measure.repeats is None
+
+
+def test_a_plan_made_bare_equals_the_default_request_s_plan() -> None:
+    """The round caps follow the budget in the plan itself, not in the request builder."""
+    from parity.model.side import MeasurePlan, repeat_cap, wide_cap
+
+    built = CompareRequest.from_kwargs(workload="mlp-train", baseline="cpu", target="cpu+bf16")
+    assert built.measure == MeasurePlan()
+    longer = CompareRequest.from_kwargs(
+        workload="mlp-train", baseline="cpu", target="cpu+bf16", budget_s=200
+    )
+    assert longer.measure.max_repeats == repeat_cap(200) == MeasurePlan(budget_s=200).max_repeats
+    assert longer.measure.max_repeats_wide == wide_cap(200)
+    assert MeasurePlan(max_repeats=4).most_rounds == 4  # a cap given is the cap

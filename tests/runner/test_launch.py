@@ -145,7 +145,12 @@ def test_a_worker_that_raises_leaves_a_failed_bundle_with_its_error(tmp_path: Pa
     bundle = run(job, tmp_path, spawn=True, on_event=events.append)
     assert bundle.status == "failed" and bundle.metrics is None and bundle.outputs is None
     reason = bundle.manifest.reason or ""
-    assert reason == "RuntimeError in phase 'steps': planted failure on the target"
+    # the failing line itself, not an outer frame
+    lines = Path(FAULTY).read_text().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "planted failure on the target" in t)
+    assert reason.startswith("RuntimeError in phase 'steps' (at ")
+    assert f"workloads.py:{line})" in reason
+    assert reason.endswith("): planted failure on the target")
     # the worker's own manifest is kept: environment and resolved settings
     assert bundle.manifest.environment is not None and bundle.manifest.resolved is not None
     assert bundle.manifest.resolved.precision == "bf16"

@@ -28,6 +28,7 @@ def test_a_command_side_and_a_url_side(scripted: Callable[..., str], tmp_path: P
     got = run_cli(
         "serve", "--baseline-url", f"http://127.0.0.1:{port}", "--baseline-cmd", cmd,
         "--target-url", target, *LOAD, "--slo", "e2e_p90=1s", "--max-steps", "4",
+        "--client-lag", "200ms",  # a busy test machine: the flag has a test of its own
         "--price", "baseline=2.0", "--price", "target=1.0", "--out", str(out),
     )  # fmt: skip
     assert got.returncode == 0, got.stdout + got.stderr
@@ -43,7 +44,8 @@ def test_a_command_side_and_a_url_side(scripted: Callable[..., str], tmp_path: P
                     "--price", "baseline=2.0", "--price", "target=1.0")  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert got.stdout.splitlines()[0] == again.stdout.splitlines()[0]
-    assert (out / "report.html").read_text().count("<tr>") > 3
+    page = (out / "report.html").read_text()
+    assert page.count("<tr>") > 3 and "<svg" in page and "e2e_p90 against the offered rate" in page
 
 
 @pytest.mark.slow
@@ -119,20 +121,33 @@ def test_bad_endpoints_are_one_line_before_measuring(
 
 @pytest.mark.slow
 def test_an_api_key_is_sent_never_written(scripted: Callable[..., str], tmp_path: Path) -> None:
+    """With the client's ceiling measured too: it is in each side's bundle, and the
+    no-work server's own logs are not left behind."""
     base, target = scripted(**SCRIPT), scripted(**SCRIPT)
     out = tmp_path / "k"
-    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
+    load = [a for a in LOAD if a != "--no-ceiling"]
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *load,
                   "--api-key-env", "PARITY_TEST_KEY", "--out", str(out),
                   env={"PARITY_TEST_KEY": "sk-secretvalue123"})  # fmt: skip
     assert got.returncode in (0, 3), got.stderr
     for path in out.rglob("*"):
         if path.is_file():
             assert "sk-secretvalue123" not in path.read_text(errors="replace"), path
+    assert "sk-secretvalue123" not in got.stdout + got.stderr
+    side = json.loads((out / "target" / "serve.json").read_text())
+    assert side["client_ceiling_rps"] > 10
+    assert sorted(p.name for p in out.iterdir()) == [
+        "baseline",
+        "report.html",
+        "target",
+        "verdict.json",
+    ]
 
 
 @pytest.mark.slow
-def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
-    scripted: Callable[..., str], tmp_path: Path
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_servers_and_keeps_what_was_measured(
+    scripted: Callable[..., str], tmp_path: Path, signum: str
 ) -> None:
     import os
     import signal
@@ -154,7 +169,7 @@ def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
     while answers(base) is None and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(4)  # into the measuring
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, getattr(signal, signum))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert answers(base) is None  # the server parity started is gone
@@ -162,3 +177,21 @@ def test_sigterm_stops_the_servers_and_keeps_what_was_measured(
     assert side["status"] == "failed" and "interrupted" in side["reason"]
     assert (out / "baseline" / "events.jsonl").stat().st_size > 0
     assert json.loads((out / "verdict.json").read_text())["outcome"] == "fail"
+
+
+@pytest.mark.slow
+def test_a_closed_loop_gives_its_throughput_as_the_rate(
+    scripted: Callable[..., str], tmp_path: Path
+) -> None:
+    """Two requests in flight on 2 slots of 0.3 s: about 6.7 requests/s, within the limit."""
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT)
+    out = tmp_path / "c"
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
+                  "--arrival", "closed", "--concurrency", "2", "--slo", "e2e_p90=1s",
+                  "--out", str(out))  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    v = json.loads((out / "verdict.json").read_text())
+    for role in ("baseline", "target"):
+        cap = v["capacity"][role]
+        assert cap["stopped"] == "closed-loop" and cap["rate"] == pytest.approx(6.7, rel=0.25)
+    assert v["ratio"] == pytest.approx(1.0, rel=0.2)

@@ -108,3 +108,11 @@ def test_a_client_past_its_ceiling_is_flagged(scripted: Callable[..., str]) -> N
     f = run(base, StepPlan(label="x", indices=range(1500), rate=rate, lag_bound_s=0.025), ld)
     assert f.client_bound and f.decision == "client-bound"
     assert f.dispatch_lag_p99_s > 0.025
+
+
+def test_a_stream_without_done_is_complete_at_its_finish(scripted: Callable[..., str]) -> None:
+    """``transformers serve`` closes the stream after the usage chunk, with no ``[DONE]``:
+    a finish reason ends the answer; a stream cut before it is truncated."""
+    base = scripted(ttft=0.01, token=0.001, no_done=True, drop_every=3)
+    f = run(base, StepPlan(label="c2", indices=range(9), concurrency=2), load(9, 4))
+    assert f.good == 6 and f.errors == {"truncated": 3}

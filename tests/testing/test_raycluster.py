@@ -3,6 +3,11 @@ resource is there exactly once (a killed node lingers in the listing for seconds
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
+from parity.testing import raycluster
 from parity.testing.raycluster import active, totals
 
 STATUS = """======== Autoscaler status: 2026-12-02 04:33:10.451303 ========
@@ -42,3 +47,24 @@ def test_no_usage_section_is_no_resources() -> None:
 def test_active_nodes_are_read_by_id() -> None:
     assert active(STATUS) == {"node_01ba", "node_6100", "node_77aa"}
     assert active("Pending:\n node_99\n") == set()
+
+
+def test_patience_stretches_with_the_load_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    cores = os.cpu_count() or 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    assert raycluster.patience(180) == pytest.approx(180)
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.5 * cores, 0.0, 0.0))
+    assert raycluster.patience(180) == pytest.approx(450)
+    monkeypatch.setattr(os, "getloadavg", lambda: (40.0 * cores, 0.0, 0.0))
+    assert raycluster.patience(180) == pytest.approx(720)  # at most four times
+
+
+def test_a_cluster_that_never_forms_says_what_ray_status_last_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(raycluster, "_status", lambda gcs: "(ray status printed nothing in 30 s)")
+    monkeypatch.setattr(raycluster.time, "sleep", lambda s: None)
+    with pytest.raises(RuntimeError) as gave_up:
+        raycluster._ready("127.0.0.2:1", ["side-a"], set(), timeout=0.05)
+    said = str(gave_up.value)
+    assert "side-a" in said and "ray status last said: (ray status printed nothing" in said

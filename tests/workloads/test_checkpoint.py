@@ -430,3 +430,50 @@ def test_compare_a_packaged_real_embedding_model(tmp_path: Path) -> None:
     assert description.task == "embed" and description.config["task"] == "embed"  # BertModel
     assert description.config["tokens"] == "tokenizer"
     assert_gated_and_counted(verdict, {"embeddings": "embeddings"}, {"embeddings": "embeddings"})
+
+
+class _Planted:
+    """Unpickling this writes a file: the proof that a pickle was loaded."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (Path.write_text, (str(self.marker), "unpickled"))  # type: ignore[return-value]
+
+
+def test_an_index_that_maps_weights_to_a_pickle_is_refused(gpt2: Path, tmp_path: Path) -> None:
+    """The safetensors index names ``pytorch_model.bin`` (a pickle that would run code)
+    beside a dummy ``.safetensors``: refused, and nothing is unpickled."""
+    import pickle
+
+    from safetensors.torch import save_file
+
+    d = tmp_path / "model"
+    shutil.copytree(gpt2, d)
+    keys = list(load_file(str(d / "model.safetensors")))
+    (d / "model.safetensors").unlink()
+    save_file({"dummy": torch.zeros(1)}, str(d / "model-dummy.safetensors"))
+    marker = tmp_path / "unpickled.txt"
+    (d / "pytorch_model.bin").write_bytes(pickle.dumps(_Planted(marker)))
+    index = {"metadata": {}, "weight_map": dict.fromkeys(keys, "pytorch_model.bin")}
+    (d / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(WorkloadError, match="never unpickles") as err:
+        freeze(resolve(WorkloadSpec(name=f"hf:{d}")))
+    assert "\n" not in str(err.value)
+    assert not marker.exists()
+
+
+def test_a_library_that_would_unpickle_is_stopped(tmp_path: Path) -> None:
+    import pickle
+
+    from parity.workloads.checkpoint import no_unpickling
+
+    marker = tmp_path / "unpickled.txt"
+    (tmp_path / "w.bin").write_bytes(pickle.dumps(_Planted(marker)))
+    with pytest.raises(WorkloadError, match="never does"), no_unpickling("hf:x"):
+        torch.load(tmp_path / "w.bin", weights_only=False)
+    with pytest.raises(WorkloadError), no_unpickling("hf:x"):
+        pickle.loads((tmp_path / "w.bin").read_bytes())
+    assert not marker.exists()
+    assert torch.load is not None and pickle.loads(pickle.dumps(1)) == 1  # restored

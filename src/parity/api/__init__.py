@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from parity.errors import UsageError
+from parity.errors import OptionError, UsageError
 from parity.model.codec import JsonObject, encode
 from parity.model.verdict import JudgeInputs, Role, Verdict
 from parity.request import CompareRequest, RunRequest, ScaleRequest
@@ -308,7 +308,18 @@ def _alone(request: CompareRequest | RunRequest, **ignored: object) -> None:
 
 
 def _named(workload: str | None, options: Mapping[str, object]) -> dict[str, object]:
+    """The keyword arguments as options; one given as None is a usage error (it reads as
+    "not given" below, so ``baseline=None`` would silently run the default)."""
+    for key, value in options.items():
+        if value is None:
+            raise OptionError(
+                f"{key}=None: leave {key} out for its default, or give a value "
+                f"(e.g. {key}={_EXAMPLES.get(key, '...')})"
+            )
     return {"workload": workload, **options} if workload is not None else dict(options)
+
+
+_EXAMPLES = {"baseline": "'cpu'", "target": "'cpu+bf16'", "device": "'cpu'", "out": "'runs/a'"}
 
 
 # -- result objects ---------------------------------------------------------------------

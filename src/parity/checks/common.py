@@ -25,7 +25,14 @@ from pathlib import Path
 from parity.arrays import floating
 from parity.bundle import Bundle, read_doc, write_doc
 from parity.devices.names import run_together
-from parity.errors import BundleError, CheckError, OptionError
+from parity.errors import (
+    EXIT_FAIL,
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    BundleError,
+    CheckError,
+    OptionError,
+)
 from parity.judge import quality
 from parity.measure.orchestrate import (
     EventHook,
@@ -50,6 +57,7 @@ from parity.model.checks import (
     Continuation,
     Gate,
     PartRecord,
+    SlopeGate,
 )
 from parity.model.job import CheckpointPlan
 from parity.model.quality import OutputCheck
@@ -269,6 +277,25 @@ def continuation(
     )
 
 
+def outcome(gates: Sequence[CheckGate]) -> tuple[bool, int, str | None]:
+    """Whether a check passed, its exit code and the reason where it did not: a failing
+    gate fails it (1); else a gate that could not decide makes it inconclusive (3), never
+    a pass; a check without gates failed to measure anything (1)."""
+    failing = [g for g in gates if not g.passed]
+    undecided = [g for g in gates if g.passed and _undecided(g)]
+    if gates and not failing and not undecided:
+        return True, EXIT_OK, None
+    code = EXIT_FAIL if failing or not gates else EXIT_INCONCLUSIVE
+    reason = "; ".join(f"{g.name}: {g.detail or 'failed'}" for g in failing or undecided)
+    return False, code, reason or None
+
+
+def _undecided(gate: CheckGate) -> bool:
+    """A gate that did not fail and could not decide either (a slope whose interval
+    reaches past its bound)."""
+    return isinstance(gate, SlopeGate) and gate.figure.conclusive is False
+
+
 def finish(
     run: CheckRun,
     *,
@@ -284,15 +311,15 @@ def finish(
     run.orch.close()
     run.held.close()
     check: CheckName = run.request.check
-    passed = bool(gates) and all(g.passed for g in gates)
-    failing = [g for g in gates if not g.passed]
+    passed, exit_code, reason = outcome(gates)
     spec: WorkloadSpec = run.template.workload
     result = CheckResult(
         check=check,
         item=ITEMS[check],
         passed=passed,
-        exit_code=0 if passed else 1,
-        reason=None if passed else "; ".join(f"{g.name}: {g.detail or 'failed'}" for g in failing),
+        exit_code=exit_code,
+        reason=reason,
+        conclusive=False if exit_code == EXIT_INCONCLUSIVE else None,
         parity_version=__version__,
         created_unix=time.time(),
         workload=CheckWorkload(

@@ -6,7 +6,8 @@ its end). The gates are slopes with 95% intervals that allow for autocorrelation
 (``stats.slope_ci``): latency drift (relative per hour) and memory growth (MiB per
 minute at the soak's throughput); each fails when its interval lies wholly above its
 bound. The first ``--warmup`` fraction of the run is left out. A short soak whose
-interval still reaches above a bound passes with ``conclusive: false``.
+interval still reaches above a bound is INCONCLUSIVE (``conclusive: false``,
+exit code 3), never a pass.
 """
 
 from __future__ import annotations

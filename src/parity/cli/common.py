@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from parity.errors import EXIT_CAPACITY, CapacityError, ParityError, UsageError, one_line
+from parity.errors import EXIT_CAPACITY, CapacityError, ParityError, UsageError, denied, one_line
 from parity.request import options as o
 from parity.request.options import TABLE, Option, options_of
 
@@ -62,14 +62,32 @@ Store = Annotated[
 
 F = TypeVar("F", bound=Callable[..., None])
 #: a command's own options listed after the table's: what to do with the result
-LAST = ("plan", "resume", "strict", "as_json", "wide")
+LAST = ("plan", "resume", "store", "strict", "as_json", "wide")
+
+
+def use_store(store: str | None) -> None:
+    """``--store`` of a command that indexes what it makes (compare, run): checked now,
+    before anything runs (a password masked in any error), and the index this process
+    writes to (it takes precedence over ``$PARITY_STORE``, as for ``ls``)."""
+    if store is None:
+        return
+    import os
+
+    from parity.store.engine import locate
+
+    locate(store)
+    os.environ["PARITY_STORE"] = store
 
 
 def _annotation(option: Option[Any]) -> Any:
     """The Typer parameter of an option of the table (None: not given)."""
     decls = [f"{option.flag}/{option.negative}"] if option.negative else [option.flag]
     info = typer.Option(
-        *decls, metavar=option.metavar or None, help=option.help, show_default=False
+        *decls,
+        metavar=option.metavar or None,
+        help=option.help,
+        show_default=False,
+        hidden=option.rare,
     )
     return Annotated[option.cli | None, info]
 
@@ -191,6 +209,8 @@ def _parse_errors() -> tuple[type[BaseException], ...]:
 
 def error_line(exc: BaseException) -> tuple[int, str]:
     """The exit code and the one line that an error ends the command with."""
+    if isinstance(exc, PermissionError):  # the user's file or directory, not a bug
+        exc = denied(exc)
     if isinstance(exc, UsageError):
         return 2, f"parity: error: {one_line(exc)}"
     if isinstance(exc, CapacityError):

@@ -46,6 +46,7 @@ def compare(
     workload: c.WorkloadArg = None,
     plan: Plan = None,
     resume: Resume = None,
+    store: c.Store = None,
     as_json: c.AsJson = False,
     wide: c.Wide = False,
     verbose: c.Verbose = False,
@@ -54,10 +55,13 @@ def compare(
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
 
     Script mode: parity compare --target cpu+bf16 -- python train.py --device {device}
-    runs an unmodified training script once per side (see docs/script-mode.md)."""
+    runs an unmodified training script once per side (see docs/script-mode.md).
+
+    Rarer options (cluster, torchrun, the judge's extra inputs, MLflow): docs/cli.md."""
     from parity.measure.remote import resume_target
     from parity.request import compare_request
 
+    c.use_store(store)
     if resume is None and plan is None:
         _start_early(ctx, workload)
     where, published = resume_target(resume) if resume is not None else (None, None)

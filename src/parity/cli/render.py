@@ -160,10 +160,17 @@ def show_check(result: CheckResult, *, as_json: bool) -> None:
         c.write_out(dumps(result))
         return
     console = c.stdout()
-    console.print(f"parity check {result.check}: {mark(result.passed)}", markup=False)
+    word = "INCONCLUSIVE" if result.conclusive is False else mark(result.passed)
+    console.print(f"parity check {result.check}: {word}", markup=False)
     for gate in result.gates:
         detail = getattr(gate, "detail", None) or ""
-        console.print(f"  {mark(gate.passed)}  {gate.name}: {detail}", markup=False)
+        figure = getattr(gate, "figure", None)
+        said = (
+            "INCONCLUSIVE"
+            if gate.passed and getattr(figure, "conclusive", None) is False
+            else mark(gate.passed)
+        )
+        console.print(f"  {said}  {gate.name}: {detail}", markup=False)
     console.print(f"evidence: {result.evidence}", markup=False, soft_wrap=True)
 
 

@@ -20,11 +20,13 @@ def run(
     ctx: typer.Context,
     device: c.Device,
     workload: c.WorkloadArg = None,
+    store: c.Store = None,
     **options: object,
 ) -> None:
     """Run a workload (or a script after --) on one side and write its bundle."""
     from parity.request import RunRequest
 
+    c.use_store(store)
     request = RunRequest.build(c.given_options(ctx, "run"))
     from parity import api
     from parity.progress import display

@@ -41,6 +41,8 @@ from parity.model.precision import (
     expected_side,
 )
 from parity.model.quality import (
+    Localisation,
+    LocalisationCheck,
     NumericsSection,
     ParameterError,
     QualityCheck,
@@ -148,6 +150,9 @@ def judge_numerics(
     unexplained = ref is not None and want is not None and exp is None
     if unexplained:  # what the precision alone does is unknown: an fp32 bound is no bound
         gates = [_reported(g, precision) if g.kind in ("fp64", "trajectory") else g for g in gates]
+    layers = localise_run(a, b, ref, exp, row, judged=not unexplained) if ref is not None else None
+    if layers is not None and not unexplained:
+        gates.append(localisation_check(layers))
     gated = [g for g in gates if g.gated]
     return replace(
         head,
@@ -156,9 +161,22 @@ def judge_numerics(
         gates=tuple(gates),
         available=True,
         passed=all(g.passed for g in gated) if gated else None,
-        layers=localise_run(a, b, ref, exp, row, judged=not unexplained)
-        if ref is not None
-        else None,
+        layers=layers,
+    )
+
+
+def localisation_check(layers: Localisation) -> LocalisationCheck:
+    """The localisation as a gate: a module whose error its precision and input do not
+    explain fails the quality verdict (the outputs' gates bound the sum of every module's
+    error; a fault in one layer may stay inside that sum and still be a fault)."""
+    first = layers.first_divergence_row
+    return LocalisationCheck(
+        name="modules against fp64",
+        passed=first is None,
+        module=layers.first_divergence,
+        excess=first.excess if first is not None else None,
+        factor=layers.factor,
+        capture=layers.capture,
     )
 
 

@@ -93,9 +93,50 @@ def _compare_output(
     )
 
 
+#: the share of the baseline's steps a reduced-precision target may lag behind it
+LAG = 0.1
+#: a curve's noise (a robust sigma) counted this many times into the tolerance
+NOISE_K = 3.0
+
+
+def curve_noise(losses: Sequence[float]) -> float | None:
+    """The curve's own noise over its second half, relative to its level: a robust sigma
+    (1.4826 x the median absolute deviation) of its second differences, which a steady
+    trend leaves out, divided by sqrt(6) (the variance of a second difference of white
+    noise is six times its own). None under 8 steps."""
+    tail = list(losses[len(losses) // 2 :])
+    if len(tail) < 4 or len(losses) < 8:
+        return None
+    second = np.diff(np.asarray(tail, dtype=np.float64), n=2)
+    level = float(np.median(np.abs(tail)))
+    if level <= 0:
+        return None
+    mad = float(np.median(np.abs(second - np.median(second))))
+    return float(1.4826 * mad / np.sqrt(6.0) / level)
+
+
+def _progress(losses: Sequence[float]) -> float | None:
+    """How much the curve improved over its last tenth of steps, relative to its end: a
+    target that ends that little behind trained the same, a few steps later (what a
+    reduced precision's rounding costs a curve still descending)."""
+    if len(losses) < 10 or losses[-1] == 0:
+        return None
+    back = losses[-1 - max(1, round(LAG * len(losses)))]
+    return max(0.0, (back - losses[-1]) / abs(losses[-1]))
+
+
 def compare_losses(
-    base: Sequence[float | None], target: Sequence[float | None], tol: float
+    base: Sequence[float | None],
+    target: Sequence[float | None],
+    tol: float,
+    *,
+    reduced: bool = False,
 ) -> LossCheck:
+    """The loss curve, target against baseline, by its final step's relative difference.
+    The tolerance is the precision's own (``tol``), widened by the curve itself where that
+    says more: its detrended noise (``NOISE_K`` x), and, where a side ran in a reduced
+    precision (``reduced``), the baseline's improvement over its last tenth of steps."""
+
     def fail(detail: str) -> LossCheck:
         return LossCheck(name="loss curve", tolerance=tol, passed=False, detail=detail)
 
@@ -109,10 +150,15 @@ def compare_losses(
     b = [float(x) for x in base if x is not None]
     t = [float(x) for x in target if x is not None]
     rel = [abs(y - x) / max(abs(x), 1e-12) for x, y in zip(b, t, strict=True)]
+    noise = curve_noise(b)
+    progress = _progress(b) if reduced else None
+    tol = max(tol, NOISE_K * (noise or 0.0), progress or 0.0)
     outside = next((i for i, r in enumerate(rel) if r > tol), None)
     return LossCheck(
         name="loss curve",
         tolerance=tol,
+        progress_rel=progress,
+        noise_rel=noise,
         passed=rel[-1] <= tol,
         final_rel=rel[-1],
         max_rel=max(rel),

@@ -20,6 +20,8 @@ FACTOR = 4.0
 ITEM = "a representative workload"
 #: how the sides were fed without a loader
 FROZEN = "frozen data"
+#: how a script fed itself: parity never sees it, so it cannot say it was frozen
+UNSEEN = "unfingerprinted script data"
 HOW = (
     f"declare the production shape ([production] in the plan, or --production KEY=VALUE) "
     f"and measure a workload within {FACTOR:g}x of it in every size"
@@ -82,7 +84,7 @@ def _pipeline_row(measured: str, production: str | None) -> ShapeRow:
     tensor file stands in for no pipeline)."""
     if production is None:
         return ShapeRow(name="data_pipeline", measured=measured, text=f"data pipeline {measured}")
-    within = measured != FROZEN
+    within = measured not in (FROZEN, UNSEEN)
     verb = "measured" if within else "not measured"
     return ShapeRow(
         name="data_pipeline",

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from parity.judge import decision
 from parity.judge.fit import Measured, judge_fit
-from parity.judge.representative import FROZEN, HOW, ITEM, judge_representative
+from parity.judge.representative import FROZEN, HOW, ITEM, UNSEEN, judge_representative
 from parity.judge.slo import judge_slo
 from parity.judge.tuning import judge_tuning
 from parity.model.bundle import Bundle, SideRuns
@@ -88,7 +88,7 @@ def apply_rules(
     shape = judge_representative(
         description,
         (str(a.side.precision), str(b.side.precision)),
-        "the workload's loader" if fed else FROZEN,
+        "the workload's loader" if fed else UNSEEN if description.script_mode else FROZEN,
         inputs.production,
     )
     fit: Fit | None = None

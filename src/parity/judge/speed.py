@@ -40,6 +40,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
+from parity.judge.load import load_check, waited_finding
 from parity.judge.placements import (
     handoffs,
     placements_finding,
@@ -104,6 +105,9 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         return None
     ci = ratio_ci(baseline, target, paired=one_run(a, b))
     checks = compliance(b, target, baseline)
+    loaded, ci = load_check(a, b, ci)  # the sides under different loads: widened, and said
+    if loaded is not None:
+        checks.append(loaded)
     figures = [*handoffs(a, "baseline"), *handoffs(b, "target")]
     two_ways = handoff(a, b, figures)
     held = pace(a, b, paired=ci.rounds_spread is not None, seen=two_ways is not None)
@@ -140,7 +144,7 @@ def judge_speed(a: SideRuns, b: SideRuns) -> Speed | None:
         compliance=tuple(checks),
         timing=_timing(a, b),
         placements=two_ways,
-        findings=_findings(a, b, ci.half_width_rel, figures, two_ways),
+        findings=_findings(a, b, ci.half_width_rel, figures, two_ways, checks),
     )
 
 
@@ -150,14 +154,21 @@ def _findings(
     half_width_rel: float,
     figures: list[Process],
     two_ways: ThreadPlacements | None,
+    checks: list[ComplianceCheck],
 ) -> tuple[Finding, ...]:
-    """What changes how to read the ratio: busy cores, threads placed two ways."""
+    """What changes how to read the ratio: a check on the speed claim that failed (it is
+    then unreliable), busy cores, threads placed two ways."""
+    failed: list[Json] = [c.name for c in checks if c.passed is False]
     info = b.info or a.info
     busy = info.stop.interference if info and info.stop else None
     stalled = (stalled_count([h for _, _, h in figures]), len(figures))
     found = [
+        Finding(code="speed.unreliable", severity="blocks", figures={"failed": failed})
+        if failed
+        else None,
         contention(a.first, b.first, busy, half_width_rel, stalled),
         placements_finding(two_ways) if two_ways is not None else None,
+        waited_finding(a, b),
     ]
     return tuple(f for f in found if f is not None)
 

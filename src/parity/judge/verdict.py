@@ -27,6 +27,7 @@ from parity.judge.cost import judge_cost
 from parity.judge.latency import pooled_generation, pooled_inference
 from parity.judge.numerics import judge_numerics
 from parity.judge.rules import apply_rules
+from parity.judge.skipped import localisation_skipped
 from parity.judge.speed import judge_speed, side_step_time
 from parity.judge.stack import check_pins
 from parity.judge.tolerances import Tolerance
@@ -129,7 +130,10 @@ def judge_quality(
     tol = quality.tolerances(a.side, b.side)
     checks: list[QualityCheck] = []
     if a.losses or b.losses:
-        checks.append(quality.compare_losses(a.losses, b.losses, tol["final_loss_rel"]))
+        reduced = {a.side.precision, b.side.precision} != {"fp32"}
+        checks.append(
+            quality.compare_losses(a.losses, b.losses, tol["final_loss_rel"], reduced=reduced)
+        )
     out_a, out_b = a.output_tensors(), b.output_tensors()
     for name in sorted(set(out_a) | set(out_b)):
         if name not in out_a or name not in out_b:
@@ -375,6 +379,8 @@ def _measured(
     first_a, first_b = a.ok[0], b.ok[0]
     reference, expected = references
     numerics = judge_numerics(first_a, first_b, reference, expected)
+    if numerics.layers is None:  # said here on every outcome, not under a withheld Speed
+        numerics = replace(numerics, not_localised=localisation_skipped(a, b))
     context = QualityContext(
         reference=reference, expected=expected, row=tolerances.of(numerics.precision)
     )

@@ -5,7 +5,13 @@ never judged as if it belonged."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from parity.bundle import COMPLIANCE_RUNS, load_bundle, sha256_file
 from parity.bundle import REQUEST as REQUEST_FILE
@@ -13,6 +19,8 @@ from parity.errors import BundleError, ResumeError
 from parity.model.bundle import Bundle
 from parity.model.job import Job
 from parity.model.spec import SideSpec
+
+log = logging.getLogger("parity")
 
 
 def _differs(*pairs: tuple[str, object, object]) -> str | None:
@@ -94,3 +102,30 @@ def belonging(bundle: Bundle, job: Job) -> Bundle:
             "comparison into a new --out)"
         )
     return bundle
+
+
+def _interrupted(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def says_how_to_resume(out: Path) -> Iterator[None]:
+    """While a comparison measures into ``out``: Ctrl-C, or SIGTERM (turned into the same
+    interrupt, so that the workers are stopped and the scratch is removed as on Ctrl-C),
+    ends it with a line that says how to continue it; its complete bundles are kept."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    if main:
+        signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        yield
+    except KeyboardInterrupt:
+        log.warning(
+            "parity: interrupted; parity compare --resume %s continues it, reusing the "
+            "bundles already complete",
+            out,
+        )
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)

@@ -44,7 +44,7 @@ from parity.measure.orchestrate import (
 )
 from parity.measure.prepare import preflight, prepare_workload
 from parity.measure.remote import placed_sides, url_out
-from parity.measure.resumable import belonging, check_resumable, mismatch
+from parity.measure.resumable import belonging, check_resumable, mismatch, says_how_to_resume
 from parity.measure.stopping import adaptive_stop, timing_plan
 from parity.model.bundle import Bundle
 from parity.model.estimate import Estimate
@@ -256,6 +256,7 @@ def compare(
             upload(out, url)  # the request: a run lost mid-way resumes from the URL
         request = replace(request, measure=plan)
         with (
+            says_how_to_resume(out),
             locked(out),
             Orchestrator(
                 out=out,

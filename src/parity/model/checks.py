@@ -180,6 +180,9 @@ class CheckResult:
     passed: bool
     exit_code: int
     reason: str | None
+    #: False where no gate failed but one could not decide (a soak slope whose interval
+    #: reaches past its bound): not a pass, exit code 3
+    conclusive: bool | None = omit_none()
     parity_version: str
     created_unix: float
     workload: CheckWorkload

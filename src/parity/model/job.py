@@ -167,6 +167,9 @@ class WorkerError:
     message: str
     phase: str
     traceback: str
+    #: ``file:line`` of the innermost frame in the user's own code (not torch's, a
+    #: library's or parity's), where there is one: the failing line, not an outer call
+    source: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -421,6 +421,10 @@ class Metrics:
     #: after the steps (``probes.handoff``): where the host placed them; None with one
     #: thread, or on a device whose steps do not run on the host's cores
     thread_handoff_ns: float | None = omit_none()
+    #: seconds the process's threads waited for a core per second of its steps (after the
+    #: first): other work holding the cores, as this process paid for it
+    #: (``probes.waiting``); None where the kernel does not say
+    waited_share: float | None = omit_none()
 
     @property
     def steady_samples(self) -> tuple[float, ...]:

@@ -11,7 +11,9 @@ Checks (``QualityCheck``) are tagged by ``kind``:
 - ``fp64`` / ``cosine``: an output or the gradients against the fp64 reference;
 - ``trajectory``: the training losses step by step against the fp64 reference's;
 - ``nonfinite``: a NaN or Inf in a loss or an output, with the step and module it
-  first appeared in.
+  first appeared in;
+- ``localisation``: no module's error beyond what the target's precision and its input
+  explain (the localisation's rule, as a gate).
 """
 
 from __future__ import annotations
@@ -112,6 +114,11 @@ class LossCheck(CheckBase):
     """The loss curve, target against baseline, step by step."""
 
     kind: Literal["loss"] = "loss"
+    #: what widened ``tolerance`` beyond the precision's own (``quality.compare_losses``):
+    #: the baseline's relative improvement over its last tenth of steps (a reduced
+    #: precision side), and the curve's own step-to-step noise, detrended
+    progress_rel: float | None = omit_none()
+    noise_rel: float | None = omit_none()
     final_rel: float | None = omit_none()
     max_rel: float | None = omit_none()
     first_step_outside_band: int | None = None
@@ -211,6 +218,23 @@ class NonFiniteCheck(CheckBase):
     where: str | None = omit_none()
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LocalisationCheck(CheckBase):
+    """The localisation as a gate: each module's error against fp64 against what the
+    target's precision and its input explain (``Localisation.rule``); it fails where a
+    module's error exceeds ``factor`` times that, naming the first such ``module``, so a
+    verdict never passes beside a module its own evidence says is broken."""
+
+    kind: Literal["localisation"] = "localisation"
+    #: the first diverging module (None: none)
+    module: str | None = None
+    #: its error over ``factor`` times what explains it (> 1: it diverges)
+    excess: float | None = omit_none()
+    factor: float | None = omit_none()
+    #: where the modules were captured: ``after the run`` or ``first forward``
+    capture: str | None = omit_none()
+
+
 QualityCheck = (
     LossCheck
     | OutputCheck
@@ -219,6 +243,7 @@ QualityCheck = (
     | ReferenceCheck
     | TrajectoryCheck
     | NonFiniteCheck
+    | LocalisationCheck
 )
 
 
@@ -329,3 +354,6 @@ class NumericsSection:
     expected: ReferenceNote | None = omit_none()
     passed: bool | None = omit_none()
     layers: Localisation | None = omit_none()
+    #: why no module is named where the plan left the localisation out (a probe the budget
+    #: cut), with the flag that restores it
+    not_localised: str | None = omit_none()

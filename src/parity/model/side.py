@@ -51,10 +51,11 @@ class MeasurePlan:
     #: comparison whose least plan is far over it; the default one cuts and measures
     budget_given: bool = False
     min_repeats: int = 2
-    #: at most this many rounds (``repeat_cap`` of the budget, where a request builds it)
-    max_repeats: int = MAX_REPEATS
+    #: at most this many rounds; 0 (the default): ``repeat_cap`` of the budget
+    max_repeats: int = 0
     #: and at most this many while the interval is still wider than ``DECISIVE`` after
-    #: them (``wide_cap``, where a request builds it); None: ``max_repeats``, no more
+    #: them: ``wide_cap`` of the budget where ``max_repeats`` is the budget's too; None
+    #: with a ``max_repeats`` given: ``max_repeats``, no more
     max_repeats_wide: int | None = omit_none()
     compliance: bool = True
     timeout_s: float = 900.0
@@ -70,7 +71,12 @@ class MeasurePlan:
     planned_rounds: int | None = omit_none()
 
     def __post_init__(self) -> None:
-        # repeats, precision, budget and timeout are options: the option table reads them
+        # repeats, precision, budget and timeout are options: the option table reads them;
+        # the round caps follow the budget, so a plan and a request's default plan agree
+        if self.max_repeats == 0:
+            object.__setattr__(self, "max_repeats", repeat_cap(self.budget_s))
+            if self.max_repeats_wide is None:
+                object.__setattr__(self, "max_repeats_wide", wide_cap(self.budget_s))
         if not 1 <= self.min_repeats <= self.max_repeats:
             raise ValueError(
                 f"need 1 <= min_repeats <= max_repeats, got {self.min_repeats} and "

@@ -109,16 +109,10 @@ def _ratio(s: Speed) -> list[Part]:
         parts.extend(_budget(s.stop))
     if s.note:
         parts.append(Sentence(text=s.note, tone="warn", brief=True))
-    parts.extend(Sentence(text=words.says(f), tone="warn", brief=True) for f in s.findings)
-    if not s.reliable:
-        parts.append(
-            Sentence(
-                text="the speed claim is unreliable: "
-                f"{', '.join(s.unreliable_because)} failed; rerun on an idle machine",
-                tone="bad",
-                brief=True,
-            )
-        )
+    parts.extend(
+        Sentence(text=words.says(f), tone="bad" if f.severity == "blocks" else "warn", brief=True)
+        for f in s.findings
+    )
     return parts
 
 

@@ -15,8 +15,9 @@ from rich.console import Console
 
 from parity.model.history import RunRecord, RunRow, TrendPoint
 from parity.report import fmt
-from parity.report.parts import Part, Section, Sentence, table
-from parity.report.terminal import print_sections
+from parity.report.parts import ColumnKind, Part, Section, Sentence, table
+from parity.report.screen import build_screen
+from parity.report.terminal import print_lines, print_sections, screen_lines
 
 SPARK = "▁▂▃▄▅▆▇█"
 BYTES = ("host_peak_rss", "device_peak_allocated", "device_peak_reserved")
@@ -50,33 +51,33 @@ def _figure(r: RunRow) -> str:
     return f"median step {fmt.seconds(r.median_step_s)}"
 
 
-def runs_section(rows: Sequence[RunRow]) -> Section:
-    """``parity ls``: comparisons and runs, newest first."""
-    made = table(
-        [
-            ("id", "text"),
-            ("when", "text"),
-            ("workload", "text"),
-            ("sides", "text"),
-            ("result", "result"),
-            ("figure", "text"),
-            ("path", "path"),
-        ],
-        [
-            (
-                r.id,
-                when(r.time_unix),
-                f"{r.workload} ({r.size})",
-                str(r.sides),
-                str(r.result),
-                _figure(r),
-                r.path,
-            )
-            for r in rows
-        ],
-        legend="id: c... a comparison (result PASS or FAIL), b... a single run (ok or failed); "
-        "ratio: target/baseline step time",
+#: below this width ``parity ls`` leaves the path out (``parity show ID`` has it)
+PATHS_FROM = 120
+
+
+def runs_section(rows: Sequence[RunRow], *, paths: bool = True) -> Section:
+    """``parity ls``: comparisons and runs, newest first (``paths``: with where each is)."""
+    columns: list[tuple[str, ColumnKind]] = [
+        ("id", "text"),
+        ("when", "text"),
+        ("workload: sides", "text"),
+        ("result", "result"),
+        ("figure", "text"),
+    ]
+    cells: list[tuple[str, ...]] = [
+        (r.id, when(r.time_unix), f"{r.workload} ({r.size}): {r.sides}", str(r.result), _figure(r))
+        for r in rows
+    ]
+    legend = (
+        "id: c... a comparison (result PASS or FAIL), b... a single run (ok or failed); "
+        "ratio: target/baseline step time"
     )
+    if paths:
+        columns.append(("path", "path"))
+        cells = [(*c, r.path) for c, r in zip(cells, rows, strict=True)]
+    else:
+        legend += "; where each is: parity show ID (or --wide)"
+    made = table(columns, cells, legend=legend)
     parts: tuple[Part, ...] = (made,) if rows else (Sentence(text="no runs indexed yet"),)
     return Section(key="runs", title="parity history (newest first)", result="INFO", parts=parts)
 
@@ -191,10 +192,17 @@ def trend_section(metric: str, points: Sequence[TrendPoint]) -> Section:
 
 
 def render_runs(rows: Sequence[RunRow], console: Console, *, wide: bool = False) -> None:
-    print_sections([runs_section(rows)], console, wide=wide)
+    paths = wide or console.width >= PATHS_FROM
+    print_sections([runs_section(rows, paths=paths)], console, wide=wide)
 
 
 def render_record(record: RunRecord, console: Console, *, wide: bool = False) -> None:
+    """A comparison leads with its verdict's screen (the decision, the speed ratio with
+    its interval and word, cost), then its record; a run with its record."""
+    if record.verdict is not None:
+        screen = build_screen(record.verdict, out=record.path)
+        print_lines(screen_lines(screen, None if wide else console.width), console)
+        console.print()
     print_sections(record_sections(record), console, wide=wide)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from parity.printable import printable
 from parity.report.fmt import Result
 from parity.report.parts import Section, Sentence, Table, View
+from parity.report.screen import Screen, build_screen
 from parity.report.view import build_view
 from parity.version import __version__
 
@@ -45,7 +46,11 @@ nav { margin: 12px 0 4px; font-size: 13px; display: flex; flex-wrap: wrap; gap: 
 nav a { color: var(--info); text-decoration: none; }
 section { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 12px 18px 16px; margin: 14px 0; min-width: 0; }
-section h2 { margin: 4px 0 10px; font-size: 18px; }
+section h2 { margin: 4px 0 10px; font-size: 18px; display: inline; }
+summary { cursor: pointer; margin: 4px 0 10px; }
+.summary { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
+  padding: 12px 18px 16px; margin: 14px 0; }
+.summary th { color: #1d1d1f; }
 h3 { font-size: 15px; margin: 14px 0 6px; }
 p { margin: 6px 0; overflow-wrap: anywhere; }
 .scroll { overflow-x: auto; max-width: 100%; margin: 6px 0 4px; }
@@ -135,29 +140,64 @@ def table_html(t: Table) -> str:
     )
 
 
-def section_html(section: Section, made: dict[str, Plot]) -> str:
+def section_html(section: Section, made: dict[str, Plot], *, collapsed: bool = False) -> str:
+    """A section's card; ``collapsed``: its detail in a ``<details>`` that its heading
+    opens (the report leads with the screen)."""
     parts = "".join(
         table_html(p) if isinstance(p, Table) else sentence_html(p) for p in section.parts
     )
     figures = "".join(figure(made.get(key)) for key in section.plots)
+    heading = f"<h2>{esc(section.title)} {badge(section.result)}</h2>"
+    inner = (
+        f"<details><summary>{heading}</summary>{parts}{figures}</details>"
+        if collapsed
+        else f"{heading}{parts}{figures}"
+    )
     return (
-        f'<section id="{anchor(section.key)}" data-section="{esc(section.key)}">'
-        f"<h2>{esc(section.title)} {badge(section.result)}</h2>{parts}{figures}</section>"
+        f'<section id="{anchor(section.key)}" data-section="{esc(section.key)}">{inner}</section>'
     )
 
 
-def format_html(view: View, made: dict[str, Plot], *, source: str) -> str:
-    """The whole document for a view and its plots; ``source`` names where it came from."""
+def screen_html(screen: Screen) -> str:
+    """The screen as the report's first card: a row each for quality, speed, memory and
+    cost, then the findings that change the reading, each with its action."""
+    rows = "".join(
+        f"<tr><th>{esc(r.label)}</th><td>{badge(r.result) if r.result else ''}</td>"
+        f'<td class="wrap">{esc(r.text)}</td></tr>'
+        for r in screen.rows
+    )
+    found = "".join(
+        f'<li class="warn">{esc(said)}'
+        + (f'<br><span class="muted">→ {esc(action)}</span>' if action else "")
+        + "</li>"
+        for said, action in screen.findings
+    )
+    listed = f"<h3>What changes the reading</h3><ul>{found}</ul>" if found else ""
+    return (
+        '<div class="summary" id="summary"><div class="scroll"><table><tbody>'
+        f"{rows}</tbody></table></div>{listed}"
+        '<p class="legend">Every section in full below (open a heading).</p></div>'
+    )
+
+
+def format_html(
+    view: View, made: dict[str, Plot], *, source: str, screen: Screen | None = None
+) -> str:
+    """The whole document for a view and its plots; ``source`` names where it came from;
+    ``screen``: the summary it leads with, every section then collapsed."""
     nav = "".join(f'<a href="#{anchor(s.key)}">{esc(s.title)}</a>' for s in view.sections)
     notes = "".join(f'<p class="warn">{esc(x)}</p>' for x in view.notes)
-    body = "".join(section_html(s, made) for s in view.sections)
+    collapsed = screen is not None
+    lead = screen_html(screen) if screen is not None else ""
+    body = lead + "".join(section_html(s, made, collapsed=collapsed) for s in view.sections)
+    title = screen.decision if screen is not None else view.title
     kind = "pass" if view.result == "PASS" else "fail"
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>parity: {esc(view.subtitle)}</title><style>{CSS}</style></head><body>"
-        f'<header class="banner {kind}"><h1>{esc(view.title)}</h1><p>{esc(view.subtitle)}</p>'
+        f'<header class="banner {kind}"><h1>{esc(title)}</h1><p>{esc(view.subtitle)}</p>'
         f"</header><main><nav>{nav}</nav>{notes}{body}"
         f"<footer>Written by parity {esc(__version__)} from {esc(source)} on {esc(stamp)}. "
         "Self-contained: no scripts, fonts or images are fetched.</footer></main></body></html>\n"
@@ -174,4 +214,4 @@ def render_html(run: Run) -> str:
     view = build_view(
         run.verdict, sides=run.sides, notes=tuple(problems), layer_rows=None, package_rows=None
     )
-    return format_html(view, made, source=str(run.path))
+    return format_html(view, made, source=str(run.path), screen=build_screen(run.verdict))

@@ -55,11 +55,12 @@ def input_pipeline(v: Verdict) -> Section | None:
     for role, info in v.sides.items():
         p = info.input_pipeline
         if p is None:
-            parts.append(
-                Sentence(
-                    text=f"{role}: no loader measured (frozen data on the device)", tone="muted"
-                )
+            fed = (
+                "its data not fingerprinted: script mode"
+                if v.workload.description.script_mode
+                else "frozen data on the device"
             )
+            parts.append(Sentence(text=f"{role}: no loader measured ({fed})", tone="muted"))
             continue
         tail = (
             ": its step time measures its data pipeline as much as its device"

@@ -1,6 +1,8 @@
 """The view as Markdown for a pull-request comment: at most ``MAX_LINES`` lines.
 
-Only the parts the view marks ``brief`` are shown: the decision first, then the figures a
+It leads with the verdict's screen (``parity.report.screen``: the decision with the speed
+word and the cost answer, a line each for quality, speed, memory and cost, the findings
+that change the reading); then only the parts the view marks ``brief``, the figures a
 reviewer asks for. A long table keeps its first rows and says how many it left out; a
 section that no longer fits is named in one line that points to the HTML report.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from parity.model.verdict import Verdict
 from parity.report.parts import Section, Sentence, Table, View
+from parity.report.screen import Screen, build_screen
 from parity.report.view import Sides, build_view
 
 MAX_LINES = 60
@@ -28,12 +31,27 @@ def render_markdown(
     verdict: Verdict, *, sides: Sides | None = None, html_name: str | None = None
 ) -> str:
     """The verdict's summary for a pull-request comment (``html_name``: the full report)."""
-    return format_markdown(build_view(verdict, sides=sides), html_name=html_name)
+    view = build_view(verdict, sides=sides)
+    return format_markdown(view, html_name=html_name, screen=build_screen(verdict))
 
 
-def format_markdown(view: View, *, html_name: str | None = None) -> str:
-    lines = [f"### parity: {view.title}", "", cell(view.subtitle)]
+def screen_markdown(screen: Screen) -> list[str]:
+    """The screen's lines: a row each for quality, speed, memory, cost; the findings."""
+    lines = ["| | result | |", "|---|---|---|"]
+    lines += [f"| {r.label} | {word(r.result or '')} | {cell(r.text)} |" for r in screen.rows]
+    for said, action in screen.findings:
+        lines.append(f"- {cell(said)}" + (f" → {cell(action)}" if action else ""))
+    return lines
+
+
+def format_markdown(
+    view: View, *, html_name: str | None = None, screen: Screen | None = None
+) -> str:
+    title = screen.decision if screen is not None else view.title
+    lines = [f"### parity: {cell(title)}", "", cell(view.subtitle)]
     lines += [f"> {cell(n)}" for n in view.notes]
+    if screen is not None:
+        lines += ["", *screen_markdown(screen)]
     where = f"`{html_name}`" if html_name else "the HTML report (`parity report`)"
     footer = ["", f"<sub>parity · full report with plots: {where}</sub>"]
     left: list[str] = []

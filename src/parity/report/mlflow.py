@@ -27,6 +27,7 @@ from parity.comparison import Comparison
 from parity.errors import UsageError
 from parity.model.quality import (
     AgreementCheck,
+    LocalisationCheck,
     LossCheck,
     NonFiniteCheck,
     OutputCheck,
@@ -171,6 +172,8 @@ def _figure(check: QualityCheck) -> tuple[str, float | None]:
         return "worst_ratio", check.worst_ratio
     if isinstance(check, NonFiniteCheck):
         return "step", None if check.step is None else float(check.step)
+    if isinstance(check, LocalisationCheck):
+        return "excess", check.excess
     if check.kind == "cosine":  # a ReferenceCheck
         return "cosine", check.cosine
     return "rmse_target", check.rmse_target

@@ -10,6 +10,7 @@ from parity.model.quality import (
     Determinism,
     LayerRow,
     Localisation,
+    LocalisationCheck,
     LossCheck,
     NonFiniteCheck,
     NumericsSection,
@@ -150,6 +151,19 @@ def _nonfinite(c: NonFiniteCheck) -> tuple[str, str]:
     return f"{c.what} not finite: first at {step}{module}", "every value finite"
 
 
+def _modules(c: LocalisationCheck) -> tuple[str, str]:
+    factor = fmt.number(c.factor) if c.factor is not None else "k"
+    bound = f"every module <= {factor}x what its precision and its input explain"
+    if c.module is None:
+        return f"no module beyond that ({c.capture})" if c.capture else "no module beyond", bound
+    times = (
+        f": {fmt.number(c.excess * c.factor)}x what explains it"
+        if c.excess is not None and c.factor is not None
+        else ""
+    )
+    return f"{c.module} diverges{times} ({c.capture})", bound
+
+
 def _reference(c: ReferenceCheck) -> tuple[str, str]:
     if c.kind == "cosine":
         if c.cosine is None:
@@ -186,6 +200,8 @@ def gating(check: QualityCheck) -> tuple[str, str]:
         text, bound = _trajectory(check)
     elif isinstance(check, NonFiniteCheck):
         text, bound = _nonfinite(check)
+    elif isinstance(check, LocalisationCheck):
+        text, bound = _modules(check)
     else:
         text, bound = _reference(check)
     if check.detail and check.detail not in text:
@@ -253,6 +269,8 @@ def quality(v: Verdict) -> Section | None:
     n = v.numerics
     if n is not None and not n.available:
         parts.append(Sentence(text=f"fp64 numerics: not run ({n.reason})", tone="muted"))
+    if n is not None and n.not_localised:
+        parts.append(Sentence(text=f"localisation: {n.not_localised}", tone="warn", brief=True))
     if q.undecided:
         parts.append(Sentence(text=f"not decided: {', '.join(q.undecided)}", tone="warn"))
     return Section(

@@ -75,11 +75,14 @@ def build_screen(
 def decision(v: Verdict) -> str:
     """Why the result is what it is, with the speed word and the cost answer."""
     failing = [g for g in v.gates if not g.passed]
-    if not failing:
-        why = "the target passes every gate"
-    else:
-        why = "; ".join(f"{g.name} {_gate_word(g)}" for g in failing)
+    why = "; ".join(_failed(g) for g in failing) or "the target passes every gate"
     return "; ".join([why, _speed_word(v), _cost_word(v.cost)])
+
+
+def _failed(g: Gate) -> str:
+    if g.name == "both sides ran":
+        return "a side did not run to the end"
+    return f"{g.name} {_gate_word(g)}"
 
 
 def _gate_word(g: Gate) -> str:
@@ -136,11 +139,16 @@ def _quality_count(q: Quality, g: Gate) -> str:
     gated = [c for c in q.checks if c.gated]
     ok = sum(c.passed is True for c in gated)
     said = f"quality {ok} of {len(gated)} gates within tolerance"
-    return f"{said}; {g.detail}" if not g.passed or q.undecided else said
+    if not g.passed:
+        return f"{said}; {g.detail}"
+    return f"{said}; not decided: {', '.join(q.undecided)}" if q.undecided else said
 
 
 def _first_divergence(v: Verdict) -> str:
     layers = v.numerics.layers if v.numerics is not None else None
+    missing = v.numerics.not_localised if v.numerics is not None else None
+    if missing and v.quality is not None and v.quality.failing:
+        return f"; {missing}"
     if layers is None or layers.first_divergence is None:
         return ""
     row = layers.first_divergence_row

@@ -55,7 +55,8 @@ def step_line(s: StepFigures) -> str:
     if s.errors:
         parts.append("not good: " + ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items())))
     if s.client_bound:
-        parts.append(f"CLIENT-BOUND (dispatch lag p99 {_t(s.dispatch_lag_p99_s)})")
+        lags = f"dispatch lag p99 {_t(s.dispatch_lag_p99_s)}, loop lag p99 {_t(s.loop_lag_p99_s)}"
+        parts.append(f"CLIENT-BOUND ({lags})")
     if s.saturated:
         parts.append("ended early: over-saturated")
     if s.checks:
@@ -123,6 +124,7 @@ def page(
             f"<th>ITL p50</th><th>decision</th></tr>{body}</table>"
         )
     style = "table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px}"
+    tables.insert(0, _curves(v, steps))
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>parity serve</title>"
         f"<style>{style}</style></head><body><h1>parity serve: {v.outcome}</h1>{head}"
@@ -148,3 +150,40 @@ def _row(s: StepFigures) -> str:
         html.escape(s.decision + (" (client-bound)" if s.client_bound else "")),
     )
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def _curves(v: ServeVerdict, steps: Mapping[str, Sequence[StepFigures]]) -> str:
+    """Rate against each limited percentile (point and 95% upper bound), per side, with
+    the limit drawn; empty without matplotlib or rate steps."""
+    try:
+        from parity.report.svg import COLORS, Canvas
+    except ImportError:
+        return ""
+    out = []
+    for i, (name, limit) in enumerate(v.limits):
+        canvas = Canvas(f"serve-curve-{i}", height=2.8)
+        ax = canvas.axes[0]
+        for role, rows in steps.items():
+            pts = sorted(
+                (s.rate, c.quantile)
+                for s in rows
+                if s.rate is not None and s.label.startswith("rate=")
+                for c in s.checks
+                if c.name == name and c.quantile is not None and c.quantile.value_s is not None
+            )
+            if not pts:
+                continue
+            xs = [r for r, _ in pts]
+            ys = [q.value_s or 0.0 for _, q in pts]
+            ups = [(q.upper_s if q.upper_s is not None else q.value_s or 0.0) for _, q in pts]
+            color = COLORS.get(role, "#333")
+            canvas.mark(ax.plot(xs, ys, "o-", color=color, label=role), len(xs))
+            ax.vlines(xs, ys, ups, colors=color, alpha=0.5)
+        ax.axhline(limit, color="#c00", linestyle="--", label=f"{name} limit")
+        ax.set_xlabel("offered rate (requests/s)")
+        ax.set_ylabel(f"{name} (s)")
+        ax.legend()
+        plot = canvas.render(f"{name} against the offered rate")
+        if plot is not None:
+            out.append(f"<h2>{html.escape(plot.title)}</h2>{plot.svg}")
+    return "".join(out)

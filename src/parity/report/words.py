@@ -177,6 +177,10 @@ def _withheld_emulated(f: Figures) -> str:
 
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
+    "speed.unreliable": Words(
+        says=lambda f: f"the speed claim is unreliable: {_names(f, 'failed')} failed",
+        action=lambda f: "rerun on an idle machine",
+    ),
     "decision.withheld-quality": Words(
         says=_withheld_quality,
         action=lambda f: (
@@ -191,6 +195,19 @@ WORDS: dict[str, Words] = {
     # what a verdict written before findings (schema 1) said, kept as it was said
     "decision.withheld-note": Words(says=_verbatim),
     "speed.contention": Words(says=_contention, brief=_contention_brief, action=_one_thread),
+    "speed.waited": Words(
+        says=lambda f: (
+            f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
+            f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
+            "machine; a wait both sides pay adds to every step alike and moves the ratio "
+            "toward 1, so a quiet machine's ratio may lie outside this interval"
+        ),
+        brief=lambda f: (
+            f"busy cores: the processes waited for a core {_num(f, 'baseline'):.2f} / "
+            f"{_num(f, 'target'):.2f} s a second"
+        ),
+        action=lambda f: "measure again on a quiet machine",
+    ),
     "speed.thread-placements": Words(
         says=_placements,
         brief=_placements_brief,

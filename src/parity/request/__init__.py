@@ -21,7 +21,7 @@ from parity.model.codec import decode, encode, loads, omit_none
 from parity.model.inputs import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
 from parity.model.job import Mode, Torchrun
 from parity.model.placement import ClusterPlan
-from parity.model.side import MeasurePlan, repeat_cap, wide_cap
+from parity.model.side import MeasurePlan
 from parity.model.spec import (
     SideSpec,
     WorkloadSpec,
@@ -111,8 +111,6 @@ def _measure(g: Given) -> MeasurePlan:
         precision=g.value(o.PRECISION, base.precision),
         budget_s=budget,
         budget_given=g.get(o.BUDGET) is not None,
-        max_repeats=repeat_cap(budget),
-        max_repeats_wide=wide_cap(budget),
         compliance=g.value(o.COMPLIANCE, base.compliance),
         timeout_s=g.value(o.TIMEOUT, base.timeout_s),
         timeout_given=g.get(o.TIMEOUT) is not None,
@@ -212,11 +210,16 @@ class CompareRequest:
         from parity.request.plan import load_plan
 
         planned = load_plan(path)
+        merged = planned.merged(given) if given is not None else planned
         try:
-            plain = cls.build(planned)
-        except UsageError as exc:  # a value of the file itself: name the file
-            raise PlanError(f"{path}: {exc}") from None
-        return cls.build(planned.merged(given)) if given is not None else plain
+            return cls.build(merged)
+        except UsageError as exc:
+            try:  # a plan may hold a part only (``[production]``), the rest given beside it
+                cls.build(planned)
+            except UsageError as alone:
+                if str(alone) == str(exc):  # a value of the file itself: name the file
+                    raise PlanError(f"{path}: {exc}") from None
+            raise
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> CompareRequest:

@@ -91,6 +91,11 @@ class Option(Generic[T_co]):
     #: a plan's value and a given one are merged name by name (mappings)
     merge: bool = False
 
+    @property
+    def rare(self) -> bool:
+        """Left out of ``--help`` so that it fits a screen; ``docs/cli.md`` has it."""
+        return self.key in RARE
+
     def name(self, surface: Surface) -> str:
         """The option as ``surface`` spells it, for messages: a plan's key path, else its
         flag (its key path where it has no command-line form)."""
@@ -100,6 +105,16 @@ class Option(Generic[T_co]):
 
 
 TABLE: dict[str, Option[Any]] = {}
+#: options few comparisons need (a cluster, torchrun, the judge's extra inputs, MLflow):
+#: hidden from ``--help``, still taken, and listed in ``docs/cli.md``
+RARE = frozenset(
+    {
+        "seed", "hf_config", "task", "data", "generate_loop", "cluster", "place",
+        "timeout_s", "nproc", "nnodes", "rdzv_endpoint", "batch_sizes", "allow_diff",
+        "target_loss", "pins", "checks", "production", "slo",
+        "tuning_intended", "mlflow", "mlflow_experiment",
+    }
+)  # fmt: skip
 
 
 def declare(

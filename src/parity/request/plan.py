@@ -231,13 +231,17 @@ def load_plan(path: Path) -> Given:
     raw: dict[str, object] = {}
     for name in SIMPLE:
         keys = _keys(name)
-        t = _Table(path, name, top.get(name, dict, required=name == "workload") or {}, tuple(keys))
-        if name == "workload":
+        # every table is optional: a plan of a part (``[production]`` alone) takes the
+        # workload and the sides from beside it, as the command line would without a plan
+        t = _Table(path, name, top.get(name, dict) or {}, tuple(keys))
+        if name == "workload" and name in top.data:
             t.get("name", str, required=True)
         raw.update({keys[k]: v for k, v in t.data.items()})
     prices: dict[str, Price] = {}
     for role in ("baseline", "target"):
-        t = _Table(path, role, top.get(role, dict, required=True), SIDE_KEYS)
+        if role not in top.data:
+            continue
+        t = _Table(path, role, top.get(role, dict), SIDE_KEYS)
         raw[role] = t.get("side", str, required=True)
         price = _price(t, path)
         if price is not None:

@@ -127,7 +127,8 @@ def _worker_error(path: Path, phase: str) -> tuple[str | None, bool]:
         return f"the worker failed in phase '{phase}' and its error report is unreadable", False
     if err.type == OutputError.__name__:
         return f"the worker could not write its bundle in phase '{err.phase}': {err.message}", True
-    return f"{err.type} in phase '{err.phase}': {err.message}", False
+    at = f" (at {err.source})" if err.source else ""
+    return f"{err.type} in phase '{err.phase}'{at}: {err.message}", False
 
 
 def worker_manifest(tmp: Path) -> Manifest | None:

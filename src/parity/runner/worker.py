@@ -69,6 +69,18 @@ def job_redactor(job: Job | None) -> Redactor:
     return r.knowing(carried_values(job.script.args)) if job and job.script is not None else r
 
 
+def _failing_line(exc: BaseException) -> str | None:
+    """``file:line`` of the innermost traceback frame in the user's own code, or None."""
+    try:
+        from parity.probes.source import where_line
+        from parity.workloads.code import is_local
+
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if is_local(f.filename)]
+    except Exception:  # the error report must be written whatever this finds
+        return None
+    return where_line(frames[-1].filename, frames[-1].lineno or 0) if frames else None
+
+
 def write_error(tmp: Path, exc: BaseException, phase: str, job: Job | None = None) -> bool:
     """``error.json``, redacted; the first failure wins (under torchrun, other ranks fail
     after it). False where it could not be written even after freeing space."""
@@ -79,7 +91,8 @@ def write_error(tmp: Path, exc: BaseException, phase: str, job: Job | None = Non
         type=type(exc).__name__,
         message=r.text(str(exc))[:MESSAGE_CHARS],
         phase=phase,
-        traceback=r.text(traceback.format_exc(limit=20)),
+        traceback=r.text(traceback.format_exc(limit=-20)),  # the innermost frames
+        source=_failing_line(exc),
     )
     staged = tmp / f".{ERROR_FILE}.{os.getpid()}"
     for attempt in range(2):

@@ -6,7 +6,7 @@ a seed, ``stream`` with ``stream_options.include_usage`` so the last chunk carri
 server's token count. Every stamp is ``perf_counter_ns`` minus the step's origin: sent
 (just before the request is written), each chunk that carries text (the first is the first
 token's arrival) and the end. There are no retries: an HTTP error, a timeout or a stream
-that ends before ``[DONE]`` is recorded as such and counts as not good.
+that ends before ``[DONE]`` or a finish reason is recorded as such and counts as not good.
 """
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ def _chunk(line: bytes) -> dict[str, Any] | str | None:
     return parsed if isinstance(parsed, dict) else {"error": "not a JSON object"}
 
 
+def _finished(chunk: dict[str, Any]) -> bool:
+    """A chunk that ends the answer: a finish reason, or the usage chunk after it. Some
+    servers (``transformers serve``) close the stream there without ``[DONE]``."""
+    choices = chunk.get("choices") or []
+    ended = bool(choices) and isinstance(choices[0], dict) and bool(choices[0].get("finish_reason"))
+    return ended or isinstance(chunk.get("usage"), dict)
+
+
 def _text(chunk: dict[str, Any]) -> str:
     choices = chunk.get("choices") or []
     if not choices or not isinstance(choices[0], dict):
@@ -126,6 +134,8 @@ async def send(
                     if "error" in chunk:
                         status, error = "error", f"stream error: {chunk['error']}"[:ERROR_CHARS]
                         break
+                    if _finished(chunk):
+                        status, error = "ok", None  # a server that ends without [DONE]
                     got = chunk.get("usage")
                     if isinstance(got, dict) and isinstance(got.get("completion_tokens"), int):
                         usage = got["completion_tokens"]

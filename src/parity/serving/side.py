@@ -167,6 +167,9 @@ def _run(endpoint: Endpoint, load: Load, tok: Tokenizer, s: Settings, out: Measu
                  lag_bound_s=s.lag_bound_s, early_stop=False),
         out,
     )  # fmt: skip
+    if load.arrival == "closed":
+        _closed_loop(endpoint, load, tok, s, out)
+        return
     found: Capacity | None = None
     if s.limits:
         e2e = next((q.value_s for q in c1.from_send["e2e"] if q.percentile == 50), None)
@@ -184,6 +187,25 @@ def _run(endpoint: Endpoint, load: Load, tok: Tokenizer, s: Settings, out: Measu
         plan = StepPlan(label="load", indices=chosen, rate=rate, limits=s.limits,
                         lag_bound_s=s.lag_bound_s, early_stop=False)  # fmt: skip
         _step(endpoint, load, tok, plan, out)
+
+
+def _closed_loop(
+    endpoint: Endpoint, load: Load, tok: Tokenizer, s: Settings, out: Measured
+) -> None:
+    """A closed loop has no rate to search: one step at ``--concurrency``; where it passes
+    every limit, its throughput is the side's rate within them."""
+    plan = StepPlan(label="load", indices=measured(load), concurrency=load.concurrency,
+                    limits=s.limits, lag_bound_s=s.lag_bound_s, early_stop=False)  # fmt: skip
+    step = _step(endpoint, load, tok, plan, out)
+    if s.limits:
+        passed = step.decision == "pass"
+        found = Capacity(
+            rate=step.throughput_rps if passed else None,
+            failed_above=None if passed else step.throughput_rps,
+            steps=(step.label,),
+            stopped="closed-loop",
+        )
+        out.side = _with(out.side, capacity=found)
 
 
 def _with(side: ServeSide, **changes: object) -> ServeSide:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -325,6 +325,12 @@ def ratio_ci(
         provisional=provisional,
         verdict=_verdict(low, high, provisional),
     )
+
+
+def widened(ci: RatioCI, low: float, high: float) -> RatioCI:
+    """``ci`` widened to hold ``[low, high]`` as well, its verdict taken again."""
+    lo, hi = min(ci.low, low), max(ci.high, high)
+    return replace(ci, low=lo, high=hi, verdict=_verdict(lo, hi, ci.provisional))
 
 
 def _verdict(low: float, high: float, provisional: bool) -> Verdict:

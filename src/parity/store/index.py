@@ -52,6 +52,19 @@ def _busy(exc: DBAPIError) -> bool:
     return "locked" in str(exc.orig) or "busy" in str(exc.orig)
 
 
+def _read_only(exc: DBAPIError) -> bool:
+    """The index (or its directory, where SQLite keeps its journal) cannot be written."""
+    text = str(exc.orig).lower()
+    return "readonly" in text or "read-only" in text or "read only" in text
+
+
+def _read_only_index(loc: Location) -> UsageError:
+    return UsageError(
+        f"the index {loc.shown} is read-only for this user (it is not corrupt): give write "
+        "access to it and its directory, or choose another --store"
+    )
+
+
 def _locked(loc: Location) -> UsageError:
     from parity.store import engine
 
@@ -90,6 +103,8 @@ class Store:
             except OperationalError as exc:  # SQLite: busy, a directory, no permission
                 if _busy(exc):
                     raise _locked(loc) from None
+                if _read_only(exc):
+                    raise _read_only_index(loc) from None
                 raise UsageError(
                     f"cannot open the index {loc.shown} ({mask(str(exc.orig), loc.url)}): "
                     "choose another --store"
@@ -116,6 +131,8 @@ class Store:
         except DBAPIError as exc:  # reading it: busy past the wait, or corrupt
             if _busy(exc):
                 raise _locked(loc) from None
+            if _read_only(exc):
+                raise _read_only_index(loc) from None
             if type(exc.orig).__name__ not in ("DatabaseError", "OperationalError"):
                 raise  # a constraint or a bug, not the index's state
             raise UsageError(

@@ -147,8 +147,8 @@ class RayCluster:
             f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}", log=log,
             env=self.env,
         )  # fmt: skip
-        _started(self.nodes[name], log, 180)
-        _ready(self.gcs, [n for n in self.nodes if n != "head"], before, 180)
+        _started(self.nodes[name], log, patience(180))
+        _ready(self.gcs, [n for n in self.nodes if n != "head"], before, patience(180))
 
 
 def _ray(*args: str, log: Path, env: Mapping[str, str | None]) -> subprocess.Popen[bytes]:
@@ -195,15 +195,30 @@ def _started(proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
         raise RuntimeError(f"ray start ended: {log.read_text()[-2000:]}")
 
 
+def patience(seconds: float) -> float:
+    """``seconds`` as an idle machine needs them, stretched by how busy the cores are now
+    (the load per core, up to four times): Ray's start and joins slow with the machine."""
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return seconds * min(4.0, max(1.0, load))
+
+
 def _status(gcs: str) -> str:
-    """``ray status`` from a subprocess, so this process never joins the cluster itself."""
+    """``ray status`` from a subprocess, so this process never joins the cluster itself;
+    what it printed, else why it printed nothing (a waiting fixture says it)."""
     exe = Path(sys.executable).with_name("ray")
     try:
-        return subprocess.run(
-            [str(exe), "status", f"--address={gcs}"], capture_output=True, text=True, timeout=30
-        ).stdout
+        done = subprocess.run(
+            [str(exe), "status", f"--address={gcs}"],
+            capture_output=True,
+            text=True,
+            timeout=patience(30),
+        )
     except subprocess.TimeoutExpired as exc:  # it printed, then lingered
-        return exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return out or f"(ray status printed nothing in {exc.timeout:.0f} s)"
+    if done.stdout:
+        return done.stdout
+    return f"(ray status exited {done.returncode}: {done.stderr.strip()[-1000:] or 'no output'})"
 
 
 def totals(status: str) -> dict[str, float]:
@@ -237,8 +252,9 @@ def _ready(gcs: str, workers: Sequence[str], before: set[str], timeout: float) -
             return
         time.sleep(2)
     raise RuntimeError(
-        f"the cluster did not become the head and {', '.join(workers)} in {timeout} s: "
-        f"{seen[-1500:]}"
+        f"the cluster did not become the head and {', '.join(workers)} in {timeout:.0f} s "
+        f"(load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); ray status last said: "
+        f"{seen[-1500:] or '(nothing)'}"
     )
 
 
@@ -265,7 +281,7 @@ def local_cluster(
             f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
             f"--temp-dir={root}", *common, log=root / "head.log", env=cluster.env,
         )  # fmt: skip
-        _wait_port(client_port, cluster.nodes["head"], root / "head.log", 120)
+        _wait_port(client_port, cluster.nodes["head"], root / "head.log", patience(120))
         for name in workers:
             cluster.add(name)
         yield cluster

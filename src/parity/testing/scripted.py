@@ -17,7 +17,8 @@ byte: one token for ``ByteTokenizer``). Faults: ``--error-every N`` answers ever
 request with HTTP 500; ``--drop-every N`` cuts every Nth stream after its first chunk;
 ``--stall-at N --stall S`` freezes every stream S seconds when request N arrives;
 ``--diverge-at J`` changes every token from position J on (a target that answers
-differently); ``--no-stream`` answers with one JSON body whatever is asked.
+differently); ``--no-stream`` answers with one JSON body whatever is asked; ``--no-done``
+ends a stream after its usage chunk without ``[DONE]``, as ``transformers serve`` does.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Script:
     stall: float = 0.0
     diverge_at: int = -1
     no_stream: bool = False
+    no_done: bool = False
 
 
 def letter(prompt: Any, position: int, diverge_at: int) -> str:
@@ -117,7 +119,8 @@ class Server:
         if (body.get("stream_options") or {}).get("include_usage"):
             usage = {"prompt_tokens": 0, "completion_tokens": len(text)}
             await resp.write(_sse({"choices": [], "usage": usage}))
-        await resp.write(b"data: [DONE]\n\n")
+        if not s.no_done:  # transformers serve ends after the usage chunk
+            await resp.write(b"data: [DONE]\n\n")
         self.served += 1
         return resp
 
@@ -154,6 +157,7 @@ def main(argv: list[str] | None = None) -> None:
                      ("stall-at", int), ("stall", float), ("diverge-at", int)):  # fmt: skip
         p.add_argument(f"--{name}", type=tp, default=getattr(Script(), name.replace("-", "_")))
     p.add_argument("--no-stream", action="store_true")
+    p.add_argument("--no-done", action="store_true")
     args = vars(p.parse_args(argv))
     host, port = args.pop("host"), args.pop("port")
     script = Script(**args)

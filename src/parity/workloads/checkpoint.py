@@ -131,6 +131,59 @@ def locate(rest: str) -> Location:
     return Location(path=Path(snapshot), ident=repo, origin="hub cache")
 
 
+def check_index(root: Path, where: str) -> None:
+    """A sharded checkpoint's ``*.index.json`` maps every weight to a safetensors file of
+    the directory itself (a plain name, a regular file): an index that points at a pickle
+    (``pytorch_model.bin``) or outside is refused, whatever ``use_safetensors`` would do."""
+    for index in sorted(root.glob("*.index.json")):
+        try:
+            mapped = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {})
+            files = {str(v) for v in mapped.values()} if isinstance(mapped, dict) else {""}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise WorkloadError(f"{where}: {index.name} does not load ({exc})") from None
+        for name in sorted(files):
+            target = root / name
+            if (
+                not name.endswith(".safetensors")
+                or "/" in name
+                or "\\" in name
+                or name.startswith(".")
+                or target.is_symlink()
+                or not target.is_file()
+            ):
+                raise WorkloadError(
+                    f"{where}: {index.name} maps weights to {name!r}, not a safetensors file "
+                    "of the checkpoint (parity never unpickles): save the model with "
+                    "save_pretrained(dir), which writes safetensors"
+                )
+
+
+class Unpickling(WorkloadError):
+    """What a library tried to unpickle while parity loaded a checkpoint."""
+
+
+@contextlib.contextmanager
+def no_unpickling(where: str) -> Iterator[None]:
+    """While a library loads a checkpoint: ``torch.load`` and ``pickle`` refuse, so that
+    no index, config or library default ever unpickles a file (parity's rule, whatever
+    the library underneath would do)."""
+    import pickle
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise Unpickling(
+            f"{where}: loading it would unpickle a file (a .bin, .pt or pickle), which "
+            "parity never does: save the model with save_pretrained(dir), which writes "
+            "safetensors"
+        )
+
+    saved = (torch.load, pickle.load, pickle.loads)
+    torch.load, pickle.load, pickle.loads = refuse, refuse, refuse
+    try:
+        yield
+    finally:
+        torch.load, pickle.load, pickle.loads = saved
+
+
 def config_name(location: Location, config: dict[str, Any]) -> str:
     """What a checkpoint is called: a hub model's repository id; a directory's config names
     it (``_name_or_path`` where it is a repository id, else its first architecture), the
@@ -238,8 +291,9 @@ class Checkpoint(LmWorkload):
                 + (f" (only {', '.join(pickled)}; parity never unpickles)" if pickled else "")
                 + ": save the model with save_pretrained(dir), which writes safetensors"
             )
+        check_index(self.location.path, where)
         try:
-            with quiet(tf):
+            with quiet(tf), no_unpickling(where):
                 self.hf = tf.AutoConfig.from_pretrained(self.location.path, local_files_only=True)
         except (OSError, ValueError, KeyError) as exc:
             raise WorkloadError(f"{where}: config.json does not load: {exc}") from None
@@ -318,8 +372,9 @@ class Checkpoint(LmWorkload):
         """The checkpoint's weights, in float32 on the CPU."""
         tf = transformers_module()
         cls = getattr(tf, self.class_name)
+        check_index(self.location.path, f"hf:{self.location.ident}")
         try:
-            with quiet(tf):
+            with quiet(tf), no_unpickling(f"hf:{self.location.ident}"):
                 model: nn.Module = cls.from_pretrained(
                     self.location.path,
                     config=self.hf,
@@ -327,6 +382,8 @@ class Checkpoint(LmWorkload):
                     use_safetensors=True,
                     dtype=torch.float32,
                 )
+        except Unpickling:
+            raise
         except (OSError, ValueError, RuntimeError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise WorkloadError(

@@ -46,6 +46,12 @@ def _installed_roots() -> tuple[str, ...]:
     return tuple(os.path.abspath(r) + os.sep for r in roots if r)
 
 
+def is_local(file: str) -> bool:
+    """Whether ``file`` is the user's own code: a ``.py`` file outside the standard library,
+    installed packages, torch and parity."""
+    return _is_local(file, _installed_roots())
+
+
 def _is_local(file: str, roots: tuple[str, ...]) -> bool:
     path = os.path.abspath(file)
     parts = Path(path).parts

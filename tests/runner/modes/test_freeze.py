@@ -19,6 +19,7 @@ from parity.runner.launch import Launcher
 from parity.workloads import registered
 from parity.workloads.frozen import read_frozen
 from parity.workloads.names import BUILTIN_KINDS, BUILTIN_TAKE_DATA
+from tests.conftest import run_cli
 
 BAD_FILES = {
     "exit0.py": "import os\nos._exit(0)\n",
@@ -108,3 +109,58 @@ def test_the_estimate_s_steps_run_the_threads_the_host_sides_ask(
     with _threads(plan):
         assert torch.get_num_threads() == (threads or before)
     assert torch.get_num_threads() == before
+
+
+BROKEN = """
+from parity.workloads.base import RunContext, StepRunner
+from parity.workloads.mlp import MlpTrain
+
+
+class _Runner(StepRunner):
+    def __init__(self, inner: StepRunner) -> None:
+        self.inner = inner
+
+    def step(self, i: int) -> None:
+        self.inner.step(i)
+        helper(i)
+
+    def finish(self):
+        return self.inner.finish()
+
+
+def helper(i: int) -> None:
+    total = i + undefined_name  # the user's bug
+
+
+class Broken(MlpTrain):
+    name = "broken"
+
+    def make_runner(self, model, data, ctx: RunContext) -> StepRunner:
+        return _Runner(super().make_runner(model, data, ctx))
+"""
+
+
+@pytest.mark.slow
+def test_a_bug_in_the_workload_s_step_is_the_user_s_error_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text(BROKEN)
+    out = tmp_path / "out"
+    result = run_cli(
+        "compare",
+        f"{tmp_path / 'broken.py'}:Broken",
+        "--baseline",
+        "cpu",
+        "--target",
+        "cpu+bf16",
+        "--steps",
+        "2",
+        "--out",
+        str(out),
+        env={"PARITY_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 2, result.stderr
+    err = result.stderr.strip()
+    assert "fails on its own, before any side ran" in err
+    line = BROKEN.splitlines().index("    total = i + undefined_name  # the user's bug") + 1
+    assert "NameError" in err and f"broken.py:{line}" in err and "undefined_name" in err
+    assert "target" not in err.split("raised")[0]  # nothing blamed on a side
+    assert not out.exists()  # nothing written, no FAIL indexed

@@ -27,6 +27,7 @@ from parity.runner.modes.base import Mode
 from parity.runner.session import SideSession
 
 if TYPE_CHECKING:
+    from parity.errors import WorkloadError
     from parity.model.estimate import StepCost
     from parity.workloads.base import Workload
     from parity.workloads.frozen import Frozen
@@ -64,6 +65,9 @@ def _cost(
     except Exception as exc:  # user code: any failure leaves no estimate
         from parity.redact import redact
 
+        own = own_failure(workload, exc)
+        if own is not None:  # the user's own code raised: no side would run it either
+            raise own from None
         lines = redact(str(exc)).strip().splitlines()
         first = lines[0][:200] if lines else ""
         warnings.append(
@@ -71,6 +75,37 @@ def _cost(
             f"{type(exc).__name__}{': ' + first if first else ''}"
         )
         return None
+
+
+def own_failure(workload: Workload, exc: BaseException) -> WorkloadError | None:
+    """A ``WorkloadError`` naming the failing line where a step of a user's workload file
+    raised in that file's own code (the innermost frame of the traceback is the user's:
+    a ``NameError``, a bad shape, a ``raise``), which fails on any side; None where it
+    raised inside torch or a library (a workload written for another device may not run
+    on the CPU and still run on both sides)."""
+    import traceback
+
+    from parity.errors import WorkloadError
+    from parity.plugins import is_file_workload
+    from parity.probes.source import where_line
+    from parity.redact import redact
+    from parity.workloads.code import is_local
+
+    spec = getattr(workload, "spec", None)
+    frames = traceback.extract_tb(exc.__traceback__)
+    if spec is None or not is_file_workload(spec.name) or not frames:
+        return None
+    last = frames[-1]
+    if not is_local(last.filename):
+        return None
+    lines = redact(str(exc)).strip().splitlines()
+    message = f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__
+    code = f" ({redact(last.line.strip())})" if last.line else ""
+    return WorkloadError(
+        f"workload {spec.name} fails on its own, before any side ran: a step on the CPU "
+        f"raised {message} at {where_line(last.filename, last.lineno or 0)}{code}: fix "
+        "the workload"
+    )
 
 
 @contextmanager

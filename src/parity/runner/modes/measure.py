@@ -52,6 +52,7 @@ from parity.probes.numerics import after_run
 from parity.probes.pipeline import PipelineTimer
 from parity.probes.scan import scan_after_steps
 from parity.probes.timing import StepTimer
+from parity.probes.waiting import Waiting
 from parity.runner import distributed
 from parity.runner.documents import (
     Steps,
@@ -86,6 +87,8 @@ class Timed:
     after_ns: list[int] | None = None
     #: where the host placed the steps' threads (``probes.handoff``; a host device only)
     handoff_ns: float | None = None
+    #: seconds waited for a core per second of the steps after the first (``probes.waiting``)
+    waited_share: float | None = None
 
 
 class Measure(Mode):
@@ -226,6 +229,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         first = memory_phase(session)
         reset_peaks(session)
         session.enter("steps", steps=steps)
+        waiting = Waiting()
         chunk = max(1, steps // PROGRESS_CHUNKS)
         cut = session.job.cut if session.dist is None else None  # ranks step together
         for start in range(1, steps, chunk):
@@ -233,6 +237,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
             session.progress(len(samples), steps)
             if _cut_here(cut, samples):
                 break
+        waited = waiting.share()
         session.note_timed_settings()  # as they were during the steps, not at set-up
         rest = memory_phase(session)
         # right after the steps, while the host keeps their threads where they ran
@@ -255,6 +260,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         prefetched_ns=prefetched,
         after_ns=after,
         handoff_ns=handoff,
+        waited_share=waited,
     )
 
 
@@ -394,4 +400,5 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
         distributed=timed.distributed,
         input_pipeline=input_pipeline(timed, steps.steady_from),
         thread_handoff_ns=timed.handoff_ns,
+        waited_share=timed.waited_share,
     )

@@ -1,0 +1,66 @@
+"""The serving judge: agreement token by token, cost at the highest rate, outcome codes."""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.judge.serving import SideFacts, agreement, judge
+from parity.model.inputs import Price
+from parity.model.serving import Capacity, ServeSide, StepFigures
+
+
+def step(rate: float, tokens: float = 100.0) -> StepFigures:
+    return StepFigures(
+        label=f"rate={rate:.4g}", rate=rate, sent=10, good=10, duration_s=1, throughput_rps=rate,
+        output_tps=rate * tokens, mean_output_tokens=tokens, per_token={}, dispatch_lag_p99_s=0,
+        loop_lag_p99_s=0, client_bound=False, saturated=False, decision="pass",
+    )  # fmt: skip
+
+
+def side(role: str, rate: float | None, outputs: dict[int, tuple[int, ...]]) -> SideFacts:
+    cap = Capacity(rate=rate, failed_above=None, steps=(), stopped="converged")
+    s = ServeSide(role=role, url="http://h", api_path="/v1/completions", model="m",  # type: ignore[arg-type]
+                  prompt_form="ids", capacity=cap)  # fmt: skip
+    steps = (step(rate),) if rate else ()
+    return SideFacts(side=s, fingerprint="f", steps=steps, outputs={"c1": outputs})
+
+
+def test_agreement_names_the_first_difference() -> None:
+    got = agreement("c1", {0: (1, 2, 3), 1: (4, 5, 6), 2: (7,)}, {0: (1, 2, 3), 1: (4, 9, 6)})
+    assert (got.prompts, got.exact, got.tokens) == (2, 1, 6)
+    assert got.first_divergence == (1, 1, 5, 9)
+
+
+def test_cost_and_break_even() -> None:
+    same = {0: (1, 2)}
+    v = judge(
+        {"baseline": side("baseline", 10.0, same), "target": side("target", 20.0, same)},
+        limits=(("e2e_p90", 1.0),), min_match=1.0,
+        prices={"baseline": Price(usd_per_hour=3.6), "target": Price(usd_per_hour=3.6)},
+    )  # fmt: skip
+    assert v.outcome == "pass" and v.ratio == pytest.approx(2.0)
+    assert v.cost is not None and v.cost.baseline is not None and v.cost.target is not None
+    assert v.cost.baseline.per_1k_requests == pytest.approx(0.1)  # 3.6 $/h / 36000 req/h
+    assert v.cost.baseline.per_1m_output_tokens == pytest.approx(1.0)  # 100 tokens a request
+    assert v.cost.target.per_1k_requests == pytest.approx(0.05)
+    assert v.cost.break_even_usd_per_hour == pytest.approx(7.2)
+
+
+@pytest.mark.parametrize(
+    ("base_rate", "target_rate", "target_out", "outcome", "code"),
+    [
+        (10.0, 5.0, {0: (1, 9)}, "fail", "quality-differs"),
+        (10.0, None, {0: (1, 2)}, "fail", "target-holds-no-rate"),
+        (None, None, {0: (1, 2)}, "inconclusive", "no-rate-passed"),
+    ],
+)
+def test_outcomes(
+    base_rate: float | None, target_rate: float | None, target_out: dict[int, tuple[int, ...]],
+    outcome: str, code: str,
+) -> None:  # fmt: skip
+    v = judge(
+        {"baseline": side("baseline", base_rate, {0: (1, 2)}),
+         "target": side("target", target_rate, target_out)},
+        limits=(("e2e_p90", 1.0),), min_match=1.0, prices={},
+    )  # fmt: skip
+    assert v.outcome == outcome and code in v.codes
