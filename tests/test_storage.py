@@ -136,3 +136,120 @@ def test_compare_to_s3_then_diff_from_s3(bucket: str, tmp_path: Path) -> None:
         if secret:
             assert not any(secret in p.read_text(errors="ignore") for p in local.rglob("*.json"))
     shutil.rmtree(local, ignore_errors=True)
+
+
+def test_a_prefix_with_leftover_objects_is_refused_as_out(bucket: str) -> None:
+    fs, path = storage.split(f"{bucket}/leftover")
+    fs.pipe_file(f"{path}/baseline/r00/stdout.log", b"half a run")
+    start = time.monotonic()
+    cli = run_cli("compare", "mlp-train", "--target", "cpu+bf16", "--out", f"{bucket}/leftover")
+    assert cli.returncode == 2 and time.monotonic() - start < REFUSED_WITHIN_S, cli.stderr
+    line = cli.stderr.strip()
+    assert len(line.splitlines()) == 1 and "already holds 1 object" in line and "--resume" in line
+
+
+def test_resume_at_the_url_after_the_driver_is_killed_reruns_only_the_rest(
+    bucket: str, tmp_path: Path
+) -> None:
+    """The bundles a killed comparison had uploaded are kept (the same bytes), the rest
+    run, the result is committed at the URL, and the index names the URL, never a local
+    copy."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    url = f"{bucket}/resumed"
+    fs, path = storage.split(url)
+    store = tmp_path / "index.sqlite"
+    env = {**os.environ, "PARITY_STORE": str(store)}
+    args = ("--target", "cpu+bf16", "--repeats", "3", "--no-compliance", "--steps", "30")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "parity", "compare", "mlp-train", *args, "--out", url,
+         "--no-report"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    first = f"{path}/target/r00/digest.json"
+    try:
+        deadline = time.monotonic() + 400
+        while not fs.exists(first):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            fs.invalidate_cache(path)
+            time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    before = fs.cat_file(first)
+    assert not fs.exists(f"{path}/{storage.COMMIT}")
+    again = subprocess.run(
+        [sys.executable, "-m", "parity", "compare", "--resume", url, "--json"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert again.returncode in (0, 1), again.stderr[-3000:]
+    verdict = json.loads(again.stdout)
+    assert verdict["sides"]["target"]["bundle"] == f"{url}/target"
+    fs.invalidate_cache(path)
+    assert fs.exists(f"{path}/{storage.COMMIT}") and fs.cat_file(first) == before  # kept
+    local = storage.fetch(url)  # committed: every file checks against the marker
+    assert len(list((local / "target").glob("r0*"))) >= 2
+    with Store.open(store) as s:
+        where = [str(row) for row in s.engine.connect().exec_driver_sql("SELECT * FROM bundles")]
+    assert where and all(url in row for row in where), where
+    assert not any("/tmp/" in row for row in where), where
+
+
+SWEEP = """
+[sweep]
+workloads = ["mlp-train"]
+pairs = [["cpu", "cpu+bf16"]]
+steps = 30
+out = "{out}"
+
+[measure]
+repeats = 3
+compliance = false
+"""
+
+
+def test_a_sweep_at_a_url_resumes_its_half_done_cell_and_writes_its_summary_there(
+    bucket: str, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from parity.api.sweep import load_sweep
+
+    url = f"{bucket}/sweep1"
+    plan = tmp_path / "sweep.toml"
+    plan.write_text(SWEEP.format(out=url))
+    (cell,) = load_sweep(plan).cells
+    fs, path = storage.split(cell.out)
+    first = f"{path}/target/r00/digest.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "parity", "sweep", str(plan)], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 400
+        while not fs.exists(first):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            fs.invalidate_cache(path)
+            time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    before = fs.cat_file(first)
+    again = subprocess.run(
+        [sys.executable, "-m", "parity", "sweep", str(plan), "--resume"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert again.returncode in (0, 1), again.stderr[-3000:]
+    fs.invalidate_cache(path)
+    assert fs.cat_file(first) == before  # the half-done cell resumed, its bundle kept
+    assert storage.exists(cell.out)  # committed
+    summary = fs.cat_file(f"{storage.split(url)[1]}/summary.md").decode()
+    assert cell.name in summary
+    assert not list(tmp_path.glob("summary.*"))  # not in the working directory

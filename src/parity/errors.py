@@ -17,7 +17,8 @@ parent but a recorded result (exit code 1 through the verdict).
     │   └── DeviceError              a side this machine cannot run (found in the pre-flight)
     ├── SideError                    a worker process failed (crash, timeout, exception)
     ├── CheckpointError              a training checkpoint cannot be written or read back
-    └── OutputError                  what was measured cannot be written (disk full, I/O)
+    ├── OutputError                  what was measured cannot be written (disk full, I/O)
+    └── CapacityError                a cluster pool never free within --wait: exit code 4
 
 Library code raises these, never ``ValueError`` or ``TypeError`` for bad input: a
 model class's ``__post_init__`` may raise ``ValueError`` (the codec and the request turn
@@ -87,6 +88,13 @@ class SideError(ParityError):
 class CheckpointError(ParityError):
     """A training checkpoint that cannot be written or read back safely (a worker error:
     it ends the side as failed with this reason)."""
+
+
+class CapacityError(ParityError):
+    """A side's cluster pool (a node with its resource) was busy or absent for all of
+    ``--wait``: a transient condition of the cluster, not bad input (exit code 4)."""
+
+    exit_code = EXIT_CAPACITY
 
 
 class OutputError(ParityError):

@@ -118,6 +118,7 @@ def check_destination(url: str) -> None:
     try:
         fs.ls(bucket, detail=False)
         taken = fs.exists(f"{path}/{COMMIT}")
+        left = [] if taken or path == bucket else _objects(fs, path)
     except FileNotFoundError:
         raise UsageError(
             f"--out {shown(url)}: the bucket {bucket!r} does not exist: create it or choose "
@@ -135,6 +136,21 @@ def check_destination(url: str) -> None:
         ) from None
     if taken:
         raise UsageError(f"--out {shown(url)} already holds a committed run: choose a new --out")
+    if left:
+        raise UsageError(
+            f"--out {shown(url)} already holds {len(left)} object(s) (e.g. "
+            f"{left[0][len(path) + 1 :]}), a run that did not finish or another's files: "
+            "finish it with --resume, remove them, or choose a new --out"
+        )
+
+
+def _objects(fs: Any, path: str) -> list[str]:
+    """The objects under the prefix ``path`` (none where it does not exist)."""
+    fs.invalidate_cache(path)
+    try:
+        return sorted(str(p) for p in fs.find(path))
+    except FileNotFoundError:
+        return []
 
 
 def staging() -> Path:
@@ -147,29 +163,97 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def publish(tree: Path, url: str) -> str:
-    """Upload every file under ``tree`` to ``url``, then the commit marker (last)."""
+def _files(tree: Path) -> list[Path]:
+    return sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def upload(tree: Path, url: str, part: str = "") -> None:
+    """Upload the files under ``tree/part`` to ``url/part``, with no commit marker: a
+    finished bundle of a run still under way, so that ``--resume URL`` finds it after the
+    driver is lost (each bundle verifies itself by its own digest when read back)."""
     fs, root = split(url)
+    # a bundle's digest last: where it is, every file it names is there before it
+    files = sorted(_files(tree / part if part else tree), key=lambda f: f.name == "digest.json")
+    for file in files:
+        fs.pipe_file(f"{root}/{file.relative_to(tree).as_posix()}", file.read_bytes())
+
+
+def publish(tree: Path, url: str) -> str:
+    """Upload every file under ``tree`` to ``url``, remove what is there and not in the
+    tree (a bundle a resumed run replaced), then write the commit marker (last; a marker
+    already there is removed first, so the tree is invisible while it changes)."""
+    fs, root = split(url)
+    if fs.exists(f"{root}/{COMMIT}"):
+        fs.rm_file(f"{root}/{COMMIT}")
     digests: dict[str, str] = {}
+    before = set(_objects(fs, root))
     try:
-        for file in sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()):
+        for file in _files(tree):
             rel = file.relative_to(tree).as_posix()
             data = file.read_bytes()
             digests[rel] = sha256(data)
             fs.pipe_file(f"{root}/{rel}", data)
+        for stale in _objects(fs, root):
+            if stale[len(root) + 1 :] not in digests:
+                fs.rm_file(stale)
         marker = {"schema_version": 1, "algorithm": "sha256", "files": digests}
         fs.pipe_file(f"{root}/{COMMIT}", json.dumps(marker, indent=1).encode())
-    except BaseException as exc:  # nothing half-uploaded stays: what went up comes down
+    except BaseException as exc:
+        # nothing half-uploaded stays, but the bundles a run uploaded as it went (``upload``):
+        # with them ``--resume URL`` finishes it
         for rel in digests:
-            with contextlib.suppress(Exception):
-                fs.rm_file(f"{root}/{rel}")
+            if f"{root}/{rel}" not in before:
+                with contextlib.suppress(Exception):
+                    fs.rm_file(f"{root}/{rel}")
         if isinstance(exc, Exception):
+            kept = (
+                "the bundles uploaded before are kept: --resume it"
+                if before
+                else ("nothing was left there")
+            )
             raise OutputError(
-                f"cannot publish to {shown(url)} ({_reason(exc)}): nothing was left there; "
-                "check the store and run again"
+                f"cannot publish to {shown(url)} ({_reason(exc)}): {kept}; check the store "
+                "and run again"
             ) from None
         raise
     return shown(url)
+
+
+def unfinished(url: str) -> bool:
+    """Objects at ``url`` and no commit marker: a run stopped mid-way, to resume."""
+    fs, root = split(url)
+    return not fs.exists(f"{root}/{COMMIT}") and bool(_objects(fs, root))
+
+
+def put(url: str, data: bytes) -> str:
+    """One object at ``url`` (a sweep's summary beside its cells)."""
+    fs, path = split(url)
+    fs.pipe_file(path, data)
+    return shown(url)
+
+
+def fetch_unfinished(url: str) -> Path:
+    """A local copy of the run at ``url`` to resume: a committed one checked against its
+    marker (``fetch``), else every object under the prefix as it is (the bundles among
+    them are verified by their own digests when the resumed run reads them)."""
+    fs, root = split(url)
+    try:
+        if fs.exists(f"{root}/{COMMIT}"):
+            return _download(fs, root, shown(url))
+        found = _objects(fs, root)
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"cannot read {shown(url)} ({_reason(exc)}): check the URL") from None
+    if not found:
+        raise BundleError(f"{shown(url)} holds nothing to resume: check the URL")
+    copy = scratch.make("resume") / "out"  # gone when this process ends
+    for obj in found:
+        rel = obj[len(root) + 1 :]
+        if not rel or rel.startswith("/") or ".." in rel.split("/"):
+            continue
+        target = copy / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fs.cat_file(obj))
+    return copy
 
 
 def _root_of(fs: Any, path: str) -> str:

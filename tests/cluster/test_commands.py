@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from parity.bundle import load_bundle
+from parity.errors import EXIT_CAPACITY
 from parity.testing.raycluster import RayCluster
 from tests.conftest import run_cli
 
@@ -68,11 +69,15 @@ def test_scale_runs_every_count_on_one_placed_node(ray_cluster: RayCluster, tmp_
     assert len(where) == 1 and next(iter(where))[0] == "side-a", where
 
 
-def test_a_resource_no_node_has_is_refused_for_soak_and_scale(ray_cluster: RayCluster) -> None:
+def test_a_resource_no_node_has_is_a_capacity_failure_for_soak_and_scale(
+    ray_cluster: RayCluster,
+) -> None:
+    """Waited for (an autoscaled group may be at zero), then exit 4 after --wait."""
     for argv in (
         ("check", "soak", "cnn-infer", "--device", "cpu", "--place", "soak=neuron_cores"),
         ("scale", "mlp-train", "--device", "cpu", "--place", "scale=neuron_cores"),
     ):
-        cli = run_cli(*argv, "--cluster", ray_cluster.client, process=True)
-        assert cli.returncode == 2, cli.stderr
-        assert len(cli.stderr.strip().splitlines()) == 1 and "neuron_cores" in cli.stderr
+        cli = run_cli(*argv, "--cluster", ray_cluster.client, "--wait", "3s", process=True)
+        assert cli.returncode == EXIT_CAPACITY, cli.stderr
+        last = cli.stderr.strip().splitlines()[-1]
+        assert last.startswith("parity: no capacity:") and "neuron_cores" in last, last

@@ -225,3 +225,24 @@ def test_compare_indexes_and_reports_what_it_wrote(
         assert len(mine) == 1 and mine[0].result == "PASS"
         record = s.show(mine[0].id)
         assert {b.role for b in record.bundles} == {"baseline", "target"}
+
+
+def test_a_run_indexed_at_its_url_is_never_repointed_to_a_local_copy(tmp_path: Path) -> None:
+    """A local copy of a published run (a staging or resumed copy) indexed again keeps the
+    URL the team reads it from, for the comparison and each of its bundles."""
+    run = synthetic_run(tmp_path / "copy")
+    url = "s3://team-bucket/runs/run1"
+    with Store.open(tmp_path / "index.sqlite") as s:
+        s.index_comparison(Comparison.load(run, strict=True), url)
+        s.index_path(run)  # the local copy, indexed again
+        with s.engine.connect() as conn:
+            paths = [r[0] for r in conn.exec_driver_sql("SELECT path FROM bundles")]
+            paths += [r[0] for r in conn.exec_driver_sql("SELECT path FROM comparisons")]
+    assert paths and all(p.startswith(url) for p in paths), paths
+    other = synthetic_run(tmp_path / "other")
+    with Store.open(tmp_path / "index2.sqlite") as s:
+        s.index_path(other)
+        s.index_comparison(Comparison.load(other, strict=True), url)  # published later
+        with s.engine.connect() as conn:
+            paths = [r[0] for r in conn.exec_driver_sql("SELECT path FROM comparisons")]
+    assert paths == [url]  # a local path gives way to the URL

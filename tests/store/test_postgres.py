@@ -124,6 +124,25 @@ def test_wrong_password_is_one_line_exit_2_and_masked(postgres: Postgres) -> Non
     assert "cannot reach the index" in err
 
 
+def test_a_compare_with_a_wrong_index_password_is_refused_before_it_runs(
+    postgres: Postgres, tmp_path: Path
+) -> None:
+    """Not a comparison run to the end and a warning at exit 0: one line, exit 2, within
+    seconds, and nothing written."""
+    wrong = "not-the-Pw-8812"
+    start = time.monotonic()
+    proc = _parity(
+        "compare", "mlp-train", "--target", "cpu+bf16", "--out", str(tmp_path / "never"),
+        env={"PARITY_STORE": postgres.url(password=wrong)},
+    )  # fmt: skip
+    out, err = proc.communicate(timeout=120)
+    took = time.monotonic() - start
+    assert proc.returncode == 2 and out == "", err
+    assert len(err.strip().splitlines()) == 1 and "password authentication failed" in err
+    assert wrong not in err and took < REFUSED_WITHIN_S
+    assert not (tmp_path / "never").exists()
+
+
 def test_four_compares_at_once_index_every_row_exactly_once(
     postgres: Postgres, tmp_path: Path
 ) -> None:

@@ -135,13 +135,18 @@ def compare(
             return ComparisonResult(
                 _concluded(runs.compare(workload, progress=sink, resuming=resuming))
             )
-    where = None if resume is None else Path(check_path("resume", resume))
+    from parity.measure.remote import resume_target
+
+    where, published = (
+        (None, None) if resume is None else resume_target(check_path("resume", resume))
+    )
     planned = None if plan is None else Path(check_path("plan", plan))
     given = Given.read("compare", _named(workload, options), "kwargs")
     request = compare_request(given, planned, where)
     with resolve(progress) as sink:
         if where is not None:
-            return ComparisonResult(_concluded(runs.resume(where, progress=sink)))
+            found = runs.resume(where, progress=sink, published=published)
+            return ComparisonResult(_concluded(found))
         if request.batch_sizes:
             out, results = _curve(request, sink)
             return CurveResult(out, tuple(ComparisonResult(r) for r in results))
@@ -176,15 +181,21 @@ def run(
 
 
 def resume(
-    out: Path, *, progress: ProgressArg = None, request: CompareRequest | None = None
+    out: Path,
+    *,
+    progress: ProgressArg = None,
+    request: CompareRequest | None = None,
+    published: str | None = None,
 ) -> ComparisonResult:
-    """Finish an interrupted comparison (see ``parity.measure.runs.resume``); progress as with a
-    request (none by default)."""
+    """Finish an interrupted comparison (see ``parity.measure.runs.resume``; ``published``:
+    the URL it was published to, ``out`` its local copy); progress as with a request (none
+    by default)."""
     from parity.measure import runs
     from parity.progress import resolve
 
     with resolve(_quiet(progress)) as sink:
-        return ComparisonResult(_concluded(runs.resume(out, progress=sink, request=request)))
+        found = runs.resume(out, progress=sink, request=request, published=published)
+        return ComparisonResult(_concluded(found))
 
 
 def compare_curve(

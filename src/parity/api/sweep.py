@@ -182,6 +182,7 @@ def _run_cells(
     from concurrent.futures import ThreadPoolExecutor
 
     from parity import api
+    from parity.measure.remote import resume_target
 
     if plan.cluster is not None:
         cluster_address(plan.cluster)  # the address checked before anything runs
@@ -196,7 +197,10 @@ def _run_cells(
         notify(cell, "running")
         partial = None if storage.is_url(cell.out) else storage.local(cell.out)
         try:
-            if partial is not None and (partial / REQUEST_FILE).is_file():
+            if partial is None and storage.unfinished(cell.out):
+                where, published = resume_target(cell.out)  # its uploaded bundles kept
+                result = api.resume(where, published=published)
+            elif partial is not None and (partial / REQUEST_FILE).is_file():
                 result = api.resume(partial)  # stopped mid-way: its complete bundles kept
             else:
                 result = api.compare(CompareRequest.from_kwargs(**cell.options))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from parity.errors import ParityError, UsageError, denied, one_line
+from parity.errors import EXIT_CAPACITY, CapacityError, ParityError, UsageError, denied, one_line
 from parity.request import options as o
 from parity.request.options import TABLE, Option, options_of
 
@@ -213,6 +213,8 @@ def error_line(exc: BaseException) -> tuple[int, str]:
         exc = denied(exc)
     if isinstance(exc, UsageError):
         return 2, f"parity: error: {one_line(exc)}"
+    if isinstance(exc, CapacityError):
+        return EXIT_CAPACITY, f"parity: no capacity: {one_line(exc)}"
     if isinstance(exc, ParityError):
         return 1, f"parity: {one_line(exc)}"
     if isinstance(exc, _parse_errors()):  # a usage error found while parsing

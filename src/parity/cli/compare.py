@@ -24,8 +24,9 @@ Resume = Annotated[
     str | None,
     typer.Option(
         "--resume",
-        metavar="DIR",
-        help="finish an interrupted compare in this directory, reusing its complete bundles "
+        metavar="DIR|URL",
+        help="finish an interrupted compare in this directory, or at the --out URL it "
+        "published to, reusing its complete bundles and running the missing and failed ones "
         "(other options must match the stored ones)",
     ),
 ]
@@ -57,15 +58,15 @@ def compare(
     runs an unmodified training script once per side (see docs/script-mode.md).
 
     Rarer options (cluster, torchrun, the judge's extra inputs, MLflow): docs/cli.md."""
+    from parity.measure.remote import resume_target
     from parity.request import compare_request
-    from parity.storage import local_dir
 
     c.use_store(store)
-    resumed = None if resume is None else local_dir(resume, "--resume")
     if resume is None and plan is None:
         _start_early(ctx, workload)
-    request = compare_request(c.given_options(ctx, "compare"), plan, resumed)
-    curve_out, results = _run(request, resumed)
+    where, published = resume_target(resume) if resume is not None else (None, None)
+    request = compare_request(c.given_options(ctx, "compare"), plan, where)
+    curve_out, results = _run(request, where, published)
     if curve_out is not None:
         show_curve(curve_out, results, as_json=as_json, wide=wide)
     else:
@@ -95,7 +96,7 @@ def _start_early(ctx: typer.Context, workload: str | None) -> None:
 
 
 def _run(
-    request: CompareRequest, resume: Path | None
+    request: CompareRequest, resume: Path | None, published: str | None = None
 ) -> tuple[Path | None, list[ComparisonResult]]:
     """The API call the request asks for, with the progress display: a resumed, a curve
     (the curve's directory and one result per batch size) or a plain comparison."""
@@ -105,7 +106,8 @@ def _run(
     with display(c.stderr()) as progress:
         if resume is not None:
             # the request given (a script's real command) or the stored one, checked
-            return None, [api.resume(resume, progress=progress, request=request)]
+            found = api.resume(resume, progress=progress, request=request, published=published)
+            return None, [found]
         if request.batch_sizes:
             return api.compare_curve(request, progress=progress)
         return None, [api.compare(request, progress=progress)]

@@ -61,10 +61,16 @@ def sweep(
             live.stop()
     rows = summary_rows(outcomes)
     c.stdout().print(terminal(rows))
-    where = Path(".") if storage.is_url(loaded.out) else storage.local(loaded.out)
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "summary.md").write_text(markdown(rows))
-    (where / "summary.html").write_text(to_html(rows))
-    c.note(f"summary: {where / 'summary.md'}, {where / 'summary.html'}")
+    if storage.is_url(loaded.out):
+        base = loaded.out.rstrip("/")
+        md = storage.put(f"{base}/summary.md", markdown(rows).encode())
+        html = storage.put(f"{base}/summary.html", to_html(rows).encode())
+        c.note(f"summary: {md}, {html}")
+    else:
+        where = storage.local(loaded.out)
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "summary.md").write_text(markdown(rows))
+        (where / "summary.html").write_text(to_html(rows))
+        c.note(f"summary: {where / 'summary.md'}, {where / 'summary.html'}")
     failed = [r for r in rows if r["result"] != "PASS"]
     raise typer.Exit(1 if failed else 0)

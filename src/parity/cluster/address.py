@@ -182,12 +182,16 @@ def cluster_plan(
     address: str | None,
     place: Mapping[str, Resource] | None,
     roles: tuple[str, ...] = ("baseline", "target"),
+    *,
+    wait_s: float | None = None,
+    retries: int | None = None,
 ) -> ClusterPlan | None:
-    """``--cluster`` and ``--place`` together (``--place`` needs a cluster, and names the
-    command's ``roles`` only)."""
+    """``--cluster`` and ``--place`` together (``--place``, ``--wait`` and
+    ``--node-retries`` need a cluster, and ``--place`` names the command's ``roles`` only)."""
     if address is None:
-        if place:
-            raise OptionError("--place needs --cluster ray://HOST:PORT (or auto)")
+        for flag, given in (("--place", place), ("--wait", wait_s), ("--node-retries", retries)):
+            if given:
+                raise OptionError(f"{flag} needs --cluster ray://HOST:PORT (or auto)")
         return None
     for role, res in (place or {}).items():
         if role not in roles:
@@ -195,4 +199,9 @@ def cluster_plan(
                 f"--place {role}={res}: this command places {' and '.join(roles)}, "
                 f"e.g. --place {roles[-1]}={res}"
             )
-    return ClusterPlan(address=cluster_address(address), place=dict(place or {}))
+    more: dict[str, float | int] = {}
+    if wait_s is not None:
+        more["wait_s"] = wait_s
+    if retries is not None:
+        more["node_retries"] = retries
+    return ClusterPlan(address=cluster_address(address), place=dict(place or {}), **more)  # type: ignore[arg-type]

@@ -5,11 +5,13 @@ sends each finished bundle back as its files (their digests travel with them).""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import tempfile
 import urllib.request
 import uuid
+from collections.abc import Mapping, MutableMapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -79,6 +81,37 @@ def materialise(work: Path, files: dict[str, bytes]) -> Path:
     return home
 
 
+#: the thread variables Ray sets on a worker from the CPUs its actor asks for
+RAY_THREAD_VARS = ("OMP_NUM_THREADS",)
+
+
+def ray_thread_vars(
+    environ: Mapping[str, str], started: Path = Path("/proc/self/environ")
+) -> dict[str, str]:
+    """The thread variables in this Ray worker's environment that Ray set itself in the
+    process (``ray._private.utils.set_omp_num_threads_if_unset``, as an actor's creation
+    task starts), not the node: those the environment the process started with (``started``:
+    the node's, with the runtime environment's variables) lacks. Off Linux, none."""
+    try:
+        raw = started.read_bytes()
+    except OSError:
+        return {}
+    node = {item.split(b"=", 1)[0].decode(errors="replace") for item in raw.split(b"\0") if item}
+    return {k: environ[k] for k in RAY_THREAD_VARS if k in environ and k not in node}
+
+
+def local_threads(
+    environ: MutableMapping[str, str], started: Path = Path("/proc/self/environ")
+) -> dict[str, str]:
+    """Remove from this actor's environment (which its side's processes inherit) the
+    thread variables Ray set, so they run with the threads a local run on this node has;
+    returns what was removed, for the manifest (``Placement.unset``)."""
+    forced = ray_thread_vars(environ, started)
+    for name in forced:
+        environ.pop(name, None)
+    return forced
+
+
 class SideNode:
     """A side's home on one node (the body of a Ray actor): its work directory, its
     launcher, the frozen workloads it was sent, and where it is."""
@@ -86,13 +119,17 @@ class SideNode:
     def __init__(self, resource: str, cluster: str, node_id: str | None = None) -> None:
         from parity.runner.launch import Launcher
 
+        unset: dict[str, str] = {}
         if node_id is None:  # in a Ray actor: the node it was placed on
             import ray
 
             node_id = str(ray.get_runtime_context().get_node_id())
+            unset = local_threads(os.environ)
         self.work = Path(tempfile.mkdtemp(prefix="parity-side-"))
         self.launcher = Launcher()
         self.frozen: dict[str, Path] = {}
+        #: the running job's events so far, as JSON lines (``events``)
+        self.seen: list[str] = []
         instance, zone = cloud_instance()
         self.placement = Placement(
             node_id=node_id,
@@ -101,6 +138,7 @@ class SideNode:
             cluster=cluster,
             instance_type=instance,
             zone=zone or None,
+            unset=unset or None,
         )
 
     def where(self) -> str:
@@ -112,10 +150,12 @@ class SideNode:
         frozen: dict[str, bytes] | None,
         code: dict[str, bytes] | None = None,
         checkpoint: dict[str, bytes] | None = None,
+        where: str | None = None,
     ) -> tuple[dict[str, bytes], dict[str, bytes]]:
         """One job into a bundle here, with the frozen workload, a user's workload file's
         sources and the checkpoint it resumes from (each as files); returns the bundle's
-        files and those of the checkpoint it saved (none where it saved none)."""
+        files and those of the checkpoint it saved (none where it saved none). ``where``:
+        the placement its manifest records (this node's, with the nodes lost before)."""
         from parity.runner.launch import run_job
 
         job = decode(Job, loads(job_text))
@@ -129,8 +169,12 @@ class SideNode:
             job = replace(job, home=str(materialise(self.work, code)))
         job = self._checkpoints_here(job, checkpoint)
         final = self.work / "bundles" / uuid.uuid4().hex[:12]
-        env = {PLACEMENT_VAR: json.dumps(json.loads(self.where()))}
-        run_job(job, final, env=env, launcher=self.launcher)
+        env = {PLACEMENT_VAR: json.dumps(json.loads(where or self.where()))}
+        self.seen = []
+        run_job(
+            job, final, env=env, launcher=self.launcher,
+            on_event=lambda event: self.seen.append(dumps(event, indent=None)),
+        )  # fmt: skip
         saved = job.checkpoint.checkpoint_dir if job.checkpoint is not None else None
         try:
             return files_of(final), files_of(Path(saved)) if saved else {}
@@ -138,6 +182,24 @@ class SideNode:
             shutil.rmtree(final, ignore_errors=True)
             if saved:
                 shutil.rmtree(Path(saved).parents[1], ignore_errors=True)
+
+    def check(self, side: str) -> str | None:
+        """The side's device checked here, on its node, as the pre-flight checks a local
+        side (``parity.measure.prepare.preflight``): why it cannot run, or None."""
+        from parity.errors import DeviceError, SideError
+        from parity.measure.prepare import preflight
+        from parity.model.spec import parse_side
+
+        try:
+            preflight([parse_side(side)], launcher=self.launcher)
+        except (DeviceError, SideError) as exc:
+            return str(exc)
+        return None
+
+    def events(self, start: int) -> list[str]:
+        """The running job's events from the ``start``-th on, for the driver's progress
+        while the job runs (the actor serves this beside ``run``)."""
+        return self.seen[start:]
 
     def _checkpoints_here(self, job: Job, checkpoint: dict[str, bytes] | None) -> Job:
         """The job's checkpoint directories on this node: the one it resumes from written

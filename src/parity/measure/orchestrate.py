@@ -45,6 +45,7 @@ from parity.errors import (
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.estimate import Estimate, StepCost
 from parity.model.job import Event, Job, Mode
+from parity.model.placement import Placement
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
 from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.verdict import ROLES, ByRole, Role
@@ -261,9 +262,22 @@ SIZING_ROUNDS = 2
 
 class Placed(Protocol):
     """A side that runs on a node of its own (``parity.cluster``): a job in, its bundle
-    at ``final``."""
+    at ``final``; its node taken (waited for) when its first job is due, given back
+    after its last."""
 
     def run(self, job: Job, final: Path, on_event: EventHook | None) -> Path: ...
+
+    def take(self) -> Placement: ...
+
+    def release(self) -> None: ...
+
+
+#: how the rounds ran when both sides ran on nodes of their own (``Stop.notes``)
+SIDE_BY_SIDE = (
+    "the rounds ran side by side: each side on its own cluster node ({nodes}), the two "
+    "sides' processes of a round at the same time (timing never spans two machines)"
+)
+FIRST_IN_TURN = "; the first round in turn (the target's quality run scores the baseline's tokens)"
 
 
 @dataclass
@@ -293,6 +307,10 @@ class Orchestrator:
     placed: Mapping[str, Placed] = field(default_factory=dict)
     #: each side's repeats as ``rounds`` ran them (loaded once, as each finished)
     measured: dict[Role, list[Bundle]] = field(default_factory=dict)
+    #: told each bundle's path as it lands under ``out`` (a URL run uploads it)
+    landed: Callable[[Path], None] | None = None
+    #: a failed bundle already there runs again (``--resume``: the missing and the failed)
+    rerun_failed: bool = False
     #: the sha256 of ``OUT/request.json`` where there is one: stamped on the jobs of the
     #: rounds and compliance runs, and checked on every bundle ``--resume`` reuses
     request: str | None = field(init=False, default=None)
@@ -351,14 +369,45 @@ class Orchestrator:
             else:
                 from parity.measure.resumable import belonging
 
-                return belonging(found, job)
+                kept = belonging(found, job)
+                if kept.ok or not self.rerun_failed:
+                    return kept
+                log.warning(
+                    "parity: %s failed before (%s): running it again", label, kept.manifest.reason
+                )
+                remove(path)
         try:
             if job.role not in self.placed:  # decoded from what its seal read: read once
-                return run_job(job, path, on_event=self._relay(label, hook), launcher=self.launcher)
-            self.placed[job.role].run(job, path, self._relay(label, hook))
+                bundle = run_job(
+                    job, path, on_event=self._relay(label, hook), launcher=self.launcher
+                )
+            else:
+                self.placed[job.role].run(job, path, self._relay(label, hook))
+                bundle = load_bundle(path)  # made on another node: loaded (and verified) here
         except OutputError as exc:
             raise OutputError(f"{label}: {exc}") from exc
-        return load_bundle(path)  # made on another node: loaded (and verified) here, once
+        if self.landed is not None and path.is_relative_to(self.out):
+            self.landed(path)
+        return bundle
+
+    def _apart(self) -> str:
+        """Where both sides run on cluster nodes of their own: their pools taken (each
+        waited for at once) and the two nodes named; "" otherwise."""
+        if not all(role in self.placed for role in ROLES):
+            return ""
+        with ThreadPoolExecutor(len(ROLES)) as pool:
+            where = list(pool.map(lambda role: self.placed[role].take(), ROLES))
+        if len({p.node_id for p in where}) < len(where):
+            return ""
+        return ", ".join(
+            f"{role} on {p.hostname} ({p.node_id[:12]})"
+            for role, p in zip(ROLES, where, strict=True)
+        )
+
+    def release(self, role: str) -> None:
+        """``role``'s last job on its node is done: its pool given back."""
+        if role in self.placed:
+            self.placed[role].release()
 
     def parallel(self, work: Sequence[Part], *, together: bool = True) -> list[Bundle]:
         """Independent jobs, at the same time when ``together`` (parts that share no
@@ -377,12 +426,14 @@ class Orchestrator:
         decide: Decide,
         *,
         after_first: AfterFirst | None = None,
+        first_in_turn: bool = False,
     ) -> Stop:
         """Rounds of one process per side, ABBA, until ``decide`` says stop (or, with
         ``plan.repeats``, that many rounds). ``after_first`` is told each side's bundles
         after the first round (the quality runs) and the second, and answers the steps of
         the timing processes after them, per side (None: the workload's). ``finish``
-        records the end."""
+        records the end. Where each side runs on a cluster node of its own, a round's two
+        processes run at the same time (``first_in_turn``: the first round's in turn)."""
         from parity.stats import interleaved_order
 
         if self.clock is None:
@@ -397,20 +448,34 @@ class Orchestrator:
         stop: Stop | None = None
         ran: list[str] = []
         steps: dict[Role, int | None] = {}
+        apart = self._apart()
+        if apart:
+            self.notes.append(
+                SIDE_BY_SIDE.format(nodes=apart) + (FIRST_IN_TURN if first_in_turn else "")
+            )
+
+        def one(role: Role, k: int) -> tuple[Role, str, Bundle, float]:
+            label = f"{role} {repeat_name(k)}"
+            run_start = time.monotonic()
+            clock = PhaseClock() if k == 0 else None
+            job = make_job(role, k)
+            if self.request is not None:
+                job = replace(job, request=self.request)
+            bundle = self.run(job, self.out / role / repeat_name(k), label=label, hook=clock)
+            if clock is not None:
+                self.probes.update(clock.probes(role))
+            return role, label, bundle, time.monotonic() - run_start
+
         for i in range(0, len(order), len(ROLES)):
             round_start = time.monotonic()
-            for role, k in order[i : i + len(ROLES)]:
-                label = f"{role} {repeat_name(k)}"
-                run_start = time.monotonic()
-                clock = PhaseClock() if k == 0 else None
-                path = self.out / role / repeat_name(k)
-                job = make_job(role, k)
-                if self.request is not None:
-                    job = replace(job, request=self.request)
-                bundle = self.run(job, path, label=label, hook=clock)
-                run_s[role].append(time.monotonic() - run_start)
-                if clock is not None:
-                    self.probes.update(clock.probes(role))
+            turn = order[i : i + len(ROLES)]
+            if apart and not (first_in_turn and i == 0):
+                with ThreadPoolExecutor(len(turn)) as pool:
+                    results = list(pool.map(lambda rk: one(*rk), turn))
+            else:
+                results = [one(role, k) for role, k in turn]
+            for role, label, bundle, took in results:
+                run_s[role].append(took)
                 done[role].append(bundle)
                 ran.append(label)
             round_s.append(time.monotonic() - round_start)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.errors import OptionError
@@ -27,6 +28,18 @@ def url_out(out: str | None, resuming: bool = False) -> str | None:
         raise OptionError(f"--resume takes a local directory, not {shown(out)}")
     check_destination(out)
     return out
+
+
+def resume_target(resume: str | Path) -> tuple[Path, str | None]:
+    """``--resume``'s directory, and the URL it was published to: a URL's run (committed,
+    or the bundles a run still under way had uploaded) copied here to finish, then
+    published there again."""
+    text = str(resume)
+    if not is_url(text):
+        return Path(text), None
+    from parity.storage import fetch_unfinished
+
+    return fetch_unfinished(text), shown(text)
 
 
 @contextmanager

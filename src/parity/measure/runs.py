@@ -15,7 +15,7 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -31,7 +31,7 @@ from parity.bundle import (
 )
 from parity.cache import expected_key, run_key
 from parity.comparison import Comparison
-from parity.errors import BundleError, OptionError, OutputError, ResumeError
+from parity.errors import BundleError, OptionError, OutputError, ResumeError, UsageError
 from parity.measure import estimate as estimates
 from parity.measure.orchestrate import (
     JobTemplate,
@@ -58,7 +58,7 @@ from parity.redact import REDACTED
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.ahead import import_ahead
 from parity.runner.launch import Launcher
-from parity.storage import local, publish, staging
+from parity.storage import local, publish, staging, upload
 
 
 class Measured(NamedTuple):
@@ -87,6 +87,17 @@ log = logging.getLogger("parity")
 #: about a second)
 END_IMPORTS = ("parity.sinks", "parity.store")
 REPORT_IMPORTS = ("parity.report.plots", "parity.report.html")
+
+
+def index_server_reachable() -> None:
+    """The team's index (a PostgreSQL ``$PARITY_STORE``) reached with its credentials
+    before anything runs: a wrong password is bad input, not a warning at the end."""
+    import os
+
+    if "://" in os.environ.get("PARITY_STORE", ""):
+        from parity.store.engine import check_server
+
+        check_server()
 
 
 # -- one run or scan -------------------------------------------------------------------------
@@ -135,6 +146,7 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Ran:
     out = staging() if url else local(request.out) if request.out else None
     out = out or default_out(request.name, request.mode)
     check_fresh(out)
+    index_server_reachable()
     if request.cluster is not None and request.script:
         raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     roles: dict[str, SideSpec] = {request.mode: request.side}
@@ -184,17 +196,23 @@ def _start(request: CompareRequest, out: Path, resuming: bool) -> None:
 
 
 def compare(
-    request: CompareRequest, *, progress: ProgressSink | None = None, resuming: bool = False
+    request: CompareRequest,
+    *,
+    progress: ProgressSink | None = None,
+    resuming: bool = False,
+    published: str | None = None,
 ) -> Measured:
-    """Measure both sides in fresh, interleaved processes (the API judges them)."""
+    """Measure both sides in fresh, interleaved processes (the API judges them;
+    ``published``: a resumed comparison's URL, its local copy in ``request.out``)."""
     if request.batch_sizes:
         raise OptionError("a throughput-latency curve is compare_curve's: use parity compare")
     if request.script:
         return _compare_script(request, progress=progress, resuming=resuming)
     from parity.cache import cache_root, expected_dir, reference_dir
 
-    url = url_out(request.out, resuming)
-    if url:  # measured and judged in a local staging directory, then published
+    url = published or url_out(request.out, resuming)
+    index_server_reachable()
+    if url and not resuming:  # measured and judged in a local staging directory, then published
         request = replace(request, out=str(staging()))
     if request.out and not resuming:
         check_fresh(local(request.out))  # before a worker starts
@@ -234,12 +252,20 @@ def compare(
         reseeded = _reseeded(replace(request, measure=plan), launcher) if plan.compliance else None
         out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)  # the request as given: the plan is the estimate's
+        if url and not resuming:
+            upload(out, url)  # the request: a run lost mid-way resumes from the URL
         request = replace(request, measure=plan)
         with (
             says_how_to_resume(out),
             locked(out),
             Orchestrator(
-                out=out, progress=progress, launcher=launcher, started=began, placed=placed
+                out=out,
+                progress=progress,
+                launcher=launcher,
+                started=began,
+                placed=placed,
+                landed=_uploader(out, url),
+                rerun_failed=resuming,
             ) as orch,
         ):
             orch.start_budget(
@@ -257,10 +283,26 @@ def compare(
             stop, compliance = _measure(request, orch, template, reseeded, estimate)
             target = orch.measured.get("target", [])
             expected = _expected(orch, template, target, expected_dir(cache))
+            orch.notes.extend(note for side in placed.values() for note in side.notes)
             sides = orch.sides(orch.finish(stop, plan), plan, compliance)
     return Measured(
         Comparison.measured(out, sides, reference=reference, expected=expected), request, url
     )
+
+
+def _uploader(out: Path, url: str | None) -> Callable[[Path], None] | None:
+    """Each side's bundle uploaded to ``url`` as it lands (no commit marker: the run is
+    not done), so that ``--resume URL`` after the driver is lost reruns only the rest."""
+    if url is None:
+        return None
+
+    def landed(path: Path) -> None:
+        try:
+            upload(out, url, path.relative_to(out).as_posix())
+        except (OSError, ValueError, UsageError) as exc:
+            log.warning("parity: warning: %s was not uploaded yet (%s)", path.name, exc)
+
+    return landed
 
 
 def _expected(
@@ -339,7 +381,9 @@ def _measure(
         plan,
         adaptive_stop(plan, runs_after=runs_after),
         after_first=timing_plan(orch, plan, runs_after=runs_after, shorten=shorten),
+        first_in_turn=template.description.kind == "generate",
     )
+    orch.release("baseline")  # its last job ran: its node is given back
     if estimate is not None and orch.tally is not None:
         took = {f"{r} quality run": s[0] for r, s in orch.tally.run_s.items() if s}
         orch.notes[:] = estimates.outran(estimate, orch.notes, orch.tally.rounds, took)
@@ -355,6 +399,7 @@ def _measure(
                 f"hold them after {len(orch.tally.done['target']) if orch.tally else 0} "
                 "processes a side; a larger --budget runs them"
             )
+    orch.release("target")
     return stop, compliance
 
 
@@ -412,7 +457,11 @@ def _compare_script(
 
 
 def resume(
-    out: Path, *, progress: ProgressSink | None = None, request: CompareRequest | None = None
+    out: Path,
+    *,
+    progress: ProgressSink | None = None,
+    request: CompareRequest | None = None,
+    published: str | None = None,
 ) -> Measured:
     """Finish a comparison that was interrupted: complete bundles are kept and reused,
     partial ones (hidden temporary directories) are removed, missing runs are made.
@@ -432,7 +481,9 @@ def resume(
         )
     with locked(out):  # bound to the directory given, whatever out request.json names
         check_resumable(out, {"baseline": request.baseline, "target": request.target})
-        return compare(replace(request, out=str(out)), progress=progress, resuming=True)
+        return compare(
+            replace(request, out=str(out)), progress=progress, resuming=True, published=published
+        )
 
 
 # -- the CPU runs beside the sides: the fp64 reference, the expected error, compliance ------

@@ -29,6 +29,20 @@ class ClusterPlan:
 
     address: str
     place: dict[str, Resource] = field(default_factory=dict)
+    #: seconds a side waits for a node with its resource (``--wait``)
+    wait_s: float = 30 * 60.0
+    #: how many times a job whose node is lost runs again elsewhere (``--node-retries``)
+    node_retries: int = 1
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeLost:
+    """An infrastructure event: a node lost while it ran one of the side's jobs, which
+    then ran again on another node (never the side's own failure)."""
+
+    node_id: str
+    hostname: str
+    reason: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -42,3 +56,9 @@ class Placement:
     #: the cloud's instance type and zone, where its metadata service answered
     instance_type: str | None = omit_none()
     zone: str | None = omit_none()
+    #: thread variables Ray set on the side's actor and parity removed, so that its
+    #: processes run with the threads a local run on the node has (Ray sets
+    #: ``OMP_NUM_THREADS`` to the CPUs an actor asks for: 1 for a side that asks none)
+    unset: dict[str, str] | None = omit_none()
+    #: the nodes lost while this job ran before, each an infrastructure event
+    lost: tuple[NodeLost, ...] | None = omit_none()

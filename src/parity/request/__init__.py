@@ -41,6 +41,13 @@ WORKLOAD_OPTIONS = (
 )  # fmt: skip
 
 
+def _cluster(g: Given, roles: tuple[str, ...] = ("baseline", "target")) -> ClusterPlan | None:
+    """``--cluster``, ``--place``, ``--wait`` and ``--node-retries`` together."""
+    return cluster_plan(
+        g.get(o.CLUSTER), g.get(o.PLACE), roles, wait_s=g.get(o.WAIT), retries=g.get(o.NODE_RETRIES)
+    )
+
+
 def _out(out: str | None) -> str | None:
     """``--out`` as given, refused at once where nothing could be written there."""
     if out is not None:
@@ -194,7 +201,7 @@ class CompareRequest:
             batch_sizes=batch_sizes,
             report=g.value(o.REPORT, True),
             mlflow=MlflowLog.of(g),
-            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE)),
+            cluster=_cluster(g),
         )
 
     @classmethod
@@ -277,6 +284,8 @@ class CompareRequest:
         if self.cluster is not None:
             values["cluster"] = self.cluster.address
             values["place"] = {k: str(v) for k, v in self.cluster.place.items()}
+            values["wait"] = self.cluster.wait_s
+            values["node_retries"] = self.cluster.node_retries
         if self.mlflow is not None:
             values["mlflow"] = self.mlflow.tracking_uri or ""
             values["mlflow_experiment"] = self.mlflow.experiment
@@ -385,7 +394,7 @@ class RunRequest:
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
             mode=mode,
-            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), (mode,)),
+            cluster=_cluster(g, (mode,)),
         )
 
     @classmethod
@@ -473,7 +482,7 @@ class CheckRequest:
             warmup=g.value(o.WARMUP, DEFAULT_WARMUP),
             out=_out(g.get(o.OUT)),
             timeout_s=_measure(g).timeout_s,
-            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), PLACED_ROLES[check]),
+            cluster=_cluster(g, PLACED_ROLES[check]),
         )
 
     @classmethod
@@ -512,7 +521,7 @@ class ScaleRequest:
             out=_out(g.get(o.OUT)),
             timeout_s=measure.timeout_s,
             torchrun=measure.torchrun,
-            cluster=cluster_plan(g.get(o.CLUSTER), g.get(o.PLACE), ("scale",)),
+            cluster=_cluster(g, ("scale",)),
         )
 
     @classmethod

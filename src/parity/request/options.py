@@ -337,6 +337,20 @@ PLACE = declare(
     "default: GPU for cuda, neuron_cores for neuron, CPU for cpu, times the processes)",
     PLACED, metavar="SIDE=RESOURCE[:AMOUNT]", cli=list[str], plan="place",
 )  # fmt: skip
+WAIT = declare(
+    "wait", "--wait", lambda n, v: parse_duration(text(n, v) if not isinstance(v, (int, float))
+                                                  else str(v), n),
+    "with --cluster: how long a side waits for a node with its resource (busy, or a node "
+    "group scaling up from zero) before the comparison ends as a capacity failure, exit "
+    "code 4: e.g. 90s, 30m (default: 30m)",
+    PLACED, metavar="DURATION",
+)  # fmt: skip
+NODE_RETRIES = declare(
+    "node_retries", "--node-retries", whole(low=0, high=100),
+    "with --cluster: how many times a job whose node is lost runs again on another node "
+    "with its resource (default: 1)",
+    PLACED, metavar="N", cli=int,
+)  # fmt: skip
 TIMEOUT = declare(
     "timeout_s", "--timeout", number(low=1, high=30 * DAY_S),
     "seconds per process before it is stopped and recorded as failed (default: 900)",

@@ -235,7 +235,7 @@ _DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([hms])", re.ASCII)
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0}
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, name: str = "--duration") -> float:
     """``30s``, ``10m``, ``1h``, ``1h30m``, ``1.5h`` or plain seconds, in seconds."""
     t = text.strip().lower()
     try:
@@ -249,11 +249,11 @@ def parse_duration(text: str) -> float:
             pos = match.end()
         if pos != len(t) or not t:
             raise OptionError(
-                f"--duration {show(text)} is not a duration: use e.g. 30s, 10m, 1h or 1h30m"
+                f"{name} {show(text)} is not a duration: use e.g. 30s, 10m, 1h or 1h30m"
             ) from None
     if not (seconds > 0 and math.isfinite(seconds)):
-        raise OptionError(f"--duration {show(text)} must be more than zero, e.g. 30s")
-    return check_number("--duration", seconds, low=0, low_open=True, high=30 * DAY_S)
+        raise OptionError(f"{name} {show(text)} must be more than zero, e.g. 30s")
+    return check_number(name, seconds, low=0, low_open=True, high=30 * DAY_S)
 
 
 #: tracking URI schemes MLflow speaks (a local directory is ``file:PATH``)

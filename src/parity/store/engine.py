@@ -130,3 +130,20 @@ def connect(loc: Location) -> Engine:
             "or choose another --store"
         ) from None
     return engine
+
+
+def check_server(environ: dict[str, str] | None = None) -> None:
+    """``check_reachable`` for the index ``$PARITY_STORE`` names, where that is a database
+    server (no SQLAlchemy import otherwise)."""
+    raw = (os.environ if environ is None else environ).get("PARITY_STORE") or ""
+    if _SCHEME.match(raw) and not raw.lower().startswith("sqlite"):
+        check_reachable(raw)
+
+
+def check_reachable(target: str | Path | None = None) -> None:
+    """Before a run: a database server the index names (``--store``, ``$PARITY_STORE``)
+    answers and takes the credentials, else UsageError (a SQLite file is made where it
+    is written, and checked then)."""
+    loc = locate(target)
+    if loc.dialect != "sqlite":
+        connect(loc).dispose()

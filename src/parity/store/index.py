@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, RowMapping, Select, and_, func, select
+from sqlalchemy import Connection, Engine, RowMapping, Select, and_, case, func, not_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 
@@ -161,15 +161,19 @@ class Store:
 
     def _upsert(self, conn: Connection, table: Any, row: Row, keep: set[str]) -> None:
         """Insert ``row``; where its key is there, update every column but ``keep``, which
-        keeps the stored value unless the new one is given."""
+        keeps the stored value unless the new one is given. A ``path`` stored as a URL is
+        never replaced by a local one: the run is where the team reads it, not a copy."""
         insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
         stmt = insert(table).values(**row)
         keys = [c.name for c in table.primary_key.columns]
-        update = {
+        update: dict[str, Any] = {
             k: func.coalesce(stmt.excluded[k], table.c[k]) if k in keep else stmt.excluded[k]
             for k in row
             if k not in keys
         }
+        if "path" in update:
+            stays = and_(table.c.path.like("%://%"), not_(stmt.excluded.path.like("%://%")))
+            update["path"] = case((stays, table.c.path), else_=stmt.excluded.path)
         conn.execute(stmt.on_conflict_do_update(index_elements=keys, set_=update))
 
     # -- writing -----------------------------------------------------------------------

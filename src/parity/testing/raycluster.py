@@ -112,8 +112,9 @@ class RayCluster:
     gcs: str
     client: str
     root: Path
-    #: the nodes' environment over this process's (``local_cluster``: ``RAY_ENV`` unless given)
-    env: Mapping[str, str]
+    #: the nodes' environment over this process's (``local_cluster``: ``RAY_ENV`` unless
+    #: given; a name set to None is left out, as a node started without it)
+    env: Mapping[str, str | None]
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def kill(self, name: str) -> None:
@@ -150,13 +151,15 @@ class RayCluster:
         _ready(self.gcs, [n for n in self.nodes if n != "head"], before, patience(180))
 
 
-def _ray(*args: str, log: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+def _ray(*args: str, log: Path, env: Mapping[str, str | None]) -> subprocess.Popen[bytes]:
     exe = Path(sys.executable).with_name("ray")
+    environ = {**os.environ, **{k: v for k, v in env.items() if v is not None}}
+    for name in (k for k, v in env.items() if v is None):
+        environ.pop(name, None)
     with log.open("wb") as out:
         return subprocess.Popen(
             [str(exe), "start", "--block", "--disable-usage-stats", *args],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **env},
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=environ,
         )  # fmt: skip
 
 
@@ -257,7 +260,7 @@ def _ready(gcs: str, workers: Sequence[str], before: set[str], timeout: float) -
 
 @contextlib.contextmanager
 def local_cluster(
-    workers: Sequence[str] = ("side-a", "side-b"), *, env: Mapping[str, str] | None = None
+    workers: Sequence[str] = ("side-a", "side-b"), *, env: Mapping[str, str | None] | None = None
 ) -> Iterator[RayCluster]:
     """A head (no CPUs of its own) and one worker node per name, each with one CPU and
     the resource ``name``; every node killed and its files removed at the end. ``env``:
