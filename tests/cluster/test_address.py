@@ -83,3 +83,24 @@ def test_check_and_scale_requests_carry_the_cluster() -> None:
         CheckRequest.from_kwargs("soak", workload="cnn-infer", device="cpu", place=["run=X"], **on)
     with pytest.raises(OptionError, match="cluster"):  # recovery runs on this machine
         CheckRequest.from_kwargs("recovery", workload="mlp-train", device="cpu", **on)
+
+
+def test_a_head_that_never_answers_is_one_line_within_seconds(tmp_path: object) -> None:
+    """A port that takes the connection and says nothing: one line, no Ray warning, in
+    seconds (not Ray client's 35 s of retries)."""
+    import socket
+    import time
+
+    from tests.conftest import run_cli
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        began = time.monotonic()
+        res = run_cli("compare", "mlp-train", "--cluster", f"ray://127.0.0.1:{port}", process=True)
+        took = time.monotonic() - began
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot join the cluster" in lines[0], res.stderr
+    assert took < 30  # generous for a busy machine; about 10 s idle

@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import socket
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -102,6 +103,11 @@ def reachable(address: str) -> None:
 #: once more. The head's per-client server did not start in time on a busy head, or died as
 #: the head's client proxy forked it (ray-project/ray#63202: grpcio's fork handlers; the
 #: head's ``GRPC_ENABLE_FORK_SUPPORT=false`` avoids it, docs/cluster.md)
+#: Ray client's connection timeouts (seconds, as its environment variables take them)
+CLIENT_TIMEOUTS = {
+    "RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S": "3",
+    "RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S": "4",
+}
 SERVER_INIT_FAILED = "Initialization failure from server"
 JOIN_ATTEMPTS = 2
 
@@ -109,6 +115,11 @@ JOIN_ATTEMPTS = 2
 def connect(address: str) -> Any:
     """Ray, connected to the cluster at ``address`` (``ray://HOST:PORT`` or a GCS
     ``HOST:PORT``); UsageError where it is missing or unreachable."""
+    # a head that takes the connection and never answers: refused within seconds, not
+    # after Ray client's 5 + 10 + 20 s of retries (read when Ray's client is imported;
+    # the user's own settings win)
+    for name, seconds in CLIENT_TIMEOUTS.items():
+        os.environ.setdefault(name, seconds)
     try:
         import ray
     except ImportError:
@@ -119,13 +130,15 @@ def connect(address: str) -> Any:
         return ray
     for attempt in range(JOIN_ATTEMPTS):
         try:
-            ray.init(
-                address=address,
-                namespace="parity",
-                logging_level=logging.ERROR,
-                log_to_driver=False,
-                configure_logging=False,
-            )
+            with warnings.catch_warnings():  # its timeout's warning: the error says it
+                warnings.simplefilter("ignore")
+                ray.init(
+                    address=address,
+                    namespace="parity",
+                    logging_level=logging.ERROR,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
             break
         except Exception as exc:
             lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
