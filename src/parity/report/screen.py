@@ -17,12 +17,13 @@ report and ``parity report --md`` lead with the same lines.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from parity.model.findings import Finding, ranked
 from parity.model.quality import Quality
 from parity.model.verdict import Cost, Gate, Speed, Verdict
+from parity.printable import printable
 from parity.report import fmt, words
 from parity.report.decision import overall
 
@@ -61,14 +62,20 @@ def build_screen(
     report, for where the rest is."""
     result = overall(v)
     shown = _worth_showing(v)
+    rows = (r for r in (_quality(v), _speed(v), _memory(v), _cost(v)) if r is not None)
+    # a bundle's names, errors and outputs may carry terminal controls: every string the
+    # renderers lay out is made printable here, once
     return Screen(
         result=result,
-        decision=f"{result}: {decision(v)}",
-        subtitle=_subtitle(v),
-        rows=tuple(r for r in (_quality(v), _speed(v), _memory(v), _cost(v)) if r is not None),
-        findings=tuple((words.brief(f), words.action(f)) for f in shown[:MOST]),
+        decision=printable(f"{result}: {decision(v)}"),
+        subtitle=printable(_subtitle(v)),
+        rows=tuple(replace(r, text=printable(r.text)) for r in rows),
+        findings=tuple(
+            (printable(words.brief(f)), None if (a := words.action(f)) is None else printable(a))
+            for f in shown[:MOST]
+        ),
         more=max(len(v.all_findings()) - min(len(shown), MOST), 0),
-        rest=_rest(out, report),
+        rest=printable(_rest(out, report)),
     )
 
 
