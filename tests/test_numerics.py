@@ -68,6 +68,7 @@ def test_fp32_with_another_thread_count_passes_the_gate(tmp_path: Path) -> None:
         "first forward logits against fp64",
         "first forward loss against fp64",
         "gradients (first backward) against fp64",
+        "modules against fp64",
     }
     assert "expected" not in n  # an fp32 target: the baseline is the comparator
     assert n["layers"]["first_divergence"] is None

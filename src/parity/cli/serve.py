@@ -53,7 +53,9 @@ def serve(
     baseline_model: Model = None,
     target_model: Model = None,
     model: Model = None,
-    api_path: Annotated[str, typer.Option(help="the completions path")] = "/v1/completions",
+    api_path: Annotated[
+        str, typer.Option(metavar="PATH", help="the completions path")
+    ] = "/v1/completions",
     api_key_env: Annotated[
         str | None, typer.Option(metavar="VAR", help="environment variable holding an API key")
     ] = None,
@@ -62,12 +64,18 @@ def serve(
         typer.Option(metavar="PATH", help="the model's tokenizer: a directory, a .gguf, or bytes"),
     ] = "bytes",
     data: Annotated[str | None, typer.Option(metavar="FILE[:FIELD]", help="prompt text")] = None,
-    arrival: Annotated[str, typer.Option(help="poisson, gamma, constant or closed")] = "poisson",
-    burstiness: Annotated[float, typer.Option(help="gamma shape (1: Poisson)")] = 1.0,
+    arrival: Annotated[
+        str, typer.Option(metavar="KIND", help="poisson, gamma, constant or closed")
+    ] = "poisson",
+    burstiness: Annotated[
+        float, typer.Option(metavar="SHAPE", help="gamma shape (1: Poisson)")
+    ] = 1.0,
     seed: int = 0,
-    requests: Annotated[int, typer.Option(help="requests per measured step")] = 100,
-    concurrency: Annotated[int, typer.Option(help="closed loop: requests in flight")] = 1,
-    warmup: Annotated[int, typer.Option(help="warm-up requests, left out")] = 4,
+    requests: Annotated[int, typer.Option(metavar="N", help="requests per measured step")] = 100,
+    concurrency: Annotated[
+        int, typer.Option(metavar="N", help="closed loop: requests in flight")
+    ] = 1,
+    warmup: Annotated[int, typer.Option(metavar="N", help="warm-up requests, left out")] = 4,
     prompt_tokens: Annotated[str, typer.Option(metavar="MIN..MAX")] = "16..64",
     output_tokens: Annotated[str, typer.Option(metavar="MIN..MAX")] = "16..32",
     slo: Annotated[
@@ -75,15 +83,24 @@ def serve(
     ] = None,
     rate: Annotated[
         float | None,
-        typer.Option(help="the step under load (default: the baseline's highest passing rate)"),
+        typer.Option(
+            metavar="REQ/S",
+            help="the step under load (default: the baseline's highest passing rate)",
+        ),
     ] = None,
-    start_rate: Annotated[float | None, typer.Option(help="the search's first rate")] = None,
-    max_steps: Annotated[int, typer.Option(help="steps per capacity search")] = 10,
-    quality_prompts: Annotated[int, typer.Option(help="prompts compared at concurrency 1")] = 16,
+    start_rate: Annotated[
+        float | None, typer.Option(metavar="REQ/S", help="the search's first rate")
+    ] = None,
+    max_steps: Annotated[int, typer.Option(metavar="N", help="steps per capacity search")] = 10,
+    quality_prompts: Annotated[
+        int, typer.Option(metavar="N", help="prompts compared at concurrency 1")
+    ] = 16,
     min_match: Annotated[
-        float, typer.Option(help="least exact-match rate of greedy answers")
+        float, typer.Option(metavar="FRACTION", help="least exact-match rate of greedy answers")
     ] = 0.95,
-    min_ratio: Annotated[float | None, typer.Option(help="least target/baseline rate")] = None,
+    min_ratio: Annotated[
+        float | None, typer.Option(metavar="RATIO", help="least target/baseline rate")
+    ] = None,
     price: Annotated[list[str] | None, typer.Option(metavar="SIDE=USD[:N]")] = None,
     client_lag: Annotated[
         str, typer.Option(metavar="TIME", help="client-bound above this dispatch lag p99")

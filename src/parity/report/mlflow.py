@@ -202,7 +202,7 @@ def log_comparison(
         raise UsageError(
             f"the MLflow tracking URI {safe_form(where)} carries {refusal(where)}, which MLflow "
             "would print and store: give it without and set MLFLOW_TRACKING_TOKEN (or "
-            "MLFLOW_TRACKING_USERNAME and _PASSWORD) instead"
+            "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD) instead"
         )
     _check_reachable(where)
     from mlflow.entities import Metric, Param

@@ -263,7 +263,10 @@ class CompareRequest:
             "precision": m.precision,
             "budget_s": m.budget_s if m.budget_given else None,
             "compliance": m.compliance,
-            "timeout_s": m.timeout_s if m.timeout_given else None,
+            # a stored timeout other than the default is read back (and checked) as given
+            "timeout_s": m.timeout_s
+            if m.timeout_given or m.timeout_s != MeasurePlan().timeout_s
+            else None,
             "nnodes": m.torchrun.nnodes,
             "rdzv_endpoint": m.torchrun.rdzv_endpoint,
             "allow_diff": j.allow,

@@ -112,7 +112,7 @@ RARE = frozenset(
         "seed", "hf_config", "task", "data", "generate_loop", "cluster", "place",
         "timeout_s", "nproc", "nnodes", "rdzv_endpoint", "batch_sizes", "allow_diff",
         "target_loss", "pins", "checks", "production", "slo",
-        "tuning_intended", "mlflow", "mlflow_experiment",
+        "tuning_intended", "mlflow", "mlflow_experiment", "wait", "node_retries",
     }
 )  # fmt: skip
 
@@ -353,7 +353,8 @@ NODE_RETRIES = declare(
 )  # fmt: skip
 TIMEOUT = declare(
     "timeout_s", "--timeout", number(low=1, high=30 * DAY_S),
-    "seconds per process before it is stopped and recorded as failed (default: 900)",
+    "seconds per process before it is stopped and recorded as failed (default: three times "
+    "the longest process the estimate foresees)",
     RUNNING, metavar="SECONDS", cli=float, plan="measure.timeout_s",
 )  # fmt: skip
 NPROC = declare(

@@ -287,7 +287,8 @@ def parse_tracking_uri(value: object) -> str:
         raise OptionError(
             f"--mlflow {safe_form(uri)}: a tracking URI with credentials, a query or a "
             "fragment would be written into request.json: give it without and set "
-            "MLFLOW_TRACKING_TOKEN (or MLFLOW_TRACKING_USERNAME and _PASSWORD) instead"
+            "MLFLOW_TRACKING_TOKEN (or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD) "
+            "instead"
         )
     return uri
 
