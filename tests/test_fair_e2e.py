@@ -25,7 +25,7 @@ def test_a_tuned_baseline_is_labelled_and_the_reverse_too(tmp_path: Path) -> Non
     out = tmp_path / "cmp"
     cmp = run_cli(
         *("compare", "mlp-train", "--baseline", "cpu+compile+bf16", "--target", "cpu"),
-        *(*QUICK, "--steps", "6", "--out", str(out)),
+        *(*QUICK, "--steps", "6", "--out", str(out), "--verbose"),  # the full view
         timeout=900,
     )
     assert cmp.returncode in (0, 1), cmp.stderr
@@ -49,7 +49,7 @@ def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("slo") / "cmp"
     cmp = run_cli(
         *("compare", "gpt-generate", "--baseline", "cpu", "--target", "cpu"),
-        *(*QUICK, "--out", str(out), "--slo", "ttft_p99=10us"),
+        *(*QUICK, "--out", str(out), "--slo", "ttft_p99=10us", "--verbose"),
         timeout=900,
     )
     assert cmp.returncode == 1, cmp.stderr

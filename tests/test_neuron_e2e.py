@@ -65,7 +65,7 @@ def test_compare_gpt_train_cpu_against_neuron_bf16(tmp_path: Path) -> None:
         tmp_path,
         "compare", "gpt-train", "--baseline", "cpu", "--target", "neuron+bf16",
         "--steps", "6", "--repeats", "1", "--no-compliance", "--price", "baseline=1.0",
-        "--out", str(out),
+        "--out", str(out), "--verbose",
     )  # fmt: skip
     assert code == 0, text[-3000:]
     # no runtime in the parent: every start was some other process's

@@ -101,7 +101,7 @@ def test_compare_diff_and_report_of_s3_sides_leave_nothing(
         "--no-compliance", "--out", url, env=env, process=True,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
-    assert f"report: {url}/report.html" in res.stdout
+    assert f"report: {url}/report.html" in " ".join(res.stdout.split())
     assert str(tmp) not in res.stdout
     assert _leftovers(tmp) == []
     res = run_cli("diff", f"{url}/baseline", f"{url}/target", env=env, process=True)

@@ -65,6 +65,10 @@ def show_result(
 ) -> None:
     """A comparison: the verdict, where the bundles are, where the report is."""
     console = c.stdout()
+    # where it was published, not its local staging copy
+    report: Path | str | None = result.report
+    if result.report is not None and result.url:
+        report = f"{result.url}/{result.report.name}"
     show_verdict(
         result.verdict,
         console,
@@ -73,11 +77,10 @@ def show_result(
         sides=_sides(result),
         verbose=verbose,
         out=result.url or result.out,
-        report=result.report,
+        report=report,
     )
     where = f"bundles and verdict.json in {result.url or result.out}"
-    if result.report is not None:  # where it was published, not its local staging copy
-        report = f"{result.url}/{result.report.name}" if result.url else result.report
+    if report is not None:
         where += f"; report: {report}"
     if as_json:
         c.note(where)
