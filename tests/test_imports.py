@@ -62,6 +62,17 @@ FORBIDDEN = {
     "parity.cluster": ("parity.measure", *_JUDGED),
     # bundles at URLs: a leaf beside the bundle layer
     "parity.storage": ("parity.runner", "parity.measure", *_JUDGED),
+    # what parity never writes or leaves behind: below everything that writes
+    "parity.safety": (
+        "parity.runner",
+        "parity.measure",
+        "parity.request",
+        "parity.probes",
+        "parity.devices",
+        "parity.cluster",
+        "parity.serving",
+        *_JUDGED,
+    ),
     # serving measures an endpoint; it never judges, indexes or reports
     "parity.serving": ("parity.measure", *_JUDGED),
 }

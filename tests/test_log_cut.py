@@ -12,9 +12,9 @@ import pytest
 
 from parity.bundle import DIGEST, LOGS_FILE, load_bundle, load_side, seal
 from parity.judge.verdict import judge
-from parity.redact import LOG_HEAD, Redactor
 from parity.report.parts import sentences
 from parity.report.view import build_view
+from parity.safety.redact import LOG_HEAD, Redactor
 from tests.fixtures.runs import write_bundle
 
 KIB = 1 << 10

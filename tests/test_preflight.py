@@ -1,5 +1,5 @@
 """Issue 30, class 9: a side this machine cannot run is refused by the one pre-flight
-(``parity.measure.prepare.preflight``) of every command that takes a side, before anything is
+(``parity.runner.prepare.preflight``) of every command that takes a side, before anything is
 written: exit code 2, one line on stderr naming the side and the fix, no output
 directory. The table is every such command x every kind of unusable side; each case
 starts a worker (the pre-flight asks torch in it), so they are slow-marked."""
@@ -130,8 +130,8 @@ def test_the_table_covers_every_command_that_takes_a_side() -> None:
 @pytest.mark.slow
 def test_sides_this_machine_can_run_pass_the_preflight() -> None:
     """The pre-flight's job ends as a complete bundle where every side can run."""
-    from parity.measure.prepare import preflight
     from parity.runner.launch import Launcher
+    from parity.runner.prepare import preflight
 
     sides = [parse_side(s) for s in ("cpu", "cpu+bf16", "cpu+threads=1", "cpu+compile", "cpu")]
     with Launcher() as launcher:

@@ -18,10 +18,10 @@ from parity.errors import ResumeError, WorkloadError
 from parity.model.codec import dumps
 from parity.model.verdict import ByRole
 from parity.progress import LineProgress
-from parity.redact import REDACTED
 from parity.report.markdown import render_markdown
 from parity.report.terminal import render_terminal
 from parity.request import CompareRequest
+from parity.safety.redact import REDACTED
 from tests.conftest import FIXTURES, run_cli
 from tests.fixtures import planted_secrets as secrets
 from tests.fixtures import secrets_script

@@ -12,7 +12,7 @@
 
 A bundle is written into a temporary sibling directory and renamed into place when it is
 complete (``finalize``), so a bundle under its final name is never half-written. Before
-the rename, the worker's logs are redacted (``parity.redact``) and ``digest.json`` is
+the rename, the worker's logs are redacted (``parity.safety.redact``) and ``digest.json`` is
 written last: the sha256 of every other file. Loading verifies it first and names the
 first file that differs, so a bundle edited after it was written (step times multiplied,
 a tensor swapped) is refused, not judged. Loading reads JSON and safetensors only: no
@@ -50,7 +50,7 @@ from parity.model.workload import PreparedWorkload
 
 if TYPE_CHECKING:
     from parity.arrays import Array
-    from parity.redact import Redactor
+    from parity.safety.redact import Redactor
 
 __all__ = ["MARGIN", "Bundle", "SideRuns"]  # and the functions below
 T = TypeVar("T")
@@ -151,7 +151,7 @@ def seal(directory: Path, redactor: Redactor | None = None) -> dict[str, bytes]:
     """Remove what a writer left half-done (hidden temporary files), redact the logs (with
     ``redactor``, else the process's), then write ``digest.json`` over every other file;
     returns every file's bytes as hashed (digest.json's included)."""
-    from parity.redact import redactor as default
+    from parity.safety.redact import redactor as default
 
     r = redactor or default()
 

@@ -15,7 +15,7 @@ with the inputs its comparison stored beside it.
 Credentials come from where the filesystem's library looks (for S3: the environment,
 ``~/.aws`` profiles, instance roles; ``AWS_ENDPOINT_URL_S3`` for another endpoint) and are
 never written: a URL with a user, a password, a query (a signed URL) or a fragment is
-refused before anything is read or written (``parity.urls``).
+refused before anything is read or written (``parity.safety.urls``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from parity import scratch
 from parity.errors import BundleError, OutputError, UsageError
-from parity.redact import url as recorded
-from parity.urls import checked, safe_form
+from parity.safety import scratch
+from parity.safety.redact import url as recorded
+from parity.safety.urls import checked, safe_form
 
 COMMIT = ".parity-commit.json"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -155,7 +155,7 @@ def _objects(fs: Any, path: str) -> list[str]:
 
 def staging() -> Path:
     """A fresh local directory (not yet made) to write a run into before ``publish``: a
-    scratch directory's (``parity.scratch``), gone when this process ends."""
+    scratch directory's (``parity.safety.scratch``), gone when this process ends."""
     return scratch.make("out") / "out"
 
 

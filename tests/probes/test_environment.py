@@ -7,7 +7,7 @@ from parity.devices import get_device
 from parity.model.codec import decode, dumps, loads
 from parity.model.manifest import Environment
 from parity.probes.environment import collect, relevant_env
-from parity.redact import REDACTED
+from parity.safety.redact import REDACTED
 
 PLANTED = {
     "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from parity.measure.prepare import preflight
 from parity.model.spec import parse_side
 from parity.runner import kept
 from parity.runner.kept import keep_zygotes
 from parity.runner.launch import Launcher
+from parity.runner.prepare import preflight
 
 # these tests open and leave blocks themselves, outside the suite's own
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("outside_kept_zygotes")]

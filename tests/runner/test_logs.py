@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from parity.redact import REDACTED, Redactor
 from parity.runner.logs import LogRelay
+from parity.safety.redact import REDACTED, Redactor
 
 SECRET = "planted-relay-secret-4242"
 #: the child prints a secret in pieces (a known value, an Authorization header, a signed

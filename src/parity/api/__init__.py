@@ -131,6 +131,7 @@ def compare(
 
     if isinstance(workload, CompareRequest):
         _alone(workload, plan=plan, resume=resume, **options)
+        index_server_reachable()
         with resolve(_quiet(progress)) as sink:
             return ComparisonResult(
                 _concluded(runs.compare(workload, progress=sink, resuming=resuming))
@@ -143,6 +144,7 @@ def compare(
     planned = None if plan is None else Path(check_path("plan", plan))
     given = Given.read("compare", _named(workload, options), "kwargs")
     request = compare_request(given, planned, where)
+    index_server_reachable()
     with resolve(progress) as sink:
         if where is not None:
             found = runs.resume(where, progress=sink, published=published)
@@ -168,6 +170,7 @@ def run(
 
     if isinstance(workload, RunRequest):
         _alone(workload, device=device, **options)
+        index_server_reachable()
         with resolve(_quiet(progress)) as sink:
             return RunResult(_indexed(workload, runs.run(workload, progress=sink)))
     if device is None:
@@ -176,6 +179,7 @@ def run(
 
     given = Given.read("run", {"device": device, **_named(workload, options)}, "kwargs")
     request = RunRequest.build(given)
+    index_server_reachable()
     with resolve(progress) as sink:
         return RunResult(_indexed(request, runs.run(request, progress=sink)))
 
@@ -193,6 +197,7 @@ def resume(
     from parity.measure import runs
     from parity.progress import resolve
 
+    index_server_reachable()
     with resolve(_quiet(progress)) as sink:
         found = runs.resume(out, progress=sink, request=request, published=published)
         return ComparisonResult(_concluded(found))
@@ -376,7 +381,7 @@ class ComparisonResult:
     @property
     def url(self) -> str | None:
         """Where the comparison was published (``--out URL``); ``out`` is its local copy,
-        removed when this process ends (``parity.scratch``)."""
+        removed when this process ends (``parity.safety.scratch``)."""
         return self.comparison.url
 
     @property
@@ -602,3 +607,14 @@ def scale(request: ScaleRequest, *, progress: ProgressSink | None = None) -> Sca
     )
     write_doc(out / SCALING_FILE, report)
     return report
+
+
+def index_server_reachable() -> None:
+    """The team's index (a PostgreSQL ``$PARITY_STORE``) reached with its credentials
+    before anything runs: a wrong password is bad input, not a warning at the end."""
+    import os
+
+    if "://" in os.environ.get("PARITY_STORE", ""):
+        from parity.store.engine import check_server
+
+        check_server()

@@ -215,11 +215,11 @@ def _run_cells(
 
 
 def preflight_cells(cells: list[Cell]) -> None:
-    """The sides of ``cells`` through the one pre-flight (``parity.measure.prepare.preflight``): a
+    """The sides of ``cells`` through the one pre-flight (``parity.runner.prepare.preflight``): a
     side this machine cannot run is one ``DeviceError`` before any cell runs. A cell whose
     options are refused is left to its comparison (an error in its row)."""
-    from parity.measure.prepare import preflight
     from parity.runner.launch import Launcher
+    from parity.runner.prepare import preflight
 
     sides = []
     for cell in cells:

@@ -43,7 +43,6 @@ from parity.measure.orchestrate import (
     check_fresh,
     default_out,
 )
-from parity.measure.prepare import preflight, prepare_workload
 from parity.measure.remote import placed_sides
 from parity.model.checks import (
     ITEMS,
@@ -65,6 +64,7 @@ from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import Kind
 from parity.request import CheckRequest
 from parity.runner.launch import Launcher
+from parity.runner.prepare import preflight, prepare_workload
 from parity.version import __version__
 
 CHECK_FILE = "check.json"

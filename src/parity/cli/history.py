@@ -105,9 +105,9 @@ def reindex(
 ) -> None:
     """Rebuild the history index from the bundles (they are the truth)."""
     from parity.errors import UsageError
+    from parity.safety.urls import checked
     from parity.storage import is_url
     from parity.store import Store
-    from parity.urls import checked
 
     for url in dirs or []:
         checked(url, "URL")  # before the index is opened

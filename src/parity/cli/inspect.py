@@ -112,8 +112,8 @@ def _serving_diff(a: str, b: str, prices: object) -> bool:
 
     if not (is_serving(Path(a)) and is_serving(Path(b))):
         return False
+    from parity.api.serve import diff as serve_diff
     from parity.report.serving import lines
-    from parity.serve import diff as serve_diff
     from parity.serving.bundle import SideBundle
 
     assert isinstance(prices, dict)

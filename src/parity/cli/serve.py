@@ -2,7 +2,7 @@
 
 Each side is a URL (``--baseline-url``) or, with ``--baseline-cmd``, a server command that
 parity starts and expects at that URL. Options are parsed into one ``serve.ServeRequest``;
-the work is ``parity.serve``'s, the words ``report.serving``'s.
+the work is ``parity.api.serve``'s, the words ``report.serving``'s.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def serve(
     burstiness: Annotated[
         float, typer.Option(metavar="SHAPE", help="gamma shape (1: Poisson)")
     ] = 1.0,
-    seed: int = 0,
+    seed: Annotated[int, typer.Option(metavar="N", help="the load's seed")] = 0,
     requests: Annotated[int, typer.Option(metavar="N", help="requests per measured step")] = 100,
     concurrency: Annotated[
         int, typer.Option(metavar="N", help="closed loop: requests in flight")
@@ -110,11 +110,11 @@ def serve(
     out: Annotated[Path | None, typer.Option(metavar="DIR")] = None,
 ) -> None:
     """Compare two inference endpoints under one frozen load: quality, latency, capacity, cost."""
+    from parity.api.serve import ServeRequest, SideInput
+    from parity.api.serve import serve as run
     from parity.report.serving import lines, page
     from parity.request.fair_options import parse_slo
     from parity.request.values import parse_price
-    from parity.serve import ServeRequest, SideInput
-    from parity.serve import serve as run
     from parity.serving.side import Settings
 
     limits = parse_slo(slo) if slo else ()

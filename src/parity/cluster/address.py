@@ -15,8 +15,8 @@ from typing import Any
 from parity.errors import OptionError, UsageError
 from parity.model.placement import ClusterPlan, Resource
 from parity.model.spec import SideSpec
-from parity.redact import redact
-from parity.urls import checked
+from parity.safety.redact import redact
+from parity.safety.urls import checked
 
 log = logging.getLogger(__name__)
 

@@ -185,10 +185,10 @@ class SideNode:
 
     def check(self, side: str) -> str | None:
         """The side's device checked here, on its node, as the pre-flight checks a local
-        side (``parity.measure.prepare.preflight``): why it cannot run, or None."""
+        side (``parity.runner.prepare.preflight``): why it cannot run, or None."""
         from parity.errors import DeviceError, SideError
-        from parity.measure.prepare import preflight
         from parity.model.spec import parse_side
+        from parity.runner.prepare import preflight
 
         try:
             preflight([parse_side(side)], launcher=self.launcher)

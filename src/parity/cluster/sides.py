@@ -25,7 +25,7 @@ from parity.model.job import JOB_FILE, Event, Job
 from parity.model.placement import ClusterPlan, NodeLost, Placement, Resource
 from parity.model.spec import SideSpec, WorkloadSpec
 from parity.plugins import is_file_workload
-from parity.redact import redact
+from parity.safety.redact import redact
 
 log = logging.getLogger("parity")
 #: seconds for a side's actor to start on its node before the side is given up

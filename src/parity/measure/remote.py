@@ -34,7 +34,9 @@ def resume_target(resume: str | Path) -> tuple[Path, str | None]:
     """``--resume``'s directory, and the URL it was published to: a URL's run (committed,
     or the bundles a run still under way had uploaded) copied here to finish, then
     published there again."""
-    text = str(resume)
+    from parity.safety.urls import checked
+
+    text = checked(str(resume), "--resume")  # no credentials, query or fragment
     if not is_url(text):
         return Path(text), None
     from parity.storage import fetch_unfinished

@@ -42,7 +42,6 @@ from parity.measure.orchestrate import (
     default_out,
     remove,
 )
-from parity.measure.prepare import preflight, prepare_workload
 from parity.measure.remote import placed_sides, url_out
 from parity.measure.resumable import belonging, check_resumable, mismatch, says_how_to_resume
 from parity.measure.stopping import adaptive_stop, timing_plan
@@ -54,10 +53,11 @@ from parity.model.side import MeasurePlan, Stop
 from parity.model.spec import SideSpec
 from parity.model.verdict import Role
 from parity.paths import locked
-from parity.redact import REDACTED
 from parity.request import REQUEST_FILE, CompareRequest, RunRequest
 from parity.runner.ahead import import_ahead
 from parity.runner.launch import Launcher
+from parity.runner.prepare import preflight, prepare_workload
+from parity.safety.redact import REDACTED
 from parity.storage import local, publish, staging, upload
 
 
@@ -87,17 +87,6 @@ log = logging.getLogger("parity")
 #: about a second)
 END_IMPORTS = ("parity.sinks", "parity.store")
 REPORT_IMPORTS = ("parity.report.plots", "parity.report.html")
-
-
-def index_server_reachable() -> None:
-    """The team's index (a PostgreSQL ``$PARITY_STORE``) reached with its credentials
-    before anything runs: a wrong password is bad input, not a warning at the end."""
-    import os
-
-    if "://" in os.environ.get("PARITY_STORE", ""):
-        from parity.store.engine import check_server
-
-        check_server()
 
 
 # -- one run or scan -------------------------------------------------------------------------
@@ -146,7 +135,6 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Ran:
     out = staging() if url else local(request.out) if request.out else None
     out = out or default_out(request.name, request.mode)
     check_fresh(out)
-    index_server_reachable()
     if request.cluster is not None and request.script:
         raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     roles: dict[str, SideSpec] = {request.mode: request.side}
@@ -211,7 +199,6 @@ def compare(
     from parity.cache import cache_root, expected_dir, reference_dir
 
     url = published or url_out(request.out, resuming)
-    index_server_reachable()
     if url and not resuming:  # measured and judged in a local staging directory, then published
         request = replace(request, out=str(staging()))
     if request.out and not resuming:

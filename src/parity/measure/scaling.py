@@ -25,11 +25,11 @@ from parity.measure.orchestrate import (
     check_fresh,
     default_out,
 )
-from parity.measure.prepare import prepare_workload
 from parity.measure.remote import placed_sides
 from parity.model.reports import ScalingPoint
 from parity.request import ScaleRequest
 from parity.runner.launch import Launcher
+from parity.runner.prepare import prepare_workload
 
 SCALING_FILE = "scaling.json"
 DEFINITION = (

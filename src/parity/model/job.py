@@ -88,7 +88,7 @@ class PreparePlan:
     #: time a step of the workload on the CPU for the pre-run estimate (``StepCost``)
     cost: bool = False
     #: resolve the workload at all (False: the pre-flight of ``sides`` only,
-    #: ``parity.measure.prepare.preflight``)
+    #: ``parity.runner.prepare.preflight``)
     resolve: bool = True
 
 

@@ -1,7 +1,7 @@
 """The environment manifest: versions, device facts, flags and relevant variables.
 
 Environment variables are captured from an allow-list of prefixes that change how
-PyTorch and its backends behave, through the one redactor (``parity.redact``): a
+PyTorch and its backends behave, through the one redactor (``parity.safety.redact``): a
 credential-like name or one ``PARITY_REDACT`` marks is recorded redacted, and credentials
 inside other values are masked, even inside the allow-list. Nothing else from the
 environment is written. The installed distributions are listed by
@@ -24,7 +24,7 @@ from parity.model.codec import decode, loads
 from parity.model.manifest import CpuInfo, Environment, GlobalFlags, TorchInfo
 from parity.model.placement import Placement
 from parity.probes.packages import installed
-from parity.redact import Redactor
+from parity.safety.redact import Redactor
 from parity.version import __version__
 
 ALLOWED_PREFIXES = (
@@ -55,7 +55,7 @@ ALLOWED_PREFIXES = (
 
 
 def relevant_env(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
-    """The allow-listed variables, through the redactor (``parity.redact``): a variable
+    """The allow-listed variables, through the redactor (``parity.safety.redact``): a variable
     whose name looks like a credential (``*_TOKEN``, ``*_PWD``, ``*_PASS``, ``*_BEARER``...)
     or that ``PARITY_REDACT`` names is recorded as ``<redacted>``; in any other value,
     credentials are masked (a password in a URL, ``--auth_token=...`` inside

@@ -28,7 +28,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from parity.devices.specs import Key, peak_flops
 from parity.model.metrics import FlopAttempt, FlopMethod, Flops, Peak
 from parity.model.spec import SideSpec
-from parity.redact import redact
+from parity.safety.redact import redact
 from parity.workloads.base import RunContext, Workload, seeded
 
 METHODS: dict[FlopMethod, str] = {

@@ -35,7 +35,7 @@ from parity.model.ops import (
     RecompileReason,
 )
 from parity.probes.source import is_user_file, where_line
-from parity.redact import redact
+from parity.safety.redact import redact
 
 Call = tuple[tuple[Any, ...], dict[str, Any]]
 MAX_CALLS = 8

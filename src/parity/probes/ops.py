@@ -44,7 +44,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 from parity.devices.base import is_host
 from parity.model.ops import Finding, InventoryRow, OpPhase
 from parity.probes.source import Source, user_frame, user_frame_from_traceback, where
-from parity.redact import redact
+from parity.safety.redact import redact
 
 #: what a finding is: an op the device refused, a custom op, a host sync, a host-device
 #: copy, or an output that turned up on another device than the inputs

@@ -5,7 +5,7 @@ find it: the first on ``sys.path`` wins over a shadowed copy (a virtual environm
 the system's). Its origin comes from PEP 610's ``direct_url.json`` where the installer
 wrote one: a local directory (editable or not), a version control checkout with its
 commit, or an archive; the URL loses any user name and password, and anything
-credential-like, before it is kept (``parity.redact.url``).
+credential-like, before it is kept (``parity.safety.redact.url``).
 
 The digest and the count are what every parity version wrote: sha256 over the sorted,
 lower-cased ``Name==version`` lines of every distribution found (shadowed ones too), so a
@@ -23,7 +23,7 @@ from typing import Protocol
 
 from parity.model.manifest import PipFreeze
 from parity.model.stack import OriginKind, Package, PackageOrigin
-from parity.redact import url as clean_url
+from parity.safety.redact import url as clean_url
 from parity.versions import normalise
 
 #: more than any real environment holds; a manifest stays bounded all the same

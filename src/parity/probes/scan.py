@@ -45,7 +45,7 @@ from parity.model.ops import (
 from parity.probes.graphs import BACKEND, NOTE, CallCapture, graph_probes
 from parity.probes.ops import OpScanMode, forward_tracebacks, optimizer_phase
 from parity.probes.source import is_user_file, where_line
-from parity.redact import redact
+from parity.safety.redact import redact
 from parity.workloads.base import StepRunner
 
 SCAN_STEPS = 2

@@ -14,7 +14,7 @@ from types import FrameType
 import torch
 
 from parity.model.ops import SourceLine
-from parity.redact import redact
+from parity.safety.redact import redact
 
 Source = SourceLine
 

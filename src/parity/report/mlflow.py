@@ -38,7 +38,7 @@ from parity.model.quality import (
 from parity.model.verdict import Verdict
 from parity.report import fair
 from parity.report.markdown import render_markdown
-from parity.urls import refusal, safe_form
+from parity.safety.urls import refusal, safe_form
 
 log = logging.getLogger(__name__)
 

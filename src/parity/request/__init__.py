@@ -302,7 +302,7 @@ class CompareRequest:
     def check_resume(self, out: Path) -> None:
         """``--resume`` with other options is refused when they differ from the stored
         ones (a script's command compared as stored: secret values masked)."""
-        from parity.redact import redactor
+        from parity.safety.redact import redactor
 
         stored = CompareRequest.from_file(out)
         given = replace(self, out=stored.out, script=redactor().argv(self.script))
@@ -319,7 +319,7 @@ class CompareRequest:
     def save(self, out: Path) -> None:
         """``OUT/request.json``, a script's command as recorded (secret values masked)."""
         from parity.bundle import write_json
-        from parity.redact import redactor
+        from parity.safety.redact import redactor
 
         stored = replace(self, script=redactor().argv(self.script))
         write_json(out / REQUEST_FILE, encode(stored))

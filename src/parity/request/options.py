@@ -42,7 +42,7 @@ from parity.request.values import (
     strings,
     whole_numbers,
 )
-from parity.urls import checked
+from parity.safety.urls import checked
 
 if TYPE_CHECKING:
     from parity.model.fair import LatencyLimit, ProductionShape

@@ -282,7 +282,7 @@ def parse_tracking_uri(value: object) -> str:
             "sqlite:///FILE, file:DIR or databricks (or --mlflow alone for MLflow's default)"
         )
     if parts.username is not None or parts.password is not None or parts.query or "#" in uri:
-        from parity.urls import safe_form
+        from parity.safety.urls import safe_form
 
         raise OptionError(
             f"--mlflow {safe_form(uri)}: a tracking URI with credentials, a query or a "

@@ -38,8 +38,8 @@ from parity.model.numerics import (
 )
 from parity.probes.emulate import EmulateMode
 from parity.probes.numerics import capture
-from parity.redact import redact
 from parity.runner.session import NS, SideSession
+from parity.safety.redact import redact
 from parity.workloads.base import RunContext, RunNumerics, Workload
 
 

@@ -37,7 +37,7 @@ from parity.model.job import ERROR_FILE, JOB_FILE, Job, WorkerError  # noqa: E40
 from parity.plugins import run_worker_hooks  # noqa: E402
 
 if TYPE_CHECKING:
-    from parity.redact import Redactor
+    from parity.safety.redact import Redactor
 
 EXIT_FAILED = 3
 #: the variable that brings a script job's real arguments (never written to a file)
@@ -63,7 +63,7 @@ def read_job(tmp: Path) -> Job:
 def job_redactor(job: Job | None) -> Redactor:
     """The redactor for what a job's worker writes: the process's, also knowing the secret
     values a script's command line carries (the script may print or raise them)."""
-    from parity.redact import carried_values, redactor
+    from parity.safety.redact import carried_values, redactor
 
     r = redactor()
     return r.knowing(carried_values(job.script.args)) if job and job.script is not None else r

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parity.model.serving import PromptForm, RequestEvent, RequestStatus
-from parity.redact import redact
+from parity.safety.redact import redact
 from parity.serving.load import Tokenizer
 
 #: the first characters of an error body kept (redacted)

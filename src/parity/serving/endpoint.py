@@ -23,9 +23,9 @@ PROBE_TOKENS = 2
 
 
 def base_url(url: str, role: str) -> str:
-    """``url`` checked by the one URL rule (``parity.urls``: no user info, query or
+    """``url`` checked by the one URL rule (``parity.safety.urls``: no user info, query or
     fragment) and reduced to its base (a trailing ``/v1/...`` path is the API's)."""
-    from parity.urls import checked
+    from parity.safety.urls import checked
 
     flag = f"--{role}-url"
     text = checked(url, flag, example="http://HOST:PORT; a key goes in --api-key-env")
@@ -127,6 +127,6 @@ async def discover(
 
 def _said(text: str) -> str:
     from parity.errors import one_line
-    from parity.redact import redact
+    from parity.safety.redact import redact
 
     return one_line(redact(text), longest=120)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parity.errors import SideError
-from parity.redact import redact
+from parity.safety.redact import redact
 
 HEALTH_PATHS = ("/health", "/v1/models")
 #: the characters of stderr kept in a failure's reason

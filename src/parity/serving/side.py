@@ -20,7 +20,7 @@ from pathlib import Path
 from parity.errors import ParityError, SideError
 from parity.model.fair import LatencyLimit
 from parity.model.serving import Capacity, Load, RequestEvent, ServeSide, StepFigures
-from parity.redact import redact, redactor
+from parity.safety.redact import redact, redactor
 from parity.serving import capacity, server
 from parity.serving.client import Endpoint
 from parity.serving.endpoint import discover

@@ -21,8 +21,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import NullPool
 
 from parity.errors import UsageError
-from parity.redact import redact
-from parity.urls import database
+from parity.safety.redact import redact
+from parity.safety.urls import database
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: seconds to wait for a database server before calling it unreachable

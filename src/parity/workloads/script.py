@@ -33,7 +33,7 @@ from parity.model.workload import (
     WorkloadDescription,
     sha256_json,
 )
-from parity.redact import redactor
+from parity.safety.redact import redactor
 from parity.workloads.repository import repository
 
 UNVERIFIED = "script mode: weights and data not fingerprinted"

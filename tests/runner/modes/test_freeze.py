@@ -12,10 +12,10 @@ import pytest
 from parity import api
 from parity.cache import cache_root
 from parity.errors import WorkloadError
-from parity.measure.prepare import prepare_workload
 from parity.model.spec import WorkloadSpec
 from parity.request import CompareRequest
 from parity.runner.launch import Launcher
+from parity.runner.prepare import prepare_workload
 from parity.workloads import registered
 from parity.workloads.frozen import read_frozen
 from parity.workloads.names import BUILTIN_KINDS, BUILTIN_TAKE_DATA

@@ -8,7 +8,7 @@ cached copy by content, rebuilding it with a warning where it differs) and write
 comparison, a step timed on the CPU for the pre-run estimate). First it
 checks that each side of the command can run here (a ``DeviceError``, exit code 2,
 before anything is written: ``parity.devices.preflight``); a pre-flight job
-(``parity.measure.prepare.preflight``) does only that. A file that
+(``parity.runner.prepare.preflight``) does only that. A file that
 exits when imported, or a factory that raises, ends this job as failed, which the parent
 turns into one ``WorkloadError`` line.
 """
@@ -63,7 +63,7 @@ def _cost(
                 workload, frozen, precisions, fp64=not reference_cached(frozen.fingerprint)
             )
     except Exception as exc:  # user code: any failure leaves no estimate
-        from parity.redact import redact
+        from parity.safety.redact import redact
 
         own = own_failure(workload, exc)
         if own is not None:  # the user's own code raised: no side would run it either
@@ -88,7 +88,7 @@ def own_failure(workload: Workload, exc: BaseException) -> WorkloadError | None:
     from parity.errors import WorkloadError
     from parity.plugins import is_file_workload
     from parity.probes.source import where_line
-    from parity.redact import redact
+    from parity.safety.redact import redact
     from parity.workloads.code import is_local
 
     spec = getattr(workload, "spec", None)
@@ -138,7 +138,7 @@ class Freeze(Mode):
         plan = session.job.prepare or PreparePlan()
         session.enter("preflight")
         _preflight(plan)
-        if not plan.resolve:  # the pre-flight alone (``parity.measure.prepare.preflight``): the
+        if not plan.resolve:  # the pre-flight alone (``parity.runner.prepare.preflight``): the
             # job's own description, as the parent made it from the spec
             session.write(PREPARED, PreparedWorkload(description=session.job.description))
             session.finish()

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from parity.errors import DeviceError
-from parity.measure.prepare import preflight, prepare_workload, refused_before
 from parity.model.spec import WorkloadSpec, parse_side
 from parity.plugins import ENV_VAR
 from parity.runner.launch import Launcher
+from parity.runner.prepare import preflight, prepare_workload, refused_before
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ report) or prints must carry nothing secret. So:
   SQLAlchemy and libpq take it (``postgresql://USER:PASSWORD@HOST/DB``, the password
   unencoded with ``/``, ``#`` or ``?`` in it, or ``?password=``): it is shown with every
   such value masked (``database``), and the process's redactor is told the values, so
-  that no line parity prints or writes holds them (``parity.redact.remember``).
+  that no line parity prints or writes holds them (``parity.safety.redact.remember``).
 
 What the refusal shows of the URL is its scheme, host and path: never the part refused.
 """
@@ -25,7 +25,7 @@ import re
 from urllib.parse import urlsplit
 
 from parity.errors import OptionError
-from parity.redact import remember, url_secrets
+from parity.safety.redact import remember, url_secrets
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _HIER = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.redact import REDACTED, Redactor, flag_values, redact, strip_userinfo
+from parity.safety.redact import REDACTED, Redactor, flag_values, redact, strip_userinfo
 
 ENV = {
     "MY_API_KEY": "k3y-value-123",
@@ -264,7 +264,7 @@ SPLITS = [1, 3, 7, 64, 1000]
 
 @pytest.mark.parametrize("size", SPLITS)
 def test_a_stream_is_redacted_whatever_its_pieces(r: Redactor, size: int) -> None:
-    from parity.redact import StreamRedactor
+    from parity.safety.redact import StreamRedactor
 
     text = (
         "step 1 Authorization: Basic cGxhbnRlZDpzdHJlYW0x\n"
@@ -292,7 +292,7 @@ def test_a_stream_is_redacted_whatever_its_pieces(r: Redactor, size: int) -> Non
 
 
 def test_a_script_that_prints_a_secret_of_its_command_line_alone_is_redacted(r: Redactor) -> None:
-    from parity.redact import carried_values
+    from parity.safety.redact import carried_values
 
     argv = [
         "python",

@@ -20,7 +20,6 @@ import logging
 import os
 from collections.abc import Iterable
 
-from parity import scratch
 from parity.errors import DeviceError, ParityError, SideError, WorkloadError
 from parity.model.codec import encode
 from parity.model.job import Job, PreparePlan
@@ -33,6 +32,7 @@ from parity.model.workload import (
     sha256_json,
 )
 from parity.runner.launch import Launcher, run_job
+from parity.safety import scratch
 
 log = logging.getLogger("parity")
 #: the workload spec a pre-flight job carries (it resolves no workload)

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import make_url
 
 from parity.errors import OptionError
-from parity.redact import Redactor, redact
+from parity.safety.redact import Redactor, redact
+from parity.safety.urls import checked, database, refusal, safe_form
 from parity.store.engine import locate
-from parity.urls import checked, database, refusal, safe_form
 from tests.conftest import run_cli
 
 SECRET = "PlantedSecret4711"
@@ -125,14 +125,21 @@ def test_parity_env_and_an_unreachable_index_never_print_the_password(url: str) 
 def test_a_run_with_a_database_password_writes_it_nowhere(tmp_path: Path) -> None:
     url = f"postgresql://alice:p/{SECRET}#?x@127.0.0.1:1/team?password=Q{SECRET}"
     out = tmp_path / "r"
+    # a workload's own database URL in its environment: recorded, its password masked
     res = run_cli(
         "run", "mlp-train", "--device", "cpu", "--steps", "2", "--out", str(out),
-        env={"PARITY_STORE": url},
+        env={"DATABASE_URL": url},
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
-    assert "not added to the history index" in res.stderr  # nothing listens there
     files = [p for p in out.rglob("*") if p.is_file()]
     assert any(p.name == "manifest.json" for p in files)
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), path
     assert SECRET not in res.stdout + res.stderr
+    # the same URL as the index, where nothing listens: refused before running, masked
+    res = run_cli(
+        "run", "mlp-train", "--device", "cpu", "--steps", "2", "--out", str(tmp_path / "s"),
+        env={"PARITY_STORE": url},
+    )  # fmt: skip
+    assert res.returncode == 2 and "cannot reach the index" in res.stderr, res.stderr
+    assert SECRET not in res.stdout + res.stderr and not (tmp_path / "s").exists()

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from parity import scratch, storage
+from parity import storage
 from parity.errors import OutputError
+from parity.safety import scratch
 from tests.conftest import run_cli
 from tests.fixtures.servers import S3
 
@@ -41,7 +42,7 @@ def test_an_unusable_tmpdir_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
 _CHILD = """
 import os, sys, time
-from parity import scratch
+from parity.safety import scratch
 print(scratch.make(sys.argv[1]), flush=True)
 time.sleep(60)
 """
