@@ -206,4 +206,4 @@ def test_a_stalled_step_does_not_set_the_estimate(
     step_s, n = cost._steps_s(runner, _Steps(len(seconds)))  # type: ignore[arg-type]
     assert n == timed == runner.ran
     # sleeps overrun on a busy machine, never underrun: a stall would read 10x and more
-    assert near * 0.9 <= step_s < near * 4, step_s
+    assert near * 0.9 <= step_s < max(near * 4, near + 0.1), step_s

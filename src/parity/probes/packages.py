@@ -96,8 +96,10 @@ def freeze(dists: Iterable[Distribution]) -> PipFreeze:
         name, version = read
         lines.add(f"{name}=={version}".lower())
         key = normalise(name)
-        if key not in first:
-            first[key] = Package(name=key, version=version, origin=origin(_direct_url(dist)))
+        found = origin(_direct_url(dist))
+        # the installer's record (with its origin) over a source tree's bare egg-info
+        if key not in first or (first[key].origin is None and found is not None):
+            first[key] = Package(name=key, version=version, origin=found)
     listed = [first[k] for k in sorted(first)]
     return PipFreeze(
         sha256=hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest(),
