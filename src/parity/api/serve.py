@@ -31,7 +31,14 @@ from parity.model.serving import Load, ServeVerdict
 from parity.serving import bundle as sbundle
 from parity.serving.endpoint import base_url, discover
 from parity.serving.load import Tokenizer, build, tokenizer
-from parity.serving.side import Measured, Settings, SideSpec, client_ceiling, measure_side
+from parity.serving.side import (
+    Measured,
+    Settings,
+    SideSpec,
+    client_ceiling,
+    measure_side,
+    side_record,
+)
 
 VERDICT = "verdict.json"
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
@@ -203,17 +210,7 @@ def serve(req: ServeRequest) -> tuple[ServeVerdict, dict[str, Measured], bool]:
 
 
 def _interrupted(spec: SideSpec) -> Measured:
-    from parity.model.serving import ServeSide
-
-    side = ServeSide(
-        role="baseline" if spec.role == "baseline" else "target",
-        url=spec.url,
-        api_path=spec.api_path,
-        model=spec.model or "",
-        prompt_form="ids",
-        status="failed",
-        reason=INTERRUPTED,
-    )
+    side = side_record(spec, status="failed", reason=INTERRUPTED)
     return Measured(side=side)
 
 

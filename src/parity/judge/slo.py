@@ -22,6 +22,7 @@ from parity.model.reports import CurveBest
 from parity.model.roles import ByRole
 from parity.model.verdict import Verdict
 from parity.probes.latency import generation_samples
+from parity.stats.quantiles import upper_rank
 
 CONFIDENCE = 0.95
 RULE = (
@@ -38,29 +39,10 @@ def needed(percentile: int, confidence: float = CONFIDENCE) -> int:
     return math.ceil(math.log(1 - confidence) / math.log(q) - 1e-9)
 
 
-def _pmf(i: int, n: int, q: float) -> float:
-    """P(Binomial(n, q) = i), in log space (no overflow at large n)."""
-    return math.exp(
-        math.lgamma(n + 1)
-        - math.lgamma(i + 1)
-        - math.lgamma(n - i + 1)
-        + i * math.log(q)
-        + (n - i) * math.log1p(-q)
-    )
-
-
 def upper_bound(samples: Sequence[float], percentile: int) -> float | None:
     """The distribution-free upper confidence bound of the percentile (None: too few)."""
-    n, q = len(samples), percentile / 100
-    if n < needed(percentile):
-        return None
-    ordered = sorted(samples)
-    cdf = 0.0
-    for k in range(1, n + 1):  # cdf: P(Binomial(n, q) <= k - 1)
-        cdf += _pmf(k - 1, n, q)
-        if cdf >= CONFIDENCE:
-            return ordered[k - 1]
-    return ordered[-1]  # 1 - q^n >= 0.95 makes k = n the last candidate
+    rank = upper_rank(len(samples), percentile / 100, CONFIDENCE)
+    return None if rank is None else sorted(samples)[rank - 1]
 
 
 def percentile(samples: Sequence[float], p: int) -> float:

@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from parity.errors import ParityError, SideError
 from parity.model.fair import LatencyLimit
@@ -110,18 +111,26 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def side_record(spec: SideSpec, **more: Any) -> ServeSide:
+    """The record of a side as given (``more``: what is known of it so far)."""
+    return ServeSide(
+        role="baseline" if spec.role == "baseline" else "target",
+        url=spec.url,
+        api_path=spec.api_path,
+        model=spec.model or "",
+        prompt_form="ids",
+        **more,
+    )
+
+
 def measure_side(
     spec: SideSpec, load: Load, tok: Tokenizer, settings: Settings, logs: Path
 ) -> Measured:
     """Measure one side; a failure after the start is recorded in the result, not raised
     (a ``UsageError`` from the probe of a URL side is raised: nothing was measured)."""
     started: server.Started | None = None
-    side = ServeSide(
-        role="baseline" if spec.role == "baseline" else "target",
-        url=spec.url,
-        api_path=spec.api_path,
-        model=spec.model or "",
-        prompt_form="ids",
+    side = side_record(
+        spec,
         server_command=redactor().argv(spec.command) if spec.command else None,
         versions=_versions(),
     )
