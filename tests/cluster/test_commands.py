@@ -31,8 +31,11 @@ def test_soak_runs_on_the_placed_node(ray_cluster: RayCluster, tmp_path: Path) -
         "--cluster", ray_cluster.client, "--place", "soak=side-b", "--out", str(out), "--json",
         timeout=600, process=True,
     )  # fmt: skip
-    assert cli.returncode in (0, 1), cli.stderr[-3000:]
-    assert json.loads(cli.stdout)["check"] == "soak"
+    # an 8-second soak may honestly be too short to bound a drift (exit 3): placement is
+    # what this test is about, and it holds whatever the soak concluded
+    assert cli.returncode in (0, 1, 3), cli.stderr[-3000:]
+    result = json.loads(cli.stdout)
+    assert result["check"] == "soak" and result["exit_code"] == cli.returncode
     resource, node = _placed(out / "soak")
     assert resource == "side-b" and node
 
