@@ -120,18 +120,26 @@ def _measure(g: Given) -> MeasurePlan:
 
 def judge_inputs(g: Given) -> JudgeInputs:
     """The judge's inputs from the options (allowed differences, target loss, prices)."""
+    from parity.safety.redact import redactor
+
     knobs = g.get(o.COST) or CostInputs()
+    # free text (a plan's notes, a reason, a pipeline's description) is kept redacted:
+    # it reaches request.json, inputs.json, the verdict, the reports and the index
+    r = redactor()
+    production = g.get(o.PRODUCTION)
+    if production is not None and production.data_pipeline is not None:
+        production = replace(production, data_pipeline=r.text(production.data_pipeline))
     return JudgeInputs(
         allow=g.get(o.ALLOW_DIFF) or {},
         target_loss=g.get(o.TARGET_LOSS),
         cost=replace(knobs, prices=g.get(o.PRICES) or {}),
-        operational=g.get(o.OPERATIONAL) or {},
+        operational={k: r.text(v) for k, v in (g.get(o.OPERATIONAL) or {}).items()},
         pins=g.get(o.PINS) or {},
         min_cosine=g.value(o.MIN_COSINE, MIN_COSINE),
         min_top1=g.value(o.MIN_TOP1, MIN_TOP1),
-        production=g.get(o.PRODUCTION),
+        production=production,
         slo=g.value(o.SLO, ()),
-        tuning_intended=g.get(o.TUNING_INTENDED),
+        tuning_intended=r.optional(g.get(o.TUNING_INTENDED)),
     )
 
 
