@@ -387,3 +387,19 @@ def test_given_options_replace_a_stored_verdict_s_inputs_at_their_places() -> No
     built = judge_inputs(Given.read("compare", both, "kwargs"))
     assert built.cost.idle_fraction == 0.2 and set(built.cost.prices) == {"target"}
     assert judge_inputs(Given("compare")) == JudgeInputs()
+
+
+def test_a_script_with_cluster_is_refused_by_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One refusal, in the request builder every surface goes through."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("")
+    script = ["python", "train.py", "--device", "{device}"]
+    assert CompareRequest.from_kwargs(script=script, target="cpu").cluster is None
+    with pytest.raises(OptionError, match="--cluster runs workloads, not scripts"):
+        CompareRequest.from_kwargs(script=script, target="cpu", cluster="ray://h:1")
+    with pytest.raises(OptionError, match="--cluster runs workloads, not scripts"):
+        RunRequest.from_kwargs(
+            "run", script=script, device="cpu", out=str(tmp_path / "o"), cluster="ray://h:1"
+        )

@@ -42,7 +42,10 @@ WORKLOAD_OPTIONS = (
 
 
 def _cluster(g: Given, roles: tuple[str, ...] = ("baseline", "target")) -> ClusterPlan | None:
-    """``--cluster``, ``--place``, ``--wait`` and ``--node-retries`` together."""
+    """``--cluster``, ``--place``, ``--wait`` and ``--node-retries`` together (a script
+    runs on this machine only)."""
+    if g.has(o.CLUSTER) and g.has(o.SCRIPT):
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     return cluster_plan(
         g.get(o.CLUSTER), g.get(o.PLACE), roles, wait_s=g.get(o.WAIT), retries=g.get(o.NODE_RETRIES)
     )
