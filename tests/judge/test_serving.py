@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from parity.judge.serving import SideFacts, agreement, judge
+from parity.judge.serving import SideFacts, agreement, judge, logprob_deltas
 from parity.model.inputs import Price
-from parity.model.serving import Capacity, ServeSide, StepFigures
+from parity.model.serving import Capacity, Logprob, ServeSide, StepFigures
 
 
 def step(rate: float, tokens: float = 100.0) -> StepFigures:
@@ -29,6 +29,43 @@ def test_agreement_names_the_first_difference() -> None:
     got = agreement("c1", {0: (1, 2, 3), 1: (4, 5, 6), 2: (7,)}, {0: (1, 2, 3), 1: (4, 9, 6)})
     assert (got.prompts, got.exact, got.tokens) == (2, 1, 6)
     assert got.first_divergence == (1, 1, 5, 9)
+
+
+def scored(
+    *pairs: tuple[str, float], top: tuple[tuple[str, float], ...] = ()
+) -> tuple[Logprob, ...]:
+    return tuple(Logprob(piece=p, logprob=lp, top=top) for p, lp in pairs)
+
+
+def test_logprob_deltas_over_the_agreeing_prefix_and_at_the_first_difference() -> None:
+    base = {
+        0: scored(("a", -0.1), ("b", -0.2)),
+        1: scored(("c", -0.5), ("d", -1.0), top=(("e", -1.1),)),
+    }
+    target = {
+        0: scored(("a", -0.15), ("b", -0.2)),
+        1: scored(("c", -0.8), ("e", -0.9), top=(("x", -2.0),)),
+    }
+    got = logprob_deltas(base, target)
+    assert got is not None and (got.prompts, got.tokens) == (2, 3)
+    assert got.mean_abs == pytest.approx((0.05 + 0.0 + 0.3) / 3)
+    assert got.max_abs == pytest.approx(0.3)
+    at = got.at_divergence
+    assert at is not None and (at.prompt, at.position) == (1, 1)
+    assert (at.baseline_piece, at.target_piece) == ("d", "e")
+    assert at.baseline_logprob == pytest.approx(-1.0) and at.target_logprob == pytest.approx(-0.9)
+    assert at.baseline_of_target == pytest.approx(-1.1)  # listed by the baseline
+    assert at.target_of_baseline is None  # not in the target's list
+    assert logprob_deltas(base, {}) is None
+
+
+def test_a_side_without_logprobs_is_named() -> None:
+    same = {0: (1, 2)}
+    lp = {0: scored(("a", -0.1))}
+    got = agreement("c1", same, same, {"baseline": lp, "target": {}})
+    assert got.logprobs is None and got.logprobs_absent == ("target",)
+    both = agreement("c1", same, same, {"baseline": lp, "target": lp})
+    assert both.logprobs is not None and both.logprobs.max_abs == 0 and not both.logprobs_absent
 
 
 def test_cost_and_break_even() -> None:

@@ -52,13 +52,26 @@ def test_a_command_side_and_a_url_side(scripted: Callable[..., str], tmp_path: P
 def test_answers_that_differ_fail_before_speed(
     scripted: Callable[..., str], tmp_path: Path
 ) -> None:
-    base, target = scripted(**SCRIPT), scripted(**SCRIPT, diverge_at=3)
+    """With log-probabilities: the target's are 0.25 lower on every token, and each side
+    lists the other's choice 0.2 below its own (``parity.testing.scripted``)."""
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT, diverge_at=3, logprob_shift=0.25)
     got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
                   "--out", str(tmp_path / "q"))  # fmt: skip
     assert got.returncode == 1, got.stdout + got.stderr
     v = json.loads((tmp_path / "q" / "verdict.json").read_text())
     assert "quality-differs" in v["codes"] and v["quality"][0]["exact"] == 0
     assert v["quality"][0]["first_divergence"][1] == 3
+    c1 = v["quality"][0]
+    lp = c1["logprobs"]
+    assert lp["prompts"] == c1["prompts"] and lp["tokens"] == 3 * c1["prompts"]
+    assert lp["mean_abs"] == pytest.approx(0.25) and lp["max_abs"] == pytest.approx(0.25)
+    at = lp["at_divergence"]
+    assert at["position"] == 3 and at["baseline_piece"] != at["target_piece"]
+    assert at["baseline_logprob"] == pytest.approx(-0.5)
+    assert at["target_logprob"] == pytest.approx(-0.75)
+    assert at["baseline_of_target"] == pytest.approx(-0.7)
+    assert at["target_of_baseline"] == pytest.approx(-0.95)
+    assert "log-probabilities: |target - baseline| mean 0.25" in got.stdout
 
 
 @pytest.mark.slow
@@ -183,8 +196,9 @@ def test_a_signal_stops_the_servers_and_keeps_what_was_measured(
 def test_a_closed_loop_gives_its_throughput_as_the_rate(
     scripted: Callable[..., str], tmp_path: Path
 ) -> None:
-    """Two requests in flight on 2 slots of 0.3 s: about 6.7 requests/s, within the limit."""
-    base, target = scripted(**SCRIPT), scripted(**SCRIPT)
+    """Two requests in flight on 2 slots of 0.3 s: about 6.7 requests/s, within the limit.
+    The target ignores the log-probability fields, as ``transformers serve`` does."""
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT, no_logprobs=True)
     out = tmp_path / "c"
     got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
                   "--arrival", "closed", "--concurrency", "2", "--slo", "e2e_p90=1s",
@@ -195,3 +209,6 @@ def test_a_closed_loop_gives_its_throughput_as_the_rate(
         cap = v["capacity"][role]
         assert cap["stopped"] == "closed-loop" and cap["rate"] == pytest.approx(6.7, rel=0.25)
     assert v["ratio"] == pytest.approx(1.0, rel=0.2)
+    for q in v["quality"]:
+        assert "logprobs" not in q and q["logprobs_absent"] == ["target"]
+    assert "log-probabilities: not available (target server gave none)" in got.stdout

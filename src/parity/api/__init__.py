@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from parity.errors import OptionError, UsageError
 from parity.model.codec import JsonObject, encode
-from parity.model.verdict import JudgeInputs, Role, Verdict
+from parity.model.verdict import Role, Verdict
 from parity.request import CompareRequest, RunRequest, ScaleRequest
 from parity.runner.kept import keep_zygotes
 
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from parity.model.bundle import Bundle, SideRuns
     from parity.model.reports import ScalingReport
     from parity.progress import ProgressArg
+    from parity.request.options import Given
 
 __all__ = [
     "ComparisonResult",
@@ -268,30 +269,34 @@ def diff(
     bundle_a: Path | str,
     bundle_b: Path | str,
     *,
-    given: JudgeInputs | None = None,
+    given: Given | None = None,
     reference: Path | str | None = None,
     checks: list[Path] | None = None,
+    **options: Any,
 ) -> Verdict:
     """Judge two existing bundles (possibly from different machines; paths or URLs).
 
     Sides from one ``parity compare`` directory are judged with the inputs that compare
     stored (``inputs.json``: allowed differences, target loss, resolved prices,
-    operational answers, pinned versions), so the verdict is the same; inputs ``given``
-    replace them. Nothing is written."""
+    operational answers, pinned versions), so the verdict is the same; the options given
+    (``given``, as read by the option table, or keyword arguments as ``compare`` takes
+    them: ``target_loss``, ``prices``, ``pins``, ``slo``...) replace them. Nothing is
+    written."""
     from parity.comparison import Comparison
     from parity.measure.remote import relocated
-    from parity.sinks import judge_inputs, overridden
+    from parity.request.options import Given
+    from parity.sinks import judge_inputs
     from parity.storage import is_url, readable, shown
 
+    chosen = (given or Given("diff")).merged(Given.read("diff", options, "kwargs"))
     where = {
         r: shown(str(u)) for r, u in (("baseline", bundle_a), ("target", bundle_b)) if is_url(u)
     }
     a, b = readable(bundle_a), readable(bundle_b)
     ref = readable(reference) if reference is not None else None
     found = Comparison.of_sides(a, b, reference=ref)
-    inputs = judge_inputs(
-        found, overridden(found.inputs, given), roots=[a.parent, b.parent], checks=checks
-    )
+    stored = chosen.placed(found.inputs, "judge")
+    inputs = judge_inputs(found, stored, roots=[a.parent, b.parent], checks=checks)
     judged = found.judged(inputs)
     assert judged.verdict is not None
     return relocated(judged.verdict, where)

@@ -27,7 +27,14 @@ from parity.errors import OptionError, UsageError
 from parity.judge.serving import SideFacts, judge
 from parity.model.fair import LatencyLimit
 from parity.model.inputs import Price
-from parity.model.serving import Load, ServeVerdict
+from parity.model.serving import (
+    Load,
+    Logprob,
+    RequestEvent,
+    ServeSide,
+    ServeVerdict,
+    StepFigures,
+)
 from parity.serving import bundle as sbundle
 from parity.serving.endpoint import base_url, discover
 from parity.serving.load import Tokenizer, build, tokenizer
@@ -141,14 +148,25 @@ def _signals_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def facts(m: Measured, load: Load) -> SideFacts:
+def side_facts(
+    side: ServeSide, fingerprint: str, steps: Sequence[StepFigures], events: Sequence[RequestEvent]
+) -> SideFacts:
+    """What the judge reads of a side: its answers (and their log-probabilities, where the
+    server gave them) by step and prompt, good requests only."""
     outputs: dict[str, dict[int, tuple[int, ...]]] = {}
-    for e in m.events:
+    scores: dict[str, dict[int, tuple[Logprob, ...]]] = {}
+    for e in events:
         if e.status == "ok":
             outputs.setdefault(e.step, {})[e.index] = e.output_ids
+            if e.logprobs:
+                scores.setdefault(e.step, {})[e.index] = e.logprobs
     return SideFacts(
-        side=m.side, fingerprint=load.fingerprint, steps=tuple(m.steps), outputs=outputs
+        side=side, fingerprint=fingerprint, steps=tuple(steps), outputs=outputs, logprobs=scores
     )
+
+
+def facts(m: Measured, load: Load) -> SideFacts:
+    return side_facts(m.side, load.fingerprint, m.steps, m.events)
 
 
 def verdict_of(
@@ -225,14 +243,8 @@ def diff(paths: Sequence[Path], *, min_match: float, prices: Mapping[str, Price]
         raise UsageError("the two bundles were measured against different --slo limits")
     sides = {}
     for role, b in zip(ROLES, read, strict=True):
-        outputs: dict[str, dict[int, tuple[int, ...]]] = {}
-        for e in b.events:
-            if e.status == "ok":
-                outputs.setdefault(e.step, {})[e.index] = e.output_ids
         side = replace(b.side, role="baseline" if role == "baseline" else "target")
-        sides[role] = SideFacts(
-            side=side, fingerprint=b.load.fingerprint, steps=b.steps, outputs=outputs
-        )
+        sides[role] = side_facts(side, b.load.fingerprint, b.steps, b.events)
     return judge(
         sides,
         limits=next(iter(limits)) if limits else (),

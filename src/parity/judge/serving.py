@@ -4,6 +4,9 @@ their ratio and the cost per request there. Pure: facts in, facts and codes out.
 - quality: at concurrency 1 (``c1``) and under load (``load``), each prompt's greedy
   output token IDs (local tokenizer) compared between the sides; the exact-match rate over
   the prompts both answered must be at least ``min_match``; the first difference is kept;
+  where both servers gave log-probabilities, their differences over the agreeing tokens
+  and, at the first differing token, what each side thought of the other's choice (a
+  near-tie that flipped reads differently from a confident disagreement);
 - capacity: each side's search result; the ratio target/baseline of the highest passing
   rates; the target passes where it holds some rate within every limit;
 - cost (``--price``): price per hour / (rate x 3600) x 1e3 per 1k requests, and per 1M
@@ -24,6 +27,9 @@ from parity.model.inputs import Price
 from parity.model.serving import (
     Agreement,
     Capacity,
+    Divergence,
+    Logprob,
+    LogprobDeltas,
     Outcome,
     ServeCost,
     ServeSide,
@@ -43,15 +49,59 @@ class SideFacts:
     fingerprint: str
     steps: tuple[StepFigures, ...]
     outputs: Mapping[str, Mapping[int, tuple[int, ...]]] = field(default_factory=dict)
+    #: each step's answers' server tokens with log-probabilities, where the server gave them
+    logprobs: Mapping[str, Mapping[int, tuple[Logprob, ...]]] = field(default_factory=dict)
 
     def step(self, label: str) -> StepFigures | None:
         return next((s for s in self.steps if s.label == label), None)
 
 
+def _of(scored: Logprob, piece: str) -> float | None:
+    """A side's log-probability of ``piece`` at a position: its choice's or a listed one."""
+    if scored.piece == piece:
+        return scored.logprob
+    return next((lp for p, lp in scored.top if p == piece), None)
+
+
+def logprob_deltas(
+    base: Mapping[int, tuple[Logprob, ...]], target: Mapping[int, tuple[Logprob, ...]]
+) -> LogprobDeltas | None:
+    """Differences over the agreeing prefix of each prompt both sides scored, and the
+    first differing token (in prompt order); None where no prompt was scored by both."""
+    both = sorted(set(base) & set(target))
+    if not both:
+        return None
+    gaps: list[float] = []
+    first: Divergence | None = None
+    for i in both:
+        a, b = base[i], target[i]
+        for j, (x, y) in enumerate(zip(a, b, strict=False)):
+            if x.piece != y.piece:
+                if first is None:
+                    first = Divergence(
+                        prompt=i, position=j, baseline_piece=x.piece, baseline_logprob=x.logprob,
+                        target_piece=y.piece, target_logprob=y.logprob,
+                        baseline_of_target=_of(x, y.piece), target_of_baseline=_of(y, x.piece),
+                    )  # fmt: skip
+                break
+            gaps.append(abs(y.logprob - x.logprob))
+    return LogprobDeltas(
+        prompts=len(both),
+        tokens=len(gaps),
+        mean_abs=sum(gaps) / len(gaps) if gaps else 0.0,
+        max_abs=max(gaps, default=0.0),
+        at_divergence=first,
+    )
+
+
 def agreement(
-    label: str, base: Mapping[int, tuple[int, ...]], target: Mapping[int, tuple[int, ...]]
+    label: str,
+    base: Mapping[int, tuple[int, ...]],
+    target: Mapping[int, tuple[int, ...]],
+    scores: Mapping[str, Mapping[int, tuple[Logprob, ...]]] | None = None,
 ) -> Agreement:
-    """Token-by-token agreement over the prompts both sides answered."""
+    """Token-by-token agreement over the prompts both sides answered; ``scores``: each
+    role's log-probabilities at this step (a role without any: its server gave none)."""
     both = sorted(set(base) & set(target))
     exact, tokens = 0, 0
     first: tuple[int, int, int, int] | None = None
@@ -65,9 +115,15 @@ def agreement(
             at = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
             at = min(len(a), len(b)) if at is None else at
             first = (i, at, a[at] if at < len(a) else -1, b[at] if at < len(b) else -1)
+    scores = scores or {}
+    absent = tuple(r for r in ("baseline", "target") if not scores.get(r))
+    deltas = None
+    if not absent:
+        deltas = logprob_deltas(scores["baseline"], scores["target"])
     return Agreement(
-        label=label, prompts=len(both), exact=exact, tokens=tokens, first_divergence=first
-    )
+        label=label, prompts=len(both), exact=exact, tokens=tokens, first_divergence=first,
+        logprobs=deltas, logprobs_absent=absent,
+    )  # fmt: skip
 
 
 def _side_cost(price: Price, cap: Capacity | None, facts: SideFacts) -> SideCost | None:
@@ -124,7 +180,11 @@ def judge(
         for label in QUALITY_STEPS:
             a, b = base.outputs.get(label), target.outputs.get(label)
             if a and b:
-                quality.append(agreement(label, a, b))
+                scores = {
+                    "baseline": base.logprobs.get(label) or {},
+                    "target": target.logprobs.get(label) or {},
+                }
+                quality.append(agreement(label, a, b, scores))
     quality_passed = bool(quality) and all(q.rate >= min_match for q in quality)
     if not quality:
         codes.append("quality-unmeasured")

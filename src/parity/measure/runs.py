@@ -135,8 +135,6 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Ran:
     out = staging() if url else local(request.out) if request.out else None
     out = out or default_out(request.name, request.mode)
     check_fresh(out)
-    if request.cluster is not None and request.script:
-        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     roles: dict[str, SideSpec] = {request.mode: request.side}
     with (
         placed_sides(request.cluster, roles, request.workload) as placed,
@@ -416,8 +414,6 @@ def _compare_script(
 ) -> Measured:
     """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
     and no fp64 reference (script mode has neither)."""
-    if request.cluster is not None:
-        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
     template, command = _script_template(request.script, plan.timeout_s)
     url = url_out(request.out, resuming)

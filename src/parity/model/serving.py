@@ -45,6 +45,16 @@ class Load:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Logprob:
+    """One generated token as the server reported it: its text, its log-probability and the
+    alternatives the server listed with theirs (most likely first)."""
+
+    piece: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RequestEvent:
     """One request of one step: its stamps (ns from the step's start) and what came back."""
 
@@ -63,6 +73,9 @@ class RequestEvent:
     error: str | None = omit_none(doc="the error, redacted")
     text: str = ""
     output_ids: tuple[int, ...] = doc("the output text's token IDs, local tokenizer", default=())
+    logprobs: tuple[Logprob, ...] | None = omit_none(
+        doc="the server's tokens with log-probabilities, where asked (quality steps) and given"
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -150,6 +163,37 @@ class Steps:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Divergence:
+    """The first token (the server's own) where the two answers to a prompt differ, with
+    what each side thought of the other's choice (from its listed alternatives)."""
+
+    prompt: int
+    position: int = doc("the server token's position in the answer")
+    baseline_piece: str
+    baseline_logprob: float
+    target_piece: str
+    target_logprob: float
+    baseline_of_target: float | None = omit_none(
+        doc="the baseline's log-probability of the target's token (None: not in its list)"
+    )
+    target_of_baseline: float | None = omit_none(
+        doc="the target's log-probability of the baseline's token (None: not in its list)"
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LogprobDeltas:
+    """Log-probability differences between the sides where their answers agree, and at the
+    first token where they do not."""
+
+    prompts: int = doc("prompts both sides answered with log-probabilities")
+    tokens: int = doc("tokens compared: the agreeing prefix of each pair, summed")
+    mean_abs: float = doc("mean |target - baseline| log-probability over those tokens")
+    max_abs: float
+    at_divergence: Divergence | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Agreement:
     """Greedy outputs of the same prompts, token by token (local tokenizer)."""
 
@@ -160,6 +204,8 @@ class Agreement:
     first_divergence: tuple[int, int, int, int] | None = omit_none(
         doc="(prompt, position, baseline token, target token) of the first difference"
     )
+    logprobs: LogprobDeltas | None = omit_none(doc="None: a side gave no log-probabilities")
+    logprobs_absent: tuple[str, ...] = doc("the sides whose server gave none", default=())
 
     @property
     def rate(self) -> float:

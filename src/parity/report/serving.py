@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 
-from parity.model.serving import Quantile, ServeSide, ServeVerdict, StepFigures
+from parity.model.serving import Agreement, Quantile, ServeSide, ServeVerdict, StepFigures
 
 CODES = {
     "side-failed": "a side failed",
@@ -64,6 +64,31 @@ def step_line(s: StepFigures) -> str:
     return "; ".join(parts)
 
 
+def _lp(x: float | None) -> str:
+    return "not listed" if x is None else f"{x:.3f}"
+
+
+def logprob_line(q: Agreement) -> str:
+    """The log-probability deltas of one quality step, or why there are none."""
+    if q.logprobs is None:
+        who = " and ".join(q.logprobs_absent) or "either side"
+        return f"log-probabilities: not available ({who} server gave none)"
+    d = q.logprobs
+    out = (
+        f"log-probabilities: |target - baseline| mean {d.mean_abs:.3g}, max {d.max_abs:.3g} "
+        f"over {d.tokens} agreeing tokens of {d.prompts} prompts"
+    )
+    at = d.at_divergence
+    if at is not None:
+        out += (
+            f"; first differing token (prompt {at.prompt}, position {at.position}): baseline "
+            f"{at.baseline_piece!r} {at.baseline_logprob:.3f} (target's {at.target_piece!r} "
+            f"{_lp(at.baseline_of_target)}), target {at.target_piece!r} "
+            f"{at.target_logprob:.3f} (baseline's {_lp(at.target_of_baseline)})"
+        )
+    return out
+
+
 def lines(
     v: ServeVerdict, sides: Mapping[str, ServeSide], steps: Mapping[str, Sequence[StepFigures]]
 ) -> list[str]:
@@ -79,6 +104,7 @@ def lines(
             f"quality ({q.label}): {q.exact}/{q.prompts} prompts token-for-token equal over "
             f"{q.tokens} tokens (gate {v.min_match:.0%}){where}"
         )
+        out.append(f"  {logprob_line(q)}")
     for role, side in sides.items():
         cold = f", cold start {side.cold_start_s:.1f} s" if side.cold_start_s is not None else ""
         status = "" if side.status == "ok" else f" FAILED: {side.reason}"

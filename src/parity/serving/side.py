@@ -4,7 +4,8 @@ In order: start the server (where the side is a command) and time its cold start
 it (``endpoint.discover``); warm it up (the load's warm-up prompts, every length bucket
 the load uses, left out of every figure); the quality step (greedy answers to the first
 prompts at concurrency 1); the capacity search at the limits; the step under load at
-the chosen rate (its answers are compared too); a ``/metrics`` scrape. The server is
+the chosen rate (its answers are compared too); a ``/metrics`` scrape. The two quality
+steps ask for each token's log-probability; the capacity search's steps do not. The server is
 stopped by process group whatever happens; what was measured before a failure is kept.
 """
 
@@ -23,7 +24,7 @@ from parity.model.fair import LatencyLimit
 from parity.model.serving import Capacity, Load, RequestEvent, ServeSide, StepFigures
 from parity.safety.redact import redact, redactor
 from parity.serving import capacity, server
-from parity.serving.client import Endpoint
+from parity.serving.client import LOGPROBS, Endpoint
 from parity.serving.endpoint import discover
 from parity.serving.load import Tokenizer, measured
 from parity.serving.step import StepPlan, run_step
@@ -173,7 +174,7 @@ def _run(endpoint: Endpoint, load: Load, tok: Tokenizer, s: Settings, out: Measu
     c1 = _step(
         endpoint, load, tok,
         StepPlan(label="c1", indices=quality, concurrency=1, limits=s.limits,
-                 lag_bound_s=s.lag_bound_s, early_stop=False),
+                 lag_bound_s=s.lag_bound_s, early_stop=False, logprobs=LOGPROBS),
         out,
     )  # fmt: skip
     if load.arrival == "closed":
@@ -194,7 +195,7 @@ def _run(endpoint: Endpoint, load: Load, tok: Tokenizer, s: Settings, out: Measu
     rate = s.load_rate or (found.rate if found else None)
     if rate:
         plan = StepPlan(label="load", indices=chosen, rate=rate, limits=s.limits,
-                        lag_bound_s=s.lag_bound_s, early_stop=False)  # fmt: skip
+                        lag_bound_s=s.lag_bound_s, early_stop=False, logprobs=LOGPROBS)  # fmt: skip
         _step(endpoint, load, tok, plan, out)
 
 
@@ -204,7 +205,8 @@ def _closed_loop(
     """A closed loop has no rate to search: one step at ``--concurrency``; where it passes
     every limit, its throughput is the side's rate within them."""
     plan = StepPlan(label="load", indices=measured(load), concurrency=load.concurrency,
-                    limits=s.limits, lag_bound_s=s.lag_bound_s, early_stop=False)  # fmt: skip
+                    limits=s.limits, lag_bound_s=s.lag_bound_s, early_stop=False,
+                    logprobs=LOGPROBS)  # fmt: skip
     step = _step(endpoint, load, tok, plan, out)
     if s.limits:
         passed = step.decision == "pass"

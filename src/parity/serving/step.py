@@ -45,6 +45,8 @@ class StepPlan:
     limits: Sequence[LatencyLimit] = ()
     lag_bound_s: float = 0.025
     early_stop: bool = True
+    #: alternatives asked for with each token's log-probability (0: none; quality steps)
+    logprobs: int = 0
 
 
 @dataclass
@@ -102,12 +104,13 @@ async def _ticker(live: _Live, plan: StepPlan, n: int, stop: asyncio.Event) -> N
 
 
 async def _one(
-    session: Any, endpoint: Endpoint, load: Load, tok: Tokenizer, live: _Live, label: str, i: int
-) -> None:
+    session: Any, endpoint: Endpoint, load: Load, tok: Tokenizer, live: _Live, plan: StepPlan,
+    i: int,
+) -> None:  # fmt: skip
     event = await send(
         session,
         endpoint,
-        step=label,
+        step=plan.label,
         index=i,
         prompt=_prompt(load, i, endpoint, tok),
         max_tokens=load.max_tokens[i],
@@ -116,6 +119,7 @@ async def _one(
         origin_ns=live.origin,
         tokenizer=tok,
         ready_ns=live.ready.get(i),
+        logprobs=plan.logprobs,
     )
     live.done[i] = event
 
@@ -144,7 +148,7 @@ async def _open(
             if stop.is_set():
                 return
         live.sent[i] = time.perf_counter_ns() - live.origin
-        job = _one(session, endpoint, load, tok, live, plan.label, i)
+        job = _one(session, endpoint, load, tok, live, plan, i)
         tasks.append(asyncio.create_task(job if slots is None else _release(job, slots)))
 
 
@@ -175,7 +179,7 @@ async def _closed(
         while queue and not stop.is_set():
             i = queue.pop(0)
             live.scheduled[i] = time.perf_counter_ns() - live.origin
-            await _one(session, endpoint, load, tok, live, plan.label, i)
+            await _one(session, endpoint, load, tok, live, plan, i)
 
     await asyncio.gather(*(worker() for _ in range(plan.concurrency)))
 
