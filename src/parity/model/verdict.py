@@ -251,17 +251,35 @@ class ThreadPlacements:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComplianceCheck:
-    """A compliance run against what process-to-process variation explains (``passed``
-    None: not judged, the variation is unknown with one process per side), or the
-    machine's pace across the run (``judge.speed.pace``: no ratio, its detail has both)."""
+    """A check on the speed claim: a compliance run against what process-to-process
+    variation explains (``passed`` None: not judged, the variation is unknown with one
+    process per side), or one of the machine's steadiness (``Steadiness.checks``).
+    ``name`` is its code (``speed.reseeded``); ``finding`` what was seen, in figures
+    (``parity.report.words`` says both)."""
 
     name: str
     passed: bool | None
-    detail: str
+    finding: Finding
     ratio: float | None = omit_none()
     low: float | None = omit_none()
     high: float | None = omit_none()
     level: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Steadiness:
+    """How the machine behaved while measuring, where that changes how to read the ratio
+    (``parity.judge.steadiness``): its pace and the sides' load checked (``checks``; a
+    failure makes the speed unreliable), the threads placed two ways (``placements``),
+    and the findings (busy cores, waits for a core, placements). Absent from the speed
+    section where there is nothing to say, as on a dedicated accelerator host."""
+
+    checks: tuple[ComplianceCheck, ...] = ()
+    #: the host placed the sides' threads two ways while measuring, and the steps moved
+    #: with it: each placement's ratio (``stats.handoff``)
+    placements: ThreadPlacements | None = omit_none()
+    #: what changes how to read the ratio (``speed.contention``: busy cores widened it)
+    findings: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -282,14 +300,23 @@ class Speed:
     stop: Stop | None
     note: str | None
     throughput: ByRole[Throughput | None]
+    #: the target's compliance runs (re-seeded, identical input)
     compliance: tuple[ComplianceCheck, ...] = ()
     #: steps each side's timing processes ran, and why (None: all the workload's)
     timing: ByRole[TimingSteps | None] | None = omit_none()
-    #: the host placed the sides' threads two ways while measuring, and the steps moved
-    #: with it: each placement's ratio (``stats.handoff``)
-    placements: ThreadPlacements | None = omit_none()
-    #: what changes how to read the ratio (``speed.contention``: busy cores widened it)
+    #: the machine's pace, load and thread placements while measuring (None: nothing to
+    #: say); every check of it counts in ``reliable``
+    steadiness: Steadiness | None = omit_none()
+    #: what changes how to read the ratio (``speed.unreliable``: a check failed)
     findings: tuple[Finding, ...] = ()
+
+    def checks(self) -> tuple[ComplianceCheck, ...]:
+        """Every check on the speed claim: the compliance runs', then the machine's."""
+        return (*self.compliance, *(self.steadiness.checks if self.steadiness else ()))
+
+    def all_findings(self) -> tuple[Finding, ...]:
+        """The section's findings, then the machine's steadiness's."""
+        return (*self.findings, *(self.steadiness.findings if self.steadiness else ()))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -376,8 +403,10 @@ class OperationalItem:
 
 
 #: ``verdict.json``'s own version: 2 carries findings (codes and figures) where 1 carried
-#: sentences; a verdict of version 1 is still read (``parity.bundle.read_verdict``)
-VERDICT_SCHEMA = 2
+#: sentences; 3 names the speed checks by code with a finding where 2 said a sentence, and
+#: holds the machine's steadiness in one part of the speed section; verdicts of versions
+#: 1 and 2 are still read (``parity.bundle.read_verdict``)
+VERDICT_SCHEMA = 3
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -418,7 +447,7 @@ class Verdict:
 
     def all_findings(self) -> tuple[Finding, ...]:
         """Every section's findings and the verdict's own, in section order."""
-        speed = self.speed.findings if self.speed is not None else ()
+        speed = self.speed.all_findings() if self.speed is not None else ()
         return (*self.findings, *speed)
 
     @property

@@ -38,16 +38,21 @@ def speed(v: Verdict) -> Section:
         return Section(key="speed", title="Speed", result="WITHHELD", parts=tuple(parts))
     parts = _ratio(s)
     parts[1:1] = fair.tuning_label(v)  # said beside the ratio, wherever it is shown
-    if s.compliance:
+    if s.checks():
         parts.append(
             table(
                 [("check", "text"), ("result", "result"), ("ratio", "number"), ("detail", "text")],
                 [
                     Row(
-                        cells=(c.name, fmt.result_of(c.passed), fmt.ratio(c.ratio), c.detail),
+                        cells=(
+                            words.check(c.name),
+                            fmt.result_of(c.passed),
+                            fmt.ratio(c.ratio),
+                            words.says(c.finding),
+                        ),
                         highlight=not c.passed,
                     )
-                    for c in s.compliance
+                    for c in s.checks()
                 ],
                 title="Checks on the speed claim",
                 legend="ratio: a compliance run's median step over the target's",
@@ -111,7 +116,7 @@ def _ratio(s: Speed) -> list[Part]:
         parts.append(Sentence(text=s.note, tone="warn", brief=True))
     parts.extend(
         Sentence(text=words.says(f), tone="bad" if f.severity == "blocks" else "warn", brief=True)
-        for f in s.findings
+        for f in s.all_findings()
     )
     return parts
 
