@@ -20,8 +20,6 @@ WORDS = 4
 #: sentences the judge still composes, per module, to be turned into findings; a ceiling
 LEFT: dict[str, int] = {
     "agreement.py": 12,
-    "compat.py": 1,
-    "cost.py": 6,
     "decision.py": 12,
     "fit.py": 18,
     "fp64.py": 3,
@@ -29,8 +27,6 @@ LEFT: dict[str, int] = {
     "numerics.py": 7,
     "quality.py": 10,
     "representative.py": 12,
-    "rules.py": 1,
-    "skipped.py": 1,
     "slo.py": 10,
     "trajectory.py": 14,
     "tuning.py": 10,

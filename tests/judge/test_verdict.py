@@ -156,8 +156,10 @@ def test_a_probe_the_budget_cut_is_said_in_quality_on_a_failing_verdict_too() ->
     a, b = side(ROOT / "a"), side(ROOT / "b", out=torch.ones(4, 3) * 1.01)
     v = judge(replace(a, info=info), replace(b, info=info))
     assert not v.passed and v.speed is None  # a failing target: no Speed section
-    said = v.numerics.not_localised if v.numerics else None
-    assert said is not None and "baseline and target's numerics probes were skipped" in said
+    cut = v.numerics.not_localised if v.numerics else None
+    assert cut is not None and cut.code == "numerics.probe-cut"
+    said = words.says(cut)
+    assert "baseline and target's numerics probes were skipped" in said
     assert "--budget 481 runs them" in said
     section = quality(v)
     assert section is not None and any(

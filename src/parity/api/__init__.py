@@ -463,8 +463,10 @@ class ComparisonResult:
         if view == "steps":
             return _step_rows("baseline", self.baseline) + _step_rows("target", self.target)
         if view == "checks":
+            from parity.report import words
+
             checks: list[Row] = [
-                {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
+                {"section": "gate", "name": g.name, "passed": g.passed, "detail": words.gate(g)}
                 for g in v.gates
             ]
             for c in v.quality.checks if v.quality is not None else ():
