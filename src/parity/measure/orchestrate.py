@@ -466,18 +466,22 @@ class Orchestrator:
                 self.probes.update(clock.probes(role))
             return role, label, bundle, time.monotonic() - run_start
 
+        def landed(role: Role, label: str, bundle: Bundle, took: float) -> None:
+            run_s[role].append(took)
+            done[role].append(bundle)
+            ran.append(label)
+
         for i in range(0, len(order), len(ROLES)):
             round_start = time.monotonic()
             turn = order[i : i + len(ROLES)]
             if apart and not (first_in_turn and i == 0):
                 with ThreadPoolExecutor(len(turn)) as pool:
                     results = list(pool.map(lambda rk: one(*rk), turn))
-            else:
-                results = [one(role, k) for role, k in turn]
-            for role, label, bundle, took in results:
-                run_s[role].append(took)
-                done[role].append(bundle)
-                ran.append(label)
+                for result in results:
+                    landed(*result)
+            else:  # each run's bundle is in ``done`` before the next job is made
+                for role, k in turn:  # (the target's quality run scores the baseline's tokens)
+                    landed(*one(role, k))
             round_s.append(time.monotonic() - round_start)
             if i < SIZING_ROUNDS * len(ROLES) and after_first is not None:
                 steps = after_first(done)
