@@ -212,3 +212,37 @@ def test_a_closed_loop_gives_its_throughput_as_the_rate(
     for q in v["quality"]:
         assert "logprobs" not in q and q["logprobs_absent"] == ["target"]
     assert "log-probabilities: not available (target server gave none)" in got.stdout
+
+
+@pytest.mark.slow
+def test_a_soak_at_the_highest_rate_ticks_sustained_load(
+    scripted: Callable[..., str], tmp_path: Path
+) -> None:
+    """Eight slots of 0.3 s (about 26 requests/s); a two-step search passes about 3.3 and
+    6.6 requests/s, and each side then holds its rate for 8 s: a drift of 1% of the median
+    a second (36 an hour) is what so short a soak can exclude. ``parity diff`` judges the
+    soak against the bound it ran with."""
+    steady = {**SCRIPT, "slots": 8}
+    base, target = scripted(**steady), scripted(**steady)
+    out = tmp_path / "s"
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
+                  "--slo", "e2e_p90=2s", "--max-steps", "2", "--client-lag", "200ms",
+                  "--soak", "8s", "--max-drift", "36", "--out", str(out))  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    v = json.loads((out / "verdict.json").read_text())
+    for role in ("baseline", "target"):
+        soaked = v["soak"][role]
+        assert soaked["passed"] and soaked["rate"] == v["capacity"][role]["rate"]
+        assert sum(w["sent"] for w in soaked["windows"]) == pytest.approx(8 * soaked["rate"], abs=1)
+    assert v["unproven"][0]["item"] == "sustained load" and v["unproven"][0]["checked"]
+    assert "sustained load: checked (parity serve --soak" in got.stdout
+    again = run_cli("diff", str(out / "baseline"), str(out / "target"))
+    assert again.stdout.splitlines()[0] == got.stdout.splitlines()[0], again.stdout
+    assert "sustained load: checked" in again.stdout
+
+
+def test_a_soak_needs_limits_or_a_rate(tmp_path: Path) -> None:
+    got = run_cli("serve", "--baseline-url", "http://127.0.0.1:9", "--target-url",
+                  "http://127.0.0.1:9", "--soak", "1h", "--out", str(tmp_path / "x"))  # fmt: skip
+    assert got.returncode == 2 and "--soak holds the highest rate" in got.stderr
+    assert not (tmp_path / "x").exists()

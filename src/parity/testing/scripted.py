@@ -17,8 +17,10 @@ byte: one token for ``ByteTokenizer``). Faults: ``--error-every N`` answers ever
 request with HTTP 500; ``--drop-every N`` cuts every Nth stream after its first chunk;
 ``--stall-at N --stall S`` freezes every stream S seconds when request N arrives;
 ``--diverge-at J`` changes every token from position J on (a target that answers
-differently); ``--no-stream`` answers with one JSON body whatever is asked; ``--no-done``
-ends a stream after its usage chunk without ``[DONE]``, as ``transformers serve`` does.
+differently); ``--slow-by S`` adds S seconds to the first token for every second since
+the first request (a server that degrades under sustained load); ``--no-stream``
+answers with one JSON body whatever is asked; ``--no-done`` ends a stream after its
+usage chunk without ``[DONE]``, as ``transformers serve`` does.
 
 Log-probabilities, where a request asks (``logprobs: N``, vLLM's completions form): each
 token's is ``-0.5 - --logprob-shift``, and the one alternative listed (the letter the
@@ -52,6 +54,7 @@ class Script:
     no_done: bool = False
     no_logprobs: bool = False
     logprob_shift: float = 0.0
+    slow_by: float = 0.0
 
 
 def letter(prompt: Any, position: int, diverge_at: int) -> str:
@@ -95,6 +98,7 @@ class Server:
         self.slots = asyncio.Semaphore(script.slots)
         self.stall_until = 0.0
         self.served = 0
+        self.first: float | None = None
 
     async def _until(self, deadline: float) -> None:
         while True:
@@ -138,9 +142,11 @@ class Server:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         start = time.perf_counter()
+        self.first = start if self.first is None else self.first
+        late = s.slow_by * (start - self.first)
         scored = bool(body.get("logprobs")) and not s.no_logprobs
         for j, at in enumerate(range(0, len(text), s.chunk)):
-            await self._until(start + s.ttft + j * s.chunk * s.token)
+            await self._until(start + late + s.ttft + j * s.chunk * s.token)
             piece = "".join(text[at : at + s.chunk])
             choice: dict[str, Any] = {"index": 0, "text": piece}
             if scored:
@@ -193,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, tp in (("model", str), ("ttft", float), ("token", float), ("chunk", int),
                      ("slots", int), ("error-every", int), ("drop-every", int),
                      ("stall-at", int), ("stall", float), ("diverge-at", int),
-                     ("logprob-shift", float)):  # fmt: skip
+                     ("logprob-shift", float), ("slow-by", float)):  # fmt: skip
         p.add_argument(f"--{name}", type=tp, default=getattr(Script(), name.replace("-", "_")))
     p.add_argument("--no-stream", action="store_true")
     p.add_argument("--no-done", action="store_true")
