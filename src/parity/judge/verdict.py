@@ -35,6 +35,7 @@ from parity.judge.trajectory import nonfinite_checks
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.codec import Json
 from parity.model.findings import Finding
+from parity.model.manifest import FailedAt
 from parity.model.metrics import InputPipeline, Throughput
 from parity.model.quality import (
     AgreementCheck,
@@ -44,7 +45,15 @@ from parity.model.quality import (
     Quality,
     QualityCheck,
 )
-from parity.model.verdict import ByRole, Gate, JudgeInputs, SideInfo, Verdict, WorkloadInfo
+from parity.model.verdict import (
+    WORKLOAD_GATE,
+    ByRole,
+    Gate,
+    JudgeInputs,
+    SideInfo,
+    Verdict,
+    WorkloadInfo,
+)
 
 
 def _side_info(side: SideRuns) -> SideInfo:
@@ -282,11 +291,32 @@ def _same_workload(side: SideRuns) -> None:
         )
 
 
-def _ran_gate(sides: ByRole[SideInfo]) -> Gate:
+def _ran_gate(sides: ByRole[SideInfo], own: FailedAt | None = None) -> Gate:
+    if own is not None:  # the user's workload, not a side
+        fails = Finding(
+            code="decision.workload-fails",
+            severity="blocks",
+            figures={"type": own.type, "phase": own.phase, "source": own.source},
+        )
+        return Gate(name=WORKLOAD_GATE, passed=False, finding=fails)
     problems = [
         f"{role} failed: {info.reason}" for role, info in sides.items() if info.status != "ok"
     ]
     return Gate(name="both sides ran", passed=not problems, detail="; ".join(problems) or "ok")
+
+
+def own_failure(baseline: SideRuns, target: SideRuns) -> FailedAt | None:
+    """Where each side's first failed run raised in the user's own code alike (the same
+    type, phase and line): the workload failing on its own, on any device (a step that
+    raises after the pre-run check's steps); None where a side did not fail so, or they
+    differ (then a side's failure: one ran what the other could not)."""
+    found = []
+    for side in (baseline, target):
+        failed = next((b for b in side.repeats if not b.ok), None)
+        if failed is None or failed.manifest.failed_at is None:
+            return None
+        found.append(failed.manifest.failed_at)
+    return found[0] if found[0] == found[1] else None
 
 
 #: the gate that says a run the target is judged against failed (never the target's own)
@@ -334,6 +364,7 @@ def judge(
     ) + decision.flag_differences(first_a, first_b)
     description = first_a.manifest.workload.description
     sides = ByRole(baseline=_side_info(baseline), target=_side_info(target))
+    own = own_failure(baseline, target)
     verdict = Verdict(
         workload=WorkloadInfo(
             name=description.name,
@@ -347,7 +378,7 @@ def judge(
         config_differences=changes,
         environment_differences=decision.environment_differences(first_a, first_b),
         pins=check_pins(inputs.pins, first_a.manifest.environment, first_b.manifest.environment),
-        gates=(_ran_gate(sides),),
+        gates=(_ran_gate(sides, own),),
         # first ok bundle per side, else its failed one (which may hold a failure scan)
         compatibility=compat.compatibility(first_a, first_b),
         contract=decision.contract(first_a, first_b, fair, changes),
@@ -358,7 +389,8 @@ def judge(
     if settings is not None:  # said, and a change of what a side computes in fails
         contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
         verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
-    refs = references_gate(reference, expected)
+    # a reference runs the same workload: where it failed on its own, so did they
+    refs = references_gate(reference, expected) if own is None else None
     if refs is not None:
         verdict = replace(verdict, gates=(*verdict.gates, refs))
     verdict = apply_rules(verdict, baseline, target, inputs)

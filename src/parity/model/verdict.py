@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from parity.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 from parity.model.codec import Json, omit_none
 from parity.model.fair import Fit, Representativeness, Slo, Tuning
 from parity.model.findings import Finding
@@ -412,6 +413,10 @@ class OperationalItem:
     answered: bool
 
 
+#: the gate that says the workload failed on its own, alike on both sides (its file and
+#: line): the user's error, exit code 2, never the target's failure
+WORKLOAD_GATE = "the workload runs"
+
 #: ``verdict.json``'s own version: 2 carries findings (codes and figures) where 1 carried
 #: sentences; 3 names the speed checks by code with a finding where 2 said a sentence, and
 #: holds the machine's steadiness in one part of the speed section; 4 says a gate's
@@ -470,4 +475,6 @@ class Verdict:
     def __post_init__(self) -> None:
         passed = all(g.passed for g in self.gates)
         object.__setattr__(self, "passed", passed)
-        object.__setattr__(self, "exit_code", 0 if passed else 1)
+        own = any(g.name == WORKLOAD_GATE and not g.passed for g in self.gates)
+        code = EXIT_OK if passed else EXIT_USAGE if own else EXIT_FAIL
+        object.__setattr__(self, "exit_code", code)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from parity.model.findings import Finding, ranked
 from parity.model.quality import Quality
-from parity.model.verdict import Cost, Gate, Speed, Verdict
+from parity.model.verdict import WORKLOAD_GATE, Cost, Gate, Speed, Verdict
 from parity.printable import printable
 from parity.report import fmt, words
 from parity.report.decision import overall
@@ -89,6 +89,8 @@ def decision(v: Verdict) -> str:
 def _failed(g: Gate) -> str:
     if g.name == "both sides ran":
         return "a side did not run to the end"
+    if g.name == WORKLOAD_GATE:
+        return words.gate(g)
     return f"{g.name} {_gate_word(g)}"
 
 

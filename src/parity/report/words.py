@@ -297,6 +297,13 @@ WORDS: dict[str, Words] = {
             "(parity explain RUN numerics names the first diverging module)"
         ),
     ),
+    "decision.workload-fails": Words(
+        says=lambda f: (
+            f"the workload fails on its own: {_str(f, 'type')} in phase '{_str(f, 'phase')}' "
+            f"at {_str(f, 'source')}, alike on the baseline and the target"
+        ),
+        action=lambda f: "fix the workload (the target is not at fault)",
+    ),
     "decision.withheld-emulated": Words(
         says=_withheld_emulated,
         action=lambda f: "measure speed and cost on the device itself",
