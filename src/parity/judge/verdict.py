@@ -308,12 +308,12 @@ def _same_workload(side: SideRuns) -> None:
 
 def _ran_gate(sides: ByRole[SideInfo], own: FailedAt | None = None) -> Gate:
     if own is not None:  # the user's workload, not a side
-        detail = (
-            f"the workload fails on its own: {own.type} in phase '{own.phase}' at "
-            f"{own.source}, alike on the baseline and the target: fix the workload (the "
-            "target is not at fault)"
+        fails = Finding(
+            code="decision.workload-fails",
+            severity="blocks",
+            figures={"type": own.type, "phase": own.phase, "source": own.source},
         )
-        return Gate(name=WORKLOAD_GATE, passed=False, detail=detail)
+        return Gate(name=WORKLOAD_GATE, passed=False, finding=fails)
     problems = [
         f"{role} failed: {info.reason}" for role, info in sides.items() if info.status != "ok"
     ]
