@@ -120,7 +120,7 @@ def test_only_sides_failing_alike_in_the_user_s_code_are_the_workload_s_error() 
     v = judge(failing(ROOT / "a", here), failing(ROOT / "b", here))
     assert v.exit_code == 2 and overall(v) == "ERROR"
     assert [g.name for g in v.gates] == ["the workload runs"]
-    assert "ValueError in phase 'steps' at late.py:22" in v.gates[0].detail
+    assert "ValueError in phase 'steps' at late.py:22" in words.gate(v.gates[0])
     assert headline(v)[0].startswith("ERROR: the workload fails on its own")
     for other in (
         replace(here, source="late.py:23"),
@@ -131,7 +131,7 @@ def test_only_sides_failing_alike_in_the_user_s_code_are_the_workload_s_error() 
         v = judge(failing(ROOT / "a", here), failing(ROOT / "b", other))
         assert v.exit_code == 1 and v.gates[0].name == "both sides ran", other
     v = judge(side(ROOT / "a"), failing(ROOT / "b", here))
-    assert v.exit_code == 1 and "target failed" in v.gates[0].detail
+    assert v.exit_code == 1 and "target failed" in words.gate(v.gates[0])
 
 
 def test_a_failed_side_fails_with_its_reason() -> None:
@@ -186,8 +186,10 @@ def test_a_probe_the_budget_cut_is_said_in_quality_on_a_failing_verdict_too() ->
     a, b = side(ROOT / "a"), side(ROOT / "b", out=torch.ones(4, 3) * 1.01)
     v = judge(replace(a, info=info), replace(b, info=info))
     assert not v.passed and v.speed is None  # a failing target: no Speed section
-    said = v.numerics.not_localised if v.numerics else None
-    assert said is not None and "baseline and target's numerics probes were skipped" in said
+    cut = v.numerics.not_localised if v.numerics else None
+    assert cut is not None and cut.code == "numerics.probe-cut"
+    said = words.says(cut)
+    assert "baseline and target's numerics probes were skipped" in said
     assert "--budget 481 runs them" in said
     section = quality(v)
     assert section is not None and any(
@@ -443,3 +445,28 @@ def test_a_workload_failing_alike_on_both_sides_after_the_pre_run_check_is_the_u
     assert verdict["exit_code"] == 2 and not verdict["passed"]
     gates = {g["name"]: g for g in verdict["gates"]}
     assert "both sides ran" not in gates and gates["the workload runs"]["passed"] is False
+
+
+def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> None:
+    """A 135M checkpoint at its default 5 steps gave about 45% of its rows decisive: the
+    top-1 gate over every prompt's positions is not decided, and says how many steps (its
+    rows grow with them) would give the 299 decisive rows it needs; a gate whose rows do
+    not grow with the steps (eval_logits) says only its count."""
+    from parity.judge.verdict import _undecided_label
+    from parity.model.quality import AgreementCheck
+
+    every = AgreementCheck(
+        name="top-1 every position",
+        passed=None,
+        metric="top1",
+        threshold=0.99,
+        output="every_top1",
+        decisive=140,
+        required=299,
+    )
+    assert _undecided_label(every, 5) == (
+        "top-1 every position (140 decisive rows, 299 needed: about --steps 13 decides it)"
+    )
+    assert _undecided_label(every) == "top-1 every position (140 decisive rows, 299 needed)"
+    evals = replace(every, name="top-1 eval_logits", output="eval_logits", decisive=4)
+    assert _undecided_label(evals, 5) == "top-1 eval_logits (4 decisive rows, 299 needed)"

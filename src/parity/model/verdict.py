@@ -113,7 +113,10 @@ class Gate:
 
     name: str
     passed: bool
-    detail: str
+    #: what the gate found, in figures (``parity.report.words`` says it); a gate not yet
+    #: converted, or read from an older verdict, says it in ``detail`` instead
+    finding: Finding | None = omit_none()
+    detail: str | None = omit_none()
     decided: bool | None = omit_none()
 
 
@@ -194,6 +197,8 @@ class Compatibility:
     target: SideCompatibility
     versions: tuple[VersionRow, ...]
     target_clean: bool | None
+    #: how the section was made, by its code (``parity.report.words.METHODS``); an older
+    #: verdict's sentence is kept as it was
     method: str
 
 
@@ -326,7 +331,9 @@ class SideCost:
     price: Price | None = omit_none()
     usd_per_accelerator_hour: float | None = omit_none()
     overhead: float | None = omit_none()
-    basis: str | None = omit_none()
+    #: what a training run's cost rests on (``cost.basis-*``: time to a loss, a number of
+    #: steps, the measured run)
+    basis: Finding | None = omit_none()
     run_seconds: float | None = omit_none()
     success_rate: float | None = omit_none()
     usd_per_successful_run: float | None = omit_none()
@@ -344,9 +351,11 @@ class Engineering:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Sensitivity:
+    """The cost ratio over the speed ratio's interval (at ``confidence``)."""
+
     cost_ratio_low: float
     cost_ratio_high: float
-    text: str
+    confidence: float
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -355,7 +364,8 @@ class Cost:
     target: SideCost
     inputs: CostInputs
     available: bool
-    reason: str | None = omit_none()
+    #: why there is no cost verdict (``cost.unpriced``, ``cost.no-basis``)
+    reason: Finding | None = omit_none()
     unit: str | None = omit_none()
     cost_ratio: float | None = omit_none()
     verdict: Literal["cheaper", "more expensive"] | None = omit_none()
@@ -409,9 +419,11 @@ WORKLOAD_GATE = "the workload runs"
 
 #: ``verdict.json``'s own version: 2 carries findings (codes and figures) where 1 carried
 #: sentences; 3 names the speed checks by code with a finding where 2 said a sentence, and
-#: holds the machine's steadiness in one part of the speed section; verdicts of versions
-#: 1 and 2 are still read (``parity.bundle.read_verdict``)
-VERDICT_SCHEMA = 3
+#: holds the machine's steadiness in one part of the speed section; 4 says a gate's
+#: result, why there is no cost verdict, a cost's basis and why no module is named as
+#: findings where 3 said sentences; verdicts of versions 1 to 3 are still read
+#: (``parity.bundle.read_verdict``)
+VERDICT_SCHEMA = 4
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
