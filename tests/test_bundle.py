@@ -221,3 +221,25 @@ def test_a_verdict_of_schema_2_is_read_with_its_checks_coded_and_its_steadiness_
     assert words.says(speed.findings[0]).startswith(
         "the speed claim is unreliable: machine pace held while measuring failed"
     )
+
+
+def test_a_verdict_of_schema_3_is_read_with_its_sentences_as_notes(tmp_path: Path) -> None:
+    """Version 3 said why there is no cost verdict, a cost's basis, why no module is named
+    and the cost's sensitivity in sentences; read back, each says what it said."""
+    from parity.bundle import read_verdict
+    from parity.report import words
+
+    old = json.loads((GOLDEN / "schema3-verdict-sentences.json").read_text())
+    assert old["schema_version"] == 3
+    (tmp_path / "verdict.json").write_text(json.dumps(old))
+    verdict, _ = read_verdict(tmp_path)
+    cost, numerics = verdict.cost, verdict.numerics
+    assert cost is not None and cost.reason is not None and cost.sensitivity is not None
+    assert numerics is not None and numerics.not_localised is not None
+    assert words.says(cost.reason) == old["cost"]["reason"]
+    assert cost.baseline.basis is not None
+    assert words.says(cost.baseline.basis) == old["cost"]["baseline"]["basis"]
+    assert words.sensitivity(cost.sensitivity) == old["cost"]["sensitivity"]["text"]
+    assert words.says(numerics.not_localised) == old["numerics"]["not_localised"]
+    # the gates said their results in sentences, read as they are
+    assert [words.gate(g) for g in verdict.gates] == [g["detail"] for g in old["gates"]]

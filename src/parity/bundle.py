@@ -503,6 +503,39 @@ def _current_verdict(path: Path, raw: Json) -> Json:
         speed = raw.get("speed")
         if isinstance(speed, dict):
             raw = {**raw, "speed": _steadiness(speed)}
+    if version in (1, 2, 3):
+        raw = _sentences_as_notes(raw)
+    return raw
+
+
+def _note(section: str, text: Json) -> Json:
+    """An older verdict's sentence as a finding that says it as it was (None stays)."""
+    return text if not isinstance(text, str) else _said(f"{section}.note", "context", text)
+
+
+def _sentences_as_notes(raw: dict[str, Json]) -> dict[str, Json]:
+    """Versions 1 to 3 said why there is no cost verdict, a cost's basis and why no module
+    is named in sentences, and the cost's sensitivity with its words: each sentence as a
+    note, the sensitivity's confidence from the speed interval it was read over."""
+    cost, numerics, speed = raw.get("cost"), raw.get("numerics"), raw.get("speed")
+    if isinstance(cost, dict):
+        cost = {**cost, "reason": _note("cost", cost.get("reason"))}
+        for role in ("baseline", "target"):
+            side = cost.get(role)
+            if isinstance(side, dict) and "basis" in side:
+                cost[role] = {**side, "basis": _note("cost", side["basis"])}
+        sensitivity = cost.get("sensitivity")
+        interval = speed.get("interval") if isinstance(speed, dict) else None
+        if isinstance(sensitivity, dict):
+            sensitivity = {k: v for k, v in sensitivity.items() if k != "text"}
+            level = interval.get("confidence") if isinstance(interval, dict) else None
+            cost["sensitivity"] = {**sensitivity, "confidence": level or 0.95}
+        if cost["reason"] is None:
+            cost.pop("reason")
+        raw = {**raw, "cost": cost}
+    if isinstance(numerics, dict) and "not_localised" in numerics:
+        said = _note("numerics", numerics["not_localised"])
+        raw = {**raw, "numerics": {**numerics, "not_localised": said}}
     return raw
 
 

@@ -45,9 +45,11 @@ def test_speed_with_failed_compliance_is_unreliable() -> None:
 def test_cost_without_prices_is_one_sentence() -> None:
     v = golden("passes")
     assert v.cost is not None
-    made = cost(replace(v, cost=replace(v.cost, available=False, reason="no price for neuron")))
+    unpriced = Finding(code="cost.unpriced", severity="context", figures={"missing": ["target"]})
+    made = cost(replace(v, cost=replace(v.cost, available=False, reason=unpriced)))
     assert made is not None and [p.text for p in made.parts if isinstance(p, Sentence)] == [
-        "no cost verdict: no price for neuron"
+        "no cost verdict: no price for the target; pass "
+        "--price target=DOLLARS_PER_HOUR[:ACCELERATORS] or add it to the plan"
     ]
     assert cost(replace(v, cost=None)) is None
 

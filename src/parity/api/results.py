@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from parity.errors import UsageError
 from parity.model.codec import JsonObject, encode
 from parity.model.verdict import Role, Verdict
+from parity.report import words
 
 if TYPE_CHECKING:
     from parity.comparison import Comparison
@@ -152,7 +153,7 @@ class ComparisonResult:
             return _step_rows("baseline", self.baseline) + _step_rows("target", self.target)
         if view == "checks":
             checks: list[Row] = [
-                {"section": "gate", "name": g.name, "passed": g.passed, "detail": g.detail}
+                {"section": "gate", "name": g.name, "passed": g.passed, "detail": words.gate(g)}
                 for g in v.gates
             ]
             for c in v.quality.checks if v.quality is not None else ():

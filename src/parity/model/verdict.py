@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from parity.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 from parity.model.codec import Json, omit_none
 from parity.model.fair import Fit, Representativeness, Slo, Tuning
 from parity.model.findings import Finding
@@ -112,7 +113,10 @@ class Gate:
 
     name: str
     passed: bool
-    detail: str
+    #: what the gate found, in figures (``parity.report.words`` says it); a gate not yet
+    #: converted, or read from an older verdict, says it in ``detail`` instead
+    finding: Finding | None = omit_none()
+    detail: str | None = omit_none()
     decided: bool | None = omit_none()
 
 
@@ -193,6 +197,8 @@ class Compatibility:
     target: SideCompatibility
     versions: tuple[VersionRow, ...]
     target_clean: bool | None
+    #: how the section was made, by its code (``parity.report.words.METHODS``); an older
+    #: verdict's sentence is kept as it was
     method: str
 
 
@@ -325,7 +331,9 @@ class SideCost:
     price: Price | None = omit_none()
     usd_per_accelerator_hour: float | None = omit_none()
     overhead: float | None = omit_none()
-    basis: str | None = omit_none()
+    #: what a training run's cost rests on (``cost.basis-*``: time to a loss, a number of
+    #: steps, the measured run)
+    basis: Finding | None = omit_none()
     run_seconds: float | None = omit_none()
     success_rate: float | None = omit_none()
     usd_per_successful_run: float | None = omit_none()
@@ -343,9 +351,11 @@ class Engineering:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Sensitivity:
+    """The cost ratio over the speed ratio's interval (at ``confidence``)."""
+
     cost_ratio_low: float
     cost_ratio_high: float
-    text: str
+    confidence: float
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -354,7 +364,8 @@ class Cost:
     target: SideCost
     inputs: CostInputs
     available: bool
-    reason: str | None = omit_none()
+    #: why there is no cost verdict (``cost.unpriced``, ``cost.no-basis``)
+    reason: Finding | None = omit_none()
     unit: str | None = omit_none()
     cost_ratio: float | None = omit_none()
     verdict: Literal["cheaper", "more expensive"] | None = omit_none()
@@ -402,11 +413,17 @@ class OperationalItem:
     answered: bool
 
 
+#: the gate that says the workload failed on its own, alike on both sides (its file and
+#: line): the user's error, exit code 2, never the target's failure
+WORKLOAD_GATE = "the workload runs"
+
 #: ``verdict.json``'s own version: 2 carries findings (codes and figures) where 1 carried
 #: sentences; 3 names the speed checks by code with a finding where 2 said a sentence, and
-#: holds the machine's steadiness in one part of the speed section; verdicts of versions
-#: 1 and 2 are still read (``parity.bundle.read_verdict``)
-VERDICT_SCHEMA = 3
+#: holds the machine's steadiness in one part of the speed section; 4 says a gate's
+#: result, why there is no cost verdict, a cost's basis and why no module is named as
+#: findings where 3 said sentences; verdicts of versions 1 to 3 are still read
+#: (``parity.bundle.read_verdict``)
+VERDICT_SCHEMA = 4
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -458,4 +475,6 @@ class Verdict:
     def __post_init__(self) -> None:
         passed = all(g.passed for g in self.gates)
         object.__setattr__(self, "passed", passed)
-        object.__setattr__(self, "exit_code", 0 if passed else 1)
+        own = any(g.name == WORKLOAD_GATE and not g.passed for g in self.gates)
+        code = EXIT_OK if passed else EXIT_USAGE if own else EXIT_FAIL
+        object.__setattr__(self, "exit_code", code)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from parity.model.codec import Json
 from parity.model.findings import Finding
+from parity.model.verdict import Gate, Sensitivity
 
 Figures = Mapping[str, Json]
 Say = Callable[[Figures], str]
@@ -163,6 +164,26 @@ def _names(f: Figures, key: str) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else _str(f, key)
 
 
+def _list(f: Figures, key: str) -> list[str]:
+    value = f.get(key)
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def _probe_cut(f: Figures) -> str:
+    roles = _list(f, "roles")
+    many = len(roles) > 1
+    return (
+        f"no module is named: the {' and '.join(roles)}'s numerics "
+        f"probe{'s were' if many else ' was'} {_str(f, 'why')}"
+    )
+
+
+def _probe_budget(f: Figures) -> str:
+    return (
+        f"--budget {_num(f, 'budget_s'):.0f} runs {'them' if len(_list(f, 'roles')) > 1 else 'it'}"
+    )
+
+
 def _withheld_quality(f: Figures) -> str:
     return f"no speed or cost verdict: the target fails quality ({_names(f, 'failing')})"
 
@@ -276,6 +297,13 @@ WORDS: dict[str, Words] = {
             "(parity explain RUN numerics names the first diverging module)"
         ),
     ),
+    "decision.workload-fails": Words(
+        says=lambda f: (
+            f"the workload fails on its own: {_str(f, 'type')} in phase '{_str(f, 'phase')}' "
+            f"at {_str(f, 'source')}, alike on the baseline and the target"
+        ),
+        action=lambda f: "fix the workload (the target is not at fault)",
+    ),
     "decision.withheld-emulated": Words(
         says=_withheld_emulated,
         action=lambda f: "measure speed and cost on the device itself",
@@ -314,10 +342,57 @@ WORDS: dict[str, Words] = {
     "speed.run-judged": Words(says=_run_judged),
     "speed.pace-change": Words(says=_pace_change),
     "speed.load-shift": Words(says=_load_shift),
+    "slo.within": Words(
+        says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
+    ),
+    "numerics.probe-cut": Words(says=_probe_cut, action=_probe_budget),
+    "cost.basis-time-to-loss": Words(says=lambda f: f"time to loss {_num(f, 'loss'):g}"),
+    "cost.basis-steps": Words(says=lambda f: f"{_int(f, 'steps')} steps (measured step times)"),
+    "cost.basis-run": Words(says=lambda f: "the measured run"),
+    "cost.unpriced": Words(
+        says=lambda f: f"no price for the {' and '.join(_list(f, 'missing'))}",
+        action=lambda f: (
+            "pass "
+            + " ".join(f"--price {m}=DOLLARS_PER_HOUR[:ACCELERATORS]" for m in _list(f, "missing"))
+            + " or add it to the plan"
+        ),
+    ),
+    "cost.no-basis": Words(
+        says=lambda f: "a side has no measured cost basis (no successful run or throughput)"
+    ),
+}
+
+#: how a section was made, by the code the judge gives it
+METHODS: dict[str, str] = {
+    "compat.op-scan": (
+        "each side's op scan (ops.json) after its timed steps, or after its failure; "
+        "fallbacks are what the backend reports plus outputs found on another device"
+    ),
 }
 
 
+def method(code: str) -> str:
+    """How a section was made, by its code (an older verdict's sentence as it is)."""
+    return METHODS.get(code, code)
+
+
+def gate(g: Gate) -> str:
+    """What a gate found: its finding's words, or the sentence of a gate that has none."""
+    return says(g.finding) if g.finding is not None else g.detail or ""
+
+
+def sensitivity(s: Sensitivity) -> str:
+    """The cost ratio over the speed ratio's interval."""
+    return (
+        f"over the speed ratio's {s.confidence:.0%} interval the target costs "
+        f"{s.cost_ratio_low:.2f}x to {s.cost_ratio_high:.2f}x the baseline; each 10% on the "
+        "target's price moves that by 10%"
+    )
+
+
 def _fallback(finding: Finding) -> str:
+    if finding.code.endswith(".note"):  # an older verdict's sentence, as it was
+        return _verbatim(finding.figures)
     figures = ", ".join(f"{k} {v}" for k, v in finding.figures.items())
     return finding.code + (f" ({figures})" if figures else "")
 
