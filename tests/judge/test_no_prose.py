@@ -33,7 +33,6 @@ LEFT: dict[str, int] = {
     "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
     "slo.py": 10,
     "trajectory.py": 14,
-    "tuning.py": 10,
     "verdict.py": 8,
 }
 
