@@ -445,3 +445,28 @@ def test_a_workload_failing_alike_on_both_sides_after_the_pre_run_check_is_the_u
     assert verdict["exit_code"] == 2 and not verdict["passed"]
     gates = {g["name"]: g for g in verdict["gates"]}
     assert "both sides ran" not in gates and gates["the workload runs"]["passed"] is False
+
+
+def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> None:
+    """A 135M checkpoint at its default 5 steps gave about 45% of its rows decisive: the
+    top-1 gate over every prompt's positions is not decided, and says how many steps (its
+    rows grow with them) would give the 299 decisive rows it needs; a gate whose rows do
+    not grow with the steps (eval_logits) says only its count."""
+    from parity.judge.verdict import _undecided_label
+    from parity.model.quality import AgreementCheck
+
+    every = AgreementCheck(
+        name="top-1 every position",
+        passed=None,
+        metric="top1",
+        threshold=0.99,
+        output="every_top1",
+        decisive=140,
+        required=299,
+    )
+    assert _undecided_label(every, 5) == (
+        "top-1 every position (140 decisive rows, 299 needed: about --steps 13 decides it)"
+    )
+    assert _undecided_label(every) == "top-1 every position (140 decisive rows, 299 needed)"
+    evals = replace(every, name="top-1 eval_logits", output="eval_logits", decisive=4)
+    assert _undecided_label(evals, 5) == "top-1 eval_logits (4 decisive rows, 299 needed)"

@@ -239,6 +239,12 @@ def test_a_soak_at_the_highest_rate_ticks_sustained_load(
     again = run_cli("diff", str(out / "baseline"), str(out / "target"))
     assert again.stdout.splitlines()[0] == got.stdout.splitlines()[0], again.stdout
     assert "sustained load: checked" in again.stdout
+    # indexed as it was written: parity ls lists it, parity show prints its verdict
+    listed = json.loads(run_cli("ls", "--json").stdout)
+    [row] = [r for r in listed if r["path"] == str(out.resolve())]
+    assert row["type"] == "serve" and row["result"] == "PASS"
+    shown = run_cli("show", row["id"])
+    assert shown.stdout.splitlines()[0] == got.stdout.splitlines()[0], shown.stdout
 
 
 def test_a_soak_needs_limits_or_a_rate(tmp_path: Path) -> None:

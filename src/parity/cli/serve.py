@@ -117,6 +117,7 @@ def serve(
         float, typer.Option(metavar="FRACTION", help="the soak's latency drift bound, per hour")
     ] = 0.10,
     out: Annotated[Path | None, typer.Option(metavar="DIR")] = None,
+    store: c.Store = None,
 ) -> None:
     """Compare two inference endpoints under one frozen load: quality, latency, capacity, cost."""
     from parity.api.serve import ServeRequest, SideInput
@@ -126,6 +127,7 @@ def serve(
     from parity.request.values import parse_duration, parse_price
     from parity.serving.side import Settings
 
+    c.use_store(store)
     limits = parse_slo(slo) if slo else ()
     prices = dict(parse_price(p) for p in price or ())
     if not 0 <= min_match <= 1:
@@ -176,6 +178,9 @@ def serve(
     sides_seen = {r: m.side for r, m in measured.items()}
     steps = {r: m.steps for r, m in measured.items()}
     (where / "report.html").write_text(page(verdict, sides_seen, steps))
+    from parity.store import index_quietly
+
+    index_quietly(where)  # parity ls lists it, parity show ID shows its verdict
     for line in lines(verdict, sides_seen, steps):
         c.write_out(line)
     c.note(f"took {time.perf_counter() - began:.0f} s; bundles and verdict.json in {where}")

@@ -16,6 +16,7 @@ same verdict as ``parity compare`` did.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -37,6 +38,7 @@ from parity.model.codec import Json
 from parity.model.findings import Finding
 from parity.model.manifest import FailedAt
 from parity.model.metrics import InputPipeline, Throughput
+from parity.model.numerics import EVERY_TOP1
 from parity.model.quality import (
     AgreementCheck,
     LossCheck,
@@ -232,13 +234,14 @@ def quality_section(
     checks += nonfinite_checks(ByRole(baseline=first_a, target=first_b))
     gated = [c for c in checks if c.gated]
     undecided = [c for c in gated if c.passed is None]
+    steps = first_a.manifest.workload.description.steps
     return Quality(
         tolerances=quality.tolerances(first_a.side, first_b.side),
         checks=tuple(checks),
         passed=bool(gated)
         and all(c.passed is not False for c in gated)
         and all(_covered(c, checks) for c in undecided),
-        undecided=tuple(_undecided_label(c) for c in undecided),
+        undecided=tuple(_undecided_label(c, steps) for c in undecided),
         method=method,
         convergence=ByRole(
             baseline=quality.convergence(a.ok, inputs.target_loss),
@@ -263,10 +266,22 @@ def _covered(check: QualityCheck, checks: Sequence[QualityCheck]) -> bool:
     )
 
 
-def _undecided_label(check: QualityCheck) -> str:
-    if isinstance(check, AgreementCheck) and check.decisive is not None:
-        return f"{check.name} ({check.decisive} decisive rows, {check.required} needed)"
-    return check.name
+#: the margin on the steps asked for: decisive rows are a share of rows that a run of
+#: other prompts reads a little differently
+MORE_STEPS_MARGIN = 1.2
+
+
+def _undecided_label(check: QualityCheck, steps: int | None = None) -> str:
+    """A gate not decided, with its evidence; for a gate over every prompt's rows (they
+    grow with ``--steps``), the ``--steps`` that would give the rows it needs at the share
+    of decisive rows this run had."""
+    if not isinstance(check, AgreementCheck) or check.decisive is None:
+        return check.name
+    label = f"{check.name} ({check.decisive} decisive rows, {check.required} needed"
+    if check.output == EVERY_TOP1 and steps and check.decisive and check.required:
+        more = math.ceil(steps * check.required / check.decisive * MORE_STEPS_MARGIN)
+        label += f": about --steps {more} decides it"
+    return label + ")"
 
 
 def quality_gate(qual: Quality) -> Gate:

@@ -263,7 +263,7 @@ class Manifest:
     finished_unix: float | None = None
     pid: int | None = None
     #: how the worker was started: forked from the zygote, or a new interpreter
-    launch: Literal["fork", "spawn"] | None = omit_none()
+    launch: Literal["fork", "spawn", "inline"] | None = omit_none()
     distributed: DistInfo | None = omit_none()
 
     @property
