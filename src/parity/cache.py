@@ -12,10 +12,14 @@ if TYPE_CHECKING:
     from parity.model.spec import SideSpec
 
 
+CACHE_ENV = "PARITY_CACHE_DIR"
+
+
 def cache_root() -> Path:
-    """``PARITY_CACHE_DIR``, else ``~/.cache/parity``: frozen workloads, fp64 references."""
-    root = os.environ.get("PARITY_CACHE_DIR")
-    return Path(root) if root else Path.home() / ".cache" / "parity"
+    """``PARITY_CACHE_DIR``, else ``~/.cache/parity``: frozen workloads, fp64 references
+    (absolute: a worker's workload may change the working directory)."""
+    root = os.environ.get(CACHE_ENV)
+    return Path(os.path.abspath(root)) if root else Path.home() / ".cache" / "parity"
 
 
 def _versioned(name: str, root: Path | None) -> Path:

@@ -88,7 +88,7 @@ def _failed_partial(parent: Path, name: str) -> Manifest:
     [
         ("metrics.json", "metrics.json: no space left on device (ENOSPC)"),
         ("numerics.safetensors", "numerics.safetensors: no space left on device (ENOSPC)"),
-        ("*", "could not write its bundle in phase 'setup' (is the disk full?)"),
+        ("*", "could not write its bundle in phase 'setup': no space left on device (ENOSPC)"),
     ],
 )
 def test_a_worker_whose_writes_fail_leaves_no_bundle_and_says_why(

@@ -4,6 +4,8 @@ unredacted byte reach a log file, whether the worker writes through the FIFOs' w
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -77,3 +79,51 @@ def test_a_process_left_holding_the_pipes_does_not_hold_up_the_relay(tmp_path: P
 
 def _read(path: Path) -> bytes:
     return path.read_bytes() if path.exists() else b""
+
+
+UNSHARE = shutil.which("unshare")
+#: inside a private mount namespace: a small tmpfs, a comparison whose target floods its
+#: stdout (12 MiB) past what the disk holds, then a check of what was left there
+FULL_DISK = """
+mount -t tmpfs -o size=3m tmpfs "$1" || exit 99
+"$2" -m parity compare "$3" --target cpu+bf16 --steps 4 --repeats 1 --no-compliance --out "$1/c"
+echo "rc=$?"
+"$2" -c 'import sys; from parity.bundle import load_bundle as load
+print("baseline", load(sys.argv[1]).status)' "$1/c/baseline/r00"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(UNSHARE is None, reason="needs unshare(1) for a private tmpfs")
+def test_a_full_disk_while_the_logs_are_relayed_is_one_line_and_keeps_the_other_side(
+    tmp_path: Path,
+) -> None:
+    """Issue 53, class 9: the relay thread that writes a worker's logs meets a full disk:
+    one line naming the side and the log (no thread traceback), the baseline's bundle,
+    written before, complete."""
+    from tests.conftest import FIXTURES
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    probe = subprocess.run(
+        [str(UNSHARE), "-Urm", "sh", "-c", f'mount -t tmpfs -o size=3m tmpfs "{disk}"'],
+        capture_output=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs in a user namespace here: {probe.stderr!r}")
+    workload = f"{FIXTURES / 'workloads.py'}:LoudOnReduced"
+    env = {**os.environ, "PARITY_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [str(UNSHARE), "-Urm", "sh", "-c", FULL_DISK, "sh", str(disk), sys.executable, workload],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    said = [ln for ln in done.stderr.splitlines() if "phase " not in ln and "steps " not in ln]
+    assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, said
+    assert said[-1] == (
+        "parity: target r00: could not write the bundle's stdout.log: no space left on "
+        "device (ENOSPC): free space (or fix the file system) and run again with --resume"
+    ), said
+    assert "rc=1" in done.stdout and "baseline ok" in done.stdout, done.stdout

@@ -21,7 +21,7 @@ from parity.model import SCHEMA_VERSION
 from parity.model.codec import decode, loads
 from parity.model.job import ERROR_FILE, Job, WorkerError
 from parity.model.manifest import FailedAt, Manifest
-from parity.runner.worker import EXIT_UNWRITABLE, job_redactor
+from parity.runner.worker import EXIT_UNWRITABLE, UNWRITABLE_LINE, job_redactor
 from parity.version import __version__
 
 STDERR_TAIL_LINES = 25
@@ -99,7 +99,7 @@ def failure_reason(
         ), False
     error, unwritable = _worker_error(tmp / ERROR_FILE, phase)
     if rc == EXIT_UNWRITABLE:
-        return f"the worker could not write its bundle in phase '{phase}' (is the disk full?)", True
+        return _unwritable(tmp, phase), True
     root = torchrun_root_cause(stderr_tail(tmp / "stderr.log", 200), error) if rc != 0 else None
     if root is not None:  # torchrun names the rank that failed first
         return f"{root} (phase '{phase}')" + (f"; first error: {error}" if error else ""), False
@@ -115,6 +115,27 @@ def failure_reason(
     if manifest is None or not manifest.ok:
         return f"the worker exited without finishing its bundle (phase '{phase}')", False
     return None, False
+
+
+def _unwritable(tmp: Path, phase: str) -> str:
+    """Why the worker could not write its bundle, as it said last on its stderr; where it
+    changed its working directory, that is named as the cause, with the fix."""
+    said = [
+        ln.split(UNWRITABLE_LINE, 1)[1]
+        for ln in stderr_tail(tmp / "stderr.log", 5).splitlines()
+        if UNWRITABLE_LINE in ln
+    ]
+    head = f"the worker could not write its bundle in phase '{phase}'"
+    if not said:
+        return f"{head} (is the disk full?)"
+    why, _, moved = said[-1].partition("; the workload changed the working directory to ")
+    if moved:
+        return (
+            f"the workload changed the working directory (to {moved}) in phase '{phase}' "
+            f"and the worker could not write its bundle ({why}): restore it (os.chdir back) "
+            "before the step returns, or open its own files by absolute path"
+        )
+    return f"{head}: {why}"
 
 
 def _worker_error(path: Path, phase: str) -> tuple[str | None, bool]:

@@ -52,6 +52,7 @@ from parity.bundle import (
     temp_dir_for,
     write_doc,
 )
+from parity.cache import CACHE_ENV
 from parity.devices.names import forks
 from parity.errors import OutputError
 from parity.model.bundle import Bundle
@@ -321,6 +322,9 @@ def run_job(
     ``launcher`` the worker is spawned. An I/O error while the bundle is written is an
     ``OutputError`` and leaves nothing at ``final`` (see the module's docstring)."""
     launcher = launcher or Launcher(fork=False)
+    # the worker runs the workload, which may change its working directory: every path
+    # it is given is absolute
+    final = Path(os.path.abspath(final))
     try:
         tmp = temp_dir_for(final)
     except OSError as exc:
@@ -345,6 +349,8 @@ def _run(
     env: dict[str, str] | None,
 ) -> Bundle:
     child_env = mark({**os.environ, **(env or {}), **script_env(job), "PYTHONUNBUFFERED": "1"})
+    if child_env.get(CACHE_ENV):
+        child_env[CACHE_ENV] = os.path.abspath(child_env[CACHE_ENV])
     job = replace(job, launch=launcher.prepare(job), spawned_ns=time.perf_counter_ns())
     write_doc(tmp / JOB_FILE, recorded_job(job))
     with LogRelay(tmp, job_redactor(job)) as logs:
@@ -358,6 +364,9 @@ def _run(
             rc, timed_out, last_phase = _watch(worker, EventTail(tmp / EVENTS_FILE), job, on_event)
         finally:
             launcher.ended(worker)
+    if logs.error is not None:  # the worker's output could not all be kept (a full disk)
+        name, exc = logs.error
+        raise OutputError(f"could not write the bundle's {name}: {io_reason(exc)}")
     reason, unwritable = failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
     if unwritable:
         raise OutputError(job_redactor(job).text(reason or "the worker could not write its bundle"))

@@ -51,6 +51,9 @@ class _Stream:
         self.write_fd = os.open(fifo, os.O_WRONLY)
         self.log: IO[bytes] = log.open("ab")
         self.redact = StreamRedactor(redactor)
+        #: the first error writing the log (the disk is full): from then on what the
+        #: worker writes is read and dropped, so that it never blocks on a full pipe
+        self.error: OSError | None = None
         self.heard = time.monotonic()
 
     def pump(self) -> bool:
@@ -72,13 +75,17 @@ class _Stream:
             self.heard = now
 
     def _write(self, text: str) -> None:
-        if text:
-            self.log.write(text.encode("utf-8"))
-            self.log.flush()
+        if text and self.error is None:
+            try:
+                self.log.write(text.encode("utf-8"))
+                self.log.flush()
+            except OSError as exc:
+                self.error = exc
+                with contextlib.suppress(OSError):
+                    self.log.close()
 
     def finish(self) -> None:
-        with contextlib.suppress(OSError):
-            self._write(self.redact.close())
+        self._write(self.redact.close())
         for close in (self.log.close, lambda: os.close(self.read_fd)):
             with contextlib.suppress(OSError):
                 close()
@@ -103,6 +110,11 @@ class LogRelay:
         self.ended: float | None = None
         self.thread = threading.Thread(target=self._run, daemon=True, name="parity-logs")
         self.thread.start()
+
+    @property
+    def error(self) -> tuple[str, OSError] | None:
+        """The first log that could not be written, and why (None: both were)."""
+        return next(((n, s.error) for n, s in self.streams.items() if s.error), None)
 
     @property
     def paths(self) -> tuple[Path, Path]:

@@ -25,6 +25,7 @@ import time
 _T0 = time.perf_counter_ns()
 
 import contextlib  # noqa: E402
+import errno  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import traceback  # noqa: E402
@@ -94,9 +95,12 @@ def _failing_line(exc: BaseException) -> str | None:
     return where_line(frames[-1].filename, frames[-1].lineno or 0) if frames else None
 
 
-def write_error(tmp: Path, exc: BaseException, phase: str, job: Job | None = None) -> bool:
+def write_error(
+    tmp: Path, exc: BaseException, phase: str, job: Job | None = None
+) -> OSError | None:
     """``error.json``, redacted; the first failure wins (under torchrun, other ranks fail
-    after it). False where it could not be written even after freeing space."""
+    after it). The error that kept it from being written even after freeing space (None:
+    it was written)."""
     from parity.bundle import PARTIAL
 
     r = job_redactor(job)
@@ -108,25 +112,46 @@ def write_error(tmp: Path, exc: BaseException, phase: str, job: Job | None = Non
         source=_failing_line(exc),
     )
     staged = tmp / f".{ERROR_FILE}.{os.getpid()}"
+    failed: OSError | None = None
     for attempt in range(2):
         try:
             staged.write_text(dumps(error))
             with contextlib.suppress(FileExistsError):
                 os.link(staged, tmp / ERROR_FILE)  # atomic: never a torn error.json
             staged.unlink()
-            return True
-        except OSError:
+            return None
+        except OSError as err:
+            failed = err
             with contextlib.suppress(OSError):
                 staged.unlink(missing_ok=True)
             if attempt == 0:  # the disk is full: the unfinished run's figures go first
                 for name in PARTIAL:
                     with contextlib.suppress(OSError):
                         (tmp / name).unlink(missing_ok=True)
-    return False
+    return failed
+
+
+#: the line a worker that could not write its error report leaves last on its stderr
+UNWRITABLE_LINE = "parity worker: could not write its bundle: "
+
+
+def _say_unwritable(error: OSError, cwd: str, job: Job | None) -> None:
+    """Why the bundle could not be written, as a last line on stderr (the parent reads it
+    from the log's tail): the error, and what the workload did that may explain it."""
+    code = errno.errorcode.get(error.errno or 0)
+    why = (error.strerror or str(error)).lower() + (f" ({code})" if code else "")
+    with contextlib.suppress(OSError, ValueError):
+        now = os.getcwd()
+        if now != cwd:
+            why += f"; the workload changed the working directory to {now}"
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"\n{UNWRITABLE_LINE}{job_redactor(job).text(why)}\n")
+        sys.stderr.flush()
 
 
 def main(argv: list[str]) -> int:
-    tmp = Path(argv[0])
+    tmp = Path(os.path.abspath(argv[0]))  # the workload may change the working directory
+    cwd = os.getcwd()
     session = None
     job = None
     try:
@@ -145,7 +170,9 @@ def main(argv: list[str]) -> int:
         session.teardown()
     except BaseException as exc:  # the parent needs every failure, KeyboardInterrupt too
         phase = session.phase if session is not None else "import"
-        if not write_error(tmp, exc, phase, job):
+        unwritten = write_error(tmp, exc, phase, job)
+        if unwritten is not None:
+            _say_unwritable(unwritten, cwd, job)
             return EXIT_UNWRITABLE
         if session is not None:
             with contextlib.suppress(Exception):  # the error already recorded is what matters
