@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from parity.cli import common as c
+from parity.cli.jobs import Dashboard
 from parity.cli.render import show_curve, show_result
+from parity.errors import UsageError
 
 if TYPE_CHECKING:
     from parity.api import ComparisonResult
@@ -38,6 +40,14 @@ Plan = Annotated[
         help="a plan file (parity init writes one); options given beside it replace its values",
     ),
 ]
+Submit = Annotated[
+    bool,
+    typer.Option(
+        "--submit",
+        help="with --cluster: submit the comparison as a Ray Job and return at once with its "
+        "id (parity status, logs, wait follow it); --out must be a URL or a shared path",
+    ),
+]
 
 
 @c.table_options("compare")
@@ -50,6 +60,8 @@ def compare(
     as_json: c.AsJson = False,
     wide: c.Wide = False,
     verbose: c.Verbose = False,
+    submit: Submit = False,
+    dashboard: Dashboard = None,
     **options: object,
 ) -> None:
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
@@ -66,6 +78,30 @@ def compare(
         _start_early(ctx, workload)
     where, published = resume_target(resume) if resume is not None else (None, None)
     request = compare_request(c.given_options(ctx, "compare"), plan, where)
+    if submit or dashboard is not None:
+        if resume is not None or not submit:
+            raise UsageError(
+                "--dashboard goes with --submit"
+                if not submit
+                else "--submit starts a comparison; --resume finishes one here: drop one of them"
+            )
+        from parity.cli.jobs import submit as submit_job
+
+        submit_job(request, dashboard, store)
+        return
+    run_request(request, where, published, as_json=as_json, wide=wide, verbose=verbose)
+
+
+def run_request(
+    request: CompareRequest,
+    where: Path | None = None,
+    published: str | None = None,
+    *,
+    as_json: bool = False,
+    wide: bool = False,
+    verbose: bool = False,
+) -> None:
+    """The comparison (resumed from ``where``) run here, shown, and its exit code."""
     curve_out, results = _run(request, where, published)
     if curve_out is not None:
         show_curve(curve_out, results, as_json=as_json, wide=wide)
