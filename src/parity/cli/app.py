@@ -139,6 +139,7 @@ scale.register(app)
 serve.register(app)
 app.command(short_help="a matrix of comparisons, summarised")(sweep.sweep)
 jobs.register(app)
+app.command(hidden=True)(compare.submitted)  # what a submitted job runs
 app.add_typer(check.app, name="check", short_help="rollback, recovery and soak checks")
 
 

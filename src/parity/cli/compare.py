@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from parity.cli import common as c
-from parity.cli.jobs import Dashboard
 from parity.cli.render import show_curve, show_result
 from parity.errors import UsageError
 
@@ -61,7 +60,7 @@ def compare(
     wide: c.Wide = False,
     verbose: c.Verbose = False,
     submit: Submit = False,
-    dashboard: Dashboard = None,
+    dashboard: c.Dashboard = None,
     **options: object,
 ) -> None:
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
@@ -147,3 +146,31 @@ def _run(
         if request.batch_sizes:
             return api.compare_curve(request, progress=progress)
         return None, [api.compare(request, progress=progress)]
+
+
+def submitted() -> None:
+    """What a submitted job runs on its node: the stored request, compared here."""
+    from parity.cluster.jobs import check_versions
+    from parity.request import CompareRequest
+
+    check_versions()
+    home = _settled()
+    request = CompareRequest.from_file(home)
+    run_request(request)
+
+
+def _settled() -> Path:
+    """The job's working directory copied to a private one, and made the current one.
+    Ray unpacks a job's working directory per node and may unpack it again (a new
+    directory under the same name) when the job's driver joins the cluster: the
+    processes this one starts would inherit a removed directory (torch's MKL then
+    refuses to load)."""
+    import os
+    import shutil
+
+    from parity.safety import scratch
+
+    home = scratch.make("submitted")
+    shutil.copytree(Path.cwd(), home, dirs_exist_ok=True)
+    os.chdir(home)
+    return home

@@ -1,8 +1,7 @@
 """A comparison submitted to a Ray cluster (``parity compare --submit``) and followed by
 its job id: ``parity status JOB``, ``parity logs JOB [--follow]``, ``parity wait JOB``
-(the comparison's exit code). ``parity submitted`` (hidden) is what the job runs on its
-node: the request stored beside it, compared there. The Jobs client is
-``parity.cluster.jobs``."""
+(the comparison's exit code). What the job runs on its node is ``parity submitted``
+(``parity.cli.compare``). The Jobs client is ``parity.cluster.jobs``."""
 
 from __future__ import annotations
 
@@ -22,15 +21,7 @@ if TYPE_CHECKING:
 JobId = Annotated[
     str, typer.Argument(metavar="JOB", help="the job id parity compare --submit printed")
 ]
-Dashboard = Annotated[
-    str | None,
-    typer.Option(
-        "--dashboard",
-        metavar="URL",
-        help="the cluster's Ray dashboard, where jobs are submitted (default: "
-        "$RAY_API_SERVER_ADDRESS, else port 8265 of the --cluster host)",
-    ),
-]
+Dashboard = c.Dashboard
 Follow = Annotated[
     bool, typer.Option("--follow", "-f", help="print the job's output as it comes, until it ends")
 ]
@@ -117,35 +108,6 @@ def submit(request: CompareRequest, dashboard: str | None, store: str | None) ->
     )
 
 
-def submitted() -> None:
-    """What a submitted job runs on its node: the stored request, compared here."""
-    from parity.cli.compare import run_request
-    from parity.cluster.jobs import check_versions
-    from parity.request import CompareRequest
-
-    check_versions()
-    home = _settled()
-    request = CompareRequest.from_file(home)
-    run_request(request)
-
-
-def _settled() -> Path:
-    """The job's working directory copied to a private one, and made the current one.
-    Ray unpacks a job's working directory per node and may unpack it again (a new
-    directory under the same name) when the job's driver joins the cluster: the
-    processes this one starts would inherit a removed directory (torch's MKL then
-    refuses to load)."""
-    import os
-    import shutil
-
-    from parity.safety import scratch
-
-    home = scratch.make("submitted")
-    shutil.copytree(Path.cwd(), home, dirs_exist_ok=True)
-    os.chdir(home)
-    return home
-
-
 def status(job: JobId, dashboard: Dashboard = None) -> None:
     """Where a submitted comparison stands: its state, and its exit code once it ended."""
     from parity.cluster import jobs
@@ -195,4 +157,3 @@ SHORT_HELP = {
 def register(app: typer.Typer) -> None:
     for command, short in SHORT_HELP.items():
         app.command(short_help=short)(command)
-    app.command(hidden=True)(submitted)

@@ -47,6 +47,8 @@ ENTRYPOINT_CPUS = 1.0
 DASHBOARD_PORT = 8265
 #: Ray's own variable for the Jobs API address (``ray job submit`` reads it too)
 DASHBOARD_VAR = "RAY_API_SERVER_ADDRESS"
+#: this parity's package directory: what the job carries to its nodes
+PACKAGE = Path(__file__).resolve().parents[1]
 #: seconds between polls while waiting for a job to end
 POLL_S = 2.0
 #: seconds to reach the dashboard before calling it unreachable
@@ -185,14 +187,12 @@ class Submission:
 def runtime_env(sub: Submission) -> dict[str, Any]:
     """The job's runtime_env: this parity's sources, the request's directory, and the
     versions to check; nothing from this machine's environment."""
-    import parity
-
     env = {SUBMITTED_VAR: json.dumps(versions(), sort_keys=True)}
     if sub.store is not None:
         env["PARITY_STORE"] = sub.store
     return {
         "working_dir": str(sub.workdir),
-        "py_modules": [str(Path(parity.__file__).parent)],
+        "py_modules": [str(PACKAGE)],
         "excludes": ["__pycache__", "*.pyc"],
         "env_vars": env,
     }
