@@ -9,7 +9,7 @@ and the expected-error run are made, as on a first comparison). The estimate is 
 the command's exit (what the user waits for after reading it). The fp64 reference's own
 estimate and time are beside it. ``--load N`` runs N busy loops (``python -c 'while
 True: pass'``, in their own process group, killed by it) while the row runs; the load
-average is printed with each row.
+average is printed with each row, before it and after it.
 
 Figure: the largest factor between estimate and actual, either way (target: 2).
 
@@ -42,6 +42,7 @@ class Row:
     workload: str
     load: int
     before: float
+    after: float
     estimate_s: float
     actual_s: float
     reference_est_s: float | None
@@ -89,6 +90,7 @@ def one(workload: str, load: int, work: Path) -> Row:
                 said = time.monotonic()
         code = proc.wait()
         end = time.monotonic()
+        after = os.getloadavg()[0]
     finally:
         stop(group)
     info = json.loads((out / "baseline" / "side.json").read_text())["stop"]
@@ -99,6 +101,7 @@ def one(workload: str, load: int, work: Path) -> Row:
         workload=workload,
         load=load,
         before=before,
+        after=after,
         estimate_s=planned,
         actual_s=end - (said if said is not None else end),
         reference_est_s=ref["seconds"] if ref else None,
@@ -121,7 +124,7 @@ def main() -> None:
                 rows.append(row)
                 print(
                     f"{workload} +{load} busy: estimate {row.estimate_s:.0f} s, "
-                    f"actual {row.actual_s:.0f} s (load {row.before:.1f})",
+                    f"actual {row.actual_s:.0f} s (load {row.before:.1f} -> {row.after:.1f})",
                     flush=True,
                 )
     print(
@@ -129,7 +132,7 @@ def main() -> None:
             [
                 "built-in",
                 "busy loops",
-                "load before",
+                "load before/after",
                 "estimate s",
                 "actual s",
                 "factor",
@@ -140,7 +143,7 @@ def main() -> None:
                 (
                     r.workload,
                     r.load,
-                    f"{r.before:.1f}",
+                    f"{r.before:.1f} / {r.after:.1f}",
                     f"{r.estimate_s:.0f}",
                     f"{r.actual_s:.0f}",
                     f"{r.factor:.2f}",

@@ -43,7 +43,9 @@ def one(out: Path, cache: Path) -> dict[str, object]:
     subprocess.run(command(out), env=env, capture_output=True, check=False)
     speed = json.loads((out / "verdict.json").read_text()).get("speed") or {}
     iv = speed.get("interval") or {}
-    names = [c.get("name", "") for c in speed.get("compliance") or ()]
+    steadiness = speed.get("steadiness") or {}
+    checks = [*(speed.get("compliance") or ()), *(steadiness.get("checks") or ())]
+    names = [c.get("name", "") for c in checks]
     return {
         "ratio": speed.get("ratio"),
         "low": iv.get("low"),

@@ -8,7 +8,7 @@ over independent sides, Welch's), and what :func:`parity.stats.pace.any_change` 
 change of pace both sides shared, else the ratio moving: one side's processes shifted
 alone; the check "machine pace held while measuring" of the speed section judges the
 same), and where the host placed the threads two ways, each placement's ratio
-(``speed.handoff``, from the processes' thread handoff figures). It reads the bundles as
+(``steadiness.handoff``, from the processes' thread handoff figures). It reads the bundles as
 they are, so a comparison made before these checks can be looked at again.
 
     .venv/bin/python benchmarks/run_order.py DIR [DIR ...]
@@ -23,15 +23,16 @@ from pathlib import Path
 
 from parity.comparison import Comparison
 from parity.errors import BundleError
-from parity.judge import speed
-from parity.judge.placements import handoffs
+from parity.judge import speed, steadiness
+from parity.judge.steadiness import handoff, handoffs, placements_finding
+from parity.report import words
 from parity.stats import ratio_ci
 from parity.stats.pace import any_change
 
 
 def run_order(out: Path) -> list[tuple[str, float]]:
     """``(role, steady median in seconds)`` of each measured process, in run order."""
-    return speed.run_order(*Comparison.load(out).measured_sides())
+    return steadiness.run_order(*Comparison.load(out).measured_sides())
 
 
 def intervals(out: Path) -> str:
@@ -83,8 +84,9 @@ def main() -> None:
                 f"{change.ratio_before:.3f} before, {change.ratio_after:.3f} after"
             )
         a, b = Comparison.load(out).measured_sides()
-        placements = speed.handoff(a, b, [*handoffs(a, "baseline"), *handoffs(b, "target")])
-        print(f"  {placements.said}" if placements else "  one placement of the threads")
+        placements = handoff(a, b, [*handoffs(a, "baseline"), *handoffs(b, "target")])
+        said = words.says(placements_finding(placements)) if placements else None
+        print(f"  {said}" if said else "  one placement of the threads")
 
 
 if __name__ == "__main__":

@@ -153,23 +153,25 @@ def test_scale_builds_a_scale_request(calls: Calls) -> None:
     assert isinstance(request, ScaleRequest) and request.counts == (1, 2, 4)
 
 
-def test_diff_passes_judge_inputs_only_when_given(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_diff_passes_the_options_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import parity.api
+    from parity.request.options import Given
 
-    seen: list[JudgeInputs | None] = []
+    seen: list[Given | None] = []
 
-    def diff(a: Path, b: Path, *, given: JudgeInputs | None, **kw: Any) -> Any:
+    def diff(a: Path, b: Path, *, given: Given | None, **kw: Any) -> Any:
         seen.append(given)
         raise SideError("stub")
 
     monkeypatch.setattr(parity.api, "diff", diff)
     assert invoke("diff", "a", "b").exit_code == 1
     assert invoke("diff", "a", "b", "--target-loss", "0", "--price", "target=2").exit_code == 1
-    assert seen[0] is None
-    assert seen[1] is not None and seen[1].target_loss == 0.0
-    assert seen[1].cost.prices["target"].usd_per_hour == 2
+    stored = JudgeInputs(target_loss=1.0, pins={"six": "==1"})
+    assert seen[0] is not None and seen[0].placed(stored, "judge") == stored
+    assert seen[1] is not None
+    over = seen[1].placed(stored, "judge")
+    assert over.target_loss == 0.0 and over.pins == stored.pins
+    assert over.cost.prices["target"].usd_per_hour == 2
 
 
 # -- rendering and exit codes ---------------------------------------------------------------

@@ -44,8 +44,8 @@ def test_compare_and_diff_give_the_same_verdict(tmp_path: Path) -> None:
         "baseline r01",
     ]
     assert {c["name"] for c in verdict["speed"]["compliance"]} == {
-        "re-seeded run within process variation",
-        "identical input not faster than process variation",
+        "speed.reseeded",
+        "speed.same-input",
     }
     assert verdict["quality"]["determinism"]["target"]["checked"]
     reseeded = load_bundle(out / "target" / "reseeded")

@@ -14,7 +14,6 @@ from parity.api import diff
 from parity.bundle import load_bundle
 from parity.judge.fit import Measured, Shape, project
 from parity.model.fair import LatencyLimit, ProductionShape
-from parity.model.verdict import JudgeInputs
 from tests.conftest import run_cli
 
 QUICK = ("--repeats", "1", "--no-compliance", "--no-report")  # the verdict is what these read
@@ -73,11 +72,9 @@ def test_a_generous_slo_passes_and_a_thin_p99_is_unproven(generation: tuple[Path
         LatencyLimit(metric="ttft", percentile=50, limit_s=60.0),
         LatencyLimit(metric="e2e", percentile=50, limit_s=600.0),
     )
-    ok = diff(a, b, given=JudgeInputs(slo=generous))
+    ok = diff(a, b, slo=generous)
     assert ok.slo is not None and ok.slo.passed and ok.passed
-    thin = diff(
-        a, b, given=JudgeInputs(slo=(LatencyLimit(metric="e2e", percentile=99, limit_s=600.0),))
-    )
+    thin = diff(a, b, slo=(LatencyLimit(metric="e2e", percentile=99, limit_s=600.0),))
     assert thin.slo is not None and not thin.passed
     (check,) = thin.slo.sides.target.checks
     assert check.status == "unproven" and check.n < 299

@@ -24,7 +24,7 @@ import pytest
 from parity import api
 from parity.bundle import DIGEST, Digest, load_bundle, read_doc, seal, sha256_file, write_doc
 from parity.errors import BundleError, ResumeError, UsageError
-from parity.measure import runs as runs_module
+from parity.measure import beside
 from parity.model.job import JOB_FILE, Job
 from parity.model.manifest import Manifest
 from parity.model.spec import WorkloadSpec
@@ -296,7 +296,7 @@ def test_links_of_any_kind_are_refused_in_bundles_and_cached_runs(
     # copied out of the cache: refused before a byte is copied, whatever the digest says
     dest = tmp_path / "copy"
     with pytest.raises(BundleError, match="link"):
-        runs_module.copy_bundle(path, dest)
+        beside.copy_bundle(path, dest)
     assert not dest.exists() and not list(tmp_path.glob(".copy.tmp-*"))
 
 

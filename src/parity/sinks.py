@@ -61,28 +61,6 @@ def judge_inputs(
     return replace(inputs, cost=resolve_prices(inputs.cost, a, b), checked=checked)
 
 
-def overridden(stored: JudgeInputs, given: JudgeInputs | None) -> JudgeInputs:
-    """The inputs a comparison stored, with those ``given`` again replacing them (a
-    default left as given keeps the stored value)."""
-    if given is None:
-        return stored
-    default = JudgeInputs()
-    return JudgeInputs(
-        allow=given.allow if given.allow != default.allow else stored.allow,
-        target_loss=given.target_loss if given.target_loss is not None else stored.target_loss,
-        cost=replace(stored.cost, prices={**stored.cost.prices, **given.cost.prices}),
-        operational=stored.operational,
-        pins={**stored.pins, **given.pins},
-        min_cosine=given.min_cosine
-        if given.min_cosine != default.min_cosine
-        else stored.min_cosine,
-        min_top1=given.min_top1 if given.min_top1 != default.min_top1 else stored.min_top1,
-        production=given.production or stored.production,
-        slo=given.slo or stored.slo,
-        tuning_intended=given.tuning_intended or stored.tuning_intended,
-    )
-
-
 def conclude(
     comparison: Comparison,
     inputs: JudgeInputs,

@@ -16,6 +16,7 @@ import pytest
 from parity import storage
 from parity.bundle import load_bundle, load_side
 from parity.model.codec import encode
+from parity.testing import hold
 from parity.testing.raycluster import RayCluster, free_port
 from tests.conftest import run_cli
 from tests.fixtures.runs import synthetic_run
@@ -138,9 +139,13 @@ def test_a_side_its_node_cannot_run_is_refused_before_either_side_runs(
     assert not list(out.glob("*/r00"))  # neither side ran
 
 
-def _kill_mid_target(cluster: RayCluster, out: Path, *more: str) -> subprocess.Popen[str]:
+def _kill_mid_target(
+    cluster: RayCluster, held_jobs: Path, out: Path, *more: str
+) -> subprocess.Popen[str]:
     """A comparison started, and side-b (the target's node) killed while the target's
-    first repeat runs on it; the comparison's process, still running."""
+    first repeat runs on it (its worker held there, its job read and not ended:
+    ``parity.testing.hold``); the comparison's process, still running."""
+    hold.arm(held_jobs, "target")
     proc = subprocess.Popen(
         [sys.executable, "-m", "parity", "compare", "mlp-train", "--target", "cpu+bf16",
          "--cluster", cluster.client, "--place", "baseline=side-a",
@@ -149,20 +154,27 @@ def _kill_mid_target(cluster: RayCluster, out: Path, *more: str) -> subprocess.P
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 400
-    while not list(out.glob("target/.r00.tmp-*")):  # the target's first repeat was sent
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
-        time.sleep(0.2)
-    time.sleep(2)  # it is running on side-b
-    cluster.kill("side-b")
+    try:
+        while not (held_jobs / hold.HELD).exists():  # the target's r00 runs on side-b
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            time.sleep(0.2)
+        assert (held_jobs / hold.HELD).read_text().startswith("target 0 ")
+        cluster.kill("side-b")
+    except BaseException:
+        proc.kill()
+        raise
+    finally:  # nothing stays held past the kill
+        (held_jobs / hold.RELEASE).touch()
     return proc
 
 
 def test_a_node_lost_with_no_retries_is_that_sides_failure(
     ray_cluster: RayCluster,
+    held_jobs: Path,
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "killed"
-    proc = _kill_mid_target(ray_cluster, out, "--node-retries", "0")
+    proc = _kill_mid_target(ray_cluster, held_jobs, out, "--node-retries", "0")
     try:
         stdout, stderr = proc.communicate(timeout=400)
     finally:
@@ -178,20 +190,16 @@ def test_a_node_lost_with_no_retries_is_that_sides_failure(
     assert len(load_side(out / "baseline").ok) >= 1
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="timing-dependent (open in the closing note): the node can be killed after its "
-    "job has ended, and then nothing is lost to rerun",
-)
 def test_a_job_whose_node_is_lost_runs_again_on_another_node(
     ray_cluster: RayCluster,
+    held_jobs: Path,
     tmp_path: Path,
 ) -> None:
     """The job reruns on a node with the resource (here side-b started again: the rerun
     waits for it, as for an autoscaler's replacement), recorded as an infrastructure event
     in its bundle and the verdict, and the target does not fail."""
     out = tmp_path / "rerun"
-    proc = _kill_mid_target(ray_cluster, out, "--wait", "10m")
+    proc = _kill_mid_target(ray_cluster, held_jobs, out, "--wait", "10m")
     try:
         ray_cluster.add("side-b")  # the replacement node
         stdout, stderr = proc.communicate(timeout=600)

@@ -40,7 +40,7 @@ STEP_NOISE = 0.05
 STEPS = (20, 50, 100, 200)
 SLOWER_RESEEDED = 1.25
 FASTER_SAME_INPUT = 0.6
-SIDED = {key: sided for key, _, sided, _ in COMPLIANCE_RUNS}
+SIDED = {key: sided for key, _, sided in COMPLIANCE_RUNS}
 
 # Detection floors (re-seeded 25% slower, identical input 40% faster) by (processes per
 # side, spread), a few points under the rates measured with this seed (lowest over phi):

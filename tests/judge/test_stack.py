@@ -138,5 +138,5 @@ def test_diff_pins_on_the_command_line_and_stored_pins(tmp_path: Path) -> None:
     write_json(tmp_path / "cmp" / "inputs.json", encode(JudgeInputs(pins={"torch": "==2.14"})))
     stored = diff(a, b)
     assert stored.pins is not None and stored.pins.drifted == ("torch",)
-    both = diff(a, b, given=JudgeInputs(pins={"six": "==1.17.0"}))
+    both = diff(a, b, pins={"six": "==1.17.0"})
     assert both.pins is not None and [c.package for c in both.pins.checks] == ["torch", "six"]

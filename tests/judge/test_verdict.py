@@ -104,6 +104,36 @@ def test_fp32_tolerance_is_tighter_than_bf16() -> None:
     assert judge(side(ROOT / "c"), side(ROOT / "d", spec="cpu+bf16", out=off)).passed
 
 
+def test_only_sides_failing_alike_in_the_user_s_code_are_the_workload_s_error() -> None:
+    """The same type, phase and line of the user's code on both sides: the workload's own
+    error (exit 2, the references' failure not blamed either); a different line, a side
+    failing outside the user's code, or one side alone: a side's failure (exit 1)."""
+    from parity.model.manifest import FailedAt
+    from parity.report.decision import headline, overall
+
+    def failing(path: Path, at: FailedAt | None) -> SideRuns:
+        runs = side(path, status="failed")
+        bundle = replace(runs.first, manifest=replace(runs.first.manifest, failed_at=at))
+        return SideRuns.of(bundle)
+
+    here = FailedAt(type="ValueError", phase="steps", source="late.py:22")
+    v = judge(failing(ROOT / "a", here), failing(ROOT / "b", here))
+    assert v.exit_code == 2 and overall(v) == "ERROR"
+    assert [g.name for g in v.gates] == ["the workload runs"]
+    assert "ValueError in phase 'steps' at late.py:22" in words.gate(v.gates[0])
+    assert headline(v)[0].startswith("ERROR: the workload fails on its own")
+    for other in (
+        replace(here, source="late.py:23"),
+        replace(here, type="RuntimeError"),
+        replace(here, phase="finish"),
+        None,
+    ):
+        v = judge(failing(ROOT / "a", here), failing(ROOT / "b", other))
+        assert v.exit_code == 1 and v.gates[0].name == "both sides ran", other
+    v = judge(side(ROOT / "a"), failing(ROOT / "b", here))
+    assert v.exit_code == 1 and "target failed" in words.gate(v.gates[0])
+
+
 def test_a_failed_side_fails_with_its_reason() -> None:
     v = judge(side(ROOT / "a"), side(ROOT / "b", status="failed"))
     assert v.exit_code == 1 and v.quality is None
@@ -156,8 +186,10 @@ def test_a_probe_the_budget_cut_is_said_in_quality_on_a_failing_verdict_too() ->
     a, b = side(ROOT / "a"), side(ROOT / "b", out=torch.ones(4, 3) * 1.01)
     v = judge(replace(a, info=info), replace(b, info=info))
     assert not v.passed and v.speed is None  # a failing target: no Speed section
-    said = v.numerics.not_localised if v.numerics else None
-    assert said is not None and "baseline and target's numerics probes were skipped" in said
+    cut = v.numerics.not_localised if v.numerics else None
+    assert cut is not None and cut.code == "numerics.probe-cut"
+    said = words.says(cut)
+    assert "baseline and target's numerics probes were skipped" in said
     assert "--budget 481 runs them" in said
     section = quality(v)
     assert section is not None and any(
@@ -341,3 +373,100 @@ def test_a_timing_process_s_cost_is_its_run_at_the_workload_s_steps() -> None:
     assert _run_seconds(whole, None) == pytest.approx(sum(whole.metrics.step_samples_s))
     assert _run_seconds(short, None) == pytest.approx(_run_seconds(whole, None), rel=0.01)
     assert _run_seconds(short, 100) == pytest.approx(_run_seconds(whole, 100), rel=0.01)
+
+
+#: a workload whose step raises in its own code at step 12 on every device: past the steps
+#: the pre-run check times (at most 9), so both sides run and fail
+LATE = """
+from parity.workloads.base import RunContext, StepRunner
+from parity.workloads.mlp import MlpTrain
+
+
+class _Runner(StepRunner):
+    def __init__(self, inner: StepRunner) -> None:
+        self.inner = inner
+
+    def step(self, i: int) -> None:
+        self.inner.step(i)
+        check(i)
+
+    def finish(self):
+        return self.inner.finish()
+
+
+def check(i: int) -> None:
+    if i >= 12:
+        raise ValueError(f"step {i}: the user's bug")
+
+
+class Late(MlpTrain):
+    name = "late"
+
+    def make_runner(self, model, data, ctx: RunContext) -> StepRunner:
+        return _Runner(super().make_runner(model, data, ctx))
+"""
+
+
+@pytest.mark.slow
+def test_a_workload_failing_alike_on_both_sides_after_the_pre_run_check_is_the_user_s(
+    tmp_path: Path,
+) -> None:
+    """Both sides raise at the same line of the user's file, at a step the pre-run check
+    did not reach: the workload's error, exit 2, its file and line named; nothing says the
+    target failed (it was 'FAIL: the target fails a gate', exit 1)."""
+    import json
+
+    from tests.conftest import run_cli
+
+    (tmp_path / "late.py").write_text(LATE)
+    out = tmp_path / "out"
+    result = run_cli(
+        "compare",
+        f"{tmp_path / 'late.py'}:Late",
+        "--baseline",
+        "cpu",
+        "--target",
+        "cpu+bf16",
+        "--steps",
+        "14",
+        "--repeats",
+        "1",
+        "--out",
+        str(out),
+        env={"PARITY_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    line = LATE.splitlines().index('        raise ValueError(f"step {i}: the user\'s bug")') + 1
+    shown = result.stdout + result.stderr
+    assert "ERROR: the workload fails on its own: ValueError in phase 'steps'" in shown
+    assert f"late.py:{line}" in shown
+    assert "FAIL: the target" not in shown and "target failed" not in shown
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["exit_code"] == 2 and not verdict["passed"]
+    gates = {g["name"]: g for g in verdict["gates"]}
+    assert "both sides ran" not in gates and gates["the workload runs"]["passed"] is False
+
+
+def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> None:
+    """A 135M checkpoint at its default 5 steps gave about 45% of its rows decisive: the
+    top-1 gate over every prompt's positions is not decided, and says how many steps (its
+    rows grow with them) would give the 299 decisive rows it needs; a gate whose rows do
+    not grow with the steps (eval_logits) says only its count."""
+    from parity.judge.verdict import _undecided_label
+    from parity.model.quality import AgreementCheck
+
+    every = AgreementCheck(
+        name="top-1 every position",
+        passed=None,
+        metric="top1",
+        threshold=0.99,
+        output="every_top1",
+        decisive=140,
+        required=299,
+    )
+    assert _undecided_label(every, 5) == (
+        "top-1 every position (140 decisive rows, 299 needed: about --steps 13 decides it)"
+    )
+    assert _undecided_label(every) == "top-1 every position (140 decisive rows, 299 needed)"
+    evals = replace(every, name="top-1 eval_logits", output="eval_logits", decisive=4)
+    assert _undecided_label(evals, 5) == "top-1 eval_logits (4 decisive rows, 299 needed)"

@@ -81,6 +81,19 @@ def test_a_float64_step_timed_itself_costs_the_reference_instead_of_the_matmul_r
     assert "a step in fp64 450 ms" in est.basis(timed)
 
 
+def test_a_reference_runs_the_steps_its_outputs_need_and_a_probe_its_summaries() -> None:
+    """A generation or inference workload's reference runs one step (its outputs are the
+    same after one as after all); every probe pays its per-module summaries, which cost a
+    small CNN many times its step (cnn-infer's fp64 probe ran 2-4x its estimate)."""
+    timed = replace(COST, reference_steps=1, summary_s=3.0, finish_steps=5.0)
+    e = est.plan(costed(1000.0, cost=timed, expected=SideSpec(device="cpu", precision="fp16")))
+    assert seconds(e, "fp64 reference") == pytest.approx(1.0 + (1 + 5 + 2) * 0.2 + 3.0)
+    assert seconds(e, "expected-error run") == pytest.approx(1.0 + (1 + 5 + 2) * 0.1 + 3.0)
+    assert seconds(e, "baseline quality run") == pytest.approx(1.0 + (40 + 5) * 0.1)  # all
+    assert seconds(e, "baseline numerics probe") == pytest.approx(est.PROBE_FIXED_S + 0.2 + 3.0)
+    assert seconds(e, "target numerics probe") == pytest.approx(est.PROBE_FIXED_S + 1.2 + 3.0)
+
+
 @pytest.mark.parametrize("asked", [1, 2, 5])
 def test_repeats_asked_are_the_processes_estimated(asked: int) -> None:
     """``--repeats N`` runs N processes a side whatever the budget: the estimate costs

@@ -170,6 +170,28 @@ def test_rounds_keep_the_compliance_runs_inside_the_budget(tmp_path: Path) -> No
         assert side["stop"]["interference"]["cores"] == os.cpu_count()
 
 
+def test_each_job_is_made_once_the_runs_before_it_landed(tmp_path: Path) -> None:
+    """The target's quality run hands over the baseline's generated tokens (teacher
+    forcing, ``runs.forced_tokens``): its job is made once the baseline's run of the same
+    round is in ``measured``, and so is every job after a run of its round."""
+    plan = Plan(repeats=2)
+    orch = _Sleeping(out=tmp_path)
+    seen: dict[tuple[str, int], dict[str, int]] = {}
+
+    def make_job(role: str, k: int) -> Any:
+        seen[(role, k)] = {r: len(runs) for r, runs in orch.measured.items()}
+        return None  # _Sleeping runs nothing
+
+    orch.rounds(make_job, plan, adaptive_stop(plan))  # type: ignore[arg-type]
+    # ABBA: baseline, target; then target, baseline
+    assert seen == {
+        ("baseline", 0): {"baseline": 0, "target": 0},
+        ("target", 0): {"baseline": 1, "target": 0},
+        ("target", 1): {"baseline": 1, "target": 1},
+        ("baseline", 1): {"baseline": 1, "target": 2},
+    }
+
+
 def test_the_next_round_is_costed_without_the_first_round_s_extras() -> None:
     tally = Tally(
         done={},

@@ -28,6 +28,10 @@ def test_a_reduced_precision_side_s_step_is_timed_itself(
     # where the matmul's ratio puts the step over the limit, the ratio stands alone
     monkeypatch.setattr(cost, "PRECISION_STEP_UNDER_S", 0.0)
     assert cost.step_cost(workload, frozen, ("bf16",)).precision_step_s == {}
+    # unless the side's quality run runs enough such steps that one more is a small
+    # share of it (a 135M model's bf16 step was priced at 3.4x float32's by the ratio)
+    many = resolve(WorkloadSpec(name="mlp-train", steps=cost.PRECISION_STEP_SHARE))
+    assert set(cost.step_cost(many, freeze(many), ("bf16",)).precision_step_s) == {"bf16"}
 
 
 def test_a_step_in_float64_is_timed_as_the_reference_runs_it(
@@ -207,3 +211,62 @@ def test_a_stalled_step_does_not_set_the_estimate(
     assert n == timed == runner.ran
     # sleeps overrun on a busy machine, never underrun: a stall would read 10x and more
     assert near * 0.9 <= step_s < max(near * 4, near + 0.1), step_s
+
+
+def test_the_probe_s_summaries_are_counted_as_its_recorder_summarises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The elements one step's modules produce (first call, first floating input and
+    output) are those the probe's recorder summarises on the same batch shape: the
+    summaries' cost scales with them, not with the step (cnn-infer's fp64 probe ran
+    2-4x an estimate of two steps)."""
+    from parity.probes.numerics import LayerRecorder
+
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    workload = resolve(WorkloadSpec(name="cnn-infer", steps=2))
+    weights, data = freeze(workload).load()
+    model = workload.build_model()
+    model.load_state_dict(weights)
+    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+    runner = workload.make_runner(model, data, ctx)
+    with cost._ModuleElements(model) as counted:
+        runner.step(0)
+        runner.step(1)  # a second call of each module is not counted again
+    recorder = LayerRecorder(model)
+    with torch.no_grad():
+        workload.probe(model, data)
+    recorder.close()
+    summarised = sum(r.output.numel + (r.input.numel if r.input else 0) for r in recorder.layers)
+    assert counted.count == summarised > 0
+    assert cost.summaries_s(0) == 0.0 and cost.summaries_s(counted.count) > 0
+
+
+def test_a_reference_runs_one_step_only_where_the_steps_leave_its_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inference and generation: ``finish`` after one step returns what it returns after
+    every step, so the whole-run references run one (a 135M model's float64 steps cost
+    minutes each); training changes the weights: every step."""
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
+    for name, one in (("cnn-infer", True), ("gpt-generate", True), ("mlp-train", False)):
+        workload = resolve(WorkloadSpec(name=name, steps=3))
+        weights, data = freeze(workload).load()
+
+        def finished(steps: int) -> dict[str, torch.Tensor]:
+            model = workload.build_model()  # noqa: B023
+            model.load_state_dict(weights)  # noqa: B023
+            runner = workload.make_runner(model, data, ctx)  # noqa: B023
+            for i in range(steps):
+                runner.step(i)
+            return runner.finish().outputs
+
+        runner = workload.make_runner(workload.build_model(), data, ctx)
+        assert runner.reference_steps(3) == (1 if one else 3), name
+        if one:
+            after_one, after_all = finished(1), finished(3)
+            assert after_one.keys() == after_all.keys()
+            for key, value in after_all.items():
+                torch.testing.assert_close(after_one[key], value, rtol=1e-6, atol=1e-6)
+        found = cost.step_cost(workload, freeze(workload))
+        assert found.reference_steps == (1 if one else None) and found.summary_s > 0, name

@@ -17,7 +17,7 @@ from parity.model.codec import decode
 from parity.model.metrics import InputPipeline
 from parity.model.quality import TokensCheck
 from parity.model.spec import parse_side
-from parity.model.verdict import ByRole, Gate, SideInfo, Verdict
+from parity.model.verdict import ByRole, Gate, SideInfo, Steadiness, Verdict
 from parity.report.layout import segments
 from parity.report.parts import Sentence, Table, View
 from tests.fixtures.runs import STDERR_TAIL, with_layers
@@ -141,7 +141,8 @@ def with_speed_findings(verdict: Verdict) -> Verdict:
             "slow_ratio": None,
         },
     )
-    return replace(verdict, speed=replace(verdict.speed, findings=(busy, placed)))
+    steady = Steadiness(findings=(busy, placed))
+    return replace(verdict, speed=replace(verdict.speed, steadiness=steady))
 
 
 def view_texts(view: View) -> tuple[list[str], list[str]]:

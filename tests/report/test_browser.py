@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from parity.report.run import load_run, write_reports
+from parity.report.screen import build_screen
 from parity.report.view import build_view
 from tests.fixtures.runs import synthetic_run, with_layers, write_verdict
 
@@ -226,3 +227,53 @@ def test_the_overflow_check_catches_a_page_that_scrolls_sideways(
         "document.querySelector('main').appendChild(d);"
     )
     assert overflow(browser) > 0
+
+
+# where the banner and each summary row sit on the page, and what they say
+FIRST_SCREEN = """
+var h1 = document.querySelector('header h1');
+var open = Array.from(document.querySelectorAll('details')).filter(function (d) {
+  return d.open;
+}).length;
+function box(e) {
+  var r = e.getBoundingClientRect();
+  return {left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+}
+return {height: window.innerHeight, open: open, decision: h1.textContent,
+  banner: box(h1),
+  rows: Array.from(document.querySelectorAll('#summary tr')).map(function (tr) {
+    return {label: tr.querySelector('th').textContent, text: tr.textContent,
+            box: box(tr)};
+  })};
+"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_first_screen_shows_the_decision_speed_and_cost(
+    width: int, browser: Any, pages: dict[str, tuple[Path, list[str]]], tmp_path: Path
+) -> None:
+    """As a reader opens the report, before they scroll or open anything: the decision in
+    the banner, and the speed and cost rows of the summary, drawn inside the window."""
+    page, _ = pages["train-layers"]
+    run = load_run(page.parent)
+    browser.set_window_size(width, 900)
+    browser.get(page.as_uri())
+    seen = browser.execute_script(FIRST_SCREEN)
+    assert seen["open"] == 0, "the sections start collapsed"
+    screen = build_screen(run.verdict)
+    assert seen["decision"] == screen.decision
+    assert seen["decision"].split(":")[0] in {"PASS", "FAIL", "NOT DECIDED"}
+    rows = {r["label"]: r for r in seen["rows"]}
+    assert {"quality", "speed", "cost"} <= set(rows)
+    for row in screen.rows:
+        assert row.text in rows[row.label]["text"], row.label
+    speed, cost = run.verdict.speed, run.verdict.cost
+    assert speed is not None and cost is not None and cost.cost_ratio is not None
+    assert f"{speed.ratio:.2f}" in rows["speed"]["text"], rows["speed"]["text"]
+    assert f"{cost.cost_ratio:.2f}" in rows["cost"]["text"], rows["cost"]["text"]
+    shot = tmp_path / f"first-screen-{width}.png"
+    assert browser.save_screenshot(str(shot))
+    for name, where in (("decision", seen["banner"]), *((k, rows[k]["box"]) for k in rows)):
+        assert where["top"] >= 0 and where["bottom"] <= seen["height"], f"{name} below the fold"
+        assert where["right"] <= width, f"{name} past the window's edge"
+        assert inked(shot, where) > 0.01, f"{name} is not drawn on the first screen"

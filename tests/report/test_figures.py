@@ -16,29 +16,40 @@ from tests.report.cases import golden
 def test_speed_with_failed_compliance_is_unreliable() -> None:
     v = golden("passes")
     assert v.speed is not None
-    check = ComplianceCheck(name="re-seeded run", passed=False, detail="12% off", ratio=1.12)
-    failed: dict[str, Json] = {"failed": ["re-seeded run"]}
+    seen = Finding(code="speed.run-failed", severity="blocks", figures={"reason": "12% off"})
+    check = ComplianceCheck(name="speed.reseeded", passed=False, finding=seen, ratio=1.12)
+    failed: dict[str, Json] = {"failed": ["speed.reseeded"]}
     said = Finding(code="speed.unreliable", severity="blocks", figures=failed)
     s = replace(
         v.speed,
         reliable=False,
-        unreliable_because=("re-seeded run",),
+        unreliable_because=("speed.reseeded",),
         compliance=(check,),
         findings=(said,),
     )
     made = speed(replace(v, speed=s))
     texts = [p.text for p in made.parts if isinstance(p, Sentence)]
-    assert "the speed claim is unreliable: re-seeded run failed; rerun on an idle machine" in texts
+    assert (
+        "the speed claim is unreliable: re-seeded run within process variation failed; "
+        "rerun on an idle machine"
+    ) in texts
     table = next(p for p in made.parts if isinstance(p, Table))
-    assert table.rows[0].cells == ("re-seeded run", "FAIL", "1.120", "12% off")
+    assert table.rows[0].cells == (
+        "re-seeded run within process variation",
+        "FAIL",
+        "1.120",
+        "the run failed: 12% off",
+    )
 
 
 def test_cost_without_prices_is_one_sentence() -> None:
     v = golden("passes")
     assert v.cost is not None
-    made = cost(replace(v, cost=replace(v.cost, available=False, reason="no price for neuron")))
+    unpriced = Finding(code="cost.unpriced", severity="context", figures={"missing": ["target"]})
+    made = cost(replace(v, cost=replace(v.cost, available=False, reason=unpriced)))
     assert made is not None and [p.text for p in made.parts if isinstance(p, Sentence)] == [
-        "no cost verdict: no price for neuron"
+        "no cost verdict: no price for the target; pass "
+        "--price target=DOLLARS_PER_HOUR[:ACCELERATORS] or add it to the plan"
     ]
     assert cost(replace(v, cost=None)) is None
 

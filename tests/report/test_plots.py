@@ -53,7 +53,7 @@ def test_a_plot_that_fails_is_named_not_raised() -> None:
 def test_the_speed_plot_draws_each_placement_s_ratio() -> None:
     """Where the host placed the threads two ways, each placement's ratio is a row with its
     interval (a placement with too few processes of a side has none, and no row)."""
-    from parity.model.verdict import ThreadPlacement, ThreadPlacements
+    from parity.model.verdict import Steadiness, ThreadPlacement, ThreadPlacements
 
     v = CASES["passes"]
     assert v.speed is not None
@@ -64,11 +64,15 @@ def test_the_speed_plot_draws_each_placement_s_ratio() -> None:
         ),
         slower=ThreadPlacement(processes=33, handoff_ns=8773.0, ratio=1.327, low=1.303, high=1.350),
     )
-    after = plots.speed_plot(replace(v, speed=replace(v.speed, placements=two)))
+    after = plots.speed_plot(
+        replace(v, speed=replace(v.speed, steadiness=Steadiness(placements=two)))
+    )
     assert before is not None and after is not None
     # each row with an interval is a marker and its two bars (canvas.mark: 1 + 2 points)
     assert after.points == before.points + 2 * 3
     assert "each placement's processes" in after.caption
     lone = replace(two, slower=ThreadPlacement(processes=2, handoff_ns=8773.0))
-    one = plots.speed_plot(replace(v, speed=replace(v.speed, placements=lone)))
+    one = plots.speed_plot(
+        replace(v, speed=replace(v.speed, steadiness=Steadiness(placements=lone)))
+    )
     assert one is not None and one.points == before.points + 3

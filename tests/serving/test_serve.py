@@ -52,13 +52,26 @@ def test_a_command_side_and_a_url_side(scripted: Callable[..., str], tmp_path: P
 def test_answers_that_differ_fail_before_speed(
     scripted: Callable[..., str], tmp_path: Path
 ) -> None:
-    base, target = scripted(**SCRIPT), scripted(**SCRIPT, diverge_at=3)
+    """With log-probabilities: the target's are 0.25 lower on every token, and each side
+    lists the other's choice 0.2 below its own (``parity.testing.scripted``)."""
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT, diverge_at=3, logprob_shift=0.25)
     got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
                   "--out", str(tmp_path / "q"))  # fmt: skip
     assert got.returncode == 1, got.stdout + got.stderr
     v = json.loads((tmp_path / "q" / "verdict.json").read_text())
     assert "quality-differs" in v["codes"] and v["quality"][0]["exact"] == 0
     assert v["quality"][0]["first_divergence"][1] == 3
+    c1 = v["quality"][0]
+    lp = c1["logprobs"]
+    assert lp["prompts"] == c1["prompts"] and lp["tokens"] == 3 * c1["prompts"]
+    assert lp["mean_abs"] == pytest.approx(0.25) and lp["max_abs"] == pytest.approx(0.25)
+    at = lp["at_divergence"]
+    assert at["position"] == 3 and at["baseline_piece"] != at["target_piece"]
+    assert at["baseline_logprob"] == pytest.approx(-0.5)
+    assert at["target_logprob"] == pytest.approx(-0.75)
+    assert at["baseline_of_target"] == pytest.approx(-0.7)
+    assert at["target_of_baseline"] == pytest.approx(-0.95)
+    assert "log-probabilities: |target - baseline| mean 0.25" in got.stdout
 
 
 @pytest.mark.slow
@@ -183,8 +196,9 @@ def test_a_signal_stops_the_servers_and_keeps_what_was_measured(
 def test_a_closed_loop_gives_its_throughput_as_the_rate(
     scripted: Callable[..., str], tmp_path: Path
 ) -> None:
-    """Two requests in flight on 2 slots of 0.3 s: about 6.7 requests/s, within the limit."""
-    base, target = scripted(**SCRIPT), scripted(**SCRIPT)
+    """Two requests in flight on 2 slots of 0.3 s: about 6.7 requests/s, within the limit.
+    The target ignores the log-probability fields, as ``transformers serve`` does."""
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT, no_logprobs=True)
     out = tmp_path / "c"
     got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
                   "--arrival", "closed", "--concurrency", "2", "--slo", "e2e_p90=1s",
@@ -195,3 +209,46 @@ def test_a_closed_loop_gives_its_throughput_as_the_rate(
         cap = v["capacity"][role]
         assert cap["stopped"] == "closed-loop" and cap["rate"] == pytest.approx(6.7, rel=0.25)
     assert v["ratio"] == pytest.approx(1.0, rel=0.2)
+    for q in v["quality"]:
+        assert "logprobs" not in q and q["logprobs_absent"] == ["target"]
+    assert "log-probabilities: not available (target server gave none)" in got.stdout
+
+
+@pytest.mark.slow
+def test_a_soak_at_the_highest_rate_ticks_sustained_load(
+    scripted: Callable[..., str], tmp_path: Path
+) -> None:
+    """Eight slots of 0.3 s (about 26 requests/s); a two-step search passes about 3.3 and
+    6.6 requests/s, and each side then holds its rate for 8 s: a drift of 1% of the median
+    a second (36 an hour) is what so short a soak can exclude. ``parity diff`` judges the
+    soak against the bound it ran with."""
+    steady = {**SCRIPT, "slots": 8}
+    base, target = scripted(**steady), scripted(**steady)
+    out = tmp_path / "s"
+    got = run_cli("serve", "--baseline-url", base, "--target-url", target, *LOAD,
+                  "--slo", "e2e_p90=2s", "--max-steps", "2", "--client-lag", "200ms",
+                  "--soak", "8s", "--max-drift", "36", "--out", str(out))  # fmt: skip
+    assert got.returncode == 0, got.stdout + got.stderr
+    v = json.loads((out / "verdict.json").read_text())
+    for role in ("baseline", "target"):
+        soaked = v["soak"][role]
+        assert soaked["passed"] and soaked["rate"] == v["capacity"][role]["rate"]
+        assert sum(w["sent"] for w in soaked["windows"]) == pytest.approx(8 * soaked["rate"], abs=1)
+    assert v["unproven"][0]["item"] == "sustained load" and v["unproven"][0]["checked"]
+    assert "sustained load: checked (parity serve --soak" in got.stdout
+    again = run_cli("diff", str(out / "baseline"), str(out / "target"))
+    assert again.stdout.splitlines()[0] == got.stdout.splitlines()[0], again.stdout
+    assert "sustained load: checked" in again.stdout
+    # indexed as it was written: parity ls lists it, parity show prints its verdict
+    listed = json.loads(run_cli("ls", "--json").stdout)
+    [row] = [r for r in listed if r["path"] == str(out.resolve())]
+    assert row["type"] == "serve" and row["result"] == "PASS"
+    shown = run_cli("show", row["id"])
+    assert shown.stdout.splitlines()[0] == got.stdout.splitlines()[0], shown.stdout
+
+
+def test_a_soak_needs_limits_or_a_rate(tmp_path: Path) -> None:
+    got = run_cli("serve", "--baseline-url", "http://127.0.0.1:9", "--target-url",
+                  "http://127.0.0.1:9", "--soak", "1h", "--out", str(tmp_path / "x"))  # fmt: skip
+    assert got.returncode == 2 and "--soak holds the highest rate" in got.stderr
+    assert not (tmp_path / "x").exists()

@@ -90,9 +90,10 @@ def test_too_many_errors_fail_a_limit(scripted: Callable[..., str]) -> None:
     base = scripted(ttft=0.01, token=0.001, error_every=2)
     ld = load(40, 4)
     limit = LatencyLimit(metric="e2e", percentile=90, limit_s=5.0)
-    plan = StepPlan(label="c4", indices=range(40), concurrency=4, limits=(limit,))
+    # a busy machine's loop lag is not what this tests (a client-bound step is not decided)
+    plan = StepPlan(label="c4", indices=range(40), concurrency=4, limits=(limit,), lag_bound_s=0.5)
     f = run(base, plan, ld)
-    assert f.checks[0].status == "fail" and f.decision == "fail"
+    assert f.checks[0].status == "fail" and f.decision == "fail", f
     # decided before the end: half not good already puts the p90's lower bound over
     assert f.saturated and f.sent < 40
     assert f.errors == {"error": f.sent - f.good} and abs(f.good - f.sent / 2) <= 2

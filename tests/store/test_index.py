@@ -15,7 +15,9 @@ from parity.comparison import Comparison
 from parity.errors import UsageError
 from parity.model.codec import encode
 from parity.store import SCHEMA_VERSION, Store, default_path, index_quietly
+from tests.conftest import run_cli
 from tests.fixtures.runs import STDERR, real_run, synthetic_run, write_bundle
+from tests.fixtures.serving import serving_run
 
 DAY = 86400.0
 
@@ -246,3 +248,45 @@ def test_a_run_indexed_at_its_url_is_never_repointed_to_a_local_copy(tmp_path: P
         with s.engine.connect() as conn:
             paths = [r[0] for r in conn.exec_driver_sql("SELECT path FROM comparisons")]
     assert paths == [url]  # a local path gives way to the URL
+
+
+def test_a_serving_comparison_is_listed_shown_and_reindexed(tmp_path: Path) -> None:
+    run = serving_run(tmp_path / "runs" / "serve-1", rates=(4.0, 6.0))
+    index = tmp_path / "i.sqlite"
+    with Store.open(index) as s:
+        result = s.reindex([tmp_path / "runs"])
+        assert (result.serving, result.comparisons, result.problems) == (1, 0, [])
+        [row] = s.runs()
+        assert row.type == "serve" and row.id.startswith("s") and row.result == "PASS"
+        assert row.workload == "smol" and row.speed_ratio == pytest.approx(1.5)
+        assert row.sides == "http://baseline-host:8000 -> http://target-host:8000"
+        assert s.runs(workload="other") == [] and s.runs(device="cuda") == []
+        record = s.show(row.id[:5])
+        assert record.type == "serve" and record.exit_code == 0 and record.passed
+        assert record.serving is not None and record.serving.ratio == pytest.approx(1.5)
+    listed = run_cli("ls", "--store", str(index), "--wide")
+    assert listed.returncode == 0 and row.id in listed.stdout and "smol:" in listed.stdout
+    shown = run_cli("show", row.id, "--store", str(index))
+    assert shown.returncode == 0 and "serving verdict: PASS" in shown.stdout, shown.stderr
+    shutil.rmtree(run)
+    with Store.open(index) as s:
+        assert s.reindex([tmp_path / "runs"]).removed == 1 and s.runs() == []
+
+
+def test_a_v2_index_is_migrated_keeping_its_runs(tmp_path: Path, runs: Path) -> None:
+    old = tmp_path / "v2.sqlite"
+    with Store.open(old) as s:
+        s.reindex([runs])
+        before = s.runs()
+    with sqlite3.connect(old) as conn:  # back to what schema version 2 wrote
+        conn.execute("DROP TABLE serving")
+        conn.execute("UPDATE parity_meta SET value = '2' WHERE key = 'schema_version'")
+        conn.execute("PRAGMA user_version = 2")
+    with Store.open(old) as s:
+        assert s.runs() == before
+        s.index_path(serving_run(tmp_path / "serve"))
+        assert [r.type for r in s.runs()].count("serve") == 1
+    with sqlite3.connect(old) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        meta = conn.execute("SELECT value FROM parity_meta WHERE key = 'schema_version'")
+        assert meta.fetchone()[0] == "3"

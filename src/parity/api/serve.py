@@ -24,11 +24,21 @@ from pathlib import Path
 
 from parity.bundle import temp_dir_for, write_doc
 from parity.errors import OptionError, UsageError
-from parity.judge.serving import SideFacts, judge
+from parity.judge.drift import window_for
+from parity.judge.serving import MAX_DRIFT, SOAK, SideFacts, judge
 from parity.model.fair import LatencyLimit
 from parity.model.inputs import Price
-from parity.model.serving import Load, ServeVerdict
+from parity.model.serving import (
+    Load,
+    Logprob,
+    RequestEvent,
+    ServeSide,
+    ServeVerdict,
+    ServeWindow,
+    StepFigures,
+)
 from parity.serving import bundle as sbundle
+from parity.serving import metrics
 from parity.serving.endpoint import base_url, discover
 from parity.serving.load import Tokenizer, build, tokenizer
 from parity.serving.side import (
@@ -141,14 +151,31 @@ def _signals_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def facts(m: Measured, load: Load) -> SideFacts:
+def side_facts(
+    side: ServeSide, fingerprint: str, steps: Sequence[StepFigures], events: Sequence[RequestEvent]
+) -> SideFacts:
+    """What the judge reads of a side: its answers (and their log-probabilities, where the
+    server gave them) by step and prompt, good requests only."""
     outputs: dict[str, dict[int, tuple[int, ...]]] = {}
-    for e in m.events:
+    scores: dict[str, dict[int, tuple[Logprob, ...]]] = {}
+    for e in events:
         if e.status == "ok":
             outputs.setdefault(e.step, {})[e.index] = e.output_ids
+            if e.logprobs:
+                scores.setdefault(e.step, {})[e.index] = e.logprobs
+    soaked = next((s for s in steps if s.label == SOAK), None)
+    windows: tuple[ServeWindow, ...] = ()
+    if soaked is not None:
+        width = window_for(side.soak_s or soaked.duration_s)
+        windows = metrics.windows([e for e in events if e.step == SOAK], width)
     return SideFacts(
-        side=m.side, fingerprint=load.fingerprint, steps=tuple(m.steps), outputs=outputs
-    )
+        side=side, fingerprint=fingerprint, steps=tuple(steps), outputs=outputs,
+        logprobs=scores, soak_windows=windows,
+    )  # fmt: skip
+
+
+def facts(m: Measured, load: Load) -> SideFacts:
+    return side_facts(m.side, load.fingerprint, m.steps, m.events)
 
 
 def verdict_of(
@@ -160,6 +187,7 @@ def verdict_of(
         min_match=req.min_match,
         prices=req.prices,
         min_ratio=req.min_ratio,
+        max_drift=req.settings.max_drift,
     )
 
 
@@ -216,7 +244,8 @@ def _interrupted(spec: SideSpec) -> Measured:
 
 def diff(paths: Sequence[Path], *, min_match: float, prices: Mapping[str, Price],
          min_ratio: float | None = None) -> ServeVerdict:  # fmt: skip
-    """The verdict of two serving side bundles (e.g. measured on two machines)."""
+    """The verdict of two serving side bundles (e.g. measured on two machines); a soak is
+    judged against the bound it was run with (recorded in the target's side)."""
     read = [sbundle.SideBundle(p) for p in paths]
     limits = {
         tuple((c.name, c.limit_s) for c in s.checks) for b in read for s in b.steps if s.checks
@@ -225,18 +254,13 @@ def diff(paths: Sequence[Path], *, min_match: float, prices: Mapping[str, Price]
         raise UsageError("the two bundles were measured against different --slo limits")
     sides = {}
     for role, b in zip(ROLES, read, strict=True):
-        outputs: dict[str, dict[int, tuple[int, ...]]] = {}
-        for e in b.events:
-            if e.status == "ok":
-                outputs.setdefault(e.step, {})[e.index] = e.output_ids
         side = replace(b.side, role="baseline" if role == "baseline" else "target")
-        sides[role] = SideFacts(
-            side=side, fingerprint=b.load.fingerprint, steps=b.steps, outputs=outputs
-        )
+        sides[role] = side_facts(side, b.load.fingerprint, b.steps, b.events)
     return judge(
         sides,
         limits=next(iter(limits)) if limits else (),
         min_match=min_match,
         prices=prices,
         min_ratio=min_ratio,
+        max_drift=read[1].side.max_drift or MAX_DRIFT,
     )

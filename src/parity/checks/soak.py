@@ -20,6 +20,7 @@ import numpy as np
 
 from parity.bundle import Bundle
 from parity.checks.common import finish, parts_ran, start
+from parity.judge.drift import slope_gate, window_for
 from parity.measure.orchestrate import ProgressSink
 from parity.model.checks import (
     CheckFigures,
@@ -41,45 +42,11 @@ MIB = 1024 * 1024
 MIN_WINDOWS = 8
 
 
-def window_for(duration_s: float) -> float:
-    return min(60.0, max(0.1, duration_s / 100))
-
-
 def fmt_duration(seconds: float) -> str:
     for unit, size in (("h", 3600.0), ("m", 60.0)):
         if seconds >= size and seconds % size == 0:
             return f"{seconds / size:g}{unit}"
     return f"{seconds:g}s"
-
-
-def _gate(
-    name: str, x: Sequence[float], y: Sequence[float], scale: float, bound: float, unit: str
-) -> SlopeGate:
-    """A slope gate: fails when the interval (scaled to ``unit``) lies above ``bound``."""
-    fit = slope_ci(x, y)
-    if fit is None:
-        figure = Slope(slope=None, low=None, high=None, unit=unit, bound=bound)
-        return SlopeGate(
-            name=name, passed=False, detail="too few points for a slope", figure=figure
-        )
-    slope, low, high = fit.slope * scale, fit.low * scale, fit.high * scale
-    figure = Slope(
-        slope=slope,
-        low=low,
-        high=high,
-        unit=unit,
-        bound=bound,
-        conclusive=high <= bound or low > bound,
-        method=fit.method,
-        n=fit.n,
-    )
-    passed = low <= bound
-    detail = f"{slope:+.3g} {unit} [95% {low:+.3g}, {high:+.3g}], bound {bound:g}"
-    if not passed:
-        detail += ": beyond the bound"
-    elif high > bound:
-        detail += ": not excluded (run longer)"
-    return SlopeGate(name=name, passed=passed, detail=detail, figure=figure)
 
 
 def _memory(
@@ -95,7 +62,7 @@ def _memory(
         return None
     ints = [int(v or 0) for v in values]
     name = "host memory growth" if host else "device memory growth"
-    gate = _gate(
+    gate = slope_gate(
         name, [float(d) for d in done], [float(v) for v in ints], per_min / MIB, bound, "MiB/min"
     )
     per_step = slope_ci([float(d) for d in done], [float(v) for v in ints])
@@ -131,7 +98,9 @@ def analyse(bundle: Bundle, request: CheckRequest) -> tuple[list[CheckGate], Soa
     t = [w.t_s for w in kept]
     lat = [w.median_s for w in kept]
     ref = statistics.median(lat)
-    drift = _gate("latency drift", t, lat, 3600.0 / ref, request.max_drift, "relative per hour")
+    drift = slope_gate(
+        "latency drift", t, lat, 3600.0 / ref, request.max_drift, "relative per hour"
+    )
     # memory against steps done: a leak grows per request, and the machine's load changes
     # the step rate, not the bytes per step; stated per minute at the mean throughput
     done = np.cumsum([w.steps or 1 for w in windows])[len(windows) - len(kept) :]

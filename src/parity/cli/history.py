@@ -125,7 +125,9 @@ def reindex(
     for problem in result.problems:
         c.note(f"skipped {problem}")
     c.stdout().print(
-        f"{path}: {result.comparisons} comparison(s), {result.bundles} bundle(s); "
+        f"{path}: {result.comparisons} comparison(s), "
+        + (f"{result.serving} serving comparison(s), " if result.serving else "")
+        + f"{result.bundles} bundle(s); "
         f"{result.removed} vanished run(s) forgotten",
         markup=False,
         soft_wrap=True,

@@ -49,21 +49,17 @@ def diff(
 
     Sides of one parity compare are judged with the inputs it stored (inputs.json); the
     options given here replace them."""
-    from parity.request import judge_inputs
     from parity.request import options as o
 
     chosen = c.given_options(ctx, "diff")
     if _serving_diff(baseline_bundle, target_bundle, chosen.value(o.PRICES, {})):
         return
-    judged = (o.ALLOW_DIFF, o.TARGET_LOSS, o.PRICES, o.PINS, o.PRODUCTION, o.SLO, o.TUNING_INTENDED)
-    judging = [x for x in judged if chosen.has(x)]
-    given = judge_inputs(chosen) if judging else None
     from parity import api
 
     verdict = api.diff(
         baseline_bundle,
         target_bundle,
-        given=given,
+        given=chosen,
         reference=reference,
         checks=[Path(p) for p in chosen.value(o.CHECKS_DIRS, ())] or None,
     )

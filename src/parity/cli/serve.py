@@ -107,20 +107,38 @@ def serve(
     ] = "25ms",
     ready_timeout: Annotated[str, typer.Option(metavar="TIME")] = "900s",
     ceiling: Annotated[bool, typer.Option(help="measure the client's own ceiling")] = True,
+    soak: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TIME", help="then hold each side's highest passing rate this long (e.g. 1h)"
+        ),
+    ] = None,
+    max_drift: Annotated[
+        float, typer.Option(metavar="FRACTION", help="the soak's latency drift bound, per hour")
+    ] = 0.10,
     out: Annotated[Path | None, typer.Option(metavar="DIR")] = None,
+    store: c.Store = None,
 ) -> None:
     """Compare two inference endpoints under one frozen load: quality, latency, capacity, cost."""
     from parity.api.serve import ServeRequest, SideInput
     from parity.api.serve import serve as run
     from parity.report.serving import lines, page
     from parity.request.fair_options import parse_slo
-    from parity.request.values import parse_price
+    from parity.request.values import parse_duration, parse_price
     from parity.serving.side import Settings
 
+    c.use_store(store)
     limits = parse_slo(slo) if slo else ()
     prices = dict(parse_price(p) for p in price or ())
     if not 0 <= min_match <= 1:
         raise OptionError(f"--min-match {min_match}: give a fraction between 0 and 1")
+    if not max_drift > 0:
+        raise OptionError(f"--max-drift {max_drift}: give a positive fraction per hour, e.g. 0.1")
+    soak_s = parse_duration(soak, "--soak") if soak is not None else None
+    if soak_s and not limits and rate is None:
+        raise OptionError(
+            "--soak holds the highest rate within --slo limits: give --slo (or --rate)"
+        )
     sides = {
         "baseline": SideInput(
             url=baseline_url, command=_split(baseline_cmd), model=baseline_model or model
@@ -138,6 +156,8 @@ def serve(
         lag_bound_s=_seconds("--client-lag", client_lag) or 0.025,
         ready_timeout_s=_seconds("--ready-timeout", ready_timeout) or 900.0,
         ceiling=ceiling,
+        soak_s=soak_s,
+        max_drift=max_drift,
     )
     if arrival not in ("poisson", "gamma", "constant", "closed"):
         raise OptionError(f"--arrival {arrival}: use poisson, gamma, constant or closed")
@@ -158,6 +178,9 @@ def serve(
     sides_seen = {r: m.side for r, m in measured.items()}
     steps = {r: m.steps for r, m in measured.items()}
     (where / "report.html").write_text(page(verdict, sides_seen, steps))
+    from parity.store import index_quietly
+
+    index_quietly(where)  # parity ls lists it, parity show ID shows its verdict
     for line in lines(verdict, sides_seen, steps):
         c.write_out(line)
     c.note(f"took {time.perf_counter() - began:.0f} s; bundles and verdict.json in {where}")

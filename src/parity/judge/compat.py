@@ -123,8 +123,5 @@ def compatibility(a: Bundle, b: Bundle) -> Compatibility:
         target=target,
         versions=versions(a, b),
         target_clean=target.clean if target.scanned else None,
-        method=(
-            "each side's op scan (ops.json) after its timed steps, or after its failure; "
-            "fallbacks are what the backend reports plus outputs found on another device"
-        ),
+        method="compat.op-scan",
     )

@@ -26,6 +26,8 @@ from dataclasses import replace
 
 from parity.judge.speed import side_step_time
 from parity.model.bundle import Bundle, SideRuns
+from parity.model.codec import Json
+from parity.model.findings import Finding
 from parity.model.metrics import Generation
 from parity.model.quality import Convergence
 from parity.model.verdict import (
@@ -64,15 +66,21 @@ def _training(
     if convergence is not None and inputs.run_steps is None:
         seconds = convergence.mean_time_s
         success = convergence.success_rate
-        basis = f"time to loss {convergence.target_loss:g}"
+        basis = Finding(
+            code="cost.basis-time-to-loss",
+            severity="context",
+            figures={"loss": convergence.target_loss},
+        )
     else:
         runs = [_run_seconds(b, inputs.run_steps) for b in side.ok]
         seconds = sum(runs) / len(runs) if runs else None
         success = len(side.ok) / len(side.repeats) if side.repeats else 0.0
         basis = (
-            f"{inputs.run_steps} steps (measured step times)"
+            Finding(
+                code="cost.basis-steps", severity="context", figures={"steps": inputs.run_steps}
+            )
             if inputs.run_steps
-            else "the measured run"
+            else Finding(code="cost.basis-run", severity="context")
         )
     per_hour = head.usd_per_accelerator_hour or 0.0
     usd = (
@@ -160,18 +168,15 @@ def judge_cost(
         generation.target,
     )  # fmt: skip
     section = Cost(baseline=base, target=target, inputs=inputs, available=False)
-    missing = [role for role, c in (("baseline", base), ("target", target)) if not c.priced]
+    missing: list[Json] = [
+        role for role, c in (("baseline", base), ("target", target)) if not c.priced
+    ]
     if missing:
-        return replace(
-            section,
-            reason=f"no price for the {' and '.join(missing)}: pass "
-            + " ".join(f"--price {m}=DOLLARS_PER_HOUR[:ACCELERATORS]" for m in missing)
-            + " or add it to the plan",
-        )
+        unpriced = Finding(code="cost.unpriced", severity="context", figures={"missing": missing})
+        return replace(section, reason=unpriced)
     cb, ct = base.unit_cost, target.unit_cost
     if not cb or not ct or target.price is None:
-        reason = "a side has no measured cost basis (no successful run or throughput)"
-        return replace(section, reason=reason)
+        return replace(section, reason=Finding(code="cost.no-basis", severity="context"))
     ratio = ct / cb
     eng = inputs.engineering_hours * inputs.engineering_rate
     saving = cb - ct
@@ -195,12 +200,4 @@ def _sensitivity(ratio: float, speed: Speed | None) -> Sensitivity | None:
     iv = speed.interval
     scale = ratio / speed.ratio
     low, high = iv.low * scale, iv.high * scale
-    return Sensitivity(
-        cost_ratio_low=low,
-        cost_ratio_high=high,
-        text=(
-            f"over the speed ratio's {iv.confidence:.0%} interval the target costs "
-            f"{low:.2f}x to {high:.2f}x the baseline; each 10% on the target's price moves "
-            "that by 10%"
-        ),
-    )
+    return Sensitivity(cost_ratio_low=low, cost_ratio_high=high, confidence=iv.confidence)

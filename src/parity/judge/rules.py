@@ -13,6 +13,7 @@ from parity.judge.slo import judge_slo
 from parity.judge.tuning import judge_tuning
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.fair import DeviceMemory, Fit, Slo
+from parity.model.findings import Finding
 from parity.model.manifest import FlagValue
 from parity.model.roles import ByRole
 from parity.model.verdict import Gate, JudgeInputs, UnprovenItem, Verdict
@@ -53,10 +54,14 @@ def _flags(bundle: Bundle) -> dict[str, FlagValue]:
 
 def _slo_gate(slo: Slo) -> Gate:
     failing = [c for c in slo.sides.target.checks if c.status != "pass"]
-    detail = "; ".join(c.detail for c in failing) or (
-        "every limit within its 95% upper bound: " + ", ".join(x.name for x in slo.limits)
+    if failing:
+        return Gate(
+            name="latency limits", passed=slo.passed, detail="; ".join(c.detail for c in failing)
+        )
+    within = Finding(
+        code="slo.within", severity="context", figures={"limits": [x.name for x in slo.limits]}
     )
-    return Gate(name="latency limits", passed=slo.passed, detail=detail)
+    return Gate(name="latency limits", passed=slo.passed, finding=within)
 
 
 def _unproven(verdict: Verdict, representative: bool | None, summary: str) -> Verdict:

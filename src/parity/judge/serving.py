@@ -4,35 +4,64 @@ their ratio and the cost per request there. Pure: facts in, facts and codes out.
 - quality: at concurrency 1 (``c1``) and under load (``load``), each prompt's greedy
   output token IDs (local tokenizer) compared between the sides; the exact-match rate over
   the prompts both answered must be at least ``min_match``; the first difference is kept;
+  where both servers gave log-probabilities, their differences over the agreeing tokens
+  and, at the first differing token, what each side thought of the other's choice (a
+  near-tie that flipped reads differently from a confident disagreement);
 - capacity: each side's search result; the ratio target/baseline of the highest passing
   rates; the target passes where it holds some rate within every limit;
 - cost (``--price``): price per hour / (rate x 3600) x 1e3 per 1k requests, and per 1M
   output tokens with the mean output tokens at that rate; the target's break-even price
   makes its cost per request equal the baseline's.
 
+- sustained load (``--soak``): each side's soak windows' median latency against time,
+  a slope with its 95% interval relative per hour against ``max_drift`` (as ``parity check
+  soak`` judges), the soak step's limits, and no window mostly not good; the target's
+  passing soak ticks ``sustained load`` in the unproven list.
+
 Codes (words are the report's): ``side-failed``, ``load-differs``, ``quality-differs``,
 ``quality-unmeasured``, ``no-limits``, ``target-holds-no-rate``, ``no-rate-passed``,
-``below-min-ratio``, ``client-bound``.
+``below-min-ratio``, ``client-bound``, ``soak-fails``, ``soak-inconclusive``.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from parity.judge.drift import slope_gate
+from parity.model.checks import Slope, SlopeGate
 from parity.model.inputs import Price
 from parity.model.serving import (
     Agreement,
     Capacity,
+    Divergence,
+    Logprob,
+    LogprobDeltas,
     Outcome,
     ServeCost,
     ServeSide,
+    ServeSoak,
     ServeVerdict,
+    ServeWindow,
     SideCost,
     StepFigures,
 )
+from parity.model.verdict import UnprovenItem
 
 QUALITY_STEPS = ("c1", "load")
+SOAK = "soak"
+#: the soak's start left out of the slope (as parity check soak's --warmup)
+SOAK_WARMUP = 0.1
+#: windows after warm-up needed for a slope (as parity check soak)
+MIN_WINDOWS = 8
+#: latency drift bound, relative per hour (parity check soak's default)
+MAX_DRIFT = 0.10
+SUSTAINED = "sustained load"
+HOW_TO_SOAK = (
+    "parity serve ... --soak 1h: constant arrivals at each side's highest passing rate, "
+    "judged for latency drift"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,15 +72,61 @@ class SideFacts:
     fingerprint: str
     steps: tuple[StepFigures, ...]
     outputs: Mapping[str, Mapping[int, tuple[int, ...]]] = field(default_factory=dict)
+    #: each step's answers' server tokens with log-probabilities, where the server gave them
+    logprobs: Mapping[str, Mapping[int, tuple[Logprob, ...]]] = field(default_factory=dict)
+    #: the soak's windows (``serving.metrics.windows``), where one ran
+    soak_windows: tuple[ServeWindow, ...] = ()
 
     def step(self, label: str) -> StepFigures | None:
         return next((s for s in self.steps if s.label == label), None)
 
 
+def _of(scored: Logprob, piece: str) -> float | None:
+    """A side's log-probability of ``piece`` at a position: its choice's or a listed one."""
+    if scored.piece == piece:
+        return scored.logprob
+    return next((lp for p, lp in scored.top if p == piece), None)
+
+
+def logprob_deltas(
+    base: Mapping[int, tuple[Logprob, ...]], target: Mapping[int, tuple[Logprob, ...]]
+) -> LogprobDeltas | None:
+    """Differences over the agreeing prefix of each prompt both sides scored, and the
+    first differing token (in prompt order); None where no prompt was scored by both."""
+    both = sorted(set(base) & set(target))
+    if not both:
+        return None
+    gaps: list[float] = []
+    first: Divergence | None = None
+    for i in both:
+        a, b = base[i], target[i]
+        for j, (x, y) in enumerate(zip(a, b, strict=False)):
+            if x.piece != y.piece:
+                if first is None:
+                    first = Divergence(
+                        prompt=i, position=j, baseline_piece=x.piece, baseline_logprob=x.logprob,
+                        target_piece=y.piece, target_logprob=y.logprob,
+                        baseline_of_target=_of(x, y.piece), target_of_baseline=_of(y, x.piece),
+                    )  # fmt: skip
+                break
+            gaps.append(abs(y.logprob - x.logprob))
+    return LogprobDeltas(
+        prompts=len(both),
+        tokens=len(gaps),
+        mean_abs=sum(gaps) / len(gaps) if gaps else 0.0,
+        max_abs=max(gaps, default=0.0),
+        at_divergence=first,
+    )
+
+
 def agreement(
-    label: str, base: Mapping[int, tuple[int, ...]], target: Mapping[int, tuple[int, ...]]
+    label: str,
+    base: Mapping[int, tuple[int, ...]],
+    target: Mapping[int, tuple[int, ...]],
+    scores: Mapping[str, Mapping[int, tuple[Logprob, ...]]] | None = None,
 ) -> Agreement:
-    """Token-by-token agreement over the prompts both sides answered."""
+    """Token-by-token agreement over the prompts both sides answered; ``scores``: each
+    role's log-probabilities at this step (a role without any: its server gave none)."""
     both = sorted(set(base) & set(target))
     exact, tokens = 0, 0
     first: tuple[int, int, int, int] | None = None
@@ -65,9 +140,15 @@ def agreement(
             at = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
             at = min(len(a), len(b)) if at is None else at
             first = (i, at, a[at] if at < len(a) else -1, b[at] if at < len(b) else -1)
+    scores = scores or {}
+    absent = tuple(r for r in ("baseline", "target") if not scores.get(r))
+    deltas = None
+    if not absent:
+        deltas = logprob_deltas(scores["baseline"], scores["target"])
     return Agreement(
-        label=label, prompts=len(both), exact=exact, tokens=tokens, first_divergence=first
-    )
+        label=label, prompts=len(both), exact=exact, tokens=tokens, first_divergence=first,
+        logprobs=deltas, logprobs_absent=absent,
+    )  # fmt: skip
 
 
 def _side_cost(price: Price, cap: Capacity | None, facts: SideFacts) -> SideCost | None:
@@ -102,6 +183,65 @@ def cost(sides: Mapping[str, SideFacts], prices: Mapping[str, Price]) -> ServeCo
     return ServeCost(baseline=base, target=target, break_even_usd_per_hour=even)
 
 
+def soak(facts: SideFacts, max_drift: float) -> ServeSoak | None:
+    """A side's soak judged for drift; None where it ran none."""
+    step = facts.step(SOAK)
+    if step is None or step.rate is None:
+        return None
+    duration = facts.side.soak_s or step.duration_s
+    warmup = SOAK_WARMUP * duration
+    kept = [w for w in facts.soak_windows if w.t_s > warmup]
+    timed = [w for w in kept if w.median_e2e_s is not None]
+    if len(timed) < MIN_WINDOWS:
+        detail = f"{len(timed)} windows after warm-up, at least {MIN_WINDOWS} needed: run longer"
+        blank = Slope(slope=None, low=None, high=None, unit="relative per hour", bound=max_drift)
+        drift = SlopeGate(name="latency drift", passed=False, detail=detail, figure=blank)
+        conclusive = False
+    else:
+        t = [w.t_s for w in timed]
+        lat = [w.median_e2e_s or 0.0 for w in timed]
+        ref = statistics.median(lat)
+        drift = slope_gate(
+            "latency drift", t, lat, 3600.0 / ref, max_drift, "relative per hour"
+        )  # fmt: skip
+        conclusive = bool(drift.figure.conclusive)
+    failed = len(kept) - len(timed)
+    held = step.decision == "pass"
+    # a failure anywhere decides it; a pass needs the drift excluded above the bound
+    refuted = failed > 0 or step.decision == "fail" or (conclusive and not drift.passed)
+    return ServeSoak(
+        rate=step.rate,
+        duration_s=duration,
+        windows=facts.soak_windows,
+        warmup_s=warmup,
+        drift=drift,
+        failed_windows=failed,
+        limits=step.decision,
+        passed=not refuted and conclusive and drift.passed and held,
+        conclusive=refuted or (conclusive and held),
+    )
+
+
+def _evidence(role: str, s: ServeSoak) -> str:
+    return (
+        f"parity serve --soak: the {role} at {s.rate:.4g} req/s for {s.duration_s:g} s: "
+        f"{s.drift.name} {s.drift.detail}; limits {s.limits}"
+    )
+
+
+def unproven(soaks: Mapping[str, ServeSoak]) -> tuple[UnprovenItem, ...]:
+    target = soaks.get("target")
+    checked = target is not None and target.passed
+    return (
+        UnprovenItem(
+            item=SUSTAINED,
+            checked=checked,
+            evidence=_evidence("target", target) if target is not None else None,
+            how_to_check=HOW_TO_SOAK,
+        ),
+    )
+
+
 def judge(
     sides: Mapping[str, SideFacts],
     *,
@@ -109,6 +249,7 @@ def judge(
     min_match: float,
     prices: Mapping[str, Price],
     min_ratio: float | None = None,
+    max_drift: float = MAX_DRIFT,
 ) -> ServeVerdict:
     """The verdict of two measured sides (either may have failed)."""
     codes: list[str] = []
@@ -124,7 +265,11 @@ def judge(
         for label in QUALITY_STEPS:
             a, b = base.outputs.get(label), target.outputs.get(label)
             if a and b:
-                quality.append(agreement(label, a, b))
+                scores = {
+                    "baseline": base.logprobs.get(label) or {},
+                    "target": target.logprobs.get(label) or {},
+                }
+                quality.append(agreement(label, a, b, scores))
     quality_passed = bool(quality) and all(q.rate >= min_match for q in quality)
     if not quality:
         codes.append("quality-unmeasured")
@@ -145,6 +290,12 @@ def judge(
         codes.append("no-rate-passed")
     elif min_ratio is not None and (ratio is None or ratio < min_ratio):
         codes.append("below-min-ratio")
+    soaks = {r: s for r, f in sides.items() if (s := soak(f, max_drift)) is not None}
+    t_soak = soaks.get("target")
+    if t_soak is not None and t_soak.conclusive and not t_soak.passed:
+        codes.append("soak-fails")
+    elif t_soak is not None and not t_soak.conclusive:
+        codes.append("soak-inconclusive")
     return ServeVerdict(
         fingerprint=sorted(prints)[0] if prints else "",
         limits=limits,
@@ -155,15 +306,21 @@ def judge(
         ratio=ratio,
         cost=cost(sides, prices),
         failed_sides=failed,
+        soak=soaks,
+        max_drift=max_drift,
+        unproven=unproven(soaks),
         outcome=_outcome(codes),
         codes=tuple(codes),
     )
 
 
 def _outcome(codes: list[str]) -> Outcome:
-    failing = {"side-failed", "load-differs", "quality-differs", "target-holds-no-rate"}
+    failing = {
+        "side-failed", "load-differs", "quality-differs", "target-holds-no-rate", "soak-fails"
+    }  # fmt: skip
     if failing & set(codes) or "below-min-ratio" in codes:
         return "fail"
-    if {"quality-unmeasured", "no-rate-passed", "no-limits", "client-bound"} & set(codes):
+    unsure = {"quality-unmeasured", "no-rate-passed", "no-limits", "client-bound"}
+    if (unsure | {"soak-inconclusive"}) & set(codes):
         return "inconclusive"
     return "pass"

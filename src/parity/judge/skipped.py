@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from parity.model.bundle import SideRuns
 from parity.model.estimate import Estimate
+from parity.model.findings import Finding
 
 #: the estimate's phase whose cut costs the localisation (``measure.estimate.PROBES``)
 PROBE = "numerics probe"
@@ -18,18 +19,21 @@ def _estimate(*sides: SideRuns) -> Estimate | None:
     return None
 
 
-def localisation_skipped(a: SideRuns, b: SideRuns) -> str | None:
-    """Why no module can be named where the plan cut a side's numerics probe, and the flag
-    that restores it (None: no probe was cut)."""
+def localisation_skipped(a: SideRuns, b: SideRuns) -> Finding | None:
+    """Why no module can be named where the plan cut a side's numerics probe, and the
+    budget that restores it (None: no probe was cut)."""
     est = _estimate(a, b)
     if est is None:
         return None
     cut = [p for p in est.phases if p.cut is not None and PROBE in p.name]
     if not cut:
         return None
-    roles = " and ".join(p.name.split(" ")[0] for p in cut)
-    why = cut[0].cut or "skipped"
-    return (
-        f"no module is named: the {roles}'s numerics probe{'s were' if len(cut) > 1 else ' was'} "
-        f"{why}; --budget {est.full_budget_s:.0f} runs {'them' if len(cut) > 1 else 'it'}"
+    return Finding(
+        code="numerics.probe-cut",
+        severity="reading",
+        figures={
+            "roles": [p.name.split(" ")[0] for p in cut],
+            "why": cut[0].cut or "skipped",
+            "budget_s": est.full_budget_s,
+        },
     )

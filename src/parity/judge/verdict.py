@@ -16,6 +16,7 @@ same verdict as ``parity compare`` did.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -35,7 +36,9 @@ from parity.judge.trajectory import nonfinite_checks
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.codec import Json
 from parity.model.findings import Finding
+from parity.model.manifest import FailedAt
 from parity.model.metrics import InputPipeline, Throughput
+from parity.model.numerics import EVERY_TOP1
 from parity.model.quality import (
     AgreementCheck,
     LossCheck,
@@ -44,7 +47,15 @@ from parity.model.quality import (
     Quality,
     QualityCheck,
 )
-from parity.model.verdict import ByRole, Gate, JudgeInputs, SideInfo, Verdict, WorkloadInfo
+from parity.model.verdict import (
+    WORKLOAD_GATE,
+    ByRole,
+    Gate,
+    JudgeInputs,
+    SideInfo,
+    Verdict,
+    WorkloadInfo,
+)
 
 
 def _side_info(side: SideRuns) -> SideInfo:
@@ -223,13 +234,14 @@ def quality_section(
     checks += nonfinite_checks(ByRole(baseline=first_a, target=first_b))
     gated = [c for c in checks if c.gated]
     undecided = [c for c in gated if c.passed is None]
+    steps = first_a.manifest.workload.description.steps
     return Quality(
         tolerances=quality.tolerances(first_a.side, first_b.side),
         checks=tuple(checks),
         passed=bool(gated)
         and all(c.passed is not False for c in gated)
         and all(_covered(c, checks) for c in undecided),
-        undecided=tuple(_undecided_label(c) for c in undecided),
+        undecided=tuple(_undecided_label(c, steps) for c in undecided),
         method=method,
         convergence=ByRole(
             baseline=quality.convergence(a.ok, inputs.target_loss),
@@ -254,10 +266,22 @@ def _covered(check: QualityCheck, checks: Sequence[QualityCheck]) -> bool:
     )
 
 
-def _undecided_label(check: QualityCheck) -> str:
-    if isinstance(check, AgreementCheck) and check.decisive is not None:
-        return f"{check.name} ({check.decisive} decisive rows, {check.required} needed)"
-    return check.name
+#: the margin on the steps asked for: decisive rows are a share of rows that a run of
+#: other prompts reads a little differently
+MORE_STEPS_MARGIN = 1.2
+
+
+def _undecided_label(check: QualityCheck, steps: int | None = None) -> str:
+    """A gate not decided, with its evidence; for a gate over every prompt's rows (they
+    grow with ``--steps``), the ``--steps`` that would give the rows it needs at the share
+    of decisive rows this run had."""
+    if not isinstance(check, AgreementCheck) or check.decisive is None:
+        return check.name
+    label = f"{check.name} ({check.decisive} decisive rows, {check.required} needed"
+    if check.output == EVERY_TOP1 and steps and check.decisive and check.required:
+        more = math.ceil(steps * check.required / check.decisive * MORE_STEPS_MARGIN)
+        label += f": about --steps {more} decides it"
+    return label + ")"
 
 
 def quality_gate(qual: Quality) -> Gate:
@@ -282,11 +306,32 @@ def _same_workload(side: SideRuns) -> None:
         )
 
 
-def _ran_gate(sides: ByRole[SideInfo]) -> Gate:
+def _ran_gate(sides: ByRole[SideInfo], own: FailedAt | None = None) -> Gate:
+    if own is not None:  # the user's workload, not a side
+        fails = Finding(
+            code="decision.workload-fails",
+            severity="blocks",
+            figures={"type": own.type, "phase": own.phase, "source": own.source},
+        )
+        return Gate(name=WORKLOAD_GATE, passed=False, finding=fails)
     problems = [
         f"{role} failed: {info.reason}" for role, info in sides.items() if info.status != "ok"
     ]
     return Gate(name="both sides ran", passed=not problems, detail="; ".join(problems) or "ok")
+
+
+def own_failure(baseline: SideRuns, target: SideRuns) -> FailedAt | None:
+    """Where each side's first failed run raised in the user's own code alike (the same
+    type, phase and line): the workload failing on its own, on any device (a step that
+    raises after the pre-run check's steps); None where a side did not fail so, or they
+    differ (then a side's failure: one ran what the other could not)."""
+    found = []
+    for side in (baseline, target):
+        failed = next((b for b in side.repeats if not b.ok), None)
+        if failed is None or failed.manifest.failed_at is None:
+            return None
+        found.append(failed.manifest.failed_at)
+    return found[0] if found[0] == found[1] else None
 
 
 #: the gate that says a run the target is judged against failed (never the target's own)
@@ -334,6 +379,7 @@ def judge(
     ) + decision.flag_differences(first_a, first_b)
     description = first_a.manifest.workload.description
     sides = ByRole(baseline=_side_info(baseline), target=_side_info(target))
+    own = own_failure(baseline, target)
     verdict = Verdict(
         workload=WorkloadInfo(
             name=description.name,
@@ -347,7 +393,7 @@ def judge(
         config_differences=changes,
         environment_differences=decision.environment_differences(first_a, first_b),
         pins=check_pins(inputs.pins, first_a.manifest.environment, first_b.manifest.environment),
-        gates=(_ran_gate(sides),),
+        gates=(_ran_gate(sides, own),),
         # first ok bundle per side, else its failed one (which may hold a failure scan)
         compatibility=compat.compatibility(first_a, first_b),
         contract=decision.contract(first_a, first_b, fair, changes),
@@ -358,7 +404,8 @@ def judge(
     if settings is not None:  # said, and a change of what a side computes in fails
         contract = replace(verdict.contract, holds=verdict.contract.holds and settings.passed)
         verdict = replace(verdict, gates=(*verdict.gates, settings), contract=contract)
-    refs = references_gate(reference, expected)
+    # a reference runs the same workload: where it failed on its own, so did they
+    refs = references_gate(reference, expected) if own is None else None
     if refs is not None:
         verdict = replace(verdict, gates=(*verdict.gates, refs))
     verdict = apply_rules(verdict, baseline, target, inputs)

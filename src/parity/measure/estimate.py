@@ -12,14 +12,17 @@ workload's step count and what the cache already holds, each phase is costed:
   tokens as well: ``StepCost.finish_steps``, ``forced_steps``); the timing processes
   after it: the steps the sizing rule gives at least (``1 + steps // 4 +
   stats.MIN_STEADY``, at most the workload's), two more a side for three;
-- the numerics probe: ``PROBE_FIXED_S + PROBE_STEPS`` steps; the op scan:
+- the numerics probe: ``PROBE_FIXED_S + PROBE_STEPS`` steps and its summaries of every
+  module's input and output (``StepCost.summary_s``: a small CNN's activations cost many
+  times its step to summarise); the op scan:
   ``SCAN_FIXED_S + SCAN_STEPS`` steps (the scan's two steps under a dispatch mode, a
   plain step and the compile probes' graph captures), both fitted on what the built-ins
   take (a fixed part and a number of steps' worth, on the built-ins and on a 135M
   checkpoint, whose scan costs about twice its steady steps);
 - the fp64 reference and the expected-error run: a full run's steps on the CPU in
   float64 and in the precision (each step timed itself where the freeze job could, else
-  the float32 step at the matmul's ratio), and a probe; cached ones cost nothing.
+  the float32 step at the matmul's ratio; one step where the steps leave the outputs
+  unchanged: ``StepCost.reference_steps``), and a probe; cached ones cost nothing.
 
 Planned within the budget (``plan``), where the estimate is over it and ``--repeats`` does
 not fix the work: the compliance runs go first, then the baseline's op scan (the target's
@@ -128,17 +131,22 @@ def phases(c: Costed, processes: int) -> list[PhaseCost]:
     cpu = c.cost.step_s
     step64 = c.cost.precision_step_s.get(FP64, cpu * c.cost.dtype_ratio.get("float64", 2.0))
     full = c.steps + c.cost.finish_steps  # a full run's steps and its end's work
-    out.append(_phase("fp64 reference", fixed + (full + PROBE_STEPS) * step64, c.cached.reference))
+    # a reference runs the steps its outputs need (``StepCost.reference_steps``), its end
+    # and the probe
+    whole = (c.cost.reference_steps or c.steps) + c.cost.finish_steps + PROBE_STEPS
+    summaries = c.cost.summary_s
+    reference = fixed + whole * step64 + summaries
+    out.append(_phase("fp64 reference", reference, c.cached.reference))
     if c.expected is not None:
         e = step_s(c.cost, c.expected) or cpu
         name = f"expected-error run ({c.expected})"
-        out.append(_phase(name, fixed + (full + PROBE_STEPS) * e, c.cached.expected))
+        out.append(_phase(name, fixed + whole * e + summaries, c.cached.expected))
     n = timing_steps(c.steps)
     for i, (role, side) in enumerate((("baseline", c.baseline), ("target", c.target))):
         s = step_s(c.cost, side)
         quality = full + (c.cost.forced_steps if role == "target" else 0.0)
         out.append(_phase(f"{role} quality run", None if s is None else fixed + quality * s))
-        probe = None if s is None else PROBE_FIXED_S + PROBE_STEPS * s
+        probe = None if s is None else PROBE_FIXED_S + PROBE_STEPS * s + summaries
         out.append(_phase(f"{role} {PROBES}", probe, c.cached.probe[i]))
         scan = None if s is None else SCAN_FIXED_S + SCAN_STEPS * s
         out.append(_phase(f"{role} op scan", scan, c.cached.scan[i]))

@@ -7,7 +7,8 @@ share:
 - output directories: the default name (``parity-runs/<stamp>-<name>``), refusing a
   non-empty one, and ``--resume`` (a complete bundle under its final name is reused, a
   hidden temporary one is removed);
-- running a job into a bundle (``runner.launch.run_job``), relaying its events to the
+- running a job into a bundle by its launch strategy (``runner.strategy``: a process
+  here, a cluster node, or inline in tests; ``launch_for`` chooses), relaying its events to the
   progress sink;
 - the time budget: its clock starts after set-up (``start_budget``: the workload frozen,
   the zygote started) and runs through the fp64 reference, the rounds and the compliance
@@ -56,7 +57,8 @@ from parity.model.workload import (
 )
 from parity.runner.ahead import settle
 from parity.runner.cpu import CpuWatch
-from parity.runner.launch import Launcher, run_job
+from parity.runner.launch import Launcher
+from parity.runner.strategy import Launch
 
 RUNS_DIR = Path("parity-runs")
 #: a comparison's stored request (``parity.request`` reads and writes it)
@@ -272,6 +274,27 @@ class Placed(Protocol):
     def release(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class OnNode:
+    """The launch strategy of a side placed on a cluster node: its job runs there, its
+    bundle (made on another node) is loaded and verified here."""
+
+    side: Placed
+
+    def prepare(self, job: Job) -> object:
+        return "node"
+
+    def run(self, job: Job, path: Path, on_event: EventHook | None = None) -> Bundle:
+        self.side.run(job, path, on_event)
+        return load_bundle(path)
+
+    def cpu_s(self) -> float:
+        return 0.0  # the node's, not this machine's
+
+    def close(self) -> None:
+        pass  # the side's actor ends with the comparison (``placed_sides``)
+
+
 #: how the rounds ran when both sides ran on nodes of their own (``Stop.notes``)
 SIDE_BY_SIDE = (
     "the rounds ran side by side: each side on its own cluster node ({nodes}), the two "
@@ -289,7 +312,7 @@ class Orchestrator:
     out: Path
     progress: ProgressSink | None = None
     started: float = field(default_factory=time.monotonic)
-    launcher: Launcher = field(default_factory=Launcher)
+    launcher: Launch = field(default_factory=Launcher)
     #: when the budget's clock started (None: with the rounds)
     clock: float | None = None
     setup_s: float | None = None
@@ -324,8 +347,7 @@ class Orchestrator:
         """Set-up is over: start the zygote the ``first`` jobs will fork from (if one
         forks), then the budget's clock and the watch on the machine's CPU."""
         for job in first:
-            if job.role not in self.placed:
-                self.launcher.prepare(job)
+            self.launch_for(job.role).prepare(job)
         self.clock = time.monotonic()
         self.setup_s = self.clock - self.started
         self.watch = CpuWatch(extra=self.launcher.cpu_s)
@@ -376,19 +398,20 @@ class Orchestrator:
                     "parity: %s failed before (%s): running it again", label, kept.manifest.reason
                 )
                 remove(path)
-        try:
-            if job.role not in self.placed:  # decoded from what its seal read: read once
-                bundle = run_job(
-                    job, path, on_event=self._relay(label, hook), launcher=self.launcher
-                )
-            else:
-                self.placed[job.role].run(job, path, self._relay(label, hook))
-                bundle = load_bundle(path)  # made on another node: loaded (and verified) here
+        try:  # decoded from what its seal read: read once
+            bundle = self.launch_for(job.role).run(job, path, self._relay(label, hook))
         except OutputError as exc:
             raise OutputError(f"{label}: {exc}") from exc
         if self.landed is not None and path.is_relative_to(self.out):
             self.landed(path)
         return bundle
+
+    def launch_for(self, role: str) -> Launch:
+        """How ``role``'s jobs start, chosen here alone: on the side's cluster node where
+        it is placed, else by this orchestrator's launcher (processes on this machine, or
+        inline in tests)."""
+        side = self.placed.get(role)
+        return OnNode(side) if side is not None else self.launcher
 
     def _apart(self) -> str:
         """Where both sides run on cluster nodes of their own: their pools taken (waited
@@ -468,18 +491,22 @@ class Orchestrator:
                 self.probes.update(clock.probes(role))
             return role, label, bundle, time.monotonic() - run_start
 
+        def landed(role: Role, label: str, bundle: Bundle, took: float) -> None:
+            run_s[role].append(took)
+            done[role].append(bundle)
+            ran.append(label)
+
         for i in range(0, len(order), len(ROLES)):
             round_start = time.monotonic()
             turn = order[i : i + len(ROLES)]
             if apart and not (first_in_turn and i == 0):
                 with ThreadPoolExecutor(len(turn)) as pool:
                     results = list(pool.map(lambda rk: one(*rk), turn))
-            else:
-                results = [one(role, k) for role, k in turn]
-            for role, label, bundle, took in results:
-                run_s[role].append(took)
-                done[role].append(bundle)
-                ran.append(label)
+                for result in results:
+                    landed(*result)
+            else:  # each run's bundle is in ``done`` before the next job is made
+                for role, k in turn:  # (the target's quality run scores the baseline's tokens)
+                    landed(*one(role, k))
             round_s.append(time.monotonic() - round_start)
             if i < SIZING_ROUNDS * len(ROLES) and after_first is not None:
                 steps = after_first(done)

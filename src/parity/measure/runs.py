@@ -12,9 +12,7 @@ before anything is written; a side that fails is a result, not an error.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -23,16 +21,13 @@ from typing import TYPE_CHECKING, NamedTuple
 from parity.arrays import floating
 from parity.bundle import (
     EXPECTED_DIR,
-    REFERENCE_DIR,
     forget_verdict,
-    io_reason,
     is_bundle,
-    load_bundle,
 )
-from parity.cache import expected_key, run_key
 from parity.comparison import Comparison
-from parity.errors import BundleError, OptionError, OutputError, ResumeError, UsageError
+from parity.errors import OptionError, ResumeError, UsageError
 from parity.measure import estimate as estimates
+from parity.measure.beside import compliance_runs, copy_bundle, expected_run, fp64_reference
 from parity.measure.orchestrate import (
     JobTemplate,
     Orchestrator,
@@ -40,10 +35,9 @@ from parity.measure.orchestrate import (
     check_fresh,
     clear_partial,
     default_out,
-    remove,
 )
 from parity.measure.remote import placed_sides, url_out
-from parity.measure.resumable import belonging, check_resumable, mismatch, says_how_to_resume
+from parity.measure.resumable import check_resumable, says_how_to_resume
 from parity.measure.stopping import adaptive_stop, timing_plan
 from parity.model.bundle import Bundle
 from parity.model.estimate import Estimate
@@ -135,8 +129,6 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Ran:
     out = staging() if url else local(request.out) if request.out else None
     out = out or default_out(request.name, request.mode)
     check_fresh(out)
-    if request.cluster is not None and request.script:
-        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     roles: dict[str, SideSpec] = {request.mode: request.side}
     with (
         placed_sides(request.cluster, roles, request.workload) as placed,
@@ -212,8 +204,7 @@ def compare(
     ):
         assert request.workload is not None
         launcher.warm(request.workload.name)  # the zygote imports while this process does
-        # meanwhile, settled before the timed runs
-        import_ahead(*END_IMPORTS, *(REPORT_IMPORTS if request.report else ()))
+        import_ahead(*END_IMPORTS, *(REPORT_IMPORTS if request.report else ()))  # meanwhile
         from parity.checks.common import read_checks
 
         read_checks([Path(p) for p in request.checks])  # validated before anything is written
@@ -223,19 +214,8 @@ def compare(
             request, launcher, timeout_s=plan.timeout_s, cost=costed,
             sides=(request.baseline, request.target),
         )  # fmt: skip
-        # costed before the sides run: refused here (nothing written) where even the least
-        # of it is over the budget
-        estimate = estimates.for_request(request, template, cache_root()) if costed else None
-        if estimate is not None:
-            log.warning("parity: %s", estimates.summary(estimate))
-        plan = estimates.planned(plan, estimate)
-        timeout = estimates.process_timeout(estimate, plan)  # refused here where given and short
-        raised = None
-        if timeout != plan.timeout_s:
-            plan = replace(plan, timeout_s=timeout)
-            template = replace(template, timeout_s=timeout)
-            raised = estimates.timeout_note(estimate, timeout)
-            log.warning("parity: %s", raised)
+        estimate, plan, raised = _costed(request, template) if costed else (None, plan, None)
+        template = replace(template, timeout_s=plan.timeout_s)
         reseeded = _reseeded(replace(request, measure=plan), launcher) if plan.compliance else None
         out = local(request.out) if request.out else default_out(template.description.name)
         _start(request, out, resuming)  # the request as given: the plan is the estimate's
@@ -275,6 +255,26 @@ def compare(
     return Measured(
         Comparison.measured(out, sides, reference=reference, expected=expected), request, url
     )
+
+
+def _costed(
+    request: CompareRequest, template: JobTemplate
+) -> tuple[Estimate | None, MeasurePlan, str | None]:
+    """The comparison costed before the sides run (refused here, nothing written, where
+    even the least of it is over the budget), the plan it fits, and the note where the
+    process timeout was raised to hold the longest process it foresees."""
+    from parity.cache import cache_root
+
+    estimate = estimates.for_request(request, template, cache_root())
+    if estimate is not None:
+        log.warning("parity: %s", estimates.summary(estimate))
+    plan = estimates.planned(request.measure, estimate)
+    timeout = estimates.process_timeout(estimate, plan)  # refused here where given and short
+    if timeout == plan.timeout_s:
+        return estimate, plan, None
+    raised = estimates.timeout_note(estimate, timeout)
+    log.warning("parity: %s", raised)
+    return estimate, replace(plan, timeout_s=timeout), raised
 
 
 def _uploader(out: Path, url: str | None) -> Callable[[Path], None] | None:
@@ -416,8 +416,6 @@ def _compare_script(
 ) -> Measured:
     """Script mode: the script once per side (or ``--repeats`` times), no compliance runs
     and no fp64 reference (script mode has neither)."""
-    if request.cluster is not None:
-        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     plan = replace(request.measure, repeats=request.measure.repeats or 1, compliance=False)
     template, command = _script_template(request.script, plan.timeout_s)
     url = url_out(request.out, resuming)
@@ -471,144 +469,6 @@ def resume(
         return compare(
             replace(request, out=str(out)), progress=progress, resuming=True, published=published
         )
-
-
-# -- the CPU runs beside the sides: the fp64 reference, the expected error, compliance ------
-
-
-def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bundle:
-    """The fp64 CPU reference bundle of a frozen workload: its whole run in float64, made
-    once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
-    so that the comparison's directory carries everything a later ``parity diff`` needs."""
-    job = template.job("reference", SideSpec(device="cpu"), mode="reference")
-    return cached_run(
-        orch, job, cache / run_key(template.fingerprint), REFERENCE_DIR, "fp64 reference"
-    )
-
-
-def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
-    """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
-    ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
-    job = template.job("expected", side, mode="expected")
-    key = expected_key(template.fingerprint, side)
-    return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
-
-
-def cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
-    """A CPU run that depends on its job alone: reused from ``cached``, else run and
-    cached there, then copied to ``OUT/name`` (a failure stays there, never cached); what
-    it took is one of the set-up parts' costs (``Stop.probes``)."""
-    began = time.monotonic()
-    reused = is_bundle(cached) or is_bundle(orch.out / name)
-    try:
-        return _cached_run(orch, job, cached, name, label)
-    finally:
-        orch.probes[f"{label}{' (cached)' if reused else ''}"] = time.monotonic() - began
-
-
-def _cached_run(orch: Orchestrator, job: Job, cached: Path, name: str, label: str) -> Bundle:
-    """``cached_run``'s work. The copy is what is loaded and verified (once): a cache entry
-    that does not verify is removed and made again."""
-    dest = orch.out / name
-    if dest.exists() or dest.is_symlink():  # resuming: the copy may be there already
-        try:
-            found = load_bundle(dest)
-        except BundleError as exc:
-            log.warning("parity: %s: copying the %s again", exc, label)
-            remove(dest)
-        else:
-            return belonging(found, job)
-    if is_bundle(cached):
-        try:
-            copy_bundle(cached, dest)
-            # verified (no links, every file as written) and its key recomputed from what
-            # it holds (role, side, mode, fingerprint) before use
-            copied = load_bundle(dest)
-            problem = mismatch(copied, job)
-            if problem is not None:
-                raise BundleError(f"{cached} is not the run its name says: {problem}")
-            return copied
-        except BundleError as exc:  # edited, or written by another parity: make it again
-            log.warning("parity: the cached %s is unusable (%s): remaking it", label, exc)
-            remove(dest)
-            remove(cached)
-    elif cached.exists() or cached.is_symlink():
-        remove(cached)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.parent / f".{cached.name}.{uuid.uuid4().hex[:8]}"
-    bundle = orch.run(job, tmp, label=label)
-    copy_bundle(tmp, dest)  # a failure is kept beside the sides, never in the cache
-    if not bundle.ok:
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        try:
-            tmp.rename(cached)
-        except OSError:  # made by another process meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-    return replace(bundle, path=dest)  # the bytes just verified, under their copy's name
-
-
-def copy_bundle(src: Path, dest: Path) -> None:
-    """Copy a bundle (from the cache) into place through a hidden temporary directory:
-    only the files its ``digest.json`` lists, each a regular file with one name read
-    without following links (``bundle.read_own``): the cache is as untrusted as a bundle
-    from another machine, and a link or a hard link to a host's file planted in it is
-    refused (BundleError) whatever its digest says. An I/O error leaves nothing at
-    ``dest``."""
-    import os
-
-    from parity.bundle import DIGEST, Digest, read_own
-    from parity.model.codec import decode, loads
-
-    if src.is_symlink() or not src.is_dir():
-        raise BundleError(f"{src} is a link or not a directory: parity follows no links")
-    try:
-        listed = decode(Digest, loads(read_own(src / DIGEST).decode("utf-8")))
-    except (OSError, ValueError) as exc:
-        raise BundleError(f"{src / DIGEST} is unreadable ({exc})") from None
-    names = {*listed.files, DIGEST}
-    extra = sorted(p.name for p in src.iterdir() if p.name not in names)
-    if extra:
-        raise BundleError(f"{src} holds {extra[0]!r}, which its {DIGEST} does not list")
-    tmp = dest.parent / f".{dest.name}.tmp-{uuid.uuid4().hex[:12]}"
-    try:
-        tmp.mkdir(parents=True)
-        for name in sorted(names):
-            if "/" in name or name.startswith("."):
-                raise BundleError(f"{src / DIGEST} lists {name!r}, not a file of a bundle")
-            (tmp / name).write_bytes(read_own(src / name))
-        os.replace(tmp, dest)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, FileNotFoundError) and src in Path(exc.filename or "").parents:
-            raise BundleError(f"{exc.filename} is missing") from None
-        if isinstance(exc, OSError):
-            raise OutputError(f"could not copy {src} to {dest}: {io_reason(exc)}") from exc
-        raise
-
-
-def compliance_runs(
-    orch: Orchestrator,
-    target: SideSpec,
-    reseeded: JobTemplate,
-    same: JobTemplate,
-    *,
-    steps: int | None = None,
-) -> dict[str, Bundle]:
-    """The target's two compliance runs: another seed, and one identical input; each a
-    timing process of ``steps`` (None: the workload's)."""
-    runs = {
-        "reseeded": reseeded.job(
-            "target", target, compliance=True, steps=steps, request=orch.request
-        ),
-        "same-input": same.job(
-            "target", target, compliance=True, same_input=True, steps=steps, request=orch.request
-        ),
-    }
-    return {
-        name: orch.run(job, orch.out / "target" / name, label=f"target {name}")
-        for name, job in runs.items()
-    }
 
 
 # -- a throughput-latency curve --------------------------------------------------------------

@@ -44,6 +44,14 @@ class StepCost:
     finish_steps: float = 0.0
     #: what the target's quality run pays more, scoring the baseline's tokens, in steps
     forced_steps: float = 0.0
+    #: the steps a whole-run reference runs where fewer than the workload's (its steps
+    #: leave what ``finish`` returns unchanged: ``StepRunner.reference_steps``); None: all
+    reference_steps: int | None = omit_none()
+    #: what the numerics probe pays beyond its forward pass: a summary of every module's
+    #: first input and output (several passes over each), seconds, from the elements one
+    #: step's modules produce and a summary's time per element on this CPU. A small
+    #: convolutional network's activations outweigh its step many times
+    summary_s: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -7,15 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from parity.model.serving import ServeVerdict
 from parity.model.verdict import Verdict
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunRow:
-    """A comparison or a stand-alone run, as ``parity ls`` lists it."""
+    """A comparison, a serving comparison or a stand-alone run, as ``parity ls`` lists it
+    (a serving comparison's workload is its model, its sides the two endpoints, its speed
+    ratio the ratio of the highest rates within the limits)."""
 
     id: str
-    type: Literal["compare", "run"]
+    type: Literal["compare", "serve", "run"]
     time_unix: float | None
     workload: str | None
     size: str | None
@@ -43,10 +46,11 @@ class BundleRow:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunRecord:
-    """``parity show``: one comparison (its verdict and bundles) or one stand-alone run."""
+    """``parity show``: one comparison (its verdict and bundles), one serving comparison
+    (its verdict) or one stand-alone run."""
 
     id: str
-    type: Literal["compare", "run"]
+    type: Literal["compare", "serve", "run"]
     path: str
     workload: str | None
     size: str | None
@@ -56,6 +60,7 @@ class RunRecord:
     passed: bool | None = None
     exit_code: int | None = None
     verdict: Verdict | None = None
+    serving: ServeVerdict | None = None
     bundles: tuple[BundleRow, ...] = ()
     status: str | None = None
     reason: str | None = None

@@ -108,8 +108,9 @@ class Job:
     repeat: int = 0
     #: ``perf_counter_ns`` in the parent when it launched the worker
     spawned_ns: int = 0
-    #: how the worker was started: forked from the zygote, or a new interpreter
-    launch: Literal["fork", "spawn"] = "spawn"
+    #: how the worker was started: forked from the zygote, a new interpreter, or in the
+    #: parent's own process (``runner.strategy.Inline``, tests)
+    launch: Literal["fork", "spawn", "inline"] = "spawn"
     timeout_s: float = 900.0
     #: run the numerics probe (first repeat of a comparison, a single run)
     capture: bool = False

@@ -228,6 +228,18 @@ class DistInfo:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class FailedAt:
+    """Where a run failed in the user's own code (``Manifest.failed_at``)."""
+
+    #: the exception's type name
+    type: str
+    #: the phase it was raised in (``steps``, ``load``, ...)
+    phase: str
+    #: ``file:line`` of the innermost frame in the user's own code
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Manifest:
     """What ran, where, and how it ended."""
 
@@ -236,6 +248,10 @@ class Manifest:
     status: Status
     reason: str | None
     stderr_tail: str | None = omit_none()
+    #: a failed run's error where the worker raised in the user's own code: its type and
+    #: ``file:line`` (the innermost frame there), so that a workload failing alike on both
+    #: sides is told from a side's failure
+    failed_at: FailedAt | None = omit_none()
     role: str
     repeat: int
     mode: Mode
@@ -247,7 +263,7 @@ class Manifest:
     finished_unix: float | None = None
     pid: int | None = None
     #: how the worker was started: forked from the zygote, or a new interpreter
-    launch: Literal["fork", "spawn"] | None = omit_none()
+    launch: Literal["fork", "spawn", "inline"] | None = omit_none()
     distributed: DistInfo | None = omit_none()
 
     @property

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from parity.model.codec import omit_none
+from parity.model.findings import Finding
 from parity.model.numerics import OutputKind
 from parity.model.roles import ByRole, Role
 
@@ -356,4 +357,4 @@ class NumericsSection:
     layers: Localisation | None = omit_none()
     #: why no module is named where the plan left the localisation out (a probe the budget
     #: cut), with the flag that restores it
-    not_localised: str | None = omit_none()
+    not_localised: Finding | None = omit_none()

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from parity.model.checks import SlopeGate
 from parity.model.codec import doc, omit_none
+from parity.model.verdict import UnprovenItem
 
 Arrival = Literal["poisson", "gamma", "constant", "closed"]
 PromptForm = Literal["ids", "text"]
@@ -45,6 +47,16 @@ class Load:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Logprob:
+    """One generated token as the server reported it: its text, its log-probability and the
+    alternatives the server listed with theirs (most likely first)."""
+
+    piece: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RequestEvent:
     """One request of one step: its stamps (ns from the step's start) and what came back."""
 
@@ -63,6 +75,9 @@ class RequestEvent:
     error: str | None = omit_none(doc="the error, redacted")
     text: str = ""
     output_ids: tuple[int, ...] = doc("the output text's token IDs, local tokenizer", default=())
+    logprobs: tuple[Logprob, ...] | None = omit_none(
+        doc="the server's tokens with log-probabilities, where asked (quality steps) and given"
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -138,6 +153,8 @@ class ServeSide:
     versions: dict[str, str] = field(default_factory=dict)
     client_ceiling_rps: float | None = omit_none(doc="the client against a no-work server")
     capacity: Capacity | None = omit_none()
+    soak_s: float | None = omit_none(doc="the soak asked for (--soak): its planned length")
+    max_drift: float | None = omit_none(doc="the soak's drift bound (--max-drift), per hour")
     status: Literal["ok", "failed"] = "ok"
     reason: str | None = omit_none()
 
@@ -147,6 +164,37 @@ class Steps:
     """``steps.json``: every step of a side, in the order run."""
 
     steps: tuple[StepFigures, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Divergence:
+    """The first token (the server's own) where the two answers to a prompt differ, with
+    what each side thought of the other's choice (from its listed alternatives)."""
+
+    prompt: int
+    position: int = doc("the server token's position in the answer")
+    baseline_piece: str
+    baseline_logprob: float
+    target_piece: str
+    target_logprob: float
+    baseline_of_target: float | None = omit_none(
+        doc="the baseline's log-probability of the target's token (None: not in its list)"
+    )
+    target_of_baseline: float | None = omit_none(
+        doc="the target's log-probability of the baseline's token (None: not in its list)"
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LogprobDeltas:
+    """Log-probability differences between the sides where their answers agree, and at the
+    first token where they do not."""
+
+    prompts: int = doc("prompts both sides answered with log-probabilities")
+    tokens: int = doc("tokens compared: the agreeing prefix of each pair, summed")
+    mean_abs: float = doc("mean |target - baseline| log-probability over those tokens")
+    max_abs: float
+    at_divergence: Divergence | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -160,6 +208,8 @@ class Agreement:
     first_divergence: tuple[int, int, int, int] | None = omit_none(
         doc="(prompt, position, baseline token, target token) of the first difference"
     )
+    logprobs: LogprobDeltas | None = omit_none(doc="None: a side gave no log-probabilities")
+    logprobs_absent: tuple[str, ...] = doc("the sides whose server gave none", default=())
 
     @property
     def rate(self) -> float:
@@ -183,6 +233,35 @@ class ServeCost:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ServeWindow:
+    """One window of a soak: the requests due in it (``serving.metrics.windows``)."""
+
+    t_s: float = doc("the window's end, seconds from the soak's start")
+    sent: int
+    good: int
+    median_e2e_s: float | None = doc(
+        "median E2E from the schedule, a request not good counting as over every value; "
+        "None where half or more were not good"
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServeSoak:
+    """A side's sustained run (``--soak``): constant arrivals at its highest passing rate,
+    judged as ``parity check soak`` judges one: the slope of the windows' median latency."""
+
+    rate: float
+    duration_s: float = doc("how long it ran (the planned length, unless it was stopped)")
+    windows: tuple[ServeWindow, ...]
+    warmup_s: float = doc("the first part left out of the slope")
+    drift: SlopeGate = doc("latency drift, relative per hour, against --max-drift")
+    failed_windows: int = doc("windows after warm-up where half or more were not good")
+    limits: str = doc("the soak step's decision at the --slo limits")
+    passed: bool = doc("drift excluded above the bound, every window good, the limits held")
+    conclusive: bool = doc("False: the interval still reaches above the bound (run longer)")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ServeVerdict:
     """``verdict.json`` of a serving comparison: facts and codes, no sentences."""
 
@@ -196,5 +275,8 @@ class ServeVerdict:
     ratio: float | None = omit_none(doc="target / baseline highest rate within the limits")
     cost: ServeCost | None = omit_none()
     failed_sides: dict[str, str] = field(default_factory=dict)
+    soak: dict[str, ServeSoak] = doc("each side's soak, where one ran", default_factory=dict)
+    max_drift: float = doc("the soak's bound on latency drift, relative per hour", default=0.1)
+    unproven: tuple[UnprovenItem, ...] = doc("what the comparison has not proven", default=())
     outcome: Outcome
     codes: tuple[str, ...] = doc("why: quality-differs, side-failed, no-rate-passed, ...")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from parity.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 from parity.model.codec import Json, omit_none
 from parity.model.fair import Fit, Representativeness, Slo, Tuning
 from parity.model.findings import Finding
@@ -112,7 +113,10 @@ class Gate:
 
     name: str
     passed: bool
-    detail: str
+    #: what the gate found, in figures (``parity.report.words`` says it); a gate not yet
+    #: converted, or read from an older verdict, says it in ``detail`` instead
+    finding: Finding | None = omit_none()
+    detail: str | None = omit_none()
     decided: bool | None = omit_none()
 
 
@@ -193,6 +197,8 @@ class Compatibility:
     target: SideCompatibility
     versions: tuple[VersionRow, ...]
     target_clean: bool | None
+    #: how the section was made, by its code (``parity.report.words.METHODS``); an older
+    #: verdict's sentence is kept as it was
     method: str
 
 
@@ -251,17 +257,35 @@ class ThreadPlacements:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComplianceCheck:
-    """A compliance run against what process-to-process variation explains (``passed``
-    None: not judged, the variation is unknown with one process per side), or the
-    machine's pace across the run (``judge.speed.pace``: no ratio, its detail has both)."""
+    """A check on the speed claim: a compliance run against what process-to-process
+    variation explains (``passed`` None: not judged, the variation is unknown with one
+    process per side), or one of the machine's steadiness (``Steadiness.checks``).
+    ``name`` is its code (``speed.reseeded``); ``finding`` what was seen, in figures
+    (``parity.report.words`` says both)."""
 
     name: str
     passed: bool | None
-    detail: str
+    finding: Finding
     ratio: float | None = omit_none()
     low: float | None = omit_none()
     high: float | None = omit_none()
     level: float | None = omit_none()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Steadiness:
+    """How the machine behaved while measuring, where that changes how to read the ratio
+    (``parity.judge.steadiness``): its pace and the sides' load checked (``checks``; a
+    failure makes the speed unreliable), the threads placed two ways (``placements``),
+    and the findings (busy cores, waits for a core, placements). Absent from the speed
+    section where there is nothing to say, as on a dedicated accelerator host."""
+
+    checks: tuple[ComplianceCheck, ...] = ()
+    #: the host placed the sides' threads two ways while measuring, and the steps moved
+    #: with it: each placement's ratio (``stats.handoff``)
+    placements: ThreadPlacements | None = omit_none()
+    #: what changes how to read the ratio (``speed.contention``: busy cores widened it)
+    findings: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -282,14 +306,23 @@ class Speed:
     stop: Stop | None
     note: str | None
     throughput: ByRole[Throughput | None]
+    #: the target's compliance runs (re-seeded, identical input)
     compliance: tuple[ComplianceCheck, ...] = ()
     #: steps each side's timing processes ran, and why (None: all the workload's)
     timing: ByRole[TimingSteps | None] | None = omit_none()
-    #: the host placed the sides' threads two ways while measuring, and the steps moved
-    #: with it: each placement's ratio (``stats.handoff``)
-    placements: ThreadPlacements | None = omit_none()
-    #: what changes how to read the ratio (``speed.contention``: busy cores widened it)
+    #: the machine's pace, load and thread placements while measuring (None: nothing to
+    #: say); every check of it counts in ``reliable``
+    steadiness: Steadiness | None = omit_none()
+    #: what changes how to read the ratio (``speed.unreliable``: a check failed)
     findings: tuple[Finding, ...] = ()
+
+    def checks(self) -> tuple[ComplianceCheck, ...]:
+        """Every check on the speed claim: the compliance runs', then the machine's."""
+        return (*self.compliance, *(self.steadiness.checks if self.steadiness else ()))
+
+    def all_findings(self) -> tuple[Finding, ...]:
+        """The section's findings, then the machine's steadiness's."""
+        return (*self.findings, *(self.steadiness.findings if self.steadiness else ()))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -298,7 +331,9 @@ class SideCost:
     price: Price | None = omit_none()
     usd_per_accelerator_hour: float | None = omit_none()
     overhead: float | None = omit_none()
-    basis: str | None = omit_none()
+    #: what a training run's cost rests on (``cost.basis-*``: time to a loss, a number of
+    #: steps, the measured run)
+    basis: Finding | None = omit_none()
     run_seconds: float | None = omit_none()
     success_rate: float | None = omit_none()
     usd_per_successful_run: float | None = omit_none()
@@ -316,9 +351,11 @@ class Engineering:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Sensitivity:
+    """The cost ratio over the speed ratio's interval (at ``confidence``)."""
+
     cost_ratio_low: float
     cost_ratio_high: float
-    text: str
+    confidence: float
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -327,7 +364,8 @@ class Cost:
     target: SideCost
     inputs: CostInputs
     available: bool
-    reason: str | None = omit_none()
+    #: why there is no cost verdict (``cost.unpriced``, ``cost.no-basis``)
+    reason: Finding | None = omit_none()
     unit: str | None = omit_none()
     cost_ratio: float | None = omit_none()
     verdict: Literal["cheaper", "more expensive"] | None = omit_none()
@@ -375,9 +413,17 @@ class OperationalItem:
     answered: bool
 
 
+#: the gate that says the workload failed on its own, alike on both sides (its file and
+#: line): the user's error, exit code 2, never the target's failure
+WORKLOAD_GATE = "the workload runs"
+
 #: ``verdict.json``'s own version: 2 carries findings (codes and figures) where 1 carried
-#: sentences; a verdict of version 1 is still read (``parity.bundle.read_verdict``)
-VERDICT_SCHEMA = 2
+#: sentences; 3 names the speed checks by code with a finding where 2 said a sentence, and
+#: holds the machine's steadiness in one part of the speed section; 4 says a gate's
+#: result, why there is no cost verdict, a cost's basis and why no module is named as
+#: findings where 3 said sentences; verdicts of versions 1 to 3 are still read
+#: (``parity.bundle.read_verdict``)
+VERDICT_SCHEMA = 4
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -418,7 +464,7 @@ class Verdict:
 
     def all_findings(self) -> tuple[Finding, ...]:
         """Every section's findings and the verdict's own, in section order."""
-        speed = self.speed.findings if self.speed is not None else ()
+        speed = self.speed.all_findings() if self.speed is not None else ()
         return (*self.findings, *speed)
 
     @property
@@ -429,4 +475,6 @@ class Verdict:
     def __post_init__(self) -> None:
         passed = all(g.passed for g in self.gates)
         object.__setattr__(self, "passed", passed)
-        object.__setattr__(self, "exit_code", 0 if passed else 1)
+        own = any(g.name == WORKLOAD_GATE and not g.passed for g in self.gates)
+        code = EXIT_OK if passed else EXIT_USAGE if own else EXIT_FAIL
+        object.__setattr__(self, "exit_code", code)

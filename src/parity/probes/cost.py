@@ -22,11 +22,13 @@ import contextlib
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 from parity.model.estimate import FP64, PRECISION_DTYPE, StepCost
 from parity.model.spec import Precision, SideSpec
+from parity.probes.numerics import first_tensor, summarize
 from parity.workloads.base import RunContext, StepRunner, Workload
 from parity.workloads.frozen import Frozen
 
@@ -49,8 +51,15 @@ MATMUL_N = 256
 MATMUL_REPEATS = 7
 MATMUL_LEAST_S = 0.05
 DTYPES = {"float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
-#: a reduced-precision step is timed itself where the matmul's ratio puts it under this
+#: a reduced-precision step is timed itself where the matmul's ratio puts it under this,
+#: or where a quality run in that precision runs at least ``PRECISION_STEP_SHARE`` such
+#: steps: one more costs the set-up at most that share of the phase it prices, where the
+#: matmul's ratio alone priced a 135M model's bf16 generation step at 3.4 times float32's
+#: (a step is not all matmuls)
 PRECISION_STEP_UNDER_S = 30.0
+PRECISION_STEP_SHARE = 8
+#: the values a summary is timed on for the probe's cost (a few milliseconds)
+SUMMARY_N = 1 << 20
 
 
 def step_cost(
@@ -61,8 +70,9 @@ def step_cost(
 ) -> StepCost:
     """One (or two) steps of ``workload`` on the CPU in float32, from its frozen bytes, and
     in each of ``precisions`` that the matmul's ratio does not put over
-    ``PRECISION_STEP_UNDER_S`` (one that fails is left to the ratio); with ``fp64``, in
-    float64 too, as the fp64 reference runs (last: the model is cast in place)."""
+    ``PRECISION_STEP_UNDER_S`` or whose quality run takes ``PRECISION_STEP_SHARE`` steps
+    or more (one that fails is left to the ratio); with ``fp64``, in float64 too, as the
+    fp64 reference runs (last: the model is cast in place)."""
     t0 = time.perf_counter()
     weights, data = frozen.load()
     model = workload.build_model()
@@ -70,17 +80,24 @@ def step_cost(
     ctx = RunContext(device=torch.device("cpu"), side=SideSpec(device="cpu"), autocast_type="cpu")
     runner = workload.make_runner(model, data, ctx)
     load_s = time.perf_counter() - t0
-    step_s, timed = _steps_s(runner, workload)
+    with _ModuleElements(model) as elements:
+        step_s, timed = _steps_s(runner, workload)
     finish_s, forced_s = runner.finish_cost_s(step_s)
+    ref_steps = runner.reference_steps(workload.steps)
     which = {1: "the first step of one", 2: "the second of two steps"}.get(
         timed, f"the median of {timed - 1} steps after the first"
     )
     method = f"{which} on the CPU in float32 ({torch.get_num_threads()} thread(s))"
     ratios = dtype_ratios()
     measured: dict[str, float] = {}
+    # a side's quality run in a precision runs this many of its steps (its end included)
+    run_steps = workload.steps + (finish_s / step_s if step_s > 0 else 0.0)
     for precision in precisions:
         dtype = PRECISION_DTYPE.get(precision)
-        if dtype is None or step_s * ratios.get(dtype, 1.0) > PRECISION_STEP_UNDER_S:
+        if dtype is None:
+            continue
+        long = step_s * ratios.get(dtype, 1.0) > PRECISION_STEP_UNDER_S
+        if long and run_steps < PRECISION_STEP_SHARE:
             continue
         side = SideSpec(device="cpu", precision=precision)
         reduced = RunContext(device=torch.device("cpu"), side=side, autocast_type="cpu")
@@ -100,7 +117,52 @@ def step_cost(
         precision_step_s=measured,
         finish_steps=round(finish_s / step_s, 3) if step_s > 0 else 0.0,
         forced_steps=round(forced_s / step_s, 3) if step_s > 0 else 0.0,
+        reference_steps=ref_steps if ref_steps < workload.steps else None,
+        summary_s=round(summaries_s(elements.count), 6),
     )
+
+
+class _ModuleElements:
+    """Counts, while entered, the elements of every module's first floating input and
+    output, as the numerics probe's recorder summarises them (first call only)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.count = 0
+        self.seen: set[str] = set()
+        self.handles: list[Any] = []
+
+    def __enter__(self) -> _ModuleElements:
+        for name, module in self.model.named_modules():
+            self.handles.append(module.register_forward_hook(self._hook(name)))
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def _hook(self, name: str) -> Callable[..., None]:
+        def hook(_module: torch.nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            if name in self.seen:
+                return
+            self.seen.add(name)
+            for value in (first_tensor(output), first_tensor(args)):
+                if value is not None and value.is_floating_point():
+                    self.count += value.numel()
+
+        return hook
+
+
+def summaries_s(elements: int) -> float:
+    """The probe's summaries of ``elements`` values (see ``_ModuleElements``), seconds: a
+    summary of up to ``SUMMARY_N`` values timed (after one untimed), scaled linearly."""
+    if elements <= 0:
+        return 0.0
+    x = torch.randn(min(elements, SUMMARY_N))
+    summarize(x)
+    t = time.perf_counter()
+    summarize(x)
+    return (time.perf_counter() - t) * elements / x.numel()
 
 
 def _fp64_step_s(

@@ -4,7 +4,7 @@ Python, PyTorch and the backend packages side by side."""
 from __future__ import annotations
 
 from parity.model.verdict import Compatibility, SideCompatibility, Verdict
-from parity.report import fmt
+from parity.report import fmt, words
 from parity.report.parts import Part, Row, Section, Sentence, table
 
 SCAN_HINT = "run parity scan --device SIDE for unsupported ops, fallbacks and graph breaks"
@@ -129,5 +129,5 @@ def compatibility(v: Verdict) -> Section:
                 )
     if c.versions:
         parts.append(_versions(c))
-    parts.append(Sentence(text=c.method, tone="muted"))
+    parts.append(Sentence(text=words.method(c.method), tone="muted"))
     return Section(key="compatibility", title="Compatibility", result="INFO", parts=tuple(parts))

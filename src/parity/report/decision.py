@@ -12,28 +12,39 @@ import json
 from parity.bundle import SideRuns
 from parity.judge.verdict import REFERENCES_GATE
 from parity.model.codec import Json
-from parity.model.verdict import ByRole, Gate, SideInfo, Verdict
-from parity.report import fmt, stack
+from parity.model.verdict import WORKLOAD_GATE, ByRole, Gate, SideInfo, Verdict
+from parity.report import fmt, stack, words
 from parity.report.parts import Part, Row, Section, Sentence, table
 
 Sides = ByRole[SideRuns | None]
 
 
 def overall(v: Verdict) -> fmt.Result:
-    """PASS, FAIL, or NOT DECIDED where every gate that did not pass lacked evidence."""
+    """PASS, FAIL, or NOT DECIDED where every gate that did not pass lacked evidence;
+    ERROR where the user's workload failed on its own (exit code 2)."""
     if v.passed:
         return "PASS"
+    if own_failure(v) is not None:
+        return "ERROR"
     return "NOT DECIDED" if all(g.passed or g.decided is False for g in v.gates) else "FAIL"
+
+
+def own_failure(v: Verdict) -> Gate | None:
+    """The gate saying the user's workload failed on its own, where it did."""
+    return next((g for g in v.gates if g.name == WORKLOAD_GATE and not g.passed), None)
 
 
 def headline(v: Verdict) -> tuple[str, str]:
     """The report's title and the line under it."""
     title = "PASS: the target passes every gate" if v.passed else "FAIL: the target fails a gate"
+    own = own_failure(v)
+    if own is not None:  # the user's workload failed alike on both sides
+        title = f"ERROR: {words.gate(own)} (exit code 2)"
     if overall(v) == "NOT DECIDED":
         title = "NOT DECIDED: a gate has too little evidence to pass (exit code 1)"
         refs = next((g for g in v.gates if g.name == REFERENCES_GATE and not g.passed), None)
         if refs is not None:  # a run the target is judged against failed, not the target
-            title = f"NOT DECIDED: {refs.detail} (not the target's failure; exit code 1)"
+            title = f"NOT DECIDED: {words.gate(refs)} (not the target's failure; exit code 1)"
     w = v.workload
     what = ", ".join(x for x in (w.size, w.kind) if x)
     subtitle = (
@@ -48,7 +59,9 @@ def _gate_result(g: Gate) -> fmt.Result:
 
 
 def gates(v: Verdict) -> Section:
-    rows = [Row(cells=(g.name, _gate_result(g), g.detail), highlight=not g.passed) for g in v.gates]
+    rows = [
+        Row(cells=(g.name, _gate_result(g), words.gate(g)), highlight=not g.passed) for g in v.gates
+    ]
     gate_table = table(
         [("gate", "text"), ("result", "result"), ("detail", "text")], rows, brief=True
     )

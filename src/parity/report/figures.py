@@ -38,16 +38,21 @@ def speed(v: Verdict) -> Section:
         return Section(key="speed", title="Speed", result="WITHHELD", parts=tuple(parts))
     parts = _ratio(s)
     parts[1:1] = fair.tuning_label(v)  # said beside the ratio, wherever it is shown
-    if s.compliance:
+    if s.checks():
         parts.append(
             table(
                 [("check", "text"), ("result", "result"), ("ratio", "number"), ("detail", "text")],
                 [
                     Row(
-                        cells=(c.name, fmt.result_of(c.passed), fmt.ratio(c.ratio), c.detail),
+                        cells=(
+                            words.check(c.name),
+                            fmt.result_of(c.passed),
+                            fmt.ratio(c.ratio),
+                            words.says(c.finding),
+                        ),
                         highlight=not c.passed,
                     )
-                    for c in s.compliance
+                    for c in s.checks()
                 ],
                 title="Checks on the speed claim",
                 legend="ratio: a compliance run's median step over the target's",
@@ -111,7 +116,7 @@ def _ratio(s: Speed) -> list[Part]:
         parts.append(Sentence(text=s.note, tone="warn", brief=True))
     parts.extend(
         Sentence(text=words.says(f), tone="bad" if f.severity == "blocks" else "warn", brief=True)
-        for f in s.findings
+        for f in s.all_findings()
     )
     return parts
 
@@ -380,7 +385,7 @@ def _cost_table(v: Verdict, c: Cost) -> Table:
     if a.overhead is not None or b.overhead is not None:
         rows.append(("overhead factor", fmt.times(a.overhead), fmt.times(b.overhead)))
     if a.success_rate is not None or b.success_rate is not None:
-        rows.append(("basis", a.basis or fmt.DASH, b.basis or fmt.DASH))
+        rows.append(("basis", _basis(a), _basis(b)))
         rows.append(("time per run", fmt.seconds(a.run_seconds), fmt.seconds(b.run_seconds)))
         rows.append(("success rate", fmt.share(a.success_rate), fmt.share(b.success_rate)))
     rows.append((f"cost per {unit}", fmt.usd(a.unit_cost), fmt.usd(b.unit_cost)))
@@ -391,14 +396,21 @@ def _cost_table(v: Verdict, c: Cost) -> Table:
     )
 
 
+def _basis(c: SideCost) -> str:
+    return words.says(c.basis) if c.basis is not None else fmt.DASH
+
+
+def _why(c: Cost) -> str:
+    """Why there is no cost verdict, with what settles it."""
+    return words.says(c.reason) if c.reason is not None else "not judged"
+
+
 def cost(v: Verdict) -> Section | None:
     c = v.cost
     if c is None:
         return None
     if not c.available:
-        parts: list[Part] = [
-            Sentence(text=f"no cost verdict: {c.reason}", tone="muted", brief=True)
-        ]
+        parts: list[Part] = [Sentence(text=f"no cost verdict: {_why(c)}", tone="muted", brief=True)]
         return Section(key="cost", title="Cost", result="INFO", parts=tuple(parts))
     unit = c.unit or "unit"
     parts = [_cost_table(v, c)]
@@ -413,7 +425,7 @@ def cost(v: Verdict) -> Section | None:
             )
         )
     if c.sensitivity is not None:
-        parts.append(Sentence(text=c.sensitivity.text, tone="muted"))
+        parts.append(Sentence(text=words.sensitivity(c.sensitivity), tone="muted"))
     if c.engineering is not None:
         repay = c.engineering.units_to_repay
         paid = f"repaid after {repay:,.0f} x {unit}" if repay else "never repaid"

@@ -14,8 +14,8 @@ from parity.model.metrics import Flops, Percentiles
 #: the result words of every report: a gate passed or failed, a gate with too little
 #: evidence for either (never a pass), a figure reported but not gated, or a verdict not
 #: given because an earlier gate failed
-Result = Literal["PASS", "FAIL", "NOT DECIDED", "INFO", "WITHHELD"]
-RESULTS: tuple[Result, ...] = ("PASS", "FAIL", "NOT DECIDED", "INFO", "WITHHELD")
+Result = Literal["PASS", "FAIL", "NOT DECIDED", "INFO", "WITHHELD", "ERROR"]
+RESULTS: tuple[Result, ...] = ("PASS", "FAIL", "NOT DECIDED", "INFO", "WITHHELD", "ERROR")
 #: a p99 over fewer samples than this is little more than the largest value
 P99_MIN_SAMPLES = 100
 P99_MARK = "*"

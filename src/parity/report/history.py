@@ -45,10 +45,14 @@ def fmt_metric(name: str, value: float | None) -> str:
 
 
 def _figure(r: RunRow) -> str:
-    if r.type == "compare":
+    if r.type in ("compare", "serve"):
         ratio = r.speed_ratio
         return "-" if ratio is None else f"ratio {fmt.ratio(ratio)} ({r.speed_verdict})"
     return f"median step {fmt.seconds(r.median_step_s)}"
+
+
+def _what(r: RunRow) -> str:
+    return f"{r.workload}" if r.size is None else f"{r.workload} ({r.size})"
 
 
 #: below this width ``parity ls`` leaves the path out (``parity show ID`` has it)
@@ -65,12 +69,12 @@ def runs_section(rows: Sequence[RunRow], *, paths: bool = True) -> Section:
         ("figure", "text"),
     ]
     cells: list[tuple[str, ...]] = [
-        (r.id, when(r.time_unix), f"{r.workload} ({r.size}): {r.sides}", str(r.result), _figure(r))
-        for r in rows
+        (r.id, when(r.time_unix), f"{_what(r)}: {r.sides}", str(r.result), _figure(r)) for r in rows
     ]
     legend = (
-        "id: c... a comparison (result PASS or FAIL), b... a single run (ok or failed); "
-        "ratio: target/baseline step time"
+        "id: c... a comparison (result PASS or FAIL), s... a serving comparison (PASS, FAIL "
+        "or INCONCLUSIVE), b... a single run (ok or failed); ratio: target/baseline step "
+        "time, for s... target/baseline highest rate within the limits"
     )
     if paths:
         columns.append(("path", "path"))
@@ -91,7 +95,7 @@ def _short(value: str) -> str:
 
 def record_sections(record: RunRecord) -> tuple[Section, ...]:
     """``parity show``: one comparison or run, its bundles and its figures."""
-    skip = {"verdict", "bundles", "metrics", "type"}
+    skip = {"verdict", "serving", "bundles", "metrics", "type"}
     shown = [
         (f.name, when(value) if f.name.endswith("_unix") else _short(str(value)))
         for f in fields(record)
@@ -202,6 +206,12 @@ def render_record(record: RunRecord, console: Console, *, wide: bool = False) ->
     if record.verdict is not None:
         screen = build_screen(record.verdict, out=record.path)
         print_lines(screen_lines(screen, None if wide else console.width), console)
+        console.print()
+    if record.serving is not None:  # the verdict's lines as parity serve printed them
+        from parity.report.serving import lines
+
+        for line in lines(record.serving, {}, {})[:-1]:  # less the definitions
+            console.print(line, markup=False, soft_wrap=True)
         console.print()
     print_sections(record_sections(record), console, wide=wide)
 

@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from parity.bundle import Bundle, SideRuns
 from parity.model.metrics import MemoryPhase, Percentiles
 from parity.model.verdict import ROLES, Role, Verdict
+from parity.report import words
 from parity.report.figures import LATENCY, MEMORY, pooled_over
 from parity.report.quality import shown_layers
 from parity.report.svg import COLORS, RC, Canvas, Plot, log_scale, plain
@@ -200,16 +201,16 @@ def speed_plot(verdict: Verdict) -> Plot | None:
     rows: list[tuple[str, float, tuple[float, float] | None, str]] = [
         ("target / baseline", speed.ratio, (ci.low, ci.high), COLORS["target"])
     ]
-    two = speed.placements
+    two = speed.steadiness.placements if speed.steadiness is not None else None
     names = ("the others", "threads stalled") if two and two.stalled else ("quicker", "slower")
     for which, place in zip(names, (two.quicker, two.slower), strict=True) if two else ():
         if place.ratio is not None and place.low is not None and place.high is not None:
             name = f"{which} ({place.handoff_ns / 1e3:.1f} µs, {place.processes})"
             rows.append((name, place.ratio, (place.low, place.high), "#8e7cc3"))
-    for check in speed.compliance:
+    for check in speed.checks():
         if check.ratio is not None:
             color = "#5a9e5a" if check.passed else "#c0392b"
-            rows.append((plain(check.name), check.ratio, None, color))
+            rows.append((plain(words.check(check.name)), check.ratio, None, color))
     with matplotlib.rc_context(RC):
         canvas = Canvas("speed", height=1.1 + 0.45 * len(rows))
         ax = canvas.axes[0]

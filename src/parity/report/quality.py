@@ -21,7 +21,7 @@ from parity.model.quality import (
     TrajectoryCheck,
 )
 from parity.model.verdict import Verdict
-from parity.report import fmt
+from parity.report import fmt, words
 from parity.report.parts import Part, Row, Section, Sentence, table
 
 #: rows of the per-module table in a short report (the HTML shows every row)
@@ -269,8 +269,9 @@ def quality(v: Verdict) -> Section | None:
     n = v.numerics
     if n is not None and not n.available:
         parts.append(Sentence(text=f"fp64 numerics: not run ({n.reason})", tone="muted"))
-    if n is not None and n.not_localised:
-        parts.append(Sentence(text=f"localisation: {n.not_localised}", tone="warn", brief=True))
+    if n is not None and n.not_localised is not None:
+        said = words.says(n.not_localised)
+        parts.append(Sentence(text=f"localisation: {said}", tone="warn", brief=True))
     if q.undecided:
         parts.append(Sentence(text=f"not decided: {', '.join(q.undecided)}", tone="warn"))
     return Section(

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from parity.model.findings import Finding, ranked
 from parity.model.quality import Quality
-from parity.model.verdict import Cost, Gate, Speed, Verdict
+from parity.model.verdict import WORKLOAD_GATE, Cost, Gate, Speed, Verdict
 from parity.printable import printable
 from parity.report import fmt, words
 from parity.report.decision import overall
@@ -89,6 +89,8 @@ def decision(v: Verdict) -> str:
 def _failed(g: Gate) -> str:
     if g.name == "both sides ran":
         return "a side did not run to the end"
+    if g.name == WORKLOAD_GATE:
+        return words.gate(g)
     return f"{g.name} {_gate_word(g)}"
 
 
@@ -111,7 +113,8 @@ def _cost_word(c: Cost | None) -> str:
     if c is None:
         return "no cost verdict"
     if not c.available or c.cost_ratio is None:
-        return "cost not priced" if c.reason and "no price" in c.reason else "no cost verdict"
+        unpriced = c.reason is not None and c.reason.code == "cost.unpriced"
+        return "cost not priced" if unpriced else "no cost verdict"
     return f"{fmt.times(c.cost_ratio)} the cost per {c.unit or 'unit'} ({c.verdict})"
 
 
@@ -130,11 +133,13 @@ def _quality(v: Verdict) -> Row:
     for g in v.gates:
         if g.name == "both sides ran":
             ok = [f"{s.repeats_ok}/{s.repeats}" for _, s in v.sides.items()]
-            parts.append(f"both sides ran ({' and '.join(ok)} processes)" if g.passed else g.detail)
+            parts.append(
+                f"both sides ran ({' and '.join(ok)} processes)" if g.passed else words.gate(g)
+            )
         elif g.name == "quality" and v.quality is not None:
             parts.append(_quality_count(v.quality, g))
         else:
-            parts.append(f"{g.name} passes" if g.passed else f"{g.name}: {g.detail}")
+            parts.append(f"{g.name} passes" if g.passed else f"{g.name}: {words.gate(g)}")
     result: fmt.Result = "PASS" if all(g.passed for g in v.gates) else overall(v)
     first = _first_divergence(v)
     return Row(label="quality", result=result, text=" · ".join(parts) + first)
@@ -147,15 +152,15 @@ def _quality_count(q: Quality, g: Gate) -> str:
     ok = sum(c.passed is True for c in gated)
     said = f"quality {ok} of {len(gated)} gates within tolerance"
     if not g.passed:
-        return f"{said}; {g.detail}"
+        return f"{said}; {words.gate(g)}"
     return f"{said}; not decided: {', '.join(q.undecided)}" if q.undecided else said
 
 
 def _first_divergence(v: Verdict) -> str:
     layers = v.numerics.layers if v.numerics is not None else None
     missing = v.numerics.not_localised if v.numerics is not None else None
-    if missing and v.quality is not None and v.quality.failing:
-        return f"; {missing}"
+    if missing is not None and v.quality is not None and v.quality.failing:
+        return f"; {words.says(missing)}"
     if layers is None or layers.first_divergence is None:
         return ""
     row = layers.first_divergence_row
@@ -235,7 +240,7 @@ def _cost(v: Verdict) -> Row | None:
     if c is None:
         return None
     if not c.available:
-        return Row(label="cost", result="INFO", text=f"no cost verdict: {c.reason}")
+        return Row(label="cost", result="INFO", text=f"no cost verdict: {_why(c)}")
     unit = c.unit or "unit"
     text = (
         f"{fmt.usd(c.baseline.unit_cost)} → {fmt.usd(c.target.unit_cost)} per {unit}"
@@ -244,6 +249,11 @@ def _cost(v: Verdict) -> Row | None:
     if c.break_even_usd_per_hour is not None:
         text += f" · break-even target price {fmt.usd(c.break_even_usd_per_hour)}/h"
     return Row(label="cost", result="INFO", text=text)
+
+
+def _why(c: Cost) -> str:
+    """Why there is no cost verdict, with what settles it."""
+    return words.says(c.reason) if c.reason is not None else "not judged"
 
 
 def _worth_showing(v: Verdict) -> list[Finding]:

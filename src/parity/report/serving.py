@@ -6,7 +6,14 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 
-from parity.model.serving import Quantile, ServeSide, ServeVerdict, StepFigures
+from parity.model.serving import (
+    Agreement,
+    Quantile,
+    ServeSide,
+    ServeSoak,
+    ServeVerdict,
+    StepFigures,
+)
 
 CODES = {
     "side-failed": "a side failed",
@@ -18,6 +25,9 @@ CODES = {
     "no-rate-passed": "neither side held a rate within the limits (or it was not proven)",
     "below-min-ratio": "the target's highest rate is below --min-ratio of the baseline's",
     "client-bound": "a search reached the client's own ceiling: rates past it are not proven",
+    "soak-fails": "the target did not hold its highest passing rate through the soak",
+    "soak-inconclusive": "the target's soak could not exclude a latency drift above the bound "
+    "(run it longer) or its limits were not proven",
 }
 DEFINITIONS = (
     "TTFT and E2E from the scheduled time (from the send beside them); TPOT = (E2E - TTFT) / "
@@ -64,6 +74,43 @@ def step_line(s: StepFigures) -> str:
     return "; ".join(parts)
 
 
+def _lp(x: float | None) -> str:
+    return "not listed" if x is None else f"{x:.3f}"
+
+
+def logprob_line(q: Agreement) -> str:
+    """The log-probability deltas of one quality step, or why there are none."""
+    if q.logprobs is None:
+        who = " and ".join(q.logprobs_absent) or "either side"
+        return f"log-probabilities: not available ({who} server gave none)"
+    d = q.logprobs
+    out = (
+        f"log-probabilities: |target - baseline| mean {d.mean_abs:.3g}, max {d.max_abs:.3g} "
+        f"over {d.tokens} agreeing tokens of {d.prompts} prompts"
+    )
+    at = d.at_divergence
+    if at is not None:
+        out += (
+            f"; first differing token (prompt {at.prompt}, position {at.position}): baseline "
+            f"{at.baseline_piece!r} {at.baseline_logprob:.3f} (target's {at.target_piece!r} "
+            f"{_lp(at.baseline_of_target)}), target {at.target_piece!r} "
+            f"{at.target_logprob:.3f} (baseline's {_lp(at.target_of_baseline)})"
+        )
+    return out
+
+
+def soak_line(s: ServeSoak) -> str:
+    verdict = "held" if s.passed else ("NOT held" if s.conclusive else "not proven")
+    used = sum(w.t_s > s.warmup_s for w in s.windows)
+    out = (
+        f"soak: {s.rate:.4g} req/s constant for {s.duration_s:g} s, {used} windows after "
+        f"{s.warmup_s:g} s warm-up: {s.drift.name} {s.drift.detail}; limits {s.limits}"
+    )
+    if s.failed_windows:
+        out += f"; {s.failed_windows} windows mostly not good"
+    return f"{out} -> {verdict}"
+
+
 def lines(
     v: ServeVerdict, sides: Mapping[str, ServeSide], steps: Mapping[str, Sequence[StepFigures]]
 ) -> list[str]:
@@ -79,6 +126,7 @@ def lines(
             f"quality ({q.label}): {q.exact}/{q.prompts} prompts token-for-token equal over "
             f"{q.tokens} tokens (gate {v.min_match:.0%}){where}"
         )
+        out.append(f"  {logprob_line(q)}")
     for role, side in sides.items():
         cold = f", cold start {side.cold_start_s:.1f} s" if side.cold_start_s is not None else ""
         status = "" if side.status == "ok" else f" FAILED: {side.reason}"
@@ -93,6 +141,9 @@ def lines(
             )
         if side.client_ceiling_rps is not None:
             out.append(f"  client ceiling (no-work server): {side.client_ceiling_rps:.4g} req/s")
+        soaked = v.soak.get(role)
+        if soaked is not None:
+            out.append(f"  {soak_line(soaked)}")
         out += [f"  {step_line(s)}" for s in steps.get(role, ())]
     if v.ratio is not None:
         out.append(f"highest-rate ratio target/baseline: {v.ratio:.3g}x")
@@ -105,6 +156,12 @@ def lines(
                 )
         if v.cost.break_even_usd_per_hour is not None:
             out.append(f"target break-even price: ${v.cost.break_even_usd_per_hour:.4g}/h")
+    for u in v.unproven:
+        if u.checked:
+            out.append(f"{u.item}: checked ({u.evidence})")
+        else:
+            why = f" ({u.evidence})" if u.evidence else ""
+            out.append(f"not yet proven: {u.item}{why}; to check: {u.how_to_check}")
     out.append(f"limits: {', '.join(f'{n} <= {_t(x)}' for n, x in v.limits) or 'none'}")
     out.append(f"definitions: {DEFINITIONS}")
     return out

@@ -36,6 +36,7 @@ STYLES = {
     "NOT DECIDED": "bold magenta",
     "INFO": "cyan",
     "WITHHELD": "bold yellow",
+    "ERROR": "bold red",
 }
 
 

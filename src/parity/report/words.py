@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from parity.model.codec import Json
 from parity.model.findings import Finding
+from parity.model.verdict import Gate, Sensitivity
 
 Figures = Mapping[str, Json]
 Say = Callable[[Figures], str]
@@ -163,6 +164,26 @@ def _names(f: Figures, key: str) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else _str(f, key)
 
 
+def _list(f: Figures, key: str) -> list[str]:
+    value = f.get(key)
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def _probe_cut(f: Figures) -> str:
+    roles = _list(f, "roles")
+    many = len(roles) > 1
+    return (
+        f"no module is named: the {' and '.join(roles)}'s numerics "
+        f"probe{'s were' if many else ' was'} {_str(f, 'why')}"
+    )
+
+
+def _probe_budget(f: Figures) -> str:
+    return (
+        f"--budget {_num(f, 'budget_s'):.0f} runs {'them' if len(_list(f, 'roles')) > 1 else 'it'}"
+    )
+
+
 def _withheld_quality(f: Figures) -> str:
     return f"no speed or cost verdict: the target fails quality ({_names(f, 'failing')})"
 
@@ -175,10 +196,98 @@ def _withheld_emulated(f: Figures) -> str:
     )
 
 
+#: each check on the speed claim by its code (``ComplianceCheck.name``); a verdict of
+#: schema 2 or older named them by these words, which pass through as they are
+CHECKS: dict[str, str] = {
+    "speed.reseeded": "re-seeded run within process variation",
+    "speed.same-input": "identical input not faster than process variation",
+    "speed.pace": "machine pace held while measuring",
+    "speed.load": "the sides' processes under one load",
+}
+#: the compliance runs by their key (``SideRuns.compliance``)
+RUNS: dict[str, str] = {"reseeded": "the re-seeded run", "same-input": "the identical-input run"}
+
+
+def check(name: str) -> str:
+    """What a check on the speed claim is, by its code."""
+    return CHECKS.get(name, name)
+
+
+def _checks(f: Figures, key: str) -> str:
+    value = f.get(key)
+    names = [str(x) for x in value] if isinstance(value, list) else [_str(f, key)]
+    return ", ".join(check(n) for n in names)
+
+
+def _seen(f: Figures) -> str:
+    run = _str(f, "run")
+    return f"{RUNS.get(run, run)}'s median step was {_num(f, 'ratio'):.3f}x the target's"
+
+
+def _run_judged(f: Figures) -> str:
+    passed, low = bool(f.get("passed")), _num(f, "low")
+    if f.get("sided") == "lower":
+        where, what = ("not below" if passed else "below"), "lower prediction bound"
+        bounds = f"{low:.3f}"
+    else:
+        where, what = ("within" if passed else "outside"), "prediction interval"
+        bounds = f"{low:.3f}-{_num(f, 'high'):.3f}"
+    return (
+        f"{_seen(f)}, {where} the {bounds} that process-to-process variation explains "
+        f"({_num(f, 'level') * 100:g}% {what} from the {_int(f, 'processes')} processes of "
+        "both sides)"
+    )
+
+
+def _pace_change(f: Figures) -> str:
+    why = (
+        "the processes' thread handoff figures show the host placing their cores two ways"
+        if f.get("placements_seen")
+        else "a virtual machine's host can do that with no other process here to show it"
+    )
+    moved = (
+        f"after {_int(f, 'processes')} processes a side: the baseline's step time went "
+        f"{_num(f, 'baseline_shift'):.2f}x and the target's {_num(f, 'target_shift'):.2f}x "
+        "at once"
+    )
+    if f.get("shared"):
+        said = f"the machine's pace changed {moved} ({why})"
+    else:
+        said = (
+            f"the ratio changed {moved}: the machine changed how one side runs and not the "
+            f"other ({why}; so can a side's own state that outlives its processes)"
+        )
+    said += f"; the ratio was {_ratio_at(f, 'before')} before and {_ratio_at(f, 'after')} after"
+    if not f.get("held"):
+        return said + (
+            "; one ratio does not describe this run: measure again on a steadier machine, "
+            "or from the part of the run whose pace is the one you deploy on"
+        )
+    widened = (
+        "each round's two processes ran at one pace, which the paired interval compares"
+        if f.get("paired")
+        else "the interval over the whole run is wider for the change"
+    )
+    return f"{said}; it held, and {widened}"
+
+
+def _load_shift(f: Figures) -> str:
+    said = (
+        f"the {_str(f, 'more')}'s processes waited longer for a core (other work on the "
+        f"machine: {_num(f, 'target_waited'):.2f} s a second for the target's, "
+        f"{_num(f, 'baseline_waited'):.2f} for the baseline's) and their steps followed the "
+        f"wait (t {_num(f, 'slope_t'):.1f}): at equal load the ratio is "
+        f"{_ratio_at(f, 'equal_load')} against {_ratio_at(f, 'plain')}"
+    )
+    if f.get("held"):
+        return said + "; the interval is widened to hold both"
+    return said + "; one ratio does not describe this run: measure again on a quiet machine"
+
+
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
     "speed.unreliable": Words(
-        says=lambda f: f"the speed claim is unreliable: {_names(f, 'failed')} failed",
+        says=lambda f: f"the speed claim is unreliable: {_checks(f, 'failed')} failed",
         action=lambda f: "rerun on an idle machine",
     ),
     "decision.withheld-quality": Words(
@@ -187,6 +296,13 @@ WORDS: dict[str, Words] = {
             "find the cause in the quality and numerics sections "
             "(parity explain RUN numerics names the first diverging module)"
         ),
+    ),
+    "decision.workload-fails": Words(
+        says=lambda f: (
+            f"the workload fails on its own: {_str(f, 'type')} in phase '{_str(f, 'phase')}' "
+            f"at {_str(f, 'source')}, alike on the baseline and the target"
+        ),
+        action=lambda f: "fix the workload (the target is not at fault)",
     ),
     "decision.withheld-emulated": Words(
         says=_withheld_emulated,
@@ -214,10 +330,69 @@ WORDS: dict[str, Words] = {
         action=lambda f: "measure on a machine that keeps one placement (a dedicated host)",
     ),
     "speed.note": Words(says=_verbatim),
+    "speed.run-failed": Words(says=lambda f: f"the run failed: {_str(f, 'reason')}"),
+    "speed.run-no-samples": Words(says=lambda f: "no steady-state samples"),
+    "speed.run-not-judged": Words(
+        says=lambda f: (
+            f"{_seen(f)}; not judged: with one process per side the variation between "
+            "processes is unknown"
+        ),
+        action=lambda f: "run at least 2 repeats per side",
+    ),
+    "speed.run-judged": Words(says=_run_judged),
+    "speed.pace-change": Words(says=_pace_change),
+    "speed.load-shift": Words(says=_load_shift),
+    "slo.within": Words(
+        says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
+    ),
+    "numerics.probe-cut": Words(says=_probe_cut, action=_probe_budget),
+    "cost.basis-time-to-loss": Words(says=lambda f: f"time to loss {_num(f, 'loss'):g}"),
+    "cost.basis-steps": Words(says=lambda f: f"{_int(f, 'steps')} steps (measured step times)"),
+    "cost.basis-run": Words(says=lambda f: "the measured run"),
+    "cost.unpriced": Words(
+        says=lambda f: f"no price for the {' and '.join(_list(f, 'missing'))}",
+        action=lambda f: (
+            "pass "
+            + " ".join(f"--price {m}=DOLLARS_PER_HOUR[:ACCELERATORS]" for m in _list(f, "missing"))
+            + " or add it to the plan"
+        ),
+    ),
+    "cost.no-basis": Words(
+        says=lambda f: "a side has no measured cost basis (no successful run or throughput)"
+    ),
+}
+
+#: how a section was made, by the code the judge gives it
+METHODS: dict[str, str] = {
+    "compat.op-scan": (
+        "each side's op scan (ops.json) after its timed steps, or after its failure; "
+        "fallbacks are what the backend reports plus outputs found on another device"
+    ),
 }
 
 
+def method(code: str) -> str:
+    """How a section was made, by its code (an older verdict's sentence as it is)."""
+    return METHODS.get(code, code)
+
+
+def gate(g: Gate) -> str:
+    """What a gate found: its finding's words, or the sentence of a gate that has none."""
+    return says(g.finding) if g.finding is not None else g.detail or ""
+
+
+def sensitivity(s: Sensitivity) -> str:
+    """The cost ratio over the speed ratio's interval."""
+    return (
+        f"over the speed ratio's {s.confidence:.0%} interval the target costs "
+        f"{s.cost_ratio_low:.2f}x to {s.cost_ratio_high:.2f}x the baseline; each 10% on the "
+        "target's price moves that by 10%"
+    )
+
+
 def _fallback(finding: Finding) -> str:
+    if finding.code.endswith(".note"):  # an older verdict's sentence, as it was
+        return _verbatim(finding.figures)
     figures = ", ".join(f"{k} {v}" for k, v in finding.figures.items())
     return finding.code + (f" ({figures})" if figures else "")
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from parity.cluster.address import cluster_plan
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.model.codec import decode, encode, loads, omit_none
-from parity.model.inputs import MIN_COSINE, MIN_TOP1, CostInputs, JudgeInputs
+from parity.model.inputs import JudgeInputs
 from parity.model.job import Mode, Torchrun
 from parity.model.placement import ClusterPlan
 from parity.model.side import MeasurePlan
@@ -42,7 +42,10 @@ WORKLOAD_OPTIONS = (
 
 
 def _cluster(g: Given, roles: tuple[str, ...] = ("baseline", "target")) -> ClusterPlan | None:
-    """``--cluster``, ``--place``, ``--wait`` and ``--node-retries`` together."""
+    """``--cluster``, ``--place``, ``--wait`` and ``--node-retries`` together (a script
+    runs on this machine only)."""
+    if g.has(o.CLUSTER) and g.has(o.SCRIPT):
+        raise OptionError("--cluster runs workloads, not scripts: drop --cluster or the script")
     return cluster_plan(
         g.get(o.CLUSTER), g.get(o.PLACE), roles, wait_s=g.get(o.WAIT), retries=g.get(o.NODE_RETRIES)
     )
@@ -110,29 +113,18 @@ def _measure(g: Given) -> MeasurePlan:
         repeats=g.get(o.REPEATS),
         precision=g.value(o.PRECISION, base.precision),
         budget_s=budget,
-        budget_given=g.get(o.BUDGET) is not None,
+        budget_given=g.has(o.BUDGET),
         compliance=g.value(o.COMPLIANCE, base.compliance),
         timeout_s=g.value(o.TIMEOUT, base.timeout_s),
-        timeout_given=g.get(o.TIMEOUT) is not None,
+        timeout_given=g.has(o.TIMEOUT),
         torchrun=Torchrun(nnodes=g.value(o.NNODES, 1), rdzv_endpoint=g.get(o.RDZV) or None),
     )
 
 
 def judge_inputs(g: Given) -> JudgeInputs:
-    """The judge's inputs from the options (allowed differences, target loss, prices)."""
-    knobs = g.get(o.COST) or CostInputs()
-    return JudgeInputs(
-        allow=g.get(o.ALLOW_DIFF) or {},
-        target_loss=g.get(o.TARGET_LOSS),
-        cost=replace(knobs, prices=g.get(o.PRICES) or {}),
-        operational=g.get(o.OPERATIONAL) or {},
-        pins=g.get(o.PINS) or {},
-        min_cosine=g.value(o.MIN_COSINE, MIN_COSINE),
-        min_top1=g.value(o.MIN_TOP1, MIN_TOP1),
-        production=g.get(o.PRODUCTION),
-        slo=g.value(o.SLO, ()),
-        tuning_intended=g.get(o.TUNING_INTENDED),
-    )
+    """The judge's inputs from the options (allowed differences, target loss, prices...),
+    each at its place in the table."""
+    return g.placed(JudgeInputs(), "judge")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -238,7 +230,7 @@ class CompareRequest:
                     "interrupted parity compare"
                 )
             stored = decode(cls, loads(path.read_text()))
-            again = cls.build(Given.read("compare", stored.options(), "request"))
+            again = cls.build(Given.stored("compare", stored))
             if again != stored:
                 raise ValueError("its values do not make the request it holds")
         except (OSError, ValueError, RecursionError, UsageError) as exc:
@@ -249,55 +241,6 @@ class CompareRequest:
                 f"{path} is not a valid request ({why}): rerun the comparison"
             ) from None
         return stored
-
-    def options(self) -> dict[str, object]:
-        """The options that make this request (what ``request.json`` is read back by)."""
-        w, m, j = self.workload, self.measure, self.judge
-        knobs = {f: getattr(j.cost, f) for f in o.COST_KNOBS}
-        values: dict[str, object] = {
-            "script": self.script or None,
-            "baseline": self.baseline,
-            "target": self.target,
-            "out": self.out,
-            "repeats": m.repeats,
-            "precision": m.precision,
-            "budget_s": m.budget_s if m.budget_given else None,
-            "compliance": m.compliance,
-            # a stored timeout other than the default is read back (and checked) as given
-            "timeout_s": m.timeout_s
-            if m.timeout_given or m.timeout_s != MeasurePlan().timeout_s
-            else None,
-            "nnodes": m.torchrun.nnodes,
-            "rdzv_endpoint": m.torchrun.rdzv_endpoint,
-            "allow_diff": j.allow,
-            "target_loss": j.target_loss,
-            "prices": j.cost.prices,
-            "cost": {k: v for k, v in knobs.items() if v != getattr(CostInputs(), k)},
-            "operational": j.operational,
-            "pins": j.pins,
-            "min_cosine": j.min_cosine,
-            "min_top1": j.min_top1,
-            "production": j.production,
-            "slo": j.slo or None,
-            "tuning_intended": j.tuning_intended,
-            "checks": self.checks or None,
-            "batch_sizes": self.batch_sizes or None,
-            "report": self.report,
-        }
-        if self.cluster is not None:
-            values["cluster"] = self.cluster.address
-            values["place"] = {k: str(v) for k, v in self.cluster.place.items()}
-            values["wait"] = self.cluster.wait_s
-            values["node_retries"] = self.cluster.node_retries
-        if self.mlflow is not None:
-            values["mlflow"] = self.mlflow.tracking_uri or ""
-            values["mlflow_experiment"] = self.mlflow.experiment
-        if w is not None:
-            values.update(workload=w.name, size=w.size, batch_size=w.batch_size)
-            values.update(seq_len=w.seq_len, steps=w.steps, seed=w.seed, task=w.task)
-            values.update(data=w.data, generate_loop=w.generate_loop)
-            values["hf_config"] = [f"{k}={v}" for k, v in w.overrides]
-        return values
 
     def check_resume(self, out: Path) -> None:
         """``--resume`` with other options is refused when they differ from the stored

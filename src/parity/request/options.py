@@ -4,55 +4,70 @@ its help and the commands that take it.
 One ``declare(...)`` per option. The command line builds each command's options from
 the table (``parity.cli.common.table_options``), plan files map their keys onto it
 (``plan=``), Python keyword arguments are its keys, and a stored ``request.json`` is read
-back through it. Values are read once, by ``Given.read``: each by its option's reader
-(``parity.request.values``), which checks type, finiteness and range and names the option as
-the surface spells it. What holds across options (a workload or a script, the device
+back through it: each option names its place in the request (``place=``) and an inverse
+reader (``back=``), so a stored request gives its options back, ``diff``'s options replace
+a stored verdict's inputs and ``Given.has`` says what was given, without a second list.
+Values are read once, by ``Given.read``: each by its option's reader
+(``parity.request.readers``), which checks type, finiteness and range and names the option
+as the surface spells it. What holds across options (a workload or a script, the device
 known, one of ``--batch-size`` and ``--batch-sizes``) is the request builder's
 (``parity.request``). Nothing here imports torch or numpy.
 
-Adding an option: one ``declare`` here (name, reader, help, commands, plan key), then
-read it in the request builder of each command that takes it.
+Adding an option: one ``declare`` here (name, reader, help, commands, plan key, place),
+then read it in the request builder of each command that takes it.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from parity.cluster.address import cluster_address, parse_place
 from parity.errors import OptionError
+from parity.request.readers import (
+    Reader,
+    comma_texts,
+    cost,
+    cost_knobs,
+    counts,
+    experiment,
+    fraction,
+    mapping,
+    number,
+    price_table,
+    production,
+    slo,
+    some,
+    text,
+    texts,
+    tracking_uri,
+    whole,
+)
+from parity.request.readers import (
+    side as side,
+)
 from parity.request.values import (
     DAY_S,
     MAX_BATCH,
     allowed_differences,
-    check_number,
     check_path,
     checked_pins,
     flag,
     parse_batch_sizes,
     parse_duration,
-    parse_tracking_uri,
     pins,
-    prices,
-    read_side,
     script_argv,
     show,
-    strings,
-    whole_numbers,
 )
 from parity.safety.urls import checked
 
 if TYPE_CHECKING:
-    from parity.model.fair import LatencyLimit, ProductionShape
-    from parity.model.inputs import CostInputs, Price
-    from parity.model.spec import SideSpec
+    pass
 
 T = TypeVar("T")
+H = TypeVar("H")
 T_co = TypeVar("T_co", covariant=True)
-#: reads one value: (the option as the surface names it, the value given) -> typed value
-Reader = Callable[[str, Any], T]
 #: where a value comes from: the command line and keyword arguments name an option by its
 #: flag, a plan file by its key path
 Surface = Literal["cli", "kwargs", "plan", "request"]
@@ -90,6 +105,14 @@ class Option(Generic[T_co]):
     negative: str | None = None
     #: a plan's value and a given one are merged name by name (mappings)
     merge: bool = False
+    #: its place in the request, a dotted path (``judge.min_cosine``): a stored request is
+    #: read back through it, and ``diff``'s options replace a stored verdict's inputs there
+    place: str | None = None
+    #: the inverse reader: the option's value from the value at its place (None: not given)
+    back: Callable[[Any], object] = lambda value: value
+    #: the flag beside its place that says it was given (``measure.budget_given``): a stored
+    #: request gives it where that is set or its value is not the default
+    given_by: str | None = None
 
     @property
     def rare(self) -> bool:
@@ -102,6 +125,30 @@ class Option(Generic[T_co]):
         if self.plan and (surface == "plan" or self.cli is None):
             return self.plan
         return self.flag
+
+    def stored(self, request: object) -> object:
+        """This option's value as ``request`` holds it (None: not given there)."""
+        if self.place is None:
+            return None
+        *parents, last = self.place.split(".")
+        holder = at(request, ".".join(parents))
+        if holder is None:
+            return None
+        value = getattr(holder, last)
+        if self.given_by is not None and not at(request, self.given_by):
+            default = next(f for f in fields(holder) if f.name == last)
+            if value == default.default:  # the default, not given (an edited one is checked)
+                return None
+        return None if value is None else self.back(value)
+
+
+def at(holder: object, place: str) -> Any:
+    """The value at a dotted path in a request (None where a part is absent)."""
+    for name in place.split(".") if place else ():
+        if holder is None:
+            return None
+        holder = getattr(holder, name)
+    return holder
 
 
 TABLE: dict[str, Option[Any]] = {}
@@ -126,193 +173,80 @@ def declare(
     return option
 
 
-# -- readers -------------------------------------------------------------------------------
-
-
-def whole(low: int = 1, high: float = 10**7) -> Reader[int]:
-    return lambda name, v: int(check_number(name, v, integer=True, low=low, high=high))
-
-
-def number(low: float | None = 0, high: float = 1e7, *, open_low: bool = False) -> Reader[float]:
-    return lambda name, v: float(check_number(name, v, low=low, high=high, low_open=open_low))
-
-
-def text(name: str, value: object) -> str:
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if not isinstance(value, str):
-        raise OptionError(f"{name} must be a string, got {show(value)}")
-    return value
-
-
-def texts(name: str, value: object) -> tuple[str, ...]:
-    return strings(name, value)
-
-
-def comma_texts(name: str, value: object) -> tuple[str, ...]:
-    """Strings, each also split at commas (``--checks a,b``)."""
-    return tuple(p.strip() for i in strings(name, value) for p in i.split(",") if p.strip())
-
-
-def mapping(name: str, value: object) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        raise OptionError(f"{name} must be a mapping of names to values, got {show(value)}")
-    return {str(k): str(v) for k, v in value.items()}
-
-
-def side(name: str, value: object) -> SideSpec:
-    """A side spec string parsed, or a side as typed (a stored request's): its device known."""
-    from parity.devices.names import check_device_name
-    from parity.model.spec import SideSpec
-
-    if not isinstance(value, SideSpec):
-        return read_side(name, value)
-    check_device_name(value.device, value.spec)
-    return value
-
-
-def price_table(name: str, value: object) -> dict[str, Price]:
-    found = prices(value)
-    for role in found:
-        if role not in ("baseline", "target"):
-            raise OptionError(f"a price for {role!r}: prices are for the baseline or the target")
-    return found
-
-
-COST_HIGH = {
-    "run_steps": 1e12,
-    "engineering_hours": 1e7,
-    "engineering_rate": 1e6,
-    "idle_fraction": 0.999,
-    "retry_fraction": 100,
-    "checkpoint_overhead": 100,
-}
-COST_KNOBS = tuple(COST_HIGH)
-
-
-def cost(name: str, value: object) -> CostInputs:
-    """The cost settings (``cost.KNOB``), prices aside."""
-    from parity.model.inputs import CostInputs
-
-    given = mapping(name, value) if not isinstance(value, Mapping) else value
-    unknown = sorted(set(given) - set(COST_HIGH))
-    if unknown:
-        raise OptionError(
-            f"cost.{unknown[0]} is not a cost setting: use one of {', '.join(COST_KNOBS)}"
-        )
-    knobs: dict[str, Any] = {}
-    for key, v in given.items():
-        where, high = f"cost.{key}", COST_HIGH[key]
-        if key == "run_steps":
-            knobs[key] = int(check_number(where, v, integer=True, low=1, high=high))
-        else:
-            knobs[key] = float(check_number(where, v, low=0, high=high))
-    return CostInputs(**knobs)
-
-
-def tracking_uri(name: str, value: object) -> str:
-    return "" if value is True else parse_tracking_uri(value)
-
-
-def experiment(name: str, value: object) -> str:
-    got = text(name, value).strip()
-    if not got or len(got) > 500:
-        raise OptionError(f"{name} {show(value)} must be a name of 1 to 500 characters")
-    return got
-
-
-def fraction(name: str, value: object) -> float:
-    """An agreement gate's threshold, in (0, 1]."""
-    return float(check_number(name, value, low=0, low_open=True, high=1))
-
-
-def production(name: str, value: object) -> ProductionShape | None:
-    from parity.model.fair import ProductionShape
-    from parity.request.fair_options import parse_production
-
-    return value if isinstance(value, ProductionShape) else parse_production(value)
-
-
-def slo(name: str, value: object) -> tuple[LatencyLimit, ...]:
-    from parity.model.fair import LatencyLimit
-    from parity.request.fair_options import parse_slo
-
-    if isinstance(value, tuple) and all(isinstance(v, LatencyLimit) for v in value):
-        return value
-    return parse_slo(value)
-
-
-def counts(name: str, value: object) -> tuple[int, ...]:
-    items = whole_numbers(name, text(name, value), "1,2,4", 4096)
-    if not items:
-        raise OptionError(f"{name} {show(value)} names no process count, e.g. 1,2,4")
-    return tuple(sorted(set(items)))
-
-
 # -- the table -------------------------------------------------------------------------------
 
 W = "workload"
 WORKLOAD = declare(
     "workload", "workload", text,
     "built-in name, hf:ARCH or path/to/file.py:factory (default: gpt-train)",
-    WORKLOAD_COMMANDS, plan="workload.name",
+    WORKLOAD_COMMANDS, plan="workload.name", place="workload.name",
 )  # fmt: skip
 SCRIPT = declare(
-    "script", "--", lambda n, v: script_argv(v), "a script's command", (*COMPARE, "run"), cli=None
+    "script",
+    "--",
+    lambda n, v: script_argv(v),
+    "a script's command",
+    (*COMPARE, "run"),
+    cli=None,
+    place="script",
+    back=some,
 )
 SIZE = declare(
     "size", "--size", text, "tiny | small | base (default: tiny)", WORKLOAD_COMMANDS,
-    metavar="NAME", plan="workload.size",
+    metavar="NAME", plan="workload.size", place="workload.size",
 )  # fmt: skip
 BATCH_SIZE = declare(
     "batch_size", "--batch-size", whole(high=MAX_BATCH), "override the workload's batch size",
     WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.batch_size",
+    place="workload.batch_size",
 )  # fmt: skip
 SEQ_LEN = declare(
     "seq_len", "--seq-len", whole(high=2**20), "override the workload's sequence length",
-    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.seq_len",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.seq_len", place="workload.seq_len",
 )  # fmt: skip
 STEPS = declare(
     "steps", "--steps", whole(high=10**7), "override the workload's step count",
-    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.steps",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.steps", place="workload.steps",
 )  # fmt: skip
 SEED = declare(
     "seed", "--seed", whole(low=0, high=2**63 - 1), "seed of weights and data (default: 0)",
-    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.seed",
+    WORKLOAD_COMMANDS, metavar="N", cli=int, plan="workload.seed", place="workload.seed",
 )  # fmt: skip
 HF_CONFIG = declare(
     "hf_config", "--hf-config", texts,
     "KEY=VALUE, repeatable: a transformers config setting of an hf: workload (another "
     "workload: one of its config keys); enters the fingerprint",
     WORKLOAD_COMMANDS, metavar="KEY=VALUE", cli=list[str],
+    place="workload.overrides", back=lambda kv: [f"{k}={v}" for k, v in kv],
 )  # fmt: skip
 TASK = declare(
     "task", "--task", text,
     "what an hf:PATH checkpoint does: train | generate | infer | embed | classify (default: "
     "from its config's architectures)",
-    WORKLOAD_COMMANDS, metavar="TASK", plan="workload.task",
+    WORKLOAD_COMMANDS, metavar="TASK", plan="workload.task", place="workload.task",
 )  # fmt: skip
 DATA = declare(
     "data", "--data", text,
     "a text, JSONL, CSV or Parquet file (or a datasets directory) whose tokens become the "
     "frozen data (default: the corpus shipped with parity)",
-    WORKLOAD_COMMANDS, metavar="FILE[:FIELD]", plan="workload.data",
+    WORKLOAD_COMMANDS, metavar="FILE[:FIELD]", plan="workload.data", place="workload.data",
 )  # fmt: skip
 GENERATE_LOOP = declare(
     "generate_loop", "--generate-loop", text,
     "what a generation step times: parity | hf (parity: its own decoding loop, the default; "
     "hf: the transformers model's own generate()); enters the fingerprint",
     WORKLOAD_COMMANDS, metavar="LOOP", plan="workload.generate_loop",
+    place="workload.generate_loop",
 )  # fmt: skip
 
 BASELINE = declare(
     "baseline", "--baseline", side, "side spec, e.g. cpu or cuda:0+bf16 (default: cpu)",
-    (*COMPARE, "rollback"), metavar="SIDE", plan="baseline.side",
+    (*COMPARE, "rollback"), metavar="SIDE", plan="baseline.side", place="baseline",
 )  # fmt: skip
 TARGET = declare(
     "target", "--target", side,
     "side spec, e.g. neuron+bf16 (default: the accelerator PyTorch reports, else cpu+bf16)",
-    (*COMPARE, "rollback"), metavar="SIDE", plan="target.side",
+    (*COMPARE, "rollback"), metavar="SIDE", plan="target.side", place="target",
 )  # fmt: skip
 DEVICE = declare(
     "device", "--device", side, "side spec, e.g. cpu+bf16 or cuda:1",
@@ -322,13 +256,13 @@ OUT = declare(
     "out", "--out", lambda n, v: checked(check_path(n, v), n),
     "output directory, new or empty, or a URL such as s3://BUCKET/PREFIX (default: "
     "parity-runs/STAMP-NAME)",
-    RUNNING, metavar="DIR|URL",
+    RUNNING, metavar="DIR|URL", place="out",
 )  # fmt: skip
 CLUSTER = declare(
     "cluster", "--cluster", lambda n, v: cluster_address(text(n, v)),
     "run each side on a node of this Ray cluster: ray://HOST:PORT, or auto for $RAY_ADDRESS "
     "(needs parity[cluster])",
-    PLACED, metavar="ADDRESS",
+    PLACED, metavar="ADDRESS", place="cluster.address",
 )  # fmt: skip
 PLACE = declare(
     "place", "--place", lambda n, v: parse_place(v if isinstance(v, Mapping) else texts(n, v)),
@@ -336,6 +270,7 @@ PLACE = declare(
     "(repeatable; SIDE is baseline or target, or the command: run, scan, soak, scale; "
     "default: GPU for cuda, neuron_cores for neuron, CPU for cpu, times the processes)",
     PLACED, metavar="SIDE=RESOURCE[:AMOUNT]", cli=list[str], plan="place",
+    place="cluster.place", back=lambda p: {k: str(v) for k, v in p.items()},
 )  # fmt: skip
 WAIT = declare(
     "wait", "--wait", lambda n, v: parse_duration(text(n, v) if not isinstance(v, (int, float))
@@ -343,19 +278,20 @@ WAIT = declare(
     "with --cluster: how long a side waits for a node with its resource (busy, or a node "
     "group scaling up from zero) before the comparison ends as a capacity failure, exit "
     "code 4: e.g. 90s, 30m (default: 30m)",
-    PLACED, metavar="DURATION",
+    PLACED, metavar="DURATION", place="cluster.wait_s",
 )  # fmt: skip
 NODE_RETRIES = declare(
     "node_retries", "--node-retries", whole(low=0, high=100),
     "with --cluster: how many times a job whose node is lost runs again on another node "
     "with its resource (default: 1)",
-    PLACED, metavar="N", cli=int,
+    PLACED, metavar="N", cli=int, place="cluster.node_retries",
 )  # fmt: skip
 TIMEOUT = declare(
     "timeout_s", "--timeout", number(low=1, high=30 * DAY_S),
     "seconds per process before it is stopped and recorded as failed (default: three times "
     "the longest process the estimate foresees)",
     RUNNING, metavar="SECONDS", cli=float, plan="measure.timeout_s",
+    place="measure.timeout_s", given_by="measure.timeout_given",
 )  # fmt: skip
 NPROC = declare(
     "nproc", "--nproc", whole(high=4096),
@@ -364,28 +300,28 @@ NPROC = declare(
 )  # fmt: skip
 NNODES = declare(
     "nnodes", "--nnodes", whole(high=4096), "torchrun --nnodes (default: 1)",
-    MULTINODE, metavar="N", cli=int,
+    MULTINODE, metavar="N", cli=int, place="measure.torchrun.nnodes",
 )  # fmt: skip
 RDZV = declare(
     "rdzv_endpoint", "--rdzv-endpoint", text, "torchrun --rdzv-endpoint HOST:PORT",
-    MULTINODE, metavar="HOST:PORT",
+    MULTINODE, metavar="HOST:PORT", place="measure.torchrun.rdzv_endpoint",
 )  # fmt: skip
 
 BATCH_SIZES = declare(
     "batch_sizes", "--batch-sizes", lambda n, v: parse_batch_sizes(v),
     "inference and generation: one comparison per batch size, e.g. 1,8,32, and the "
     "throughput-latency curve",
-    COMPARE, metavar="N,N,...",
+    COMPARE, metavar="N,N,...", place="batch_sizes", back=some,
 )  # fmt: skip
 REPEATS = declare(
     "repeats", "--repeats", whole(high=1000),
     "fresh processes per side (default: adaptive, see --precision, --budget)",
-    COMPARE, metavar="N", cli=int, plan="measure.repeats",
+    COMPARE, metavar="N", cli=int, plan="measure.repeats", place="measure.repeats",
 )  # fmt: skip
 PRECISION = declare(
     "precision", "--precision", number(low=0, high=0.999, open_low=True),
     "stop when the speed ratio's 95% interval is within this fraction (default: 0.02)",
-    COMPARE, metavar="FRACTION", cli=float, plan="measure.precision",
+    COMPARE, metavar="FRACTION", cli=float, plan="measure.precision", place="measure.precision",
 )  # fmt: skip
 BUDGET = declare(
     "budget_s", "--budget", number(low=0, high=30 * DAY_S, open_low=True),
@@ -394,79 +330,89 @@ BUDGET = declare(
     "a second of a larger budget, and up to 4 times as many while the interval is wider "
     "than ±5% (default: 30)",
     COMPARE, metavar="SECONDS", cli=float, plan="measure.budget_s",
+    place="measure.budget_s", given_by="measure.budget_given",
 )  # fmt: skip
 COMPLIANCE = declare(
     "compliance", "--compliance", flag,
     "run the target's re-seeded and identical-input checks (default: on)",
     COMPARE, cli=bool, negative="--no-compliance", plan="measure.compliance",
+    place="measure.compliance",
 )  # fmt: skip
 
 ALLOW_DIFF = declare(
     "allow_diff", "--allow-diff", lambda n, v: allowed_differences(v),
     'FIELD="reason", repeatable: accept a differing fingerprint field',
-    JUDGING, metavar="FIELD=REASON", cli=list[str],
+    JUDGING, metavar="FIELD=REASON", cli=list[str], place="judge.allow",
 )  # fmt: skip
 TARGET_LOSS = declare(
     "target_loss", "--target-loss", number(low=None, high=1e30),
     "training: report steps and time to this loss",
-    JUDGING, metavar="LOSS", cli=float, plan="quality.target_loss",
+    JUDGING, metavar="LOSS", cli=float, plan="quality.target_loss", place="judge.target_loss",
 )  # fmt: skip
 MIN_COSINE = declare(
     "min_cosine", "--min-cosine", fraction,
     "embeddings: the smallest per-row cosine similarity with the baseline (default: 0.99)",
-    COMPARE, plan="quality.min_cosine", cli=None,
+    COMPARE, plan="quality.min_cosine", cli=None, place="judge.min_cosine",
 )  # fmt: skip
 MIN_TOP1 = declare(
     "min_top1", "--min-top1", fraction,
     "logits: the smallest top-1 agreement with the baseline (default: 0.99)",
-    COMPARE, plan="quality.min_top1", cli=None,
+    COMPARE, plan="quality.min_top1", cli=None, place="judge.min_top1",
 )  # fmt: skip
 PRICES = declare(
     "prices", "--price", price_table,
     "SIDE=DOLLARS_PER_HOUR[:ACCELERATORS], repeatable, e.g. target=21.50:16 (default: the "
     "price in devices/specs.toml of the device a bundle recorded)",
-    JUDGING, metavar="SIDE=USD[:N]", cli=list[str], merge=True,
+    JUDGING, metavar="SIDE=USD[:N]", cli=list[str], merge=True, place="judge.cost.prices",
 )  # fmt: skip
-COST = declare("cost", "cost", cost, "cost settings", COMPARE, cli=None)
+COST = declare(
+    "cost", "cost", cost, "cost settings", COMPARE, cli=None, place="judge.cost", back=cost_knobs
+)
 OPERATIONAL = declare(
-    "operational", "operational", mapping, "operational answers", COMPARE, cli=None
+    "operational",
+    "operational",
+    mapping,
+    "operational answers",
+    COMPARE,
+    cli=None,
+    place="judge.operational",
 )
 PINS = declare(
     "pins", "--pin", lambda n, v: checked_pins(pins(v)),
     "a package's expected version as pip writes it, repeatable, e.g. torch==2.13.* or "
     "'numpy>=1.24,<3': drift on either side is reported in the verdict",
-    JUDGING, metavar="NAME==VERSION", cli=list[str], merge=True,
+    JUDGING, metavar="NAME==VERSION", cli=list[str], merge=True, place="judge.pins",
 )  # fmt: skip
 CHECKS_DIRS = declare(
     "checks", "--checks", comma_texts,
     "check directories (parity check --out), comma-separated: each passing check on the "
     "same sides ticks the verdict's not-yet-proven list",
-    JUDGING, metavar="DIR,...",
+    JUDGING, metavar="DIR,...", place="checks", back=some,
 )  # fmt: skip
 PRODUCTION = declare(
     "production", "--production", production,
     "the production shape, repeatable: parameters=1.3B, seq_len, batch_size, precision, "
     "optimizer, max_new_tokens, data_pipeline; the verdict compares the workload with it "
     "and projects memory at that size",
-    JUDGING, metavar="KEY=VALUE", cli=list[str],
+    JUDGING, metavar="KEY=VALUE", cli=list[str], place="judge.production",
 )  # fmt: skip
 SLO = declare(
     "slo", "--slo", slo,
     "latency limits gating the target, e.g. ttft_p99=200ms,tpot_p50=30ms,e2e_p99=2s (ttft, "
     "tpot, itl, e2e, latency; p50, p90, p99)",
-    JUDGING, metavar="LIMITS", cli=list[str],
+    JUDGING, metavar="LIMITS", cli=list[str], place="judge.slo", back=some,
 )  # fmt: skip
 TUNING_INTENDED = declare(
     "tuning_intended", "--tuning-intended", lambda n, v: text(n, v).strip() or None,
     "the sides are tuned differently on purpose: the speed figures lose the tuning-asymmetry "
     "label (the asymmetry is still listed)",
-    JUDGING, metavar="REASON", plan="tuning.intended",
+    JUDGING, metavar="REASON", plan="tuning.intended", place="judge.tuning_intended",
 )  # fmt: skip
 REPORT = declare(
     "report", "--report", flag,
     "write OUT/report.html once the verdict is on disk (default: on; --no-report saves "
     "drawing its plots, seconds of CPU; parity report OUT writes it later)",
-    COMPARE, cli=bool, negative="--no-report",
+    COMPARE, cli=bool, negative="--no-report", place="report",
 )  # fmt: skip
 MLFLOW = declare(
     "mlflow", "--mlflow", tracking_uri,
@@ -474,11 +420,12 @@ MLFLOW = declare(
     "file:DIR) or, given alone, MLflow's default (MLFLOW_TRACKING_URI, else ./mlruns); "
     "needs parity[mlflow]",
     COMPARE, metavar="[URI]", plan="mlflow.tracking_uri",
+    place="mlflow", back=lambda m: m.tracking_uri or "",
 )  # fmt: skip
 MLFLOW_EXPERIMENT = declare(
     "mlflow_experiment", "--mlflow-experiment", experiment,
     "the MLflow experiment (default: parity)",
-    COMPARE, metavar="NAME", plan="mlflow.experiment",
+    COMPARE, metavar="NAME", plan="mlflow.experiment", place="mlflow.experiment",
 )  # fmt: skip
 
 SCALING = declare(
@@ -565,6 +512,31 @@ class Given:
     def has(self, option: Option[Any]) -> bool:
         return option.key in self.values
 
+    @classmethod
+    def stored(cls, command: str, request: object) -> Given:
+        """The options ``request`` holds, each read back by its option at its place (a
+        stored request checked as when it was given)."""
+        found = {o.key: o.stored(request) for o in options_of(command)}
+        return cls.read(command, {k: v for k, v in found.items() if v is not None}, "request")
+
+    def placed(self, into: H, under: str) -> H:
+        """``into`` (the part of a request at ``under``, e.g. ``judge``) with every option
+        given whose place is in it put there: a mapping option merged name by name, a
+        part before the values inside it."""
+        chosen = [
+            TABLE[key]
+            for key, value in self.values.items()
+            if value is not None and (TABLE[key].place or "").startswith(under + ".")
+        ]
+        for option in sorted(chosen, key=lambda o: (o.place or "").count(".")):
+            path = (option.place or "").split(".")[1:]
+            value = self.values[option.key]
+            if option.merge:
+                old = at(into, ".".join(path))
+                value = {**old, **cast("Mapping[str, object]", value)}
+            into = _put(into, path, value)
+        return into
+
     def merged(self, over: Given) -> Given:
         """These options with every option ``over`` gives replacing them (mappings merged
         name by name)."""
@@ -575,3 +547,10 @@ class Given:
                 value = {**old, **value}
             values[key] = value
         return Given(self.command, values)
+
+
+def _put(holder: H, path: list[str], value: object) -> H:
+    """A copy of the frozen dataclass ``holder`` with ``value`` at ``path``."""
+    name, *rest = path
+    inner = value if not rest else _put(getattr(holder, name), rest, value)
+    return cast("H", replace(cast("Any", holder), **{name: inner}))

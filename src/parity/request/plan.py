@@ -15,7 +15,8 @@ from typing import Any
 
 from parity.errors import PlanError, UsageError
 from parity.model.inputs import Price
-from parity.request.options import COST_KNOBS, TABLE, Given
+from parity.request.options import TABLE, Given
+from parity.request.readers import COST_KNOBS
 
 if sys.version_info >= (3, 11):
     import tomllib

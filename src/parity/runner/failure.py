@@ -20,7 +20,7 @@ from parity.errors import BundleError, OutputError
 from parity.model import SCHEMA_VERSION
 from parity.model.codec import decode, loads
 from parity.model.job import ERROR_FILE, Job, WorkerError
-from parity.model.manifest import Manifest
+from parity.model.manifest import FailedAt, Manifest
 from parity.runner.worker import EXIT_UNWRITABLE, job_redactor
 from parity.version import __version__
 
@@ -160,8 +160,22 @@ def failed_manifest(job: Job, reason: str, stderr: str, written: Manifest | None
     return replace(written, status="failed", reason=r.text(reason), stderr_tail=r.text(stderr))
 
 
+def failed_at(tmp: Path) -> FailedAt | None:
+    """Where the worker's error (``error.json``) was raised in the user's own code, or
+    None (no error written, unreadable, or raised outside the user's code)."""
+    path = tmp / ERROR_FILE
+    try:
+        err = decode(WorkerError, loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if err.source is None or err.type == OutputError.__name__:
+        return None
+    return FailedAt(type=err.type, phase=err.phase, source=err.source)
+
+
 def write_failed(tmp: Path, job: Job, reason: str) -> None:
     manifest = failed_manifest(job, reason, stderr_tail(tmp / "stderr.log"), worker_manifest(tmp))
+    manifest = replace(manifest, failed_at=failed_at(tmp))
     for partial in PARTIAL:
         (tmp / partial).unlink(missing_ok=True)
     write_doc(tmp / MANIFEST, manifest)

@@ -274,6 +274,10 @@ class Launcher:
     def _pending_procs(self) -> tuple[subprocess.Popen[bytes], ...]:
         return (self.pending[1],) if self.pending is not None else ()
 
+    def run(self, job: Job, path: Path, on_event: EventHandler | None = None) -> Bundle:
+        """The job in a worker process of this machine (``run_job``)."""
+        return run_job(job, path, on_event=on_event, launcher=self)
+
     def cpu_s(self) -> float:
         """CPU seconds of the zygote and the workers it forked and reaped (spawned workers
         count in this process's ``RUSAGE_CHILDREN``)."""

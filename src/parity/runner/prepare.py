@@ -31,7 +31,7 @@ from parity.model.workload import (
     WorkloadDescription,
     sha256_json,
 )
-from parity.runner.launch import Launcher, run_job
+from parity.runner.strategy import Launch
 from parity.safety import scratch
 
 log = logging.getLogger("parity")
@@ -112,7 +112,7 @@ def prepare_job(
 def preflight(
     sides: Iterable[SideSpec],
     *,
-    launcher: Launcher,
+    launcher: Launch,
     workload: WorkloadSpec | None = None,
     cluster: object | None = None,
     timeout_s: float = 300.0,
@@ -132,7 +132,7 @@ def preflight(
     job = prepare_job(spec, timeout_s=timeout_s, sides=unique, resolve=False)
     where = scratch.make("preflight")
     try:
-        bundle = run_job(job, where / "job", launcher=launcher)
+        bundle = launcher.run(job, where / "job")
     finally:
         scratch.remove(where)
     if not bundle.ok:
@@ -148,7 +148,7 @@ def preflight(
 def prepare_workload(
     spec: WorkloadSpec,
     *,
-    launcher: Launcher,
+    launcher: Launch,
     freeze: bool = True,
     timeout_s: float = 900.0,
     cost: bool = False,
@@ -170,7 +170,7 @@ def prepare_workload(
     where = scratch.make("prepare")
     try:
         job = prepare_job(spec, freeze=freeze, timeout_s=timeout_s, cost=cost, sides=checked)
-        bundle = run_job(job, where / "job", launcher=launcher)
+        bundle = launcher.run(job, where / "job")
         if not bundle.ok or bundle.prepared is None:
             failed = _not_prepared(spec, bundle.manifest.reason or "the worker did not say why")
             if isinstance(failed, DeviceError):

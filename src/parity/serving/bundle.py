@@ -22,10 +22,27 @@ import os
 from pathlib import Path
 from typing import TypeVar
 
-from parity.bundle import DIGEST, Digest, read_doc, read_hashed, seal, write_doc, write_text
+from parity.bundle import (
+    DIGEST,
+    VERDICT,
+    Digest,
+    read_doc,
+    read_hashed,
+    seal,
+    write_doc,
+    write_text,
+)
 from parity.errors import BundleError
 from parity.model.codec import DecodeError, decode, encode, loads
-from parity.model.serving import Load, RequestEvent, ServeSide, StepFigures, Steps
+from parity.model.serving import (
+    ROLES,
+    Load,
+    RequestEvent,
+    ServeSide,
+    ServeVerdict,
+    StepFigures,
+    Steps,
+)
 
 SERVE = "serve.json"
 LOAD = "load.json"
@@ -37,6 +54,29 @@ T = TypeVar("T")
 
 def is_serving(path: Path) -> bool:
     return (path / SERVE).is_file()
+
+
+def is_serving_comparison(path: Path) -> bool:
+    """A ``parity serve --out`` directory: its verdict and a serving side bundle."""
+    return (path / VERDICT).is_file() and any(is_serving(path / r) for r in ROLES)
+
+
+def side_of(path: Path) -> ServeSide:
+    """A side's ``serve.json`` alone, checked against the side's digest (what the index
+    keeps of a side, without reading its events)."""
+    digest = read_doc(path / DIGEST, Digest)
+    data, sha = read_hashed(path / SERVE)
+    if digest.files.get(SERVE) != sha:
+        raise BundleError(f"{path / SERVE} differs from what parity wrote; rerun that side")
+    return _doc(path / SERVE, data, ServeSide)
+
+
+def read_comparison(path: Path) -> tuple[ServeVerdict, str, dict[str, ServeSide]]:
+    """A serving comparison's verdict (strictly decoded), the sha256 of its bytes, and
+    each side's record that is there."""
+    data, sha = read_hashed(path / VERDICT)
+    verdict = _doc(path / VERDICT, data, ServeVerdict)
+    return verdict, sha, {r: side_of(path / r) for r in ROLES if is_serving(path / r)}
 
 
 def write(

@@ -3,7 +3,10 @@
 The request is what vLLM, vLLM Neuron and ``transformers serve`` all take: ``prompt``
 (token IDs, or their text where a server takes text only), ``max_tokens``, temperature 0,
 a seed, ``stream`` with ``stream_options.include_usage`` so the last chunk carries the
-server's token count. Every stamp is ``perf_counter_ns`` minus the step's origin: sent
+server's token count. On the quality steps the request also asks for each token's
+log-probability and its ``LOGPROBS`` likeliest alternatives (``logprobs: N`` on completions,
+``logprobs: true, top_logprobs: N`` on chat, as vLLM takes them); a server that ignores the
+field simply gives none. Every stamp is ``perf_counter_ns`` minus the step's origin: sent
 (just before the request is written), each chunk that carries text (the first is the first
 token's arrival) and the end. There are no retries: an HTTP error, a timeout or a stream
 that ends before ``[DONE]`` or a finish reason is recorded as such and counts as not good.
@@ -13,16 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.model.serving import PromptForm, RequestEvent, RequestStatus
+from parity.model.serving import Logprob, PromptForm, RequestEvent, RequestStatus
 from parity.safety.redact import redact
 from parity.serving.load import Tokenizer
 
 #: the first characters of an error body kept (redacted)
 ERROR_CHARS = 300
+#: alternatives asked for with each token's log-probability (vLLM allows up to 20)
+LOGPROBS = 5
+#: a log-probability JSON cannot hold (-inf: a token the server deems impossible)
+FLOOR = -1e9
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,6 +43,8 @@ class Endpoint:
     model: str = ""
     prompt_form: PromptForm = "ids"
     timeout_s: float = 600.0
+    #: whether the server takes the log-probability fields (``endpoint.discover``)
+    logprobs: bool = True
     #: sent with every request, never written (an Authorization header from --api-key-env)
     headers: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -43,8 +53,11 @@ class Endpoint:
         return self.base.rstrip("/") + self.api_path
 
 
-def body(endpoint: Endpoint, prompt: list[int] | str, max_tokens: int, seed: int) -> dict[str, Any]:
-    return {
+def body(
+    endpoint: Endpoint, prompt: list[int] | str, max_tokens: int, seed: int, logprobs: int = 0
+) -> dict[str, Any]:
+    """The request; ``logprobs``: alternatives asked for with each token (0: none asked)."""
+    out: dict[str, Any] = {
         "model": endpoint.model,
         "prompt": prompt,
         "max_tokens": max_tokens,
@@ -53,6 +66,62 @@ def body(endpoint: Endpoint, prompt: list[int] | str, max_tokens: int, seed: int
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    if logprobs and endpoint.logprobs:
+        out["logprobs"] = logprobs
+    return out
+
+
+def _finite(x: object) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(x) else FLOOR
+
+
+def _top(listed: object) -> tuple[tuple[str, float], ...]:
+    """Alternatives as (piece, log-probability), likeliest first: a completions mapping or
+    a chat list of ``{token, logprob}``."""
+    pairs: list[tuple[str, float]] = []
+    if isinstance(listed, dict):
+        items = list(listed.items())
+    elif isinstance(listed, list):
+        items = [(x.get("token"), x.get("logprob")) for x in listed if isinstance(x, dict)]
+    else:
+        return ()
+    for piece, lp in items:
+        got = _finite(lp)
+        if isinstance(piece, str) and got is not None:
+            pairs.append((piece, got))
+    return tuple(sorted(pairs, key=lambda p: -p[1]))
+
+
+def logprobs_of(chunk: dict[str, Any]) -> list[Logprob] | None:
+    """The tokens a chunk's ``choices[0].logprobs`` carries (None: it carries none).
+
+    Completions: ``{tokens, token_logprobs, top_logprobs}`` (parallel lists); chat:
+    ``{content: [{token, logprob, top_logprobs}]}``."""
+    choices = chunk.get("choices") or []
+    given = choices[0].get("logprobs") if choices and isinstance(choices[0], dict) else None
+    if not isinstance(given, dict):
+        return None
+    out: list[Logprob] = []
+    if isinstance(given.get("content"), list):
+        for item in given["content"]:
+            if isinstance(item, dict) and isinstance(item.get("token"), str):
+                lp = _finite(item.get("logprob"))
+                if lp is not None:
+                    top = _top(item.get("top_logprobs"))
+                    out.append(Logprob(piece=item["token"], logprob=lp, top=top))
+        return out
+    pieces, lps = given.get("tokens"), given.get("token_logprobs")
+    if not isinstance(pieces, list) or not isinstance(lps, list):
+        return None
+    tops = given.get("top_logprobs")
+    tops = tops if isinstance(tops, list) else [None] * len(pieces)
+    for piece, lp, top in zip(pieces, lps, tops, strict=False):
+        got = _finite(lp)
+        if isinstance(piece, str) and got is not None:
+            out.append(Logprob(piece=piece, logprob=got, top=_top(top)))
+    return out
 
 
 def _chunk(line: bytes) -> dict[str, Any] | str | None:
@@ -107,9 +176,11 @@ async def send(
     origin_ns: int,
     tokenizer: Tokenizer,
     ready_ns: int | None = None,
+    logprobs: int = 0,
 ) -> RequestEvent:
     """Send one request and read its stream to the end; never raises for the server's
-    faults (they are the event's status), only ``CancelledError`` passes through."""
+    faults (they are the event's status), only ``CancelledError`` passes through.
+    ``logprobs``: alternatives asked for with each token's log-probability (0: none)."""
     import aiohttp
 
     sent = time.perf_counter_ns() - origin_ns
@@ -117,13 +188,14 @@ async def send(
     counts: list[int] = []
     pieces: list[str] = []
     usage: int | None = None
+    scores: list[Logprob] | None = None
     received = 0
     status: RequestStatus = "truncated"
     error: str | None = "the stream ended before [DONE]"
     timeout = aiohttp.ClientTimeout(total=endpoint.timeout_s)
     try:
         async with session.post(
-            endpoint.url, json=body(endpoint, prompt, max_tokens, seed), timeout=timeout
+            endpoint.url, json=body(endpoint, prompt, max_tokens, seed, logprobs), timeout=timeout
         ) as resp:
             if resp.status != 200:
                 text = (await resp.text())[:ERROR_CHARS]
@@ -146,6 +218,10 @@ async def send(
                     got = chunk.get("usage")
                     if isinstance(got, dict) and isinstance(got.get("completion_tokens"), int):
                         usage = got["completion_tokens"]
+                    given = logprobs_of(chunk) if logprobs else None
+                    if given is not None:
+                        scores = [] if scores is None else scores
+                        scores.extend(given)
                     piece = _text(chunk)
                     if piece:
                         chunks.append(now)
@@ -183,6 +259,7 @@ async def send(
         error=None if error is None else redact(error),
         text=text,
         output_ids=ids,
+        logprobs=tuple(scores) if scores is not None else None,
     )
 
 

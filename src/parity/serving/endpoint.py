@@ -57,9 +57,9 @@ async def _models(session: Any, base: str) -> list[str]:
 
 async def _probe(session: Any, endpoint: Endpoint, prompt: list[int] | str) -> tuple[int, str]:
     """The probe's status and what came back (the stream's text, or the error body)."""
-    from parity.serving.client import body, overrun
+    from parity.serving.client import LOGPROBS, body, overrun
 
-    payload = body(endpoint, prompt, PROBE_TOKENS, 0)
+    payload = body(endpoint, prompt, PROBE_TOKENS, 0, LOGPROBS)
     async with session.post(endpoint.url, json=payload) as resp:
         kind = resp.headers.get("Content-Type", "")
         if resp.status != 200:
@@ -96,15 +96,20 @@ async def discover(
                     choice = f" (it lists {', '.join(listed[:5])})" if listed else ""
                     raise UsageError(f"{where}: name the model with --{role}-model{choice}")
                 model = listed[0]
-            form: PromptForm = "ids"
-            endpoint = Endpoint(base=base, api_path=api_path, model=model, headers=headers)
-            status, said = await _probe(session, endpoint, ids)
-            if 400 <= status < 500 and status != 404:
-                form = "text"
+            # token IDs before text, and log-probabilities asked before not: the first
+            # the server takes (a 4xx other than 404 is a refusal of the request's form)
+            tries: list[tuple[PromptForm, bool]] = [
+                ("ids", True), ("text", True), ("ids", False), ("text", False)
+            ]  # fmt: skip
+            for form, scores in tries:
                 endpoint = Endpoint(
-                    base=base, api_path=api_path, model=model, prompt_form=form, headers=headers
-                )
-                status, said = await _probe(session, endpoint, text)
+                    base=base, api_path=api_path, model=model, prompt_form=form,
+                    headers=headers, logprobs=scores,
+                )  # fmt: skip
+                prompt = ids if form == "ids" else text
+                status, said = await _probe(session, endpoint, prompt)
+                if not (400 <= status < 500 and status != 404):
+                    break
     except aiohttp.ClientError as exc:
         raise UsageError(
             f"{where} does not answer ({type(exc).__name__}): start the server or fix the URL"

@@ -58,11 +58,14 @@ def unit_gaps(arrival: Arrival, count: int, seed: int, burstiness: float) -> lis
     return [1.0] * count
 
 
-def schedule(load: Load, rate: float, count: int | None = None) -> list[float]:
-    """Seconds from a step's start at which each request is due, at ``rate`` per second.
-    The first request is due at once."""
+def schedule(
+    load: Load, rate: float, count: int | None = None, arrival: Arrival | None = None
+) -> list[float]:
+    """Seconds from a step's start at which each request is due, at ``rate`` per second
+    (``arrival``: the load's unless given, as a soak's constant rate). The first request is
+    due at once."""
     n = load.requests if count is None else count
-    gaps = unit_gaps(load.arrival, n, load.seed, load.burstiness)
+    gaps = unit_gaps(arrival or load.arrival, n, load.seed, load.burstiness)
     out, t = [], 0.0
     for gap in gaps:
         out.append(t)

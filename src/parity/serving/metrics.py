@@ -19,12 +19,20 @@ sits in the denominator, as goodput's does).
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
 from parity.model.fair import LatencyLimit
-from parity.model.serving import Decision, LimitCheck, Quantile, RequestEvent, StepFigures
+from parity.model.serving import (
+    Decision,
+    LimitCheck,
+    Quantile,
+    RequestEvent,
+    ServeWindow,
+    StepFigures,
+)
 from parity.stats.quantiles import quantile_interval
 
 PERCENTILES = (50, 90, 99)
@@ -181,3 +189,36 @@ def figures(
         checks=found,
         decision=decide(found, client_bound),
     )
+
+
+def windows(events: Sequence[RequestEvent], window_s: float) -> tuple[ServeWindow, ...]:
+    """A soak's requests in windows of ``window_s`` by their due time, each with its
+    median E2E from the schedule (a request not good counts as over every value, so a
+    window where half or more were not good has no median)."""
+    if not events:
+        return ()
+    start = min(e.scheduled_ns for e in events)
+    slots: dict[int, list[RequestEvent]] = {}
+    for e in events:
+        slots.setdefault(int((e.scheduled_ns - start) * NS // window_s), []).append(e)
+    out = []
+    for w in range(max(slots) + 1):
+        got = slots.get(w, [])
+        if not got:  # a rate below one request a window
+            continue
+        values = [
+            (e.end_ns - e.scheduled_ns) * NS
+            if e.status == "ok" and e.end_ns is not None
+            else math.inf
+            for e in got
+        ]
+        mid = statistics.median(values)
+        out.append(
+            ServeWindow(
+                t_s=(w + 1) * window_s,
+                sent=len(got),
+                good=sum(e.status == "ok" for e in got),
+                median_e2e_s=mid if math.isfinite(mid) else None,
+            )
+        )
+    return tuple(out)

@@ -4,13 +4,17 @@ In order: start the server (where the side is a command) and time its cold start
 it (``endpoint.discover``); warm it up (the load's warm-up prompts, every length bucket
 the load uses, left out of every figure); the quality step (greedy answers to the first
 prompts at concurrency 1); the capacity search at the limits; the step under load at
-the chosen rate (its answers are compared too); a ``/metrics`` scrape. The server is
+the chosen rate (its answers are compared too); with ``--soak``, a long run of constant
+arrivals at the side's own highest passing rate (label ``soak``: the load's prompts in
+turn, again and again); a ``/metrics`` scrape. The two quality steps ask for each token's
+log-probability; the other steps do not. The server is
 stopped by process group whatever happens; what was measured before a failure is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 import urllib.request
 from collections.abc import Sequence
@@ -23,11 +27,13 @@ from parity.model.fair import LatencyLimit
 from parity.model.serving import Capacity, Load, RequestEvent, ServeSide, StepFigures
 from parity.safety.redact import redact, redactor
 from parity.serving import capacity, server
-from parity.serving.client import Endpoint
+from parity.serving.client import LOGPROBS, Endpoint
 from parity.serving.endpoint import discover
 from parity.serving.load import Tokenizer, measured
 from parity.serving.step import StepPlan, run_step
 
+#: the soak step's label
+SOAK = "soak"
 #: closed-loop concurrency and requests of the client-ceiling step
 CEILING_CONCURRENCY = 32
 CEILING_REQUESTS = 300
@@ -53,6 +59,10 @@ class Settings:
     lag_bound_s: float = 0.025
     ready_timeout_s: float = 900.0
     ceiling: bool = True
+    #: a soak's length at the side's highest passing rate (None: no soak), and its bound
+    #: on latency drift (relative per hour), recorded with the side for ``parity diff``
+    soak_s: float | None = None
+    max_drift: float = 0.10
 
 
 @dataclass
@@ -133,6 +143,8 @@ def measure_side(
         spec,
         server_command=redactor().argv(spec.command) if spec.command else None,
         versions=_versions(),
+        soak_s=settings.soak_s,
+        max_drift=settings.max_drift if settings.soak_s else None,
     )
     out = Measured(side=side)
     try:
@@ -173,7 +185,7 @@ def _run(endpoint: Endpoint, load: Load, tok: Tokenizer, s: Settings, out: Measu
     c1 = _step(
         endpoint, load, tok,
         StepPlan(label="c1", indices=quality, concurrency=1, limits=s.limits,
-                 lag_bound_s=s.lag_bound_s, early_stop=False),
+                 lag_bound_s=s.lag_bound_s, early_stop=False, logprobs=LOGPROBS),
         out,
     )  # fmt: skip
     if load.arrival == "closed":
@@ -194,8 +206,22 @@ def _run(endpoint: Endpoint, load: Load, tok: Tokenizer, s: Settings, out: Measu
     rate = s.load_rate or (found.rate if found else None)
     if rate:
         plan = StepPlan(label="load", indices=chosen, rate=rate, limits=s.limits,
-                        lag_bound_s=s.lag_bound_s, early_stop=False)  # fmt: skip
+                        lag_bound_s=s.lag_bound_s, early_stop=False, logprobs=LOGPROBS)  # fmt: skip
         _step(endpoint, load, tok, plan, out)
+    own = found.rate if found and found.rate else s.load_rate
+    if s.soak_s and own:
+        _step(endpoint, load, tok, soak_plan(chosen, own, s), out)
+
+
+def soak_plan(chosen: Sequence[int], rate: float, s: Settings) -> StepPlan:
+    """Constant arrivals at ``rate`` for the soak's length, the prompts in turn. It is
+    not ended early: a queue that grows shows as drift and in the limits, and testing for
+    an early end on every tick would cost a long run's client its own pace."""
+    assert s.soak_s is not None
+    count = max(1, math.ceil(rate * s.soak_s))
+    indices = [chosen[j % len(chosen)] for j in range(count)]
+    return StepPlan(label=SOAK, indices=indices, rate=rate, arrival="constant",
+                    limits=s.limits, lag_bound_s=s.lag_bound_s, early_stop=False)  # fmt: skip
 
 
 def _closed_loop(
@@ -204,7 +230,8 @@ def _closed_loop(
     """A closed loop has no rate to search: one step at ``--concurrency``; where it passes
     every limit, its throughput is the side's rate within them."""
     plan = StepPlan(label="load", indices=measured(load), concurrency=load.concurrency,
-                    limits=s.limits, lag_bound_s=s.lag_bound_s, early_stop=False)  # fmt: skip
+                    limits=s.limits, lag_bound_s=s.lag_bound_s, early_stop=False,
+                    logprobs=LOGPROBS)  # fmt: skip
     step = _step(endpoint, load, tok, plan, out)
     if s.limits:
         passed = step.decision == "pass"

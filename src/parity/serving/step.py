@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parity.model.fair import LatencyLimit
-from parity.model.serving import Load, RequestEvent, StepFigures
+from parity.model.serving import Arrival, Load, RequestEvent, StepFigures
 from parity.serving import metrics
 from parity.serving.client import Endpoint, cancelled, send
 from parity.serving.load import Tokenizer, schedule
@@ -35,20 +35,28 @@ TICK_S = 0.005
 
 @dataclass(kw_only=True)
 class StepPlan:
-    """What one step sends: ``rate`` requests/s (None: closed loop at ``concurrency``)."""
+    """What one step sends: ``rate`` requests/s (None: closed loop at ``concurrency``).
+    ``indices`` are the load's prompts in the order sent; one may come more than once
+    (a soak cycles through them)."""
 
     label: str
     indices: Sequence[int]
     rate: float | None = None
+    #: the arrivals at ``rate`` (the load's unless given: a soak's are constant)
+    arrival: Arrival | None = None
     concurrency: int = 1
     max_concurrency: int | None = None
     limits: Sequence[LatencyLimit] = ()
     lag_bound_s: float = 0.025
     early_stop: bool = True
+    #: alternatives asked for with each token's log-probability (0: none; quality steps)
+    logprobs: int = 0
 
 
 @dataclass
 class _Live:
+    """What happened so far, keyed by each request's place in the step (not its prompt)."""
+
     origin: int
     scheduled: dict[int, int] = field(default_factory=dict)
     ready: dict[int, int] = field(default_factory=dict)
@@ -102,22 +110,25 @@ async def _ticker(live: _Live, plan: StepPlan, n: int, stop: asyncio.Event) -> N
 
 
 async def _one(
-    session: Any, endpoint: Endpoint, load: Load, tok: Tokenizer, live: _Live, label: str, i: int
-) -> None:
+    session: Any, endpoint: Endpoint, load: Load, tok: Tokenizer, live: _Live, plan: StepPlan,
+    k: int,
+) -> None:  # fmt: skip
+    i = plan.indices[k]
     event = await send(
         session,
         endpoint,
-        step=label,
+        step=plan.label,
         index=i,
         prompt=_prompt(load, i, endpoint, tok),
         max_tokens=load.max_tokens[i],
         seed=load.seed,
-        scheduled_ns=live.scheduled[i],
+        scheduled_ns=live.scheduled[k],
         origin_ns=live.origin,
         tokenizer=tok,
-        ready_ns=live.ready.get(i),
+        ready_ns=live.ready.get(k),
+        logprobs=plan.logprobs,
     )
-    live.done[i] = event
+    live.done[k] = event
 
 
 async def _open(
@@ -125,26 +136,26 @@ async def _open(
     stop: asyncio.Event, tasks: list[asyncio.Task[None]],
 ) -> None:  # fmt: skip
     assert plan.rate is not None
-    due = schedule(load, plan.rate, len(plan.indices))
+    due = schedule(load, plan.rate, len(plan.indices), plan.arrival)
     slots = asyncio.Semaphore(plan.max_concurrency) if plan.max_concurrency else None
-    for i, at in zip(plan.indices, due, strict=True):
+    for k, at in enumerate(due):
         wait = at - (time.perf_counter_ns() - live.origin) * metrics.NS
         if wait > 0:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait)
         if stop.is_set():
             return
-        live.scheduled[i] = math.floor(at / metrics.NS)
+        live.scheduled[k] = math.floor(at / metrics.NS)
         if slots is not None:
             if slots.locked():
                 await _acquire(slots, stop)
-                live.ready[i] = time.perf_counter_ns() - live.origin
+                live.ready[k] = time.perf_counter_ns() - live.origin
             else:
                 await slots.acquire()
             if stop.is_set():
                 return
-        live.sent[i] = time.perf_counter_ns() - live.origin
-        job = _one(session, endpoint, load, tok, live, plan.label, i)
+        live.sent[k] = time.perf_counter_ns() - live.origin
+        job = _one(session, endpoint, load, tok, live, plan, k)
         tasks.append(asyncio.create_task(job if slots is None else _release(job, slots)))
 
 
@@ -169,13 +180,13 @@ async def _closed(
     session: Any, endpoint: Endpoint, load: Load, tok: Tokenizer, plan: StepPlan, live: _Live,
     stop: asyncio.Event,
 ) -> None:  # fmt: skip
-    queue = list(plan.indices)
+    queue = list(range(len(plan.indices)))
 
     async def worker() -> None:
         while queue and not stop.is_set():
-            i = queue.pop(0)
-            live.scheduled[i] = time.perf_counter_ns() - live.origin
-            await _one(session, endpoint, load, tok, live, plan.label, i)
+            k = queue.pop(0)
+            live.scheduled[k] = time.perf_counter_ns() - live.origin
+            await _one(session, endpoint, load, tok, live, plan, k)
 
     await asyncio.gather(*(worker() for _ in range(plan.concurrency)))
 
@@ -218,11 +229,11 @@ async def run_step(
             await asyncio.gather(*tasks, return_exceptions=True)
             await ticker
     events = []
-    for i in plan.indices:
-        if i in live.done:
-            events.append(live.done[i])
-        elif i in live.scheduled:
-            events.append(cancelled(plan.label, i, live.scheduled[i], live.sent.get(i)))
+    for k, i in enumerate(plan.indices):
+        if k in live.done:
+            events.append(live.done[k])
+        elif k in live.scheduled:
+            events.append(cancelled(plan.label, i, live.scheduled[k], live.sent.get(k)))
     return (
         metrics.figures(
             events,

@@ -34,11 +34,12 @@ from parity.errors import UsageError
 from parity.model.bundle import Bundle
 from parity.model.codec import decode, loads
 from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
+from parity.model.serving import ServeVerdict
 from parity.model.verdict import Verdict
 from parity.store.engine import Location, connect, locate, mask
 from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
-from parity.store.rows import Row, bundle_row, comparison_row
-from parity.store.schema import bundles, comparisons, metrics, migrate
+from parity.store.rows import Row, bundle_row, comparison_row, serving_row
+from parity.store.schema import bundles, comparisons, metrics, migrate, serving
 from parity.store.walk import ReindexResult, device_matches, matches, remove_made
 
 log = logging.getLogger("parity")
@@ -237,11 +238,34 @@ class Store:
             self.index_bundle(bundle, comparison_id=cid, role=role, key=inner)
         return cid
 
+    def index_serving(self, out: Path, key: str | None = None) -> str:
+        """Index a ``parity serve`` comparison (its verdict and each side's record),
+        recorded as ``key`` (its URL) or its path; returns its id (``s`` and the sha256 of
+        its ``verdict.json``)."""
+        from parity.serving.bundle import read_comparison
+
+        path = out.resolve()
+        where = key or str(path)
+        verdict, sha, sides = read_comparison(path)
+        sid = "s" + sha[:12]
+        row = serving_row(path, verdict, sides, sid, written_unix(path)) | {"path": where}
+
+        def work(conn: Connection) -> None:
+            conn.execute(serving.delete().where(serving.c.path == where, serving.c.id != sid))
+            self._upsert(conn, serving, row, set())
+
+        self._write(work)
+        return sid
+
     def index_path(self, target: Path | str) -> str:
-        """A comparison or a bundle, whichever ``target`` (a directory or a URL) is, loaded
-        through ``parity.comparison`` (each file read once)."""
+        """A comparison, a serving comparison or a bundle, whichever ``target`` (a
+        directory or a URL) is, loaded through ``parity.comparison`` (each file read once)."""
+        from parity.serving.bundle import is_serving_comparison
+
         key = storage.shown(str(target)) if storage.is_url(target) else None
         path = storage.readable(target).resolve()
+        if is_serving_comparison(path):
+            return self.index_serving(path, key)
         if is_comparison(path):
             return self.index_comparison(Comparison.load(path, strict=True), key)
         return self.index_bundle(load_bundle(path), key=key)
@@ -299,6 +323,23 @@ class Store:
                     path=r["path"],
                 )
             )
+        if not device:  # a serving comparison has endpoints, not devices
+            rows += [
+                RunRow(
+                    id=r["id"],
+                    type="serve",
+                    time_unix=r["time_unix"],
+                    workload=r["model"],
+                    size=None,
+                    sides=f"{r['baseline_url']} -> {r['target_url']}",
+                    result=str(r["outcome"]).upper(),
+                    speed_ratio=r["ratio"],
+                    speed_verdict="highest rate within the limits",
+                    path=r["path"],
+                )
+                for r in self._read(select(serving))
+                if matches(r["model"], workload)
+            ]
         median = and_(metrics.c.bundle_id == bundles.c.id, metrics.c.name == "median_step_s")
         alone = self._read(
             select(bundles, metrics.c.value.label("median"))
@@ -333,7 +374,7 @@ class Store:
             raise UsageError("give a run id as parity ls shows it, e.g. c1a2b3c4")
         hits = [
             (table.name, r["id"])
-            for table in (comparisons, bundles)
+            for table in (comparisons, serving, bundles)
             for r in self._read(
                 select(table.c.id).where(table.c.id.startswith(ident, autoescape=True))
             )
@@ -352,6 +393,20 @@ class Store:
     def show(self, ident: str) -> RunRecord:
         """One comparison (with its bundles and verdict) or one bundle (with its figures)."""
         table, rid = self.resolve(ident)
+        if table == "serving":
+            r = self._read(select(serving).where(serving.c.id == rid))[0]
+            return RunRecord(
+                id=rid,
+                type="serve",
+                path=r["path"],
+                workload=r["model"],
+                size=None,
+                time_unix=r["time_unix"],
+                sides=f"{r['baseline_url']} -> {r['target_url']}",
+                passed=r["outcome"] == "pass",
+                exit_code=r["exit_code"],
+                serving=decode(ServeVerdict, loads(r["verdict"])),
+            )
         if table == "comparisons":
             r = self._read(select(comparisons).where(comparisons.c.id == rid))[0]
             members = self._read(
@@ -521,14 +576,21 @@ def _check_sqlite(path: Path) -> None:
 
 
 def index_quietly(
-    item: Comparison | Bundle, store: Path | str | None = None, *, url: str | None = None
+    item: Comparison | Bundle | Path, store: Path | str | None = None, *, url: str | None = None
 ) -> str | None:
-    """Index what ``parity compare`` or ``parity run`` just made, from memory (``url``:
-    where it was published, recorded instead of its local copy); a failure only warns."""
-    path = url or (item.out if isinstance(item, Comparison) else item.path)
+    """Index what ``parity compare`` or ``parity run`` just made, from memory, or the
+    directory ``parity serve`` just wrote (``url``: where it was published, recorded
+    instead of its local copy); a failure only warns."""
+    if isinstance(item, Path):
+        path: Path | str = url or item
+    else:
+        path = url or (item.out if isinstance(item, Comparison) else item.path)
     try:
         with Store.open(store) as s:
-            return s.index(item, storage.shown(url) if url else None)
+            key = storage.shown(url) if url else None
+            if isinstance(item, Path):
+                return s.index_serving(item, key)
+            return s.index(item, key)
     except Exception as exc:
         log.warning(
             "parity: warning: %s was not added to the history index (%s); the results are "

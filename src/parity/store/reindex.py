@@ -11,7 +11,7 @@ from sqlalchemy import RowMapping, Select, func, select
 
 from parity import storage
 from parity.errors import BundleError, UsageError
-from parity.store.schema import bundles, comparisons
+from parity.store.schema import bundles, comparisons, serving
 from parity.store.walk import ReindexResult, walk
 
 
@@ -32,7 +32,7 @@ UNREADABLE = (BundleError, OSError, KeyError, TypeError, AttributeError)
 def prune(store: Store) -> int:
     """Forget runs whose directories (or URLs) are gone; returns how many."""
     gone = 0
-    for table in (comparisons, bundles):
+    for table in (comparisons, serving, bundles):
         for row in store.read(select(table.c.id, table.c.path)):
             if not storage.exists(row["path"]):
                 store.delete(table, row["id"])
@@ -43,7 +43,8 @@ def prune(store: Store) -> int:
 def _known(store: Store) -> list[Path | str]:
     known = store.read(
         select(comparisons.c.path).union(
-            select(bundles.c.path).where(bundles.c.comparison_id.is_(None))
+            select(serving.c.path),
+            select(bundles.c.path).where(bundles.c.comparison_id.is_(None)),
         )  # type: ignore[arg-type]
     )
     dirs: list[Path | str] = [r["path"] for r in known]
@@ -80,11 +81,13 @@ def reindex(store: Store, dirs: Sequence[Path | str]) -> ReindexResult:
             except UNREADABLE as exc:
                 result.problems.append(f"{path}: {exc}")
     result.removed = prune(store)
-    for table in (comparisons, bundles):
+    for table in (comparisons, serving, bundles):
         rows = store.read(select(func.count().label("n")).select_from(table))
         count = int(rows[0]["n"])
         if table is comparisons:
             result.comparisons = count
+        elif table is serving:
+            result.serving = count
         else:
             result.bundles = count
     return result

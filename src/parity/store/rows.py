@@ -7,6 +7,7 @@ from pathlib import Path
 
 from parity.bundle import Bundle
 from parity.model.codec import dumps
+from parity.model.serving import ServeSide, ServeVerdict
 from parity.model.verdict import Verdict
 
 #: one column's value as the index stores it
@@ -65,5 +66,35 @@ def comparison_row(path: Path, verdict: Verdict, cid: str, time_unix: float) -> 
         "speed_low": speed.interval.low if speed else None,
         "speed_high": speed.interval.high if speed else None,
         "speed_verdict": speed.verdict if speed else None,
+        "verdict": dumps(verdict, indent=None),
+    }
+
+
+#: a serving verdict's outcome as ``parity serve`` exits with it
+SERVE_EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
+
+
+def serving_row(
+    path: Path, verdict: ServeVerdict, sides: dict[str, ServeSide], sid: str, time_unix: float
+) -> Row:
+    """A ``parity serve`` comparison: its endpoints, model, outcome and headline figures."""
+    base, target = sides.get("baseline"), sides.get("target")
+    models = list(dict.fromkeys(s.model for s in (base, target) if s is not None and s.model))
+    rates = {r: (c.rate if c is not None else None) for r, c in verdict.capacity.items()}
+    return {
+        "id": sid,
+        "path": str(path),
+        "time_unix": time_unix,
+        "indexed_unix": time.time(),
+        "model": " / ".join(models) or None,
+        "baseline_url": base.url if base else None,
+        "target_url": target.url if target else None,
+        "fingerprint": verdict.fingerprint,
+        "outcome": verdict.outcome,
+        "exit_code": SERVE_EXIT[verdict.outcome],
+        "quality_rate": min((q.rate for q in verdict.quality), default=None),
+        "baseline_rate": rates.get("baseline"),
+        "target_rate": rates.get("target"),
+        "ratio": verdict.ratio,
         "verdict": dumps(verdict, indent=None),
     }

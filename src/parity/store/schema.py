@@ -12,12 +12,16 @@ Schema (version ``SCHEMA_VERSION``, held in ``parity_meta`` and, on SQLite, also
                  kind, fingerprint, parity_version, torch_version, hostname, node,
                  started_unix, finished_unix
     metrics      bundle_id -> bundles, name, value      (see ``store.figures``)
+    serving      id, path, time_unix, model, baseline_url, target_url, fingerprint,
+                 outcome, exit_code, quality_rate, baseline_rate, target_rate, ratio,
+                 verdict (JSON)                          (``parity serve`` comparisons)
     parity_meta  key, value                              (schema_version)
 
 A path is a local directory or a bundle URL (``s3://bucket/prefix/run``).
 
 Migrations: version 1 (SQLite only, parity 0.2) had no ``parity_meta`` and no
-``bundles.node``; ``migrate`` adds both. Creating or migrating holds a lock (PostgreSQL: an
+``bundles.node``; version 2 no ``serving``; ``migrate`` adds what is missing and keeps
+every row. Creating or migrating holds a lock (PostgreSQL: an
 advisory lock; SQLite: a transaction begun IMMEDIATE), so writers that start at once agree.
 """
 
@@ -43,7 +47,7 @@ from sqlalchemy import (
 
 from parity.errors import UsageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: an arbitrary key for PostgreSQL's advisory lock around creating and migrating
 _LOCK_KEY = 0x70617269
 
@@ -98,6 +102,21 @@ metrics = Table(
     Column("name", String(200), primary_key=True),
     Column("value", Float, nullable=False),
     Index("metrics_name", "name"),
+)
+
+serving = Table(
+    "serving",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("path", Text, nullable=False, unique=True),
+    Column("time_unix", Float, nullable=False),
+    Column("indexed_unix", Float, nullable=False),
+    *(Column(n, Text) for n in ("model", "baseline_url", "target_url", "fingerprint")),
+    Column("outcome", Text, nullable=False),
+    Column("exit_code", Integer),
+    *(Column(n, Float) for n in ("quality_rate", "baseline_rate", "target_rate", "ratio")),
+    Column("verdict", Text, nullable=False),
+    Index("serving_model", "model", "time_unix"),
 )
 
 meta = Table(

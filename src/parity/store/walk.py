@@ -21,6 +21,8 @@ class ReindexResult:
     """What the index holds after a reindex, what it forgot, and what it could not read."""
 
     comparisons: int = 0
+    #: ``parity serve`` comparisons
+    serving: int = 0
     bundles: int = 0
     removed: int = 0
     problems: list[str] = field(default_factory=list)

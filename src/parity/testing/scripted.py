@@ -17,8 +17,15 @@ byte: one token for ``ByteTokenizer``). Faults: ``--error-every N`` answers ever
 request with HTTP 500; ``--drop-every N`` cuts every Nth stream after its first chunk;
 ``--stall-at N --stall S`` freezes every stream S seconds when request N arrives;
 ``--diverge-at J`` changes every token from position J on (a target that answers
-differently); ``--no-stream`` answers with one JSON body whatever is asked; ``--no-done``
-ends a stream after its usage chunk without ``[DONE]``, as ``transformers serve`` does.
+differently); ``--slow-by S`` adds S seconds to the first token for every second since
+the first request (a server that degrades under sustained load); ``--no-stream``
+answers with one JSON body whatever is asked; ``--no-done`` ends a stream after its
+usage chunk without ``[DONE]``, as ``transformers serve`` does.
+
+Log-probabilities, where a request asks (``logprobs: N``, vLLM's completions form): each
+token's is ``-0.5 - --logprob-shift``, and the one alternative listed (the letter the
+other answer would have, with ``--diverge-at``) ``0.2`` below it; ``--no-logprobs``
+ignores the field, as ``transformers serve`` does.
 """
 
 from __future__ import annotations
@@ -45,12 +52,39 @@ class Script:
     diverge_at: int = -1
     no_stream: bool = False
     no_done: bool = False
+    no_logprobs: bool = False
+    logprob_shift: float = 0.0
+    slow_by: float = 0.0
 
 
 def letter(prompt: Any, position: int, diverge_at: int) -> str:
     seed = sum(prompt) if isinstance(prompt, list) else sum(map(ord, str(prompt)))
     shift = 7 if 0 <= diverge_at <= position else 0
     return chr(97 + (seed + position * 3 + shift) % 26)
+
+
+#: the chosen token's log-probability (less --logprob-shift) and its alternative's gap
+CHOSEN_LOGPROB = -0.5
+ALTERNATIVE_GAP = 0.2
+
+
+def logprobs(prompt: Any, positions: range, diverge_at: int, shift: float) -> dict[str, Any]:
+    """vLLM's completions ``logprobs`` object for the tokens at ``positions``."""
+    chosen = [letter(prompt, j, diverge_at) for j in positions]
+    # the alternative: the letter the other answer has (diverged or not) at that position
+    other = [
+        letter(prompt, j, -1) if c != letter(prompt, j, -1) else letter(prompt, j, 0)
+        for c, j in zip(chosen, positions, strict=True)
+    ]
+    lp = CHOSEN_LOGPROB - shift
+    return {
+        "tokens": chosen,
+        "token_logprobs": [lp] * len(chosen),
+        "top_logprobs": [
+            {c: lp, o: lp - ALTERNATIVE_GAP} for c, o in zip(chosen, other, strict=True)
+        ],
+        "text_offset": list(positions),
+    }
 
 
 def _sse(obj: object) -> bytes:
@@ -64,6 +98,7 @@ class Server:
         self.slots = asyncio.Semaphore(script.slots)
         self.stall_until = 0.0
         self.served = 0
+        self.first: float | None = None
 
     async def _until(self, deadline: float) -> None:
         while True:
@@ -107,10 +142,19 @@ class Server:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         start = time.perf_counter()
+        self.first = start if self.first is None else self.first
+        late = s.slow_by * (start - self.first)
+        scored = bool(body.get("logprobs")) and not s.no_logprobs
         for j, at in enumerate(range(0, len(text), s.chunk)):
-            await self._until(start + s.ttft + j * s.chunk * s.token)
+            await self._until(start + late + s.ttft + j * s.chunk * s.token)
             piece = "".join(text[at : at + s.chunk])
-            await resp.write(_sse({"choices": [{"index": 0, "text": piece}]}))
+            choice: dict[str, Any] = {"index": 0, "text": piece}
+            if scored:
+                where = range(at, min(at + s.chunk, len(text)))
+                choice["logprobs"] = logprobs(
+                    body.get("prompt"), where, s.diverge_at, s.logprob_shift
+                )
+            await resp.write(_sse({"choices": [choice]}))
             if j == 0 and s.drop_every and number % s.drop_every == 0:
                 assert request.transport is not None
                 request.transport.close()
@@ -154,10 +198,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--port", type=int, required=True)
     for name, tp in (("model", str), ("ttft", float), ("token", float), ("chunk", int),
                      ("slots", int), ("error-every", int), ("drop-every", int),
-                     ("stall-at", int), ("stall", float), ("diverge-at", int)):  # fmt: skip
+                     ("stall-at", int), ("stall", float), ("diverge-at", int),
+                     ("logprob-shift", float), ("slow-by", float)):  # fmt: skip
         p.add_argument(f"--{name}", type=tp, default=getattr(Script(), name.replace("-", "_")))
     p.add_argument("--no-stream", action="store_true")
     p.add_argument("--no-done", action="store_true")
+    p.add_argument("--no-logprobs", action="store_true")
     args = vars(p.parse_args(argv))
     host, port = args.pop("host"), args.pop("port")
     script = Script(**args)

@@ -92,6 +92,19 @@ class StepRunner(ABC):
     def finish(self) -> RunNumerics:
         """After the timed steps: bring results to the CPU (not timed)."""
 
+    #: whether the steps change what ``finish`` returns (training changes the weights; a
+    #: runner that overrides this to False returns the same from ``finish`` after one step
+    #: as after all: inference and generation read the unchanged model). A whole-run
+    #: reference runs the workload's every step only where they do
+    #: (``reference_steps``): a 135M model's fp64 steps are minutes each
+    steps_change_outputs: ClassVar[bool] = True
+
+    def reference_steps(self, steps: int) -> int:
+        """How many of the workload's ``steps`` a whole-run reference (the fp64 reference,
+        the expected-error run) runs: all where they change what ``finish`` returns,
+        else one (its time is the reference's cost per step in its metrics)."""
+        return steps if self.steps_change_outputs else min(steps, 1)
+
     def finish_timing(self) -> RunNumerics:
         """``finish`` for a process after the side's quality run, or a compliance run
         (``Job.timing_only``): runners whose ``finish`` does more work than handing over

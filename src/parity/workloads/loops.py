@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -129,6 +130,8 @@ class NamedInferRunner(StepRunner):
     after the run (``final_NAME``): a fault that starts after the first step shows there.
     """
 
+    steps_change_outputs: ClassVar[bool] = False  # inference leaves the model as it was
+
     def __init__(
         self,
         model: nn.Module,
@@ -200,6 +203,9 @@ class GenerateLoop(StepRunner):
     flip, not a fault."""
 
     loop: GenerateLoopName = "parity"
+    #: ``finish`` decodes every prompt batch again, the first included, from the model the
+    #: steps leave unchanged
+    steps_change_outputs: ClassVar[bool] = False
 
     def __init__(
         self, model: nn.Module, prompts: torch.Tensor, ctx: RunContext, new_tokens: int

@@ -4,7 +4,10 @@ precision).
 ``reference`` runs the workload's full steps on the CPU with the model and float data in
 float64: the loss of every step, what ``finish()`` returns (evaluation outputs after
 training, inference outputs, generated tokens), then the numerics probe in float64. It
-is the fp64 trajectory every side is gated against.
+is the fp64 trajectory every side is gated against. Where the steps leave what
+``finish()`` returns unchanged (inference, generation: ``StepRunner.reference_steps``),
+it runs one step: the outputs are the same, and a large model's float64 steps cost
+minutes each.
 
 ``expected`` runs the same in float32 under the job's precision (``cpu+bf16`` autocast,
 ``cpu+fp16``, or an ``+emulate`` profile): the error the target's precision alone makes,
@@ -77,8 +80,9 @@ class WholeRun(Mode):
         load_memory = memory_phase(session)
         reset_peaks(session)
         mode = emulation(side.emulate)
-        session.enter("steps", steps=workload.steps)
-        samples = _steps(session, runner.step, workload.steps, mode)
+        count = runner.reference_steps(workload.steps)
+        session.enter("steps", steps=count)
+        samples = _steps(session, runner.step, count, mode)
         with mode():
             numerics = runner.finish()
         steps = Steps.of(samples)
