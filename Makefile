@@ -9,7 +9,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 # the test device's C++ extension is built with the venv's ninja
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: demo test nightly lint clean
+.PHONY: demo test fast nightly lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ lint: $(VENV)/.dev
 # the whole suite but the nightly tests, on one worker per core and one more (tests/conftest.py)
 test: lint
 	$(PY) -m pytest
+
+# while iterating: the tests that start no worker process and no fresh interpreter
+fast: $(VENV)/.dev
+	$(PY) -m pytest -m "not slow and not nightly"
 
 # the tests that install packages, build venvs or run a real pretrained model, in one
 # process: their caches (the venv of the oldest versions, the converted checkpoint) are

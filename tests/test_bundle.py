@@ -243,3 +243,35 @@ def test_a_verdict_of_schema_3_is_read_with_its_sentences_as_notes(tmp_path: Pat
     assert words.says(numerics.not_localised) == old["numerics"]["not_localised"]
     # the gates said their results in sentences, read as they are
     assert [words.gate(g) for g in verdict.gates] == [g["detail"] for g in old["gates"]]
+
+
+def test_a_verdict_of_schema_4_is_read_with_its_tuning_said_as_it_was(tmp_path: Path) -> None:
+    """Version 4 labelled asymmetric tuning, each setting's effect and how tuning was read
+    in sentences; read back, the words say what it said."""
+    from parity.bundle import read_verdict
+    from parity.report import words
+
+    old = json.loads((GOLDEN / "schema4-verdict-tuning.json").read_text())
+    assert old["schema_version"] == 4
+    (tmp_path / "verdict.json").write_text(json.dumps(old))
+    verdict, _ = read_verdict(tmp_path)
+    tuning = verdict.tuning
+    assert tuning is not None and tuning.label is not None
+    assert words.says(tuning.label) == old["tuning"]["label"]
+    assert words.method(tuning.method) == old["tuning"]["method"]
+    was = old["tuning"]["optimisations"]
+    assert [words.bias(o) for o in tuning.optimisations] == [o["bias"] for o in was]
+
+
+def test_the_tuning_words_say_what_version_4_said() -> None:
+    """The judge's codes for tuning say, word for word, what version 4's sentences said."""
+    from parity.model.codec import decode
+    from parity.model.fair import Tuning
+    from parity.report import words
+
+    old = json.loads((GOLDEN / "schema4-verdict-tuning.json").read_text())["tuning"]
+    golden = json.loads((GOLDEN / "verdict-fair-rules.json").read_text())["tuning"]
+    now = decode(Tuning, golden)
+    assert now.label is not None and now.label.code == "tuning.asymmetric"
+    assert words.says(now.label) == old["label"]
+    assert words.method(now.method) == old["method"]

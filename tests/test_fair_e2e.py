@@ -37,7 +37,8 @@ def test_a_tuned_baseline_is_labelled_and_the_reverse_too(tmp_path: Path) -> Non
     back = run_cli("diff", str(out / "target"), str(out / "baseline"), "--json")
     assert back.returncode in (0, 1), back.stderr
     label = json.loads(back.stdout)["tuning"]["label"]
-    assert label.startswith("target tuned, baseline first-run (torch.compile, reduced precision")
+    assert label["code"] == "tuning.asymmetric" and label["figures"]["tuned"] == "target"
+    assert label["figures"]["settings"][:2] == ["torch.compile", "reduced precision (autocast)"]
 
 
 @pytest.fixture(scope="module")

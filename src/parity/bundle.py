@@ -505,7 +505,24 @@ def _current_verdict(path: Path, raw: Json) -> Json:
             raw = {**raw, "speed": _steadiness(speed)}
     if version in (1, 2, 3):
         raw = _sentences_as_notes(raw)
+    if version in (1, 2, 3, 4):
+        raw = _tuning(raw)
     return raw
+
+
+def _tuning(raw: dict[str, Json]) -> dict[str, Json]:
+    """Versions 1 to 4 labelled asymmetric tuning with a sentence (a note since) and gave
+    each setting's effect in words (said from the side that has it since)."""
+    tuning = raw.get("tuning")
+    if not isinstance(tuning, dict):
+        return raw
+    rows = [
+        {k: v for k, v in o.items() if k != "bias"} for o in _items(tuning.get("optimisations"))
+    ]
+    tuning = {**tuning, "optimisations": list[Json](rows)}
+    if "label" in tuning:
+        tuning["label"] = _note("tuning", tuning["label"])
+    return {**raw, "tuning": tuning}
 
 
 def _note(section: str, text: Json) -> Json:

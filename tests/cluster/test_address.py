@@ -85,6 +85,7 @@ def test_check_and_scale_requests_carry_the_cluster() -> None:
         CheckRequest.from_kwargs("recovery", workload="mlp-train", device="cpu", **on)
 
 
+@pytest.mark.slow  # a fresh parity process
 def test_a_head_that_never_answers_is_one_line_within_seconds(tmp_path: object) -> None:
     """A port that takes the connection and says nothing: one line, no Ray warning, in
     seconds (not Ray client's 35 s of retries)."""

@@ -20,6 +20,8 @@ import pytest
 from parity.request import values
 from tests.conftest import HAVE_FAKEDEVICE
 
+#: every test here starts a fresh interpreter that imports torch
+pytestmark = pytest.mark.slow
 needs_fake = pytest.mark.skipif(
     not HAVE_FAKEDEVICE, reason="the neuron test device needs a C++ compiler and ninja"
 )

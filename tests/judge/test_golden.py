@@ -206,11 +206,12 @@ def test_the_golden_cases_say_what_they_claim() -> None:
     assert broken["fairness"]["allowed"] == {"steps": "the target team ran a shorter schedule"}
     assert broken["contract"]["holds"]
     fair = v["fair-rules"]
-    assert fair["tuning"]["label"].startswith("baseline tuned, target first-run")
-    assert "torch.compile" in fair["tuning"]["label"]
-    assert "reduced precision" in fair["tuning"]["label"]
+    label = fair["tuning"]["label"]
+    assert label["code"] == "tuning.asymmetric" and label["figures"]["tuned"] == "baseline"
+    assert "torch.compile" in label["figures"]["settings"]
+    assert "reduced precision (autocast)" in label["figures"]["settings"]
     # cuda against neuron+bf16: the target alone runs in reduced precision
-    assert v["passes"]["tuning"]["label"].startswith("target tuned, baseline first-run")
+    assert v["passes"]["tuning"]["label"]["figures"]["tuned"] == "target"
     shape = {r["name"]: r for r in fair["representativeness"]["rows"]}
     assert shape["parameters"]["text"] == "parameters 0.31% of production"
     assert (

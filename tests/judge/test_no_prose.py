@@ -33,8 +33,7 @@ LEFT: dict[str, int] = {
     "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
     "slo.py": 10,
     "trajectory.py": 14,
-    "tuning.py": 10,
-    "verdict.py": 8,
+    "verdict.py": 9,  # 8, and the --steps that decides a top-1 gate (cd00f1c): to convert
 }
 
 

@@ -9,6 +9,7 @@ from parity.judge.tuning import judge_tuning
 from parity.model.manifest import FlagValue, Resolved
 from parity.model.roles import ByRole
 from parity.model.spec import Precision, parse_side
+from parity.report import words
 
 
 def resolved(precision: Precision = "fp32", **changes: object) -> Resolved:
@@ -42,12 +43,13 @@ def test_a_tuned_baseline_against_a_plain_target_is_labelled_and_names_compile_a
     settings = {o.setting: o for o in t.optimisations}
     assert set(settings) == {"torch.compile", "reduced precision (autocast)"}
     assert all(
-        o.side == "baseline" and "flatters the baseline" in o.bias for o in settings.values()
+        o.side == "baseline" and "flatters the baseline" in words.bias(o) for o in settings.values()
     )
     assert t.label is not None
-    assert t.label.startswith("baseline tuned, target first-run")
-    assert "torch.compile" in t.label and "reduced precision" in t.label
-    assert t.label.endswith("the ratio is not a hardware result")
+    label = words.says(t.label)
+    assert label.startswith("baseline tuned, target first-run")
+    assert "torch.compile" in label and "reduced precision" in label
+    assert label.endswith("the ratio is not a hardware result")
 
 
 def test_the_reverse_names_the_target_as_tuned() -> None:
@@ -59,9 +61,11 @@ def test_the_reverse_names_the_target_as_tuned() -> None:
         batch=8,
         intended=None,
     )
-    assert t.label is not None and t.label.startswith("target tuned, baseline first-run")
+    assert t.label is not None and words.says(t.label).startswith(
+        "target tuned, baseline first-run"
+    )
     assert {o.side for o in t.optimisations} == {"target"}
-    assert all("flatters the target" in o.bias for o in t.optimisations)
+    assert all("flatters the target" in words.bias(o) for o in t.optimisations)
 
 
 def test_an_intended_asymmetry_is_listed_without_the_label() -> None:
@@ -105,7 +109,7 @@ def test_tf32_threads_processes_batch_per_device_and_device_flags() -> None:
     assert (rows["batch per device"].baseline, rows["batch per device"].target) == ("4", "8")
     assert rows["batch per device"].side == "target"
     assert rows["cuDNN autotuning (cudnn.benchmark)"].side == "baseline"
-    assert t.label is not None and t.label.startswith("the sides are tuned differently")
+    assert t.label is not None and words.says(t.label).startswith("the sides are tuned differently")
 
 
 def test_two_compile_backends_differ_with_neither_ahead() -> None:
@@ -166,5 +170,5 @@ def test_a_deterministic_neuron_side_names_the_fusion_it_lost() -> None:
         intended=None,
     )
     (row,) = t.optimisations
-    assert "Adaptive Eager op fusion" in row.setting and row.side == "baseline"
-    assert t.label is not None and "Adaptive Eager op fusion" in t.label
+    assert "Adaptive Eager op fusion" in words.setting(row.setting) and row.side == "baseline"
+    assert t.label is not None and "Adaptive Eager op fusion" in words.says(t.label)

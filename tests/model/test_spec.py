@@ -111,3 +111,19 @@ def test_autocast_and_compile_mode_options_round_trip_and_refuse_what_cannot_run
     ):
         with pytest.raises(SpecError, match=says):
             parse_side(bad)
+
+
+def test_a_side_spec_is_parsed_once_per_command() -> None:
+    """The command line's early refusal and the option table read one typed side; a bad
+    spec is refused each time it is given (errors are not kept)."""
+    from parity.cli import early_refusal
+    from parity.request.options import Given
+
+    parse_side.cache_clear()
+    assert early_refusal(["compare", "mlp-train", "--target", "cpu:0+bf16"]) is None
+    given = Given.read("compare", {"target": "cpu:0+bf16"}, "cli")
+    assert parse_side.cache_info().misses == 1
+    assert given.values["target"] is parse_side("cpu:0+bf16")
+    for _ in range(2):
+        refused = early_refusal(["compare", "--target", "cpu+bf17"])
+        assert refused is not None and "bf17" in refused

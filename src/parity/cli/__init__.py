@@ -4,7 +4,8 @@ imported, then hands the arguments to the Typer app (``parity.cli.app``).
 Typer, Click and Rich cost a few hundred milliseconds to import; a typo in ``--target``
 should not. ``main`` reads the side-spec options of the command named (the option table,
 ``parity.request.options``, says which options of which commands are side specs) and parses
-them with ``parity.model.spec``; anything else, including every other check of those options,
+them with ``parity.model.spec``, which keeps each typed side: the app's option table reads
+the same one, parsed once. Anything else, including every other check of those options,
 is the app's. The first error is the same either way: one line, exit code 2.
 """
 

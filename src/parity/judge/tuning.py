@@ -14,38 +14,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from parity.model.fair import Optimisation, Tuning
+from parity.model.fair import SPEED_FLAGS, Optimisation, Tuning
+from parity.model.findings import Finding
 from parity.model.manifest import FlagValue, Resolved
 from parity.model.roles import ByRole, Role
 from parity.model.spec import SideSpec
 
-#: device flags that are speed optimisations when on (the names adapters report them by)
-SPEED_FLAGS = {
-    "cudnn_benchmark": "cuDNN autotuning (cudnn.benchmark)",
-    "cuda_graphs": "CUDA graphs",
-    "graph_capture": "graph capture",
-    "flash_sdp": "flash attention",
-    "mem_efficient_sdp": "memory-efficient attention",
-    "fused_attention": "fused attention",
-}
-METHOD = (
-    "from each side's resolved settings: torch.compile and its backend, autocast precision, "
-    "the matmul and convolution formats (TF32), threads, deterministic algorithms, processes "
-    "and batch per device, and device flags that are speed optimisations ("
-    + ", ".join(SPEED_FLAGS)
-    + ") where both sides report them; a setting neither records (CUDA graphs or fused "
-    "attention inside a workload that does not report them) cannot be seen"
-)
-#: what an optimisation on each side does to the ratio (target step / baseline step)
-BIAS: dict[Role, str] = {
-    "baseline": "raises the ratio: flatters the baseline",
-    "target": "lowers the ratio: flatters the target",
-}
+#: how the section is read (``parity.report.words.METHODS``)
+METHOD = "tuning.resolved-settings"
+#: the determinism row where a deterministic ``neuron`` side also lost its op fusion (a
+#: setting's code, ``parity.report.words.SETTINGS``)
+FUSION_SETTING = "tuning.neuron-determinism"
 
 
 def _one_sided(setting: str, a: str, b: str, ahead: Role | None) -> Optimisation:
-    bias = BIAS[ahead] if ahead is not None else "either way: the sides differ in kind"
-    return Optimisation(setting=setting, baseline=a, target=b, side=ahead, bias=bias)
+    return Optimisation(setting=setting, baseline=a, target=b, side=ahead)
 
 
 def _ahead(a: float, b: float) -> Role | None:
@@ -142,9 +125,9 @@ def _fusion_said(
     )
     if not lost:
         return rows
-    label = "non-deterministic kernels and Adaptive Eager op fusion (neuron)"
     return [
-        replace(r, setting=label) if r.setting == "non-deterministic kernels" else r for r in rows
+        replace(r, setting=FUSION_SETTING) if r.setting == "non-deterministic kernels" else r
+        for r in rows
     ]
 
 
@@ -158,19 +141,18 @@ def batch_rows(batch: int | None, a: SideSpec, b: SideSpec) -> list[Optimisation
     return [_one_sided("batch per device", f"{ba:g}", f"{bb:g}", _ahead(ba, bb))]
 
 
-def label(rows: tuple[Optimisation, ...]) -> str | None:
-    """The label a speed verdict over these sides carries (None: like with like)."""
+def label(rows: tuple[Optimisation, ...]) -> Finding | None:
+    """The label a speed verdict over these sides carries (None: like with like): the side
+    tuned (``tuned``: None where both are, differently) and the settings."""
     ahead = {r.side for r in rows}
     if not rows:
         return None
-    if ahead == {"baseline"}:
-        first = "baseline tuned, target first-run"
-    elif ahead == {"target"}:
-        first = "target tuned, baseline first-run"
-    else:
-        first = "the sides are tuned differently"
-    named = ", ".join(r.setting for r in rows)
-    return f"{first} ({named}): the ratio is not a hardware result"
+    tuned = next(iter(ahead)) if len(ahead) == 1 else None
+    return Finding(
+        code="tuning.asymmetric",
+        severity="reading",
+        figures={"tuned": tuned, "settings": [r.setting for r in rows]},
+    )
 
 
 def judge_tuning(

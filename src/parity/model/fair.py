@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from parity.model.codec import omit_none
+from parity.model.findings import Finding
 from parity.model.roles import ByRole, Role
 from parity.model.spec import Precision
 
@@ -33,6 +34,17 @@ LatencyMetric = Literal["ttft", "tpot", "itl", "e2e", "latency"]
 LATENCY_METRICS: tuple[LatencyMetric, ...] = get_args(LatencyMetric)
 PERCENTILES = (50, 90, 99)
 SloStatus = Literal["pass", "fail", "unproven", "unmeasured"]
+
+
+#: device flags that are speed optimisations when on (the names adapters report them by)
+SPEED_FLAGS = {
+    "cudnn_benchmark": "cuDNN autotuning (cudnn.benchmark)",
+    "cuda_graphs": "CUDA graphs",
+    "graph_capture": "graph capture",
+    "flash_sdp": "flash attention",
+    "mem_efficient_sdp": "memory-efficient attention",
+    "fused_attention": "fused attention",
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -92,8 +104,6 @@ class Optimisation:
     baseline: str
     target: str
     side: Role | None
-    #: which way it moves the target/baseline step time ratio, in words
-    bias: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -103,10 +113,12 @@ class Tuning:
 
     asymmetric: bool
     optimisations: tuple[Optimisation, ...]
-    #: what the bundles record, and what they cannot show
+    #: what the bundles record, and what they cannot show (a method's code,
+    #: ``parity.report.words.METHODS``)
     method: str
     intended: str | None = omit_none()
-    label: str | None = omit_none()
+    #: ``tuning.asymmetric``: which side is tuned and the settings
+    label: Finding | None = omit_none()
 
 
 # -- representativeness ----------------------------------------------------------------------

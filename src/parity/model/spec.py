@@ -19,6 +19,7 @@ Parsing never touches a device: it only checks names against the device registry
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
@@ -209,10 +210,15 @@ def _show(value: object) -> str:
     return "default" if value is None else str(value)
 
 
+@functools.lru_cache(maxsize=256)
 def parse_side(text: str) -> SideSpec:
     """Parse ``DEVICE[:INDEX][+OPTION...]``; raise SpecError naming the valid choices.
     Whether the device exists is ``devices.names.check_device_name``'s to say (the request
-    checks it; a stored spec is parsed as written)."""
+    checks it; a stored spec is parsed as written).
+
+    A text is parsed once per process, its typed side kept (frozen): the command line's
+    early refusal, the option table and the index's filters read the same ``SideSpec``
+    (an error is not kept: a bad spec is refused each time it is given)."""
     text = text.strip()
     if not text:
         raise SpecError("empty side spec: write a device such as cpu, cuda or cpu+bf16")

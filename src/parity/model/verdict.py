@@ -421,9 +421,10 @@ WORKLOAD_GATE = "the workload runs"
 #: sentences; 3 names the speed checks by code with a finding where 2 said a sentence, and
 #: holds the machine's steadiness in one part of the speed section; 4 says a gate's
 #: result, why there is no cost verdict, a cost's basis and why no module is named as
-#: findings where 3 said sentences; verdicts of versions 1 to 3 are still read
+#: findings where 3 said sentences; 5 the tuning label (a finding) and each setting's
+#: effect (said from the side that has it); verdicts of versions 1 to 4 are still read
 #: (``parity.bundle.read_verdict``)
-VERDICT_SCHEMA = 4
+VERDICT_SCHEMA = 5
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

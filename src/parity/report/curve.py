@@ -10,7 +10,7 @@ from rich.console import Console
 from parity.judge.slo import best_batch
 from parity.model.metrics import Percentiles
 from parity.model.verdict import SideInfo, Verdict
-from parity.report import fmt
+from parity.report import fmt, words
 from parity.report.parts import Part, Section, Sentence, table
 from parity.report.terminal import print_sections
 
@@ -68,7 +68,9 @@ def curve_section(points: Sequence[tuple[int, Verdict]]) -> Section:
             Sentence(text=f"{role}: {b.summary}", tone="strong", brief=True)
             for role, b in best.items()
         ]
-    labels = {v.tuning.label for _, v in points if v.tuning is not None and v.tuning.label}
+    labels = {
+        words.says(v.tuning.label) for _, v in points if v.tuning is not None and v.tuning.label
+    }
     parts += [Sentence(text=label, tone="bad", brief=True) for label in sorted(labels)]
     return Section(
         key="curve",

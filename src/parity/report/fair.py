@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from parity.model.fair import SideFit, SloCheck
 from parity.model.verdict import Verdict
-from parity.report import fmt
+from parity.report import fmt, words
 from parity.report.fmt import Result
 from parity.report.parts import Part, Row, Section, Sentence, Tone, table
 
@@ -23,7 +23,7 @@ def tuning_label(v: Verdict) -> list[Part]:
     if t is None or not t.asymmetric:
         return []
     if t.label is not None:
-        return [Sentence(text=t.label, tone="bad", brief=True)]
+        return [Sentence(text=words.says(t.label), tone="bad", brief=True)]
     return [
         Sentence(
             text=f"the sides are tuned differently on purpose: {t.intended}",
@@ -53,13 +53,19 @@ def tuning(v: Verdict) -> Section | None:
                     ("effect on target/baseline", "text"),
                 ],
                 [
-                    (o.setting, o.baseline, o.target, o.side or "both, differently", o.bias)
+                    (
+                        words.setting(o.setting),
+                        o.baseline,
+                        o.target,
+                        o.side or "both, differently",
+                        words.bias(o),
+                    )
                     for o in t.optimisations
                 ],
                 title="Tuning asymmetry",
             )
         )
-    parts.append(Sentence(text=f"read {t.method}", tone="muted"))
+    parts.append(Sentence(text=f"read {words.method(t.method)}", tone="muted"))
     result: Result = "INFO"
     return Section(key="tuning", title="Tuning", result=result, parts=tuple(parts))
 
@@ -210,7 +216,7 @@ def mlflow_figures(v: Verdict) -> tuple[dict[str, str], dict[str, float | None]]
     tags: dict[str, str] = {}
     figures: dict[str, float | None] = {}
     if (t := v.tuning) is not None:
-        tags["parity.tuning"] = t.label or (
+        tags["parity.tuning"] = (words.says(t.label) if t.label else None) or (
             f"asymmetric, intended: {t.intended}" if t.asymmetric else "alike"
         )
     if (r := v.representativeness) is not None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from parity.model.codec import Json
+from parity.model.fair import SPEED_FLAGS, Optimisation
 from parity.model.findings import Finding
 from parity.model.verdict import Gate, Sensitivity
 
@@ -284,6 +285,39 @@ def _load_shift(f: Figures) -> str:
     return said + "; one ratio does not describe this run: measure again on a quiet machine"
 
 
+#: a tuning setting the judge names by a code (the rest are named as they are)
+SETTINGS: dict[str, str] = {
+    "tuning.neuron-determinism": "non-deterministic kernels and Adaptive Eager op fusion (neuron)"
+}
+#: what an optimisation on each side does to the ratio (target step / baseline step)
+BIAS: dict[str | None, str] = {
+    "baseline": "raises the ratio: flatters the baseline",
+    "target": "lowers the ratio: flatters the target",
+    None: "either way: the sides differ in kind",
+}
+
+
+def setting(name: str) -> str:
+    """A tuning setting, by its name or code."""
+    return SETTINGS.get(name, name)
+
+
+def bias(o: Optimisation) -> str:
+    """Which way a setting one side has moves the target/baseline ratio."""
+    return BIAS[o.side]
+
+
+def _asymmetric(f: Figures) -> str:
+    tuned = f.get("tuned")
+    first = (
+        f"{tuned} tuned, {'target' if tuned == 'baseline' else 'baseline'} first-run"
+        if tuned in ("baseline", "target")
+        else "the sides are tuned differently"
+    )
+    named = ", ".join(setting(s) for s in _list(f, "settings"))
+    return f"{first} ({named}): the ratio is not a hardware result"
+
+
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
     "speed.unreliable": Words(
@@ -342,6 +376,7 @@ WORDS: dict[str, Words] = {
     "speed.run-judged": Words(says=_run_judged),
     "speed.pace-change": Words(says=_pace_change),
     "speed.load-shift": Words(says=_load_shift),
+    "tuning.asymmetric": Words(says=_asymmetric),
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
     ),
@@ -364,6 +399,14 @@ WORDS: dict[str, Words] = {
 
 #: how a section was made, by the code the judge gives it
 METHODS: dict[str, str] = {
+    "tuning.resolved-settings": (
+        "from each side's resolved settings: torch.compile and its backend, autocast "
+        "precision, the matmul and convolution formats (TF32), threads, deterministic "
+        "algorithms, processes and batch per device, and device flags that are speed "
+        f"optimisations ({', '.join(SPEED_FLAGS)}) where both sides report them; a setting "
+        "neither records (CUDA graphs or fused attention inside a workload that does not "
+        "report them) cannot be seen"
+    ),
     "compat.op-scan": (
         "each side's op scan (ops.json) after its timed steps, or after its failure; "
         "fallbacks are what the backend reports plus outputs found on another device"
