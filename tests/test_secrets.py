@@ -302,3 +302,140 @@ def test_a_script_comparison_killed_at_any_point_leaves_no_secret(tmp_path: Path
     printed = refused.stdout + refused.stderr + resumed.stdout + resumed.stderr
     leaks = _leaks(tmp_path) + [k for k, v in KILL_SECRETS.items() if v in printed]
     assert not leaks
+
+
+#: a plan's free-text notes that carry credentials (``[operational]``, ``[tuning]``)
+NOTES = {
+    "quotas": "ask ops, https://quota.example/api?token=plantedNotesQuery55 works",
+    "monitoring": "grafana at https://u:plantedNotesUrlPw66@grafana.example",
+    "deployment_tooling": "helm with hf_plantedNotesHfToken0123456789abcd",
+}
+NOTE_SECRETS = [
+    "plantedNotesQuery55",
+    "plantedNotesUrlPw66",
+    "hf_plantedNotesHfToken0123456789abcd",
+]
+
+
+def _printing_workload(root: Path) -> tuple[str, Path]:
+    """The printing workload copied into ``root/work`` beside its ``.env``, and a plan
+    whose notes carry credentials."""
+    import shutil
+
+    from tests.fixtures import printing_secrets
+
+    work = root / "work"
+    work.mkdir(parents=True)
+    shutil.copy(FIXTURES / "printing_secrets.py", work)
+    printing_secrets.write_dotenv(work)
+    plan = root / "plan.toml"
+    notes = "".join(f'{k} = "{v}"\n' for k, v in NOTES.items())
+    plan.write_text(f'[operational]\n{notes}\n[tuning]\nintended = "key={NOTE_SECRETS[0]}"\n')
+    return f"{work / 'printing_secrets.py'}:PrintingTrain", plan
+
+
+def _planted_leaks(root: Path, printed: str, skip: tuple[Path, ...]) -> list[str]:
+    """Each planted value, or a third of one, in any file under ``root`` (hidden and
+    temporary ones included; the user's own files in ``skip`` aside) or in ``printed``."""
+    from tests.fixtures import printing_secrets
+
+    values = [*printing_secrets.ALL, printing_secrets.RAISED.split("=")[1], *NOTE_SECRETS]
+    pieces = {
+        v[i : i + max(8, len(v) // 3)]: v
+        for v in values
+        for i in range(len(v) - max(8, len(v) // 3) + 1)
+    }
+    found = []
+    for path in root.rglob("*"):
+        if path.is_symlink() or not path.is_file() or any(s in (path, *path.parents) for s in skip):
+            continue
+        data = path.read_bytes()
+        found += sorted(
+            {f"{v} in {path.relative_to(root)}" for p, v in pieces.items() if p.encode() in data}
+        )
+    found += sorted({f"{v} printed" for p, v in pieces.items() if p in printed})
+    return found
+
+
+@pytest.mark.slow
+def test_what_a_workload_prints_glued_split_from_dotenv_or_raises_with_redaction_off_leaks_nowhere(
+    tmp_path: Path,
+) -> None:
+    """Issue 53, class 7: a real workload file prints its secrets glued to text, split
+    over lines and over writes, loads more from its ``.env``, then switches the worker's
+    redactor off and raises them all; the plan's notes carry more. No whole value and no
+    third of one is in any file parity wrote (bundles, verdict, report, cache, index) or
+    in anything it printed, and the run is still judged and reported."""
+    from tests.fixtures import printing_secrets
+
+    workload, plan = _printing_workload(tmp_path)
+    env = {
+        **printing_secrets.ENV,
+        "PARITY_CACHE_DIR": str(tmp_path / "cache"),
+        "PARITY_STORE": str(tmp_path / "store" / "index.sqlite"),
+    }
+    out = tmp_path / "out"
+    args = ["--target", "cpu+bf16", "--steps", "4", "--repeats", "1", "--no-compliance"]
+    res = run_cli("compare", workload, "--plan", str(plan), *args, "--out", str(out), env=env)
+    assert res.returncode == 1, res.stderr  # the target raised: a failed side, judged
+    assert "target failed" in res.stdout and REDACTED in res.stdout
+    report = run_cli("report", str(out), env=env)
+    shown = run_cli("explain", str(out), env=env)
+    assert report.returncode == 0 and shown.returncode == 0, report.stderr + shown.stderr
+    assert (out / "report.html").is_file() and (tmp_path / "store" / "index.sqlite").is_file()
+    # the baseline's log holds its lines, redacted, in the order printed
+    log = (out / "baseline" / "r00" / "stdout.log").read_text()
+    assert log.index("auth") < log.index("value ") and REDACTED in log
+    verdict = (out / "verdict.json").read_text()
+    assert '"quotas"' in verdict and REDACTED in verdict  # the note is kept, redacted
+    printed = "".join(r.stdout + r.stderr for r in (res, report, shown))
+    work = tmp_path / "work"
+    assert not _planted_leaks(tmp_path, printed, skip=(work, plan))
+
+
+@pytest.mark.slow
+def test_a_printing_workload_killed_midway_leaves_no_raw_log(tmp_path: Path) -> None:
+    """The same workload with parity SIGKILLed while the target's worker runs (after it
+    printed): the hidden temporary bundle it leaves holds no secret, nor anything else."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.fixtures import printing_secrets
+
+    workload, plan = _printing_workload(tmp_path)
+    env = {
+        **os.environ,
+        **printing_secrets.ENV,
+        "PRINTING_LINGER_S": "30",
+        "PARITY_CACHE_DIR": str(tmp_path / "cache"),
+        "PARITY_STORE": str(tmp_path / "store" / "index.sqlite"),
+    }
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "parity", "compare", workload, "--plan", str(plan)]
+    command += ["--target", "cpu+bf16", "--steps", "4", "--repeats", "1", "--no-compliance"]
+    proc = subprocess.Popen(
+        [*command, "--out", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    began = time.monotonic()
+
+    def target_printed() -> bool:  # its step 0 is done: it printed, and lingers in step 1
+        events = out.glob("target/.r00.tmp-*/events.jsonl")
+        return any(b'"phase": "steps"' in p.read_bytes() for p in events)
+
+    while proc.poll() is None and not target_printed() and time.monotonic() - began < 240:
+        time.sleep(0.1)
+    time.sleep(3)  # the relay lets out whole lines after a quiet second
+    assert proc.poll() is None, "the comparison ended before its target was killed"
+    proc.send_signal(signal.SIGKILL)
+    stdout, stderr = proc.communicate()
+    time.sleep(0.5)  # the workers die with it (PR_SET_PDEATHSIG)
+    logs = [p.read_text() for p in out.glob("target/.r00.tmp-*/stdout.log")]
+    assert logs and "auth" in logs[0] and REDACTED in logs[0]  # what it printed, redacted
+    assert not _planted_leaks(tmp_path, stdout + stderr, skip=(tmp_path / "work", plan))

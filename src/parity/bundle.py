@@ -171,12 +171,40 @@ def seal(directory: Path, redactor: Redactor | None = None) -> dict[str, bytes]:
                 cut.append(LogCut(name=path.name, written=written, dropped=dropped))
     if cut:  # said in the bundle, so the verdict and the views can say it
         write_doc(directory / LOGS_FILE, Logs(cut=tuple(cut)))
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.suffix in (".json", ".jsonl") and path.name != DIGEST:
+            _redact_document(path, r)
     paths = sorted(p for p in directory.iterdir() if p.is_file() and p.name != DIGEST)
     read = {p.name: read_hashed(p) for p in paths}
     digest = Digest(files={name: sha for name, (_, sha) in read.items()})
     write_doc(directory / DIGEST, digest)
     files = {name: data for name, (data, _) in read.items()}
     return {**files, DIGEST: (directory / DIGEST).read_bytes()}
+
+
+def _redact_document(path: Path, r: Redactor) -> None:
+    """A document the worker wrote, redacted again by this process: a workload runs in
+    the worker and can switch that process's redactor off, or take its secrets out of the
+    environment that redactor reads, before it raises or records one. What does not parse
+    (a line a killed worker tore) is redacted as text."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = path.suffix == ".jsonl"
+    pieces = text.splitlines(keepends=True) if lines else [text]
+    out = []
+    for piece in pieces:
+        try:
+            doc = json.loads(piece) if piece.strip() else None
+        except ValueError:
+            out.append(r.text(piece))
+            continue
+        redacted = r.document(doc)
+        if redacted == doc:
+            out.append(piece)
+            continue
+        end = "\n" if piece.endswith("\n") else ""
+        out.append(json.dumps(redacted, indent=None if lines else 2) + end)
+    if out != pieces:
+        write_text(path, "".join(out))
 
 
 def finalize(tmp: Path, final: Path, *, redactor: Redactor | None = None) -> Bundle:

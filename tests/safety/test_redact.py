@@ -307,3 +307,140 @@ def test_a_script_that_prints_a_secret_of_its_command_line_alone_is_redacted(r: 
     printed = "signature plantedAlone01, sig plantedAlone02, cGxhbnRlZEFsb25lMDM=, plantedAlone04"
     out = r.knowing(carried_values(argv)).text(printed)
     assert "plantedAlone" not in out and "cGxhbnRlZEFsb25lMDM" not in out, out
+
+
+# -- issue 53, class 7: glued, split, cut, and what a worker wrote with its redactor off ------
+
+GLUED = [
+    ("auth" + "hf_" + "Xy3" * 8, "hf_"),
+    ("keys" + "AKIAPLANTEDGLUED7788", "AKIAPLANTED"),
+    ("token:" + "ghp_" + "aB3" * 12, "ghp_aB3"),
+    ("bearer" + "sk-proj-" + "Qw9" * 10, "sk-proj-"),
+    ("x" + "xoxb-" + "Zz1" * 6, "xoxb-"),
+    ("prefix" + "github_pat_" + "Pq7" * 10, "github_pat_"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), GLUED, ids=[c[1] for c in GLUED])
+def test_a_token_glued_to_the_text_before_it_is_redacted(
+    r: Redactor, text: str, secret: str
+) -> None:
+    out = r.text(f"login {text}ok and more")
+    assert secret not in out and "login" in out and "and more" in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "disk-usage-report-for-the-cluster-nodes",
+        "task-scheduler-configuration-entries",
+        "the_hf_transformers_integration_layer_works",
+        "use_hf_hub_download_when_cached_locally",
+    ],
+)
+def test_words_that_contain_a_token_prefix_are_kept(r: Redactor, text: str) -> None:
+    assert r.text(text) == text
+
+
+SPLIT = [
+    # (how it is printed, what must not be left, what must stay)
+    (
+        "db\n" + ENV["DB_PWD"][:5] + "\n" + ENV["DB_PWD"][5:] + "\nnext",
+        ["hunter2hu", "nter2hun"],
+        "next",
+    ),
+    (
+        ENV["MY_API_KEY"][:6] + "\r\n" + ENV["MY_API_KEY"][6:] + " done",
+        ["k3y-va", "lue-123"],
+        "done",
+    ),
+    ("ghp_" + "aB3" * 4 + "\n" + "aB3" * 8 + "\nok", ["aB3aB3aB3"], "ok"),
+    ("token hf_Ab1Cd2\nEf3Gh4Ij5Kl6Mn7Op8\nend", ["Ef3Gh4Ij5", "hf_Ab1Cd2"], "end"),
+]
+
+
+@pytest.mark.parametrize(("text", "gone", "kept"), SPLIT)
+@pytest.mark.parametrize("size", [1, 2, 5, 64, 4096])
+def test_a_value_split_over_lines_is_redacted_whatever_the_writes(
+    r: Redactor, text: str, gone: list[str], kept: str, size: int
+) -> None:
+    from parity.safety.redact import StreamRedactor
+
+    assert not any(g in r.text(text) for g in gone), r.text(text)
+    raw = text.encode()
+    stream = StreamRedactor(r)
+    out = "".join(stream.feed(raw[i : i + size]) for i in range(0, len(raw), size))
+    out += stream.close()
+    assert not any(g in out for g in gone) and kept in out, out
+    assert out.count("\n") == text.count("\n")  # the lines stay lines
+
+
+def _halves(value: str) -> list[str]:
+    """Pieces of ``value`` that would still give it away (a third of it, at least 6)."""
+    n = max(6, len(value) // 3)
+    return [value[i : i + n] for i in range(0, len(value) - n + 1)]
+
+
+def test_a_line_longer_than_a_read_never_cuts_a_secret_in_two(r: Redactor) -> None:
+    """One line of several MiB, no spaces where the relay would cut it: known values and
+    token formats planted across every 64 KiB boundary of the reads."""
+    from parity.safety.redact import StreamRedactor
+
+    chunk = 1 << 16
+    planted = [ENV["DB_PWD"], ENV["MY_API_KEY"], "hf_" + "Qz7" * 10, "AKIAPLANTEDLONGLINE77"]
+    parts: list[str] = []
+    size = 0
+    for k in range(1, 40):
+        value = planted[k % len(planted)]
+        filler = "," * (k * chunk - (k % 11) - size - len(value) // 2)
+        parts += [filler, value]
+        size += len(filler) + len(value)
+    raw = ("".join(parts) + ",end\n").encode()
+    for longest in (chunk, 4 * chunk):
+        stream = StreamRedactor(r, longest=longest)
+        out = "".join(stream.feed(raw[i : i + chunk]) for i in range(0, len(raw), chunk))
+        out += stream.close()
+        leaks = [h for v in planted for h in _halves(v) if h in out]
+        assert not leaks and out.count(REDACTED) == 39 and out.endswith(",end\n")
+
+
+@pytest.mark.parametrize("value", [ENV["DB_PWD"], "ghp_" + "Tk4" * 12], ids=["known", "format"])
+@pytest.mark.parametrize("where", ["head", "tail"])
+def test_a_secret_across_the_cut_of_a_long_log_leaves_no_half(
+    tmp_path: Path, where: str, value: str
+) -> None:
+    """A log longer than the limit is cut after its head and before its tail; a
+    value straddling either cut, in a line far longer than a read, is left out whole or
+    kept redacted, never halved (here by a redactor that knows it by its format only, or
+    not at all: the relay redacted a known value before)."""
+    limit, total = 256 << 10, 768 << 10  # the head is half the limit (LOG_HEAD at most)
+    at = limit // 2 if where == "head" else total - limit // 2
+    data = bytearray(b"start\n" + b"w " * (total // 2))
+    data[-5:] = b" end."  # one line from the start on: the tail starts mid-line
+    offset = at - len(value) // 2
+    data[offset : offset + len(value)] = value.encode()
+    log = tmp_path / "stdout.log"
+    log.write_bytes(bytes(data))
+    written, dropped = Redactor({}).file(log, limit=limit)
+    kept = log.read_text()
+    assert written == len(data) and dropped > 0
+    assert kept.startswith("start\nw w") and kept.endswith("w w end.")
+    assert not [h for h in _halves(value) if h in kept], where
+
+
+def test_a_document_is_redacted_string_by_string_digests_kept(r: Redactor) -> None:
+    digest = "0f08d4e6e69f03ee54b2f9f4fa2fe06ac8198007a9adecd6d93abf9d70d50ddf"
+    doc = {
+        "message": f"failed with {ENV['DB_PWD']}",
+        "env": {"HF_TOKEN": "hf_" + "Ab1" * 10},
+        "list": ["password=plantedDoc1", 3, None, 2.5],
+        "fingerprint": digest,
+        "where": "work/secrets.py:113",
+        "workload": "/home/u/tokens.py:Factory",
+    }
+    out = r.document(doc)
+    assert isinstance(out, dict)
+    text = repr(out)
+    assert "hunter2" not in text and "Ab1Ab1" not in text and "plantedDoc1" not in text
+    assert out["fingerprint"] == digest and out["list"][1:] == [3, None, 2.5]
+    assert out["where"] == "work/secrets.py:113" and out["workload"] == doc["workload"]

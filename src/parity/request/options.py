@@ -33,7 +33,8 @@ from parity.request.readers import (
     counts,
     experiment,
     fraction,
-    mapping,
+    note,
+    notes,
     number,
     price_table,
     production,
@@ -371,7 +372,7 @@ COST = declare(
 OPERATIONAL = declare(
     "operational",
     "operational",
-    mapping,
+    notes,
     "operational answers",
     COMPARE,
     cli=None,
@@ -403,7 +404,7 @@ SLO = declare(
     JUDGING, metavar="LIMITS", cli=list[str], place="judge.slo", back=some,
 )  # fmt: skip
 TUNING_INTENDED = declare(
-    "tuning_intended", "--tuning-intended", lambda n, v: text(n, v).strip() or None,
+    "tuning_intended", "--tuning-intended", note,
     "the sides are tuned differently on purpose: the speed figures lose the tuning-asymmetry "
     "label (the asymmetry is still listed)",
     JUDGING, metavar="REASON", plan="tuning.intended", place="judge.tuning_intended",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from parity.errors import OptionError
@@ -68,6 +69,22 @@ def mapping(name: str, value: object) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise OptionError(f"{name} must be a mapping of names to values, got {show(value)}")
     return {str(k): str(v) for k, v in value.items()}
+
+
+def notes(name: str, value: object) -> dict[str, str]:
+    """Free-text answers (a plan's ``[operational]``), redacted: they reach request.json,
+    inputs.json, the verdict, the reports and the index."""
+    from parity.safety.redact import redactor
+
+    r = redactor()
+    return {k: r.text(v) for k, v in mapping(name, value).items()}
+
+
+def note(name: str, value: object) -> str | None:
+    """A free-text reason (``--tuning-intended``), redacted as ``notes`` are; None if blank."""
+    from parity.safety.redact import redactor
+
+    return redactor().text(text(name, value)).strip() or None
 
 
 def side(name: str, value: object) -> SideSpec:
@@ -147,8 +164,12 @@ def fraction(name: str, value: object) -> float:
 def production(name: str, value: object) -> ProductionShape | None:
     from parity.model.fair import ProductionShape
     from parity.request.fair_options import parse_production
+    from parity.safety.redact import redactor
 
-    return value if isinstance(value, ProductionShape) else parse_production(value)
+    shape = value if isinstance(value, ProductionShape) else parse_production(value)
+    if shape is None or shape.data_pipeline is None:
+        return shape
+    return replace(shape, data_pipeline=redactor().text(shape.data_pipeline))  # free text
 
 
 def slo(name: str, value: object) -> tuple[LatencyLimit, ...]:

@@ -35,6 +35,8 @@ PIPE_BYTES = 1 << 20
 #: after the worker ended: stop reading once the pipes were quiet this long, or at most
 QUIET_S = 0.25
 DRAIN_S = 5.0
+#: the whole lines a stream holds (``StreamRedactor``) go to the log once it was quiet this long
+IDLE_S = 1.0
 
 
 class _Stream:
@@ -49,6 +51,7 @@ class _Stream:
         self.write_fd = os.open(fifo, os.O_WRONLY)
         self.log: IO[bytes] = log.open("ab")
         self.redact = StreamRedactor(redactor)
+        self.heard = time.monotonic()
 
     def pump(self) -> bool:
         """Move what is readable to the log; False at the end of the stream."""
@@ -58,8 +61,15 @@ class _Stream:
             return True
         if not chunk:
             return False
+        self.heard = time.monotonic()
         self._write(self.redact.feed(chunk))
         return True
+
+    def idle(self, now: float) -> None:
+        """Let out the whole lines held once the stream was quiet ``IDLE_S``."""
+        if self.redact.pending and now - self.heard >= IDLE_S:
+            self._write(self.redact.idle())
+            self.heard = now
 
     def _write(self, text: str) -> None:
         if text:
@@ -115,6 +125,8 @@ class LogRelay:
                     if not live[fd].pump():
                         del live[fd]
                     quiet_since = now
+                for stream in live.values():
+                    stream.idle(now)
                 ended = self.ended
                 if ended is not None and (now - quiet_since >= QUIET_S or now - ended >= DRAIN_S):
                     break

@@ -62,11 +62,24 @@ def read_job(tmp: Path) -> Job:
 
 def job_redactor(job: Job | None) -> Redactor:
     """The redactor for what a job's worker writes: the process's, also knowing the secret
-    values a script's command line carries (the script may print or raise them)."""
+    values a script's command line carries (the script may print or raise them) and
+    those of the ``.env`` files its workload or script may load into its environment."""
+    from parity.safety import envfile
     from parity.safety.redact import carried_values, redactor
 
     r = redactor()
-    return r.knowing(carried_values(job.script.args)) if job and job.script is not None else r
+    if job is None:
+        return r
+    starts = [Path.cwd()]
+    file, colon, _ = job.workload.name.rpartition(":")
+    if colon and file.endswith(".py"):
+        starts.append(Path(file).expanduser().parent)
+    if job.script is not None:
+        starts += [Path(job.script.cwd), (Path(job.script.cwd) / job.script.target).parent]
+    known = envfile.secrets(starts)
+    if job.script is not None:
+        known += carried_values(job.script.args)
+    return r.knowing(known) if known else r
 
 
 def _failing_line(exc: BaseException) -> str | None:

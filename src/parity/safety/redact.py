@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -89,7 +90,22 @@ _PATTERNS = [
     # HTTP Basic credentials: base64 with a digit, ``+``, ``/`` or ``=`` in it
     r"\b[Bb]asic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}",
 ]
-_TOKENS = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
+#: the same formats glued to the text before them (``authhf_...``, ``keyAKIA...``): a
+#: prefix inside a word counts only where what follows looks random (a digit, and for the
+#: mixed-case formats an upper and a lower case letter), so that ``disk-usage-report``
+#: stays as it is
+_GLUED = [
+    r"(?<=[A-Za-z0-9_])(?:AKIA|ASIA)(?=[0-9A-Z]*[0-9])[0-9A-Z]{12,}",
+    r"(?<=[A-Za-z0-9_])(?:gh[pousr]_|github_pat_|hf_|sk-(?:proj-|ant-)?|[sr]k_(?:live|test)_|"
+    r"xox[abposr]-|AIza)(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])"
+    r"[A-Za-z0-9_-]{16,}",
+]
+_TOKENS = re.compile("|".join(f"(?:{p})" for p in [*_PATTERNS, *_GLUED]))
+#: characters a token is made of: a log is never cut between two of them
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=.~%")
+_NOT_TOKEN = re.compile(r"[^A-Za-z0-9_\-+/=.~%]")
+#: a known value is looked for across line breaks from this length on
+_SPLIT_MIN = 8
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY-----")
 #: ``scheme://user:password@host``: the password goes
@@ -129,12 +145,35 @@ _FLAG = re.compile(
     r"(?P<name>(?<![\w-])--?[A-Za-z][A-Za-z0-9_.-]*)(?P<sep>[ \t]+)(?P<value>[^\s\"'-][^\s\"']*)"
 )
 _MIN_VALUE = 4
+#: a file name before ``:LINE`` or ``:FACTORY`` is not a secret name, whatever its words
+_SOURCE_FILE = re.compile(r"\.(?:py|pyi|json|toml|ya?ml|cfg|ini|txt|log|sh|ipynb)$", re.I)
+#: a digest or a fingerprint: never a secret, and a known value must not be found inside one
+_HEX = re.compile(r"(?:sha256:)?[0-9a-f]{16,}(?:-[0-9a-f]{6,})*")
 #: ``scheme://userinfo@``: everything up to the last ``@`` before the host ends
 _USERINFO = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@")
 #: a log longer than this keeps its first ``LOG_HEAD`` and last bytes, ``LOG_LIMIT`` in
 #: all, in a bundle (the start says what ran, the end how it ended)
 LOG_LIMIT = 8 << 20
 LOG_HEAD = 1 << 20
+
+
+#: literal parts one of the token formats must contain (``_TOKENS``)
+_TOKEN_HINTS = ("AKIA", "ASIA", "_", "sk-", "xox", "AIza", "eyJ", "-----")
+
+
+class _Could:
+    """Which rules can match ``text`` at all, found with plain substring searches (a
+    rule's regular expression costs far more than they do on a log's bulk, where almost
+    no rule matches)."""
+
+    def __init__(self, text: str) -> None:
+        lower = text.lower()
+        self.token = any(h in text for h in _TOKEN_HINTS) or "bearer" in lower or "basic" in lower
+        self.auth = "authori" in lower
+        self.query = "=" in text and ("?" in text or "&" in text or ";" in text)
+        self.url = "://" in text
+        upper = text.upper()
+        self.named = any(w in upper for w in SECRET_WORDS)
 
 
 def url_secrets(text: str) -> list[str]:
@@ -233,24 +272,153 @@ class Redactor:
         self.marked = marked
 
     def text(self, text: str) -> str:
-        """``text`` with every secret value and credential-looking part replaced."""
+        """``text`` with every secret value and credential-looking part replaced, a known
+        value or a token split over lines included (``print(token[:8]); print(token[8:])``)."""
         for value in self.values:
             if value in text:
                 text = text.replace(value, REDACTED)
-        text = _TOKENS.sub(REDACTED, text)
-        text = _AUTH.sub(_masked, text)
-        text = _QUERY.sub(_masked, text)
-        text = _URL_TOKEN.sub(lambda m: m["head"] + REDACTED, text)
-        text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED, text)
-        text = _FLAG.sub(self._pair, text)
-        return _PAIR.sub(self._pair, text)
+        text = self._across_lines(text)
+        may = _Could(text)
+        if may.token:
+            text = _TOKENS.sub(REDACTED, text)
+        if may.auth:
+            text = _AUTH.sub(_masked, text)
+        if may.query:
+            text = _QUERY.sub(_masked, text)
+        if may.url:
+            text = _URL_TOKEN.sub(lambda m: m["head"] + REDACTED, text)
+            text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED, text)
+        if may.named:
+            text = _FLAG.sub(self._pair, text)
+            text = _PAIR.sub(self._pair, text)
+        return text
+
+    def _across_lines(self, text: str) -> str:
+        """Known values and token formats that appear in ``text`` only with line breaks
+        inside them: each piece on each line replaced."""
+        inner = text.rstrip("\r\n")
+        if "\n" not in inner and "\r" not in inner:  # one line: nothing split
+            return text
+        flat = text.replace("\r", "").replace("\n", "")
+        if not any(len(v) >= _SPLIT_MIN and v in flat for v in self.values) and not (
+            _Could(flat).token and _TOKENS.search(flat)
+        ):
+            return text  # (the common case, at C speed)
+        kept = [i for i, ch in enumerate(text) if ch not in "\r\n"]
+        flat = "".join(text[i] for i in kept)
+        hidden = bytearray(len(text))
+
+        def hide(kept: list[int], start: int, end: int) -> None:
+            if end > start and kept[end - 1] - kept[start] + 1 > end - start:  # a break in it
+                for i in kept[start:end]:
+                    hidden[i] = 1
+
+        for start, end in self._known(flat):
+            hide(kept, start, end)
+        # a token format across one line break (two lines at a time: a format's greed
+        # must not take the line after its end)
+        at = 0
+        lines = []
+        for line in text.splitlines(keepends=True):
+            body = line.rstrip("\r\n")
+            lines.append(list(range(at, at + len(body))))
+            at += len(line)
+        for first, second in itertools.pairwise(lines):
+            pair = first + second
+            joined = "".join(text[i] for i in pair)
+            for m in _TOKENS.finditer(joined):
+                hide(pair, *m.span())
+        if not any(hidden):
+            return text
+        out, i = [], 0
+        while i < len(text):
+            if hidden[i]:
+                while i < len(text) and (hidden[i] or text[i] in "\r\n"):
+                    if text[i] in "\r\n":
+                        out.append(text[i])
+                    elif not out or out[-1] != REDACTED:
+                        out.append(REDACTED)
+                    i += 1
+                continue
+            out.append(text[i])
+            i += 1
+        return "".join(out)
+
+    def _known(self, text: str) -> Iterator[tuple[int, int]]:
+        """Where the known values long enough to be looked for split are in ``text``."""
+        for value in self.values:
+            if len(value) < _SPLIT_MIN:
+                continue
+            at = text.find(value)
+            while at >= 0:
+                yield at, at + len(value)
+                at = text.find(value, at + 1)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where in ``text`` something would be redacted (over-wide: whole matches), so that
+        a cut made there would leave its halves unrecognised on both sides."""
+        found = list(self._known(text))
+        may = _Could(text)
+        for pattern, could in (
+            (_TOKENS, may.token),
+            (_AUTH, may.auth),
+            (_QUERY, may.query),
+            (_URL_TOKEN, may.url),
+            (_URL_PASSWORD, may.url),
+        ):
+            found += [m.span() for m in pattern.finditer(text)] if could else []
+        for pattern in (_FLAG, _PAIR) if may.named else ():
+            found += [m.span() for m in pattern.finditer(text) if _is_secret_name(m["name"])]
+        return found
+
+    def cut(self, text: str, at: int) -> int:
+        """A place at or before ``at`` where ``text`` can be cut in two and each half
+        redacted alone: outside every span something would be redacted in, after a line
+        break where one is in the second half, else next to a character no token holds;
+        where the second half has none (one run of token characters), at ``at`` or the
+        start of what would be redacted there. 0: nowhere."""
+        at = min(at, len(text))
+        low = at // 2
+        spans = [(s, e) for s, e in self.spans(text) if e > low and s < at]
+
+        def safe(i: int) -> bool:
+            return not any(s < i < e for s, e in spans)
+
+        newline = text.rfind("\n", low, at)
+        while newline >= 0 and not safe(newline + 1):
+            newline = text.rfind("\n", low, newline)
+        if newline >= 0:
+            return newline + 1
+        for m in reversed(list(_NOT_TOKEN.finditer(text, low, at))):
+            for i in (m.end(), m.start()):  # just after it, just before it
+                if low < i <= at and safe(i):
+                    return i
+        i = at
+        while not safe(i):
+            i = min(s for s, e in spans if s < i < e)
+        return i
 
     @staticmethod
     def _pair(match: re.Match[str]) -> str:
         name = match["name"].lstrip("-")
-        if not _is_secret_name(name) or match["value"].startswith(REDACTED):
+        if (
+            not _is_secret_name(name)
+            or match["value"].startswith(REDACTED)
+            or _SOURCE_FILE.search(name)  # ``secrets.py:113``, ``tokens.py:Factory``
+        ):
             return match[0]
         return f"{match['name']}{match['sep']}{REDACTED}"
+
+    def document(self, value: object) -> object:
+        """A decoded JSON document with every string in it (keys included) redacted,
+        digests and fingerprints (long hexadecimal strings) left as they are."""
+        if isinstance(value, str):
+            return value if _HEX.fullmatch(value) else self.text(value)
+        if isinstance(value, list):
+            return [self.document(v) for v in value]
+        if isinstance(value, dict):
+            return {self.document(k): self.document(v) for k, v in value.items()}
+        return value
 
     def optional(self, text: str | None) -> str | None:
         return None if text is None else self.text(text)
@@ -321,12 +489,15 @@ class Redactor:
                 self._lines(f, out, size)
                 return 0
             head = min(LOG_HEAD, limit // 2)
-            ended = self._lines(f, out, head)  # the head, a line longer than it cut
+            # the head, a line longer than it cut (between words: never inside a token)
+            ended = self._lines(f, out, head, cut=True)
             kept = f.tell()
             start = size - (limit - kept)
             f.seek(start - 1)
-            if not f.readline(limit - kept).endswith(b"\n"):  # no line ends in the tail
-                f.seek(start)
+            if not f.readline(limit - kept).endswith(b"\n"):  # no line ends in the tail:
+                f.seek(start - 1)  # it starts at the next word
+                near = f.read(_WORD_LIMIT + 1)
+                f.seek(start + _word_start(near))
             dropped = f.tell() - kept
             out.write(
                 ("" if ended else "\n")
@@ -336,22 +507,56 @@ class Redactor:
             self._lines(f, out, size)
             return dropped
 
-    def _lines(self, f: IO[bytes], out: IO[str], end: int) -> bool:
-        """Redacted lines from ``f`` up to byte ``end`` (a line across it is cut there);
-        whether what was written ends a line."""
+    def _lines(self, f: IO[bytes], out: IO[str], end: int, *, cut: bool = False) -> bool:
+        """Redacted lines from ``f`` up to byte ``end`` (a line across it is cut there, where
+        ``cut`` after its last whole word, ``f`` left there); whether what was written
+        ends a line."""
         in_key, ended = False, True  # inside a private key block, line by line
         while f.tell() < end:
             raw = f.readline(end - f.tell())
             if not raw:
                 break
             ended = raw.endswith(b"\n")
+            last = cut and not ended and f.tell() == end
+            if last:  # the rest of the word goes with what is left out
+                keep = _word_end(raw)
+                f.seek(end - (len(raw) - keep))
+                raw = raw[:keep]
             line = raw.decode("utf-8", errors="replace")
             if in_key:
                 in_key = not _KEY_END.search(line)
-                continue
-            in_key = bool(_KEY_BEGIN.search(line)) and not _KEY_END.search(line)
-            out.write(self.text(line))
+            else:
+                in_key = bool(_KEY_BEGIN.search(line)) and not _KEY_END.search(line)
+                out.write(self.text(line))
+            if last:
+                break
         return ended
+
+
+#: how far a cut in a log moves to fall between words (no token is longer)
+_WORD_LIMIT = 4096
+_TOKEN_BYTES = frozenset(ch.encode()[0] for ch in _TOKEN_CHARS)
+
+
+def _word_end(raw: bytes) -> int:
+    """Where ``raw``, the head of a line cut after it, can end without cutting a word in
+    two (its length where it ends between words, or no word ends within
+    ``_WORD_LIMIT`` bytes)."""
+    if not raw or raw[-1] not in _TOKEN_BYTES:
+        return len(raw)
+    for i in range(len(raw) - 1, max(0, len(raw) - _WORD_LIMIT), -1):
+        if not (raw[i - 1] in _TOKEN_BYTES and raw[i] in _TOKEN_BYTES):
+            return i
+    return len(raw)
+
+
+def _word_start(near: bytes) -> int:
+    """Past how many bytes after ``near[0]`` (the byte before a cut) the next word starts
+    (0 where the cut already falls between words)."""
+    for i in range(1, len(near)):
+        if not (near[i - 1] in _TOKEN_BYTES and near[i] in _TOKEN_BYTES):
+            return i - 1
+    return 0
 
 
 _CACHED: tuple[tuple[tuple[str, str], ...], Redactor] | None = None
@@ -385,35 +590,58 @@ def url(text: str) -> str:
 class StreamRedactor:
     """Redacts a stream as it is written (a worker's stdout or stderr on its way to the
     bundle's log), so that no unredacted byte ever reaches a file, a killed run's hidden
-    temporary bundle included: whole lines at a time (a line longer than ``longest`` bytes
-    in pieces cut at spaces), the lines of a private key block dropped as ``Redactor.file``
+    temporary bundle included.
+
+    What arrives is held until it can be cut where no secret is split: the last
+    ``overlap`` characters are always held (the start of a token whose end has not arrived
+    yet, a value printed over two lines or two writes), and the rest is let out up to a
+    line break where nothing that would be redacted crosses it, or, in a line longer than
+    ``longest``, between two characters that are not both a token's
+    (``Redactor.cut``). The lines of a private key block are dropped as ``Redactor.file``
     drops them.
     """
 
-    def __init__(self, redactor: Redactor, *, longest: int = 1 << 16) -> None:
+    def __init__(self, redactor: Redactor, *, longest: int = 1 << 16, overlap: int = 4096) -> None:
+        import codecs
+
         self.redactor = redactor
         self.longest = longest
-        self.pending = b""
+        self.overlap = overlap
+        self.pending = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.in_key = False
 
     def feed(self, chunk: bytes) -> str:
-        """The redacted text of the whole lines ``chunk`` completes (none: ``""``)."""
-        self.pending += chunk
-        end = self.pending.rfind(b"\n")
-        if end < 0 and len(self.pending) < self.longest:
+        """The redacted text that can be let out now (none: ``""``)."""
+        self.pending += self.decoder.decode(chunk)
+        ready = len(self.pending) - self.overlap
+        if ready <= 0:
             return ""
-        if end < 0:  # a long line: cut after its last space or carriage return (a token
-            # holds neither), in the middle only where it has none in its second half
-            end = max(self.pending.rfind(b" "), self.pending.rfind(b"\r"))
-            end = end if end >= len(self.pending) // 2 else len(self.pending) - 1
-        cut = end + 1
+        text = self.pending
+        cut = self.redactor.cut(text, ready)
+        if text[cut - 1 : cut] != "\n" and len(text) < self.longest:
+            return ""  # no safe line break yet: wait for one, unless the line is too long
+        if cut == 0:  # too long, and what would be redacted fills the second half
+            cut = ready
+        done, self.pending = text[:cut], text[cut:]
+        return self._text(done)
+
+    def idle(self) -> str:
+        """The stream has been quiet a while: the redacted whole lines held (none of them
+        cut through something that would be redacted), the unfinished last line still
+        held. (A value printed over two lines with a longer pause between them than the
+        caller waits can only be found by its format.)"""
+        end = self.pending.rfind("\n") + 1
+        cut = self.redactor.cut(self.pending, end) if end else 0
+        if cut == 0 or self.pending[cut - 1] != "\n":
+            return ""
         done, self.pending = self.pending[:cut], self.pending[cut:]
-        return self._text(done.decode("utf-8", errors="replace"))
+        return self._text(done)
 
     def close(self) -> str:
         """The redacted rest (a last line without its newline)."""
-        done, self.pending = self.pending, b""
-        return self._text(done.decode("utf-8", errors="replace")) if done else ""
+        done, self.pending = self.pending + self.decoder.decode(b"", final=True), ""
+        return self._text(done) if done else ""
 
     def _text(self, text: str) -> str:
         if not (self.in_key or _KEY_BEGIN.search(text) or _KEY_END.search(text)):
