@@ -1,7 +1,8 @@
 """Waiting for a side's pool on a real local Ray cluster: a pool another holds is waited
 for with a live line and taken when it is given back; a pool no node offers ends, after
 ``--wait``, as a capacity failure (exit code 4, its own line), not bad input; and two
-sides on two nodes run their rounds side by side (said in the verdict)."""
+sides on two nodes run their rounds side by side (said in the verdict), neither side's
+pool held while the other's is waited for."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from parity.errors import EXIT_CAPACITY
-from parity.testing.raycluster import RayCluster
+from parity.testing.raycluster import RayCluster, patience
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow
@@ -43,6 +44,25 @@ def _holder(cluster: RayCluster) -> subprocess.Popen[str]:
     line = proc.stdout.readline()
     assert line.strip() == "held", proc.stderr.read() if proc.stderr else line
     return proc
+
+
+#: whether a pool is free now: reserved and given back at once, or "taken" after a while
+FREE = """
+import sys, ray
+from ray.util.placement_group import placement_group, remove_placement_group
+ray.init(address=sys.argv[1], namespace="probe", logging_level="ERROR", log_to_driver=False)
+pg = placement_group([{sys.argv[2]: 1}])
+print("free" if pg.wait(timeout_seconds=float(sys.argv[3])) else "taken", flush=True)
+remove_placement_group(pg)
+"""
+
+
+def _free(cluster: RayCluster, resource: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", FREE, cluster.client, resource, str(patience(30))],
+        capture_output=True, text=True, timeout=patience(300),
+    )  # fmt: skip
+    return done.stdout.strip() or done.stderr[-2000:]
 
 
 def _let_go(proc: subprocess.Popen[str]) -> None:
@@ -93,6 +113,9 @@ def test_a_busy_pool_is_waited_for_and_taken_when_given_back(
                 break
             assert time.monotonic() < deadline, "".join(seen)
         assert "busy" in seen[-1] and "of --wait 10.0 min" in seen[-1], seen[-1]
+        # the baseline's pool is not held while the target's is waited for
+        assert "side-a not held meanwhile" in seen[-1], seen[-1]
+        assert _free(ray_cluster, "side-a") == "free"
         _let_go(holder)
         stdout, stderr = proc.communicate(timeout=500)
     finally:

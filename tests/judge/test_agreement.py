@@ -20,10 +20,11 @@ from parity.judge.agreement import (
     tokens_check,
     top1_check,
 )
+from parity.model.inputs import Minimums
 from parity.sketch import sketch
 
 TOKENS = torch.arange(24).view(3, 8)
-MIN = {"top1": 0.99, "cosine": 0.99}
+MIN = Minimums(top1=0.99, cosine=0.99)
 MARGINS = torch.full((3, 8), 2.0)
 
 

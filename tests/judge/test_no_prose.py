@@ -25,7 +25,6 @@ LEFT: dict[str, int] = {
     # checks/soak.py, and the soak's gate), after this ceiling was set: to be converted
     "drift.py": 4,
     "fit.py": 18,
-    "fp64.py": 3,
     "localise.py": 4,
     "numerics.py": 7,
     "quality.py": 10,

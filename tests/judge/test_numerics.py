@@ -7,6 +7,7 @@ from parity.judge.fp64 import gate
 from parity.model.ops import InventoryRow, OpsCensus
 from parity.model.precision import effective_precision, expected_side, runs_convolutions
 from parity.model.spec import parse_side
+from parity.report import words
 
 REF = np.linspace(-2, 2, 1000, dtype=np.float64)
 
@@ -70,7 +71,7 @@ def test_the_expected_run_is_the_cpu_at_the_targets_precision(
 def test_nan_and_shape_fail_and_cosine_fallback() -> None:
     nan = REF.copy()
     nan[3] = float("nan")
-    assert "NaN" in str(gate("x", nan, REF, REF, k=2, tol=1e-4).detail)
+    assert "NaN" in str(words.detail(gate("x", nan, REF, REF, k=2, tol=1e-4)))
     assert not gate("x", REF[:10], REF, REF, k=2, tol=1e-4).passed
     cos = gate("x", REF * 1.01, REF, None, k=2, tol=1e-4)
     assert cos.kind == "cosine" and cos.passed

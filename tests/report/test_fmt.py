@@ -11,7 +11,7 @@ from parity.report import fmt
 def test_result_words() -> None:
     assert fmt.result_of(True) == "PASS" and fmt.result_of(False) == "FAIL"
     assert fmt.result_of(None) == "INFO" and fmt.result_of(True, gated=False) == "INFO"
-    assert fmt.RESULTS == ("PASS", "FAIL", "NOT DECIDED", "INFO", "WITHHELD")
+    assert fmt.RESULTS == ("PASS", "FAIL", "NOT DECIDED", "INFO", "WITHHELD", "ERROR")
 
 
 @pytest.mark.parametrize(

@@ -268,6 +268,18 @@ def test_bad_agreement_thresholds_name_the_setting(given: dict[str, object], wor
         CompareRequest.from_kwargs(target="cpu", **given)
 
 
+def test_an_agreement_minimum_has_one_rule_and_reaches_the_judge_typed() -> None:
+    """The option's reader and a stored verdict's inputs check it by the same rule."""
+    from parity.model.inputs import JudgeInputs, Minimums
+
+    with pytest.raises(OptionError, match=r"quality\.min_top1 must be at most 1, got 1\.5"):
+        Given.read("compare", {"min_top1": 1.5}, "cli")
+    with pytest.raises(ValueError, match=r"quality\.min_top1 must be at most 1, got 1\.5"):
+        JudgeInputs(min_top1=1.5)
+    r = CompareRequest.from_kwargs(target="cpu", min_cosine=0.9)
+    assert r.judge.minimums == Minimums(cosine=0.9, top1=0.99)
+
+
 def test_every_option_is_declared_once_for_the_commands_that_read_it() -> None:
     from parity.request.options import TABLE, options_of
 

@@ -41,3 +41,11 @@ def test_asked_only_where_the_server_takes_them() -> None:
     assert "logprobs" not in body(
         Endpoint(base="http://h", model="m", logprobs=False), [1], 4, 0, 5
     )
+
+
+def test_the_chat_api_sends_one_user_message() -> None:
+    chat = Endpoint(base="http://h", api_path="/v1/chat/completions", model="m")
+    got = body(chat, "the capital of France is", 4, 0, 5)
+    assert got["messages"] == [{"role": "user", "content": "the capital of France is"}]
+    assert "prompt" not in got and got["logprobs"] is True and got["top_logprobs"] == 5
+    assert got["stream_options"] == {"include_usage": True} and got["max_tokens"] == 4

@@ -74,9 +74,14 @@ def test_float32_against_bfloat16(tmp_path: Path) -> None:
     verdict = json.loads((out / "verdict.json").read_text())
     assert not verdict["failed_sides"], verdict["failed_sides"]
     assert verdict["quality"] and verdict["quality"][0]["tokens"] > 0
+    # transformers serve ignores the log-probability fields: said, by side
+    assert verdict["quality"][0]["logprobs_absent"] == ["baseline", "target"]
+    assert "log-probabilities: not available (baseline and target server gave none)" in got.stdout
     for role in ("baseline", "target"):
         side = json.loads((out / role / "serve.json").read_text())
         assert side["cold_start_s"] > 0 and side["prompt_form"] == "text"
     again = run_cli("diff", str(out / "baseline"), str(out / "target"),
                     "--price", "baseline=1", "--price", "target=1")  # fmt: skip
     assert again.stdout.splitlines()[0] == got.stdout.splitlines()[0]
+    listed = json.loads(run_cli("ls", "--json").stdout)
+    assert [r["type"] for r in listed if r["path"] == str(out.resolve())] == ["serve"]

@@ -252,3 +252,23 @@ def test_a_soak_needs_limits_or_a_rate(tmp_path: Path) -> None:
                   "http://127.0.0.1:9", "--soak", "1h", "--out", str(tmp_path / "x"))  # fmt: skip
     assert got.returncode == 2 and "--soak holds the highest rate" in got.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_the_chat_api_is_read_from_the_urls(scripted: Callable[..., str], tmp_path: Path) -> None:
+    """Both URLs end in /v1/chat/completions: the prompts go as one user message of text,
+    the answers come as deltas, log-probabilities in chat's form (the target's 0.25 lower)."""
+    base, target = scripted(**SCRIPT), scripted(**SCRIPT, logprob_shift=0.25)
+    chat = "/v1/chat/completions"
+    out = tmp_path / "chat"
+    got = run_cli("serve", "--baseline-url", base + chat, "--target-url", target + chat,
+                  *LOAD, "--out", str(out))  # fmt: skip
+    assert got.returncode == 3, got.stdout + got.stderr  # no --slo: speed unproven
+    v = json.loads((out / "verdict.json").read_text())
+    assert v["quality_passed"] and v["codes"] == ["no-limits"]
+    c1 = v["quality"][0]
+    assert c1["exact"] == c1["prompts"] == 8 and c1["tokens"] == 8 * 6
+    assert c1["logprobs"]["mean_abs"] == pytest.approx(0.25) and c1["logprobs"]["tokens"] == 48
+    for role in ("baseline", "target"):
+        side = json.loads((out / role / "serve.json").read_text())
+        assert side["api_path"] == chat and side["prompt_form"] == "text"

@@ -162,7 +162,7 @@ class ComparisonResult:
                         "section": "quality",
                         "name": c.name,
                         "passed": c.passed,
-                        "detail": c.detail or ("gated" if c.gated else ""),
+                        "detail": words.detail(c) or ("gated" if c.gated else ""),
                     }
                 )
             return checks

@@ -39,7 +39,7 @@ from parity.model.serving import (
 )
 from parity.serving import bundle as sbundle
 from parity.serving import metrics
-from parity.serving.endpoint import base_url, discover
+from parity.serving.endpoint import api_path_of, base_url, discover
 from parity.serving.load import Tokenizer, build, tokenizer
 from parity.serving.side import (
     Measured,
@@ -68,7 +68,8 @@ class ServeRequest:
     out: Path
     tokenizer: str = "bytes"
     data: str | None = None
-    api_path: str = "/v1/completions"
+    #: None: each side's from its URL (``serving.endpoint.api_path_of``)
+    api_path: str | None = None
     api_key_env: str | None = None
     load: Mapping[str, object] = field(default_factory=dict)
     settings: Settings = field(default_factory=Settings)
@@ -111,7 +112,7 @@ def _specs(req: ServeRequest, headers: dict[str, str]) -> dict[str, SideSpec]:
             url=base_url(given.url, role),
             command=given.command,
             model=given.model,
-            api_path=req.api_path,
+            api_path=api_path_of(given.url, req.api_path),
             headers=headers,
         )
     return out

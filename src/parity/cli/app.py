@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from parity.cli import check, compare, history, inspect, run, scale, serve, sweep
+from parity.cli import check, compare, history, inspect, jobs, run, scale, serve, sweep
 from parity.cli.common import Invocation, error_line
 from parity.errors import UsageError
 from parity.version import __version__
@@ -138,6 +138,8 @@ history.register(app)
 scale.register(app)
 serve.register(app)
 app.command(short_help="a matrix of comparisons, summarised")(sweep.sweep)
+jobs.register(app)
+app.command(hidden=True)(compare.submitted)  # what a submitted job runs
 app.add_typer(check.app, name="check", short_help="rollback, recovery and soak checks")
 
 

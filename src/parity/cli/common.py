@@ -58,6 +58,15 @@ Store = Annotated[
         "$PARITY_STORE, else ~/.local/share/parity/index.sqlite)",
     ),
 ]
+Dashboard = Annotated[
+    str | None,
+    typer.Option(
+        "--dashboard",
+        metavar="URL",
+        help="the cluster's Ray dashboard, where jobs are submitted (default: "
+        "$RAY_API_SERVER_ADDRESS, else port 8265 of the --cluster host)",
+    ),
+]
 
 
 F = TypeVar("F", bound=Callable[..., None])

@@ -15,6 +15,7 @@ import typer
 
 from parity.cli import common as c
 from parity.cli.render import show_curve, show_result
+from parity.errors import UsageError
 
 if TYPE_CHECKING:
     from parity.api import ComparisonResult
@@ -38,6 +39,14 @@ Plan = Annotated[
         help="a plan file (parity init writes one); options given beside it replace its values",
     ),
 ]
+Submit = Annotated[
+    bool,
+    typer.Option(
+        "--submit",
+        help="with --cluster: submit the comparison as a Ray Job and return at once with its "
+        "id (parity status, logs, wait follow it); --out must be a URL or a shared path",
+    ),
+]
 
 
 @c.table_options("compare")
@@ -50,6 +59,8 @@ def compare(
     as_json: c.AsJson = False,
     wide: c.Wide = False,
     verbose: c.Verbose = False,
+    submit: Submit = False,
+    dashboard: c.Dashboard = None,
     **options: object,
 ) -> None:
     """Run a workload on a baseline and a target in fresh, interleaved processes; judge.
@@ -66,6 +77,30 @@ def compare(
         _start_early(ctx, workload)
     where, published = resume_target(resume) if resume is not None else (None, None)
     request = compare_request(c.given_options(ctx, "compare"), plan, where)
+    if submit or dashboard is not None:
+        if resume is not None or not submit:
+            raise UsageError(
+                "--dashboard goes with --submit"
+                if not submit
+                else "--submit starts a comparison; --resume finishes one here: drop one of them"
+            )
+        from parity.cli.jobs import submit as submit_job
+
+        submit_job(request, dashboard, store)
+        return
+    run_request(request, where, published, as_json=as_json, wide=wide, verbose=verbose)
+
+
+def run_request(
+    request: CompareRequest,
+    where: Path | None = None,
+    published: str | None = None,
+    *,
+    as_json: bool = False,
+    wide: bool = False,
+    verbose: bool = False,
+) -> None:
+    """The comparison (resumed from ``where``) run here, shown, and its exit code."""
     curve_out, results = _run(request, where, published)
     if curve_out is not None:
         show_curve(curve_out, results, as_json=as_json, wide=wide)
@@ -111,3 +146,31 @@ def _run(
         if request.batch_sizes:
             return api.compare_curve(request, progress=progress)
         return None, [api.compare(request, progress=progress)]
+
+
+def submitted() -> None:
+    """What a submitted job runs on its node: the stored request, compared here."""
+    from parity.cluster.jobs import check_versions
+    from parity.request import CompareRequest
+
+    check_versions()
+    home = _settled()
+    request = CompareRequest.from_file(home)
+    run_request(request)
+
+
+def _settled() -> Path:
+    """The job's working directory copied to a private one, and made the current one.
+    Ray unpacks a job's working directory per node and may unpack it again (a new
+    directory under the same name) when the job's driver joins the cluster: the
+    processes this one starts would inherit a removed directory (torch's MKL then
+    refuses to load)."""
+    import os
+    import shutil
+
+    from parity.safety import scratch
+
+    home = scratch.make("submitted")
+    shutil.copytree(Path.cwd(), home, dirs_exist_ok=True)
+    os.chdir(home)
+    return home

@@ -69,6 +69,8 @@ def _command(path: str, command: Any) -> list[str]:
 def _commands(prefix: str, group: Any) -> list[str]:
     lines: list[str] = []
     for name, command in group.commands.items():
+        if getattr(command, "hidden", False):  # what a submitted job runs, not a user
+            continue
         path = f"{prefix} {name}"
         if hasattr(command, "commands"):
             lines += _commands(path, command)
@@ -98,7 +100,8 @@ def render() -> str:
     from parity.cli.app import app
 
     group: Any = typer.main.get_command(app)
-    lines = [HEADER, "Commands: " + ", ".join(f"`{n}`" for n in group.commands) + ".", ""]
+    shown = [n for n, command in group.commands.items() if not getattr(command, "hidden", False)]
+    lines = [HEADER, "Commands: " + ", ".join(f"`{n}`" for n in shown) + ".", ""]
     lines += _commands("parity", group)
     lines += _plan_only()
     return "\n".join(lines).rstrip("\n") + "\n"

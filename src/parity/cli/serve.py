@@ -54,8 +54,13 @@ def serve(
     target_model: Model = None,
     model: Model = None,
     api_path: Annotated[
-        str, typer.Option(metavar="PATH", help="the completions path")
-    ] = "/v1/completions",
+        str | None,
+        typer.Option(
+            metavar="PATH",
+            help="/v1/completions or /v1/chat/completions (default: as the URL ends, else "
+            "completions)",
+        ),
+    ] = None,
     api_key_env: Annotated[
         str | None, typer.Option(metavar="VAR", help="environment variable holding an API key")
     ] = None,

@@ -124,6 +124,12 @@ def connect(address: str) -> Any:
         import ray
     except ImportError:
         raise UsageError("--cluster needs Ray: pip install 'parity[cluster]'") from None
+    from parity.cluster.jobs import SUBMITTED_VAR
+
+    if os.environ.get(SUBMITTED_VAR) and os.environ.get("RAY_ADDRESS"):
+        # a submitted job's driver: the cluster it runs in (its GCS, as the job manager
+        # set it), not the client address the submitter reached it by
+        address = os.environ["RAY_ADDRESS"]
     address = resolve_address(address)
     reachable(address)
     if ray.is_initialized():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from parity.errors import CapacityError
@@ -92,6 +92,65 @@ def reserve(
             f"{role}: waiting for a node with {res}, {why_waiting(ray, res)}: "
             f"{_minutes(waited)} of --wait {_minutes(wait_s)}"
         )
+
+
+def wait_together(
+    ray: Any,
+    wanted: Sequence[tuple[str, Resource]],
+    wait_s: float,
+    *,
+    say: Say | None = None,
+    every_s: float = LINE_EVERY_S,
+) -> None:
+    """Wait until the cluster can give every role its pool at once, holding none of them
+    meanwhile: one placement group of every role's bundle, which Ray reserves whole or
+    not at all (pending, it holds nothing and is the demand an autoscaler sees). Removed
+    once it is ready, so that each role then takes its own (``reserve``, at once) and
+    gives it back after its own last job. A line every ``every_s`` names what is
+    missing; CapacityError after ``wait_s``."""
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    tell = say or (lambda line: log.warning("parity: %s", line))
+    group = placement_group([bundle_of(res) for _, res in wanted], strategy="SPREAD")
+    start = time.monotonic()
+    try:
+        while True:
+            waited = time.monotonic() - start
+            if group.wait(timeout_seconds=max(min(every_s, wait_s - waited), 0.0)):
+                if waited >= every_s:
+                    tell(f"{_roles(wanted)}: nodes for each are free after {_minutes(waited)}")
+                return
+            waited = time.monotonic() - start
+            missing = _missing(ray, wanted)
+            if waited >= wait_s:
+                role, res = missing[0]
+                raise CapacityError(
+                    f"the {role} waited {_minutes(waited)} (--wait) for a node with {res} and "
+                    f"got none ({why_waiting(ray, res)}): free or scale up a node group with "
+                    f"{res.name}, or give a longer --wait"
+                )
+            held = [f"the {role}'s {res}" for role, res in wanted if (role, res) not in missing]
+            tell(
+                "; ".join(
+                    f"{role}: waiting for a node with {res}, {why_waiting(ray, res)}"
+                    for role, res in missing
+                )
+                + (f" ({' and '.join(held)} not held meanwhile)" if held else "")
+                + f": {_minutes(waited)} of --wait {_minutes(wait_s)}"
+            )
+    finally:
+        remove_placement_group(group)
+
+
+def _roles(wanted: Sequence[tuple[str, Resource]]) -> str:
+    return " and ".join(role for role, _ in wanted)
+
+
+def _missing(ray: Any, wanted: Sequence[tuple[str, Resource]]) -> list[tuple[str, Resource]]:
+    """The roles whose resource the cluster has not free now (all, where each is)."""
+    free = ray.available_resources()
+    short = [(role, res) for role, res in wanted if free.get(res.name, 0.0) < res.amount]
+    return short or list(wanted)
 
 
 def release(group: Any) -> None:

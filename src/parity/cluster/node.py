@@ -144,6 +144,12 @@ class SideNode:
     def where(self) -> str:
         return dumps(self.placement, indent=None)
 
+    def versions(self) -> dict[str, str]:
+        """The parity and torch this node's processes run (``jobs.versions``)."""
+        from parity.cluster.jobs import versions
+
+        return versions()
+
     def run(
         self,
         job_text: str,

@@ -9,13 +9,14 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from parity.bundle import finalize, repeat_name, temp_dir_for, write_doc
-from parity.cluster import capacity
+from parity.cluster import capacity, jobs
 from parity.cluster.address import connect, resource_for
 from parity.cluster.code import user_code
 from parity.cluster.node import SideNode, files_of, write_files
@@ -72,11 +73,16 @@ class RemoteSide:
     def __post_init__(self) -> None:
         self.retries_left = self.plan.node_retries
 
+    def reserve(self) -> None:
+        """The side's pool, waited for (``capacity.reserve``), unless already reserved."""
+        if self.group is None:
+            self.group = capacity.reserve(self.ray, self.role, self.resource, self.plan.wait_s)
+
     def take(self) -> Placement:
         """The side's pool, waited for (``capacity.reserve``) and its actor started on
         it, unless already held; where it runs."""
         if self.actor is None or self.placement is None:
-            self.group = capacity.reserve(self.ray, self.role, self.resource, self.plan.wait_s)
+            self.reserve()
             try:
                 self.actor, self.placement = _start_one(
                     self.ray, self.actor_class, self.role, self.resource, self.plan, self.group
@@ -87,9 +93,24 @@ class RemoteSide:
                 raise
         return self.placement
 
+    def _check_versions(self) -> None:
+        """The node runs this parity (else UsageError naming the node); another torch
+        release than the driver's is noted for the verdict, once per node."""
+        assert self.placement is not None
+        theirs = self.ray.get(self.actor.versions.remote(), timeout=START_TIMEOUT_S)
+        where = f"the {self.role}'s node {self.placement.hostname}"
+        problems = jobs.differences(jobs.versions(), theirs, where)
+        if problems:
+            raise UsageError(problems[0])
+        note = jobs.torch_note(jobs.versions(), theirs, where)
+        if note and note not in self.notes:
+            log.warning("parity: %s", note)
+            self.notes.append(note)
+
     def _check_device(self) -> None:
         """The side's device on the node it was given, before any job of either side
         runs there: a node without it is bad placement (DeviceError naming the node)."""
+        self._check_versions()
         if self.side is None or self.placement is None:
             return
         said = self.ray.get(self.actor.check.remote(str(self.side)), timeout=START_TIMEOUT_S)
@@ -197,6 +218,21 @@ class RemoteSide:
             capacity.release(group)
 
     close = release
+
+
+def take_together(sides: Sequence[RemoteSide]) -> list[Placement]:
+    """Every side's pool taken, none held while another is waited for: where more than
+    one is due, the cluster's capacity for all of them is waited for first
+    (``capacity.wait_together``), then each is reserved (at once) and its actor started,
+    the sides in parallel."""
+    due = [side for side in sides if side.group is None]
+    if len(due) > 1:
+        wanted = [(side.role, side.resource) for side in due]
+        capacity.wait_together(due[0].ray, wanted, max(side.plan.wait_s for side in due))
+        for side in due:
+            side.reserve()
+    with ThreadPoolExecutor(len(sides)) as pool:
+        return list(pool.map(lambda side: side.take(), sides))
 
 
 def _relay(lines: list[str], on_event: Callable[[Event], None]) -> int:

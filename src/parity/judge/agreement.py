@@ -33,7 +33,6 @@ absolute logit (the precision's relative rounding).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -41,6 +40,7 @@ import numpy as np
 from parity.arrays import Array, Arrays, cosine_similarity, f64, floating
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
+from parity.model.inputs import Minimums
 from parity.model.numerics import (
     EVERY_FORCED,
     EVERY_FORCED_SKETCH,
@@ -54,8 +54,6 @@ from parity.model.quality import AgreementCheck, Divergence, QualityCheck, Token
 from parity.sketch import DIMS, cosine
 from parity.stats.proportion import upper_bound
 
-#: a gate's minimum by metric (``top1``, ``cosine``)
-Minimums = Mapping[str, float]
 #: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
 ALPHA = 0.05
 #: the first batch's outputs that the every-prompt outputs cover
@@ -317,7 +315,7 @@ def every_position_checks(
         name="top-1 every position",
         passed=False,
         metric="top1",
-        threshold=minimum["top1"],
+        threshold=minimum.top1,
         output_kind="logits",
         margin_threshold=threshold,
         output=EVERY_TOP1,
@@ -341,7 +339,7 @@ def every_position_checks(
     check = top1_decision(head, agree[same_context], decisive[same_context], compared)
     checks: list[QualityCheck] = [tokens, replace(check, not_compared=n * width - compared)]
     if sa is not None and sb is not None:
-        checks.append(sketched_cosine(sa, sb, same_context, minimum["cosine"]))
+        checks.append(sketched_cosine(sa, sb, same_context, minimum.cosine))
     return checks
 
 
@@ -381,7 +379,7 @@ def agreement_checks(
     ref: Bundle | None,
     exp: Bundle | None,
     row: Tolerance,
-    minimum: Mapping[str, float],
+    minimum: Minimums,
 ) -> list[QualityCheck]:
     """Tokens, top-1 and cosine checks of every output both sides produced; where a
     generate workload recorded every prompt (``every_*``), those decide for its first
@@ -400,7 +398,7 @@ def agreement_checks(
         if kind == "tokens":
             checks.append(tokens_check(name, ta[name], tb[name], ma.get(name), threshold))
         elif kind == "logits":
-            checks.append(top1_check(name, ta[name], tb[name], threshold, minimum["top1"]))
+            checks.append(top1_check(name, ta[name], tb[name], threshold, minimum.top1))
         elif kind == "embeddings":
-            checks.append(cosine_check(name, ta[name], tb[name], minimum["cosine"]))
+            checks.append(cosine_check(name, ta[name], tb[name], minimum.cosine))
     return checks

@@ -9,6 +9,7 @@ import numpy as np
 
 from parity.arrays import Array, cosine_similarity, f64
 from parity.judge.measures import TINY, distribution, min_rtol_at, rmse
+from parity.model.findings import Finding
 from parity.model.quality import Comparator, ReferenceCheck
 
 COSINE_MIN = 0.99
@@ -27,15 +28,16 @@ def gate(
     ``e``: the expected-error run's value, whose error joins the baseline's in the bound."""
     t, b = f64(t).ravel(), f64(b).ravel()
 
-    def fail(detail: str) -> ReferenceCheck:
+    def fail(code: str) -> ReferenceCheck:
+        found = Finding(code=code, severity="blocks")
         return ReferenceCheck(
-            name=name, kind="fp64", k=k, tolerance=tol, passed=False, detail=detail
+            name=name, kind="fp64", k=k, tolerance=tol, passed=False, finding=found
         )
 
     if t.shape != b.shape or (r is not None and r.size != t.size):
-        return fail("the sides' shapes differ")
+        return fail("quality.shapes-differ")
     if not bool(np.isfinite(t).all()):
-        return fail("the target's output holds NaN or inf")
+        return fail("quality.not-finite")
     if r is None:
         cos = float(cosine_similarity(t, b, axis=0)) if t.size else 1.0
         return ReferenceCheck(
@@ -45,7 +47,7 @@ def gate(
             tolerance=tol,
             passed=cos >= COSINE_MIN,
             cosine=cos,
-            detail="no fp64 reference: cosine similarity with the baseline",
+            finding=Finding(code="quality.no-reference", severity="reading"),
         )
     r = f64(r).ravel()
     usable = e is not None and e.size == r.size and bool(np.isfinite(e).all())

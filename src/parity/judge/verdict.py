@@ -159,9 +159,8 @@ def judge_quality(
         checks.append(
             quality.compare_output(name, out_a[name], out_b[name], tol["outputs_rel_rmse"], kind)
         )
-    thresholds = {"cosine": inputs.min_cosine, "top1": inputs.min_top1}
     return checks + agreement_checks(
-        a, b, context.reference, context.expected, context.row, thresholds
+        a, b, context.reference, context.expected, context.row, inputs.minimums
     )
 
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, cast
 
 from parity.bundle import REQUEST, SIDE_FILE, load_bundle, repeat_name, sha256_file, write_doc
 from parity.errors import (
@@ -414,12 +414,14 @@ class Orchestrator:
         return OnNode(side) if side is not None else self.launcher
 
     def _apart(self) -> str:
-        """Where both sides run on cluster nodes of their own: their pools taken (each
-        waited for at once) and the two nodes named; "" otherwise."""
+        """Where both sides run on cluster nodes of their own: their pools taken (waited
+        for together, neither held while the other is missing) and the two nodes named;
+        "" otherwise."""
         if not all(role in self.placed for role in ROLES):
             return ""
-        with ThreadPoolExecutor(len(ROLES)) as pool:
-            where = list(pool.map(lambda role: self.placed[role].take(), ROLES))
+        from parity.cluster.sides import RemoteSide, take_together
+
+        where = take_together([cast(RemoteSide, self.placed[role]) for role in ROLES])
         if len({p.node_id for p in where}) < len(where):
             return ""
         return ", ".join(

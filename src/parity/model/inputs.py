@@ -7,6 +7,7 @@ thresholds). Apart from ``verdict.py`` so that building a request imports no fig
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from parity.model.codec import omit_none
 from parity.model.fair import LatencyLimit, ProductionShape
@@ -68,6 +69,28 @@ MIN_COSINE = 0.99
 MIN_TOP1 = 0.99
 
 
+class Minimums(NamedTuple):
+    """The agreement gates' minimums as the judge takes them, one typed value: the
+    smallest per-row cosine similarity of embeddings and the smallest top-1 agreement of
+    logits with the baseline's."""
+
+    cosine: float
+    top1: float
+
+
+def agreement_minimum(name: str, value: object) -> float:
+    """An agreement gate's minimum, in (0, 1]: the one rule, for an option given (the
+    option table's reader) and a stored verdict's inputs alike; a ValueError naming
+    ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not value > 0:
+        raise ValueError(f"{name} must be more than 0, got {value:g}")
+    if value > 1:
+        raise ValueError(f"{name} must be at most 1, got {value:g}")
+    return float(value)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JudgeInputs:
     """What a verdict depends on besides the bundles (``inputs.json`` beside them): the
@@ -98,6 +121,8 @@ class JudgeInputs:
         if self.target_loss is not None and not -float("inf") < self.target_loss < float("inf"):
             raise ValueError(f"--target-loss must be a finite number, got {self.target_loss}")
         for name in ("min_cosine", "min_top1"):
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise ValueError(f"quality.{name} must be in (0, 1], got {value}")
+            agreement_minimum(f"quality.{name}", getattr(self, name))
+
+    @property
+    def minimums(self) -> Minimums:
+        return Minimums(cosine=self.min_cosine, top1=self.min_top1)

@@ -54,6 +54,9 @@ class CheckBase:
     gated: bool = True
     passed: bool | None
     detail: str | None = omit_none()
+    #: what the check found, in figures, where it says it so (``parity.report.words``
+    #: says it; ``detail`` where a check still says it in a sentence)
+    finding: Finding | None = omit_none()
     tolerance: float | None = omit_none()
     output_kind: OutputKind | None = omit_none()
 

@@ -51,13 +51,8 @@ MATMUL_N = 256
 MATMUL_REPEATS = 7
 MATMUL_LEAST_S = 0.05
 DTYPES = {"float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
-#: a reduced-precision step is timed itself where the matmul's ratio puts it under this,
-#: or where a quality run in that precision runs at least ``PRECISION_STEP_SHARE`` such
-#: steps: one more costs the set-up at most that share of the phase it prices, where the
-#: matmul's ratio alone priced a 135M model's bf16 generation step at 3.4 times float32's
-#: (a step is not all matmuls)
+#: a reduced-precision step is timed itself where the matmul's ratio puts it under this
 PRECISION_STEP_UNDER_S = 30.0
-PRECISION_STEP_SHARE = 8
 #: the values a summary is timed on for the probe's cost (a few milliseconds)
 SUMMARY_N = 1 << 20
 
@@ -70,9 +65,8 @@ def step_cost(
 ) -> StepCost:
     """One (or two) steps of ``workload`` on the CPU in float32, from its frozen bytes, and
     in each of ``precisions`` that the matmul's ratio does not put over
-    ``PRECISION_STEP_UNDER_S`` or whose quality run takes ``PRECISION_STEP_SHARE`` steps
-    or more (one that fails is left to the ratio); with ``fp64``, in float64 too, as the
-    fp64 reference runs (last: the model is cast in place)."""
+    ``PRECISION_STEP_UNDER_S`` (one that fails is left to the ratio); with ``fp64``, in
+    float64 too, as the fp64 reference runs (last: the model is cast in place)."""
     t0 = time.perf_counter()
     weights, data = frozen.load()
     model = workload.build_model()
@@ -90,14 +84,9 @@ def step_cost(
     method = f"{which} on the CPU in float32 ({torch.get_num_threads()} thread(s))"
     ratios = dtype_ratios()
     measured: dict[str, float] = {}
-    # a side's quality run in a precision runs this many of its steps (its end included)
-    run_steps = workload.steps + (finish_s / step_s if step_s > 0 else 0.0)
     for precision in precisions:
         dtype = PRECISION_DTYPE.get(precision)
-        if dtype is None:
-            continue
-        long = step_s * ratios.get(dtype, 1.0) > PRECISION_STEP_UNDER_S
-        if long and run_steps < PRECISION_STEP_SHARE:
+        if dtype is None or step_s * ratios.get(dtype, 1.0) > PRECISION_STEP_UNDER_S:
             continue
         side = SideSpec(device="cpu", precision=precision)
         reduced = RunContext(device=torch.device("cpu"), side=side, autocast_type="cpu")

@@ -45,7 +45,7 @@ def check_result(c: QualityCheck) -> fmt.Result:
 
 def _loss(c: LossCheck) -> tuple[str, str]:
     if c.final_rel is None:
-        return c.detail or fmt.DASH, fmt.DASH
+        return words.detail(c) or fmt.DASH, fmt.DASH
     text = (
         f"final loss rel diff {fmt.sci(c.final_rel)}; reported: {fmt.number(c.final_baseline)} "
         f"vs {fmt.number(c.final_target)}, max over steps {fmt.sci(c.max_rel)}"
@@ -57,7 +57,7 @@ def _loss(c: LossCheck) -> tuple[str, str]:
 
 def _output(c: OutputCheck) -> tuple[str, str]:
     if c.rel_rmse is None:
-        return c.detail or fmt.DASH, fmt.DASH
+        return words.detail(c) or fmt.DASH, fmt.DASH
     text = f"rel RMSE {fmt.sci(c.rel_rmse)}; reported: max abs {fmt.sci(c.max_abs)}"
     text += "" if c.cosine is None else f", cosine {c.cosine:.4f}"
     return text, f"<= {fmt.tolerance(c.tolerance)} (target vs baseline)"
@@ -84,7 +84,7 @@ def _divergences(c: TokensCheck) -> str:
 
 def _tokens(c: TokensCheck) -> tuple[str, str]:
     if c.agreement is None:
-        return c.detail or fmt.DASH, fmt.DASH
+        return words.detail(c) or fmt.DASH, fmt.DASH
     if c.compared is not None and c.prompts is not None:
         text = f"{c.agreement:.1%} of {c.compared} tokens agree "
         text += f"({c.prompts} prompts x {c.new_tokens} new"
@@ -112,10 +112,10 @@ def _tokens(c: TokensCheck) -> tuple[str, str]:
 def _agreement(c: AgreementCheck) -> tuple[str, str]:
     if c.metric == "cosine":
         if c.value is None:
-            return c.detail or fmt.DASH, fmt.DASH
+            return words.detail(c) or fmt.DASH, fmt.DASH
         text = f"smallest cosine {c.value:.4f} over {c.rows} rows"
-        if c.detail:  # how it was read (every position: from sketches)
-            text += f" ({c.detail})"
+        if words.detail(c):  # how it was read (every position: from sketches)
+            text += f" ({words.detail(c)})"
         if c.not_compared:
             text += f", {c.not_compared} rows after a first difference not compared"
         return text, f">= {c.threshold:g}"
@@ -136,7 +136,7 @@ def _agreement(c: AgreementCheck) -> tuple[str, str]:
 def _trajectory(c: TrajectoryCheck) -> tuple[str, str]:
     bound = f"<= 1x ({fmt.number(c.k)}x the {_COMPARATOR[c.comparator]}'s error so far + tol/10)"
     if c.worst_ratio is None:
-        return c.detail or fmt.DASH, bound
+        return words.detail(c) or fmt.DASH, bound
     text = f"worst step {c.worst_step} at {c.worst_ratio:.2g}x its bound ({c.steps} steps)"
     if c.first_failing_step is not None:
         text += f"; first step over its bound: {c.first_failing_step}"
@@ -167,10 +167,10 @@ def _modules(c: LocalisationCheck) -> tuple[str, str]:
 def _reference(c: ReferenceCheck) -> tuple[str, str]:
     if c.kind == "cosine":
         if c.cosine is None:
-            return c.detail or fmt.DASH, fmt.DASH
+            return words.detail(c) or fmt.DASH, fmt.DASH
         return f"cosine {c.cosine:.4f} with the baseline", ">= 0.99 (no fp64 reference)"
     if c.rmse_target is None:
-        return c.detail or fmt.DASH, fmt.DASH
+        return words.detail(c) or fmt.DASH, fmt.DASH
     comparator = _COMPARATOR[c.comparator or "baseline"]
     error = c.rmse_expected if c.comparator == "expected" else c.rmse_baseline
     bound = (
@@ -204,8 +204,9 @@ def gating(check: QualityCheck) -> tuple[str, str]:
         text, bound = _modules(check)
     else:
         text, bound = _reference(check)
-    if check.detail and check.detail not in text:
-        text += f" ({check.detail})"
+    said = words.detail(check)
+    if said and said not in text:
+        text += f" ({said})"
     if not check.gated and bound != fmt.DASH:
         bound = f"reported only; {bound}"
     return text, bound

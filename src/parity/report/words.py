@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from parity.model.codec import Json
 from parity.model.fair import SPEED_FLAGS, Optimisation
 from parity.model.findings import Finding
+from parity.model.quality import CheckBase
 from parity.model.verdict import Gate, Sensitivity
 
 Figures = Mapping[str, Json]
@@ -377,6 +378,11 @@ WORDS: dict[str, Words] = {
     "speed.pace-change": Words(says=_pace_change),
     "speed.load-shift": Words(says=_load_shift),
     "tuning.asymmetric": Words(says=_asymmetric),
+    "quality.shapes-differ": Words(says=lambda f: "the sides' shapes differ"),
+    "quality.not-finite": Words(says=lambda f: "the target's output holds NaN or inf"),
+    "quality.no-reference": Words(
+        says=lambda f: "no fp64 reference: cosine similarity with the baseline"
+    ),
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
     ),
@@ -417,6 +423,11 @@ METHODS: dict[str, str] = {
 def method(code: str) -> str:
     """How a section was made, by its code (an older verdict's sentence as it is)."""
     return METHODS.get(code, code)
+
+
+def detail(c: CheckBase) -> str | None:
+    """What a quality check found: its finding's words, or its sentence (None: neither)."""
+    return says(c.finding) if c.finding is not None else c.detail
 
 
 def gate(g: Gate) -> str:

@@ -157,8 +157,13 @@ def experiment(name: str, value: object) -> str:
 
 
 def fraction(name: str, value: object) -> float:
-    """An agreement gate's threshold, in (0, 1]."""
-    return float(check_number(name, value, low=0, low_open=True, high=1))
+    """An agreement gate's threshold, in (0, 1] (the rule is the verdict inputs' own)."""
+    from parity.model.inputs import agreement_minimum
+
+    try:
+        return agreement_minimum(name, value)
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
 
 
 def production(name: str, value: object) -> ProductionShape | None:

@@ -1,4 +1,5 @@
-"""One streaming request to an OpenAI-compatible ``/v1/completions`` endpoint, stamped.
+"""One streaming request to an OpenAI-compatible ``/v1/completions`` (or, where the side's
+API path is ``/v1/chat/completions``, chat) endpoint, stamped.
 
 The request is what vLLM, vLLM Neuron and ``transformers serve`` all take: ``prompt``
 (token IDs, or their text where a server takes text only), ``max_tokens``, temperature 0,
@@ -29,6 +30,8 @@ from parity.serving.load import Tokenizer
 ERROR_CHARS = 300
 #: alternatives asked for with each token's log-probability (vLLM allows up to 20)
 LOGPROBS = 5
+#: the chat completions API's path (else the completions API's)
+CHAT = "/chat/completions"
 #: a log-probability JSON cannot hold (-inf: a token the server deems impossible)
 FLOOR = -1e9
 
@@ -52,14 +55,24 @@ class Endpoint:
     def url(self) -> str:
         return self.base.rstrip("/") + self.api_path
 
+    @property
+    def chat(self) -> bool:
+        """The chat completions API: ``messages`` of text, answers in ``delta.content``."""
+        return self.api_path.rstrip("/").endswith(CHAT)
+
 
 def body(
     endpoint: Endpoint, prompt: list[int] | str, max_tokens: int, seed: int, logprobs: int = 0
 ) -> dict[str, Any]:
-    """The request; ``logprobs``: alternatives asked for with each token (0: none asked)."""
-    out: dict[str, Any] = {
-        "model": endpoint.model,
-        "prompt": prompt,
+    """The request; ``logprobs``: alternatives asked for with each token (0: none asked).
+    On the chat API the prompt is one user message of text (the server applies the
+    model's chat template, the same on both sides)."""
+    out: dict[str, Any] = {"model": endpoint.model}
+    if endpoint.chat:
+        out["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        out["prompt"] = prompt
+    out |= {
         "max_tokens": max_tokens,
         "temperature": 0.0,
         "seed": seed,
@@ -67,7 +80,11 @@ def body(
         "stream_options": {"include_usage": True},
     }
     if logprobs and endpoint.logprobs:
-        out["logprobs"] = logprobs
+        out |= (
+            {"logprobs": True, "top_logprobs": logprobs}
+            if endpoint.chat
+            else {"logprobs": logprobs}
+        )
     return out
 
 

@@ -46,6 +46,15 @@ def base_url(url: str, role: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, path, "", ""))
 
 
+def api_path_of(url: str, given: str | None) -> str:
+    """The API a side is measured on: ``--api-path`` where given, else the one its URL
+    ends with (``http://h:8000/v1/chat/completions``), else completions."""
+    if given:
+        return given if given.startswith("/") else "/" + given
+    path = urllib.parse.urlsplit(url).path.rstrip("/")
+    return "/v1/chat/completions" if path.endswith("/chat/completions") else "/v1/completions"
+
+
 async def _models(session: Any, base: str) -> list[str]:
     async with session.get(base + "/v1/models") as resp:
         if resp.status != 200:
@@ -101,6 +110,8 @@ async def discover(
             tries: list[tuple[PromptForm, bool]] = [
                 ("ids", True), ("text", True), ("ids", False), ("text", False)
             ]  # fmt: skip
+            if Endpoint(base=base, api_path=api_path).chat:  # messages are text
+                tries = [t for t in tries if t[0] == "text"]
             for form, scores in tries:
                 endpoint = Endpoint(
                     base=base, api_path=api_path, model=model, prompt_form=form,

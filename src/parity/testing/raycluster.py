@@ -116,6 +116,9 @@ class RayCluster:
     #: given; a name set to None is left out, as a node started without it)
     env: Mapping[str, str | None]
     nodes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: the head's dashboard (``http://HOST:PORT``, where Ray Jobs are submitted), or None
+    #: where the cluster was started without one
+    dashboard: str | None = None
 
     def kill(self, name: str) -> None:
         """SIGKILL a node as a machine dies: its whole process group (its raylet) and
@@ -144,8 +147,8 @@ class RayCluster:
         log = self.root / f"{name}.log"
         self.nodes[name] = _ray(
             f"--address={self.gcs}", f"--node-ip-address={NODE_IP}", "--num-cpus=1",
-            f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}", log=log,
-            env=self.env,
+            f'--resources={{"{name}": 1}}', f"--object-store-memory={STORE_BYTES}",
+            f"--dashboard-agent-listen-port={free_port()}", log=log, env=self.env,
         )  # fmt: skip
         _started(self.nodes[name], log, patience(180))
         _ready(self.gcs, [n for n in self.nodes if n != "head"], before, patience(180))
@@ -260,11 +263,15 @@ def _ready(gcs: str, workers: Sequence[str], before: set[str], timeout: float) -
 
 @contextlib.contextmanager
 def local_cluster(
-    workers: Sequence[str] = ("side-a", "side-b"), *, env: Mapping[str, str | None] | None = None
+    workers: Sequence[str] = ("side-a", "side-b"),
+    *,
+    env: Mapping[str, str | None] | None = None,
+    dashboard: bool = False,
 ) -> Iterator[RayCluster]:
     """A head (no CPUs of its own) and one worker node per name, each with one CPU and
     the resource ``name``; every node killed and its files removed at the end. ``env``:
-    the nodes' environment over this process's, ``RAY_ENV`` by default."""
+    the nodes' environment over this process's, ``RAY_ENV`` by default; ``dashboard``:
+    the head serves its dashboard on 127.0.0.1 (Ray Jobs are submitted to it)."""
     root = Path(tempfile.mkdtemp(prefix="parity-ray-"))
     gcs_port, client_port = free_port(), free_port()
     cluster = RayCluster(
@@ -273,15 +280,20 @@ def local_cluster(
         root=root,
         env=dict(RAY_ENV if env is None else env),
     )
-    common = [f"--object-store-memory={STORE_BYTES}", "--include-dashboard=false"]
+    dashboard_port = free_port()
+    shown = [f"--include-dashboard={str(dashboard).lower()}", "--dashboard-host=127.0.0.1"]
     try:
         cluster.nodes["head"] = _ray(
             "--head", f"--node-ip-address={NODE_IP}", f"--port={gcs_port}",
             f"--ray-client-server-port={client_port}", "--num-cpus=0",
-            f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
-            f"--temp-dir={root}", *common, log=root / "head.log", env=cluster.env,
+            f"--dashboard-port={dashboard_port}", f"--dashboard-agent-listen-port={free_port()}",
+            f"--temp-dir={root}", f"--object-store-memory={STORE_BYTES}", *shown,
+            log=root / "head.log", env=cluster.env,
         )  # fmt: skip
         _wait_port(client_port, cluster.nodes["head"], root / "head.log", patience(120))
+        if dashboard:
+            _wait_port(dashboard_port, cluster.nodes["head"], root / "head.log", patience(120))
+            cluster.dashboard = f"http://127.0.0.1:{dashboard_port}"
         for name in workers:
             cluster.add(name)
         yield cluster

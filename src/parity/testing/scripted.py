@@ -2,9 +2,11 @@
 serving client, its metrics and the capacity search.
 
 ``python -m parity.testing.scripted --port P [--ttft S] [--token S] [--chunk K] ...``
-serves ``POST /v1/completions`` (streaming as vLLM does: SSE ``data:`` chunks of
-``choices[0].text``, a last usage chunk with ``stream_options.include_usage``, then
-``data: [DONE]``), ``GET /health``, ``GET /v1/models`` and ``GET /metrics``.
+serves ``POST /v1/completions`` and ``/v1/chat/completions`` (streaming as vLLM does: SSE
+``data:`` chunks of ``choices[0].text``, or ``choices[0].delta.content`` on chat, the
+answer to the last message's text; a last usage chunk with
+``stream_options.include_usage``, then ``data: [DONE]``), ``GET /health``,
+``GET /v1/models`` and ``GET /metrics``.
 
 Timing: a request holds one of ``--slots`` slots (others queue for one) for its whole
 life; its first chunk of ``K`` tokens leaves ``--ttft`` seconds after it got its slot, and
@@ -87,6 +89,32 @@ def logprobs(prompt: Any, positions: range, diverge_at: int, shift: float) -> di
     }
 
 
+def chat_logprobs(completions: dict[str, Any]) -> dict[str, Any]:
+    """The same tokens in chat's ``logprobs.content`` form."""
+    content = [
+        {
+            "token": c,
+            "logprob": lp,
+            "top_logprobs": [{"token": t, "logprob": x} for t, x in top.items()],
+        }
+        for c, lp, top in zip(
+            completions["tokens"],
+            completions["token_logprobs"],
+            completions["top_logprobs"],
+            strict=True,
+        )
+    ]
+    return {"content": content}
+
+
+def _prompt(body: dict[str, Any]) -> Any:
+    """A completions request's prompt, or a chat request's last message's text."""
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        return messages[-1].get("content")
+    return body.get("prompt")
+
+
 def _sse(obj: object) -> bytes:
     return f"data: {json.dumps(obj)}\n\n".encode()
 
@@ -124,7 +152,7 @@ class Server:
             return web.json_response({"error": {"message": "scripted failure"}}, status=500)
         if s.stall_at and number == s.stall_at:
             self.stall_until = time.perf_counter() + s.stall
-        prompt, n = body.get("prompt"), int(body.get("max_tokens") or 16)
+        prompt, n = _prompt(body), int(body.get("max_tokens") or 16)
         text = [letter(prompt, j, s.diverge_at) for j in range(n)]
         if s.no_stream or not body.get("stream"):
             return web.json_response(
@@ -145,21 +173,23 @@ class Server:
         self.first = start if self.first is None else self.first
         late = s.slow_by * (start - self.first)
         scored = bool(body.get("logprobs")) and not s.no_logprobs
+        chat = "messages" in body
         for j, at in enumerate(range(0, len(text), s.chunk)):
             await self._until(start + late + s.ttft + j * s.chunk * s.token)
             piece = "".join(text[at : at + s.chunk])
-            choice: dict[str, Any] = {"index": 0, "text": piece}
+            choice: dict[str, Any] = {"index": 0}
+            choice |= {"delta": {"content": piece}} if chat else {"text": piece}
             if scored:
                 where = range(at, min(at + s.chunk, len(text)))
-                choice["logprobs"] = logprobs(
-                    body.get("prompt"), where, s.diverge_at, s.logprob_shift
-                )
+                scores = logprobs(_prompt(body), where, s.diverge_at, s.logprob_shift)
+                choice["logprobs"] = chat_logprobs(scores) if chat else scores
             await resp.write(_sse({"choices": [choice]}))
             if j == 0 and s.drop_every and number % s.drop_every == 0:
                 assert request.transport is not None
                 request.transport.close()
                 return resp
-        await resp.write(_sse({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}))
+        last: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
+        await resp.write(_sse({"choices": [{"index": 0, **last, "finish_reason": "length"}]}))
         if (body.get("stream_options") or {}).get("include_usage"):
             usage = {"prompt_tokens": 0, "completion_tokens": len(text)}
             await resp.write(_sse({"choices": [], "usage": usage}))
@@ -184,6 +214,7 @@ class Server:
             return web.Response(text=f"scripted_requests_total {self.count}\n")
 
         app.router.add_post("/v1/completions", self.completions)
+        app.router.add_post("/v1/chat/completions", self.completions)
         app.router.add_get("/health", health)
         app.router.add_get("/v1/models", listed)
         app.router.add_get("/metrics", scrape)
