@@ -123,7 +123,8 @@ def test_a_full_disk_while_the_logs_are_relayed_is_one_line_and_keeps_the_other_
     said = [ln for ln in done.stderr.splitlines() if "phase " not in ln and "steps " not in ln]
     assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, said
     assert said[-1] == (
-        "parity: target r00: could not write the bundle's stdout.log: no space left on "
-        "device (ENOSPC): free space (or fix the file system) and run again with --resume"
+        f"parity: target r00: could not write the bundle's stdout.log in {disk}/c/target: "
+        "the disk is full: no space left on device (ENOSPC): free space (or fix the file "
+        "system) and run again with --resume"
     ), said
     assert "rc=1" in done.stdout and "baseline ok" in done.stdout, done.stdout

@@ -33,6 +33,7 @@ environment), so a kill at any moment leaves no secret in the hidden temporary b
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -366,7 +367,10 @@ def _run(
             launcher.ended(worker)
     if logs.error is not None:  # the worker's output could not all be kept (a full disk)
         name, exc = logs.error
-        raise OutputError(f"could not write the bundle's {name}: {io_reason(exc)}")
+        full = "the disk is full: " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+        raise OutputError(
+            f"could not write the bundle's {name} in {final.parent}: {full}{io_reason(exc)}"
+        )
     reason, unwritable = failure_reason(tmp, rc, timed_out, job.timeout_s, last_phase)
     if unwritable:
         raise OutputError(job_redactor(job).text(reason or "the worker could not write its bundle"))
