@@ -92,6 +92,7 @@ def test_a_head_that_never_answers_is_one_line_within_seconds(tmp_path: object) 
     import socket
     import time
 
+    from parity.testing.raycluster import patience
     from tests.conftest import run_cli
 
     with socket.socket() as silent:
@@ -101,7 +102,8 @@ def test_a_head_that_never_answers_is_one_line_within_seconds(tmp_path: object) 
         began = time.monotonic()
         res = run_cli("compare", "mlp-train", "--cluster", f"ray://127.0.0.1:{port}", process=True)
         took = time.monotonic() - began
+        bound = patience(30)  # about 10 s idle; a busy machine's fresh process is slower
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot join the cluster" in lines[0], res.stderr
-    assert took < 30  # generous for a busy machine; about 10 s idle
+    assert took < bound, (took, bound)
