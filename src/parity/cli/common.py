@@ -64,7 +64,7 @@ Dashboard = Annotated[
         "--dashboard",
         metavar="URL",
         help="the cluster's Ray dashboard, where jobs are submitted (default: "
-        "$RAY_API_SERVER_ADDRESS, else port 8265 of the --cluster host)",
+        "$RAY_API_SERVER_ADDRESS, else port 8265 of the cluster head)",
     ),
 ]
 

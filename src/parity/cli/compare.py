@@ -43,7 +43,7 @@ Submit = Annotated[
     bool,
     typer.Option(
         "--submit",
-        help="with --cluster: submit the comparison as a Ray Job and return at once with its "
+        help="on a Ray cluster: submit the comparison as a Ray Job and return at once with its "
         "id (parity status, logs, wait follow it); --out must be a URL or a shared path",
     ),
 ]
