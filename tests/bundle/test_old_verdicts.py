@@ -168,3 +168,44 @@ def test_version_6_latency_limits_are_read_and_the_words_say_what_it_said(
         assert words.method(v.slo.rule) == old["slo"]["rule"]
         assert [words.gate(g) for g in v.gates] == [g["detail"] for g in old["gates"]]
     assert now.slo is not None and all(c.detail is None for c in now.slo.sides.target.checks)
+
+
+def test_a_verdict_of_schema_6_is_read_with_its_quality_sentences_as_they_were(
+    tmp_path: Path,
+) -> None:
+    """Version 6 said why a quality check has no figure, and a side's determinism, in
+    sentences; read back, the words say what it said."""
+    from parity.bundle import read_verdict
+    from parity.report import words
+
+    old = json.loads((GOLDEN / "schema6-verdict-sentences.json").read_text())
+    assert old["schema_version"] == 6
+    (tmp_path / "verdict.json").write_text(json.dumps(old))
+    verdict, _ = read_verdict(tmp_path)
+    q = verdict.quality
+    assert q is not None and q.determinism is not None
+    was = old["quality"]
+    assert [words.detail(c) for c in q.checks] == [c.get("detail") for c in was["checks"]]
+    assert [words.detail(d) for _, d in q.determinism.items()] == [
+        d.get("detail") for d in was["determinism"].values()
+    ]
+    assert words.method(q.method) == was["method"]
+
+
+def test_the_quality_words_say_what_version_6_said() -> None:
+    """The judge's codes for the quality section say, word for word, what version 6's
+    sentences said (the same comparison, judged then and now)."""
+    from parity.model.codec import decode
+    from parity.model.quality import Quality
+    from parity.report import words
+
+    old = json.loads((GOLDEN / "schema6-verdict-sentences.json").read_text())["quality"]
+    new = json.loads((GOLDEN / "verdict-bf16-localisation.json").read_text())["quality"]
+    now = decode(Quality, new)
+    assert now.determinism is not None
+    assert any(c.finding is not None for c in now.checks) or now.determinism.baseline.finding
+    assert [words.detail(c) for c in now.checks] == [c.get("detail") for c in old["checks"]]
+    assert [words.detail(d) for _, d in now.determinism.items()] == [
+        d.get("detail") for d in old["determinism"].values()
+    ]
+    assert words.method(now.method) == old["method"]

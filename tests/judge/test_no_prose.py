@@ -27,7 +27,6 @@ LEFT: dict[str, int] = {
     "fit.py": 18,
     "localise.py": 4,
     "numerics.py": 7,
-    "quality.py": 10,
     "representative.py": 12,
     "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
     "trajectory.py": 14,

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from parity.model.codec import Json
 from parity.model.fair import SLO_CONFIDENCE, SPEED_FLAGS, Optimisation, SloCheck
 from parity.model.findings import Finding
-from parity.model.quality import CheckBase
 from parity.model.reports import CurveBest
 from parity.model.verdict import Gate, Sensitivity
 
@@ -320,6 +320,21 @@ def _asymmetric(f: Figures) -> str:
     return f"{first} ({named}): the ratio is not a hardware result"
 
 
+def _shapes(f: Figures) -> str:
+    if "baseline" not in f:
+        return "the sides' shapes differ"
+    return f"shapes differ: {f.get('baseline')} vs {f.get('target')}"
+
+
+def _curve_lengths(f: Figures) -> str:
+    if "fp64" not in f:
+        return f"curve lengths differ: {_int(f, 'baseline')} vs {_int(f, 'target')} steps"
+    return (
+        "the curves' lengths differ (baseline, target, fp64): "
+        f"{_int(f, 'baseline')}, {_int(f, 'target')} and {_int(f, 'fp64')} steps"
+    )
+
+
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
     "speed.unreliable": Words(
@@ -379,11 +394,33 @@ WORDS: dict[str, Words] = {
     "speed.pace-change": Words(says=_pace_change),
     "speed.load-shift": Words(says=_load_shift),
     "tuning.asymmetric": Words(says=_asymmetric),
-    "quality.shapes-differ": Words(says=lambda f: "the sides' shapes differ"),
+    # -- quality checks: why a check has no figure to gate, or how it was read --------------
+    "quality.shapes-differ": Words(says=_shapes),
     "quality.not-finite": Words(says=lambda f: "the target's output holds NaN or inf"),
     "quality.no-reference": Words(
         says=lambda f: "no fp64 reference: cosine similarity with the baseline"
     ),
+    "quality.integers-reported": Words(says=lambda f: "integer outputs are reported, not gated"),
+    "quality.baseline-zeros": Words(says=lambda f: "the baseline's output is all zeros"),
+    "quality.curve-lengths": Words(says=_curve_lengths),
+    "quality.loss-not-finite": Words(
+        says=lambda f: (
+            f"the {_str(f, 'role')}'s loss is not finite"
+            + (f" at step {_int(f, 'step')}" if f.get("step") is not None else "")
+        )
+    ),
+    "quality.one-repeat": Words(says=lambda f: "one repeat: run --repeats 2 to check"),
+    "quality.repeat-shape": Words(says=lambda f: f"{_str(f, 'output')} changed shape"),
+    "quality.repeat-shorter": Words(
+        says=lambda f: (
+            f"the losses of the first {_int(f, 'steps')} steps (a timing process ran "
+            f"{_int(f, 'steps')} of {_int(f, 'of')}); outputs not compared"
+        )
+    ),
+    "quality.repeat-outputs": Words(
+        says=lambda f: f"the outputs the timing process hands over: {_names(f, 'outputs')}"
+    ),
+    # -- end of quality checks ----------------------------------------------------------------
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
     ),
@@ -426,8 +463,20 @@ def method(code: str) -> str:
     return METHODS.get(code, code)
 
 
-def detail(c: CheckBase) -> str | None:
-    """What a quality check found: its finding's words, or its sentence (None: neither)."""
+class Found(Protocol):
+    """A part of the verdict that says what it found by a finding, or (an older verdict's,
+    or one not converted) by a sentence."""
+
+    @property
+    def finding(self) -> Finding | None: ...
+
+    @property
+    def detail(self) -> str | None: ...
+
+
+def detail(c: Found) -> str | None:
+    """What a quality check (or a side's determinism) found: its finding's words, or its
+    sentence (None: neither)."""
     return says(c.finding) if c.finding is not None else c.detail
 
 
