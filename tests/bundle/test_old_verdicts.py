@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from parity.errors import BundleError
+from parity.model.verdict import Verdict
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 
@@ -132,6 +134,40 @@ def test_the_tuning_words_say_what_version_4_said() -> None:
     assert now.label is not None and now.label.code == "tuning.asymmetric"
     assert words.says(now.label) == old["label"]
     assert words.method(now.method) == old["method"]
+
+
+def _schema6(tmp_path: Path, name: str) -> tuple[dict[str, Any], Verdict, Verdict]:
+    """A verdict of version 6 as written, as read back, and the same case judged now."""
+    from parity.bundle import read_verdict
+    from parity.model.codec import decode
+
+    old = json.loads((GOLDEN / f"schema6-verdict-{name}.json").read_text())
+    assert old["schema_version"] == 6
+    (tmp_path / "verdict.json").write_text(json.dumps(old))
+    verdict, _ = read_verdict(tmp_path)
+    now = decode(Verdict, json.loads((GOLDEN / f"verdict-{name}.json").read_text()))
+    return old, verdict, now
+
+
+def test_version_6_latency_limits_are_read_and_the_words_say_what_it_said(
+    tmp_path: Path,
+) -> None:
+    """Version 6 said each latency limit's check, the rule and the failing gate in
+    sentences; read back they say the same, and the judge's figures and codes today say
+    them word for word."""
+    from parity.report import words
+
+    old, read, now = _schema6(tmp_path, "fair-rules")
+    said = [
+        c["detail"] for role in ("baseline", "target") for c in old["slo"]["sides"][role]["checks"]
+    ]
+    for v in (read, now):
+        assert v.slo is not None
+        checks = [*v.slo.sides.baseline.checks, *v.slo.sides.target.checks]
+        assert [words.slo_check(c) for c in checks] == said
+        assert words.method(v.slo.rule) == old["slo"]["rule"]
+        assert [words.gate(g) for g in v.gates] == [g["detail"] for g in old["gates"]]
+    assert now.slo is not None and all(c.detail is None for c in now.slo.sides.target.checks)
 
 
 def test_a_verdict_of_schema_6_is_read_with_its_quality_sentences_as_they_were(

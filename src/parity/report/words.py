@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from parity.model.codec import Json
-from parity.model.fair import SPEED_FLAGS, Optimisation
+from parity.model.fair import SLO_CONFIDENCE, SPEED_FLAGS, Optimisation, SloCheck
 from parity.model.findings import Finding
 from parity.model.quality import TRAJECTORY_RULE, TrajectoryCheck
+from parity.model.reports import CurveBest
 from parity.model.verdict import Gate, Sensitivity
 
 Figures = Mapping[str, Json]
@@ -577,3 +578,74 @@ def action(finding: Finding) -> str | None:
     """What settles the finding (None: nothing to do, or no words for it)."""
     words = WORDS.get(finding.code)
     return words.action(finding.figures) if words is not None and words.action else None
+
+
+# -- the fair-comparison sections: latency limits, workload shape, fit at production size --
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+def _limit(f: Figures) -> str:
+    """What one latency limit found on one side, from its figures (``SloCheck.figures``)."""
+    pct, n, need = _int(f, "percentile"), _int(f, "n"), _int(f, "needed")
+    limit_s, status = _num(f, "limit_s"), _str(f, "status")
+    bound = f"{_str(f, 'metric')}_p{pct} <= {_time(limit_s)}"
+    if status == "unmeasured":
+        return f"{bound}: not measured (the workload reports no {_str(f, 'metric')} latency)"
+    value, upper = _num(f, "value_s"), f.get("upper_s")
+    figure = f"p{pct} {_time(value)} over {n} samples"
+    if status == "fail":
+        said = f"{figure}: over the limit by {value / limit_s:.3g}x"
+    elif status == "pass":
+        said = f"{figure}, 95% upper bound {_time(_num(f, 'upper_s'))}: within the limit"
+    elif upper is None:
+        said = (
+            f"{figure}: within the limit, but unproven: a p{pct} needs at least {need} samples "
+            f"(1 - q^n >= {SLO_CONFIDENCE:g}), {need - n} more"
+        )
+    else:
+        said = f"{figure}: its 95% upper bound {_time(_num(f, 'upper_s'))} is over the limit"
+    return f"{bound}: {said}"
+
+
+def slo_check(c: SloCheck) -> str:
+    """What one latency limit found on one side (an older verdict's sentence as it was)."""
+    return c.detail if c.detail is not None else _limit(c.figures())
+
+
+def _limits(f: Figures) -> str:
+    checks = f.get("checks")
+    return (
+        "; ".join(_limit(c) for c in checks if isinstance(c, dict))
+        if isinstance(checks, list)
+        else ""
+    )
+
+
+def curve_best(b: CurveBest) -> str:
+    """A curve's largest batch within every latency limit on a side."""
+    if b.summary is not None:
+        return b.summary
+    if b.batch_size is None:
+        return "no batch size meets every limit"
+    goodput = (
+        f"{b.goodput_per_s:.4g} requests/s" if b.goodput_per_s is not None else "no throughput"
+    )
+    price = b.usd_per_1k_requests
+    cost = f", ${price:.4g} per 1k requests" if price is not None else ", no price"
+    return f"largest batch within every limit: {b.batch_size} ({goodput}{cost})"
+
+
+WORDS |= {
+    "slo.outside": Words(says=_limits),
+}
+METHODS |= {
+    "slo.order-statistic": (
+        "a limit passes when the 95% upper confidence bound of its percentile (an order "
+        "statistic: the smallest X(k) of n samples with P(Binomial(n, q) <= k-1) >= 0.95) is "
+        "within it; that needs n >= ln(0.05)/ln(q) samples: 5 for p50, 29 for p90, 299 for "
+        "p99; fewer samples fail as unproven"
+    ),
+}
