@@ -35,6 +35,7 @@ __all__ = [
     "OVERHEAD_S",
     "fits",
     "holding",
+    "left_s",
     "next_cost",
     "plain_run_s",
     "process_s",
@@ -85,6 +86,11 @@ def fits(spent_s: float, next_s: float, budget_s: float, reserve_s: float = 0.0)
     from parity.stats import fits as within
 
     return within(spent_s, next_s, budget_s, reserve_s)
+
+
+def left_s(spent_s: float, budget_s: float) -> float:
+    """What is left of ``budget_s`` after ``spent_s`` (none once it is spent)."""
+    return max(0.0, budget_s - spent_s)
 
 
 def holding(need_s: float) -> int:

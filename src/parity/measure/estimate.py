@@ -170,7 +170,7 @@ def plan(c: Costed) -> Estimate:
     room for; an ``OptionError`` where even the least comparison is over the budget."""
     est = _within_budget(c)
     if c.plan.repeats is None:  # the rounds go on while the budget holds them
-        est = replace(est, rounds_s=max(0.0, est.budget_s - est.planned_s))
+        est = replace(est, rounds_s=cost.left_s(est.planned_s, est.budget_s))
     return est
 
 
