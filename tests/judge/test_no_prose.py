@@ -27,10 +27,8 @@ LEFT: dict[str, int] = {
     "fit.py": 18,
     "localise.py": 4,
     "numerics.py": 7,
-    "quality.py": 10,
     "representative.py": 12,
     "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
-    "slo.py": 10,
     "trajectory.py": 14,
     "verdict.py": 9,  # 8, and the --steps that decides a top-1 gate (cd00f1c): to convert
 }

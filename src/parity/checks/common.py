@@ -62,6 +62,7 @@ from parity.model.job import CheckpointPlan
 from parity.model.quality import OutputCheck
 from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import Kind
+from parity.report import words
 from parity.request import CheckRequest
 from parity.runner.launch import Launcher
 from parity.runner.prepare import preflight, prepare_workload
@@ -234,7 +235,7 @@ def continuation(
     lb, lr = list(base.losses), list(resumed.losses)
     loss = quality.compare_losses(lb[start:], lr[start:], tol["final_loss_rel"])
     every = loss.max_rel is not None and loss.max_rel <= tol["final_loss_rel"]
-    detail = loss.detail or (
+    detail = words.detail(loss) or (
         f"max relative difference {loss.max_rel:.3g} (tolerance {tol['final_loss_rel']:g})"
         + (
             ""
@@ -261,7 +262,7 @@ def continuation(
         check = replace(
             check,
             name=f"trained model's {name}",
-            detail=check.detail
+            detail=words.detail(check)
             or f"relative RMSE {check.rel_rmse or 0.0:.3g} (tolerance {tol['outputs_rel_rmse']:g})",
         )
         if check.rel_rmse is not None:

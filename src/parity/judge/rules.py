@@ -55,9 +55,12 @@ def _flags(bundle: Bundle) -> dict[str, FlagValue]:
 def _slo_gate(slo: Slo) -> Gate:
     failing = [c for c in slo.sides.target.checks if c.status != "pass"]
     if failing:
-        return Gate(
-            name="latency limits", passed=slo.passed, detail="; ".join(c.detail for c in failing)
+        outside = Finding(
+            code="slo.outside",
+            severity="blocks",
+            figures={"checks": [c.figures() for c in failing]},
         )
+        return Gate(name="latency limits", passed=slo.passed, finding=outside)
     within = Finding(
         code="slo.within", severity="context", figures={"limits": [x.name for x in slo.limits]}
     )

@@ -274,7 +274,9 @@ class Determinism:
     """A side's first two repeats: bitwise equal, or how far apart."""
 
     checked: bool
+    #: an older verdict's sentence; ``finding`` says it in figures (schema 7)
     detail: str | None = omit_none()
+    finding: Finding | None = omit_none()
     bitwise_equal: bool | None = omit_none()
     max_abs_output_diff: float | None = omit_none()
     max_abs_loss_diff: float | None = omit_none()

@@ -231,7 +231,7 @@ _BAD = ("FAIL", "NOT DECIDED")
 
 def _determinism(role: str, d: Determinism) -> Sentence:
     if not d.checked:
-        return Sentence(text=f"determinism ({role}): not checked ({d.detail})", tone="muted")
+        return Sentence(text=f"determinism ({role}): not checked ({words.detail(d)})", tone="muted")
     if d.bitwise_equal:
         text = "bitwise equal across two fresh processes"
     else:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from parity.model.codec import Json
-from parity.model.fair import SPEED_FLAGS, Optimisation
+from parity.model.fair import SLO_CONFIDENCE, SPEED_FLAGS, Optimisation, SloCheck
 from parity.model.findings import Finding
-from parity.model.quality import CheckBase
+from parity.model.reports import CurveBest
 from parity.model.verdict import Gate, Sensitivity
 
 Figures = Mapping[str, Json]
@@ -338,6 +339,21 @@ def _asymmetric(f: Figures) -> str:
     return f"{first} ({named}): the ratio is not a hardware result"
 
 
+def _shapes(f: Figures) -> str:
+    if "baseline" not in f:
+        return "the sides' shapes differ"
+    return f"shapes differ: {f.get('baseline')} vs {f.get('target')}"
+
+
+def _curve_lengths(f: Figures) -> str:
+    if "fp64" not in f:
+        return f"curve lengths differ: {_int(f, 'baseline')} vs {_int(f, 'target')} steps"
+    return (
+        "the curves' lengths differ (baseline, target, fp64): "
+        f"{_int(f, 'baseline')}, {_int(f, 'target')} and {_int(f, 'fp64')} steps"
+    )
+
+
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
     "speed.unreliable": Words(
@@ -392,11 +408,33 @@ WORDS: dict[str, Words] = {
     "speed.pace-change": Words(says=_pace_change),
     "speed.load-shift": Words(says=_load_shift),
     "tuning.asymmetric": Words(says=_asymmetric),
-    "quality.shapes-differ": Words(says=lambda f: "the sides' shapes differ"),
+    # -- quality checks: why a check has no figure to gate, or how it was read --------------
+    "quality.shapes-differ": Words(says=_shapes),
     "quality.not-finite": Words(says=lambda f: "the target's output holds NaN or inf"),
     "quality.no-reference": Words(
         says=lambda f: "no fp64 reference: cosine similarity with the baseline"
     ),
+    "quality.integers-reported": Words(says=lambda f: "integer outputs are reported, not gated"),
+    "quality.baseline-zeros": Words(says=lambda f: "the baseline's output is all zeros"),
+    "quality.curve-lengths": Words(says=_curve_lengths),
+    "quality.loss-not-finite": Words(
+        says=lambda f: (
+            f"the {_str(f, 'role')}'s loss is not finite"
+            + (f" at step {_int(f, 'step')}" if f.get("step") is not None else "")
+        )
+    ),
+    "quality.one-repeat": Words(says=lambda f: "one repeat: run --repeats 2 to check"),
+    "quality.repeat-shape": Words(says=lambda f: f"{_str(f, 'output')} changed shape"),
+    "quality.repeat-shorter": Words(
+        says=lambda f: (
+            f"the losses of the first {_int(f, 'steps')} steps (a timing process ran "
+            f"{_int(f, 'steps')} of {_int(f, 'of')}); outputs not compared"
+        )
+    ),
+    "quality.repeat-outputs": Words(
+        says=lambda f: f"the outputs the timing process hands over: {_names(f, 'outputs')}"
+    ),
+    # -- end of quality checks ----------------------------------------------------------------
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
     ),
@@ -439,8 +477,20 @@ def method(code: str) -> str:
     return METHODS.get(code, code)
 
 
-def detail(c: CheckBase) -> str | None:
-    """What a quality check found: its finding's words, or its sentence (None: neither)."""
+class Found(Protocol):
+    """A part of the verdict that says what it found by a finding, or (an older verdict's,
+    or one not converted) by a sentence."""
+
+    @property
+    def finding(self) -> Finding | None: ...
+
+    @property
+    def detail(self) -> str | None: ...
+
+
+def detail(c: Found) -> str | None:
+    """What a quality check (or a side's determinism) found: its finding's words, or its
+    sentence (None: neither)."""
     return says(c.finding) if c.finding is not None else c.detail
 
 
@@ -486,3 +536,74 @@ def action(finding: Finding) -> str | None:
     """What settles the finding (None: nothing to do, or no words for it)."""
     words = WORDS.get(finding.code)
     return words.action(finding.figures) if words is not None and words.action else None
+
+
+# -- the fair-comparison sections: latency limits, workload shape, fit at production size --
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+def _limit(f: Figures) -> str:
+    """What one latency limit found on one side, from its figures (``SloCheck.figures``)."""
+    pct, n, need = _int(f, "percentile"), _int(f, "n"), _int(f, "needed")
+    limit_s, status = _num(f, "limit_s"), _str(f, "status")
+    bound = f"{_str(f, 'metric')}_p{pct} <= {_time(limit_s)}"
+    if status == "unmeasured":
+        return f"{bound}: not measured (the workload reports no {_str(f, 'metric')} latency)"
+    value, upper = _num(f, "value_s"), f.get("upper_s")
+    figure = f"p{pct} {_time(value)} over {n} samples"
+    if status == "fail":
+        said = f"{figure}: over the limit by {value / limit_s:.3g}x"
+    elif status == "pass":
+        said = f"{figure}, 95% upper bound {_time(_num(f, 'upper_s'))}: within the limit"
+    elif upper is None:
+        said = (
+            f"{figure}: within the limit, but unproven: a p{pct} needs at least {need} samples "
+            f"(1 - q^n >= {SLO_CONFIDENCE:g}), {need - n} more"
+        )
+    else:
+        said = f"{figure}: its 95% upper bound {_time(_num(f, 'upper_s'))} is over the limit"
+    return f"{bound}: {said}"
+
+
+def slo_check(c: SloCheck) -> str:
+    """What one latency limit found on one side (an older verdict's sentence as it was)."""
+    return c.detail if c.detail is not None else _limit(c.figures())
+
+
+def _limits(f: Figures) -> str:
+    checks = f.get("checks")
+    return (
+        "; ".join(_limit(c) for c in checks if isinstance(c, dict))
+        if isinstance(checks, list)
+        else ""
+    )
+
+
+def curve_best(b: CurveBest) -> str:
+    """A curve's largest batch within every latency limit on a side."""
+    if b.summary is not None:
+        return b.summary
+    if b.batch_size is None:
+        return "no batch size meets every limit"
+    goodput = (
+        f"{b.goodput_per_s:.4g} requests/s" if b.goodput_per_s is not None else "no throughput"
+    )
+    price = b.usd_per_1k_requests
+    cost = f", ${price:.4g} per 1k requests" if price is not None else ", no price"
+    return f"largest batch within every limit: {b.batch_size} ({goodput}{cost})"
+
+
+WORDS |= {
+    "slo.outside": Words(says=_limits),
+}
+METHODS |= {
+    "slo.order-statistic": (
+        "a limit passes when the 95% upper confidence bound of its percentile (an order "
+        "statistic: the smallest X(k) of n samples with P(Binomial(n, q) <= k-1) >= 0.95) is "
+        "within it; that needs n >= ln(0.05)/ln(q) samples: 5 for p50, 29 for p90, 299 for "
+        "p99; fewer samples fail as unproven"
+    ),
+}
