@@ -196,7 +196,7 @@ def test_the_quality_words_say_what_version_6_said() -> None:
     """The judge's codes for the quality section say, word for word, what version 6's
     sentences said (the same comparison, judged then and now)."""
     from parity.model.codec import decode
-    from parity.model.quality import Quality
+    from parity.model.quality import Quality, TrajectoryCheck
     from parity.report import words
 
     old = json.loads((GOLDEN / "schema6-verdict-sentences.json").read_text())["quality"]
@@ -209,3 +209,5 @@ def test_the_quality_words_say_what_version_6_said() -> None:
         d.get("detail") for d in old["determinism"].values()
     ]
     assert words.method(now.method) == old["method"]
+    rules = [words.trajectory_rule(c) for c in now.checks if isinstance(c, TrajectoryCheck)]
+    assert rules and rules == [c["rule"] for c in old["checks"] if c["kind"] == "trajectory"]

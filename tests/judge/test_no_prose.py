@@ -29,7 +29,6 @@ LEFT: dict[str, int] = {
     "numerics.py": 7,
     "representative.py": 12,
     "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
-    "trajectory.py": 14,
     "verdict.py": 9,  # 8, and the --steps that decides a top-1 gate (cd00f1c): to convert
 }
 

@@ -266,7 +266,7 @@ def test_a_nan_loss_fails_quality_naming_its_step_and_module() -> None:
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
     assert (check.side, check.step, check.module, check.what) == ("target", 2, "body.2", "loss")
     assert "non-finite values (target)" in v.quality.failing
-    assert "step 2, in the output of module body.2" in (check.detail or "")
+    assert "step 2, in the output of module body.2" in (words.detail(check) or "")
 
 
 def test_a_nan_output_without_a_replay_says_the_module_is_unknown() -> None:
@@ -276,7 +276,7 @@ def test_a_nan_output_without_a_replay_says_the_module_is_unknown() -> None:
     assert v.quality is not None and not v.quality.passed
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
     assert check.side == "baseline" and check.what == "output logits" and check.module is None
-    assert "module is unknown" in (check.detail or "")
+    assert "module is unknown" in (words.detail(check) or "")
 
 
 def _generating(path: Path, ttft_ms: float, steps: int) -> Bundle:

@@ -166,8 +166,15 @@ def _phase(name: str, seconds: float | None, cached: bool = False) -> PhaseCost:
 
 
 def plan(c: Costed) -> Estimate:
-    """The estimate, with what the budget cuts (see the module); an ``OptionError`` where
-    even the least comparison is over the budget."""
+    """The estimate, with what the budget cuts (see the module) and the rounds it leaves
+    room for; an ``OptionError`` where even the least comparison is over the budget."""
+    est = _within_budget(c)
+    if c.plan.repeats is None:  # the rounds go on while the budget holds them
+        est = replace(est, rounds_s=max(0.0, est.budget_s - est.planned_s))
+    return est
+
+
+def _within_budget(c: Costed) -> Estimate:
     from parity.stats import MIN_PROCESSES
 
     full = phases(c, MIN_PROCESSES)
@@ -295,9 +302,15 @@ def summary(est: Estimate) -> str:
         )
     elif est.planned_s > est.budget_s:
         ask = f": {over_budget(est)}"
+    more = ""
+    if est.rounds_s > 0:
+        more = (
+            f"; then more rounds until the interval is narrow enough or the budget is spent: "
+            f"about {duration(est.expected_s)} in all"
+        )
     return (
         f"estimate: about {duration(est.planned_s)} for {est.processes} process(es) a side "
-        f"({parts}){tail}; budget {est.budget_s:g} s{ask}"
+        f"({parts}){tail}; budget {est.budget_s:g} s{ask}{more}"
     )
 
 

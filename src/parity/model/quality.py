@@ -186,6 +186,12 @@ class ReferenceCheck(CheckBase):
     worst_parameters: tuple[ParameterError, ...] | None = omit_none()
 
 
+#: the loss trajectory's check, by name
+LOSS_TRAJECTORY = "loss trajectory against fp64"
+#: the trajectory's step rule, by code (``parity.report.words.trajectory_rule`` says it)
+TRAJECTORY_RULE = "quality.trajectory-rule"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrajectoryCheck(CheckBase):
     """The training losses against the fp64 reference's, step by step.
@@ -204,10 +210,20 @@ class TrajectoryCheck(CheckBase):
     #: the target's error over its bound at the worst step (> 1 fails)
     worst_ratio: float | None = None
     drift_from_step: int | None = omit_none()
+    #: why the windowed mean is gated from ``drift_from_step`` on (``drift_reason``: an
+    #: older verdict's sentence)
+    drift: Finding | None = omit_none()
     drift_reason: str | None = omit_none()
     final_error_target: float | None = omit_none()
     final_error_comparator: float | None = omit_none()
+    #: the step rule by its code (``TRAJECTORY_RULE``, said with ``k`` and ``tolerance``),
+    #: or an older verdict's sentence
     rule: str
+
+
+def non_finite(role: Role) -> str:
+    """The name of a side's check for non-finite values."""
+    return f"non-finite values ({role})"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

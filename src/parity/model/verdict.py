@@ -424,9 +424,10 @@ WORKLOAD_GATE = "the workload runs"
 #: findings where 3 said sentences; 5 the tuning label (a finding) and each setting's
 #: effect (said from the side that has it); verdicts of versions 1 to 4 are still read
 #: (``parity.bundle.read_verdict``); 6 lets a quality check carry a finding; 7 a side's
-#: determinism too, and says the latency limits, the workload's shape, the fit at
-#: production size and the numerics' reference notes by figures and codes (version 6's
-#: sentences are read as they are)
+#: determinism too, the loss trajectory's drift (a finding) and rule (a code), and says
+#: the latency limits, the workload's shape, the fit at production size and the numerics'
+#: reference notes by figures and codes (version 6's sentences, in ``detail``,
+#: ``drift_reason``, ``rule`` and the like, are read as they are)
 VERDICT_SCHEMA = 7
 
 

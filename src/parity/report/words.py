@@ -17,6 +17,7 @@ from typing import Protocol
 from parity.model.codec import Json
 from parity.model.fair import SLO_CONFIDENCE, SPEED_FLAGS, Optimisation, SloCheck
 from parity.model.findings import Finding
+from parity.model.quality import TRAJECTORY_RULE, TrajectoryCheck
 from parity.model.reports import CurveBest
 from parity.model.verdict import Gate, Sensitivity
 
@@ -354,6 +355,20 @@ def _curve_lengths(f: Figures) -> str:
     )
 
 
+def _drift(f: Figures) -> str:
+    return (
+        f"from step {_int(f, 'step')} the comparator's loss differs from fp64 by more than "
+        f"{_num(f, 'drift'):g} (relative): training amplifies rounding until the runs drift "
+        f"apart, so one step's error is noise; from there the mean error over windows of "
+        f"{_int(f, 'window')} steps is gated against {_num(f, 'k'):g}x the comparator's mean"
+    )
+
+
+def _at(f: Figures) -> str:
+    """Where a value first went non-finite: a step, or after the steps."""
+    return f"step {_int(f, 'step')}" if f.get("step") is not None else "after the steps (finish)"
+
+
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
     "speed.unreliable": Words(
@@ -434,6 +449,31 @@ WORDS: dict[str, Words] = {
     "quality.repeat-outputs": Words(
         says=lambda f: f"the outputs the timing process hands over: {_names(f, 'outputs')}"
     ),
+    "quality.reference-not-finite": Words(
+        says=lambda f: (
+            f"the fp64 reference's loss is not finite from step {_int(f, 'step')}: nothing to gate"
+        )
+    ),
+    "quality.no-comparator": Words(
+        says=lambda f: f"the baseline's loss is not finite at step {_int(f, 'step')}: no comparator"
+    ),
+    "quality.drift": Words(says=_drift),
+    "quality.nonfinite-unknown": Words(
+        says=lambda f: (
+            f"first not finite at {_at(f)}; the module is unknown "
+            f"({_str(f, 'why') or 'no replay was recorded'})"
+        )
+    ),
+    "quality.nonfinite-update": Words(
+        says=lambda f: (
+            f"at {_at(f)} every module's output was finite and parameter "
+            f"{_str(f, 'parameter')} was not after the update: the loss, the backward or the "
+            "optimizer"
+        )
+    ),
+    "quality.nonfinite-module": Words(
+        says=lambda f: f"first not finite at {_at(f)}, in the output of module {_str(f, 'module')}"
+    ),
     # -- end of quality checks ----------------------------------------------------------------
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
@@ -492,6 +532,22 @@ def detail(c: Found) -> str | None:
     """What a quality check (or a side's determinism) found: its finding's words, or its
     sentence (None: neither)."""
     return says(c.finding) if c.finding is not None else c.detail
+
+
+def trajectory_rule(c: TrajectoryCheck) -> str:
+    """The loss trajectory's step rule, with its check's figures (an older verdict's
+    sentence as it is)."""
+    if c.rule != TRAJECTORY_RULE:
+        return c.rule
+    return (
+        f"each step: |target - fp64| <= {c.k:g}x the comparator's largest error so far "
+        f"+ tol/10, or allclose: <= 2 tol |fp64| (tol {c.tolerance or 0.0:g})"
+    )
+
+
+def drift(c: TrajectoryCheck) -> str | None:
+    """Why the trajectory's windowed mean is gated from a step on (None: it is not)."""
+    return says(c.drift) if c.drift is not None else c.drift_reason
 
 
 def gate(g: Gate) -> str:
