@@ -474,6 +474,47 @@ WORDS: dict[str, Words] = {
     "quality.nonfinite-module": Words(
         says=lambda f: f"first not finite at {_at(f)}, in the output of module {_str(f, 'module')}"
     ),
+    # agreement with the baseline: tokens, top-1 and cosine
+    "quality.tokens-no-margins": Words(
+        says=lambda f: "no logits margins recorded: the differences are reported, not gated"
+    ),
+    "quality.tokens-near-ties": Words(
+        says=lambda f: "every difference is a near-tie flip (greedy decoding; not a fault)"
+    ),
+    "quality.tokens-flip": Words(
+        says=lambda f: (
+            f"{_int(f, 'flips')} token(s) differ where the baseline's top-2 margin is at least "
+            f"{_num(f, 'margin'):.3g}"
+        )
+    ),
+    "quality.top1-fails-early": Words(
+        says=lambda f: (
+            f"{_int(f, 'flips')} of {_int(f, 'decisive')} decisive rows flip: agreement at most "
+            f"{_num(f, 'bound'):.1%} (one-sided {_num(f, 'level'):.0%} bound), under "
+            f"{_num(f, 'threshold'):.0%}; failed before the {_int(f, 'required')} rows a pass needs"
+        )
+    ),
+    "quality.top1-not-decided": Words(
+        says=lambda f: (
+            f"not decided: {_int(f, 'decisive')} decisive rows, {_int(f, 'required')} needed to "
+            f"tell {_num(f, 'threshold'):.0%} from chance"
+        )
+    ),
+    "quality.one-class": Words(says=lambda f: "one class: nothing to rank"),
+    "quality.no-every-argmax": Words(
+        says=lambda f: "the sides recorded no comparable arg-max at every position"
+    ),
+    "quality.sketches-differ": Words(says=lambda f: "the sides' logits sketches differ in shape"),
+    "quality.cosine-read": Words(
+        says=lambda f: (
+            (
+                "exact"
+                if f.get("sketch") is None
+                else f"read from {_int(f, 'sketch')}-bucket sketches of each row"
+            )
+            + ("" if f.get("finite") else "; a row was not finite")
+        )
+    ),
     # -- end of quality checks ----------------------------------------------------------------
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
