@@ -299,6 +299,25 @@ def _load_shift(f: Figures) -> str:
     return said + "; one ratio does not describe this run: measure again on a quiet machine"
 
 
+def _waited(f: Figures) -> str:
+    said = (
+        f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
+        f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
+        "machine; a wait both sides pay adds to every step alike and moves the ratio "
+        "toward 1"
+    )
+    fixed = _ratio_at(f, "fixed")
+    if fixed is None:  # no wait every process paid, or a verdict from before it was said
+        return said + ", so a quiet machine's ratio may lie outside this interval"
+    said += (
+        f": with the {_num(f, 'fixed_s') * 1e3:.3g} ms a step every process waited taken "
+        f"off, the ratio is {fixed} against {_ratio_at(f, 'plain')}"
+    )
+    if f.get("widened"):
+        return said + "; the interval is widened to hold both"
+    return said + ", within the interval"
+
+
 #: a tuning setting the judge names by a code (the rest are named as they are)
 SETTINGS: dict[str, str] = {
     "tuning.neuron-determinism": "non-deterministic kernels and Adaptive Eager op fusion (neuron)"
@@ -389,12 +408,7 @@ WORDS: dict[str, Words] = {
     "decision.withheld-note": Words(says=_verbatim),
     "speed.contention": Words(says=_contention, brief=_contention_brief, action=_one_thread),
     "speed.waited": Words(
-        says=lambda f: (
-            f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
-            f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
-            "machine; a wait both sides pay adds to every step alike and moves the ratio "
-            "toward 1, so a quiet machine's ratio may lie outside this interval"
-        ),
+        says=_waited,
         brief=lambda f: (
             f"busy cores: the processes waited for a core {_num(f, 'baseline'):.2f} / "
             f"{_num(f, 'target'):.2f} s a second"
