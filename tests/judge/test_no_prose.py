@@ -26,7 +26,6 @@ LEFT: dict[str, int] = {
     "fit.py": 18,
     "localise.py": 4,
     "numerics.py": 7,
-    "representative.py": 12,
     "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
 }
 

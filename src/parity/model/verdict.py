@@ -403,10 +403,16 @@ class Contract:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UnprovenItem:
+    """An item a migration must still prove: ``evidence`` (a sentence, from a check or an
+    older verdict) or ``finding`` (the judge's, in figures) says what was found toward it;
+    ``how_to_check`` is a code ``parity.report.words.how_to_check`` says (a sentence in an
+    older verdict)."""
+
     item: str
     checked: bool
     evidence: str | None
     how_to_check: str
+    finding: Finding | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -290,9 +290,9 @@ def unproven(v: Verdict) -> Section | None:
             table(
                 [("item", "text"), ("status", "text"), ("evidence, or how to check", "text")],
                 [
-                    (u.item, "checked", u.evidence or "-")
+                    (u.item, "checked", words.unproven_evidence(u) or "-")
                     if u.checked
-                    else (u.item, "open", u.how_to_check)
+                    else (u.item, "open", words.unproven_how(u))
                     for u in v.unproven
                 ],
                 title="Not proven by this comparison",

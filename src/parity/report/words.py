@@ -12,14 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Protocol
 
 from parity.model.codec import Json
-from parity.model.fair import SLO_CONFIDENCE, SPEED_FLAGS, Optimisation, SloCheck
+from parity.model.fair import (
+    PIPELINE,
+    SHAPE_FACTOR,
+    SIZES,
+    SLO_CONFIDENCE,
+    SPEED_FLAGS,
+    Optimisation,
+    Representativeness,
+    ShapeRow,
+    SloCheck,
+)
 from parity.model.findings import Finding
 from parity.model.quality import TRAJECTORY_RULE, Quality, TrajectoryCheck
 from parity.model.reports import CurveBest
-from parity.model.verdict import Gate, Sensitivity
+from parity.model.verdict import Gate, Sensitivity, UnprovenItem
 
 Figures = Mapping[str, Json]
 Say = Callable[[Figures], str]
@@ -288,6 +299,25 @@ def _load_shift(f: Figures) -> str:
     return said + "; one ratio does not describe this run: measure again on a quiet machine"
 
 
+def _waited(f: Figures) -> str:
+    said = (
+        f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
+        f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
+        "machine; a wait both sides pay adds to every step alike and moves the ratio "
+        "toward 1"
+    )
+    fixed = _ratio_at(f, "fixed")
+    if fixed is None:  # no wait every process paid, or a verdict from before it was said
+        return said + ", so a quiet machine's ratio may lie outside this interval"
+    said += (
+        f": with the {_num(f, 'fixed_s') * 1e3:.3g} ms a step every process waited taken "
+        f"off, the ratio is {fixed} against {_ratio_at(f, 'plain')}"
+    )
+    if f.get("widened"):
+        return said + "; the interval is widened to hold both"
+    return said + ", within the interval"
+
+
 #: a tuning setting the judge names by a code (the rest are named as they are)
 SETTINGS: dict[str, str] = {
     "tuning.neuron-determinism": "non-deterministic kernels and Adaptive Eager op fusion (neuron)"
@@ -404,12 +434,7 @@ WORDS: dict[str, Words] = {
     "decision.withheld-note": Words(says=_verbatim),
     "speed.contention": Words(says=_contention, brief=_contention_brief, action=_one_thread),
     "speed.waited": Words(
-        says=lambda f: (
-            f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
-            f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
-            "machine; a wait both sides pay adds to every step alike and moves the ratio "
-            "toward 1, so a quiet machine's ratio may lie outside this interval"
-        ),
+        says=_waited,
         brief=lambda f: (
             f"busy cores: the processes waited for a core {_num(f, 'baseline'):.2f} / "
             f"{_num(f, 'target'):.2f} s a second"
@@ -743,4 +768,98 @@ METHODS |= {
         "within it; that needs n >= ln(0.05)/ln(q) samples: 5 for p50, 29 for p90, 299 for "
         "p99; fewer samples fail as unproven"
     ),
+}
+
+
+def _fraction(name: str, fraction: float) -> str:
+    """``parameters 0.31% of production``, ``batch_size 1/32 of production``, ``2x``."""
+    if fraction == 1:
+        return f"{name} as in production"
+    if fraction > 1:
+        return f"{name} {fraction:.3g}x production"
+    ratio = Fraction(fraction).limit_denominator(64)
+    if ratio.numerator == 1 and abs(float(ratio) - fraction) < 1e-12:
+        return f"{name} 1/{ratio.denominator} of production"
+    return f"{name} {fraction * 100:.2g}% of production"
+
+
+def _shape_row(f: Figures) -> str:
+    """One dimension of the workload's shape against production (``ShapeRow.figures``)."""
+    name, shown, production = _str(f, "name"), _str(f, "measured"), f.get("production")
+    if name == PIPELINE:
+        if production is None:
+            return f"data pipeline {shown}"
+        verb = "measured" if f.get("within") else "not measured"
+        return f"data pipeline {verb} (production {production}, measured {shown})"
+    if name in SIZES:
+        if production is None:
+            return f"{name} {shown} (production not declared)"
+        if f.get("fraction") is None:
+            return f"{name}: production {production}, the workload reports none"
+        return _fraction(name, _num(f, "fraction"))
+    if production is None:
+        return f"{name} {shown}"
+    return (
+        f"{name} {shown}, as in production"
+        if f.get("within")
+        else (f"{name} {shown}, production {production}")
+    )
+
+
+def _rows(f: Figures) -> list[dict[str, Json]]:
+    rows = f.get("rows")
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def _shape(f: Figures) -> str:
+    """The workload's shape against production (``Representativeness.figures``)."""
+    rows = _rows(f)
+    if not f.get("declared"):
+        measured = ", ".join(f"{_str(r, 'name')} {_str(r, 'measured')}" for r in rows)
+        return f"measured shape: {measured}; not checked: no production shape declared"
+    if f.get("representative"):
+        return f"within {_num(f, 'factor'):g}x of production in every declared dimension"
+    off = [_shape_row(r) for r in rows if r.get("within") is False]
+    return "not representative: " + ", ".join(off)
+
+
+def shape_row(r: ShapeRow) -> str:
+    """One dimension of the shape (an older verdict's sentence as it was)."""
+    return r.text if r.text is not None else _shape_row(r.figures())
+
+
+def shape(r: Representativeness) -> str:
+    """The workload's shape against production (an older verdict's sentence as it was)."""
+    return r.summary if r.summary is not None else _shape(r.figures())
+
+
+#: how to check an item not yet proven, by the code the judge gives it
+HOWS: dict[str, str] = {
+    "shape.declare": (
+        "declare the production shape ([production] in the plan, or --production KEY=VALUE) "
+        f"and measure a workload within {SHAPE_FACTOR:g}x of it in every size"
+    ),
+}
+
+
+def how_to_check(code: str) -> str:
+    """How to check an unproven item, by its code (an older verdict's sentence as it is)."""
+    return HOWS.get(code, code)
+
+
+def unproven_evidence(u: UnprovenItem) -> str | None:
+    """What was found toward an unproven item (None: nothing)."""
+    if u.evidence is not None:
+        return u.evidence
+    return says(u.finding) if u.finding is not None else None
+
+
+def unproven_how(u: UnprovenItem) -> str:
+    """How to check an item still open, after what fell short where the judge found it."""
+    how = how_to_check(u.how_to_check)
+    return f"{says(u.finding)}; {how}" if u.finding is not None else how
+
+
+WORDS |= {
+    "shape.measured": Words(says=_shape),
 }
