@@ -30,7 +30,7 @@ import json
 import os
 import stat
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -40,7 +40,7 @@ from parity.errors import BundleError, OutputError, denied
 from parity.model import SCHEMA_VERSION
 from parity.model.bundle import MARGIN, Bundle, SideRuns
 from parity.model.codec import DecodeError, Json, decode, encode, loads
-from parity.model.job import JOB_FILE, Job, Mode
+from parity.model.job import JOB_FILE, Job, Mode, upgrade_job
 from parity.model.manifest import LogCut, Logs, Manifest
 from parity.model.metrics import Metrics
 from parity.model.numerics import Capture, RunOutputs
@@ -295,8 +295,14 @@ def _json(path: Path, data: bytes) -> Json:
         ) from None
 
 
-def _decode_doc(path: Path, data: bytes, tp: type[T]) -> T:
+def _decode_doc(
+    path: Path, data: bytes, tp: type[T], upgrade: Callable[[Json], Json] | None = None
+) -> T:
+    """A document's bytes decoded into its type (``upgrade``: an older shape of it made
+    today's first); BundleError names the file and key path."""
     raw = _json(path, data)
+    if upgrade is not None:
+        raw = upgrade(raw)
     try:
         return decode(tp, raw)
     except DecodeError as exc:
@@ -395,8 +401,8 @@ def load_bundle(path: Path | str) -> Bundle:
 def _decode_bundle(path: Path, files: Mapping[str, bytes], digest: Digest) -> Bundle:
     """The typed bundle from its verified files' bytes."""
 
-    def doc(name: str, tp: type[T]) -> T | None:
-        return _decode_doc(path / name, files[name], tp) if name in files else None
+    def doc(name: str, tp: type[T], upgrade: Callable[[Json], Json] | None = None) -> T | None:
+        return _decode_doc(path / name, files[name], tp, upgrade) if name in files else None
 
     manifest = _decode_doc(path / MANIFEST, files[MANIFEST], Manifest)
     if manifest.workload.parts.digest() != manifest.workload.fingerprint:
@@ -420,7 +426,7 @@ def _decode_bundle(path: Path, files: Mapping[str, bytes], digest: Digest) -> Bu
         capture=doc(CAPTURE, Capture),
         prepared=doc(PREPARED, PreparedWorkload),
         logs=doc(LOGS_FILE, Logs),
-        job=doc(JOB_FILE, Job),
+        job=doc(JOB_FILE, Job, upgrade_job),  # an older parity's too (--resume reads it)
         tensors=_tensors(path / OUTPUT_TENSORS, files.get(OUTPUT_TENSORS)),
         probe=_tensors(path / CAPTURE_TENSORS, files.get(CAPTURE_TENSORS)),
         digest=digest.files,

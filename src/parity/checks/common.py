@@ -195,7 +195,7 @@ def train(run: CheckRun, jobs: Sequence[Training]) -> dict[str, Bundle]:
     """The check's training jobs, at the same time where their devices allow it."""
     parts = [
         Part(
-            job=run.template.job(j.name, j.side, mode="train_ckpt", checkpoint=j.checkpoint),
+            job=run.template.job(j.name, j.side, j.checkpoint),
             path=run.out / j.name,
             label=j.name,
             hook=j.hook,
@@ -209,12 +209,7 @@ def train(run: CheckRun, jobs: Sequence[Training]) -> dict[str, Bundle]:
 
 def resume(run: CheckRun, side: SideSpec) -> Bundle:
     """The part that resumes from the check's checkpoint on ``side`` (``OUT/resumed``)."""
-    job = run.template.job(
-        "resumed",
-        side,
-        mode="train_ckpt",
-        checkpoint=CheckpointPlan(resume_from=str(run.checkpoint)),
-    )
+    job = run.template.job("resumed", side, CheckpointPlan(resume_from=str(run.checkpoint)))
     return run.orch.run(job, run.out / "resumed", label="resumed")
 
 

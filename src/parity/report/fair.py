@@ -75,14 +75,14 @@ def shape(v: Verdict) -> Section | None:
     if r is None:
         return None
     tone: Tone = "good" if r.representative else "warn"
-    parts: list[Part] = [Sentence(text=r.summary, tone=tone, brief=r.declared)]
+    parts: list[Part] = [Sentence(text=words.shape(r), tone=tone, brief=r.declared)]
     if r.declared:
         parts.append(
             table(
                 [("", "text"), ("measured", "number"), ("production", "number"), ("", "text")],
                 [
                     Row(
-                        cells=(x.name, x.measured, x.production or fmt.DASH, x.text),
+                        cells=(x.name, x.measured, x.production or fmt.DASH, words.shape_row(x)),
                         highlight=x.within is False,
                     )
                     for x in r.rows

@@ -12,14 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Protocol
 
 from parity.model.codec import Json
-from parity.model.fair import SLO_CONFIDENCE, SPEED_FLAGS, Optimisation, SloCheck
+from parity.model.fair import (
+    PIPELINE,
+    SHAPE_FACTOR,
+    SIZES,
+    SLO_CONFIDENCE,
+    SPEED_FLAGS,
+    Optimisation,
+    Representativeness,
+    ShapeRow,
+    SloCheck,
+)
 from parity.model.findings import Finding
-from parity.model.quality import TRAJECTORY_RULE, TrajectoryCheck
+from parity.model.quality import TRAJECTORY_RULE, Quality, TrajectoryCheck
 from parity.model.reports import CurveBest
-from parity.model.verdict import Gate, Sensitivity
+from parity.model.verdict import Gate, Sensitivity, UnprovenItem
 
 Figures = Mapping[str, Json]
 Say = Callable[[Figures], str]
@@ -288,6 +299,25 @@ def _load_shift(f: Figures) -> str:
     return said + "; one ratio does not describe this run: measure again on a quiet machine"
 
 
+def _waited(f: Figures) -> str:
+    said = (
+        f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
+        f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
+        "machine; a wait both sides pay adds to every step alike and moves the ratio "
+        "toward 1"
+    )
+    fixed = _ratio_at(f, "fixed")
+    if fixed is None:  # no wait every process paid, or a verdict from before it was said
+        return said + ", so a quiet machine's ratio may lie outside this interval"
+    said += (
+        f": with the {_num(f, 'fixed_s') * 1e3:.3g} ms a step every process waited taken "
+        f"off, the ratio is {fixed} against {_ratio_at(f, 'plain')}"
+    )
+    if f.get("widened"):
+        return said + "; the interval is widened to hold both"
+    return said + ", within the interval"
+
+
 #: a tuning setting the judge names by a code (the rest are named as they are)
 SETTINGS: dict[str, str] = {
     "tuning.neuron-determinism": "non-deterministic kernels and Adaptive Eager op fusion (neuron)"
@@ -350,6 +380,32 @@ def _at(f: Figures) -> str:
     return f"step {_int(f, 'step')}" if f.get("step") is not None else "after the steps (finish)"
 
 
+def undecided_label(f: Figures) -> str:
+    """A gate not decided, with its evidence: the decisive rows it had and needed, and the
+    ``--steps`` that would decide it where more steps would."""
+    if f.get("decisive") is None:
+        return _str(f, "name")
+    label = f"{_str(f, 'name')} ({_int(f, 'decisive')} decisive rows, {_int(f, 'required')} needed"
+    if f.get("steps"):
+        label += f": about --steps {_int(f, 'steps')} decides it"
+    return label + ")"
+
+
+def _undecided(f: Figures) -> str:
+    entries = f.get("undecided")
+    return ", ".join(
+        undecided_label(e)
+        for e in (entries if isinstance(entries, list) else ())
+        if isinstance(e, dict)
+    )
+
+
+def undecided(q: Quality) -> list[str]:
+    """The quality section's gates not decided, each with its evidence (an older
+    verdict's said it in the name)."""
+    return [undecided_label(e) for e in q.undecided_figures()]
+
+
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
     "speed.unreliable": Words(
@@ -378,12 +434,7 @@ WORDS: dict[str, Words] = {
     "decision.withheld-note": Words(says=_verbatim),
     "speed.contention": Words(says=_contention, brief=_contention_brief, action=_one_thread),
     "speed.waited": Words(
-        says=lambda f: (
-            f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
-            f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
-            "machine; a wait both sides pay adds to every step alike and moves the ratio "
-            "toward 1, so a quiet machine's ratio may lie outside this interval"
-        ),
+        says=_waited,
         brief=lambda f: (
             f"busy cores: the processes waited for a core {_num(f, 'baseline'):.2f} / "
             f"{_num(f, 'target'):.2f} s a second"
@@ -460,6 +511,64 @@ WORDS: dict[str, Words] = {
     "quality.nonfinite-module": Words(
         says=lambda f: f"first not finite at {_at(f)}, in the output of module {_str(f, 'module')}"
     ),
+    # agreement with the baseline: tokens, top-1 and cosine
+    "quality.tokens-no-margins": Words(
+        says=lambda f: "no logits margins recorded: the differences are reported, not gated"
+    ),
+    "quality.tokens-near-ties": Words(
+        says=lambda f: "every difference is a near-tie flip (greedy decoding; not a fault)"
+    ),
+    "quality.tokens-flip": Words(
+        says=lambda f: (
+            f"{_int(f, 'flips')} token(s) differ where the baseline's top-2 margin is at least "
+            f"{_num(f, 'margin'):.3g}"
+        )
+    ),
+    "quality.top1-fails-early": Words(
+        says=lambda f: (
+            f"{_int(f, 'flips')} of {_int(f, 'decisive')} decisive rows flip: agreement at most "
+            f"{_num(f, 'bound'):.1%} (one-sided {_num(f, 'level'):.0%} bound), under "
+            f"{_num(f, 'threshold'):.0%}; failed before the {_int(f, 'required')} rows a pass needs"
+        )
+    ),
+    "quality.top1-not-decided": Words(
+        says=lambda f: (
+            f"not decided: {_int(f, 'decisive')} decisive rows, {_int(f, 'required')} needed to "
+            f"tell {_num(f, 'threshold'):.0%} from chance"
+        )
+    ),
+    "quality.one-class": Words(says=lambda f: "one class: nothing to rank"),
+    "quality.no-every-argmax": Words(
+        says=lambda f: "the sides recorded no comparable arg-max at every position"
+    ),
+    "quality.sketches-differ": Words(says=lambda f: "the sides' logits sketches differ in shape"),
+    "quality.cosine-read": Words(
+        says=lambda f: (
+            (
+                "exact"
+                if f.get("sketch") is None
+                else f"read from {_int(f, 'sketch')}-bucket sketches of each row"
+            )
+            + ("" if f.get("finite") else "; a row was not finite")
+        )
+    ),
+    # the quality section and its gate
+    "quality.one-side-only": Words(says=lambda f: "present on one side only"),
+    "quality.fp64-decides": Words(says=lambda f: "reported; the fp64 reference gates decide"),
+    "quality.outside": Words(says=lambda f: f"outside tolerance: {_names(f, 'failing')}"),
+    "quality.within": Words(
+        says=lambda f: (
+            "within tolerance"
+            + (
+                f"; not decided: {_undecided(f)} (the same outputs' error bounds decide)"
+                if f.get("undecided")
+                else ""
+            )
+        )
+    ),
+    "quality.not-decided": Words(
+        says=lambda f: f"not decided: {_undecided(f)}" if f.get("undecided") else "no gate decided"
+    ),
     # -- end of quality checks ----------------------------------------------------------------
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
@@ -490,6 +599,17 @@ METHODS: dict[str, str] = {
         f"optimisations ({', '.join(SPEED_FLAGS)}) where both sides report them; a setting "
         "neither records (CUDA graphs or fused attention inside a workload that does not "
         "report them) cannot be seen"
+    ),
+    "quality.direct": "target against baseline; tolerance from the lower precision of the two",
+    "quality.fp64-whole-run": (
+        "the whole run against an fp64 reference: losses step by step, outputs after "
+        "the run and at the first forward, gradients (k x the larger of the baseline's "
+        "and the expected-error run's error + tol/10, or allclose); tokens, top-1 and "
+        "cosine against the baseline; non-finite values"
+    ),
+    "quality.fp64-first-forward": (
+        "outputs and gradients against an fp64 reference (k x baseline error + tol/10, "
+        "or allclose); loss curve against the baseline"
     ),
     "compat.op-scan": (
         "each side's op scan (ops.json) after its timed steps, or after its failure; "
@@ -648,4 +768,98 @@ METHODS |= {
         "within it; that needs n >= ln(0.05)/ln(q) samples: 5 for p50, 29 for p90, 299 for "
         "p99; fewer samples fail as unproven"
     ),
+}
+
+
+def _fraction(name: str, fraction: float) -> str:
+    """``parameters 0.31% of production``, ``batch_size 1/32 of production``, ``2x``."""
+    if fraction == 1:
+        return f"{name} as in production"
+    if fraction > 1:
+        return f"{name} {fraction:.3g}x production"
+    ratio = Fraction(fraction).limit_denominator(64)
+    if ratio.numerator == 1 and abs(float(ratio) - fraction) < 1e-12:
+        return f"{name} 1/{ratio.denominator} of production"
+    return f"{name} {fraction * 100:.2g}% of production"
+
+
+def _shape_row(f: Figures) -> str:
+    """One dimension of the workload's shape against production (``ShapeRow.figures``)."""
+    name, shown, production = _str(f, "name"), _str(f, "measured"), f.get("production")
+    if name == PIPELINE:
+        if production is None:
+            return f"data pipeline {shown}"
+        verb = "measured" if f.get("within") else "not measured"
+        return f"data pipeline {verb} (production {production}, measured {shown})"
+    if name in SIZES:
+        if production is None:
+            return f"{name} {shown} (production not declared)"
+        if f.get("fraction") is None:
+            return f"{name}: production {production}, the workload reports none"
+        return _fraction(name, _num(f, "fraction"))
+    if production is None:
+        return f"{name} {shown}"
+    return (
+        f"{name} {shown}, as in production"
+        if f.get("within")
+        else (f"{name} {shown}, production {production}")
+    )
+
+
+def _rows(f: Figures) -> list[dict[str, Json]]:
+    rows = f.get("rows")
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def _shape(f: Figures) -> str:
+    """The workload's shape against production (``Representativeness.figures``)."""
+    rows = _rows(f)
+    if not f.get("declared"):
+        measured = ", ".join(f"{_str(r, 'name')} {_str(r, 'measured')}" for r in rows)
+        return f"measured shape: {measured}; not checked: no production shape declared"
+    if f.get("representative"):
+        return f"within {_num(f, 'factor'):g}x of production in every declared dimension"
+    off = [_shape_row(r) for r in rows if r.get("within") is False]
+    return "not representative: " + ", ".join(off)
+
+
+def shape_row(r: ShapeRow) -> str:
+    """One dimension of the shape (an older verdict's sentence as it was)."""
+    return r.text if r.text is not None else _shape_row(r.figures())
+
+
+def shape(r: Representativeness) -> str:
+    """The workload's shape against production (an older verdict's sentence as it was)."""
+    return r.summary if r.summary is not None else _shape(r.figures())
+
+
+#: how to check an item not yet proven, by the code the judge gives it
+HOWS: dict[str, str] = {
+    "shape.declare": (
+        "declare the production shape ([production] in the plan, or --production KEY=VALUE) "
+        f"and measure a workload within {SHAPE_FACTOR:g}x of it in every size"
+    ),
+}
+
+
+def how_to_check(code: str) -> str:
+    """How to check an unproven item, by its code (an older verdict's sentence as it is)."""
+    return HOWS.get(code, code)
+
+
+def unproven_evidence(u: UnprovenItem) -> str | None:
+    """What was found toward an unproven item (None: nothing)."""
+    if u.evidence is not None:
+        return u.evidence
+    return says(u.finding) if u.finding is not None else None
+
+
+def unproven_how(u: UnprovenItem) -> str:
+    """How to check an item still open, after what fell short where the judge found it."""
+    how = how_to_check(u.how_to_check)
+    return f"{says(u.finding)}; {how}" if u.finding is not None else how
+
+
+WORDS |= {
+    "shape.measured": Words(says=_shape),
 }
