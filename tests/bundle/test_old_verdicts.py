@@ -213,6 +213,36 @@ def test_the_quality_words_say_what_version_6_said() -> None:
     assert rules and rules == [c["rule"] for c in old["checks"] if c["kind"] == "trajectory"]
 
 
+@pytest.mark.parametrize(
+    ("old_name", "new_name"),
+    [
+        ("schema6-verdict-sentences", "bf16-localisation"),
+        ("schema6-verdict-fair-rules", "fair-rules"),
+    ],
+)
+def test_the_quality_gate_words_say_what_version_6_said(old_name: str, new_name: str) -> None:
+    """The quality gate, the gates not decided and the section's method said by code and
+    figures say, word for word, what version 6 said of the same comparison; version 6's
+    own sentences are read as they are."""
+    from parity.bundle.old_verdicts import current_verdict
+    from parity.model.codec import decode
+    from parity.model.verdict import Verdict
+    from parity.report import words
+
+    old = json.loads((GOLDEN / f"{old_name}.json").read_text())
+    now = decode(Verdict, json.loads((GOLDEN / f"verdict-{new_name}.json").read_text()))
+    then = decode(Verdict, current_verdict(Path(old_name), old))
+    for v in (now, then):
+        assert v.quality is not None
+        quality = next(g for g in v.gates if g.name == "quality")
+        assert words.gate(quality) == next(
+            g["detail"] for g in old["gates"] if g["name"] == "quality"
+        )
+        assert words.undecided(v.quality) == old["quality"]["undecided"]
+        assert words.method(v.quality.method) == old["quality"]["method"]
+    assert now.quality is not None and now.quality.method.startswith("quality.")
+
+
 def test_version_6_workload_shape_is_read_and_the_words_say_what_it_said(tmp_path: Path) -> None:
     """Version 6 said each dimension of the workload's shape, its summary and the
     representative-workload item in sentences; read back they say the same, and the

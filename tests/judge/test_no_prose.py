@@ -26,7 +26,6 @@ LEFT: dict[str, int] = {
     "localise.py": 4,
     "numerics.py": 7,
     "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
-    "verdict.py": 9,  # 8, and the --steps that decides a top-1 gate (cd00f1c): to convert
 }
 
 

@@ -452,8 +452,20 @@ def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> 
     top-1 gate over every prompt's positions is not decided, and says how many steps (its
     rows grow with them) would give the 299 decisive rows it needs; a gate whose rows do
     not grow with the steps (eval_logits) says only its count."""
-    from parity.judge.verdict import _undecided_label
-    from parity.model.quality import AgreementCheck
+    from parity.judge.verdict import _steps_to_decide
+    from parity.model.quality import AgreementCheck, Quality
+
+    def _undecided_label(check: AgreementCheck, steps: int | None = None) -> str:
+        more = _steps_to_decide(check, steps)
+        q = Quality(
+            tolerances={},
+            checks=(check,),
+            passed=False,
+            method="quality.direct",
+            undecided=(check.name,),
+            undecided_steps=(more,),
+        )
+        return words.undecided(q)[0]
 
     every = AgreementCheck(
         name="top-1 every position",

@@ -153,7 +153,7 @@ def _quality_count(q: Quality, g: Gate) -> str:
     said = f"quality {ok} of {len(gated)} gates within tolerance"
     if not g.passed:
         return f"{said}; {words.gate(g)}"
-    return f"{said}; not decided: {', '.join(q.undecided)}" if q.undecided else said
+    return f"{said}; not decided: {', '.join(words.undecided(q))}" if q.undecided else said
 
 
 def _first_divergence(v: Verdict) -> str:

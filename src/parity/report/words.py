@@ -31,7 +31,7 @@ from parity.model.fair import (
     SloCheck,
 )
 from parity.model.findings import Finding
-from parity.model.quality import TRAJECTORY_RULE, TrajectoryCheck
+from parity.model.quality import TRAJECTORY_RULE, Quality, TrajectoryCheck
 from parity.model.reports import CurveBest
 from parity.model.verdict import Gate, Sensitivity, UnprovenItem
 
@@ -383,6 +383,32 @@ def _at(f: Figures) -> str:
     return f"step {_int(f, 'step')}" if f.get("step") is not None else "after the steps (finish)"
 
 
+def undecided_label(f: Figures) -> str:
+    """A gate not decided, with its evidence: the decisive rows it had and needed, and the
+    ``--steps`` that would decide it where more steps would."""
+    if f.get("decisive") is None:
+        return _str(f, "name")
+    label = f"{_str(f, 'name')} ({_int(f, 'decisive')} decisive rows, {_int(f, 'required')} needed"
+    if f.get("steps"):
+        label += f": about --steps {_int(f, 'steps')} decides it"
+    return label + ")"
+
+
+def _undecided(f: Figures) -> str:
+    entries = f.get("undecided")
+    return ", ".join(
+        undecided_label(e)
+        for e in (entries if isinstance(entries, list) else ())
+        if isinstance(e, dict)
+    )
+
+
+def undecided(q: Quality) -> list[str]:
+    """The quality section's gates not decided, each with its evidence (an older
+    verdict's said it in the name)."""
+    return [undecided_label(e) for e in q.undecided_figures()]
+
+
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
     "speed.unreliable": Words(
@@ -529,6 +555,23 @@ WORDS: dict[str, Words] = {
             + ("" if f.get("finite") else "; a row was not finite")
         )
     ),
+    # the quality section and its gate
+    "quality.one-side-only": Words(says=lambda f: "present on one side only"),
+    "quality.fp64-decides": Words(says=lambda f: "reported; the fp64 reference gates decide"),
+    "quality.outside": Words(says=lambda f: f"outside tolerance: {_names(f, 'failing')}"),
+    "quality.within": Words(
+        says=lambda f: (
+            "within tolerance"
+            + (
+                f"; not decided: {_undecided(f)} (the same outputs' error bounds decide)"
+                if f.get("undecided")
+                else ""
+            )
+        )
+    ),
+    "quality.not-decided": Words(
+        says=lambda f: f"not decided: {_undecided(f)}" if f.get("undecided") else "no gate decided"
+    ),
     # -- end of quality checks ----------------------------------------------------------------
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
@@ -559,6 +602,17 @@ METHODS: dict[str, str] = {
         f"optimisations ({', '.join(SPEED_FLAGS)}) where both sides report them; a setting "
         "neither records (CUDA graphs or fused attention inside a workload that does not "
         "report them) cannot be seen"
+    ),
+    "quality.direct": "target against baseline; tolerance from the lower precision of the two",
+    "quality.fp64-whole-run": (
+        "the whole run against an fp64 reference: losses step by step, outputs after "
+        "the run and at the first forward, gradients (k x the larger of the baseline's "
+        "and the expected-error run's error + tol/10, or allclose); tokens, top-1 and "
+        "cosine against the baseline; non-finite values"
+    ),
+    "quality.fp64-first-forward": (
+        "outputs and gradients against an fp64 reference (k x baseline error + tol/10, "
+        "or allclose); loss curve against the baseline"
     ),
     "compat.op-scan": (
         "each side's op scan (ops.json) after its timed steps, or after its failure; "
