@@ -845,6 +845,61 @@ HOWS: dict[str, str] = {
 }
 
 
+# -- the unproven items a comparison lists (judge/decision.py) --------------------------------
+HOWS |= {
+    "unproven.rollback": "train on the target, checkpoint, resume on the baseline, and compare",
+    "unproven.soak": "a soak run of hours at production load: latency drift, memory growth",
+    "unproven.recovery": "kill a target run, resume from its checkpoint, compare the curve",
+    "unproven.scaling": "the same workload on 1, 2, 4, ... devices: efficiency",
+    "unproven.data-pipeline": (
+        "the production data loader and preprocessing, not frozen data: a workload's "
+        "make_loader, or a script's DataLoader, measured on both sides"
+    ),
+}
+WORDS |= {
+    "unproven.pipeline-measured": Words(
+        says=lambda f: (
+            "measured on both sides: " + "; ".join(f"{role} {reason}" for role, reason in f.items())
+        )
+    ),
+    "decision.settings-changed": Words(
+        says=lambda f: (
+            "the workload changed torch's settings: "
+            + "; ".join(_setting_judged(s) for s in _items(f, "settings"))
+        )
+    ),
+}
+
+
+def _items(f: Figures, key: str) -> list[Figures]:
+    value = f.get(key)
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def _setting_judged(f: Figures) -> str:
+    """A torch setting the workload changed, as each side's timed steps ran it."""
+    if f.get("unfair"):
+        how = "a side computed in another precision than it declared: fails"
+    elif f.get("alike"):
+        how = "the same on both sides: reported, not failed"
+    elif f.get("breaks_contract"):
+        how = "differs between the sides and changes what they compute in: fails"
+    else:
+        how = "differs between the sides: changes the figures"
+    ran = f.get("ran")
+    values = ran.items() if isinstance(ran, dict) else ()
+    said = ", ".join(
+        f"{role} {' or '.join(map(str, v if isinstance(v, list) else [])) or 'unknown'}"
+        for role, v in values
+    )
+    return (
+        f"{_str(f, 'setting')} was {_str(f, 'before')} at set-up, in the timed steps {said} ({how})"
+    )
+
+
+# -- end of the unproven items and the settings gate --------------------------------------------
+
+
 def how_to_check(code: str) -> str:
     """How to check an unproven item, by its code (an older verdict's sentence as it is)."""
     return HOWS.get(code, code)
