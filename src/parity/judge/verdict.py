@@ -17,7 +17,6 @@ same verdict as ``parity compare`` did.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from parity.arrays import floating
@@ -237,9 +236,7 @@ def quality_section(
     return Quality(
         tolerances=quality.tolerances(first_a.side, first_b.side),
         checks=tuple(checks),
-        passed=bool(gated)
-        and all(c.passed is not False for c in gated)
-        and all(_covered(c, checks) for c in undecided),
+        passed=bool(gated) and all(c.passed is True for c in gated),
         undecided=tuple(_undecided_label(c, steps) for c in undecided),
         method=method,
         convergence=ByRole(
@@ -252,34 +249,26 @@ def quality_section(
     )
 
 
-def _covered(check: QualityCheck, checks: Sequence[QualityCheck]) -> bool:
-    """A gate that is not decided is never a pass; the quality verdict may pass beside it
-    only where a decided error bound on the same output passed (its fp64 gate, or the
-    direct check where no reference decides): ``top-1 eval_logits`` beside ``eval_logits
-    against fp64``. The not-decided gate is named on the quality line either way."""
-    output = check.output if isinstance(check, AgreementCheck) else None
-    names = {f"{output} against fp64", f"output {output}"}
-    return output is not None and any(
-        c.gated and c.passed is True and c.kind in ("fp64", "output") and c.name in names
-        for c in checks
-    )
-
-
 #: the margin on the steps asked for: decisive rows are a share of rows that a run of
 #: other prompts reads a little differently
 MORE_STEPS_MARGIN = 1.2
 
 
 def _undecided_label(check: QualityCheck, steps: int | None = None) -> str:
-    """A gate not decided, with its evidence; for a gate over every prompt's rows (they
-    grow with ``--steps``), the ``--steps`` that would give the rows it needs at the share
-    of decisive rows this run had."""
+    """A gate not decided, with its evidence and what settles it, at the share of
+    decisive rows this run had: for a gate over every prompt's rows (they grow with
+    ``--steps``), the ``--steps`` that would give the rows it needs; for one output's
+    rows, how many rows that output needs."""
     if not isinstance(check, AgreementCheck) or check.decisive is None:
         return check.name
     label = f"{check.name} ({check.decisive} decisive rows, {check.required} needed"
-    if check.output == EVERY_TOP1 and steps and check.decisive and check.required:
-        more = math.ceil(steps * check.required / check.decisive * MORE_STEPS_MARGIN)
-        label += f": about --steps {more} decides it"
+    if not (check.decisive and check.required):
+        return label + ")"
+    scale = check.required / check.decisive * MORE_STEPS_MARGIN
+    if check.output == EVERY_TOP1 and steps:
+        label += f": about --steps {math.ceil(steps * scale)} decides it"
+    elif check.output and check.output != EVERY_TOP1 and check.rows:
+        label += f": about {math.ceil(check.rows * scale)} rows of {check.output} decide it"
     return label + ")"
 
 
@@ -289,8 +278,7 @@ def quality_gate(qual: Quality) -> Gate:
     if qual.failing:
         detail = f"outside tolerance: {', '.join(qual.failing)}"
     elif qual.passed:
-        beside = f"; {undecided} (the same outputs' error bounds decide)" if undecided else ""
-        detail = "within tolerance" + beside
+        detail = "within tolerance"
     else:
         detail = undecided or "no gate decided"
     decided = None if qual.passed or qual.failing else False

@@ -81,6 +81,12 @@ class RunNumerics:
         return self.kinds.get(name) or output_kind(name, self.outputs[name])
 
 
+#: the rows a built-in's evaluation output covers where its data holds them: a top-1
+#: gate decides on 299 decisive rows (``parity.judge.agreement.required_rows`` at 99%),
+#: and rows whose top-2 margin is a near-tie do not count
+EVAL_ROWS = 512
+
+
 class StepRunner(ABC):
     """Runs the workload's unit of work on one side."""
 

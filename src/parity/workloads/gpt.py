@@ -197,7 +197,7 @@ class GptTrain(Workload):
             return F.cross_entropy(logits.reshape(-1, VOCAB), batch[:, 1:].reshape(-1))
 
         return TrainRunner(
-            model, ctx, loss_fn=loss_fn, eval_fn=lambda m: m(eval_tokens[:1, :-1]), lr=3e-4
+            model, ctx, loss_fn=loss_fn, eval_fn=lambda m: m(eval_tokens[:, :-1]), lr=3e-4
         )
 
     def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
