@@ -32,7 +32,6 @@ absolute logit (the precision's relative rounding).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -53,6 +52,7 @@ from parity.model.numerics import (
 )
 from parity.model.quality import AgreementCheck, Divergence, QualityCheck, TokensCheck
 from parity.sketch import DIMS, cosine
+from parity.stats import proportion
 from parity.stats.proportion import upper_bound
 
 #: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
@@ -62,12 +62,9 @@ COVERED = frozenset({"tokens", "final_tokens", "prefill_logits", "final_prefill_
 
 
 def required_rows(minimum: float, alpha: float = ALPHA) -> int:
-    """The fewest decisive rows that can tell ``minimum`` from chance: ``n`` rows that all
-    agree put the one-sided Clopper-Pearson lower bound at ``alpha ** (1 / n)``, above
-    ``minimum`` once ``n > ln(alpha) / ln(minimum)`` (299 rows for 99%, 59 for 95%)."""
-    if minimum <= 0 or minimum >= 1:
-        return 1  # nothing to tell from chance, or only "every row" can meet it
-    return math.floor(math.log(alpha) / math.log(minimum)) + 1
+    """The fewest decisive rows that can tell ``minimum`` from chance
+    (:func:`parity.stats.proportion.required_rows`: 299 rows for 99%, 59 for 95%)."""
+    return proportion.required_rows(minimum, alpha)
 
 
 def _kind(bundle: Bundle, name: str, tensor: Array) -> OutputKind:

@@ -283,6 +283,21 @@ class GenerateLoop(StepRunner):
         forcing); None where the model has no such pass (an encoder-decoder)."""
         return None
 
+    def position_logits(
+        self, sequence: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if sequence is None:
+            prompt = batches(self.prompts, 0)
+            tokens, _, _ = self.replay(0)
+            sequence = torch.cat([prompt, tokens[:, :-1].to(prompt.device)], dim=1)
+        with torch.inference_mode(), self.ctx.autocast():
+            logits = self.score(sequence.to(self.ctx.device))
+        return None if logits is None else (sequence, logits.detach().double().cpu())
+
+    @property
+    def prompt_batches(self) -> int:
+        return int(self.prompts.shape[0])
+
     def replay(self, i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Batch ``i`` decoded once more while recording: (tokens, prefill logits, each
         generated position's top-2 margin)."""
