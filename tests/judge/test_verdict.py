@@ -268,7 +268,7 @@ def test_a_nan_loss_fails_quality_naming_its_step_and_module() -> None:
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
     assert (check.side, check.step, check.module, check.what) == ("target", 2, "body.2", "loss")
     assert "non-finite values (target)" in v.quality.failing
-    assert "step 2, in the output of module body.2" in (check.detail or "")
+    assert "step 2, in the output of module body.2" in (words.detail(check) or "")
 
 
 def test_a_nan_output_without_a_replay_says_the_module_is_unknown() -> None:
@@ -278,7 +278,7 @@ def test_a_nan_output_without_a_replay_says_the_module_is_unknown() -> None:
     assert v.quality is not None and not v.quality.passed
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
     assert check.side == "baseline" and check.what == "output logits" and check.module is None
-    assert "module is unknown" in (check.detail or "")
+    assert "module is unknown" in (words.detail(check) or "")
 
 
 def _generating(path: Path, ttft_ms: float, steps: int) -> Bundle:
@@ -338,7 +338,7 @@ def test_a_shorter_timing_process_is_compared_on_the_steps_it_ran() -> None:
     )
     found = determinism(side)
     assert found.checked and found.bitwise_equal and found.max_abs_loss_diff == 0.0
-    assert found.detail is not None and "first 12 steps" in found.detail
+    assert "first 12 steps" in (words.detail(found) or "")
 
 
 def _outputs(path: Path, tensors: dict[str, torch.Tensor]) -> Bundle:
@@ -358,7 +358,7 @@ def test_a_timing_process_is_compared_on_the_outputs_it_hands_over() -> None:
     quality_run = _outputs(ROOT / "gen" / "r00", {**first, "final_tokens": first["tokens"]})
     found = determinism((quality_run, _outputs(ROOT / "gen" / "r01", dict(first))))
     assert found.checked and found.bitwise_equal
-    assert found.detail is not None and "prefill_logits, tokens" in found.detail
+    assert "prefill_logits, tokens" in (words.detail(found) or "")
     moved = {**first, "prefill_logits": first["prefill_logits"] + 0.5}
     found = determinism((quality_run, _outputs(ROOT / "gen" / "r01", moved)))
     assert not found.bitwise_equal and found.max_abs_output_diff == pytest.approx(0.5)
@@ -453,9 +453,21 @@ def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> 
     """A 135M checkpoint at its default 5 steps gave about 45% of its rows decisive: the
     top-1 gate over every prompt's positions is not decided, and says how many steps (its
     rows grow with them) would give the 299 decisive rows it needs; a gate whose rows do
-    not grow with the steps (eval_logits) says how many rows of that output would."""
-    from parity.judge.verdict import _undecided_label
-    from parity.model.quality import AgreementCheck
+    not grow with the steps (eval_logits) says only its count."""
+    from parity.judge.verdict import _steps_to_decide
+    from parity.model.quality import AgreementCheck, Quality
+
+    def _undecided_label(check: AgreementCheck, steps: int | None = None) -> str:
+        more = _steps_to_decide(check, steps)
+        q = Quality(
+            tolerances={},
+            checks=(check,),
+            passed=False,
+            method="quality.direct",
+            undecided=(check.name,),
+            undecided_steps=(more,),
+        )
+        return words.undecided(q)[0]
 
     every = AgreementCheck(
         name="top-1 every position",
@@ -470,7 +482,5 @@ def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> 
         "top-1 every position (140 decisive rows, 299 needed: about --steps 13 decides it)"
     )
     assert _undecided_label(every) == "top-1 every position (140 decisive rows, 299 needed)"
-    evals = replace(every, name="top-1 eval_logits", output="eval_logits", decisive=4, rows=4)
-    assert _undecided_label(evals, 5) == (
-        "top-1 eval_logits (4 decisive rows, 299 needed: about 359 rows of eval_logits decide it)"
-    )
+    evals = replace(every, name="top-1 eval_logits", output="eval_logits", decisive=4)
+    assert _undecided_label(evals, 5) == "top-1 eval_logits (4 decisive rows, 299 needed)"

@@ -26,7 +26,7 @@ from parity.bundle import (
 )
 from parity.comparison import Comparison
 from parity.errors import OptionError, ResumeError, UsageError
-from parity.measure import decisive
+from parity.measure import budget, decisive
 from parity.measure import estimate as estimates
 from parity.measure.beside import compliance_runs, copy_bundle, expected_run, fp64_reference
 from parity.measure.orchestrate import (
@@ -42,7 +42,7 @@ from parity.measure.resumable import check_resumable, says_how_to_resume
 from parity.measure.stopping import adaptive_stop, timing_plan
 from parity.model.bundle import Bundle
 from parity.model.estimate import Estimate
-from parity.model.job import Job
+from parity.model.job import Job, JobPlan, ScanPlan, TimingPlan
 from parity.model.numerics import EVERY_TOKENS
 from parity.model.side import MeasurePlan, Stop
 from parity.model.spec import SideSpec
@@ -142,16 +142,12 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Ran:
         if request.script:
             template, command = _script_template(request.script, request.timeout_s)
             plan = command.plan(request.side)
-            job = template.job("run", request.side, mode="script", script=plan)
+            job = template.job("run", request.side, plan)
         else:
             template = _prepare(request, launcher, timeout_s=request.timeout_s)
-            job = template.job(
-                request.mode,
-                request.side,
-                mode=request.job_mode,
-                capture=request.mode == "run",  # the numerics probe, for a later diff
-                torchrun=request.torchrun,
-            )
+            # a run captures the numerics probe, for a later diff
+            kept: JobPlan = TimingPlan(capture=True) if request.mode == "run" else ScanPlan()
+            job = template.job(request.mode, request.side, kept, torchrun=request.torchrun)
         if out.is_dir():
             out.rmdir()
         with Orchestrator(out=out, progress=progress, launcher=launcher, placed=placed) as orch:
@@ -387,17 +383,8 @@ def _measure(
         skip = estimates.skipped(estimate, role) if k == 0 else None
         # the target's quality run scores the baseline's tokens too (it runs second)
         forced = forced_tokens(orch.measured) if role == "target" and k == 0 else None
-        return template.job(
-            role,
-            sides[role],
-            repeat=k,
-            capture=k == 0,
-            torchrun=plan.torchrun,
-            steps=steps,
-            cut=cut,
-            skip=skip,
-            forced=forced,
-        )
+        timed = TimingPlan(capture=k == 0, steps=steps, cut=cut, skip=skip, forced=forced)
+        return template.job(role, sides[role], timed, repeat=k, torchrun=plan.torchrun)
 
     stop = orch.rounds(
         job,
@@ -444,7 +431,7 @@ def _compliance_fits(orch: Orchestrator, plan: MeasurePlan) -> bool:
     ``--repeats``, which fixes the work instead of the time)."""
     if plan.repeats is not None or orch.tally is None:
         return True
-    return orch.elapsed_s() + 2 * orch.tally.next_run_s("target") <= plan.budget_s
+    return budget.fits(orch.elapsed_s(), 2 * orch.tally.next_run_s("target"), plan.budget_s)
 
 
 def _compare_script(
@@ -467,9 +454,7 @@ def _compare_script(
     sides = {"baseline": request.baseline, "target": request.target}
     with locked(out), Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
         stop = orch.rounds(
-            lambda role, k: template.job(
-                role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
-            ),
+            lambda role, k: template.job(role, sides[role], command.plan(sides[role]), repeat=k),
             plan,
             adaptive_stop(plan, asked=request.measure.repeats is not None),
         )

@@ -102,11 +102,21 @@ class Estimate:
     processes: int
     #: the budget that holds three processes a side with every phase (the figure to ask for)
     full_budget_s: float
+    #: what the rounds after the planned processes are expected to add: without fixed
+    #: ``--repeats`` they go on until the interval reaches the precision or the budget is
+    #: spent, which on a noisy host is most of the budget
+    rounds_s: float = 0.0
 
     @property
     def planned_s(self) -> float:
         """Seconds of what still runs (phases not cut, not estimated counted as 0)."""
         return sum(p.seconds or 0.0 for p in self.phases if p.cut is None)
+
+    @property
+    def expected_s(self) -> float:
+        """Seconds the comparison is expected to take after its first line: the planned
+        phases and the rounds the budget leaves room for."""
+        return self.planned_s + self.rounds_s
 
     @property
     def cuts(self) -> tuple[PhaseCost, ...]:

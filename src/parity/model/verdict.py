@@ -67,6 +67,9 @@ class SideInfo:
     generation: Generation | None
     inference: Inference | None
     noise_warnings: tuple[str, ...] = ()
+    #: the repeat the noise warnings come from, the noisiest of several (an older
+    #: verdict's warnings name it themselves)
+    noisiest: str | None = omit_none()
     #: a workload fed by a data loader: its input side, pooled over the ok repeats
     input_pipeline: InputPipeline | None = omit_none()
     #: the cluster node the side ran on (``--cluster``)
@@ -400,10 +403,16 @@ class Contract:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UnprovenItem:
+    """An item a migration must still prove: ``evidence`` (a sentence, from a check or an
+    older verdict) or ``finding`` (the judge's, in figures) says what was found toward it;
+    ``how_to_check`` is a code ``parity.report.words.how_to_check`` says (a sentence in an
+    older verdict)."""
+
     item: str
     checked: bool
     evidence: str | None
     how_to_check: str
+    finding: Finding | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -423,8 +432,14 @@ WORKLOAD_GATE = "the workload runs"
 #: result, why there is no cost verdict, a cost's basis and why no module is named as
 #: findings where 3 said sentences; 5 the tuning label (a finding) and each setting's
 #: effect (said from the side that has it); verdicts of versions 1 to 4 are still read
-#: (``parity.bundle.read_verdict``); 6 lets a quality check carry a finding
-VERDICT_SCHEMA = 6
+#: (``parity.bundle.read_verdict``); 6 lets a quality check carry a finding; 7 a side's
+#: determinism too, the loss trajectory's drift (a finding) and rule (a code), the
+#: quality gate (a finding), method (a code) and gates not decided (by name, with the
+#: steps that decide them), the noisiest repeat apart from its warnings, and says
+#: the latency limits, the workload's shape, the fit at production size and the numerics'
+#: reference notes by figures and codes (version 6's sentences, in ``detail``,
+#: ``drift_reason``, ``rule`` and the like, are read as they are)
+VERDICT_SCHEMA = 7
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

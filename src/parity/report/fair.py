@@ -75,14 +75,14 @@ def shape(v: Verdict) -> Section | None:
     if r is None:
         return None
     tone: Tone = "good" if r.representative else "warn"
-    parts: list[Part] = [Sentence(text=r.summary, tone=tone, brief=r.declared)]
+    parts: list[Part] = [Sentence(text=words.shape(r), tone=tone, brief=r.declared)]
     if r.declared:
         parts.append(
             table(
                 [("", "text"), ("measured", "number"), ("production", "number"), ("", "text")],
                 [
                     Row(
-                        cells=(x.name, x.measured, x.production or fmt.DASH, x.text),
+                        cells=(x.name, x.measured, x.production or fmt.DASH, words.shape_row(x)),
                         highlight=x.within is False,
                     )
                     for x in r.rows
@@ -200,12 +200,17 @@ def slo(v: Verdict) -> Section | None:
     ]
     parts += [
         Sentence(
-            text=f"target {c.detail}", tone="good" if c.status == "pass" else "bad", brief=True
+            text=f"target {words.slo_check(c)}",
+            tone="good" if c.status == "pass" else "bad",
+            brief=True,
         )
         for c in s.sides.target.checks
     ]
-    parts += [Sentence(text=f"baseline {c.detail}", tone="muted") for c in s.sides.baseline.checks]
-    parts.append(Sentence(text=f"rule: {s.rule}", tone="muted"))
+    parts += [
+        Sentence(text=f"baseline {words.slo_check(c)}", tone="muted")
+        for c in s.sides.baseline.checks
+    ]
+    parts.append(Sentence(text=f"rule: {words.method(s.rule)}", tone="muted"))
     return Section(
         key="slo", title="Latency limits", result=fmt.result_of(s.passed), parts=tuple(parts)
     )
