@@ -453,7 +453,7 @@ def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> 
     """A 135M checkpoint at its default 5 steps gave about 45% of its rows decisive: the
     top-1 gate over every prompt's positions is not decided, and says how many steps (its
     rows grow with them) would give the 299 decisive rows it needs; a gate whose rows do
-    not grow with the steps (eval_logits) says only its count."""
+    not grow with the steps (eval_logits) says that more of its rows decide it."""
     from parity.judge.verdict import _steps_to_decide
     from parity.model.quality import AgreementCheck, Quality
 
@@ -483,4 +483,6 @@ def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> 
     )
     assert _undecided_label(every) == "top-1 every position (140 decisive rows, 299 needed)"
     evals = replace(every, name="top-1 eval_logits", output="eval_logits", decisive=4)
-    assert _undecided_label(evals, 5) == "top-1 eval_logits (4 decisive rows, 299 needed)"
+    assert _undecided_label(evals, 5) == (
+        "top-1 eval_logits (4 decisive rows, 299 needed: eval_logits over more rows decides it)"
+    )
