@@ -81,9 +81,10 @@ def test_a_loader_on_both_sides_ticks_the_data_pipeline_and_names_the_input_boun
     a, b = v.sides.baseline.input_pipeline, v.sides.target.input_pipeline
     assert a is not None and not a.input_bound and b is not None and b.input_bound
     item = next(u for u in v.unproven if u.item == "the real data pipeline")
-    assert item.checked and item.evidence is not None
-    assert item.evidence.startswith("measured on both sides: baseline not input-bound")
-    assert "target input-bound: 83%" in item.evidence
+    evidence = words.unproven_evidence(item)
+    assert item.checked and evidence is not None
+    assert evidence.startswith("measured on both sides: baseline not input-bound")
+    assert "target input-bound: 83%" in evidence
     # one side without a loader: measured there only, so the item stays open
     v = judge(side(ROOT / "c"), side(ROOT / "d", fed=fed(0.030, 0.006)))
     item = next(u for u in v.unproven if u.item == "the real data pipeline")

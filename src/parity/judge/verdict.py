@@ -372,7 +372,7 @@ def judge(
         # first ok bundle per side, else its failed one (which may hold a failure scan)
         compatibility=compat.compatibility(first_a, first_b),
         contract=decision.contract(first_a, first_b, fair, changes),
-        unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
+        unproven=decision.unproven(inputs.checked, sides),
         operational=decision.operational(inputs.operational),
     )
     settings = decision.settings_gate({"baseline": baseline.repeats, "target": target.repeats})

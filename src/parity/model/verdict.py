@@ -401,6 +401,32 @@ class Contract:
     note: str | None = omit_none()
 
 
+#: the not-yet-proven item a comparison ticks itself when both sides measured their loader
+DATA_PIPELINE = "the real data pipeline"
+#: what a migration must still prove, by item, and the code of how to check it
+#: (``parity.report.words.how_to_check``)
+UNPROVEN_ITEMS = (
+    ("rollback path", "unproven.rollback"),
+    ("sustained load", "unproven.soak"),
+    ("failure recovery", "unproven.recovery"),
+    ("multi-device scaling", "unproven.scaling"),
+    (DATA_PIPELINE, "unproven.data-pipeline"),
+)
+#: the operational checklist: each answer's key (``[operational]`` in the plan), by item
+OPERATIONAL_ITEMS = {
+    "instance_availability": "instance availability",
+    "quotas": "quotas",
+    "storage_and_data_movement": "storage and data movement",
+    "monitoring": "monitoring",
+    "deployment_tooling": "deployment tooling",
+}
+#: device flags that change what runs (its timing, its fusion), by the setting they show
+#: as among the configuration differences
+BEHAVIOUR_FLAGS = {"launch_blocking": "NEURON_LAUNCH_BLOCKING (as after import torch)"}
+#: the gate on the torch settings a workload's code changed after set-up
+SETTINGS_GATE = "settings as set up"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UnprovenItem:
     """An item a migration must still prove: ``evidence`` (a sentence, from a check or an
