@@ -391,6 +391,8 @@ def undecided_label(f: Figures) -> str:
     label = f"{_str(f, 'name')} ({_int(f, 'decisive')} decisive rows, {_int(f, 'required')} needed"
     if f.get("steps"):
         label += f": about --steps {_int(f, 'steps')} decides it"
+    elif f.get("output"):
+        label += f": {_str(f, 'output')} over more rows decides it"
     return label + ")"
 
 
