@@ -211,3 +211,100 @@ def test_the_quality_words_say_what_version_6_said() -> None:
     assert words.method(now.method) == old["method"]
     rules = [words.trajectory_rule(c) for c in now.checks if isinstance(c, TrajectoryCheck)]
     assert rules and rules == [c["rule"] for c in old["checks"] if c["kind"] == "trajectory"]
+
+
+@pytest.mark.parametrize(
+    ("old_name", "new_name"),
+    [
+        ("schema6-verdict-sentences", "bf16-localisation"),
+        ("schema6-verdict-fair-rules", "fair-rules"),
+    ],
+)
+def test_the_quality_gate_words_say_what_version_6_said(old_name: str, new_name: str) -> None:
+    """The quality gate, the gates not decided and the section's method said by code and
+    figures say, word for word, what version 6 said of the same comparison; version 6's
+    own sentences are read as they are."""
+    from parity.bundle.old_verdicts import current_verdict
+    from parity.model.codec import decode
+    from parity.model.verdict import Verdict
+    from parity.report import words
+
+    old = json.loads((GOLDEN / f"{old_name}.json").read_text())
+    now = decode(Verdict, json.loads((GOLDEN / f"verdict-{new_name}.json").read_text()))
+    then = decode(Verdict, current_verdict(Path(old_name), old))
+    for v in (now, then):
+        assert v.quality is not None
+        quality = next(g for g in v.gates if g.name == "quality")
+        assert words.gate(quality) == next(
+            g["detail"] for g in old["gates"] if g["name"] == "quality"
+        )
+        assert words.undecided(v.quality) == old["quality"]["undecided"]
+        assert words.method(v.quality.method) == old["quality"]["method"]
+    assert now.quality is not None and now.quality.method.startswith("quality.")
+
+
+def test_version_6_workload_shape_is_read_and_the_words_say_what_it_said(tmp_path: Path) -> None:
+    """Version 6 said each dimension of the workload's shape, its summary and the
+    representative-workload item in sentences; read back they say the same, and the
+    judge's figures and codes today say them word for word."""
+    from parity.report import words
+
+    old, read, now = _schema6(tmp_path, "fair-rules")
+    was = old["representativeness"]
+    for v in (read, now):
+        r = v.representativeness
+        assert r is not None
+        assert [words.shape_row(x) for x in r.rows] == [x["text"] for x in was["rows"]]
+        assert words.shape(r) == was["summary"]
+        # what the view shows: a checked item's evidence, an open one's how to check it
+        shown = [
+            (u.item, words.unproven_evidence(u) if u.checked else words.unproven_how(u))
+            for u in v.unproven
+        ]
+        was_shown = [
+            (u["item"], u["evidence"] if u["checked"] else u["how_to_check"])
+            for u in old["unproven"]
+        ]
+        assert shown == was_shown
+    r = now.representativeness
+    assert r is not None and r.summary is None and all(x.text is None for x in r.rows)
+
+
+def test_version_6_fit_is_read_and_the_words_say_what_it_said(tmp_path: Path) -> None:
+    """Version 6 said how each part of a projected peak was made, each side's fit and the
+    method in sentences; read back they say the same, and the judge's figures and codes
+    today say them word for word."""
+    from parity.report import words
+
+    old, read, now = _schema6(tmp_path, "fair-rules")
+    was = old["fit"]
+    for v in (read, now):
+        f = v.fit
+        assert f is not None and f.sides is not None
+        assert words.method(f.method) == was["method"]
+        for role, side in f.sides.items():
+            assert words.fit(side) == was["sides"][role]["summary"]
+            said = [p["how"] for p in was["sides"][role]["parts"]]
+            assert [words.part_how(p) for p in side.parts] == said
+    assert now.fit is not None and now.fit.sides is not None
+    assert now.fit.sides.target.summary is None and now.fit.sides.target.parts[0].how is None
+
+
+def test_a_fit_not_projected_says_why_as_version_6_did(tmp_path: Path) -> None:
+    """Version 6 said why a fit was not projected in a sentence: read as it was; the
+    judge's code today says it word for word."""
+    from parity.bundle import read_verdict
+    from parity.judge.fit import judge_fit
+    from parity.model.roles import ByRole
+    from parity.report import words
+
+    old, _, now = _schema6(tmp_path, "fair-rules")
+    was = {**old, "fit": {"available": False, "method": old["fit"]["method"], "reason": "r"}}
+    (tmp_path / "verdict.json").write_text(json.dumps(was))
+    read, _ = read_verdict(tmp_path)
+    assert read.fit is not None and words.fit_reason(read.fit) == "r"
+    fit = judge_fit(now.workload.description, None, ByRole(baseline=None, target=None))
+    assert words.fit_reason(fit) == (
+        "no production shape declared ([production] in the plan, --production): fit at "
+        "production size not checked"
+    )

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from parity.model.codec import omit_none
+from parity.model.codec import Json, omit_none
 from parity.model.findings import Finding
 from parity.model.numerics import OutputKind
 from parity.model.roles import ByRole, Role
@@ -308,8 +308,27 @@ class Quality:
     convergence: ByRole[Convergence] | None = omit_none()
     determinism: ByRole[Determinism] | None = omit_none()
 
-    #: gated checks that are not decided (too little evidence): never a pass
+    #: gated checks that are not decided (too little evidence): never a pass, by name (an
+    #: older verdict's: with their evidence in words)
     undecided: tuple[str, ...] = ()
+    #: for each, the ``--steps`` that would decide it, where its rows grow with the steps
+    undecided_steps: tuple[int | None, ...] | None = omit_none()
+
+    def undecided_figures(self) -> list[dict[str, Json]]:
+        """Each gate not decided, by name, with the decisive rows it had and needed, and
+        the ``--steps`` that would decide it where more steps would."""
+        by_name = {c.name: c for c in self.checks}
+        steps = self.undecided_steps or (None,) * len(self.undecided)
+        out: list[dict[str, Json]] = []
+        for name, more in zip(self.undecided, steps, strict=False):
+            check = by_name.get(name)
+            entry: dict[str, Json] = {"name": name}
+            if isinstance(check, AgreementCheck) and check.decisive is not None:
+                entry.update(decisive=check.decisive, required=check.required, steps=more)
+                if more is None and check.output and not check.output.startswith("every_"):
+                    entry["output"] = check.output  # one output's rows: more of them decide
+            out.append(entry)
+        return out
 
     @property
     def failing(self) -> tuple[str, ...]:

@@ -274,7 +274,7 @@ def quality(v: Verdict) -> Section | None:
         said = words.says(n.not_localised)
         parts.append(Sentence(text=f"localisation: {said}", tone="warn", brief=True))
     if q.undecided:
-        parts.append(Sentence(text=f"not decided: {', '.join(q.undecided)}", tone="warn"))
+        parts.append(Sentence(text=f"not decided: {', '.join(words.undecided(q))}", tone="warn"))
     return Section(
         key="quality",
         title="Quality: the target against the baseline",
