@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from parity.judge import decision
 from parity.judge.fit import Measured, judge_fit
 from parity.judge.representative import FROZEN, HOW, ITEM, UNSEEN, judge_representative
 from parity.judge.slo import judge_slo
@@ -16,7 +15,7 @@ from parity.model.fair import DeviceMemory, Fit, Representativeness, Slo
 from parity.model.findings import Finding
 from parity.model.manifest import FlagValue
 from parity.model.roles import ByRole
-from parity.model.verdict import Gate, JudgeInputs, UnprovenItem, Verdict
+from parity.model.verdict import DATA_PIPELINE, Gate, JudgeInputs, UnprovenItem, Verdict
 
 
 def device_memory(bundle: Bundle) -> DeviceMemory | None:
@@ -95,7 +94,7 @@ def apply_rules(
         batch=description.batch_size,
         intended=inputs.tuning_intended,
     )
-    fed = decision.DATA_PIPELINE in inputs.checked or all(
+    fed = DATA_PIPELINE in inputs.checked or all(
         info.input_pipeline is not None for _, info in verdict.sides.items()
     )
     shape = judge_representative(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from parity.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from parity.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 from parity.model.codec import Json, omit_none
 from parity.model.fair import Fit, Representativeness, Slo, Tuning
 from parity.model.findings import Finding
@@ -401,6 +401,32 @@ class Contract:
     note: str | None = omit_none()
 
 
+#: the not-yet-proven item a comparison ticks itself when both sides measured their loader
+DATA_PIPELINE = "the real data pipeline"
+#: what a migration must still prove, by item, and the code of how to check it
+#: (``parity.report.words.how_to_check``)
+UNPROVEN_ITEMS = (
+    ("rollback path", "unproven.rollback"),
+    ("sustained load", "unproven.soak"),
+    ("failure recovery", "unproven.recovery"),
+    ("multi-device scaling", "unproven.scaling"),
+    (DATA_PIPELINE, "unproven.data-pipeline"),
+)
+#: the operational checklist: each answer's key (``[operational]`` in the plan), by item
+OPERATIONAL_ITEMS = {
+    "instance_availability": "instance availability",
+    "quotas": "quotas",
+    "storage_and_data_movement": "storage and data movement",
+    "monitoring": "monitoring",
+    "deployment_tooling": "deployment tooling",
+}
+#: device flags that change what runs (its timing, its fusion), by the setting they show
+#: as among the configuration differences
+BEHAVIOUR_FLAGS = {"launch_blocking": "NEURON_LAUNCH_BLOCKING (as after import torch)"}
+#: the gate on the torch settings a workload's code changed after set-up
+SETTINGS_GATE = "settings as set up"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UnprovenItem:
     """An item a migration must still prove: ``evidence`` (a sentence, from a check or an
@@ -492,5 +518,15 @@ class Verdict:
         passed = all(g.passed for g in self.gates)
         object.__setattr__(self, "passed", passed)
         own = any(g.name == WORKLOAD_GATE and not g.passed for g in self.gates)
-        code = EXIT_OK if passed else EXIT_USAGE if own else EXIT_FAIL
+        # not decided: every gate that did not pass lacked the evidence to (never a pass)
+        undecided = all(g.passed or g.decided is False for g in self.gates)
+        code = (
+            EXIT_OK
+            if passed
+            else EXIT_USAGE
+            if own
+            else EXIT_INCONCLUSIVE
+            if undecided
+            else EXIT_FAIL
+        )
         object.__setattr__(self, "exit_code", code)
