@@ -268,3 +268,43 @@ def test_version_6_workload_shape_is_read_and_the_words_say_what_it_said(tmp_pat
         assert shown == was_shown
     r = now.representativeness
     assert r is not None and r.summary is None and all(x.text is None for x in r.rows)
+
+
+def test_version_6_fit_is_read_and_the_words_say_what_it_said(tmp_path: Path) -> None:
+    """Version 6 said how each part of a projected peak was made, each side's fit and the
+    method in sentences; read back they say the same, and the judge's figures and codes
+    today say them word for word."""
+    from parity.report import words
+
+    old, read, now = _schema6(tmp_path, "fair-rules")
+    was = old["fit"]
+    for v in (read, now):
+        f = v.fit
+        assert f is not None and f.sides is not None
+        assert words.method(f.method) == was["method"]
+        for role, side in f.sides.items():
+            assert words.fit(side) == was["sides"][role]["summary"]
+            said = [p["how"] for p in was["sides"][role]["parts"]]
+            assert [words.part_how(p) for p in side.parts] == said
+    assert now.fit is not None and now.fit.sides is not None
+    assert now.fit.sides.target.summary is None and now.fit.sides.target.parts[0].how is None
+
+
+def test_a_fit_not_projected_says_why_as_version_6_did(tmp_path: Path) -> None:
+    """Version 6 said why a fit was not projected in a sentence: read as it was; the
+    judge's code today says it word for word."""
+    from parity.bundle import read_verdict
+    from parity.judge.fit import judge_fit
+    from parity.model.roles import ByRole
+    from parity.report import words
+
+    old, _, now = _schema6(tmp_path, "fair-rules")
+    was = {**old, "fit": {"available": False, "method": old["fit"]["method"], "reason": "r"}}
+    (tmp_path / "verdict.json").write_text(json.dumps(was))
+    read, _ = read_verdict(tmp_path)
+    assert read.fit is not None and words.fit_reason(read.fit) == "r"
+    fit = judge_fit(now.workload.description, None, ByRole(baseline=None, target=None))
+    assert words.fit_reason(fit) == (
+        "no production shape declared ([production] in the plan, --production): fit at "
+        "production size not checked"
+    )

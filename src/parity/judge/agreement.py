@@ -32,7 +32,6 @@ absolute logit (the precision's relative rounding).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -48,11 +47,13 @@ from parity.model.numerics import (
     EVERY_SKETCH,
     EVERY_TOKENS,
     EVERY_TOP1,
+    FINAL,
     OutputKind,
     output_kind,
 )
 from parity.model.quality import AgreementCheck, Divergence, QualityCheck, TokensCheck
 from parity.sketch import DIMS, cosine
+from parity.stats import proportion
 from parity.stats.proportion import upper_bound
 
 #: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
@@ -62,12 +63,9 @@ COVERED = frozenset({"tokens", "final_tokens", "prefill_logits", "final_prefill_
 
 
 def required_rows(minimum: float, alpha: float = ALPHA) -> int:
-    """The fewest decisive rows that can tell ``minimum`` from chance: ``n`` rows that all
-    agree put the one-sided Clopper-Pearson lower bound at ``alpha ** (1 / n)``, above
-    ``minimum`` once ``n > ln(alpha) / ln(minimum)`` (299 rows for 99%, 59 for 95%)."""
-    if minimum <= 0 or minimum >= 1:
-        return 1  # nothing to tell from chance, or only "every row" can meet it
-    return math.floor(math.log(alpha) / math.log(minimum)) + 1
+    """The fewest decisive rows that can tell ``minimum`` from chance
+    (:func:`parity.stats.proportion.required_rows`: 299 rows for 99%, 59 for 95%)."""
+    return proportion.required_rows(minimum, alpha)
 
 
 def _kind(bundle: Bundle, name: str, tensor: Array) -> OutputKind:
@@ -380,6 +378,16 @@ def sketched_cosine(a: Array, b: Array, same_context: Array, minimum: float) -> 
     )
 
 
+def _rows_again(name: str, tensors: Arrays, shared: set[str]) -> bool:
+    """``name`` is the first batch's output and ``final_NAME`` holds its rows again among
+    more (an inference runner's ``finish`` forwards several batches): the top-1 gate
+    decides on the larger one, as the every-prompt outputs decide for the first batch's."""
+    again = f"{FINAL}{name}"
+    if again not in shared:
+        return False
+    return bool(_rows(tensors[again]).shape[0] > _rows(tensors[name]).shape[0])
+
+
 def agreement_checks(
     a: Bundle,
     b: Bundle,
@@ -398,13 +406,14 @@ def agreement_checks(
     checks: list[QualityCheck] = []
     if every:
         checks += every_position_checks(ta, tb, ma, mb, threshold, minimum)
-    for name in sorted(set(ta) & set(tb) - {EVERY_TOKENS, EVERY_TOP1}):
+    shared = set(ta) & set(tb)
+    for name in sorted(shared - {EVERY_TOKENS, EVERY_TOP1}):
         if every and name in COVERED:
             continue
         kind = _kind(a, name, ta[name])
         if kind == "tokens":
             checks.append(tokens_check(name, ta[name], tb[name], ma.get(name), threshold))
-        elif kind == "logits":
+        elif kind == "logits" and not _rows_again(name, ta, shared):
             checks.append(top1_check(name, ta[name], tb[name], threshold, minimum.top1))
         elif kind == "embeddings":
             checks.append(cosine_check(name, ta[name], tb[name], minimum.cosine))

@@ -17,7 +17,6 @@ same verdict as ``parity compare`` did.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from parity.arrays import floating
@@ -229,9 +228,8 @@ def quality_section(
     return Quality(
         tolerances=quality.tolerances(first_a.side, first_b.side),
         checks=tuple(checks),
-        passed=bool(gated)
-        and all(c.passed is not False for c in gated)
-        and all(_covered(c, checks) for c in undecided),
+        # one rule: a gate not decided is never a pass, whatever passed beside it
+        passed=bool(gated) and all(c.passed is True for c in gated),
         undecided=tuple(c.name for c in undecided),
         undecided_steps=tuple(_steps_to_decide(c, steps) for c in undecided),
         method=method,
@@ -242,19 +240,6 @@ def quality_section(
         if inputs.target_loss is not None
         else None,
         determinism=ByRole(baseline=quality.determinism(a.ok), target=quality.determinism(b.ok)),
-    )
-
-
-def _covered(check: QualityCheck, checks: Sequence[QualityCheck]) -> bool:
-    """A gate that is not decided is never a pass; the quality verdict may pass beside it
-    only where a decided error bound on the same output passed (its fp64 gate, or the
-    direct check where no reference decides): ``top-1 eval_logits`` beside ``eval_logits
-    against fp64``. The not-decided gate is named on the quality line either way."""
-    output = check.output if isinstance(check, AgreementCheck) else None
-    names = {f"{output} against fp64", f"output {output}"}
-    return output is not None and any(
-        c.gated and c.passed is True and c.kind in ("fp64", "output") and c.name in names
-        for c in checks
     )
 
 

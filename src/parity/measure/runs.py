@@ -26,7 +26,7 @@ from parity.bundle import (
 )
 from parity.comparison import Comparison
 from parity.errors import OptionError, ResumeError, UsageError
-from parity.measure import budget
+from parity.measure import budget, decisive
 from parity.measure import estimate as estimates
 from parity.measure.beside import compliance_runs, copy_bundle, expected_run, fp64_reference
 from parity.measure.orchestrate import (
@@ -53,6 +53,7 @@ from parity.runner.ahead import import_ahead
 from parity.runner.launch import Launcher
 from parity.runner.prepare import preflight, prepare_workload
 from parity.safety.redact import REDACTED
+from parity.stats.proportion import required_rows
 from parity.storage import local, publish, staging, upload
 
 
@@ -211,6 +212,9 @@ def compare(
             request, launcher, timeout_s=plan.timeout_s, cost=costed,
             sides=(request.baseline, request.target),
         )  # fmt: skip
+        sized = None
+        if costed:  # the quality runs sized for the top-1 gate, before anything is costed
+            template, request, sized = _sized(request, template, launcher)
         estimate, plan, raised = _costed(request, template) if costed else (None, plan, None)
         template = replace(template, timeout_s=plan.timeout_s)
         reseeded = _reseeded(replace(request, measure=plan), launcher) if plan.compliance else None
@@ -241,6 +245,8 @@ def compare(
                 orch.notes.extend(estimates.notes(estimate, plan.repeats))
                 if raised is not None:
                     orch.notes.append(raised)
+            if sized is not None:
+                orch.notes.append(sized)
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, reference_dir(cache))
@@ -272,6 +278,35 @@ def _costed(
     raised = estimates.timeout_note(estimate, timeout)
     log.warning("parity: %s", raised)
     return estimate, replace(plan, timeout_s=timeout), raised
+
+
+def _sized(
+    request: CompareRequest, template: JobTemplate, launcher: Launcher
+) -> tuple[JobTemplate, CompareRequest, str | None]:
+    """The workload prepared again with the steps its top-1 gate needs
+    (``parity.measure.decisive``) where the user left the steps to it, and the request
+    that asks for them (a resumed comparison runs the same); where the gate is foreseen
+    short of its rows otherwise, the line saying so. Both lines are logged before
+    measuring."""
+    cost, steps = template.cost, template.description.steps or 0
+    required = required_rows(request.judge.minimums.top1)
+    spec = request.workload
+    assert spec is not None
+    more = decisive.sized_steps(cost, steps, required) if spec.steps is None else None
+    if more is None or cost is None:
+        said = decisive.short(cost, steps, required)
+        if said is not None:
+            log.warning("parity: %s", said)
+        return template, request, said
+    said = decisive.sized_note(cost, steps, more, required)
+    log.warning("parity: %s", said)
+    spec = replace(spec, steps=more)
+    again = _prepare(
+        request, launcher, timeout_s=template.timeout_s, spec=spec,
+        sides=(request.baseline, request.target),
+    )  # fmt: skip
+    template = replace(again, cost=decisive.rescaled(cost, steps, more))
+    return template, replace(request, workload=spec), said
 
 
 def _uploader(out: Path, url: str | None) -> Callable[[Path], None] | None:

@@ -182,7 +182,10 @@ class MemoryPart:
 
     name: str
     bytes: int
-    how: str
+    #: how the part was projected, in figures (``parity.report.words.part_how`` says it)
+    basis: Finding | None = omit_none()
+    #: what a verdict of schema 6 or older said instead
+    how: str | None = omit_none()
     parity_only: bool = False
 
 
@@ -207,13 +210,18 @@ class SideFit:
     margin_bytes: int | None = omit_none()
     #: devices that hold it with FSDP sharding weights, gradients and optimizer states
     fsdp_devices: int | None = omit_none()
-    summary: str
+    #: what a verdict of schema 6 or older said (``parity.report.words.fit`` says it since)
+    summary: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Fit:
     available: bool
+    #: how it was projected, by code (``parity.report.words.method``)
     method: str
+    #: why it was not projected (``available`` false)
+    finding: Finding | None = omit_none()
+    #: what a verdict of schema 6 or older said instead of ``finding``
     reason: str | None = omit_none()
     sides: ByRole[SideFit] | None = omit_none()
 

@@ -325,6 +325,8 @@ class Quality:
             entry: dict[str, Json] = {"name": name}
             if isinstance(check, AgreementCheck) and check.decisive is not None:
                 entry.update(decisive=check.decisive, required=check.required, steps=more)
+                if more is None and check.output and not check.output.startswith("every_"):
+                    entry["output"] = check.output  # one output's rows: more of them decide
             out.append(entry)
         return out
 

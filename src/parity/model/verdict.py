@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from parity.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from parity.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 from parity.model.codec import Json, omit_none
 from parity.model.fair import Fit, Representativeness, Slo, Tuning
 from parity.model.findings import Finding
@@ -518,5 +518,15 @@ class Verdict:
         passed = all(g.passed for g in self.gates)
         object.__setattr__(self, "passed", passed)
         own = any(g.name == WORKLOAD_GATE and not g.passed for g in self.gates)
-        code = EXIT_OK if passed else EXIT_USAGE if own else EXIT_FAIL
+        # not decided: every gate that did not pass lacked the evidence to (never a pass)
+        undecided = all(g.passed or g.decided is False for g in self.gates)
+        code = (
+            EXIT_OK
+            if passed
+            else EXIT_USAGE
+            if own
+            else EXIT_INCONCLUSIVE
+            if undecided
+            else EXIT_FAIL
+        )
         object.__setattr__(self, "exit_code", code)

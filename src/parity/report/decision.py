@@ -41,10 +41,13 @@ def headline(v: Verdict) -> tuple[str, str]:
     if own is not None:  # the user's workload failed alike on both sides
         title = f"ERROR: {words.gate(own)} (exit code 2)"
     if overall(v) == "NOT DECIDED":
-        title = "NOT DECIDED: a gate has too little evidence to pass (exit code 1)"
+        title = f"NOT DECIDED: a gate has too little evidence to pass (exit code {v.exit_code})"
         refs = next((g for g in v.gates if g.name == REFERENCES_GATE and not g.passed), None)
         if refs is not None:  # a run the target is judged against failed, not the target
-            title = f"NOT DECIDED: {words.gate(refs)} (not the target's failure; exit code 1)"
+            title = (
+                f"NOT DECIDED: {words.gate(refs)} (not the target's failure; "
+                f"exit code {v.exit_code})"
+            )
     w = v.workload
     what = ", ".join(x for x in (w.size, w.kind) if x)
     subtitle = (

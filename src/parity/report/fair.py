@@ -110,7 +110,7 @@ def _fit_rows(a: SideFit, b: SideFit) -> list[tuple[str, ...]]:
                 label,
                 fmt.nbytes(pa.bytes if pa else None),
                 fmt.nbytes(pb.bytes if pb else None),
-                part.how,
+                words.part_how(part),
             )
         )
     rows.append(("projected peak", fmt.nbytes(a.peak_bytes), fmt.nbytes(b.peak_bytes), ""))
@@ -134,11 +134,13 @@ def fit(v: Verdict) -> Section | None:
     if f is None:
         return None
     if not f.available or f.sides is None:
-        parts: list[Part] = [Sentence(text=f"fit not projected: {f.reason}", tone="warn")]
+        parts: list[Part] = [
+            Sentence(text=f"fit not projected: {words.fit_reason(f)}", tone="warn")
+        ]
         return Section(key="fit", title="Fit at production size", result="INFO", parts=tuple(parts))
     a, b = f.sides.baseline, f.sides.target
     parts = [
-        Sentence(text=f"{role}: {s.summary}", tone=_tone(s.fits), brief=True)
+        Sentence(text=f"{role}: {words.fit(s)}", tone=_tone(s.fits), brief=True)
         for role, s in f.sides.items()
     ]
     parts.append(
@@ -153,7 +155,7 @@ def fit(v: Verdict) -> Section | None:
             title="Projected peak memory at production size",
         )
     )
-    parts.append(Sentence(text=f"method: {f.method}", tone="muted"))
+    parts.append(Sentence(text=f"method: {words.method(f.method)}", tone="muted"))
     result = "INFO" if b.fits is None else fmt.result_of(b.fits)
     return Section(key="fit", title="Fit at production size", result=result, parts=tuple(parts))
 
@@ -232,7 +234,7 @@ def mlflow_figures(v: Verdict) -> tuple[dict[str, str], dict[str, float | None]]
             figures[f"shape.{row.name}.fraction"] = row.fraction
     if (f := v.fit) is not None and f.sides is not None:
         for role, side in f.sides.items():
-            tags[f"parity.fit.{role}"] = side.summary
+            tags[f"parity.fit.{role}"] = words.fit(side)
             figures[f"fit.{role}.peak_bytes"] = side.peak_bytes
             figures[f"fit.{role}.margin_bytes"] = side.margin_bytes
             figures[f"fit.{role}.fsdp_devices"] = side.fsdp_devices

@@ -91,6 +91,8 @@ def _failed(g: Gate) -> str:
         return "a side did not run to the end"
     if g.name == WORKLOAD_GATE:
         return words.gate(g)
+    if g.name == "quality" and g.decided is False:
+        return f"quality {words.gate(g)}"  # which gate lacks evidence, and what settles it
     return f"{g.name} {_gate_word(g)}"
 
 

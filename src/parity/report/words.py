@@ -22,9 +22,12 @@ from parity.model.fair import (
     SIZES,
     SLO_CONFIDENCE,
     SPEED_FLAGS,
+    Fit,
+    MemoryPart,
     Optimisation,
     Representativeness,
     ShapeRow,
+    SideFit,
     SloCheck,
 )
 from parity.model.findings import Finding
@@ -388,6 +391,8 @@ def undecided_label(f: Figures) -> str:
     label = f"{_str(f, 'name')} ({_int(f, 'decisive')} decisive rows, {_int(f, 'required')} needed"
     if f.get("steps"):
         label += f": about --steps {_int(f, 'steps')} decides it"
+    elif f.get("output"):
+        label += f": {_str(f, 'output')} over more rows decides it"
     return label + ")"
 
 
@@ -917,4 +922,105 @@ def unproven_how(u: UnprovenItem) -> str:
 
 WORDS |= {
     "shape.measured": Words(says=_shape),
+}
+
+
+def bytes_text(n: int) -> str:
+    """Bytes in binary units, three significant figures (``1.25 GiB``)."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{value:,.3g} TiB"
+
+
+def _kv_cache(f: Figures) -> str:
+    return (
+        f"2 x {_int(f, 'layers')} layers x {_int(f, 'width')} wide x {_int(f, 'batch')} x "
+        f"{_int(f, 'tokens')} tokens x {_int(f, 'size')} B"
+    )
+
+
+def part_how(p: MemoryPart) -> str:
+    """How a part of a projected peak was projected (an older verdict's sentence as it was)."""
+    if p.basis is None:
+        return p.how or ""
+    return says(p.basis)
+
+
+def fit(s: SideFit) -> str:
+    """A side's projected peak at production size against its device memory."""
+    if s.summary is not None:
+        return s.summary
+    peak = bytes_text(s.peak_bytes)
+    if s.memory is None:
+        return (
+            f"projected peak {peak}; device memory unknown (not reported, not in "
+            "devices/specs.toml): fit not judged"
+        )
+    memory, margin = s.memory.bytes, s.margin_bytes or 0
+    if margin >= 0:
+        return (
+            f"fits: projected peak {peak} of {bytes_text(memory)} ({bytes_text(margin)} to spare)"
+        )
+    how = (
+        f"fits on {s.fsdp_devices} devices with FSDP"
+        if s.fsdp_devices is not None
+        else "no device count fits: activations and runtime alone exceed one device"
+    )
+    return (
+        f"does not fit: projected peak {peak} exceeds {bytes_text(memory)} by "
+        f"{bytes_text(-margin)} ({s.peak_bytes / memory:.1f}x); {how}"
+    )
+
+
+def fit_reason(f: Fit) -> str:
+    """Why the fit was not projected (an older verdict's sentence as it was)."""
+    return says(f.finding) if f.finding is not None else f.reason or ""
+
+
+WORDS |= {
+    "fit.weights": Words(says=lambda f: f"{_int(f, 'parameters'):,} parameters x 4 B"),
+    "fit.gradients": Words(says=lambda f: "4 B a parameter"),
+    "fit.optimizer": Words(
+        says=lambda f: (
+            f"{_str(f, 'optimizer') or 'adamw (assumed)'}: {_int(f, 'per')} B a parameter"
+        )
+    ),
+    "fit.kv-cache": Words(says=_kv_cache),
+    "fit.activations": Words(
+        says=lambda f: (
+            f"{bytes_text(_int(f, 'per'))} a sample-token measured x {_int(f, 'batch')} x "
+            f"{_int(f, 'tokens')}"
+        )
+    ),
+    "fit.runtime": Words(says=lambda f: "the load peak less its weights"),
+    "fit.host-copy": Words(says=lambda f: "parity's host copy"),
+    "fit.probe-copy": Words(says=lambda f: "the numerics probe's copy"),
+    "fit.no-production": Words(
+        says=lambda f: (
+            "no production shape declared ([production] in the plan, --production): fit at "
+            "production size not checked"
+        )
+    ),
+    "fit.no-shape": Words(
+        says=lambda f: "the workload reports no parameter count or batch size to project from"
+    ),
+    "fit.side-missing": Words(says=lambda f: f"the {_str(f, 'role')} did not run"),
+    "fit.no-peak": Words(
+        says=lambda f: (
+            f"the {_str(f, 'role')}: the side recorded no memory peak for its load and its steps"
+        )
+    ),
+}
+METHODS |= {
+    "fit.projection": (
+        "weights 4 B/parameter, gradients 4 B and optimizer states by kind (training), the "
+        "key/value cache at the declared batch and length (generation; layers and width grown "
+        "as the cube root of the parameter ratio), activations per sample-token from the "
+        "measured steps' peak (scaled by samples and tokens only: a lower bound for a wider "
+        "production model), the runtime as measured at load; FSDP shards weights, gradients "
+        "and optimizer states"
+    ),
 }
