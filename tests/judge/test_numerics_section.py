@@ -53,9 +53,8 @@ def test_an_output_missing_on_the_target_fails_even_with_a_whole_run_reference()
     v = judge(a, b, reference=ref, expected=exp)
     assert v.quality is not None and not v.quality.passed
     missing = {c.name: c for c in v.quality.checks}["output eval_logits"]
-    assert (
-        missing.gated and not missing.passed and words.detail(missing) == "present on one side only"
-    )
+    assert missing.gated and not missing.passed
+    assert words.detail(missing) == "present on one side only"
 
 
 def test_without_its_expected_run_the_words_say_what_version_6_said() -> None:
