@@ -309,15 +309,21 @@ def _waited(f: Figures) -> str:
         "machine; a wait both sides pay adds to every step alike and moves the ratio "
         "toward 1"
     )
-    fixed = _ratio_at(f, "fixed")
-    if fixed is None:  # no wait every process paid, or a verdict from before it was said
+    fixed, fastest = _ratio_at(f, "fixed"), _ratio_at(f, "fastest")
+    if fixed is None and fastest is None:  # a verdict from before it was said
         return said + ", so a quiet machine's ratio may lie outside this interval"
-    said += (
-        f": with the {_num(f, 'fixed_s') * 1e3:.3g} ms a step every process waited taken "
-        f"off, the ratio is {fixed} against {_ratio_at(f, 'plain')}"
-    )
+    said += f"; against the plain {_ratio_at(f, 'plain')}, the ratio is"
+    readings = []
+    if fixed is not None:
+        readings.append(
+            f" {fixed} with the {_num(f, 'fixed_s') * 1e3:.3g} ms a step every process "
+            "waited taken off"
+        )
+    if fastest is not None:
+        readings.append(f" {fastest} over each process's fastest step (the least slowed)")
+    said += " and".join(readings)
     if f.get("widened"):
-        return said + "; the interval is widened to hold both"
+        return said + "; the interval is widened to hold them"
     return said + ", within the interval"
 
 
