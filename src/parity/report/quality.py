@@ -253,7 +253,7 @@ def quality(v: Verdict) -> Section | None:
             legend=CHECK_LEGEND,
             brief=True,
         ),
-        Sentence(text=f"method: {q.method}", tone="muted"),
+        Sentence(text=f"method: {words.method(q.method)}", tone="muted"),
     ]
     if q.determinism is not None:
         parts += [_determinism(role, d) for role, d in q.determinism.items()]
