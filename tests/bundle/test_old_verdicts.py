@@ -166,8 +166,11 @@ def test_version_6_latency_limits_are_read_and_the_words_say_what_it_said(
         checks = [*v.slo.sides.baseline.checks, *v.slo.sides.target.checks]
         assert [words.slo_check(c) for c in checks] == said
         assert words.method(v.slo.rule) == old["slo"]["rule"]
-        gate = [words.gate(g) for g in v.gates if g.name == "latency limits"]
-        assert gate == [g["detail"] for g in old["gates"] if g["name"] == "latency limits"]
+        # the latency limits' gate (the quality gate's undecided gates moved on: 54a682b)
+        limits = [words.gate(g) for g in v.gates if g.name == "latency limits"]
+        assert limits and limits == [
+            g["detail"] for g in old["gates"] if g["name"] == "latency limits"
+        ]
     assert now.slo is not None and all(c.detail is None for c in now.slo.sides.target.checks)
 
 
