@@ -4,12 +4,13 @@ machine as it is and under a competing load.
 Each row is one ``parity compare BUILTIN --baseline cpu --target cpu+bf16`` at parity's
 defaults, with an empty cache (``PARITY_CACHE_DIR`` a fresh folder: the fp64 reference
 and the expected-error run are made, as on a first comparison). The estimate is the plan's
-``planned_s`` (what the first line says, to the second: ``side.json``'s
-``stop.estimate``); the actual is the wall time from that line on the command's stderr to
-the command's exit (what the user waits for after reading it). The fp64 reference's own
-estimate and time are beside it. ``--load N`` runs N busy loops (``python -c 'while
-True: pass'``, in their own process group, killed by it) while the row runs; the load
-average is printed with each row, before it and after it.
+``expected_s`` (what the first line says, to the second: ``side.json``'s
+``stop.estimate``, its phases and the rounds the budget leaves room for); the actual is
+the wall time from that line on the command's stderr to the command's exit (what the user
+waits for after reading it). The fp64 reference's own estimate and time are beside it.
+``--load N`` runs N busy loops (``python -c 'while True: pass'``, in their own process
+group, killed by it) while the row runs; the load average is printed with each row,
+before it and after it.
 
 Figure: the largest factor between estimate and actual, either way (target: 2).
 
@@ -96,6 +97,7 @@ def one(workload: str, load: int, work: Path) -> Row:
     info = json.loads((out / "baseline" / "side.json").read_text())["stop"]
     est = info["estimate"]
     planned = sum(p["seconds"] or 0.0 for p in est["phases"] if p.get("cut") is None)
+    planned += est.get("rounds_s", 0.0)  # the rounds the budget leaves room for
     ref = next((p for p in est["phases"] if p["name"] == "fp64 reference"), None)
     return Row(
         workload=workload,

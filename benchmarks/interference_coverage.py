@@ -8,7 +8,10 @@ the truth is 1.20 on a quiet machine. Each row is one ``parity compare`` with
 ``--repeats 3`` (three processes a side, interleaved). ``--job 2`` runs a two-thread
 torch matmul loop (its own process group, killed by it) through every comparison of
 that condition. Per condition: intervals that hold 1.20, the ones that miss it, and of
-those how many the verdict marked (not reliable, or the load check's finding).
+those how many the verdict marked (not reliable, or the load check's finding); beside
+them, how many of the plain intervals (before the steadiness widened them) held 1.20,
+and how many the processes' waits widened (``speed.waited``: a wait both sides paid,
+taken off, moves the ratio away from 1).
 
     .venv/bin/python benchmarks/interference_coverage.py [--runs N] [--job 0 2]
 """
@@ -46,12 +49,17 @@ def one(out: Path, cache: Path) -> dict[str, object]:
     steadiness = speed.get("steadiness") or {}
     checks = [*(speed.get("compliance") or ()), *(steadiness.get("checks") or ())]
     names = [c.get("name", "") for c in checks]
+    waited = [f for f in steadiness.get("findings") or () if f.get("code") == "speed.waited"]
+    plain = (waited[0].get("figures") or {}).get("plain") if waited else None
+    low, high = (plain[1], plain[2]) if plain else (iv.get("low"), iv.get("high"))
     return {
         "ratio": speed.get("ratio"),
         "low": iv.get("low"),
         "high": iv.get("high"),
         "reliable": speed.get("reliable"),
         "load finding": any("load" in n for n in names),
+        "plain held": low is not None and high is not None and low <= TRUTH <= high,
+        "widened": bool(waited and (waited[0].get("figures") or {}).get("widened")),
     }
 
 
@@ -83,11 +91,16 @@ def main() -> None:
             missed = [r for r in have if r not in held]
             marked = [r for r in missed if r["reliable"] is False or r["load finding"]]
             findings = sum(1 for r in have if r["load finding"])
+            plain = sum(1 for r in have if r["plain held"])
+            wide = sum(1 for r in have if r["widened"])
             rows.append(
                 (f"{threads}-thread job" if threads else "none", len(have), len(held),
-                 len(missed), len(marked), findings)
+                 len(missed), len(marked), findings, plain, wide)
             )  # fmt: skip
-    heads = ["competing", "intervals", "hold 1.20", "miss", "miss marked", "load finding"]
+    heads = [
+        "competing", "intervals", "hold 1.20", "miss", "miss marked", "load finding",
+        "plain holds", "widened (waits)",
+    ]  # fmt: skip
     print(table(heads, rows))
     print("command: " + " ".join(command(Path("OUT"))))
     print(load_line())

@@ -14,6 +14,7 @@ from parity.api import diff
 from parity.bundle import load_bundle
 from parity.judge.fit import Measured, Shape, project
 from parity.model.fair import LatencyLimit, ProductionShape
+from parity.report import words
 from tests.conftest import run_cli
 
 QUICK = ("--repeats", "1", "--no-compliance", "--no-report")  # the verdict is what these read
@@ -79,7 +80,7 @@ def test_a_generous_slo_passes_and_a_thin_p99_is_unproven(generation: tuple[Path
     assert thin.slo is not None and not thin.passed
     (check,) = thin.slo.sides.target.checks
     assert check.status == "unproven" and check.n < 299
-    assert "needs at least 299 samples" in check.detail
+    assert "needs at least 299 samples" in words.slo_check(check)
 
 
 def _run(workload: str, size: str, out: Path) -> Path:

@@ -192,6 +192,7 @@ def test_a_setting_the_workload_changes_is_recorded_named_and_judged(
 ) -> None:
     from parity.bundle import load_bundle, load_side
     from parity.judge.verdict import judge
+    from parity.report import words
     from parity.report.markdown import format_markdown
     from parity.report.view import build_view
     from tests.fixtures.cli import invoke
@@ -219,7 +220,7 @@ def test_a_setting_the_workload_changes_is_recorded_named_and_judged(
         assert resolved.threads == 1 and resolved.deterministic
     verdict = judge(load_side(out), load_side(out))
     gate = next(g for g in verdict.gates if g.name == "settings as set up")
-    assert said in gate.detail and gate.passed is not fails
+    assert said in words.gate(gate) and gate.passed is not fails
     assert verdict.contract.holds is not fails
     assert said in format_markdown(build_view(verdict))
     shown = invoke("diff", str(out), str(out), "--wide", "--verbose")

@@ -14,7 +14,8 @@ from parity.bundle import DIGEST, LOGS_FILE, load_bundle, load_side, seal
 from parity.judge.verdict import judge
 from parity.report.parts import sentences
 from parity.report.view import build_view
-from parity.safety.redact import LOG_HEAD, Redactor
+from parity.safety.logfile import LOG_HEAD
+from parity.safety.redact import Redactor
 from tests.fixtures.runs import write_bundle
 
 KIB = 1 << 10

@@ -19,6 +19,7 @@ from parity import api
 from parity.judge.agreement import required_rows
 from parity.model.quality import AgreementCheck, QualityCheck, TokensCheck
 from parity.model.verdict import Verdict
+from parity.report import words
 from parity.request import CompareRequest
 from tests.conftest import HAVE_FAKEDEVICE, needs_fakedevice
 from tests.fixtures.pretrained import (
@@ -155,8 +156,8 @@ def test_a_tiny_model_with_no_decisive_row_is_not_decided(tmp_path: Path) -> Non
     assert top1.gated and top1.passed is None and top1.decided is False
     assert top1.decisive == 0 and top1.rows > 0
     assert v.quality is not None and not v.quality.failing
-    assert any("top-1 every position (0 decisive rows" in u for u in v.quality.undecided)
+    assert any("top-1 every position (0 decisive rows" in u for u in words.undecided(v.quality))
     gate = next(g for g in v.gates if g.name == "quality")
-    assert not gate.passed and gate.decided is False and "not decided" in gate.detail
-    assert not v.passed and v.exit_code == 1
+    assert not gate.passed and gate.decided is False and "not decided" in words.gate(gate)
+    assert not v.passed and v.exit_code == 3  # inconclusive: never a pass
     assert v.speed is not None  # nothing failed: speed is still reported

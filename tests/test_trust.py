@@ -25,7 +25,7 @@ from parity import api
 from parity.bundle import DIGEST, Digest, load_bundle, read_doc, seal, sha256_file, write_doc
 from parity.errors import BundleError, ResumeError, UsageError
 from parity.measure import beside
-from parity.model.job import JOB_FILE, Job
+from parity.model.job import JOB_FILE, Job, TimingPlan
 from parity.model.manifest import Manifest
 from parity.model.spec import WorkloadSpec
 from parity.request import CompareRequest
@@ -46,6 +46,7 @@ def _stamp(path: Path, request: str) -> None:
         fingerprint=man.workload.fingerprint,
         parts=man.workload.parts,
         description=man.workload.description,
+        plan=TimingPlan(),
         repeat=man.repeat,
         request=request,
     )
@@ -326,8 +327,9 @@ def test_a_cached_run_is_reused_only_for_the_key_its_content_gives(tmp_path: Pat
         fingerprint=m.workload.fingerprint,
         parts=m.workload.parts,
         description=m.workload.description,
-        mode=m.mode,
+        plan=TimingPlan(),
     )
+    assert m.mode == job.mode  # the fixture's bundle is of timed steps
     assert mismatch(bundle, job) is None
     for changed, words in (
         (replace(job, fingerprint="0" * 64), "fingerprint"),

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from parity.devices import get_device
-from parity.model.job import CheckpointPlan
+from parity.model.job import CheckpointPlan, TimingPlan
 from parity.probes.timing import StepTimer
 from tests.fixtures.jobs import run, workload_job
 
@@ -192,7 +192,7 @@ def test_recorded_fp32_math_is_what_the_gpu_does(
 
 @pytest.mark.slow
 def test_a_cuda_side_runs_in_a_worker(tmp_path: Path) -> None:
-    bundle = run(workload_job("cnn-infer", "cuda", capture=True), tmp_path)
+    bundle = run(workload_job("cnn-infer", "cuda", TimingPlan(capture=True)), tmp_path)
     assert bundle.ok, bundle.manifest.reason
     assert bundle.metrics is not None and bundle.capture is not None
     peaks = bundle.metrics.memory.steps.device
@@ -207,14 +207,14 @@ def test_a_cuda_side_runs_in_a_worker(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_cuda_checkpoint_restores_the_device_generator(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
-    first = workload_job("mlp-train", "cuda", mode="train_ckpt", steps=6)
+    first = workload_job("mlp-train", "cuda", CheckpointPlan(), steps=6)
     saved = run(
-        replace(first, checkpoint=CheckpointPlan(stop_at=3, save_at=3, checkpoint_dir=str(ckpt))),
+        replace(first, plan=CheckpointPlan(stop_at=3, save_at=3, checkpoint_dir=str(ckpt))),
         tmp_path,
         "first",
     )
     assert saved.ok, saved.manifest.reason
-    resumed = run(replace(first, checkpoint=CheckpointPlan(resume_from=str(ckpt))), tmp_path, "b")
+    resumed = run(replace(first, plan=CheckpointPlan(resume_from=str(ckpt))), tmp_path, "b")
     whole = run(first, tmp_path, "whole")
     assert resumed.ok and whole.ok
     assert resumed.losses == pytest.approx(whole.losses, rel=1e-5)

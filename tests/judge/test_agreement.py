@@ -21,6 +21,7 @@ from parity.judge.agreement import (
     top1_check,
 )
 from parity.model.inputs import Minimums
+from parity.report import words
 from parity.sketch import sketch
 
 TOKENS = torch.arange(24).view(3, 8)
@@ -58,7 +59,7 @@ def test_a_flip_on_a_near_tie_is_no_fault_and_later_tokens_are_not_counted() -> 
 def test_a_flip_on_a_clear_baseline_margin_fails() -> None:
     check = tokens_check("tokens", TOKENS, flipped(2, 1), MARGINS, 0.1)
     assert check.passed is False and check.near_ties == 0
-    assert "at least" in (check.detail or "") and check.margins == (None, None, 2.0)
+    assert "at least" in (words.detail(check) or "") and check.margins == (None, None, 2.0)
 
 
 def test_tokens_without_margins_are_reported_not_gated() -> None:
@@ -79,7 +80,7 @@ def test_top1_with_too_few_decisive_rows_is_not_decided() -> None:
     check = top1_check("logits", base, base.clone(), threshold=0.05, minimum=0.99)
     assert check.gated and check.passed is None and check.decided is False
     assert (check.decisive, check.required, check.near_ties) == (3, 299, 1)
-    assert "not decided" in (check.detail or "")
+    assert "not decided" in (words.detail(check) or "")
     zero = top1_check("logits", base, base.clone(), threshold=100.0, minimum=0.99)
     assert zero.passed is None and zero.decisive == 0 and zero.value is None
 
@@ -99,7 +100,7 @@ def test_top1_fails_before_the_required_rows_when_flips_bound_it_under_the_minim
     many[:10] = -many[:10]  # 90 of 100: the 95% upper bound is 94.5%, under 99%
     check = top1_check("logits", base, many, threshold=clear, minimum=0.99)
     assert check.decided and check.passed is False and check.value == pytest.approx(0.9)
-    assert "10 of 100 decisive rows flip" in (check.detail or "")
+    assert "10 of 100 decisive rows flip" in (words.detail(check) or "")
     assert check.required == 299
 
 

@@ -10,6 +10,7 @@ import pytest
 from parity.judge.decision import settings_gate
 from parity.model.bundle import Bundle
 from parity.model.manifest import TorchSettings
+from parity.report import words
 from tests.fixtures.bundles import manifest
 
 SETUP = TorchSettings(
@@ -42,7 +43,7 @@ def _gate(baseline: dict[str, object], target: dict[str, object]) -> tuple[bool,
         }
     )
     assert gate is not None
-    return gate.passed, gate.detail
+    return gate.passed, words.gate(gate)
 
 
 def test_no_change_no_gate() -> None:

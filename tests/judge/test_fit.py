@@ -9,8 +9,10 @@ import pytest
 
 from parity.judge.fit import Measured, Shape, judge_fit, project
 from parity.model.fair import DeviceMemory, ProductionShape
+from parity.model.findings import Finding
 from parity.model.metrics import DevicePeaks, Memory, MemoryPhase
 from parity.model.roles import ByRole
+from parity.report import words
 from tests.fixtures.bundles import workload_ref
 
 P = 1_000_000  # measured parameters
@@ -51,10 +53,10 @@ def test_training_parts_at_production_size() -> None:
     assert parts["runtime"] == RUNTIME
     assert a.peak_bytes == 16 * n + PER_TOKEN * 8 * 2048 + RUNTIME == a.run_peak_bytes
     assert a.fits and a.margin_bytes == 80 * 10**9 - a.peak_bytes
-    assert a.summary.startswith("fits: projected peak 19.4 GiB of 74.5 GiB")
+    assert words.fit(a).startswith("fits: projected peak 19.4 GiB of 74.5 GiB")
     assert b.fits is False and b.margin_bytes is not None and b.margin_bytes < 0
     assert b.fsdp_devices == 2  # 20.8 GB of sharded states over two 16 GB devices
-    assert "does not fit" in b.summary and "fits on 2 devices with FSDP" in b.summary
+    assert "does not fit" in words.fit(b) and "fits on 2 devices with FSDP" in words.fit(b)
 
 
 def test_unknown_device_memory_projects_without_judging_fit() -> None:
@@ -62,12 +64,12 @@ def test_unknown_device_memory_projects_without_judging_fit() -> None:
         DESCRIPTION, PRODUCTION, ByRole(baseline=device_side(None), target=device_side(None))
     )
     assert fit.sides is not None and fit.sides.target.fits is None
-    assert "device memory unknown" in fit.sides.target.summary
+    assert "device memory unknown" in words.fit(fit.sides.target)
 
 
 def test_no_production_shape_no_projection() -> None:
     fit = judge_fit(DESCRIPTION, None, ByRole(baseline=device_side(None), target=device_side(None)))
-    assert not fit.available and fit.reason is not None and "no production shape" in fit.reason
+    assert not fit.available and "no production shape" in words.fit_reason(fit)
 
 
 def test_a_host_side_counts_parity_s_own_copies_in_the_run_only() -> None:
@@ -85,7 +87,7 @@ def test_a_host_side_counts_parity_s_own_copies_in_the_run_only() -> None:
     assert small is not None
     big = small.production(ProductionShape(parameters=4 * P, batch_size=16))
     made = project(host, small, big, "fp32")
-    assert not isinstance(made, str)
+    assert not isinstance(made, Finding)
     only = {p.name for p in made.parts if p.parity_only}
     assert only == {"loaded frozen weights", "probe's starting weights"}
     assert made.run_peak_bytes - made.peak_bytes == 2 * 4 * 4 * P

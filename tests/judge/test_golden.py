@@ -23,10 +23,11 @@ import pytest
 from parity.errors import ContractError
 from parity.judge.verdict import judge
 from parity.model.codec import decode, encode
-from parity.model.fair import LatencyLimit, ProductionShape
+from parity.model.fair import LatencyLimit, ProductionShape, ShapeRow
 from parity.model.metrics import DevicePeaks, Memory, MemoryPhase
 from parity.model.stack import Package, PackageOrigin
-from parity.model.verdict import CostInputs, JudgeInputs, Price, Verdict
+from parity.model.verdict import CostInputs, Gate, JudgeInputs, Price, Verdict
+from parity.report import words
 from tests.conftest import differences, golden_differences
 from tests.judge import numerics_cases
 from tests.judge.synthetic import LOSSES, side_runs
@@ -213,9 +214,10 @@ def test_the_golden_cases_say_what_they_claim() -> None:
     # cuda against neuron+bf16: the target alone runs in reduced precision
     assert v["passes"]["tuning"]["label"]["figures"]["tuned"] == "target"
     shape = {r["name"]: r for r in fair["representativeness"]["rows"]}
-    assert shape["parameters"]["text"] == "parameters 0.31% of production"
+    said = {name: words.shape_row(decode(ShapeRow, r)) for name, r in shape.items()}
+    assert said["parameters"] == "parameters 0.31% of production"
     assert (
-        shape["batch_size"]["text"] == "batch_size 1, as in production"
+        said["batch_size"] == "batch_size 1, as in production"
         or shape["batch_size"]["fraction"] == 1
     )
     fit = fair["fit"]["sides"]
@@ -224,7 +226,8 @@ def test_the_golden_cases_say_what_they_claim() -> None:
     names = [p["name"] for p in fit["target"]["parts"]]
     assert names == ["weights", "gradients", "optimizer states", "activations", "runtime"]
     gate = next(g for g in fair["gates"] if g["name"] == "latency limits")
-    assert not gate["passed"] and "not measured" in gate["detail"] and not fair["passed"]
+    said = words.gate(decode(Gate, gate))
+    assert not gate["passed"] and "not measured" in said and not fair["passed"]
     unproven = {u["item"]: u for u in fair["unproven"]}
     assert not unproven["a representative workload"]["checked"]
     drift = v["stack-drift"]

@@ -19,20 +19,12 @@ WORDS = 4
 
 #: sentences the judge still composes, per module, to be turned into findings; a ceiling
 LEFT: dict[str, int] = {
-    "agreement.py": 12,
-    "decision.py": 12,
     # came in with `parity serve --soak` (30853de: the slope gate moved here from
     # checks/soak.py, and the soak's gate), after this ceiling was set: to be converted
     "drift.py": 4,
-    "fit.py": 18,
     "localise.py": 4,
     "numerics.py": 7,
-    "quality.py": 10,
-    "representative.py": 12,
     "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
-    "slo.py": 10,
-    "trajectory.py": 14,
-    "verdict.py": 9,  # 8, and the --steps that decides a top-1 gate (cd00f1c): to convert
 }
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from parity.judge.slo import check, needed, upper_bound
 from parity.model.fair import LatencyLimit
+from parity.report import words
 
 
 def test_the_rule_needs_5_29_and_299_samples() -> None:
@@ -45,13 +46,13 @@ def test_within_the_limit_with_enough_samples_passes() -> None:
 def test_over_the_limit_fails_with_the_figure() -> None:
     c = check(LatencyLimit(metric="ttft", percentile=99, limit_s=0.001), [0.02] * 40)
     assert c.status == "fail"
-    assert "p99 20 ms over 40 samples: over the limit by 20x" in c.detail
+    assert "p99 20 ms over 40 samples: over the limit by 20x" in words.slo_check(c)
 
 
 def test_a_p99_from_too_few_samples_is_unproven_and_names_the_count() -> None:
     c = check(LatencyLimit(metric="e2e", percentile=99, limit_s=10.0), [0.02] * 40)
     assert c.status == "unproven"
-    assert "needs at least 299 samples" in c.detail and "259 more" in c.detail
+    assert "needs at least 299 samples" in words.slo_check(c) and "259 more" in words.slo_check(c)
 
 
 def test_a_bound_over_the_limit_is_unproven() -> None:
@@ -61,12 +62,12 @@ def test_a_bound_over_the_limit_is_unproven() -> None:
     c = check(LatencyLimit(metric="latency", percentile=99, limit_s=0.1), samples)
     assert c.value_s == pytest.approx(0.0129)
     assert c.upper_s == pytest.approx(0.6)
-    assert c.status == "unproven" and "upper bound 600 ms is over the limit" in c.detail
+    assert c.status == "unproven" and "upper bound 600 ms is over the limit" in words.slo_check(c)
 
 
 def test_a_metric_the_side_lacks_is_unmeasured() -> None:
     c = check(LatencyLimit(metric="ttft", percentile=50, limit_s=1.0), [])
-    assert c.status == "unmeasured" and "not measured" in c.detail
+    assert c.status == "unmeasured" and "not measured" in words.slo_check(c)
 
 
 def test_the_curve_names_the_largest_batch_within_every_limit_per_side() -> None:
@@ -105,7 +106,7 @@ def test_the_curve_names_the_largest_batch_within_every_limit_per_side() -> None
     assert (best.baseline.batch_size, best.target.batch_size) == (2, 4)
     rate = base.sides.target.throughput.samples_per_s  # type: ignore[union-attr]
     assert best.target.goodput_per_s == rate
-    assert best.target.summary.startswith("largest batch within every limit: 4 (")
+    assert words.curve_best(best.target).startswith("largest batch within every limit: 4 (")
     none = best_batch([point(1, False, False)])
     assert none is not None and none.target.batch_size is None
     assert best_batch([(1, base)]) is None  # no limits: no such line

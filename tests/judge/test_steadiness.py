@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from parity.judge.speed import judge_speed
+from parity.model.bundle import Bundle, SideRuns
+from tests.fixtures import bundles
 from tests.judge.test_speed import (
     SPREAD,
+    STEP_S,
     _check,
     _detail,
     _handoffs,
@@ -218,7 +224,12 @@ def test_a_side_that_waited_longer_for_the_cores_widens_the_interval_and_says_so
     ) and "target's processes waited" in _detail(check)
     assert plain.interval.low > 1.3  # 1.2 x exp(0.3): the plain interval misses 1.2
     assert speed.interval.low <= 1.2 <= speed.interval.high
-    assert speed.interval.high == pytest.approx(plain.interval.high)
+    # the wait both sides paid widens it away from 1 (its own finding), no further
+    waited = next(f for f in speed.all_findings() if f.code == "speed.waited")
+    readings = [waited.figures[k] for k in ("fixed", "fastest")]
+    highs = [float(x[2]) for x in readings if isinstance(x, list)]  # type: ignore[arg-type]
+    assert len(highs) == 2
+    assert speed.interval.high == pytest.approx(max(plain.interval.high, *highs))
     # the same waits on both sides: no finding, the interval as it was
     same = judge_speed(_waited(base, waits, 1), _waited([1.2 * m for m in base], waits, 2))
     assert same is not None and all(c.name != LOAD_CHECK for c in same.checks())
@@ -228,3 +239,131 @@ def test_a_side_that_waited_longer_for_the_cores_widens_the_interval_and_says_so
     quiet = [w / 100 for w in waits]
     calm = judge_speed(_waited(base, quiet, 1), _waited([1.2 * m for m in base], quiet, 2))
     assert calm is not None and all(f.code != "speed.waited" for f in calm.all_findings())
+
+
+def _paced(
+    rng: np.random.Generator, paces: tuple[float, float], wait: float, absorbed: float
+) -> tuple[SideRuns, SideRuns]:
+    """Three processes a side of a step that sleeps to its pace (baseline, target), on a
+    machine where each process's steps pay about ``wait`` of a competing job's waits for
+    a core (within 10% of it: the job's load moves from process to process), and
+    waited ``absorbed`` times that again while computing inside the pace (time the sleep
+    then makes up, which the process's wait still counts)."""
+    sides = []
+    for k, pace in enumerate(paces):
+        paid = wait * rng.uniform(0.9, 1.1, 3)
+        medians = pace * np.exp(rng.normal(0, 0.005, 3)) + paid
+        shares = paid * (1 + absorbed) / medians
+        sides.append(_waited(list(medians / STEP_S), list(shares), int(rng.integers(1 << 30)) + k))
+    return sides[0], sides[1]
+
+
+@pytest.mark.parametrize(("absorbed", "holds"), [(1.0, 0.95), (0.0, 0.85)])
+def test_a_wait_both_sides_paid_widens_the_interval_away_from_1_to_a_quiet_machine_s(
+    absorbed: float, holds: float
+) -> None:
+    """Issue 52: beside a two-thread job a step paced to 50 ms against one of 60 ms read
+    1.159 [1.142, 1.177], the quiet machine's 1.20 outside it and the speed reliable: the
+    wait each step paid added the same seconds to both sides. Simulated, seeded: the plain
+    interval misses 1.20 in a quarter of such comparisons; widened to hold the ratio with
+    the wait every process paid taken off, it holds 1.20 (or the speed is marked
+    unreliable) as often as 95% asks where the processes also waited inside the pace.
+    Where every wait lay in the steps, the waits each process paid beyond the common one
+    are left in, and it holds 1.20 less often (about 89% here; plain 75%)."""
+    rng = np.random.default_rng(52)
+    draws, missed, held = 200, 0, 0
+    for _ in range(draws):
+        a, b = _paced(rng, (0.050, 0.060), wait=0.010, absorbed=absorbed)
+        speed = judge_speed(a, b)
+        assert speed is not None
+        waited = next(f for f in speed.all_findings() if f.code == "speed.waited")
+        plain = waited.figures["plain"]
+        assert isinstance(plain, list) and plain[0] == pytest.approx(speed.ratio)
+        missed += not (float(plain[1]) <= 1.2 <= float(plain[2]))  # type: ignore[arg-type]
+        # held, or marked unreliable (the sides' different waits moved their steps)
+        held += speed.interval.low <= 1.2 <= speed.interval.high or not speed.reliable
+    assert missed >= draws // 5
+    assert held >= holds * draws
+    text = _said(speed, "speed.waited")
+    assert text is not None and "a step every process waited taken off" in text
+    assert "the interval is widened to hold them" in text
+
+
+def test_a_quiet_machine_s_interval_is_not_widened_nor_marked() -> None:
+    """Steady processes that waited under 0.10 s a second (a quiet machine's few
+    milliseconds): no finding, the interval as the processes give it."""
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        a, b = (
+            _waited(list(pace * np.exp(rng.normal(0, 0.01, 3))), list(rng.uniform(0, 0.05, 3)), k)
+            for k, pace in enumerate((1.0, 1.2))
+        )
+        speed, bare = judge_speed(a, b), judge_speed(_no_waits(a), _no_waits(b))
+        assert speed is not None and bare is not None and speed.steadiness is None
+        assert (speed.interval.low, speed.interval.high) == (bare.interval.low, bare.interval.high)
+
+
+def test_alike_sides_under_a_wait_both_paid_stay_indistinguishable() -> None:
+    """A/A under the same job: the readings of the wait move a ratio near 1 hardly at
+    all, so the sides are called indistinguishable at least as often as without them
+    (the widened interval holds 1 where the plain one, held toward 1 or not, missed it:
+    a marked A/A is what a busy machine earns, not a false alarm)."""
+    rng = np.random.default_rng(11)
+    draws = 200
+    alike = bare_alike = 0
+    for _ in range(draws):
+        a, b = _paced(rng, (0.050, 0.050), wait=0.010, absorbed=1.0)
+        speed, bare = judge_speed(a, b), judge_speed(_no_waits(a), _no_waits(b))
+        assert speed is not None and bare is not None
+        alike += speed.verdict == "indistinguishable"
+        bare_alike += bare.verdict == "indistinguishable"
+    assert alike >= bare_alike and alike >= 0.95 * draws
+
+
+def _stepping(rng: np.random.Generator, quiet: float, wait: float) -> SideRuns:
+    """Three processes of steps that take ``quiet`` seconds on a quiet machine, each
+    step here paying a wait for a core of ``wait`` on average (none in a third of them:
+    the competing job's threads were off the cores then), in 40 steady steps."""
+    runs = []
+    for k in range(3):
+        steps = quiet * np.exp(rng.normal(0, 0.002, 41))
+        paid = rng.exponential(wait * 1.5, 41) * (rng.uniform(size=41) > 1 / 3)
+        steps += paid
+        metrics = replace(
+            bundles.metrics(steps.tolist()), waited_share=float(paid[1:].sum() / steps[1:].sum())
+        )
+        man = bundles.manifest(role="side", spec="cpu", repeat=k)
+        runs.append(Bundle(path=Path(f"r{k:02d}"), manifest=man, metrics=metrics))
+    return SideRuns(path=Path("unused"), repeats=tuple(runs))
+
+
+def test_each_process_s_fastest_step_holds_a_quiet_machine_s_ratio_either_way() -> None:
+    """A wait for a core only adds to a step, so each process's fastest step is the one
+    other work slowed least: where most steps paid a random wait, the ratio of the
+    medians is held toward 1 by it, while the ratio over the fastest steps stays at the
+    quiet 1.20, and the widened interval holds it."""
+    rng = np.random.default_rng(3)
+    draws, held, plain = 100, 0, []
+    for _ in range(draws):
+        speed = judge_speed(_stepping(rng, 0.050, 0.020), _stepping(rng, 0.060, 0.020))
+        assert speed is not None
+        waited = next(f for f in speed.all_findings() if f.code == "speed.waited")
+        fastest = waited.figures["fastest"]
+        assert isinstance(fastest, list) and isinstance(ratio := fastest[0], float)
+        assert ratio == pytest.approx(1.2, rel=0.01)
+        plain.append(speed.ratio)
+        held += speed.interval.low <= 1.2 <= speed.interval.high
+    assert statistics.geometric_mean(plain) < 1.175  # the plain ratio, toward 1
+    assert held >= 0.95 * draws
+    text = _said(speed, "speed.waited")
+    assert text is not None and "over each process's fastest step" in text
+
+
+def _no_waits(side: SideRuns) -> SideRuns:
+    """``side`` with no process's wait recorded (a kernel that does not keep it)."""
+    runs = tuple(
+        replace(b, metrics=replace(b.metrics, waited_share=None))
+        for b in side.repeats
+        if b.metrics is not None
+    )
+    return replace(side, repeats=runs)

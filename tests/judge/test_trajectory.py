@@ -8,6 +8,7 @@ import pytest
 
 from parity.judge.tolerances import TABLE
 from parity.judge.trajectory import WINDOW, loss_trajectory
+from parity.report import words
 
 FP32, BF16 = TABLE["fp32"], TABLE["bf16"]
 REF = [2.3 - 0.02 * i for i in range(30)]
@@ -58,8 +59,8 @@ def test_it_turns_statistical_where_the_runs_drift_apart() -> None:
     target: list[float | None] = [r + 1.5 * d for r, d in zip(REF, drift, strict=True)]
     target[20] = REF[20] + 4 * drift[20]  # twice the pointwise bound
     check = loss_trajectory(base, target, REF, None, FP32)
-    assert check.drift_from_step == 10 and check.drift_reason is not None
-    assert f"windows of {WINDOW} steps" in check.drift_reason
+    assert check.drift_from_step == 10 and words.drift(check) is not None
+    assert f"windows of {WINDOW} steps" in (words.drift(check) or "")
     assert check.passed
     # a sustained excess fails even so
     worse = [r + 4 * d for r, d in zip(REF, drift, strict=True)]
@@ -86,7 +87,7 @@ def test_curves_it_cannot_gate_say_why(
 ) -> None:
     check = loss_trajectory(base, target, ref, None, FP32)
     assert check.gated == gated and check.passed is (False if gated else None)
-    assert detail in (check.detail or "")
+    assert detail in (words.detail(check) or "")
 
 
 def test_the_bounds_are_finite_numbers() -> None:

@@ -26,6 +26,8 @@ from tests.fixtures import bundles
 
 #: where the sides say they are (nothing is written: the judge takes them in memory)
 ROOT = Path("/synthetic")
+#: a side's logits: 320 rows, each with a clear arg-max (the top-1 gate decides on 299)
+LOGITS = torch.tensor([1.0, 0.0, -1.0]).repeat(320, 1)
 
 
 def side(
@@ -52,7 +54,7 @@ def side(
         man,
         run_metrics=bundles.metrics(samples, input_pipeline=fed) if status == "ok" else None,
         losses=list(losses or [2.0, 1.5, 1.0]),
-        tensors={"logits": out if out is not None else torch.ones(4, 3)},
+        tensors={"logits": out if out is not None else LOGITS},
         nonfinite=nonfinite,
     )
     return SideRuns.of(made)
@@ -79,9 +81,10 @@ def test_a_loader_on_both_sides_ticks_the_data_pipeline_and_names_the_input_boun
     a, b = v.sides.baseline.input_pipeline, v.sides.target.input_pipeline
     assert a is not None and not a.input_bound and b is not None and b.input_bound
     item = next(u for u in v.unproven if u.item == "the real data pipeline")
-    assert item.checked and item.evidence is not None
-    assert item.evidence.startswith("measured on both sides: baseline not input-bound")
-    assert "target input-bound: 83%" in item.evidence
+    evidence = words.unproven_evidence(item)
+    assert item.checked and evidence is not None
+    assert evidence.startswith("measured on both sides: baseline not input-bound")
+    assert "target input-bound: 83%" in evidence
     # one side without a loader: measured there only, so the item stays open
     v = judge(side(ROOT / "c"), side(ROOT / "d", fed=fed(0.030, 0.006)))
     item = next(u for u in v.unproven if u.item == "the real data pipeline")
@@ -91,7 +94,7 @@ def test_a_loader_on_both_sides_ticks_the_data_pipeline_and_names_the_input_boun
 def test_quality_failure_fails_the_gate_and_withholds_speed() -> None:
     v = judge(
         side(ROOT / "a"),
-        side(ROOT / "b", losses=[2.0, 1.5, 1.3], out=torch.ones(4, 3) * 1.1),
+        side(ROOT / "b", losses=[2.0, 1.5, 1.3], out=LOGITS * 1.1),
     )
     assert not v.passed and v.exit_code == 1
     assert v.quality is not None and set(v.quality.failing) == {"loss curve", "output logits"}
@@ -99,7 +102,7 @@ def test_quality_failure_fails_the_gate_and_withholds_speed() -> None:
 
 
 def test_fp32_tolerance_is_tighter_than_bf16() -> None:
-    off = torch.ones(4, 3) * 1.01
+    off = LOGITS * 1.01
     assert not judge(side(ROOT / "a"), side(ROOT / "b", out=off)).passed
     assert judge(side(ROOT / "c"), side(ROOT / "d", spec="cpu+bf16", out=off)).passed
 
@@ -154,7 +157,7 @@ def test_a_reference_that_timed_out_is_named_in_the_headline_never_the_target() 
         ),
     )
     v = judge(side(ROOT / "a"), side(ROOT / "b", spec="cpu+bf16"), reference=ref)
-    assert not v.passed and v.exit_code == 1
+    assert not v.passed and v.exit_code == 3  # inconclusive, not the target failing
     title, _ = headline(v)
     assert title.startswith("NOT DECIDED: the fp64 reference timed out after 900 s"), title
     assert "not the target's failure" in title and "target fails" not in title
@@ -183,7 +186,7 @@ def test_a_probe_the_budget_cut_is_said_in_quality_on_a_failing_verdict_too() ->
         full_budget_s=481.0,
     )
     info = MeasureRecord(stop=Stop(reason="budget", message="m", estimate=est), plan=MeasurePlan())
-    a, b = side(ROOT / "a"), side(ROOT / "b", out=torch.ones(4, 3) * 1.01)
+    a, b = side(ROOT / "a"), side(ROOT / "b", out=LOGITS * 1.01)
     v = judge(replace(a, info=info), replace(b, info=info))
     assert not v.passed and v.speed is None  # a failing target: no Speed section
     cut = v.numerics.not_localised if v.numerics else None
@@ -196,7 +199,7 @@ def test_a_probe_the_budget_cut_is_said_in_quality_on_a_failing_verdict_too() ->
         "localisation: no module is named" in getattr(p, "text", "") for p in section.parts
     )
     # nothing cut: nothing said
-    plain = judge(side(ROOT / "a"), side(ROOT / "b", out=torch.ones(4, 3) * 1.01))
+    plain = judge(side(ROOT / "a"), side(ROOT / "b", out=LOGITS * 1.01))
     assert plain.numerics is None or plain.numerics.not_localised is None
 
 
@@ -266,17 +269,17 @@ def test_a_nan_loss_fails_quality_naming_its_step_and_module() -> None:
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
     assert (check.side, check.step, check.module, check.what) == ("target", 2, "body.2", "loss")
     assert "non-finite values (target)" in v.quality.failing
-    assert "step 2, in the output of module body.2" in (check.detail or "")
+    assert "step 2, in the output of module body.2" in (words.detail(check) or "")
 
 
 def test_a_nan_output_without_a_replay_says_the_module_is_unknown() -> None:
-    bad = torch.ones(4, 3)
+    bad = LOGITS.clone()
     bad[1, 1] = float("inf")
     v = judge(side(ROOT / "a", out=bad), side(ROOT / "b"))
     assert v.quality is not None and not v.quality.passed
     check = next(c for c in v.quality.checks if isinstance(c, NonFiniteCheck))
     assert check.side == "baseline" and check.what == "output logits" and check.module is None
-    assert "module is unknown" in (check.detail or "")
+    assert "module is unknown" in (words.detail(check) or "")
 
 
 def _generating(path: Path, ttft_ms: float, steps: int) -> Bundle:
@@ -321,7 +324,7 @@ def _repeat(path: Path, steps: int, *, step_s: float = 0.01, logits: float = 1.0
         man,
         run_metrics=bundles.metrics(samples),
         losses=[2.0 - 0.01 * i for i in range(steps)],
-        tensors={"logits": torch.ones(4, 3) * logits},
+        tensors={"logits": LOGITS * logits},
     )
 
 
@@ -336,7 +339,7 @@ def test_a_shorter_timing_process_is_compared_on_the_steps_it_ran() -> None:
     )
     found = determinism(side)
     assert found.checked and found.bitwise_equal and found.max_abs_loss_diff == 0.0
-    assert found.detail is not None and "first 12 steps" in found.detail
+    assert "first 12 steps" in (words.detail(found) or "")
 
 
 def _outputs(path: Path, tensors: dict[str, torch.Tensor]) -> Bundle:
@@ -356,7 +359,7 @@ def test_a_timing_process_is_compared_on_the_outputs_it_hands_over() -> None:
     quality_run = _outputs(ROOT / "gen" / "r00", {**first, "final_tokens": first["tokens"]})
     found = determinism((quality_run, _outputs(ROOT / "gen" / "r01", dict(first))))
     assert found.checked and found.bitwise_equal
-    assert found.detail is not None and "prefill_logits, tokens" in found.detail
+    assert "prefill_logits, tokens" in (words.detail(found) or "")
     moved = {**first, "prefill_logits": first["prefill_logits"] + 0.5}
     found = determinism((quality_run, _outputs(ROOT / "gen" / "r01", moved)))
     assert not found.bitwise_equal and found.max_abs_output_diff == pytest.approx(0.5)
@@ -451,9 +454,21 @@ def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> 
     """A 135M checkpoint at its default 5 steps gave about 45% of its rows decisive: the
     top-1 gate over every prompt's positions is not decided, and says how many steps (its
     rows grow with them) would give the 299 decisive rows it needs; a gate whose rows do
-    not grow with the steps (eval_logits) says only its count."""
-    from parity.judge.verdict import _undecided_label
-    from parity.model.quality import AgreementCheck
+    not grow with the steps (eval_logits) says that more of its rows decide it."""
+    from parity.judge.verdict import _steps_to_decide
+    from parity.model.quality import AgreementCheck, Quality
+
+    def _undecided_label(check: AgreementCheck, steps: int | None = None) -> str:
+        more = _steps_to_decide(check, steps)
+        q = Quality(
+            tolerances={},
+            checks=(check,),
+            passed=False,
+            method="quality.direct",
+            undecided=(check.name,),
+            undecided_steps=(more,),
+        )
+        return words.undecided(q)[0]
 
     every = AgreementCheck(
         name="top-1 every position",
@@ -469,4 +484,6 @@ def test_a_per_prompt_gate_not_decided_says_the_steps_that_would_decide_it() -> 
     )
     assert _undecided_label(every) == "top-1 every position (140 decisive rows, 299 needed)"
     evals = replace(every, name="top-1 eval_logits", output="eval_logits", decisive=4)
-    assert _undecided_label(evals, 5) == "top-1 eval_logits (4 decisive rows, 299 needed)"
+    assert _undecided_label(evals, 5) == (
+        "top-1 eval_logits (4 decisive rows, 299 needed: eval_logits over more rows decides it)"
+    )

@@ -338,3 +338,18 @@ def test_a_plan_of_fewer_than_three_measures_on_where_the_runs_take_less(
     notes = speed["stop"]["notes"]
     assert not any("planned to fit" in n or "only the quality runs fit" in n for n in notes)
     assert any("the runs took less than it said" in n for n in notes), notes
+
+
+def test_the_rounds_after_the_planned_processes_are_expected_to_fill_the_budget() -> None:
+    # without --repeats the rounds go on until the interval is narrow enough or the budget
+    # is spent, so a plan well under its budget is expected to take about the budget
+    roomy = est.plan(costed(1000.0))
+    assert roomy.rounds_s == pytest.approx(1000.0 - roomy.planned_s)
+    assert roomy.expected_s == pytest.approx(1000.0)
+    assert "about 17 minutes in all" in est.summary(roomy)
+    # a plan over its budget adds nothing, and fixed repeats run no more rounds
+    tight = est.plan(costed(40.0))
+    assert tight.planned_s > 40.0 and tight.rounds_s == 0.0
+    assert tight.expected_s == tight.planned_s and "in all" not in est.summary(tight)
+    fixed = est.plan(costed(1000.0, plan=MeasurePlan(repeats=3, budget_s=1000.0)))
+    assert fixed.rounds_s == 0.0 and fixed.expected_s == fixed.planned_s

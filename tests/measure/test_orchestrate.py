@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from parity.measure.orchestrate import COST_MARGIN, RUN_OVERHEAD_S, Orchestrator, Tally
+from parity.measure.budget import COST_MARGIN
+from parity.measure.budget import OVERHEAD_S as RUN_OVERHEAD_S
+from parity.measure.orchestrate import Orchestrator, Tally
 from parity.measure.stopping import Samples, adaptive_stop
 from parity.measure.stopping import decide_stop as _decide
 from parity.model.side import MeasurePlan as Plan

@@ -42,5 +42,5 @@ def test_the_target_s_generation_is_teacher_forced_on_the_baseline_s_tokens(
     assert tokens.teacher_forced is not None and tokens.teacher_forced > 0
     job = json.loads((tmp_path / "target" / "r00" / "job.json").read_text())
     baseline = load_file(tmp_path / "baseline" / "r00" / "numerics.safetensors")
-    assert job["forced"] == baseline["every_tokens"].tolist()
+    assert job["plan"]["forced"] == baseline["every_tokens"].tolist()
     assert "margin.every_forced" in load_file(tmp_path / "target" / "r00" / "numerics.safetensors")

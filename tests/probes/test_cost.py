@@ -266,3 +266,40 @@ def test_a_reference_runs_one_step_only_where_the_steps_leave_its_outputs(
                 torch.testing.assert_close(after_one[key], value, rtol=1e-6, atol=1e-6)
         found = cost.step_cost(workload, freeze(workload))
         assert found.reference_steps == (1 if one else None) and found.summary_s > 0, name
+
+
+def test_the_decisive_rows_of_a_generation_are_foreseen_on_its_first_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The freeze job foresees the share of positions a top-1 gate over every prompt can
+    decide on: the first batch decoded and scored in float32, its margins against twice
+    the largest logit error of bf16 there. The same figures from the runners by hand;
+    a runner without such a gate (training) foresees nothing."""
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    workload = resolve(WorkloadSpec(name="gpt-generate", steps=2, batch_size=2))
+    frozen = freeze(workload)
+    found = cost.step_cost(workload, frozen, ("bf16",)).decisive
+    assert found is not None and not found.follow_steps  # 16 batches of prompts, cycled
+    positions = 32 - 1 + 32  # every prompt position predicts the next token, then new ones
+    assert (found.rows_per_batch, found.batches) == (2 * positions, 16)
+    weights, data = frozen.load()
+    model = workload.build_model()
+    model.load_state_dict(weights)
+
+    def runner(precision: str) -> StepRunner:
+        side = SideSpec(device="cpu", precision=precision)  # type: ignore[arg-type]
+        ctx = RunContext(device=torch.device("cpu"), side=side, autocast_type="cpu")
+        return workload.make_runner(model, data, ctx)
+
+    got = runner("fp32").position_logits()
+    assert got is not None
+    sequence, base = got
+    again = runner("bf16").position_logits(sequence)
+    assert again is not None
+    error = float((again[1] - base).abs().max())
+    assert error > 0  # bf16 moves the logits
+    top2 = base.topk(2, dim=-1).values
+    share = float(((top2[..., 0] - top2[..., 1]) > 2 * error).double().mean())
+    assert found.share == pytest.approx(share, abs=1e-3)
+    trained = resolve(WorkloadSpec(name="mlp-train", steps=2))
+    assert cost.step_cost(trained, freeze(trained), ("bf16",)).decisive is None

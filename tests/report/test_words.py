@@ -28,6 +28,15 @@ def emitted() -> tuple[set[str], set[str]]:
                 and isinstance(node.value.value, str)
             ):
                 codes.add(node.value.value)
+            if (  # a module's own finding maker: found("quality.baseline-zeros", ...)
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "found"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                codes.add(node.args[0].value)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                 names = [t.id for t in node.targets if isinstance(t, ast.Name)]
                 if any(n.endswith("_CHECK") for n in names):
@@ -41,6 +50,7 @@ def emitted() -> tuple[set[str], set[str]]:
 def test_every_code_the_judge_emits_has_words() -> None:
     codes, checks = emitted()
     assert {"speed.contention", "speed.pace-change", "speed.run-judged"} <= codes
+    assert {"quality.baseline-zeros", "quality.one-repeat"} <= codes
     assert {"speed.pace", "speed.load", "speed.reseeded", "speed.same-input"} <= checks
     assert codes - set(words.WORDS) == set()
     assert checks - set(words.CHECKS) == set()

@@ -198,7 +198,7 @@ def test_kwargs_are_type_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_run_check_and_scale_requests() -> None:
     run = RunRequest.from_kwargs("scan", workload="mlp-train", device="cpu")
-    assert run.job_mode == "scan" and run.name == "mlp-train"
+    assert run.mode == "scan" and run.name == "mlp-train"
     soak = CheckRequest.from_kwargs("soak", workload="gpt-generate", device="cpu", duration="1m30s")
     assert soak.duration_s == 90
     with pytest.raises(OptionError, match="drop nproc"):

@@ -36,7 +36,7 @@ from parity.model.manifest import Manifest
 from parity.plugins import WORKER_HOOKS_VAR
 from parity.request import CompareRequest
 from parity.runner.failure import TAIL_BYTES
-from parity.safety.redact import LOG_LIMIT
+from parity.safety.logfile import LOG_LIMIT
 from parity.testing.faults import ENV_VAR, disk_full, environ
 from tests.conftest import FIXTURES
 from tests.fixtures.jobs import run, workload_job

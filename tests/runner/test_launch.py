@@ -17,6 +17,7 @@ from parity.model.spec import parse_side
 from parity.runner.failure import failed_manifest, torchrun_root_cause
 from parity.runner.launch import EventTail, command, run_job
 from parity.runner.python import BOOT
+from parity.testing.raycluster import patience
 from tests.conftest import FIXTURES
 from tests.fixtures.bundles import manifest
 from tests.fixtures.jobs import run, script_job, workload_job
@@ -178,7 +179,9 @@ def test_a_worker_killed_by_a_signal_is_recorded_with_it(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_a_worker_past_its_timeout_is_stopped(tmp_path: Path) -> None:
-    job = workload_job(f"{FAULTY}:HangOnReduced", "cpu+bf16", timeout_s=12.0)
+    # 12 s on an idle machine, stretched by the load: a busy one may not reach the steps
+    timeout = float(round(patience(12.0)))
+    job = workload_job(f"{FAULTY}:HangOnReduced", "cpu+bf16", timeout_s=timeout)
     events: list[Event] = []
     final = run_job(job, tmp_path / "hang", on_event=events.append).path
     phases = [e.phase for e in events if e.event == "phase"]
@@ -187,5 +190,7 @@ def test_a_worker_past_its_timeout_is_stopped(tmp_path: Path) -> None:
     reason = bundle.manifest.reason or ""
     # the reason names the last phase the worker announced ("steps" unless the machine
     # is so busy that it did not get there in time)
-    assert reason.startswith(f"timed out after 12 s in phase '{phases[-1]}'"), reason
+    assert reason.startswith(f"timed out after {timeout:g} s in phase "), reason
+    if phases:
+        assert f"in phase '{phases[-1]}'" in reason, (reason, phases)
     assert not list(tmp_path.glob(".hang.tmp-*"))  # the bundle is in place, complete

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from parity.bundle import CAPTURE, CAPTURE_TENSORS, OPS
-from parity.model.job import Job
+from parity.model.job import Job, TimingPlan
 from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import FingerprintParts, QualitySpec, WorkloadDescription
 from parity.runner import probecache
@@ -34,7 +34,7 @@ def frozen_job(name: str) -> Job:
         description=WorkloadDescription(
             name=name, kind="train", size="tiny", quality=QualitySpec(kind="train", checks=())
         ),
-        capture=True,
+        plan=TimingPlan(capture=True),
     )
 
 

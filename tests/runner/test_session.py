@@ -14,7 +14,7 @@ import torch
 from parity.bundle import MANIFEST, OPS, read_doc
 from parity.devices import get_device
 from parity.model.codec import decode, loads
-from parity.model.job import Event
+from parity.model.job import Event, ReferencePlan
 from parity.model.manifest import Items, Manifest
 from parity.model.ops import OpsCensus
 from parity.model.spec import WorkloadSpec, parse_side
@@ -60,7 +60,7 @@ def _events(path: Path) -> list[Event]:
 
 
 def test_the_manifest_goes_from_incomplete_to_ok(tmp_path: Path, restore_torch: None) -> None:
-    job = workload_job("mlp-train", "cpu+deterministic+emulate=matmul-bf16", mode="reference")
+    job = workload_job("mlp-train", "cpu+deterministic+emulate=matmul-bf16", ReferencePlan())
     session = SideSession(job, tmp_path, started_ns=time.perf_counter_ns())
     session.setup(join_group=False)
     ready = session.startup()

@@ -6,50 +6,16 @@ import json
 import logging
 import shutil
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
 from parity.comparison import Comparison
 from parity.errors import UsageError
-from parity.model.codec import encode
 from parity.store import SCHEMA_VERSION, Store, default_path, index_quietly
 from tests.conftest import run_cli
-from tests.fixtures.runs import STDERR, real_run, synthetic_run, write_bundle
+from tests.fixtures.runs import STDERR, real_run, synthetic_run
 from tests.fixtures.serving import serving_run
-
-DAY = 86400.0
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three comparisons a day apart, and one stand-alone run, under one root."""
-    root = tmp_path_factory.mktemp("history")
-    t0 = time.time() - 10 * DAY
-    synthetic_run(root / "a", finished=t0, target_scale=0.9)
-    synthetic_run(root / "b", finished=t0 + DAY, target_scale=0.8)
-    synthetic_run(
-        root / "nested" / "c",
-        finished=t0 + 2 * DAY,
-        kind="generate",
-        target="cpu+threads=1",
-        target_scale=1.1,
-    )
-    write_bundle(
-        root / "single", role="run", spec="cpu+bf16", finished=t0 + 3 * DAY, workload="mlp-train"
-    )
-    return root
-
-
-@pytest.fixture
-def store_file(tmp_path: Path, runs: Path) -> Path:
-    path = tmp_path / "index.sqlite"
-    with Store.open(path) as s:
-        result = s.reindex([runs])
-    assert (result.comparisons, result.bundles, result.removed) == (3, 13, 0)
-    assert result.problems == []
-    return path
 
 
 def test_index_is_a_real_versioned_sqlite_file(store_file: Path) -> None:
@@ -58,66 +24,6 @@ def test_index_is_a_real_versioned_sqlite_file(store_file: Path) -> None:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert {"comparisons", "bundles", "metrics"} <= tables
         assert conn.execute("SELECT count(*) FROM metrics").fetchone()[0] > 100
-
-
-def test_ls_filters_and_orders_newest_first(store_file: Path) -> None:
-    with Store.open(store_file) as s:
-        rows = s.runs()
-        assert [r.type for r in rows] == ["run", "compare", "compare", "compare"]
-        assert [r.workload for r in rows[1:]] == ["gpt-generate", "gpt-train", "gpt-train"]
-        assert [r.sides for r in s.runs(workload="gpt-generate")] == ["cpu -> cpu+threads=1"]
-        assert {r.type for r in s.runs(device="cpu")} == {"run", "compare"}
-        assert len(s.runs(device="cpu+bf16")) == 3
-        assert len(s.runs(device="test cpu")) == 4  # device name, case-insensitive
-        assert s.runs(device="cuda") == []
-        assert len(s.runs(limit=2)) == 2
-
-
-def test_show_by_prefix_with_bundles_and_verdict(store_file: Path, runs: Path) -> None:
-    with Store.open(store_file) as s:
-        newest_compare = s.runs(workload="gpt-train")[0]
-        record = s.show(newest_compare.id[:6])
-        assert record.type == "compare" and record.path == str((runs / "b").resolve())
-        assert record.verdict is not None
-        assert encode(record.verdict) == json.loads((runs / "b" / "verdict.json").read_text())
-        assert [(b.role, b.run) for b in record.bundles] == [
-            ("baseline", "r00"),
-            ("baseline", "r01"),
-            ("target", "r00"),
-            ("target", "r01"),
-        ]
-        assert record.bundles[0].metrics["median_step_s"] > 0
-        single = s.show(s.runs()[0].id)
-        assert single.type == "run" and single.metrics["tokens_per_s"] > 0
-        with pytest.raises(UsageError, match="no run 'zzz'"):
-            s.show("zzz")
-        with pytest.raises(UsageError, match="ambiguous"):
-            s.show("b")
-
-
-def test_trend_per_side_over_time(store_file: Path) -> None:
-    with Store.open(store_file) as s:
-        points = s.trend("median_step_s", workload="gpt-train")
-        assert [(p.role, p.n) for p in points] == [
-            ("baseline", 2),
-            ("target", 2),
-            ("baseline", 2),
-            ("target", 2),
-        ]
-        times = [p.time_unix for p in points]
-        assert times == sorted(times)
-        base = [p.value for p in points if p.role == "baseline"]
-        targ = [p.value for p in points if p.role == "target"]
-        assert targ[0] < base[0] and targ[1] < targ[0]  # scale 0.9, then 0.8
-        assert [p.side for p in s.trend("tokens_per_s", side="cpu+bf16")] == ["cpu+bf16"] * 3
-        ttft = s.trend("ttft_p50_s")
-        assert [p.workload for p in ttft] == ["gpt-generate", "gpt-generate"]
-        ratios = s.trend("speed_ratio", workload="gpt-train")
-        assert len(ratios) == 2 and ratios[1].value < ratios[0].value < 1
-        speedup = s.trend("speedup", workload="gpt-train")
-        assert speedup[0].value == pytest.approx(1 / ratios[0].value)
-        with pytest.raises(UsageError, match=r"unknown metric 'speed'.*median_step_s"):
-            s.trend("speed")
 
 
 def test_reindex_after_the_database_file_was_deleted(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from parity.model.job import TimingPlan
 from tests.fixtures.jobs import run, workload_job
 
 PLUGIN = {"PARITY_PLUGINS": "parity.testing.fakedevice"}
@@ -23,7 +24,12 @@ needs_fake = pytest.mark.skipif(
 @needs_fake
 def test_a_side_on_the_privateuse1_device_matches_the_cpu(tmp_path: Path) -> None:
     cpu = run(workload_job("gpt-train", "cpu"), tmp_path, "cpu", env=PLUGIN)
-    fake = run(workload_job("gpt-train", "parityfake", capture=True), tmp_path, "fake", env=PLUGIN)
+    fake = run(
+        workload_job("gpt-train", "parityfake", TimingPlan(capture=True)),
+        tmp_path,
+        "fake",
+        env=PLUGIN,
+    )
     assert cpu.ok and fake.ok, fake.manifest.reason
     env = fake.manifest.environment
     assert env is not None and env.device.name == "parity fake accelerator"

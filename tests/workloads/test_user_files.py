@@ -9,7 +9,10 @@ import pytest
 import torch
 
 from parity.errors import WorkloadError
+from parity.model.codec import decode
 from parity.model.spec import SideSpec, WorkloadSpec
+from parity.model.verdict import Verdict
+from parity.report import words
 from parity.workloads import resolve
 from parity.workloads.base import RunContext
 from parity.workloads.frozen import freeze, materialize
@@ -119,8 +122,11 @@ def test_a_sleeping_loader_is_input_bound_in_the_verdict(tmp_path: Path) -> None
     for role in ("baseline", "target"):
         fed = verdict["sides"][role]["input_pipeline"]
         assert fed["input_bound"] and fed["source"] == "loader", fed["reason"]
-    item = next(u for u in verdict["unproven"] if u["item"] == "the real data pipeline")
-    assert item["checked"] and item["evidence"].startswith("measured on both sides")
+    unproven = decode(Verdict, verdict).unproven
+    item = next(u for u in unproven if u.item == "the real data pipeline")
+    assert item.checked and (words.unproven_evidence(item) or "").startswith(
+        "measured on both sides"
+    )
     # the HTML report has every section (the Markdown keeps to 60 lines, and noise
     # warnings on a busy machine can push the input pipeline into its "also" line)
     report = run_cli("report", str(out), "--html", str(tmp_path / "r.html"))

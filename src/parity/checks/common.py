@@ -62,6 +62,7 @@ from parity.model.job import CheckpointPlan
 from parity.model.quality import OutputCheck
 from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import Kind
+from parity.report import words
 from parity.request import CheckRequest
 from parity.runner.launch import Launcher
 from parity.runner.prepare import preflight, prepare_workload
@@ -194,7 +195,7 @@ def train(run: CheckRun, jobs: Sequence[Training]) -> dict[str, Bundle]:
     """The check's training jobs, at the same time where their devices allow it."""
     parts = [
         Part(
-            job=run.template.job(j.name, j.side, mode="train_ckpt", checkpoint=j.checkpoint),
+            job=run.template.job(j.name, j.side, j.checkpoint),
             path=run.out / j.name,
             label=j.name,
             hook=j.hook,
@@ -208,12 +209,7 @@ def train(run: CheckRun, jobs: Sequence[Training]) -> dict[str, Bundle]:
 
 def resume(run: CheckRun, side: SideSpec) -> Bundle:
     """The part that resumes from the check's checkpoint on ``side`` (``OUT/resumed``)."""
-    job = run.template.job(
-        "resumed",
-        side,
-        mode="train_ckpt",
-        checkpoint=CheckpointPlan(resume_from=str(run.checkpoint)),
-    )
+    job = run.template.job("resumed", side, CheckpointPlan(resume_from=str(run.checkpoint)))
     return run.orch.run(job, run.out / "resumed", label="resumed")
 
 
@@ -234,7 +230,7 @@ def continuation(
     lb, lr = list(base.losses), list(resumed.losses)
     loss = quality.compare_losses(lb[start:], lr[start:], tol["final_loss_rel"])
     every = loss.max_rel is not None and loss.max_rel <= tol["final_loss_rel"]
-    detail = loss.detail or (
+    detail = words.detail(loss) or (
         f"max relative difference {loss.max_rel:.3g} (tolerance {tol['final_loss_rel']:g})"
         + (
             ""
@@ -261,7 +257,7 @@ def continuation(
         check = replace(
             check,
             name=f"trained model's {name}",
-            detail=check.detail
+            detail=words.detail(check)
             or f"relative RMSE {check.rel_rmse or 0.0:.3g} (tolerance {tol['outputs_rel_rmse']:g})",
         )
         if check.rel_rmse is not None:

@@ -144,8 +144,7 @@ def soak(request: CheckRequest, *, progress: ProgressSink | None = None) -> Chec
     job = run.template.job(
         "soak",
         request.target,
-        mode="soak",
-        soak=SoakPlan(duration_s=duration, window_s=window),
+        SoakPlan(duration_s=duration, window_s=window),
         timeout_s=duration + request.timeout_s,
     )
     bundles = {"soak": run.orch.run(job, run.out / "soak", label="soak")}

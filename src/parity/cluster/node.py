@@ -17,7 +17,7 @@ from pathlib import Path
 
 from parity.cluster.code import digest
 from parity.model.codec import decode, dumps, loads
-from parity.model.job import Job
+from parity.model.job import CheckpointPlan, Job
 from parity.model.placement import Placement
 from parity.probes.environment import PLACEMENT_VAR
 
@@ -181,7 +181,7 @@ class SideNode:
             job, final, env=env, launcher=self.launcher,
             on_event=lambda event: self.seen.append(dumps(event, indent=None)),
         )  # fmt: skip
-        saved = job.checkpoint.checkpoint_dir if job.checkpoint is not None else None
+        saved = job.plan.checkpoint_dir if isinstance(job.plan, CheckpointPlan) else None
         try:
             return files_of(final), files_of(Path(saved)) if saved else {}
         finally:
@@ -210,8 +210,8 @@ class SideNode:
     def _checkpoints_here(self, job: Job, checkpoint: dict[str, bytes] | None) -> Job:
         """The job's checkpoint directories on this node: the one it resumes from written
         from ``checkpoint``, the one it saves into new (the driver keeps both)."""
-        plan = job.checkpoint
-        if plan is None or not (plan.checkpoint_dir or plan.resume_from):
+        plan = job.plan
+        if not isinstance(plan, CheckpointPlan) or not (plan.checkpoint_dir or plan.resume_from):
             return job
         here = self.work / "checkpoints" / uuid.uuid4().hex[:12]
         if plan.resume_from and checkpoint is not None:
@@ -219,7 +219,7 @@ class SideNode:
             plan = replace(plan, resume_from=str(here / "from"))
         if plan.checkpoint_dir:
             plan = replace(plan, checkpoint_dir=str(here / "saved" / "checkpoint"))
-        return replace(job, checkpoint=plan)
+        return replace(job, plan=plan)
 
     def close(self) -> None:
         self.launcher.close()

@@ -22,7 +22,7 @@ from parity.cluster.code import user_code
 from parity.cluster.node import SideNode, files_of, write_files
 from parity.errors import DeviceError, UsageError
 from parity.model.codec import decode, dumps, loads
-from parity.model.job import JOB_FILE, Event, Job
+from parity.model.job import JOB_FILE, CheckpointPlan, Event, Job
 from parity.model.placement import ClusterPlan, NodeLost, Placement, Resource
 from parity.model.spec import SideSpec, WorkloadSpec
 from parity.plugins import is_file_workload
@@ -144,8 +144,10 @@ class RemoteSide:
                 self.release()
                 continue
             break
-        plan = job.checkpoint
-        if saved and plan is not None and plan.checkpoint_dir:  # where the check reads it
+        plan = job.plan
+        if (
+            saved and isinstance(plan, CheckpointPlan) and plan.checkpoint_dir
+        ):  # where the check reads it
             _keep_checkpoint(Path(plan.checkpoint_dir), saved)
         write_files(tmp, files)
         os.replace(tmp, final)
@@ -164,8 +166,12 @@ class RemoteSide:
                 self.shipped[job.frozen] = self.ray.put(files_of(Path(job.frozen)))
             frozen = self.shipped[job.frozen]
         code = self.code if is_file_workload(job.workload.name) else None
-        plan = job.checkpoint
-        resumes = files_of(Path(plan.resume_from)) if plan and plan.resume_from else None
+        plan = job.plan
+        resumes = (
+            files_of(Path(plan.resume_from))
+            if isinstance(plan, CheckpointPlan) and plan.resume_from
+            else None
+        )
         where = dumps(replace(placement, lost=tuple(lost) or None), indent=None)
         ref = self.actor.run.remote(dumps(job, indent=None), frozen, code, resumes, where)
         deadline = time.monotonic() + job.timeout_s + SLACK_S

@@ -32,12 +32,12 @@ absolute logit (the precision's relative rounding).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
 
 from parity.arrays import Array, Arrays, cosine_similarity, f64, floating
+from parity.judge.quality import found
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
 from parity.model.inputs import Minimums
@@ -47,11 +47,13 @@ from parity.model.numerics import (
     EVERY_SKETCH,
     EVERY_TOKENS,
     EVERY_TOP1,
+    FINAL,
     OutputKind,
     output_kind,
 )
 from parity.model.quality import AgreementCheck, Divergence, QualityCheck, TokensCheck
 from parity.sketch import DIMS, cosine
+from parity.stats import proportion
 from parity.stats.proportion import upper_bound
 
 #: the one-sided error rate of the Clopper-Pearson bound behind ``required_rows``
@@ -61,12 +63,9 @@ COVERED = frozenset({"tokens", "final_tokens", "prefill_logits", "final_prefill_
 
 
 def required_rows(minimum: float, alpha: float = ALPHA) -> int:
-    """The fewest decisive rows that can tell ``minimum`` from chance: ``n`` rows that all
-    agree put the one-sided Clopper-Pearson lower bound at ``alpha ** (1 / n)``, above
-    ``minimum`` once ``n > ln(alpha) / ln(minimum)`` (299 rows for 99%, 59 for 95%)."""
-    if minimum <= 0 or minimum >= 1:
-        return 1  # nothing to tell from chance, or only "every row" can meet it
-    return math.floor(math.log(alpha) / math.log(minimum)) + 1
+    """The fewest decisive rows that can tell ``minimum`` from chance
+    (:func:`parity.stats.proportion.required_rows`: 299 rows for 99%, 59 for 95%)."""
+    return proportion.required_rows(minimum, alpha)
 
 
 def _kind(bundle: Bundle, name: str, tensor: Array) -> OutputKind:
@@ -120,8 +119,9 @@ def tokens_check(
     compared)."""
     label = f"tokens {name}" if name == EVERY_TOKENS else f"output {name}"
     if base.shape != target.shape:
-        detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
-        return TokensCheck(name=label, passed=False, detail=detail, output_kind="tokens")
+        shapes = list(base.shape), list(target.shape)
+        unlike = found("quality.shapes-differ", baseline=shapes[0], target=shapes[1])
+        return TokensCheck(name=label, passed=False, finding=unlike, output_kind="tokens")
     same = np.asarray(base == target)
     rows = same.reshape(base.shape[0], -1) if base.ndim > 1 else same
     rows = rows if rows.ndim > 1 else rows.reshape(1, -1)
@@ -152,29 +152,28 @@ def tokens_check(
     if not diverged:
         return check
     if margins is None or margins.shape != rows.shape:
-        detail = "no logits margins recorded: the differences are reported, not gated"
-        return replace(check, gated=False, passed=None, detail=detail)
+        unmargined = found("quality.tokens-no-margins", "reading")
+        return replace(check, gated=False, passed=None, finding=unmargined)
     at = tuple(None if p is None else float(margins[i, p]) for i, p in enumerate(first))
-    found = tuple(
+    seen = tuple(
         Divergence(prompt=i, position=j, margin=m, near_tie=m < threshold)
         for i, j in np.argwhere(differ).tolist()
         for m in (float(margins[i, j]),)
     )
-    flips = sum(not d.near_tie for d in found)
-    detail = (
-        "every difference is a near-tie flip (greedy decoding; not a fault)"
+    flips = sum(not d.near_tie for d in seen)
+    said = (
+        found("quality.tokens-near-ties", "context")
         if flips == 0
-        else f"{flips} token(s) differ where the baseline's top-2 margin is at least "
-        f"{threshold:.3g}"
+        else found("quality.tokens-flip", flips=flips, margin=threshold)
     )
     return replace(
         check,
         passed=flips == 0,
         margins=at,
         margin_threshold=threshold,
-        near_ties=sum(d.near_tie for d in found),
-        divergences=found,
-        detail=detail,
+        near_ties=sum(d.near_tie for d in seen),
+        divergences=seen,
+        finding=said,
     )
 
 
@@ -223,18 +222,21 @@ def top1_decision(
         agreeing = int(agree[decisive].sum())
         bound = upper_bound(agreeing, count, ALPHA)
         if bound < head.threshold:
-            detail = (
-                f"{count - agreeing} of {count} decisive rows flip: agreement at most "
-                f"{bound:.1%} (one-sided {1 - ALPHA:.0%} bound), under {head.threshold:.0%}; "
-                f"failed before the {need} rows a pass needs"
+            early = found(
+                "quality.top1-fails-early",
+                flips=count - agreeing,
+                decisive=count,
+                bound=bound,
+                level=1 - ALPHA,
+                threshold=head.threshold,
+                required=need,
             )
-            return replace(check, passed=False, decided=True, detail=detail)
+            return replace(check, passed=False, decided=True, finding=early)
     if count < need:
-        detail = (
-            f"not decided: {count} decisive rows, {need} needed to tell "
-            f"{head.threshold:.0%} from chance"
+        few = found(
+            "quality.top1-not-decided", decisive=count, required=need, threshold=head.threshold
         )
-        return replace(check, passed=None, decided=False, detail=detail)
+        return replace(check, passed=None, decided=False, finding=few)
     assert value is not None
     return replace(check, passed=value >= head.threshold, decided=True)
 
@@ -254,8 +256,8 @@ def top1_check(
         output=name,
     )
     if b.shape != t.shape or b.shape[-1] < 2:
-        detail = "shapes differ" if b.shape != t.shape else "one class: nothing to rank"
-        return replace(head, passed=None, gated=False, detail=detail)
+        why = "quality.shapes-differ" if b.shape != t.shape else "quality.one-class"
+        return replace(head, passed=None, gated=False, finding=found(why))
     top2 = np.partition(b, -2, axis=-1)[:, -2:]  # the second largest, then the largest
     decisive = (top2[:, 1] - top2[:, 0]) > threshold
     return top1_decision(head, b.argmax(-1) == t.argmax(-1), decisive, int(b.shape[0]))
@@ -270,7 +272,7 @@ def cosine_check(name: str, base: Array, target: Array, minimum: float) -> Agree
             passed=False,
             metric="cosine",
             threshold=minimum,
-            detail="shapes differ",
+            finding=found("quality.shapes-differ"),
         )
     cos = cosine_similarity(b, t, axis=-1)
     value = float(cos.min()) if cos.size and bool(np.isfinite(cos).all()) else 0.0
@@ -321,10 +323,10 @@ def every_position_checks(
         output=EVERY_TOP1,
     )
     if pa is None or pb is None or margins is None or pa.shape != pb.shape:
-        detail = "the sides recorded no comparable arg-max at every position"
-        return [tokens, replace(head, passed=None, gated=False, detail=detail)]
+        unmatched = found("quality.no-every-argmax", "reading")
+        return [tokens, replace(head, passed=None, gated=False, finding=unmatched)]
     if base.shape != target.shape or margins.shape != pa.shape or pa.shape[0] != base.shape[0]:
-        return [tokens, replace(head, detail="the sides' shapes differ")]
+        return [tokens, replace(head, finding=found("quality.shapes-differ"))]
     n, width = pa.shape
     if usable and forced is not None:  # every row on the baseline's context
         same_context = np.ones((n, width), dtype=bool)
@@ -356,21 +358,34 @@ def sketched_cosine(a: Array, b: Array, same_context: Array, minimum: float) -> 
         output=EVERY_TOP1,
     )
     if a.shape != b.shape or a.shape[:2] != same_context.shape:
-        return replace(head, detail="the sides' logits sketches differ in shape")
+        return replace(head, finding=found("quality.sketches-differ"))
     cos = cosine(a, b)[same_context]
     finite = cos.size > 0 and bool(np.isfinite(cos).all())
     value = float(cos.min()) if finite else 0.0
-    detail = "exact" if a.shape[-1] < DIMS else f"read from {DIMS}-bucket sketches of each row"
-    if not finite:
-        detail += "; a row was not finite"
+    read = found(
+        "quality.cosine-read",
+        "context" if finite else "blocks",
+        sketch=None if a.shape[-1] < DIMS else DIMS,
+        finite=finite,
+    )
     return replace(
         head,
         passed=finite and value >= minimum,
         value=value,
         rows=int(cos.size),
         not_compared=int(same_context.size - cos.size),
-        detail=detail,
+        finding=read,
     )
+
+
+def _rows_again(name: str, tensors: Arrays, shared: set[str]) -> bool:
+    """``name`` is the first batch's output and ``final_NAME`` holds its rows again among
+    more (an inference runner's ``finish`` forwards several batches): the top-1 gate
+    decides on the larger one, as the every-prompt outputs decide for the first batch's."""
+    again = f"{FINAL}{name}"
+    if again not in shared:
+        return False
+    return bool(_rows(tensors[again]).shape[0] > _rows(tensors[name]).shape[0])
 
 
 def agreement_checks(
@@ -391,13 +406,14 @@ def agreement_checks(
     checks: list[QualityCheck] = []
     if every:
         checks += every_position_checks(ta, tb, ma, mb, threshold, minimum)
-    for name in sorted(set(ta) & set(tb) - {EVERY_TOKENS, EVERY_TOP1}):
+    shared = set(ta) & set(tb)
+    for name in sorted(shared - {EVERY_TOKENS, EVERY_TOP1}):
         if every and name in COVERED:
             continue
         kind = _kind(a, name, ta[name])
         if kind == "tokens":
             checks.append(tokens_check(name, ta[name], tb[name], ma.get(name), threshold))
-        elif kind == "logits":
+        elif kind == "logits" and not _rows_again(name, ta, shared):
             checks.append(top1_check(name, ta[name], tb[name], threshold, minimum.top1))
         elif kind == "embeddings":
             checks.append(cosine_check(name, ta[name], tb[name], minimum.cosine))

@@ -9,10 +9,16 @@ from collections.abc import Mapping
 from parity.errors import ContractError
 from parity.judge import stack
 from parity.model.bundle import Bundle
-from parity.model.codec import Json
+from parity.model.codec import Json, encode
+from parity.model.findings import Finding
 from parity.model.manifest import Resolved, SettingChange, SettingJudged
 from parity.model.spec import SIDE_FIELDS, SideSpec
 from parity.model.verdict import (
+    BEHAVIOUR_FLAGS,
+    DATA_PIPELINE,
+    OPERATIONAL_ITEMS,
+    SETTINGS_GATE,
+    UNPROVEN_ITEMS,
     ByRole,
     ConfigDifference,
     Contract,
@@ -26,32 +32,10 @@ from parity.model.verdict import (
 )
 from parity.model.workload import FingerprintParts
 
-#: the not-yet-proven item a comparison ticks itself when both sides measured it
-DATA_PIPELINE = "the real data pipeline"
-#: what a migration must still prove, and what would prove it
-UNPROVEN = (
-    ("rollback path", "train on the target, checkpoint, resume on the baseline, and compare"),
-    ("sustained load", "a soak run of hours at production load: latency drift, memory growth"),
-    ("failure recovery", "kill a target run, resume from its checkpoint, compare the curve"),
-    ("multi-device scaling", "the same workload on 1, 2, 4, ... devices: efficiency"),
-    (
-        DATA_PIPELINE,
-        "the production data loader and preprocessing, not frozen data: a workload's "
-        "make_loader, or a script's DataLoader, measured on both sides",
-    ),
-)
-OPERATIONAL_LABELS = {
-    "instance_availability": "instance availability",
-    "quotas": "quotas",
-    "storage_and_data_movement": "storage and data movement",
-    "monitoring": "monitoring",
-    "deployment_tooling": "deployment tooling",
-}
 #: settings that actually ran, compared beside the side specs (see ``config_differences``)
 RESOLVED_FIELDS = ("compile_backend", "threads", "matmul", "conv")
-#: device flags that change what runs (its timing, its fusion), by the setting they show
-#: as: a difference between two sides that both report one is a configuration change
-BEHAVIOUR_FLAGS = {"launch_blocking": "NEURON_LAUNCH_BLOCKING (as after import torch)"}
+#: a difference in a behaviour flag (``BEHAVIOUR_FLAGS``) between two sides that both
+#: report one is a configuration change
 MAY_DIFFER = (*SIDE_FIELDS, "matmul", "conv", *BEHAVIOUR_FLAGS.values())
 
 
@@ -75,8 +59,14 @@ def fairness(a: Bundle, b: Bundle, allow: dict[str, str]) -> Fairness:
         allowed={p: allow[p] for p in differing},
         # script mode saw a command, not the weights and data: the contract is unverified
         verified=False if script else None,
-        note="script mode: weights and data not fingerprinted" if script else None,
+        note=_unverified(a, b) if script else None,
     )
+
+
+def _unverified(a: Bundle, b: Bundle) -> str | None:
+    """Why a script mode comparison's contract is unverified, as its workload says."""
+    said = (x.manifest.workload.description.contract for x in (a, b))
+    return next((x for x in said if x is not None), None)
 
 
 def _show(value: object) -> str:
@@ -211,23 +201,29 @@ def contract(
     )
 
 
-def unproven(checked: dict[str, str]) -> tuple[UnprovenItem, ...]:
-    """Each item ticked only where this comparison checked it (``checked``: item -> how)."""
+def unproven(checked: dict[str, str], sides: ByRole[SideInfo]) -> tuple[UnprovenItem, ...]:
+    """Each item ticked only where this comparison checked it (``checked``: item -> how
+    a check proved it), and the data pipeline where both sides measured their loader."""
+    fed = _pipeline_measured(sides) if DATA_PIPELINE not in checked else None
     return tuple(
         UnprovenItem(
-            item=item, checked=item in checked, evidence=checked.get(item), how_to_check=how
+            item=item,
+            checked=item in checked or (item == DATA_PIPELINE and fed is not None),
+            evidence=checked.get(item),
+            how_to_check=how,
+            finding=fed if item == DATA_PIPELINE else None,
         )
-        for item, how in UNPROVEN
+        for item, how in UNPROVEN_ITEMS
     )
 
 
-def pipeline_checked(sides: ByRole[SideInfo], checked: dict[str, str]) -> dict[str, str]:
-    """``checked`` with the data pipeline ticked where both sides measured their loader."""
-    found = [(role, info.input_pipeline) for role, info in sides.items()]
-    if DATA_PIPELINE in checked or any(p is None for _, p in found):
-        return checked
-    how = "; ".join(f"{role} {p.reason}" for role, p in found if p is not None)
-    return {**checked, DATA_PIPELINE: f"measured on both sides: {how}"}
+def _pipeline_measured(sides: ByRole[SideInfo]) -> Finding | None:
+    """Both sides measured their loader: what each found (None: a side did not)."""
+    found = {role: info.input_pipeline for role, info in sides.items()}
+    if any(p is None for p in found.values()):
+        return None
+    reasons: dict[str, Json] = {role: p.reason for role, p in found.items() if p is not None}
+    return Finding(code="unproven.pipeline-measured", severity="context", figures=reasons)
 
 
 def operational(answers: dict[str, str]) -> tuple[OperationalItem, ...]:
@@ -235,7 +231,7 @@ def operational(answers: dict[str, str]) -> tuple[OperationalItem, ...]:
         OperationalItem(
             item=label, answer=answers.get(key) or None, answered=bool(answers.get(key))
         )
-        for key, label in OPERATIONAL_LABELS.items()
+        for key, label in OPERATIONAL_ITEMS.items()
     )
 
 
@@ -264,11 +260,12 @@ def settings_gate(sides: Mapping[str, tuple[Bundle, ...]]) -> Gate | None:
         _judged(change, {role: _ran_with(bundles, name) for role, bundles in sides.items()})
         for name, change in found.items()
     )
-    return Gate(
-        name="settings as set up",
-        passed=not any(j.fails for j in judged),
-        detail="the workload changed torch's settings: " + "; ".join(j.sentence() for j in judged),
+    changed = Finding(
+        code="decision.settings-changed",
+        severity="blocks" if any(j.fails for j in judged) else "context",
+        figures={"settings": [encode(j) for j in judged]},
     )
+    return Gate(name=SETTINGS_GATE, passed=not any(j.fails for j in judged), finding=changed)
 
 
 def _ran_with(bundles: tuple[Bundle, ...], setting: str) -> tuple[str, ...]:

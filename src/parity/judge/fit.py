@@ -25,8 +25,9 @@ measurement of parity's run is checked against) and not in the production job's.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from parity.model.codec import Json
 from parity.model.fair import (
     OPTIMIZER_STATE_BYTES,
     DeviceMemory,
@@ -35,6 +36,7 @@ from parity.model.fair import (
     ProductionShape,
     SideFit,
 )
+from parity.model.findings import Finding
 from parity.model.metrics import Memory, MemoryPhase
 from parity.model.roles import ByRole
 from parity.model.workload import WorkloadDescription
@@ -42,14 +44,8 @@ from parity.model.workload import WorkloadDescription
 WEIGHT_BYTES = 4
 GRAD_BYTES = 4
 PRECISION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
-METHOD = (
-    "weights 4 B/parameter, gradients 4 B and optimizer states by kind (training), the "
-    "key/value cache at the declared batch and length (generation; layers and width grown "
-    "as the cube root of the parameter ratio), activations per sample-token from the "
-    "measured steps' peak (scaled by samples and tokens only: a lower bound for a wider "
-    "production model), the runtime as measured at load; FSDP shards weights, gradients "
-    "and optimizer states"
-)
+#: how the parts are projected (``parity.report.words.method`` says it)
+METHOD = "fit.projection"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -119,16 +115,6 @@ class Shape:
         )
 
 
-def bytes_text(n: int) -> str:
-    """Bytes in binary units, three significant figures (``1.25 GiB``)."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024:
-            return f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{value:,.3g} TiB"
-
-
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -153,38 +139,40 @@ def _kv(s: Shape, precision: str) -> int:
     return 2 * s.layers * s.width * s.batch * s.tokens * PRECISION_BYTES.get(precision, 4)
 
 
-def project(measured: Measured, small: Shape, big: Shape, precision: str) -> SideFit | str:
-    """The peak of ``big`` from a side's measurement of ``small``; a reason when the
+def _part(
+    name: str, nbytes: int, code: str, parity_only: bool = False, **figures: Json
+) -> MemoryPart:
+    basis = Finding(code=f"fit.{code}", severity="context", figures=figures)
+    return MemoryPart(name=name, bytes=nbytes, basis=basis, parity_only=parity_only)
+
+
+def project(measured: Measured, small: Shape, big: Shape, precision: str) -> SideFit | Finding:
+    """The peak of ``big`` from a side's measurement of ``small``; a finding when the
     measurement lacks a figure."""
     host = measured.host
     load, steps = _peak(measured.memory.load, host), _peak(measured.memory.steps, host)
     if load is None or steps is None:
-        return "the side recorded no memory peak for its load and its steps"
+        return Finding(code="fit.no-peak", severity="context")
     grads_m, opt_m = _states(small)
     probe_m = small.parameters * WEIGHT_BYTES if host and measured.probed else 0
     held = steps - load - grads_m - opt_m - probe_m - _kv(small, measured.precision)
     per_item = max(0, held) / (small.batch * small.tokens)
     parts = _model_parts(big, precision)
     act = round(per_item * big.batch * big.tokens)
-    scale = f"{big.batch} x {big.tokens}"
+    per = round(per_item)
     parts += [
-        MemoryPart(
-            name="activations",
-            bytes=act,
-            how=f"{bytes_text(round(per_item))} a sample-token measured x {scale}",
-        ),
-        MemoryPart(
-            name="runtime",
-            bytes=max(0, load - (2 if host else 1) * small.parameters * WEIGHT_BYTES),
-            how="the load peak less its weights",
+        _part("activations", act, "activations", per=per, batch=big.batch, tokens=big.tokens),
+        _part(
+            "runtime",
+            max(0, load - (2 if host else 1) * small.parameters * WEIGHT_BYTES),
+            "runtime",
         ),
     ]
     weights = big.parameters * WEIGHT_BYTES
     if host:
-        copies = [("loaded frozen weights", "parity's host copy")]
+        parts.append(_part("loaded frozen weights", weights, "host-copy", parity_only=True))
         if measured.probed:
-            copies.append(("probe's starting weights", "the numerics probe's copy"))
-        parts += [MemoryPart(name=n, bytes=weights, how=h, parity_only=True) for n, h in copies]
+            parts.append(_part("probe's starting weights", weights, "probe-copy", parity_only=True))
     grads, opt = _states(big)
     return _side_fit(tuple(parts), measured.device_memory, sharded=weights + grads + opt)
 
@@ -192,23 +180,29 @@ def project(measured: Measured, small: Shape, big: Shape, precision: str) -> Sid
 def _model_parts(big: Shape, precision: str) -> list[MemoryPart]:
     """Weights; gradients and optimizer states (training); the KV cache (generation)."""
     weights = big.parameters * WEIGHT_BYTES
-    parts = [MemoryPart(name="weights", bytes=weights, how=f"{big.parameters:,} parameters x 4 B")]
+    parts = [_part("weights", weights, "weights", parameters=big.parameters)]
     grads, opt = _states(big)
     if big.kind == "train":
-        kind = big.optimizer or "adamw (assumed)"
         per = OPTIMIZER_STATE_BYTES.get(big.optimizer or "adamw", 8)
         parts += [
-            MemoryPart(name="gradients", bytes=grads, how="4 B a parameter"),
-            MemoryPart(name="optimizer states", bytes=opt, how=f"{kind}: {per} B a parameter"),
+            _part("gradients", grads, "gradients"),
+            _part("optimizer states", opt, "optimizer", optimizer=big.optimizer, per=per),
         ]
     kv = _kv(big, precision)
     if kv:
         size = PRECISION_BYTES.get(precision, 4)
-        how = (
-            f"2 x {big.layers} layers x {big.width} wide x {big.batch} x {big.tokens} "
-            f"tokens x {size} B"
+        parts.append(
+            _part(
+                "KV cache",
+                kv,
+                "kv-cache",
+                layers=big.layers,
+                width=big.width,
+                batch=big.batch,
+                tokens=big.tokens,
+                size=size,
+            )
         )
-        parts.append(MemoryPart(name="KV cache", bytes=kv, how=how))
     return parts
 
 
@@ -216,33 +210,12 @@ def _side_fit(parts: tuple[MemoryPart, ...], memory: DeviceMemory | None, sharde
     peak = sum(p.bytes for p in parts if not p.parity_only)
     run_peak = sum(p.bytes for p in parts)
     if memory is None:
-        return SideFit(
-            parts=parts,
-            peak_bytes=peak,
-            run_peak_bytes=run_peak,
-            summary=f"projected peak {bytes_text(peak)}; device memory unknown (not reported, "
-            "not in devices/specs.toml): fit not judged",
-        )
+        return SideFit(parts=parts, peak_bytes=peak, run_peak_bytes=run_peak)
     margin = memory.bytes - peak
     unsharded = peak - sharded
     devices = None
     if memory.bytes > unsharded:
         devices = max(1, math.ceil(sharded / (memory.bytes - unsharded)))
-    if margin >= 0:
-        summary = (
-            f"fits: projected peak {bytes_text(peak)} of {bytes_text(memory.bytes)} "
-            f"({bytes_text(margin)} to spare)"
-        )
-    else:
-        how = (
-            f"fits on {devices} devices with FSDP"
-            if devices is not None
-            else "no device count fits: activations and runtime alone exceed one device"
-        )
-        summary = (
-            f"does not fit: projected peak {bytes_text(peak)} exceeds {bytes_text(memory.bytes)} "
-            f"by {bytes_text(-margin)} ({peak / memory.bytes:.1f}x); {how}"
-        )
     return SideFit(
         parts=parts,
         peak_bytes=peak,
@@ -251,7 +224,6 @@ def _side_fit(parts: tuple[MemoryPart, ...], memory: DeviceMemory | None, sharde
         fits=margin >= 0,
         margin_bytes=margin,
         fsdp_devices=devices,
-        summary=summary,
     )
 
 
@@ -263,30 +235,31 @@ def judge_fit(
     """Each side's projected peak at production size (``measured``: None for a side that
     did not run)."""
     if production is None:
-        return Fit(
-            available=False,
-            method=METHOD,
-            reason="no production shape declared ([production] in the plan, --production): "
-            "fit at production size not checked",
-        )
+        return _not_projected("fit.no-production")
     small = Shape.of(description)
     if small is None:
-        return Fit(
-            available=False,
-            method=METHOD,
-            reason="the workload reports no parameter count or batch size to project from",
-        )
+        return _not_projected("fit.no-shape")
     big = small.production(production)
     sides: dict[str, SideFit] = {}
     for role, m in measured.items():
         if m is None:
-            return Fit(available=False, method=METHOD, reason=f"the {role} did not run")
+            return _not_projected("fit.side-missing", role=role)
         made = project(m, small, big, production.precision or m.precision)
-        if isinstance(made, str):
-            return Fit(available=False, method=METHOD, reason=f"the {role}: {made}")
+        if isinstance(made, Finding):
+            return Fit(
+                available=False, method=METHOD, finding=replace(made, figures={"role": role})
+            )
         sides[role] = made
     return Fit(
         available=True,
         method=METHOD,
         sides=ByRole(baseline=sides["baseline"], target=sides["target"]),
+    )
+
+
+def _not_projected(code: str, **figures: Json) -> Fit:
+    return Fit(
+        available=False,
+        method=METHOD,
+        finding=Finding(code=code, severity="context", figures=figures),
     )

@@ -21,6 +21,8 @@ from parity.arrays import Array, cosine_similarity, f64, floating
 from parity.judge.measures import rmse
 from parity.judge.tolerances import direct
 from parity.model.bundle import Bundle
+from parity.model.codec import Json
+from parity.model.findings import Finding, Severity
 from parity.model.numerics import OutputKind
 from parity.model.quality import (
     Convergence,
@@ -31,6 +33,11 @@ from parity.model.quality import (
     TokensCheck,
 )
 from parity.model.spec import SideSpec
+
+
+def found(code: str, severity: Severity = "blocks", **figures: Json) -> Finding:
+    """A quality check's finding (``parity.report.words`` says it)."""
+    return Finding(code=code, severity=severity, figures=figures)
 
 
 def tolerances(a: SideSpec, b: SideSpec) -> dict[str, float]:
@@ -48,7 +55,7 @@ def _tokens(label: str, base: Array, target: Array) -> TokensCheck:
         passed=None,
         agreement=float(same.mean()) if same.size else 1.0,
         first_difference=first,
-        detail="integer outputs are reported, not gated",
+        finding=found("quality.integers-reported", "context"),
     )
 
 
@@ -69,14 +76,14 @@ def _compare_output(
     label: str, base: Array, target: Array, tol: float
 ) -> OutputCheck | TokensCheck:
     if base.shape != target.shape:
-        detail = f"shapes differ: {list(base.shape)} vs {list(target.shape)}"
-        return OutputCheck(name=label, passed=False, detail=detail)
+        shapes = list(base.shape), list(target.shape)
+        differ = found("quality.shapes-differ", baseline=shapes[0], target=shapes[1])
+        return OutputCheck(name=label, passed=False, finding=differ)
     if not floating(base):
         return _tokens(label, base, target)
     b, t = f64(base), f64(target)
     if not bool(np.isfinite(t).all()):
-        detail = "the target's output holds NaN or inf"
-        return OutputCheck(name=label, passed=False, detail=detail)
+        return OutputCheck(name=label, passed=False, finding=found("quality.not-finite"))
     diff = np.abs(t - b)
     rms, err = rmse(b), rmse(diff)
     rel = err / rms if rms > 0 else (0.0 if err == 0 else math.inf)
@@ -85,7 +92,7 @@ def _compare_output(
         name=label,
         passed=rel <= tol,
         rel_rmse=rel if math.isfinite(rel) else None,
-        detail=None if math.isfinite(rel) else "the baseline's output is all zeros",
+        finding=None if math.isfinite(rel) else found("quality.baseline-zeros"),
         tolerance=tol,
         max_abs=float(diff.max()) if diff.size else 0.0,
         mean_abs=float(diff.mean()) if diff.size else 0.0,
@@ -137,16 +144,16 @@ def compare_losses(
     says more: its detrended noise (``NOISE_K`` x), and, where a side ran in a reduced
     precision (``reduced``), the baseline's improvement over its last tenth of steps."""
 
-    def fail(detail: str) -> LossCheck:
-        return LossCheck(name="loss curve", tolerance=tol, passed=False, detail=detail)
+    def fail(finding: Finding) -> LossCheck:
+        return LossCheck(name="loss curve", tolerance=tol, passed=False, finding=finding)
 
     if len(base) != len(target) or not base:
-        return fail(f"curve lengths differ: {len(base)} vs {len(target)} steps")
+        return fail(found("quality.curve-lengths", baseline=len(base), target=len(target)))
     if any(x is None for x in target):
         first = next(i for i, x in enumerate(target) if x is None)
-        return fail(f"the target's loss is not finite at step {first}")
+        return fail(found("quality.loss-not-finite", role="target", step=first))
     if any(x is None for x in base):
-        return fail("the baseline's loss is not finite")
+        return fail(found("quality.loss-not-finite", role="baseline"))
     b = [float(x) for x in base if x is not None]
     t = [float(x) for x in target if x is not None]
     rel = [abs(y - x) / max(abs(x), 1e-12) for x, y in zip(b, t, strict=True)]
@@ -177,7 +184,7 @@ def determinism(repeats: Sequence[Bundle]) -> Determinism:
     generation loop's timing process hands over its first step's tokens and logits, not
     the quality run's decoding of every prompt again), each of which the first must have."""
     if len(repeats) < 2:
-        return Determinism(checked=False, detail="one repeat: run --repeats 2 to check")
+        return Determinism(checked=False, finding=found("quality.one-repeat", "context"))
     a, b = repeats[0], repeats[1]
     common = min(len(a.losses), len(b.losses))
     shorter = len(a.losses) != len(b.losses)
@@ -187,28 +194,27 @@ def determinism(repeats: Sequence[Bundle]) -> Determinism:
     for name in sorted(out_a.keys() & out_b.keys()):
         x, y = out_a[name], out_b[name]
         if x.shape != y.shape:
-            return Determinism(checked=True, bitwise_equal=False, detail=f"{name} changed shape")
+            changed = found("quality.repeat-shape", "context", output=name)
+            return Determinism(checked=True, bitwise_equal=False, finding=changed)
         if not np.array_equal(x, y):
             equal = False
             max_diff = max(max_diff, float(np.abs(f64(x) - f64(y)).max()))
     losses_a = [v for v in a.losses[:common] if v is not None]
     losses_b = [v for v in b.losses[:common] if v is not None]
     loss_diff = max((abs(x - y) for x, y in zip(losses_a, losses_b, strict=False)), default=0.0)
-    detail = None
+    partial = None
     if shorter:
-        detail = (
-            f"the losses of the first {common} steps (a timing process ran {common} of "
-            f"{max(len(a.losses), len(b.losses))}); outputs not compared"
-        )
+        longest = max(len(a.losses), len(b.losses))
+        partial = found("quality.repeat-shorter", "context", steps=common, of=longest)
     elif out_b.keys() < out_a.keys():
-        detail = f"the outputs the timing process hands over: {', '.join(sorted(out_b))}"
+        partial = found("quality.repeat-outputs", "context", outputs=[*map(str, sorted(out_b))])
     return Determinism(
         checked=True,
         bitwise_equal=equal,
         max_abs_output_diff=max_diff,
         max_abs_loss_diff=loss_diff,
         compared=(a.path.name, b.path.name),
-        detail=detail,
+        finding=partial,
     )
 
 

@@ -10,34 +10,17 @@ the measured shape and that it was not checked.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
-from parity.model.fair import ProductionShape, Representativeness, ShapeRow
+from parity.model.fair import PIPELINE, SHAPE_FACTOR, ProductionShape, Representativeness, ShapeRow
 from parity.model.workload import WorkloadDescription
 
-#: every declared size within this factor of production (either way) is representative
-FACTOR = 4.0
+FACTOR = SHAPE_FACTOR
 ITEM = "a representative workload"
 #: how the sides were fed without a loader
 FROZEN = "frozen data"
 #: how a script fed itself: parity never sees it, so it cannot say it was frozen
 UNSEEN = "unfingerprinted script data"
-HOW = (
-    f"declare the production shape ([production] in the plan, or --production KEY=VALUE) "
-    f"and measure a workload within {FACTOR:g}x of it in every size"
-)
-
-
-def _fraction_text(name: str, fraction: float) -> str:
-    """``parameters 0.31% of production``, ``batch_size 1/32 of production``, ``2x``."""
-    if fraction == 1:
-        return f"{name} as in production"
-    if fraction > 1:
-        return f"{name} {fraction:.3g}x production"
-    ratio = Fraction(fraction).limit_denominator(64)
-    if ratio.numerator == 1 and abs(float(ratio) - fraction) < 1e-12:
-        return f"{name} 1/{ratio.denominator} of production"
-    return f"{name} {fraction * 100:.2g}% of production"
+#: how to check the item (``parity.report.words.how_to_check`` says it)
+HOW = "shape.declare"
 
 
 def _size_row(name: str, measured: int | None, production: int | None) -> ShapeRow | None:
@@ -45,24 +28,13 @@ def _size_row(name: str, measured: int | None, production: int | None) -> ShapeR
         return None
     shown = "-" if measured is None else f"{measured:,}"
     if production is None:
-        return ShapeRow(name=name, measured=shown, text=f"{name} {shown} (production not declared)")
+        return ShapeRow(name=name, measured=shown)
     if measured is None:
-        return ShapeRow(
-            name=name,
-            measured=shown,
-            production=f"{production:,}",
-            within=False,
-            text=f"{name}: production {production:,}, the workload reports none",
-        )
+        return ShapeRow(name=name, measured=shown, production=f"{production:,}", within=False)
     fraction = measured / production
     within = 1 / FACTOR <= fraction <= FACTOR
     return ShapeRow(
-        name=name,
-        measured=shown,
-        production=f"{production:,}",
-        fraction=fraction,
-        within=within,
-        text=_fraction_text(name, fraction),
+        name=name, measured=shown, production=f"{production:,}", fraction=fraction, within=within
     )
 
 
@@ -71,28 +43,17 @@ def _kind_row(name: str, measured: str | None, production: str | None) -> ShapeR
         return None
     shown = measured or "-"
     if production is None:
-        return ShapeRow(name=name, measured=shown, text=f"{name} {shown}")
-    same = measured == production
-    text = (
-        f"{name} {shown}, as in production" if same else f"{name} {shown}, production {production}"
-    )
-    return ShapeRow(name=name, measured=shown, production=production, within=same, text=text)
+        return ShapeRow(name=name, measured=shown)
+    return ShapeRow(name=name, measured=shown, production=production, within=measured == production)
 
 
 def _pipeline_row(measured: str, production: str | None) -> ShapeRow:
     """The data pipeline: production's is matched only by a measured loader (a frozen
     tensor file stands in for no pipeline)."""
     if production is None:
-        return ShapeRow(name="data_pipeline", measured=measured, text=f"data pipeline {measured}")
+        return ShapeRow(name=PIPELINE, measured=measured)
     within = measured not in (FROZEN, UNSEEN)
-    verb = "measured" if within else "not measured"
-    return ShapeRow(
-        name="data_pipeline",
-        measured=measured,
-        production=production,
-        within=within,
-        text=f"data pipeline {verb} (production {production}, measured {measured})",
-    )
+    return ShapeRow(name=PIPELINE, measured=measured, production=production, within=within)
 
 
 def judge_representative(
@@ -119,20 +80,6 @@ def judge_representative(
     declared = production is not None
     judged = [r for r in rows if r.within is not None]
     representative = all(r.within for r in judged) if declared and judged else None
-    measured = ", ".join(f"{r.name} {r.measured}" for r in rows)
-    if not declared:
-        summary = f"measured shape: {measured}; not checked: no production shape declared"
-    else:
-        off = [r.text for r in judged if not r.within]
-        summary = (
-            f"within {FACTOR:g}x of production in every declared dimension"
-            if representative
-            else "not representative: " + ", ".join(off)
-        )
     return Representativeness(
-        declared=declared,
-        factor=FACTOR,
-        rows=rows,
-        representative=representative,
-        summary=summary,
+        declared=declared, factor=FACTOR, rows=rows, representative=representative
     )

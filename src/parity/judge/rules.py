@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from parity.judge import decision
 from parity.judge.fit import Measured, judge_fit
 from parity.judge.representative import FROZEN, HOW, ITEM, UNSEEN, judge_representative
 from parity.judge.slo import judge_slo
 from parity.judge.tuning import judge_tuning
 from parity.model.bundle import Bundle, SideRuns
-from parity.model.fair import DeviceMemory, Fit, Slo
+from parity.model.fair import DeviceMemory, Fit, Representativeness, Slo
 from parity.model.findings import Finding
 from parity.model.manifest import FlagValue
 from parity.model.roles import ByRole
-from parity.model.verdict import Gate, JudgeInputs, UnprovenItem, Verdict
+from parity.model.verdict import DATA_PIPELINE, Gate, JudgeInputs, UnprovenItem, Verdict
 
 
 def device_memory(bundle: Bundle) -> DeviceMemory | None:
@@ -55,21 +54,29 @@ def _flags(bundle: Bundle) -> dict[str, FlagValue]:
 def _slo_gate(slo: Slo) -> Gate:
     failing = [c for c in slo.sides.target.checks if c.status != "pass"]
     if failing:
-        return Gate(
-            name="latency limits", passed=slo.passed, detail="; ".join(c.detail for c in failing)
+        outside = Finding(
+            code="slo.outside",
+            severity="blocks",
+            figures={"checks": [c.figures() for c in failing]},
         )
+        return Gate(name="latency limits", passed=slo.passed, finding=outside)
     within = Finding(
         code="slo.within", severity="context", figures={"limits": [x.name for x in slo.limits]}
     )
     return Gate(name="latency limits", passed=slo.passed, finding=within)
 
 
-def _unproven(verdict: Verdict, representative: bool | None, summary: str) -> Verdict:
+def _unproven(verdict: Verdict, shape: Representativeness) -> Verdict:
+    """The representative-workload item: what the shape showed, where it was checked."""
+    found = None
+    if shape.representative is not None:
+        found = Finding(code="shape.measured", severity="context", figures=shape.figures())
     item = UnprovenItem(
         item=ITEM,
-        checked=bool(representative),
-        evidence=summary if representative else None,
-        how_to_check=HOW if representative is None else f"{summary}; {HOW}",
+        checked=bool(shape.representative),
+        evidence=None,
+        how_to_check=HOW,
+        finding=found,
     )
     return replace(verdict, unproven=(*verdict.unproven, item))
 
@@ -87,7 +94,7 @@ def apply_rules(
         batch=description.batch_size,
         intended=inputs.tuning_intended,
     )
-    fed = decision.DATA_PIPELINE in inputs.checked or all(
+    fed = DATA_PIPELINE in inputs.checked or all(
         info.input_pipeline is not None for _, info in verdict.sides.items()
     )
     shape = judge_representative(
@@ -106,4 +113,4 @@ def apply_rules(
     slo = judge_slo(inputs.slo, ByRole(baseline=baseline, target=target))
     gates = verdict.gates if slo is None else (*verdict.gates, _slo_gate(slo))
     made = replace(verdict, tuning=tuning, representativeness=shape, fit=fit, slo=slo, gates=gates)
-    return _unproven(made, shape.representative, shape.summary)
+    return _unproven(made, shape)

@@ -17,20 +17,16 @@ import math
 from collections.abc import Sequence
 
 from parity.model.bundle import SideRuns
-from parity.model.fair import LatencyLimit, Slo, SloCheck, SloSide, SloStatus
+from parity.model.fair import SLO_CONFIDENCE, LatencyLimit, Slo, SloCheck, SloSide, SloStatus
 from parity.model.reports import CurveBest
 from parity.model.roles import ByRole
 from parity.model.verdict import Verdict
 from parity.probes.latency import generation_samples
 from parity.stats.quantiles import upper_rank
 
-CONFIDENCE = 0.95
-RULE = (
-    "a limit passes when the 95% upper confidence bound of its percentile (an order "
-    "statistic: the smallest X(k) of n samples with P(Binomial(n, q) <= k-1) >= 0.95) is "
-    "within it; that needs n >= ln(0.05)/ln(q) samples: 5 for p50, 29 for p90, 299 for "
-    "p99; fewer samples fail as unproven"
-)
+CONFIDENCE = SLO_CONFIDENCE
+#: the rule a limit passes by (``parity.report.words`` says it)
+RULE = "slo.order-statistic"
 
 
 def needed(percentile: int, confidence: float = CONFIDENCE) -> int:
@@ -70,48 +66,21 @@ def side_samples(side: SideRuns) -> dict[str, list[float]]:
     return out
 
 
-def _time(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
-
-
 def check(limit: LatencyLimit, samples: Sequence[float]) -> SloCheck:
-    """One limit against one side's samples."""
-    n, need, name = len(samples), needed(limit.percentile), limit.name
-    bound = f"{name} <= {_time(limit.limit_s)}"
+    """One limit against one side's samples (``parity.report.words.slo_check`` says it)."""
+    n, need = len(samples), needed(limit.percentile)
     if n == 0:
-        return SloCheck(
-            limit=limit,
-            n=0,
-            needed=need,
-            status="unmeasured",
-            detail=f"{bound}: not measured (the workload reports no {limit.metric} latency)",
-        )
+        return SloCheck(limit=limit, n=0, needed=need, status="unmeasured")
     value = percentile(samples, limit.percentile)
     upper = upper_bound(samples, limit.percentile)
-    figure = f"p{limit.percentile} {_time(value)} over {n} samples"
     status: SloStatus
     if value > limit.limit_s:
-        status, detail = "fail", f"{figure}: over the limit by {value / limit.limit_s:.3g}x"
-    elif upper is None:
+        status = "fail"
+    elif upper is None or upper > limit.limit_s:
         status = "unproven"
-        detail = (
-            f"{figure}: within the limit, but unproven: a p{limit.percentile} needs at least "
-            f"{need} samples (1 - q^n >= {CONFIDENCE:g}), {need - n} more"
-        )
-    elif upper > limit.limit_s:
-        status = "unproven"
-        detail = f"{figure}: its 95% upper bound {_time(upper)} is over the limit"
     else:
-        status, detail = "pass", f"{figure}, 95% upper bound {_time(upper)}: within the limit"
-    return SloCheck(
-        limit=limit,
-        n=n,
-        needed=need,
-        status=status,
-        detail=f"{bound}: {detail}",
-        value_s=value,
-        upper_s=upper,
-    )
+        status = "pass"
+    return SloCheck(limit=limit, n=n, needed=need, status=status, value_s=value, upper_s=upper)
 
 
 def judge_slo(limits: tuple[LatencyLimit, ...], sides: ByRole[SideRuns]) -> Slo | None:
@@ -136,7 +105,7 @@ def best_batch(points: Sequence[tuple[int, Verdict]]) -> ByRole[CurveBest] | Non
     for role in ("baseline", "target"):
         meeting = [(bs, v) for bs, v in points if v.slo is not None and _met(v.slo, role)]
         if not meeting:
-            made[role] = CurveBest(batch_size=None, summary="no batch size meets every limit")
+            made[role] = CurveBest(batch_size=None)
             continue
         bs, v = max(meeting, key=lambda p: p[0])
         info = v.sides.baseline if role == "baseline" else v.sides.target
@@ -146,14 +115,7 @@ def best_batch(points: Sequence[tuple[int, Verdict]]) -> ByRole[CurveBest] | Non
             side_cost = (
                 v.cost.baseline if role == "baseline" else v.cost.target
             ).usd_per_1k_requests
-        cost = f", ${side_cost:.4g} per 1k requests" if side_cost is not None else ", no price"
-        goodput = f"{rate:.4g} requests/s" if rate is not None else "no throughput"
-        made[role] = CurveBest(
-            batch_size=bs,
-            goodput_per_s=rate,
-            usd_per_1k_requests=side_cost,
-            summary=f"largest batch within every limit: {bs} ({goodput}{cost})",
-        )
+        made[role] = CurveBest(batch_size=bs, goodput_per_s=rate, usd_per_1k_requests=side_cost)
     return ByRole(baseline=made["baseline"], target=made["target"])
 
 

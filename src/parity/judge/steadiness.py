@@ -21,7 +21,18 @@ host can skip this module (``judge.speed`` is about the ratio and its compliance
   stalled each other, and the steps moved with them (``stats.handoff``): each one's ratio.
 - **busy cores** (:func:`contention`): other processes held the cores while a side on them
   ran several intra-op threads; and **waits** (:func:`waited_finding`): both sides waited
-  for a core, which moves a ratio toward 1.
+  for a core. A wait is time a quiet machine's step would not have taken, and two
+  readings of the run take it off. A wait both sides pay alike each step adds the same
+  seconds to a short step and a long one, which holds a ratio toward 1: the ratio with
+  the wait every process paid taken off each step (a fixed cost) moves away from 1. A
+  wait only ever adds time, so each process's fastest step is the one other work slowed
+  least (why ``timeit`` reports the least of its runs): the ratio over the processes'
+  fastest steps is the other reading, whichever side of the plain ratio it falls. The
+  interval is widened to hold both, a reading, not a block: how much of a wait a step
+  paid is not known (a step that also sleeps or waits on I/O overlaps some of it), so
+  the plain ratio is what this run measured and the widened interval what a quiet
+  machine may give. Where the sides waited differently and their steps followed,
+  :func:`load_check` says so.
 
 The judge says none of it in words: each is a check or a finding (a code and figures)
 that ``parity.report.words`` says.
@@ -69,6 +80,7 @@ def judge_steadiness(a: SideRuns, b: SideRuns, ci: RatioCI) -> tuple[Steadiness 
     loaded, ci = load_check(a, b, ci)
     if loaded is not None:
         checks.append(loaded)
+    waited, ci = waited_finding(a, b, ci)
     figures = [*handoffs(a, "baseline"), *handoffs(b, "target")]
     two_ways = handoff(a, b, figures)
     held = pace(a, b, paired=ci.rounds_spread is not None, seen=two_ways is not None)
@@ -80,7 +92,7 @@ def judge_steadiness(a: SideRuns, b: SideRuns, ci: RatioCI) -> tuple[Steadiness 
     found = [
         contention(a.first, b.first, busy, ci.half_width_rel, stalled),
         placements_finding(two_ways) if two_ways is not None else None,
-        waited_finding(a, b),
+        waited,
     ]
     findings = tuple(f for f in found if f is not None)
     if not checks and two_ways is None and not findings:
@@ -132,28 +144,64 @@ def contention(
 
 def waits(side: SideRuns) -> list[tuple[float, float]]:
     """Each successful process's median steady step and its wait per second."""
+    return [(m, w) for m, w, _ in _waiting(side)]
+
+
+def _waiting(side: SideRuns) -> list[tuple[float, float, int]]:
+    """Each successful process's median steady step, its wait per second and its
+    intra-op threads (1 where not recorded)."""
     found = []
     for b in side.repeats:
         m = b.metrics
         if b.ok and m is not None and m.steady_samples and m.waited_share is not None:
-            found.append((statistics.median(m.steady_samples), m.waited_share))
+            threads = _threads(b) or 1
+            found.append((statistics.median(m.steady_samples), m.waited_share, threads))
     return found
 
 
-def waited_finding(a: SideRuns, b: SideRuns) -> Finding | None:
+def waited_finding(a: SideRuns, b: SideRuns, ci: RatioCI) -> tuple[Finding | None, RatioCI]:
     """Both sides' processes waited for a core while stepping (other work on the
-    machine): a wait both pay adds to each step alike, which moves a ratio toward 1, so
-    a quiet machine's ratio may lie outside the interval. A reading, not a block; None on
-    a machine where they waited less than ``WAITED`` s a second, or where it is unknown."""
-    means = {}
-    for role, side in (("baseline", a), ("target", b)):
-        found = [w for _, w in waits(side)]
-        if not found:
-            return None
-        means[role] = statistics.fmean(found)
+    machine): the ratio with the wait every process paid taken off each step, and over
+    the processes' fastest steps (see the module), and ``ci`` widened to hold them. None
+    (and ``ci`` as it was) on a machine where they waited less than ``WAITED`` s a
+    second, or where it is unknown."""
+    found = {"baseline": _waiting(a), "target": _waiting(b)}
+    if not found["baseline"] or not found["target"]:
+        return None, ci
+    means = {role: statistics.fmean(w for _, w, _ in runs) for role, runs in found.items()}
     if statistics.fmean(means.values()) < WAITED:
-        return None
-    return Finding(code="speed.waited", severity="reading", figures=dict(means))
+        return None, ci
+    figures: dict[str, Json] = dict(means)
+    # seconds of a step each process waited, on its average thread (each thread waits at
+    # most the wall time, so the figure stays under the step)
+    lost = {r: [(m, min(w / n, 1.0) * m) for m, w, n in runs] for r, runs in found.items()}
+    every = min(s for runs in lost.values() for _, s in runs)
+    figures["plain"] = _ci(ci.ratio, ci.low, ci.high)
+    wider = ci
+    if every > 0 and all(m > every for runs in lost.values() for m, _ in runs):
+        base, target = (Processes(medians=tuple(m - every for m, _ in lost[r])) for r in found)
+        quiet = ratio_ci(base, target)
+        # the wait taken off moves the ratio away from 1: its interval's far bound widens
+        # the plain one, whose near bound is the run with no fixed wait at all
+        wider = widened(wider, *((ci.low, quiet.high) if ci.ratio >= 1 else (quiet.low, ci.high)))
+        figures["fixed_s"] = every
+        figures["fixed"] = _ci(quiet.ratio, quiet.low, quiet.high)
+    fastest = [_fastest(side) for side in (a, b)]
+    if fastest[0] and fastest[1]:
+        least = ratio_ci(Processes(medians=fastest[0]), Processes(medians=fastest[1]))
+        wider = widened(wider, least.low, least.high)
+        figures["fastest"] = _ci(least.ratio, least.low, least.high)
+    figures["widened"] = wider.low < ci.low or wider.high > ci.high
+    return Finding(code="speed.waited", severity="reading", figures=figures), wider
+
+
+def _fastest(side: SideRuns) -> tuple[float, ...]:
+    """Each successful process's fastest steady step (seconds)."""
+    return tuple(
+        min(b.metrics.steady_samples)
+        for b in side.repeats
+        if b.ok and b.metrics is not None and b.metrics.steady_samples
+    )
 
 
 def _ci(ratio: float, low: float, high: float) -> list[Json]:

@@ -24,14 +24,19 @@ from dataclasses import replace
 
 from parity.arrays import floating
 from parity.judge.fp64 import gate
+from parity.judge.quality import found
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
+from parity.model.findings import Finding
 from parity.model.numerics import NonFiniteOrigin
 from parity.model.quality import (
+    LOSS_TRAJECTORY,
+    TRAJECTORY_RULE,
     Comparator,
     NonFiniteCheck,
     QualityCheck,
     TrajectoryCheck,
+    non_finite,
 )
 from parity.model.roles import ByRole, Role
 
@@ -77,18 +82,14 @@ def loss_trajectory(
     base: Losses, target: Losses, ref: Losses, expected: Losses | None, row: Tolerance
 ) -> TrajectoryCheck:
     """The losses step by step against the fp64 reference's (see the module's docstring)."""
-    rule = (
-        f"each step: |target - fp64| <= {row.k:g}x the comparator's largest error so far "
-        f"+ tol/10, or allclose: <= 2 tol |fp64| (tol {row.tol:g})"
-    )
     head = TrajectoryCheck(
-        name="loss trajectory against fp64",
+        name=LOSS_TRAJECTORY,
         passed=False,
         tolerance=row.tol,
         k=row.k,
         steps=len(ref),
         comparator="baseline",
-        rule=rule,
+        rule=TRAJECTORY_RULE,
     )
     problem = _problem(base, target, ref)
     if problem is not None:
@@ -116,7 +117,7 @@ def loss_trajectory(
         worst_step=worst,
         worst_ratio=ratios[worst],
         drift_from_step=drift,
-        drift_reason=None if drift is None else _drift_reason(drift, row),
+        drift=None if drift is None else _drift(drift, row),
         final_error_target=err_t[-1],
         final_error_comparator=env[-1],
     )
@@ -127,30 +128,25 @@ def _problem(
 ) -> Callable[[TrajectoryCheck], TrajectoryCheck] | None:
     """Why the curves cannot be gated step by step: how the check says so."""
     if len(target) != len(ref) or len(base) != len(ref) or not ref:
-        lengths = f"{len(base)}, {len(target)} and {len(ref)} steps"
-        detail = f"the curves' lengths differ (baseline, target, fp64): {lengths}"
-        return lambda c: replace(c, detail=detail)
-    if (i := _first_none(ref)) is not None:
-        detail = f"the fp64 reference's loss is not finite from step {i}: nothing to gate"
-        return lambda c: replace(c, detail=detail, gated=False, passed=None)
-    if (i := _first_none(target)) is not None:
-        at = i
-        return lambda c: replace(
-            c, detail=f"the target's loss is not finite at step {at}", first_failing_step=at
+        lengths = found(
+            "quality.curve-lengths", baseline=len(base), target=len(target), fp64=len(ref)
         )
+        return lambda c: replace(c, finding=lengths)
+    if (i := _first_none(ref)) is not None:
+        unusable = found("quality.reference-not-finite", "context", step=i)
+        return lambda c: replace(c, finding=unusable, gated=False, passed=None)
+    if (i := _first_none(target)) is not None:
+        at, nan = i, found("quality.loss-not-finite", role="target", step=i)
+        return lambda c: replace(c, finding=nan, first_failing_step=at)
     if (i := _first_none(base)) is not None:
-        detail = f"the baseline's loss is not finite at step {i}: no comparator"
-        return lambda c: replace(c, detail=detail)
+        alone = found("quality.no-comparator", step=i)
+        return lambda c: replace(c, finding=alone)
     return None
 
 
-def _drift_reason(step: int, row: Tolerance) -> str:
-    return (
-        f"from step {step} the comparator's loss differs from fp64 by more than "
-        f"{row.drift:g} (relative): training amplifies rounding until the runs drift apart, "
-        f"so one step's error is noise; from there the mean error over windows of "
-        f"{WINDOW} steps is gated against {row.k:g}x the comparator's mean"
-    )
+def _drift(step: int, row: Tolerance) -> Finding:
+    """From ``step`` the runs have drifted apart: the windowed mean error is gated."""
+    return found("quality.drift", "reading", step=step, drift=row.drift, window=WINDOW, k=row.k)
 
 
 def output_gates(
@@ -198,30 +194,27 @@ def _nonfinite(role: Role, bundle: Bundle) -> NonFiniteCheck | None:
     what = ("loss" if bad_loss is not None else f"output {bad_outputs[0]}") + "".join(
         f", output {name}" for name in bad_outputs[bad_loss is None :]
     )
-    origin = outputs.nonfinite or NonFiniteOrigin(found=False, detail="no replay was recorded")
+    origin = outputs.nonfinite or NonFiniteOrigin(found=False)
     step = origin.step if origin.found else bad_loss
     return NonFiniteCheck(
-        name=f"non-finite values ({role})",
+        name=non_finite(role),
         passed=False,
         side=role,
         what=what,
         step=step,
         module=origin.module if origin.found else None,
         where=origin.where if origin.found else None,
-        detail=_where(origin, step),
+        finding=_where(origin, step),
     )
 
 
-def _where(origin: NonFiniteOrigin, step: int | None) -> str:
-    at = f"step {step}" if step is not None else "after the steps (finish)"
-    if not origin.found:
-        return f"first not finite at {at}; the module is unknown ({origin.detail})"
+def _where(origin: NonFiniteOrigin, step: int | None) -> Finding:
+    """Where a value first went non-finite (``step`` None: after the steps, in finish)."""
+    if not origin.found:  # why the module is unknown: the replay's own word, if it ran
+        return found("quality.nonfinite-unknown", step=step, why=origin.detail)
     if origin.where == "update":
-        return (
-            f"at {at} every module's output was finite and parameter {origin.parameter} was "
-            "not after the update: the loss, the backward or the optimizer"
-        )
-    return f"first not finite at {at}, in the output of module {origin.module}"
+        return found("quality.nonfinite-update", step=step, parameter=origin.parameter)
+    return found("quality.nonfinite-module", step=step, module=origin.module)
 
 
 def nonfinite_checks(sides: ByRole[Bundle]) -> list[QualityCheck]:

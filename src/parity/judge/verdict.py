@@ -17,7 +17,6 @@ same verdict as ``parity compare`` did.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from parity.arrays import floating
@@ -35,7 +34,7 @@ from parity.judge.tolerances import Tolerance
 from parity.judge.trajectory import nonfinite_checks
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.codec import Json
-from parity.model.findings import Finding
+from parity.model.findings import Finding, Severity
 from parity.model.manifest import FailedAt
 from parity.model.metrics import InputPipeline, Throughput
 from parity.model.numerics import EVERY_TOP1
@@ -81,6 +80,7 @@ def _side_info(side: SideRuns) -> SideInfo:
         world = first.manifest.distributed.world_size if first.manifest.distributed else 1
         mfu = achieved / flops.peak.flops / world if flops.peak else None
         flops = replace(flops, achieved_flops=achieved, mfu=mfu)
+    noise, noisiest = _worst_noise(side.ok)
     return SideInfo(
         side=first.side,
         status="failed" if failed else "ok",
@@ -95,7 +95,8 @@ def _side_info(side: SideRuns) -> SideInfo:
         flops=flops,
         generation=pooled_generation(side.ok or side.repeats[:1]),
         inference=pooled_inference(side.ok or side.repeats[:1]),
-        noise_warnings=_worst_noise(side.ok),
+        noise_warnings=noise,
+        noisiest=noisiest if len(side.ok) > 1 else None,
         input_pipeline=InputPipeline.pooled(
             tuple(
                 b.metrics.input_pipeline for b in side.ok if b.metrics and b.metrics.input_pipeline
@@ -117,20 +118,19 @@ def _logs_cut(side: SideRuns) -> tuple[str, ...] | None:
     return said or None
 
 
-def _worst_noise(bundles: tuple[Bundle, ...]) -> tuple[str, ...]:
-    """The noise warnings of the noisiest repeat (largest IQR/median), labelled."""
+def _worst_noise(bundles: tuple[Bundle, ...]) -> tuple[tuple[str, ...], str | None]:
+    """The noise warnings of the noisiest repeat (largest IQR/median), and its name."""
     noisy = [b for b in bundles if b.metrics is not None and b.metrics.noise_warnings]
     if not noisy:
-        return ()
+        return (), None
 
     def iqr_rel(b: Bundle) -> float:
         s = b.metrics.summary if b.metrics is not None else None
         return s.iqr_rel if s is not None else 0.0
 
     worst = max(noisy, key=iqr_rel)
-    label = f" (noisiest of {len(bundles)} repeats: {worst.path.name})" if len(bundles) > 1 else ""
     assert worst.metrics is not None
-    return tuple(w + label for w in worst.metrics.noise_warnings)
+    return worst.metrics.noise_warnings, worst.path.name
 
 
 def judge_quality(
@@ -148,9 +148,8 @@ def judge_quality(
     out_a, out_b = a.output_tensors(), b.output_tensors()
     for name in sorted(set(out_a) | set(out_b)):
         if name not in out_a or name not in out_b:
-            checks.append(
-                OutputCheck(name=f"output {name}", passed=False, detail="present on one side only")
-            )
+            alone = quality.found("quality.one-side-only")
+            checks.append(OutputCheck(name=f"output {name}", passed=False, finding=alone))
             continue
         if not floating(out_a[name]):
             continue  # tokens: an agreement gate
@@ -180,11 +179,12 @@ class QualityContext:
         return ref is not None and ref.ok and ref.outputs is not None
 
 
-def _reported(checks: list[QualityCheck], why: str, kinds: tuple[str, ...]) -> list[QualityCheck]:
+def _reported(checks: list[QualityCheck], kinds: tuple[str, ...]) -> list[QualityCheck]:
     """The direct checks of ``kinds`` that measured something, as reported (a missing
     output, differing shapes or NaN stay gated: no fp64 gate covers them otherwise)."""
+    why = quality.found("quality.fp64-decides", "context")
     return [
-        replace(c, gated=False, detail=why) if _measured_direct(c, kinds) else c for c in checks
+        replace(c, gated=False, finding=why) if _measured_direct(c, kinds) else c for c in checks
     ]
 
 
@@ -212,22 +212,13 @@ def quality_section(
     # without its expected-error run has them reported only: the direct checks decide)
     ref_ok = numerics.available and any(g.gated and g.kind == "fp64" for g in numerics.gates)
     ref_ok = ref_ok and bool(numerics.reference and numerics.reference.available)
-    method = "target against baseline; tolerance from the lower precision of the two"
-    why = "reported; the fp64 reference gates decide"
+    method = "quality.direct"
     if ref_ok and context.whole_run:
-        checks = _reported(checks, why, ("output", "loss"))
-        method = (
-            "the whole run against an fp64 reference: losses step by step, outputs after "
-            "the run and at the first forward, gradients (k x the larger of the baseline's "
-            "and the expected-error run's error + tol/10, or allclose); tokens, top-1 and "
-            "cosine against the baseline; non-finite values"
-        )
+        checks = _reported(checks, ("output", "loss"))
+        method = "quality.fp64-whole-run"
     elif ref_ok:
-        checks = _reported(checks, why, ("output",))
-        method = (
-            "outputs and gradients against an fp64 reference (k x baseline error + tol/10, "
-            "or allclose); loss curve against the baseline"
-        )
+        checks = _reported(checks, ("output",))
+        method = "quality.fp64-first-forward"
     if numerics.available:
         checks += numerics.gates
     checks += nonfinite_checks(ByRole(baseline=first_a, target=first_b))
@@ -237,10 +228,10 @@ def quality_section(
     return Quality(
         tolerances=quality.tolerances(first_a.side, first_b.side),
         checks=tuple(checks),
-        passed=bool(gated)
-        and all(c.passed is not False for c in gated)
-        and all(_covered(c, checks) for c in undecided),
-        undecided=tuple(_undecided_label(c, steps) for c in undecided),
+        # one rule: a gate not decided is never a pass, whatever passed beside it
+        passed=bool(gated) and all(c.passed is True for c in gated),
+        undecided=tuple(c.name for c in undecided),
+        undecided_steps=tuple(_steps_to_decide(c, steps) for c in undecided),
         method=method,
         convergence=ByRole(
             baseline=quality.convergence(a.ok, inputs.target_loss),
@@ -252,49 +243,34 @@ def quality_section(
     )
 
 
-def _covered(check: QualityCheck, checks: Sequence[QualityCheck]) -> bool:
-    """A gate that is not decided is never a pass; the quality verdict may pass beside it
-    only where a decided error bound on the same output passed (its fp64 gate, or the
-    direct check where no reference decides): ``top-1 eval_logits`` beside ``eval_logits
-    against fp64``. The not-decided gate is named on the quality line either way."""
-    output = check.output if isinstance(check, AgreementCheck) else None
-    names = {f"{output} against fp64", f"output {output}"}
-    return output is not None and any(
-        c.gated and c.passed is True and c.kind in ("fp64", "output") and c.name in names
-        for c in checks
-    )
-
-
 #: the margin on the steps asked for: decisive rows are a share of rows that a run of
 #: other prompts reads a little differently
 MORE_STEPS_MARGIN = 1.2
 
 
-def _undecided_label(check: QualityCheck, steps: int | None = None) -> str:
-    """A gate not decided, with its evidence; for a gate over every prompt's rows (they
-    grow with ``--steps``), the ``--steps`` that would give the rows it needs at the share
-    of decisive rows this run had."""
+def _steps_to_decide(check: QualityCheck, steps: int | None = None) -> int | None:
+    """For a gate over every prompt's rows (they grow with ``--steps``), the ``--steps``
+    that would give the rows it needs at the share of decisive rows this run had; None
+    for any other gate."""
     if not isinstance(check, AgreementCheck) or check.decisive is None:
-        return check.name
-    label = f"{check.name} ({check.decisive} decisive rows, {check.required} needed"
+        return None
     if check.output == EVERY_TOP1 and steps and check.decisive and check.required:
-        more = math.ceil(steps * check.required / check.decisive * MORE_STEPS_MARGIN)
-        label += f": about --steps {more} decides it"
-    return label + ")"
+        return math.ceil(steps * check.required / check.decisive * MORE_STEPS_MARGIN)
+    return None
 
 
 def quality_gate(qual: Quality) -> Gate:
-    """The verdict's quality line: what failed, and which gates were not decided."""
-    undecided = f"not decided: {', '.join(qual.undecided)}" if qual.undecided else ""
+    """The verdict's quality line: what failed, and which gates were not decided (each
+    with its evidence: ``parity.report.words.undecided``)."""
     if qual.failing:
-        detail = f"outside tolerance: {', '.join(qual.failing)}"
-    elif qual.passed:
-        beside = f"; {undecided} (the same outputs' error bounds decide)" if undecided else ""
-        detail = "within tolerance" + beside
+        code, figures = "quality.outside", {"failing": list[Json](qual.failing)}
     else:
-        detail = undecided or "no gate decided"
+        code = "quality.within" if qual.passed else "quality.not-decided"
+        figures = {"undecided": list[Json](qual.undecided_figures())}
+    severity: Severity = "context" if qual.passed else "blocks"
+    found = quality.found(code, severity, **figures)
     decided = None if qual.passed or qual.failing else False
-    return Gate(name="quality", passed=qual.passed, detail=detail, decided=decided)
+    return Gate(name="quality", passed=qual.passed, finding=found, decided=decided)
 
 
 def _same_workload(side: SideRuns) -> None:
@@ -396,7 +372,7 @@ def judge(
         # first ok bundle per side, else its failed one (which may hold a failure scan)
         compatibility=compat.compatibility(first_a, first_b),
         contract=decision.contract(first_a, first_b, fair, changes),
-        unproven=decision.unproven(decision.pipeline_checked(sides, inputs.checked)),
+        unproven=decision.unproven(inputs.checked, sides),
         operational=decision.operational(inputs.operational),
     )
     settings = decision.settings_gate({"baseline": baseline.repeats, "target": target.repeats})

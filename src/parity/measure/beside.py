@@ -18,7 +18,7 @@ from parity.errors import BundleError, OutputError
 from parity.measure.orchestrate import JobTemplate, Orchestrator, remove
 from parity.measure.resumable import belonging, mismatch
 from parity.model.bundle import Bundle
-from parity.model.job import Job
+from parity.model.job import ExpectedPlan, Job, ReferencePlan, TimingPlan
 from parity.model.spec import SideSpec
 
 log = logging.getLogger("parity")
@@ -28,7 +28,7 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
     """The fp64 CPU reference bundle of a frozen workload: its whole run in float64, made
     once per fingerprint in the cache, then copied next to the sides (``OUT/reference``)
     so that the comparison's directory carries everything a later ``parity diff`` needs."""
-    job = template.job("reference", SideSpec(device="cpu"), mode="reference")
+    job = template.job("reference", SideSpec(device="cpu"), ReferencePlan())
     return cached_run(
         orch, job, cache / run_key(template.fingerprint), REFERENCE_DIR, "fp64 reference"
     )
@@ -37,7 +37,7 @@ def fp64_reference(orch: Orchestrator, template: JobTemplate, cache: Path) -> Bu
 def expected_run(orch: Orchestrator, template: JobTemplate, side: SideSpec, cache: Path) -> Bundle:
     """The expected-error run: the whole run on the CPU at ``side``'s precision (e.g.
     ``cpu+bf16``), cached per fingerprint and precision, copied to ``OUT/expected``."""
-    job = template.job("expected", side, mode="expected")
+    job = template.job("expected", side, ExpectedPlan())
     key = expected_key(template.fingerprint, side)
     return cached_run(orch, job, cache / key, EXPECTED_DIR, f"expected error ({side})")
 
@@ -147,10 +147,13 @@ def compliance_runs(
     timing process of ``steps`` (None: the workload's)."""
     runs = {
         "reseeded": reseeded.job(
-            "target", target, compliance=True, steps=steps, request=orch.request
+            "target", target, TimingPlan(compliance=True, steps=steps), request=orch.request
         ),
         "same-input": same.job(
-            "target", target, compliance=True, same_input=True, steps=steps, request=orch.request
+            "target",
+            target,
+            TimingPlan(compliance=True, same_input=True, steps=steps),
+            request=orch.request,
         ),
     }
     return {

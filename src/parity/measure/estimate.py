@@ -6,7 +6,8 @@ workload's step count and what the cache already holds, each phase is costed:
 
 - a side's step: the CPU step scaled by the matmul ratio of its precision (a side on an
   accelerator is not estimated: its first process tells);
-- a process: ``START_S`` plus the measured load, plus its steps;
+- a process: the measured load and its steps, with the overhead of any process
+  (``parity.measure.budget.process_s``: the cost model the rounds use as well);
 - the quality run: the workload's steps and what its end does after them (a generation
   workload decodes and scores every prompt again, the target's scores the baseline's
   tokens as well: ``StepCost.finish_steps``, ``forced_steps``); the timing processes
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.errors import OptionError
+from parity.measure import budget as cost
 from parity.model.estimate import FP64, PRECISION_DTYPE, Estimate, PhaseCost, StepCost
 from parity.model.side import MeasurePlan
 from parity.model.spec import SideSpec
@@ -55,14 +57,10 @@ if TYPE_CHECKING:
     from parity.measure.orchestrate import JobTemplate
     from parity.request import CompareRequest
 
-#: a worker's start from the zygote and the parent's sealing of its bundle, seconds
-START_S = 0.5
 PROBE_FIXED_S = 0.05
 PROBE_STEPS = 2
 SCAN_FIXED_S = 1.0
 SCAN_STEPS = 20
-#: what the budget asked for is rounded up by this margin
-MARGIN = 1.25
 #: the least comparison is refused only when over this many times the budget: one step
 #: timed on a loaded machine can read a few times its idle time, and a comparison a
 #: little over its budget is measured anyway, with a note
@@ -126,7 +124,7 @@ def timing_steps(steps: int) -> int:
 
 def phases(c: Costed, processes: int) -> list[PhaseCost]:
     """Every phase of the comparison with ``processes`` a side, costed (none cut)."""
-    fixed = START_S + c.cost.load_s
+    load = c.cost.load_s
     out: list[PhaseCost] = []
     cpu = c.cost.step_s
     step64 = c.cost.precision_step_s.get(FP64, cpu * c.cost.dtype_ratio.get("float64", 2.0))
@@ -135,17 +133,19 @@ def phases(c: Costed, processes: int) -> list[PhaseCost]:
     # and the probe
     whole = (c.cost.reference_steps or c.steps) + c.cost.finish_steps + PROBE_STEPS
     summaries = c.cost.summary_s
-    reference = fixed + whole * step64 + summaries
+    reference = cost.process_s(load, whole, step64) + summaries
     out.append(_phase("fp64 reference", reference, c.cached.reference))
     if c.expected is not None:
         e = step_s(c.cost, c.expected) or cpu
         name = f"expected-error run ({c.expected})"
-        out.append(_phase(name, fixed + whole * e + summaries, c.cached.expected))
+        out.append(_phase(name, cost.process_s(load, whole, e) + summaries, c.cached.expected))
     n = timing_steps(c.steps)
     for i, (role, side) in enumerate((("baseline", c.baseline), ("target", c.target))):
         s = step_s(c.cost, side)
         quality = full + (c.cost.forced_steps if role == "target" else 0.0)
-        out.append(_phase(f"{role} quality run", None if s is None else fixed + quality * s))
+        out.append(
+            _phase(f"{role} quality run", None if s is None else cost.process_s(load, quality, s))
+        )
         probe = None if s is None else PROBE_FIXED_S + PROBE_STEPS * s + summaries
         out.append(_phase(f"{role} {PROBES}", probe, c.cached.probe[i]))
         scan = None if s is None else SCAN_FIXED_S + SCAN_STEPS * s
@@ -153,10 +153,10 @@ def phases(c: Costed, processes: int) -> list[PhaseCost]:
         more = processes - 1
         if more:  # the quality run is the first process
             name = f"{role} timing processes ({more} x {n} steps)"
-            out.append(_phase(name, None if s is None else more * (fixed + n * s)))
+            out.append(_phase(name, None if s is None else more * cost.process_s(load, n, s)))
     if c.plan.compliance:
         s = step_s(c.cost, c.target)
-        out.append(_phase(COMPLIANCE, None if s is None else 2 * (fixed + n * s)))
+        out.append(_phase(COMPLIANCE, None if s is None else 2 * cost.process_s(load, n, s)))
     return out
 
 
@@ -166,8 +166,15 @@ def _phase(name: str, seconds: float | None, cached: bool = False) -> PhaseCost:
 
 
 def plan(c: Costed) -> Estimate:
-    """The estimate, with what the budget cuts (see the module); an ``OptionError`` where
-    even the least comparison is over the budget."""
+    """The estimate, with what the budget cuts (see the module) and the rounds it leaves
+    room for; an ``OptionError`` where even the least comparison is over the budget."""
+    est = _within_budget(c)
+    if c.plan.repeats is None:  # the rounds go on while the budget holds them
+        est = replace(est, rounds_s=cost.left_s(est.planned_s, est.budget_s))
+    return est
+
+
+def _within_budget(c: Costed) -> Estimate:
     from parity.stats import MIN_PROCESSES
 
     full = phases(c, MIN_PROCESSES)
@@ -178,25 +185,26 @@ def plan(c: Costed) -> Estimate:
         basis=basis(c.cost),
         budget_s=budget,
         processes=MIN_PROCESSES,
-        full_budget_s=float(math.ceil(full_s * MARGIN)),
+        full_budget_s=float(cost.holding(full_s)),
     )
     if c.plan.repeats is not None:  # as many processes as asked, whatever they cost
         asked = phases(c, c.plan.repeats)
         return replace(est, phases=tuple(asked), processes=c.plan.repeats)
-    if est.planned_s <= budget:
+    # nothing is spent yet: the whole plan is what is next
+    if cost.fits(0.0, est.planned_s, budget):
         return est
     optional, fewer = _cuts(c)
     for cut in optional:
         est = cut(est)
-        if est.planned_s <= budget:
+        if cost.fits(0.0, est.planned_s, budget):
             return est
-    if est.planned_s <= THREE_OVER * budget:
+    if cost.fits(0.0, est.planned_s, THREE_OVER * budget):
         return est  # three a side come first: over the budget, and said so
     for cut in fewer:
         est = cut(est)
-        if est.planned_s <= budget:
+        if cost.fits(0.0, est.planned_s, budget):
             return est
-    if c.plan.budget_given and est.planned_s > REFUSE_OVER * budget:
+    if c.plan.budget_given and not cost.fits(0.0, est.planned_s, REFUSE_OVER * budget):
         raise OptionError(refusal(est))
     return est
 
@@ -293,11 +301,17 @@ def summary(est: Estimate) -> str:
             f"processes take less than estimated); --budget {est.full_budget_s:.0f} buys "
             f"{MIN_PROCESSES}"
         )
-    elif est.planned_s > est.budget_s:
+    elif not cost.fits(0.0, est.planned_s, est.budget_s):
         ask = f": {over_budget(est)}"
+    more = ""
+    if est.rounds_s > 0:
+        more = (
+            f"; then more rounds until the interval is narrow enough or the budget is spent: "
+            f"about {duration(est.expected_s)} in all"
+        )
     return (
         f"estimate: about {duration(est.planned_s)} for {est.processes} process(es) a side "
-        f"({parts}){tail}; budget {est.budget_s:g} s{ask}"
+        f"({parts}){tail}; budget {est.budget_s:g} s{ask}{more}"
     )
 
 
@@ -308,7 +322,7 @@ def over_budget(est: Estimate) -> str:
     return (
         f"{MIN_PROCESSES} processes a side come first: planned over --budget "
         f"{est.budget_s:g} (estimate: {duration(est.planned_s)}; --budget "
-        f"{math.ceil(est.planned_s * MARGIN)} holds them)"
+        f"{cost.holding(est.planned_s)} holds them)"
     )
 
 
@@ -318,7 +332,8 @@ def notes(est: Estimate, asked: int | None = None) -> list[str]:
     from parity.stats import MIN_PROCESSES
 
     lines = [f"{p.name}: {p.cut}" for p in est.cuts]
-    if est.processes >= MIN_PROCESSES and est.planned_s > est.budget_s and asked is None:
+    over = not cost.fits(0.0, est.planned_s, est.budget_s)
+    if est.processes >= MIN_PROCESSES and over and asked is None:
         lines.append(over_budget(est))
     if est.processes < MIN_PROCESSES and asked is None:
         lines.append(
@@ -422,7 +437,7 @@ def planned(measure: MeasurePlan, est: Estimate | None) -> MeasurePlan:
 
 
 def skipped(est: Estimate | None, role: str) -> tuple[str, ...] | None:
-    """The first-repeat probes the estimate cut for ``role`` (``Job.skip``)."""
+    """The first-repeat probes the estimate cut for ``role`` (``TimingPlan.skip``)."""
     if est is None:
         return None
     names = {f"{role} {PROBES}": "numerics probe", f"{role} op scan": "scan"}

@@ -43,9 +43,10 @@ from parity.errors import (
     OptionError,
     OutputError,
 )
+from parity.measure import budget
 from parity.model.bundle import Bundle, SideRuns
 from parity.model.estimate import Estimate, StepCost
-from parity.model.job import Event, Job, Mode
+from parity.model.job import Event, Job, JobPlan, TimingPlan
 from parity.model.placement import Placement
 from parity.model.side import Interference, MeasurePlan, MeasureRecord, Stop, TimingSteps
 from parity.model.spec import SideSpec, WorkloadSpec
@@ -131,7 +132,8 @@ class JobTemplate:
             cost=prepared.cost,
         )
 
-    def job(self, role: str, side: SideSpec, *, mode: Mode = "measure", **fields: object) -> Job:
+    def job(self, role: str, side: SideSpec, plan: JobPlan | None = None, **fields: object) -> Job:
+        """A job of ``role`` on ``side`` with its mode's ``plan`` (timed steps, none given)."""
         return Job(
             role=role,
             side=side,
@@ -140,7 +142,7 @@ class JobTemplate:
             fingerprint=self.fingerprint,
             parts=self.parts,
             description=self.description,
-            mode=mode,
+            plan=TimingPlan() if plan is None else plan,
             **{"timeout_s": self.timeout_s, **fields},  # type: ignore[arg-type]
         )
 
@@ -205,52 +207,19 @@ class Tally:
         plain run (see ``next_run_s``)."""
         if len(self.round_s) == 1:
             return min(self.round_s[0], sum(self.next_run_s(role) for role in self.run_s))
-        return _next_cost(self.round_s)
+        return budget.next_cost(self.round_s)
 
     def next_run_s(self, role: Role) -> float:
         """What another run of ``role`` without the first repeat's extras will cost. After
         the first run alone, that run without its extras (the numerics probe, the op scan:
         first repeat only): the phases its worker timed up to its last step, with the
-        margin and the parent's own share per run."""
+        margin and the parent's own share per run (``budget.rerun_s``)."""
         costs = self.run_s[role]
         if len(costs) == 1 and self.done[role]:
-            plain = plain_run_s(self.done[role][0], self.steps.get(role))
+            plain = budget.rerun_s(self.done[role][0], self.steps.get(role))
             if plain is not None:
-                return min(costs[0], COST_MARGIN * plain + RUN_OVERHEAD_S)
-        return _next_cost(costs)
-
-
-#: margin on the typical cost of what is still to run
-COST_MARGIN = 1.2
-#: a run's cost outside its timed phases: the worker's writing and exit, the parent's
-#: sealing of its bundle (a generous figure: the next rounds correct it)
-RUN_OVERHEAD_S = 0.5
-
-
-def plain_run_s(bundle: Bundle, steps: int | None = None) -> float | None:
-    """A run's start, load and steps (what every repeat pays), from its metrics; with
-    ``steps``, a timing process of that many steps (its steady steps at the median)."""
-    if not bundle.ok or bundle.metrics is None:
-        return None
-    metrics = bundle.metrics
-    p = metrics.phases
-    if p.start_import_s is None:
-        return None
-    steady = p.steady_s
-    if steps is not None and p.steady_steps:
-        steady = max(steps - 1 - p.warmup_steps, 0) * p.steady_s / p.steady_steps
-    return p.start_import_s + (p.load_s or 0.0) + p.first_step_s + p.warmup_s + steady
-
-
-def _next_cost(costs: tuple[float, ...]) -> float:
-    """The median cost after the first (which also captures numerics and scans ops) with
-    a margin, or the last cost if higher."""
-    import statistics
-
-    if not costs:
-        return 0.0
-    later = costs[1:] or costs
-    return max(COST_MARGIN * statistics.median(later), costs[-1])
+                return min(costs[0], plain)
+        return budget.next_cost(costs)
 
 
 Decide = Callable[[Tally], Stop | None]

@@ -26,6 +26,7 @@ from parity.bundle import (
 )
 from parity.comparison import Comparison
 from parity.errors import OptionError, ResumeError, UsageError
+from parity.measure import budget, decisive
 from parity.measure import estimate as estimates
 from parity.measure.beside import compliance_runs, copy_bundle, expected_run, fp64_reference
 from parity.measure.orchestrate import (
@@ -41,7 +42,7 @@ from parity.measure.resumable import check_resumable, says_how_to_resume
 from parity.measure.stopping import adaptive_stop, timing_plan
 from parity.model.bundle import Bundle
 from parity.model.estimate import Estimate
-from parity.model.job import Job
+from parity.model.job import Job, JobPlan, ScanPlan, TimingPlan
 from parity.model.numerics import EVERY_TOKENS
 from parity.model.side import MeasurePlan, Stop
 from parity.model.spec import SideSpec
@@ -52,6 +53,7 @@ from parity.runner.ahead import import_ahead
 from parity.runner.launch import Launcher
 from parity.runner.prepare import preflight, prepare_workload
 from parity.safety.redact import REDACTED
+from parity.stats.proportion import required_rows
 from parity.storage import local, publish, staging, upload
 
 
@@ -140,16 +142,12 @@ def run(request: RunRequest, *, progress: ProgressSink | None = None) -> Ran:
         if request.script:
             template, command = _script_template(request.script, request.timeout_s)
             plan = command.plan(request.side)
-            job = template.job("run", request.side, mode="script", script=plan)
+            job = template.job("run", request.side, plan)
         else:
             template = _prepare(request, launcher, timeout_s=request.timeout_s)
-            job = template.job(
-                request.mode,
-                request.side,
-                mode=request.job_mode,
-                capture=request.mode == "run",  # the numerics probe, for a later diff
-                torchrun=request.torchrun,
-            )
+            # a run captures the numerics probe, for a later diff
+            kept: JobPlan = TimingPlan(capture=True) if request.mode == "run" else ScanPlan()
+            job = template.job(request.mode, request.side, kept, torchrun=request.torchrun)
         if out.is_dir():
             out.rmdir()
         with Orchestrator(out=out, progress=progress, launcher=launcher, placed=placed) as orch:
@@ -214,6 +212,9 @@ def compare(
             request, launcher, timeout_s=plan.timeout_s, cost=costed,
             sides=(request.baseline, request.target),
         )  # fmt: skip
+        sized = None
+        if costed:  # the quality runs sized for the top-1 gate, before anything is costed
+            template, request, sized = _sized(request, template, launcher)
         estimate, plan, raised = _costed(request, template) if costed else (None, plan, None)
         template = replace(template, timeout_s=plan.timeout_s)
         reseeded = _reseeded(replace(request, measure=plan), launcher) if plan.compliance else None
@@ -244,6 +245,8 @@ def compare(
                 orch.notes.extend(estimates.notes(estimate, plan.repeats))
                 if raised is not None:
                     orch.notes.append(raised)
+            if sized is not None:
+                orch.notes.append(sized)
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, reference_dir(cache))
@@ -275,6 +278,35 @@ def _costed(
     raised = estimates.timeout_note(estimate, timeout)
     log.warning("parity: %s", raised)
     return estimate, replace(plan, timeout_s=timeout), raised
+
+
+def _sized(
+    request: CompareRequest, template: JobTemplate, launcher: Launcher
+) -> tuple[JobTemplate, CompareRequest, str | None]:
+    """The workload prepared again with the steps its top-1 gate needs
+    (``parity.measure.decisive``) where the user left the steps to it, and the request
+    that asks for them (a resumed comparison runs the same); where the gate is foreseen
+    short of its rows otherwise, the line saying so. Both lines are logged before
+    measuring."""
+    cost, steps = template.cost, template.description.steps or 0
+    required = required_rows(request.judge.minimums.top1)
+    spec = request.workload
+    assert spec is not None
+    more = decisive.sized_steps(cost, steps, required) if spec.steps is None else None
+    if more is None or cost is None:
+        said = decisive.short(cost, steps, required)
+        if said is not None:
+            log.warning("parity: %s", said)
+        return template, request, said
+    said = decisive.sized_note(cost, steps, more, required)
+    log.warning("parity: %s", said)
+    spec = replace(spec, steps=more)
+    again = _prepare(
+        request, launcher, timeout_s=template.timeout_s, spec=spec,
+        sides=(request.baseline, request.target),
+    )  # fmt: skip
+    template = replace(again, cost=decisive.rescaled(cost, steps, more))
+    return template, replace(request, workload=spec), said
 
 
 def _uploader(out: Path, url: str | None) -> Callable[[Path], None] | None:
@@ -351,17 +383,8 @@ def _measure(
         skip = estimates.skipped(estimate, role) if k == 0 else None
         # the target's quality run scores the baseline's tokens too (it runs second)
         forced = forced_tokens(orch.measured) if role == "target" and k == 0 else None
-        return template.job(
-            role,
-            sides[role],
-            repeat=k,
-            capture=k == 0,
-            torchrun=plan.torchrun,
-            steps=steps,
-            cut=cut,
-            skip=skip,
-            forced=forced,
-        )
+        timed = TimingPlan(capture=k == 0, steps=steps, cut=cut, skip=skip, forced=forced)
+        return template.job(role, sides[role], timed, repeat=k, torchrun=plan.torchrun)
 
     stop = orch.rounds(
         job,
@@ -408,7 +431,7 @@ def _compliance_fits(orch: Orchestrator, plan: MeasurePlan) -> bool:
     ``--repeats``, which fixes the work instead of the time)."""
     if plan.repeats is not None or orch.tally is None:
         return True
-    return orch.elapsed_s() + 2 * orch.tally.next_run_s("target") <= plan.budget_s
+    return budget.fits(orch.elapsed_s(), 2 * orch.tally.next_run_s("target"), plan.budget_s)
 
 
 def _compare_script(
@@ -431,9 +454,7 @@ def _compare_script(
     sides = {"baseline": request.baseline, "target": request.target}
     with locked(out), Orchestrator(out=out, progress=progress, launcher=launcher) as orch:
         stop = orch.rounds(
-            lambda role, k: template.job(
-                role, sides[role], mode="script", repeat=k, script=command.plan(sides[role])
-            ),
+            lambda role, k: template.job(role, sides[role], command.plan(sides[role]), repeat=k),
             plan,
             adaptive_stop(plan, asked=request.measure.repeats is not None),
         )

@@ -14,15 +14,8 @@ import math
 import statistics
 from dataclasses import replace
 
-from parity.measure.orchestrate import (
-    COST_MARGIN,
-    RUN_OVERHEAD_S,
-    AfterFirst,
-    Decide,
-    Orchestrator,
-    Tally,
-    plain_run_s,
-)
+from parity.measure import budget
+from parity.measure.orchestrate import AfterFirst, Decide, Orchestrator, Tally
 from parity.model.bundle import Bundle, one_host, run_samples, threaded_on_host
 from parity.model.job import StepCut
 from parity.model.side import DECISIVE, MeasurePlan, Stop, TimingSteps
@@ -144,7 +137,7 @@ def size_timing(bundle: Bundle, spread: float | None = None) -> TimingSteps | No
     size = process_steps(
         metrics.steady_samples,
         warmup=p.warmup_steps,
-        fixed_s=fixed + RUN_OVERHEAD_S,
+        fixed_s=fixed + budget.OVERHEAD_S,
         workload_steps=len(metrics.step_samples_s),
         spread=max(PRIOR_SPREAD, spread or 0.0),
         measured=spread is not None and spread > PRIOR_SPREAD,
@@ -206,17 +199,20 @@ def timing_plan(
             steps[role] = sized.steps if sized is not None and shorter else None
         if spread is None:  # once, after the first round
             _warn_contention(orch, done)
-        base, target = (_timing_run_s(done[role], steps[role]) for role in ROLES)
+        base, target = (
+            budget.rerun_s(done[role][0], steps[role]) if done[role] else None for role in ROLES
+        )
         if base is None or target is None or spread is not None:  # the note: once, first
             return steps
         rounds = first_rounds(plan) - 1
-        need = orch.elapsed_s() + rounds * (base + target) + runs_after * target
-        if plan.repeats is None and need > plan.budget_s:
+        spent, rest = orch.elapsed_s(), rounds * (base + target) + runs_after * target
+        if plan.repeats is None and not budget.fits(spent, rest, plan.budget_s):
+            need = spent + rest
             line = (
                 f"{rounds + 1} processes a side need about {_duration(need)} of measuring "
-                f"(the fp64 reference and the first processes took {orch.elapsed_s():.0f} s), "
+                f"(the fp64 reference and the first processes took {spent:.0f} s), "
                 f"more than --budget {plan.budget_s:g}: measuring them anyway; "
-                f"--budget {math.ceil(need * COST_MARGIN)} holds them"
+                f"--budget {budget.holding(need)} holds them"
             )
             orch.notes.append(line)
             log.warning("parity: %s", line)
@@ -272,11 +268,6 @@ def _spread(done: dict[Role, list[Bundle]]) -> float | None:
         return None
     squares = sum(sum((x - statistics.fmean(side)) ** 2 for x in side) for side in logs)
     return math.sqrt(squares / sum(len(side) - 1 for side in logs))
-
-
-def _timing_run_s(bundles: list[Bundle], steps: int | None) -> float | None:
-    plain = plain_run_s(bundles[0], steps) if bundles else None
-    return None if plain is None else COST_MARGIN * plain + RUN_OVERHEAD_S
 
 
 def _duration(seconds: float) -> str:

@@ -17,6 +17,24 @@ FP64 = "fp64"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class DecisiveRows:
+    """How many rows a top-1 gate over every prompt's positions gets, foreseen on the
+    first batch of prompts on the CPU (``parity.probes.cost``): what sizes the sides'
+    quality runs before they run."""
+
+    #: positions scored in one batch of prompts (batch size x positions a prompt)
+    rows_per_batch: int
+    #: the batches of prompts the quality run scores
+    batches: int
+    #: the share of the first batch's rows beyond the near-tie margin foreseen: the
+    #: float32 top-2 margin over twice the largest logit error of the sides' reduced
+    #: precision against float32 (``parity.judge.agreement.near_tie_margin``)
+    share: float
+    #: the batches of prompts follow ``--steps`` (one a step): more steps, more rows
+    follow_steps: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class StepCost:
     """Cheap figures of a workload on this machine's CPU, measured by the ``freeze`` job
     before anything else runs (``parity.probes.cost``)."""
@@ -52,6 +70,8 @@ class StepCost:
     #: step's modules produce and a summary's time per element on this CPU. A small
     #: convolutional network's activations outweigh its step many times
     summary_s: float = 0.0
+    #: the rows a top-1 gate over every prompt's positions gets (a generation workload)
+    decisive: DecisiveRows | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,11 +102,21 @@ class Estimate:
     processes: int
     #: the budget that holds three processes a side with every phase (the figure to ask for)
     full_budget_s: float
+    #: what the rounds after the planned processes are expected to add: without fixed
+    #: ``--repeats`` they go on until the interval reaches the precision or the budget is
+    #: spent, which on a noisy host is most of the budget
+    rounds_s: float = 0.0
 
     @property
     def planned_s(self) -> float:
         """Seconds of what still runs (phases not cut, not estimated counted as 0)."""
         return sum(p.seconds or 0.0 for p in self.phases if p.cut is None)
+
+    @property
+    def expected_s(self) -> float:
+        """Seconds the comparison is expected to take after its first line: the planned
+        phases and the rounds the budget leaves room for."""
+        return self.planned_s + self.rounds_s
 
     @property
     def cuts(self) -> tuple[PhaseCost, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from parity.model.codec import omit_none
+from parity.model.codec import Json, omit_none
 from parity.model.findings import Finding
 from parity.model.roles import ByRole, Role
 from parity.model.spec import Precision
@@ -33,6 +33,8 @@ OPTIMIZER_STATE_BYTES: dict[str, int] = {
 LatencyMetric = Literal["ttft", "tpot", "itl", "e2e", "latency"]
 LATENCY_METRICS: tuple[LatencyMetric, ...] = get_args(LatencyMetric)
 PERCENTILES = (50, 90, 99)
+#: the confidence of a latency limit's upper bound (``parity.judge.slo``)
+SLO_CONFIDENCE = 0.95
 SloStatus = Literal["pass", "fail", "unproven", "unmeasured"]
 
 
@@ -124,6 +126,14 @@ class Tuning:
 # -- representativeness ----------------------------------------------------------------------
 
 
+#: the sizes of a workload's shape, each given as a fraction of production's (the other
+#: rows are kinds, the same or not, and the data pipeline, measured or not)
+SIZES = ("parameters", "seq_len", "batch_size", "max_new_tokens")
+PIPELINE = "data_pipeline"
+#: every declared size within this factor of production (either way) is representative
+SHAPE_FACTOR = 4.0
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ShapeRow:
     """One dimension of the shape: measured against production (``fraction``: measured /
@@ -134,7 +144,15 @@ class ShapeRow:
     production: str | None = omit_none()
     fraction: float | None = omit_none()
     within: bool | None = omit_none()
-    text: str
+    #: what a verdict of schema 6 or older said of it (``parity.report.words`` says it
+    #: from the figures since)
+    text: str | None = omit_none()
+
+    def figures(self) -> dict[str, Json]:
+        """The row as a finding's figures."""
+        made: dict[str, Json] = {"name": self.name, "measured": self.measured}
+        made |= {"production": self.production, "fraction": self.fraction}
+        return made | {"within": self.within}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -144,7 +162,14 @@ class Representativeness:
     factor: float
     rows: tuple[ShapeRow, ...]
     representative: bool | None
-    summary: str
+    #: what a verdict of schema 6 or older said (``parity.report.words`` says it since)
+    summary: str | None = omit_none()
+
+    def figures(self) -> dict[str, Json]:
+        """The section as a finding's figures (the unproven item's)."""
+        rows: list[Json] = [r.figures() for r in self.rows]
+        made: dict[str, Json] = {"declared": self.declared, "factor": self.factor}
+        return made | {"representative": self.representative, "rows": rows}
 
 
 # -- fit at production size ------------------------------------------------------------------
@@ -157,7 +182,10 @@ class MemoryPart:
 
     name: str
     bytes: int
-    how: str
+    #: how the part was projected, in figures (``parity.report.words.part_how`` says it)
+    basis: Finding | None = omit_none()
+    #: what a verdict of schema 6 or older said instead
+    how: str | None = omit_none()
     parity_only: bool = False
 
 
@@ -182,13 +210,18 @@ class SideFit:
     margin_bytes: int | None = omit_none()
     #: devices that hold it with FSDP sharding weights, gradients and optimizer states
     fsdp_devices: int | None = omit_none()
-    summary: str
+    #: what a verdict of schema 6 or older said (``parity.report.words.fit`` says it since)
+    summary: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Fit:
     available: bool
+    #: how it was projected, by code (``parity.report.words.method``)
     method: str
+    #: why it was not projected (``available`` false)
+    finding: Finding | None = omit_none()
+    #: what a verdict of schema 6 or older said instead of ``finding``
     reason: str | None = omit_none()
     sides: ByRole[SideFit] | None = omit_none()
 
@@ -205,9 +238,24 @@ class SloCheck:
     n: int
     needed: int
     status: SloStatus
-    detail: str
+    #: what a verdict of schema 6 or older said of it (``parity.report.words`` says it
+    #: from the figures since)
+    detail: str | None = omit_none()
     value_s: float | None = omit_none()
     upper_s: float | None = omit_none()
+
+    def figures(self) -> dict[str, Json]:
+        """The check as a finding's figures (a failing latency gate's ``slo.outside``)."""
+        return {
+            "metric": self.limit.metric,
+            "percentile": self.limit.percentile,
+            "limit_s": self.limit.limit_s,
+            "n": self.n,
+            "needed": self.needed,
+            "status": self.status,
+            "value_s": self.value_s,
+            "upper_s": self.upper_s,
+        }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -221,6 +269,7 @@ class Slo:
     """The latency limits: a gate on the target, the baseline's figures beside it."""
 
     limits: tuple[LatencyLimit, ...]
+    #: the rule's code (``parity.report.words.method``; an older verdict's sentence)
     rule: str
     sides: ByRole[SloSide]
     passed: bool

@@ -151,18 +151,6 @@ class SettingJudged:
     unfair: bool
     fails: bool
 
-    def sentence(self) -> str:
-        if self.unfair:
-            how = "a side computed in another precision than it declared: fails"
-        elif self.alike:
-            how = "the same on both sides: reported, not failed"
-        elif self.breaks_contract:
-            how = "differs between the sides and changes what they compute in: fails"
-        else:
-            how = "differs between the sides: changes the figures"
-        ran = ", ".join(f"{role} {' or '.join(v) or 'unknown'}" for role, v in self.ran.items())
-        return f"{self.setting} was {self.before} at set-up, in the timed steps {ran} ({how})"
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Items:

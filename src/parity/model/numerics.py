@@ -28,6 +28,9 @@ NAMED_KINDS: tuple[OutputKind, ...] = ("logits", "embeddings", "loss")
 #: and sketch teacher-forced on the baseline's tokens instead)
 EVERY_TOKENS, EVERY_TOP1, EVERY_SKETCH = "every_tokens", "every_top1", "every_sketch"
 EVERY_FORCED, EVERY_FORCED_SKETCH = "every_forced", "every_forced_sketch"
+#: the prefix of an output recomputed after the run (an inference runner's: the first
+#: batches again)
+FINAL = "final_"
 
 
 def output_kind(name: str, *, floating: bool) -> OutputKind:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from parity.model.codec import omit_none
+from parity.model.codec import Json, omit_none
 from parity.model.findings import Finding
 from parity.model.numerics import OutputKind
 from parity.model.roles import ByRole, Role
@@ -186,6 +186,12 @@ class ReferenceCheck(CheckBase):
     worst_parameters: tuple[ParameterError, ...] | None = omit_none()
 
 
+#: the loss trajectory's check, by name
+LOSS_TRAJECTORY = "loss trajectory against fp64"
+#: the trajectory's step rule, by code (``parity.report.words.trajectory_rule`` says it)
+TRAJECTORY_RULE = "quality.trajectory-rule"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrajectoryCheck(CheckBase):
     """The training losses against the fp64 reference's, step by step.
@@ -204,10 +210,20 @@ class TrajectoryCheck(CheckBase):
     #: the target's error over its bound at the worst step (> 1 fails)
     worst_ratio: float | None = None
     drift_from_step: int | None = omit_none()
+    #: why the windowed mean is gated from ``drift_from_step`` on (``drift_reason``: an
+    #: older verdict's sentence)
+    drift: Finding | None = omit_none()
     drift_reason: str | None = omit_none()
     final_error_target: float | None = omit_none()
     final_error_comparator: float | None = omit_none()
+    #: the step rule by its code (``TRAJECTORY_RULE``, said with ``k`` and ``tolerance``),
+    #: or an older verdict's sentence
     rule: str
+
+
+def non_finite(role: Role) -> str:
+    """The name of a side's check for non-finite values."""
+    return f"non-finite values ({role})"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -274,7 +290,9 @@ class Determinism:
     """A side's first two repeats: bitwise equal, or how far apart."""
 
     checked: bool
+    #: an older verdict's sentence; ``finding`` says it in figures (schema 7)
     detail: str | None = omit_none()
+    finding: Finding | None = omit_none()
     bitwise_equal: bool | None = omit_none()
     max_abs_output_diff: float | None = omit_none()
     max_abs_loss_diff: float | None = omit_none()
@@ -290,8 +308,27 @@ class Quality:
     convergence: ByRole[Convergence] | None = omit_none()
     determinism: ByRole[Determinism] | None = omit_none()
 
-    #: gated checks that are not decided (too little evidence): never a pass
+    #: gated checks that are not decided (too little evidence): never a pass, by name (an
+    #: older verdict's: with their evidence in words)
     undecided: tuple[str, ...] = ()
+    #: for each, the ``--steps`` that would decide it, where its rows grow with the steps
+    undecided_steps: tuple[int | None, ...] | None = omit_none()
+
+    def undecided_figures(self) -> list[dict[str, Json]]:
+        """Each gate not decided, by name, with the decisive rows it had and needed, and
+        the ``--steps`` that would decide it where more steps would."""
+        by_name = {c.name: c for c in self.checks}
+        steps = self.undecided_steps or (None,) * len(self.undecided)
+        out: list[dict[str, Json]] = []
+        for name, more in zip(self.undecided, steps, strict=False):
+            check = by_name.get(name)
+            entry: dict[str, Json] = {"name": name}
+            if isinstance(check, AgreementCheck) and check.decisive is not None:
+                entry.update(decisive=check.decisive, required=check.required, steps=more)
+                if more is None and check.output and not check.output.startswith("every_"):
+                    entry["output"] = check.output  # one output's rows: more of them decide
+            out.append(entry)
+        return out
 
     @property
     def failing(self) -> tuple[str, ...]:

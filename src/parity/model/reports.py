@@ -49,7 +49,8 @@ class CurveBest:
     batch_size: int | None
     goodput_per_s: float | None = omit_none()
     usd_per_1k_requests: float | None = omit_none()
-    summary: str
+    #: an older report's sentence (``parity.report.words.curve_best`` says it since)
+    summary: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

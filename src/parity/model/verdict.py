@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from parity.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from parity.errors import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 from parity.model.codec import Json, omit_none
 from parity.model.fair import Fit, Representativeness, Slo, Tuning
 from parity.model.findings import Finding
@@ -67,6 +67,9 @@ class SideInfo:
     generation: Generation | None
     inference: Inference | None
     noise_warnings: tuple[str, ...] = ()
+    #: the repeat the noise warnings come from, the noisiest of several (an older
+    #: verdict's warnings name it themselves)
+    noisiest: str | None = omit_none()
     #: a workload fed by a data loader: its input side, pooled over the ok repeats
     input_pipeline: InputPipeline | None = omit_none()
     #: the cluster node the side ran on (``--cluster``)
@@ -398,12 +401,44 @@ class Contract:
     note: str | None = omit_none()
 
 
+#: the not-yet-proven item a comparison ticks itself when both sides measured their loader
+DATA_PIPELINE = "the real data pipeline"
+#: what a migration must still prove, by item, and the code of how to check it
+#: (``parity.report.words.how_to_check``)
+UNPROVEN_ITEMS = (
+    ("rollback path", "unproven.rollback"),
+    ("sustained load", "unproven.soak"),
+    ("failure recovery", "unproven.recovery"),
+    ("multi-device scaling", "unproven.scaling"),
+    (DATA_PIPELINE, "unproven.data-pipeline"),
+)
+#: the operational checklist: each answer's key (``[operational]`` in the plan), by item
+OPERATIONAL_ITEMS = {
+    "instance_availability": "instance availability",
+    "quotas": "quotas",
+    "storage_and_data_movement": "storage and data movement",
+    "monitoring": "monitoring",
+    "deployment_tooling": "deployment tooling",
+}
+#: device flags that change what runs (its timing, its fusion), by the setting they show
+#: as among the configuration differences
+BEHAVIOUR_FLAGS = {"launch_blocking": "NEURON_LAUNCH_BLOCKING (as after import torch)"}
+#: the gate on the torch settings a workload's code changed after set-up
+SETTINGS_GATE = "settings as set up"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UnprovenItem:
+    """An item a migration must still prove: ``evidence`` (a sentence, from a check or an
+    older verdict) or ``finding`` (the judge's, in figures) says what was found toward it;
+    ``how_to_check`` is a code ``parity.report.words.how_to_check`` says (a sentence in an
+    older verdict)."""
+
     item: str
     checked: bool
     evidence: str | None
     how_to_check: str
+    finding: Finding | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -423,8 +458,14 @@ WORKLOAD_GATE = "the workload runs"
 #: result, why there is no cost verdict, a cost's basis and why no module is named as
 #: findings where 3 said sentences; 5 the tuning label (a finding) and each setting's
 #: effect (said from the side that has it); verdicts of versions 1 to 4 are still read
-#: (``parity.bundle.read_verdict``); 6 lets a quality check carry a finding
-VERDICT_SCHEMA = 6
+#: (``parity.bundle.read_verdict``); 6 lets a quality check carry a finding; 7 a side's
+#: determinism too, the loss trajectory's drift (a finding) and rule (a code), the
+#: quality gate (a finding), method (a code) and gates not decided (by name, with the
+#: steps that decide them), the noisiest repeat apart from its warnings, and says
+#: the latency limits, the workload's shape, the fit at production size and the numerics'
+#: reference notes by figures and codes (version 6's sentences, in ``detail``,
+#: ``drift_reason``, ``rule`` and the like, are read as they are)
+VERDICT_SCHEMA = 7
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -477,5 +518,15 @@ class Verdict:
         passed = all(g.passed for g in self.gates)
         object.__setattr__(self, "passed", passed)
         own = any(g.name == WORKLOAD_GATE and not g.passed for g in self.gates)
-        code = EXIT_OK if passed else EXIT_USAGE if own else EXIT_FAIL
+        # not decided: every gate that did not pass lacked the evidence to (never a pass)
+        undecided = all(g.passed or g.decided is False for g in self.gates)
+        code = (
+            EXIT_OK
+            if passed
+            else EXIT_USAGE
+            if own
+            else EXIT_INCONCLUSIVE
+            if undecided
+            else EXIT_FAIL
+        )
         object.__setattr__(self, "exit_code", code)

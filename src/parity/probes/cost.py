@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from parity.model.estimate import FP64, PRECISION_DTYPE, StepCost
+from parity.model.estimate import FP64, PRECISION_DTYPE, DecisiveRows, StepCost
 from parity.model.spec import Precision, SideSpec
 from parity.probes.numerics import first_tensor, summarize
 from parity.workloads.base import RunContext, StepRunner, Workload
@@ -77,6 +77,7 @@ def step_cost(
     with _ModuleElements(model) as elements:
         step_s, timed = _steps_s(runner, workload)
     finish_s, forced_s = runner.finish_cost_s(step_s)
+    decisive = decisive_rows(workload, model, data, runner, precisions)
     ref_steps = runner.reference_steps(workload.steps)
     which = {1: "the first step of one", 2: "the second of two steps"}.get(
         timed, f"the median of {timed - 1} steps after the first"
@@ -108,6 +109,47 @@ def step_cost(
         forced_steps=round(forced_s / step_s, 3) if step_s > 0 else 0.0,
         reference_steps=ref_steps if ref_steps < workload.steps else None,
         summary_s=round(summaries_s(elements.count), 6),
+        decisive=decisive,
+    )
+
+
+def decisive_rows(
+    workload: Workload,
+    model: torch.nn.Module,
+    data: dict[str, torch.Tensor],
+    runner: StepRunner,
+    precisions: Sequence[Precision],
+) -> DecisiveRows | None:
+    """The rows a top-1 gate over every prompt's positions will get, foreseen on the first
+    batch of prompts: decoded greedily and scored in float32, scored again in each reduced
+    precision a side asks for; a row is decisive where its float32 top-2 margin is beyond
+    twice the largest logit error of those precisions (the near-tie margin is twice the
+    sum of the baseline's and the target's errors against fp64: the float32 baseline's
+    is small beside a reduced precision's). None for a runner without such a gate, or
+    where scoring raised (the sides' own run says)."""
+    try:
+        found = runner.position_logits()
+        if found is None:
+            return None
+        sequence, base = found
+        error = 0.0
+        for precision in precisions:
+            side = SideSpec(device="cpu", precision=precision)
+            ctx = RunContext(device=torch.device("cpu"), side=side, autocast_type="cpu")
+            again = workload.make_runner(model, data, ctx).position_logits(sequence)
+            if again is not None:
+                error = max(error, float((again[1] - base).abs().max()))
+    except Exception:
+        return None
+    top2 = base.topk(2, dim=-1).values if base.shape[-1] > 1 else None
+    if top2 is None or top2.numel() == 0:
+        return None
+    margins = top2[..., 0] - top2[..., 1]
+    return DecisiveRows(
+        rows_per_batch=int(margins.numel()),
+        batches=runner.prompt_batches,
+        share=round(float((margins > 2 * error).double().mean()), 4),
+        follow_steps=workload.batches_follow_steps,
     )
 
 

@@ -65,7 +65,7 @@ def curve_section(points: Sequence[tuple[int, Verdict]]) -> Section:
     best = best_batch(points)
     if best is not None:
         parts += [
-            Sentence(text=f"{role}: {b.summary}", tone="strong", brief=True)
+            Sentence(text=f"{role}: {words.curve_best(b)}", tone="strong", brief=True)
             for role, b in best.items()
         ]
     labels = {

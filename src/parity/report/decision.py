@@ -41,10 +41,13 @@ def headline(v: Verdict) -> tuple[str, str]:
     if own is not None:  # the user's workload failed alike on both sides
         title = f"ERROR: {words.gate(own)} (exit code 2)"
     if overall(v) == "NOT DECIDED":
-        title = "NOT DECIDED: a gate has too little evidence to pass (exit code 1)"
+        title = f"NOT DECIDED: a gate has too little evidence to pass (exit code {v.exit_code})"
         refs = next((g for g in v.gates if g.name == REFERENCES_GATE and not g.passed), None)
         if refs is not None:  # a run the target is judged against failed, not the target
-            title = f"NOT DECIDED: {words.gate(refs)} (not the target's failure; exit code 1)"
+            title = (
+                f"NOT DECIDED: {words.gate(refs)} (not the target's failure; "
+                f"exit code {v.exit_code})"
+            )
     w = v.workload
     what = ", ".join(x for x in (w.size, w.kind) if x)
     subtitle = (
@@ -133,8 +136,12 @@ def sides(v: Verdict, runs: Sides | None) -> Section:
         if info.status != "ok" and info.stderr_tail:
             parts.append(Sentence(text=f"the {role}'s stderr ends with:", tone="bad"))
             parts.append(Sentence(text=info.stderr_tail, verbatim=True))
+        noisiest = (
+            f" (noisiest of {info.repeats_ok} repeats: {info.noisiest})" if info.noisiest else ""
+        )
         for warning in info.noise_warnings:
-            parts.append(Sentence(text=f"{role} step times: {warning}", tone="warn", brief=True))
+            said = f"{role} step times: {warning}{noisiest}"
+            parts.append(Sentence(text=said, tone="warn", brief=True))
         for cut in info.logs_cut or ():
             parts.append(Sentence(text=f"{role} {cut}", tone="warn"))
         if info.flops is not None and info.flops.error:
@@ -286,9 +293,9 @@ def unproven(v: Verdict) -> Section | None:
             table(
                 [("item", "text"), ("status", "text"), ("evidence, or how to check", "text")],
                 [
-                    (u.item, "checked", u.evidence or "-")
+                    (u.item, "checked", words.unproven_evidence(u) or "-")
                     if u.checked
-                    else (u.item, "open", u.how_to_check)
+                    else (u.item, "open", words.unproven_how(u))
                     for u in v.unproven
                 ],
                 title="Not proven by this comparison",

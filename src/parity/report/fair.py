@@ -75,14 +75,14 @@ def shape(v: Verdict) -> Section | None:
     if r is None:
         return None
     tone: Tone = "good" if r.representative else "warn"
-    parts: list[Part] = [Sentence(text=r.summary, tone=tone, brief=r.declared)]
+    parts: list[Part] = [Sentence(text=words.shape(r), tone=tone, brief=r.declared)]
     if r.declared:
         parts.append(
             table(
                 [("", "text"), ("measured", "number"), ("production", "number"), ("", "text")],
                 [
                     Row(
-                        cells=(x.name, x.measured, x.production or fmt.DASH, x.text),
+                        cells=(x.name, x.measured, x.production or fmt.DASH, words.shape_row(x)),
                         highlight=x.within is False,
                     )
                     for x in r.rows
@@ -110,7 +110,7 @@ def _fit_rows(a: SideFit, b: SideFit) -> list[tuple[str, ...]]:
                 label,
                 fmt.nbytes(pa.bytes if pa else None),
                 fmt.nbytes(pb.bytes if pb else None),
-                part.how,
+                words.part_how(part),
             )
         )
     rows.append(("projected peak", fmt.nbytes(a.peak_bytes), fmt.nbytes(b.peak_bytes), ""))
@@ -134,11 +134,13 @@ def fit(v: Verdict) -> Section | None:
     if f is None:
         return None
     if not f.available or f.sides is None:
-        parts: list[Part] = [Sentence(text=f"fit not projected: {f.reason}", tone="warn")]
+        parts: list[Part] = [
+            Sentence(text=f"fit not projected: {words.fit_reason(f)}", tone="warn")
+        ]
         return Section(key="fit", title="Fit at production size", result="INFO", parts=tuple(parts))
     a, b = f.sides.baseline, f.sides.target
     parts = [
-        Sentence(text=f"{role}: {s.summary}", tone=_tone(s.fits), brief=True)
+        Sentence(text=f"{role}: {words.fit(s)}", tone=_tone(s.fits), brief=True)
         for role, s in f.sides.items()
     ]
     parts.append(
@@ -153,7 +155,7 @@ def fit(v: Verdict) -> Section | None:
             title="Projected peak memory at production size",
         )
     )
-    parts.append(Sentence(text=f"method: {f.method}", tone="muted"))
+    parts.append(Sentence(text=f"method: {words.method(f.method)}", tone="muted"))
     result = "INFO" if b.fits is None else fmt.result_of(b.fits)
     return Section(key="fit", title="Fit at production size", result=result, parts=tuple(parts))
 
@@ -200,12 +202,17 @@ def slo(v: Verdict) -> Section | None:
     ]
     parts += [
         Sentence(
-            text=f"target {c.detail}", tone="good" if c.status == "pass" else "bad", brief=True
+            text=f"target {words.slo_check(c)}",
+            tone="good" if c.status == "pass" else "bad",
+            brief=True,
         )
         for c in s.sides.target.checks
     ]
-    parts += [Sentence(text=f"baseline {c.detail}", tone="muted") for c in s.sides.baseline.checks]
-    parts.append(Sentence(text=f"rule: {s.rule}", tone="muted"))
+    parts += [
+        Sentence(text=f"baseline {words.slo_check(c)}", tone="muted")
+        for c in s.sides.baseline.checks
+    ]
+    parts.append(Sentence(text=f"rule: {words.method(s.rule)}", tone="muted"))
     return Section(
         key="slo", title="Latency limits", result=fmt.result_of(s.passed), parts=tuple(parts)
     )
@@ -227,7 +234,7 @@ def mlflow_figures(v: Verdict) -> tuple[dict[str, str], dict[str, float | None]]
             figures[f"shape.{row.name}.fraction"] = row.fraction
     if (f := v.fit) is not None and f.sides is not None:
         for role, side in f.sides.items():
-            tags[f"parity.fit.{role}"] = side.summary
+            tags[f"parity.fit.{role}"] = words.fit(side)
             figures[f"fit.{role}.peak_bytes"] = side.peak_bytes
             figures[f"fit.{role}.margin_bytes"] = side.margin_bytes
             figures[f"fit.{role}.fsdp_devices"] = side.fsdp_devices

@@ -174,8 +174,9 @@ def _budget(stop: Stop) -> list[Part]:
         e = stop.estimate
         parts.append(
             Sentence(
-                text=f"estimated before measuring: about {e.planned_s:.0f} s for {e.processes} "
-                f"process(es) a side within --budget {e.budget_s:g} ({e.basis})",
+                text=f"estimated before measuring: about {e.expected_s:.0f} s in all, "
+                f"{e.planned_s:.0f} s of it for {e.processes} process(es) a side, within "
+                f"--budget {e.budget_s:g} ({e.basis})",
                 tone="muted",
             )
         )

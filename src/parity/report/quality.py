@@ -231,7 +231,7 @@ _BAD = ("FAIL", "NOT DECIDED")
 
 def _determinism(role: str, d: Determinism) -> Sentence:
     if not d.checked:
-        return Sentence(text=f"determinism ({role}): not checked ({d.detail})", tone="muted")
+        return Sentence(text=f"determinism ({role}): not checked ({words.detail(d)})", tone="muted")
     if d.bitwise_equal:
         text = "bitwise equal across two fresh processes"
     else:
@@ -274,7 +274,7 @@ def quality(v: Verdict) -> Section | None:
         said = words.says(n.not_localised)
         parts.append(Sentence(text=f"localisation: {said}", tone="warn", brief=True))
     if q.undecided:
-        parts.append(Sentence(text=f"not decided: {', '.join(q.undecided)}", tone="warn"))
+        parts.append(Sentence(text=f"not decided: {', '.join(words.undecided(q))}", tone="warn"))
     return Section(
         key="quality",
         title="Quality: the target against the baseline",

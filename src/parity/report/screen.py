@@ -91,6 +91,8 @@ def _failed(g: Gate) -> str:
         return "a side did not run to the end"
     if g.name == WORKLOAD_GATE:
         return words.gate(g)
+    if g.name == "quality" and g.decided is False:
+        return f"quality {words.gate(g)}"  # which gate lacks evidence, and what settles it
     return f"{g.name} {_gate_word(g)}"
 
 
@@ -153,7 +155,7 @@ def _quality_count(q: Quality, g: Gate) -> str:
     said = f"quality {ok} of {len(gated)} gates within tolerance"
     if not g.passed:
         return f"{said}; {words.gate(g)}"
-    return f"{said}; not decided: {', '.join(q.undecided)}" if q.undecided else said
+    return f"{said}; not decided: {', '.join(words.undecided(q))}" if q.undecided else said
 
 
 def _first_divergence(v: Verdict) -> str:

@@ -14,6 +14,7 @@ from parity.model.serving import (
     ServeVerdict,
     StepFigures,
 )
+from parity.report import words
 
 CODES = {
     "side-failed": "a side failed",
@@ -157,11 +158,14 @@ def lines(
         if v.cost.break_even_usd_per_hour is not None:
             out.append(f"target break-even price: ${v.cost.break_even_usd_per_hour:.4g}/h")
     for u in v.unproven:
+        evidence = words.unproven_evidence(u)
         if u.checked:
-            out.append(f"{u.item}: checked ({u.evidence})")
+            out.append(f"{u.item}: checked ({evidence})")
         else:
-            why = f" ({u.evidence})" if u.evidence else ""
-            out.append(f"not yet proven: {u.item}{why}; to check: {u.how_to_check}")
+            why = f" ({evidence})" if evidence else ""
+            out.append(
+                f"not yet proven: {u.item}{why}; to check: {words.how_to_check(u.how_to_check)}"
+            )
     out.append(f"limits: {', '.join(f'{n} <= {_t(x)}' for n, x in v.limits) or 'none'}")
     out.append(f"definitions: {DEFINITIONS}")
     return out

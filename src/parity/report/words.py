@@ -12,12 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Protocol
 
 from parity.model.codec import Json
-from parity.model.fair import SPEED_FLAGS, Optimisation
+from parity.model.fair import (
+    PIPELINE,
+    SHAPE_FACTOR,
+    SIZES,
+    SLO_CONFIDENCE,
+    SPEED_FLAGS,
+    Fit,
+    MemoryPart,
+    Optimisation,
+    Representativeness,
+    ShapeRow,
+    SideFit,
+    SloCheck,
+)
 from parity.model.findings import Finding
-from parity.model.quality import CheckBase
-from parity.model.verdict import Gate, Sensitivity
+from parity.model.quality import TRAJECTORY_RULE, Quality, TrajectoryCheck
+from parity.model.reports import CurveBest
+from parity.model.verdict import Gate, Sensitivity, UnprovenItem
 
 Figures = Mapping[str, Json]
 Say = Callable[[Figures], str]
@@ -286,6 +302,31 @@ def _load_shift(f: Figures) -> str:
     return said + "; one ratio does not describe this run: measure again on a quiet machine"
 
 
+def _waited(f: Figures) -> str:
+    said = (
+        f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
+        f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
+        "machine; a wait both sides pay adds to every step alike and moves the ratio "
+        "toward 1"
+    )
+    fixed, fastest = _ratio_at(f, "fixed"), _ratio_at(f, "fastest")
+    if fixed is None and fastest is None:  # a verdict from before it was said
+        return said + ", so a quiet machine's ratio may lie outside this interval"
+    said += f"; against the plain {_ratio_at(f, 'plain')}, the ratio is"
+    readings = []
+    if fixed is not None:
+        readings.append(
+            f" {fixed} with the {_num(f, 'fixed_s') * 1e3:.3g} ms a step every process "
+            "waited taken off"
+        )
+    if fastest is not None:
+        readings.append(f" {fastest} over each process's fastest step (the least slowed)")
+    said += " and".join(readings)
+    if f.get("widened"):
+        return said + "; the interval is widened to hold them"
+    return said + ", within the interval"
+
+
 #: a tuning setting the judge names by a code (the rest are named as they are)
 SETTINGS: dict[str, str] = {
     "tuning.neuron-determinism": "non-deterministic kernels and Adaptive Eager op fusion (neuron)"
@@ -319,6 +360,63 @@ def _asymmetric(f: Figures) -> str:
     return f"{first} ({named}): the ratio is not a hardware result"
 
 
+def _shapes(f: Figures) -> str:
+    if "baseline" not in f:
+        return "the sides' shapes differ"
+    return f"shapes differ: {f.get('baseline')} vs {f.get('target')}"
+
+
+def _curve_lengths(f: Figures) -> str:
+    if "fp64" not in f:
+        return f"curve lengths differ: {_int(f, 'baseline')} vs {_int(f, 'target')} steps"
+    return (
+        "the curves' lengths differ (baseline, target, fp64): "
+        f"{_int(f, 'baseline')}, {_int(f, 'target')} and {_int(f, 'fp64')} steps"
+    )
+
+
+def _drift(f: Figures) -> str:
+    return (
+        f"from step {_int(f, 'step')} the comparator's loss differs from fp64 by more than "
+        f"{_num(f, 'drift'):g} (relative): training amplifies rounding until the runs drift "
+        f"apart, so one step's error is noise; from there the mean error over windows of "
+        f"{_int(f, 'window')} steps is gated against {_num(f, 'k'):g}x the comparator's mean"
+    )
+
+
+def _at(f: Figures) -> str:
+    """Where a value first went non-finite: a step, or after the steps."""
+    return f"step {_int(f, 'step')}" if f.get("step") is not None else "after the steps (finish)"
+
+
+def undecided_label(f: Figures) -> str:
+    """A gate not decided, with its evidence: the decisive rows it had and needed, and the
+    ``--steps`` that would decide it where more steps would."""
+    if f.get("decisive") is None:
+        return _str(f, "name")
+    label = f"{_str(f, 'name')} ({_int(f, 'decisive')} decisive rows, {_int(f, 'required')} needed"
+    if f.get("steps"):
+        label += f": about --steps {_int(f, 'steps')} decides it"
+    elif f.get("output"):
+        label += f": {_str(f, 'output')} over more rows decides it"
+    return label + ")"
+
+
+def _undecided(f: Figures) -> str:
+    entries = f.get("undecided")
+    return ", ".join(
+        undecided_label(e)
+        for e in (entries if isinstance(entries, list) else ())
+        if isinstance(e, dict)
+    )
+
+
+def undecided(q: Quality) -> list[str]:
+    """The quality section's gates not decided, each with its evidence (an older
+    verdict's said it in the name)."""
+    return [undecided_label(e) for e in q.undecided_figures()]
+
+
 #: every code the judge emits, with its words
 WORDS: dict[str, Words] = {
     "speed.unreliable": Words(
@@ -347,12 +445,7 @@ WORDS: dict[str, Words] = {
     "decision.withheld-note": Words(says=_verbatim),
     "speed.contention": Words(says=_contention, brief=_contention_brief, action=_one_thread),
     "speed.waited": Words(
-        says=lambda f: (
-            f"the processes waited for a core {_num(f, 'baseline'):.2f} s a second (baseline) "
-            f"and {_num(f, 'target'):.2f} s (target) while stepping: other work on the "
-            "machine; a wait both sides pay adds to every step alike and moves the ratio "
-            "toward 1, so a quiet machine's ratio may lie outside this interval"
-        ),
+        says=_waited,
         brief=lambda f: (
             f"busy cores: the processes waited for a core {_num(f, 'baseline'):.2f} / "
             f"{_num(f, 'target'):.2f} s a second"
@@ -378,11 +471,116 @@ WORDS: dict[str, Words] = {
     "speed.pace-change": Words(says=_pace_change),
     "speed.load-shift": Words(says=_load_shift),
     "tuning.asymmetric": Words(says=_asymmetric),
-    "quality.shapes-differ": Words(says=lambda f: "the sides' shapes differ"),
+    # -- quality checks: why a check has no figure to gate, or how it was read --------------
+    "quality.shapes-differ": Words(says=_shapes),
     "quality.not-finite": Words(says=lambda f: "the target's output holds NaN or inf"),
     "quality.no-reference": Words(
         says=lambda f: "no fp64 reference: cosine similarity with the baseline"
     ),
+    "quality.integers-reported": Words(says=lambda f: "integer outputs are reported, not gated"),
+    "quality.baseline-zeros": Words(says=lambda f: "the baseline's output is all zeros"),
+    "quality.curve-lengths": Words(says=_curve_lengths),
+    "quality.loss-not-finite": Words(
+        says=lambda f: (
+            f"the {_str(f, 'role')}'s loss is not finite"
+            + (f" at step {_int(f, 'step')}" if f.get("step") is not None else "")
+        )
+    ),
+    "quality.one-repeat": Words(says=lambda f: "one repeat: run --repeats 2 to check"),
+    "quality.repeat-shape": Words(says=lambda f: f"{_str(f, 'output')} changed shape"),
+    "quality.repeat-shorter": Words(
+        says=lambda f: (
+            f"the losses of the first {_int(f, 'steps')} steps (a timing process ran "
+            f"{_int(f, 'steps')} of {_int(f, 'of')}); outputs not compared"
+        )
+    ),
+    "quality.repeat-outputs": Words(
+        says=lambda f: f"the outputs the timing process hands over: {_names(f, 'outputs')}"
+    ),
+    "quality.reference-not-finite": Words(
+        says=lambda f: (
+            f"the fp64 reference's loss is not finite from step {_int(f, 'step')}: nothing to gate"
+        )
+    ),
+    "quality.no-comparator": Words(
+        says=lambda f: f"the baseline's loss is not finite at step {_int(f, 'step')}: no comparator"
+    ),
+    "quality.drift": Words(says=_drift),
+    "quality.nonfinite-unknown": Words(
+        says=lambda f: (
+            f"first not finite at {_at(f)}; the module is unknown "
+            f"({_str(f, 'why') or 'no replay was recorded'})"
+        )
+    ),
+    "quality.nonfinite-update": Words(
+        says=lambda f: (
+            f"at {_at(f)} every module's output was finite and parameter "
+            f"{_str(f, 'parameter')} was not after the update: the loss, the backward or the "
+            "optimizer"
+        )
+    ),
+    "quality.nonfinite-module": Words(
+        says=lambda f: f"first not finite at {_at(f)}, in the output of module {_str(f, 'module')}"
+    ),
+    # agreement with the baseline: tokens, top-1 and cosine
+    "quality.tokens-no-margins": Words(
+        says=lambda f: "no logits margins recorded: the differences are reported, not gated"
+    ),
+    "quality.tokens-near-ties": Words(
+        says=lambda f: "every difference is a near-tie flip (greedy decoding; not a fault)"
+    ),
+    "quality.tokens-flip": Words(
+        says=lambda f: (
+            f"{_int(f, 'flips')} token(s) differ where the baseline's top-2 margin is at least "
+            f"{_num(f, 'margin'):.3g}"
+        )
+    ),
+    "quality.top1-fails-early": Words(
+        says=lambda f: (
+            f"{_int(f, 'flips')} of {_int(f, 'decisive')} decisive rows flip: agreement at most "
+            f"{_num(f, 'bound'):.1%} (one-sided {_num(f, 'level'):.0%} bound), under "
+            f"{_num(f, 'threshold'):.0%}; failed before the {_int(f, 'required')} rows a pass needs"
+        )
+    ),
+    "quality.top1-not-decided": Words(
+        says=lambda f: (
+            f"not decided: {_int(f, 'decisive')} decisive rows, {_int(f, 'required')} needed to "
+            f"tell {_num(f, 'threshold'):.0%} from chance"
+        )
+    ),
+    "quality.one-class": Words(says=lambda f: "one class: nothing to rank"),
+    "quality.no-every-argmax": Words(
+        says=lambda f: "the sides recorded no comparable arg-max at every position"
+    ),
+    "quality.sketches-differ": Words(says=lambda f: "the sides' logits sketches differ in shape"),
+    "quality.cosine-read": Words(
+        says=lambda f: (
+            (
+                "exact"
+                if f.get("sketch") is None
+                else f"read from {_int(f, 'sketch')}-bucket sketches of each row"
+            )
+            + ("" if f.get("finite") else "; a row was not finite")
+        )
+    ),
+    # the quality section and its gate
+    "quality.one-side-only": Words(says=lambda f: "present on one side only"),
+    "quality.fp64-decides": Words(says=lambda f: "reported; the fp64 reference gates decide"),
+    "quality.outside": Words(says=lambda f: f"outside tolerance: {_names(f, 'failing')}"),
+    "quality.within": Words(
+        says=lambda f: (
+            "within tolerance"
+            + (
+                f"; not decided: {_undecided(f)} (the same outputs' error bounds decide)"
+                if f.get("undecided")
+                else ""
+            )
+        )
+    ),
+    "quality.not-decided": Words(
+        says=lambda f: f"not decided: {_undecided(f)}" if f.get("undecided") else "no gate decided"
+    ),
+    # -- end of quality checks ----------------------------------------------------------------
     "slo.within": Words(
         says=lambda f: f"every limit within its 95% upper bound: {_names(f, 'limits')}"
     ),
@@ -413,6 +611,17 @@ METHODS: dict[str, str] = {
         "neither records (CUDA graphs or fused attention inside a workload that does not "
         "report them) cannot be seen"
     ),
+    "quality.direct": "target against baseline; tolerance from the lower precision of the two",
+    "quality.fp64-whole-run": (
+        "the whole run against an fp64 reference: losses step by step, outputs after "
+        "the run and at the first forward, gradients (k x the larger of the baseline's "
+        "and the expected-error run's error + tol/10, or allclose); tokens, top-1 and "
+        "cosine against the baseline; non-finite values"
+    ),
+    "quality.fp64-first-forward": (
+        "outputs and gradients against an fp64 reference (k x baseline error + tol/10, "
+        "or allclose); loss curve against the baseline"
+    ),
     "compat.op-scan": (
         "each side's op scan (ops.json) after its timed steps, or after its failure; "
         "fallbacks are what the backend reports plus outputs found on another device"
@@ -425,9 +634,37 @@ def method(code: str) -> str:
     return METHODS.get(code, code)
 
 
-def detail(c: CheckBase) -> str | None:
-    """What a quality check found: its finding's words, or its sentence (None: neither)."""
+class Found(Protocol):
+    """A part of the verdict that says what it found by a finding, or (an older verdict's,
+    or one not converted) by a sentence."""
+
+    @property
+    def finding(self) -> Finding | None: ...
+
+    @property
+    def detail(self) -> str | None: ...
+
+
+def detail(c: Found) -> str | None:
+    """What a quality check (or a side's determinism) found: its finding's words, or its
+    sentence (None: neither)."""
     return says(c.finding) if c.finding is not None else c.detail
+
+
+def trajectory_rule(c: TrajectoryCheck) -> str:
+    """The loss trajectory's step rule, with its check's figures (an older verdict's
+    sentence as it is)."""
+    if c.rule != TRAJECTORY_RULE:
+        return c.rule
+    return (
+        f"each step: |target - fp64| <= {c.k:g}x the comparator's largest error so far "
+        f"+ tol/10, or allclose: <= 2 tol |fp64| (tol {c.tolerance or 0.0:g})"
+    )
+
+
+def drift(c: TrajectoryCheck) -> str | None:
+    """Why the trajectory's windowed mean is gated from a step on (None: it is not)."""
+    return says(c.drift) if c.drift is not None else c.drift_reason
 
 
 def gate(g: Gate) -> str:
@@ -472,3 +709,324 @@ def action(finding: Finding) -> str | None:
     """What settles the finding (None: nothing to do, or no words for it)."""
     words = WORDS.get(finding.code)
     return words.action(finding.figures) if words is not None and words.action else None
+
+
+# -- the fair-comparison sections: latency limits, workload shape, fit at production size --
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+def _limit(f: Figures) -> str:
+    """What one latency limit found on one side, from its figures (``SloCheck.figures``)."""
+    pct, n, need = _int(f, "percentile"), _int(f, "n"), _int(f, "needed")
+    limit_s, status = _num(f, "limit_s"), _str(f, "status")
+    bound = f"{_str(f, 'metric')}_p{pct} <= {_time(limit_s)}"
+    if status == "unmeasured":
+        return f"{bound}: not measured (the workload reports no {_str(f, 'metric')} latency)"
+    value, upper = _num(f, "value_s"), f.get("upper_s")
+    figure = f"p{pct} {_time(value)} over {n} samples"
+    if status == "fail":
+        said = f"{figure}: over the limit by {value / limit_s:.3g}x"
+    elif status == "pass":
+        said = f"{figure}, 95% upper bound {_time(_num(f, 'upper_s'))}: within the limit"
+    elif upper is None:
+        said = (
+            f"{figure}: within the limit, but unproven: a p{pct} needs at least {need} samples "
+            f"(1 - q^n >= {SLO_CONFIDENCE:g}), {need - n} more"
+        )
+    else:
+        said = f"{figure}: its 95% upper bound {_time(_num(f, 'upper_s'))} is over the limit"
+    return f"{bound}: {said}"
+
+
+def slo_check(c: SloCheck) -> str:
+    """What one latency limit found on one side (an older verdict's sentence as it was)."""
+    return c.detail if c.detail is not None else _limit(c.figures())
+
+
+def _limits(f: Figures) -> str:
+    checks = f.get("checks")
+    return (
+        "; ".join(_limit(c) for c in checks if isinstance(c, dict))
+        if isinstance(checks, list)
+        else ""
+    )
+
+
+def curve_best(b: CurveBest) -> str:
+    """A curve's largest batch within every latency limit on a side."""
+    if b.summary is not None:
+        return b.summary
+    if b.batch_size is None:
+        return "no batch size meets every limit"
+    goodput = (
+        f"{b.goodput_per_s:.4g} requests/s" if b.goodput_per_s is not None else "no throughput"
+    )
+    price = b.usd_per_1k_requests
+    cost = f", ${price:.4g} per 1k requests" if price is not None else ", no price"
+    return f"largest batch within every limit: {b.batch_size} ({goodput}{cost})"
+
+
+WORDS |= {
+    "slo.outside": Words(says=_limits),
+}
+METHODS |= {
+    "slo.order-statistic": (
+        "a limit passes when the 95% upper confidence bound of its percentile (an order "
+        "statistic: the smallest X(k) of n samples with P(Binomial(n, q) <= k-1) >= 0.95) is "
+        "within it; that needs n >= ln(0.05)/ln(q) samples: 5 for p50, 29 for p90, 299 for "
+        "p99; fewer samples fail as unproven"
+    ),
+}
+
+
+def _fraction(name: str, fraction: float) -> str:
+    """``parameters 0.31% of production``, ``batch_size 1/32 of production``, ``2x``."""
+    if fraction == 1:
+        return f"{name} as in production"
+    if fraction > 1:
+        return f"{name} {fraction:.3g}x production"
+    ratio = Fraction(fraction).limit_denominator(64)
+    if ratio.numerator == 1 and abs(float(ratio) - fraction) < 1e-12:
+        return f"{name} 1/{ratio.denominator} of production"
+    return f"{name} {fraction * 100:.2g}% of production"
+
+
+def _shape_row(f: Figures) -> str:
+    """One dimension of the workload's shape against production (``ShapeRow.figures``)."""
+    name, shown, production = _str(f, "name"), _str(f, "measured"), f.get("production")
+    if name == PIPELINE:
+        if production is None:
+            return f"data pipeline {shown}"
+        verb = "measured" if f.get("within") else "not measured"
+        return f"data pipeline {verb} (production {production}, measured {shown})"
+    if name in SIZES:
+        if production is None:
+            return f"{name} {shown} (production not declared)"
+        if f.get("fraction") is None:
+            return f"{name}: production {production}, the workload reports none"
+        return _fraction(name, _num(f, "fraction"))
+    if production is None:
+        return f"{name} {shown}"
+    return (
+        f"{name} {shown}, as in production"
+        if f.get("within")
+        else (f"{name} {shown}, production {production}")
+    )
+
+
+def _rows(f: Figures) -> list[dict[str, Json]]:
+    rows = f.get("rows")
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def _shape(f: Figures) -> str:
+    """The workload's shape against production (``Representativeness.figures``)."""
+    rows = _rows(f)
+    if not f.get("declared"):
+        measured = ", ".join(f"{_str(r, 'name')} {_str(r, 'measured')}" for r in rows)
+        return f"measured shape: {measured}; not checked: no production shape declared"
+    if f.get("representative"):
+        return f"within {_num(f, 'factor'):g}x of production in every declared dimension"
+    off = [_shape_row(r) for r in rows if r.get("within") is False]
+    return "not representative: " + ", ".join(off)
+
+
+def shape_row(r: ShapeRow) -> str:
+    """One dimension of the shape (an older verdict's sentence as it was)."""
+    return r.text if r.text is not None else _shape_row(r.figures())
+
+
+def shape(r: Representativeness) -> str:
+    """The workload's shape against production (an older verdict's sentence as it was)."""
+    return r.summary if r.summary is not None else _shape(r.figures())
+
+
+#: how to check an item not yet proven, by the code the judge gives it
+HOWS: dict[str, str] = {
+    "shape.declare": (
+        "declare the production shape ([production] in the plan, or --production KEY=VALUE) "
+        f"and measure a workload within {SHAPE_FACTOR:g}x of it in every size"
+    ),
+}
+
+
+# -- the unproven items a comparison lists (judge/decision.py) --------------------------------
+HOWS |= {
+    "unproven.rollback": "train on the target, checkpoint, resume on the baseline, and compare",
+    "unproven.soak": "a soak run of hours at production load: latency drift, memory growth",
+    "unproven.recovery": "kill a target run, resume from its checkpoint, compare the curve",
+    "unproven.scaling": "the same workload on 1, 2, 4, ... devices: efficiency",
+    "unproven.data-pipeline": (
+        "the production data loader and preprocessing, not frozen data: a workload's "
+        "make_loader, or a script's DataLoader, measured on both sides"
+    ),
+}
+WORDS |= {
+    "unproven.pipeline-measured": Words(
+        says=lambda f: (
+            "measured on both sides: " + "; ".join(f"{role} {reason}" for role, reason in f.items())
+        )
+    ),
+    "decision.settings-changed": Words(
+        says=lambda f: (
+            "the workload changed torch's settings: "
+            + "; ".join(_setting_judged(s) for s in _items(f, "settings"))
+        )
+    ),
+}
+
+
+def _items(f: Figures, key: str) -> list[Figures]:
+    value = f.get(key)
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def _setting_judged(f: Figures) -> str:
+    """A torch setting the workload changed, as each side's timed steps ran it."""
+    if f.get("unfair"):
+        how = "a side computed in another precision than it declared: fails"
+    elif f.get("alike"):
+        how = "the same on both sides: reported, not failed"
+    elif f.get("breaks_contract"):
+        how = "differs between the sides and changes what they compute in: fails"
+    else:
+        how = "differs between the sides: changes the figures"
+    ran = f.get("ran")
+    values = ran.items() if isinstance(ran, dict) else ()
+    said = ", ".join(
+        f"{role} {' or '.join(map(str, v if isinstance(v, list) else [])) or 'unknown'}"
+        for role, v in values
+    )
+    return (
+        f"{_str(f, 'setting')} was {_str(f, 'before')} at set-up, in the timed steps {said} ({how})"
+    )
+
+
+# -- end of the unproven items and the settings gate --------------------------------------------
+
+
+def how_to_check(code: str) -> str:
+    """How to check an unproven item, by its code (an older verdict's sentence as it is)."""
+    return HOWS.get(code, code)
+
+
+def unproven_evidence(u: UnprovenItem) -> str | None:
+    """What was found toward an unproven item (None: nothing)."""
+    if u.evidence is not None:
+        return u.evidence
+    return says(u.finding) if u.finding is not None else None
+
+
+def unproven_how(u: UnprovenItem) -> str:
+    """How to check an item still open, after what fell short where the judge found it."""
+    how = how_to_check(u.how_to_check)
+    return f"{says(u.finding)}; {how}" if u.finding is not None else how
+
+
+WORDS |= {
+    "shape.measured": Words(says=_shape),
+}
+
+
+def bytes_text(n: int) -> str:
+    """Bytes in binary units, three significant figures (``1.25 GiB``)."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{value:,.3g} TiB"
+
+
+def _kv_cache(f: Figures) -> str:
+    return (
+        f"2 x {_int(f, 'layers')} layers x {_int(f, 'width')} wide x {_int(f, 'batch')} x "
+        f"{_int(f, 'tokens')} tokens x {_int(f, 'size')} B"
+    )
+
+
+def part_how(p: MemoryPart) -> str:
+    """How a part of a projected peak was projected (an older verdict's sentence as it was)."""
+    if p.basis is None:
+        return p.how or ""
+    return says(p.basis)
+
+
+def fit(s: SideFit) -> str:
+    """A side's projected peak at production size against its device memory."""
+    if s.summary is not None:
+        return s.summary
+    peak = bytes_text(s.peak_bytes)
+    if s.memory is None:
+        return (
+            f"projected peak {peak}; device memory unknown (not reported, not in "
+            "devices/specs.toml): fit not judged"
+        )
+    memory, margin = s.memory.bytes, s.margin_bytes or 0
+    if margin >= 0:
+        return (
+            f"fits: projected peak {peak} of {bytes_text(memory)} ({bytes_text(margin)} to spare)"
+        )
+    how = (
+        f"fits on {s.fsdp_devices} devices with FSDP"
+        if s.fsdp_devices is not None
+        else "no device count fits: activations and runtime alone exceed one device"
+    )
+    return (
+        f"does not fit: projected peak {peak} exceeds {bytes_text(memory)} by "
+        f"{bytes_text(-margin)} ({s.peak_bytes / memory:.1f}x); {how}"
+    )
+
+
+def fit_reason(f: Fit) -> str:
+    """Why the fit was not projected (an older verdict's sentence as it was)."""
+    return says(f.finding) if f.finding is not None else f.reason or ""
+
+
+WORDS |= {
+    "fit.weights": Words(says=lambda f: f"{_int(f, 'parameters'):,} parameters x 4 B"),
+    "fit.gradients": Words(says=lambda f: "4 B a parameter"),
+    "fit.optimizer": Words(
+        says=lambda f: (
+            f"{_str(f, 'optimizer') or 'adamw (assumed)'}: {_int(f, 'per')} B a parameter"
+        )
+    ),
+    "fit.kv-cache": Words(says=_kv_cache),
+    "fit.activations": Words(
+        says=lambda f: (
+            f"{bytes_text(_int(f, 'per'))} a sample-token measured x {_int(f, 'batch')} x "
+            f"{_int(f, 'tokens')}"
+        )
+    ),
+    "fit.runtime": Words(says=lambda f: "the load peak less its weights"),
+    "fit.host-copy": Words(says=lambda f: "parity's host copy"),
+    "fit.probe-copy": Words(says=lambda f: "the numerics probe's copy"),
+    "fit.no-production": Words(
+        says=lambda f: (
+            "no production shape declared ([production] in the plan, --production): fit at "
+            "production size not checked"
+        )
+    ),
+    "fit.no-shape": Words(
+        says=lambda f: "the workload reports no parameter count or batch size to project from"
+    ),
+    "fit.side-missing": Words(says=lambda f: f"the {_str(f, 'role')} did not run"),
+    "fit.no-peak": Words(
+        says=lambda f: (
+            f"the {_str(f, 'role')}: the side recorded no memory peak for its load and its steps"
+        )
+    ),
+}
+METHODS |= {
+    "fit.projection": (
+        "weights 4 B/parameter, gradients 4 B and optimizer states by kind (training), the "
+        "key/value cache at the declared batch and length (generation; layers and width grown "
+        "as the cube root of the parameter ratio), activations per sample-token from the "
+        "measured steps' peak (scaled by samples and tokens only: a lower bound for a wider "
+        "production model), the runtime as measured at load; FSDP shards weights, gradients "
+        "and optimizer states"
+    ),
+}

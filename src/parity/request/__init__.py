@@ -19,7 +19,7 @@ from parity.cluster.address import cluster_plan
 from parity.errors import OptionError, PlanError, ResumeError, UsageError
 from parity.model.codec import decode, encode, loads, omit_none
 from parity.model.inputs import JudgeInputs
-from parity.model.job import Mode, Torchrun
+from parity.model.job import Torchrun
 from parity.model.placement import ClusterPlan
 from parity.model.side import MeasurePlan
 from parity.model.spec import (
@@ -307,12 +307,6 @@ class RunRequest:
         from parity.workloads.script import parse_command
 
         return parse_command(self.script).name
-
-    @property
-    def job_mode(self) -> Mode:
-        if self.mode == "scan":
-            return "scan"
-        return "script" if self.script else "measure"
 
     @classmethod
     def build(cls, g: Given) -> RunRequest:

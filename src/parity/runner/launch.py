@@ -58,7 +58,7 @@ from parity.devices.names import forks
 from parity.errors import OutputError
 from parity.model.bundle import Bundle
 from parity.model.codec import decode, loads
-from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job
+from parity.model.job import EVENTS_FILE, JOB_FILE, Event, Job, ScriptPlan
 from parity.runner import kept
 from parity.runner.ahead import import_ahead
 from parity.runner.cpu import process_cpu_s
@@ -382,17 +382,17 @@ def _run(
 def recorded_job(job: Job) -> Job:
     """The job as a bundle keeps it, from its first byte: a script's arguments with secret
     values masked (the worker gets the real ones in its environment: ``script_env``)."""
-    if job.script is None:
+    if not isinstance(job.plan, ScriptPlan):
         return job
-    return replace(job, script=replace(job.script, args=job_redactor(job).argv(job.script.args)))
+    return replace(job, plan=replace(job.plan, args=job_redactor(job).argv(job.plan.args)))
 
 
 def script_env(job: Job) -> dict[str, str]:
     """What the worker's environment carries that no file may: a script's real arguments
     (the worker takes them out of its environment before the script runs)."""
-    if job.script is None:
+    if not isinstance(job.plan, ScriptPlan):
         return {}
-    return {SCRIPT_ARGS_ENV: json.dumps(list(job.script.args))}
+    return {SCRIPT_ARGS_ENV: json.dumps(list(job.plan.args))}
 
 
 def _salvage(tmp: Path, job: Job, reason: str) -> None:

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from parity.errors import WorkloadError
+from parity.model.job import TimingPlan
 from parity.model.metrics import MemoryPhase
 from parity.probes import memory
 from parity.runner import distributed
@@ -122,6 +123,8 @@ def load(session: SideSession) -> Loaded:
     """The load phase (timed apart): model and data onto the device, and a runner."""
     session.enter("load")
     workload, device, side = session.require_workload(), session.device, session.job.side
+    # a measure job's settings (another mode loading a workload has none of them)
+    timed = session.job.plan if isinstance(session.job.plan, TimingPlan) else None
     frozen = verified_frozen(session)  # hashing the files is not part of loading them
     memory.reset_host_peak()
     t0 = time.perf_counter_ns()
@@ -141,7 +144,7 @@ def load(session: SideSession) -> Loaded:
         side=side,
         autocast_type=device.autocast_type,
         synchronize=device.synchronize,
-        forced=torch.tensor(session.job.forced) if session.job.forced else None,
+        forced=torch.tensor(timed.forced) if timed is not None and timed.forced else None,
     )
     resolved = session.manifest.resolved
     if resolved is not None and resolved.compile_backend is not None:
@@ -153,7 +156,7 @@ def load(session: SideSession) -> Loaded:
     runner = workload.make_runner(model, data, ctx)
     # what the runner's model starts from (a runner may change it), for the numerics pass
     # after the run; not under torchrun, whose model is wrapped and sharded
-    keep = session.job.capture and session.dist is None
+    keep = timed is not None and timed.capture and session.dist is None
     return Loaded(
         workload=workload,
         weights=weights,

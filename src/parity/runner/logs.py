@@ -2,7 +2,7 @@
 
 The worker writes into FIFOs (in a private temporary directory of their own, never in a
 bundle), not into the log files: a thread of the parent reads them, redacts whole lines
-with the job's redactor (``parity.safety.redact.StreamRedactor``) and appends them to
+with the job's redactor (``parity.safety.stream.StreamRedactor``) and appends them to
 ``stdout.log`` and ``stderr.log``. So no unredacted byte reaches a file at any moment: if
 parity is killed, the hidden temporary bundle it leaves holds redacted logs (whatever was
 still in a pipe is lost, not written raw).
@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import IO
 
-from parity.safety.redact import Redactor, StreamRedactor
+from parity.safety.redact import Redactor
+from parity.safety.stream import StreamRedactor
 
 LOGS = ("stdout.log", "stderr.log")
 CHUNK = 1 << 16

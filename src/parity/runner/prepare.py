@@ -103,9 +103,8 @@ def prepare_job(
         fingerprint=parts.digest(),
         parts=parts,
         description=description,
-        mode="freeze",
+        plan=PreparePlan(freeze=freeze, sides=sides, cost=cost, resolve=resolve),
         timeout_s=timeout_s,
-        prepare=PreparePlan(freeze=freeze, sides=sides, cost=cost, resolve=resolve),
     )
 
 

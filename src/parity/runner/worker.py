@@ -34,7 +34,7 @@ from pathlib import Path  # noqa: E402
 from typing import TYPE_CHECKING  # noqa: E402
 
 from parity.model.codec import decode, dumps, loads  # noqa: E402
-from parity.model.job import ERROR_FILE, JOB_FILE, Job, WorkerError  # noqa: E402
+from parity.model.job import ERROR_FILE, JOB_FILE, Job, ScriptPlan, WorkerError  # noqa: E402
 from parity.plugins import run_worker_hooks  # noqa: E402
 
 if TYPE_CHECKING:
@@ -55,9 +55,9 @@ def read_job(tmp: Path) -> Job:
     taken out of the environment so that the script does not inherit them."""
     job = decode(Job, loads((tmp / JOB_FILE).read_text()))
     real = os.environ.pop(SCRIPT_ARGS_ENV, None)
-    if real is not None and job.script is not None:
+    if real is not None and isinstance(job.plan, ScriptPlan):
         args = tuple(str(a) for a in json.loads(real))
-        job = replace(job, script=replace(job.script, args=args))
+        job = replace(job, plan=replace(job.plan, args=args))
     return job
 
 
@@ -75,11 +75,12 @@ def job_redactor(job: Job | None) -> Redactor:
     file, colon, _ = job.workload.name.rpartition(":")
     if colon and file.endswith(".py"):
         starts.append(Path(file).expanduser().parent)
-    if job.script is not None:
-        starts += [Path(job.script.cwd), (Path(job.script.cwd) / job.script.target).parent]
+    script = job.plan if isinstance(job.plan, ScriptPlan) else None
+    if script is not None:
+        starts += [Path(script.cwd), (Path(script.cwd) / script.target).parent]
     known = envfile.secrets(starts)
-    if job.script is not None:
-        known += carried_values(job.script.args)
+    if script is not None:
+        known += carried_values(script.args)
     return r.knowing(known) if known else r
 
 

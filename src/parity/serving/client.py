@@ -180,6 +180,21 @@ def overrun(max_tokens: int) -> int:
     return 4 * max_tokens + 64
 
 
+@dataclass(slots=True)
+class _Reading:
+    """What a response's stream said so far: each text chunk's arrival and size in tokens,
+    the server's token count, the log-probabilities, and how the stream ended."""
+
+    chunks: list[int] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    pieces: list[str] = field(default_factory=list)
+    usage: int | None = None
+    scores: list[Logprob] | None = None
+    received: int = 0
+    status: RequestStatus = "truncated"
+    error: str | None = "the stream ended before [DONE]"
+
+
 async def send(
     session: Any,
     endpoint: Endpoint,
@@ -201,14 +216,7 @@ async def send(
     import aiohttp
 
     sent = time.perf_counter_ns() - origin_ns
-    chunks: list[int] = []
-    counts: list[int] = []
-    pieces: list[str] = []
-    usage: int | None = None
-    scores: list[Logprob] | None = None
-    received = 0
-    status: RequestStatus = "truncated"
-    error: str | None = "the stream ended before [DONE]"
+    got = _Reading()
     timeout = aiohttp.ClientTimeout(total=endpoint.timeout_s)
     try:
         async with session.post(
@@ -216,49 +224,20 @@ async def send(
         ) as resp:
             if resp.status != 200:
                 text = (await resp.text())[:ERROR_CHARS]
-                status, error = "error", f"HTTP {resp.status}: {text}"
+                got.status, got.error = "error", f"HTTP {resp.status}: {text}"
             else:
-                async for line in resp.content:
-                    now = time.perf_counter_ns() - origin_ns
-                    chunk = _chunk(line)
-                    if chunk is None:
-                        continue
-                    if chunk == "[DONE]":
-                        status, error = "ok", None
-                        break
-                    assert isinstance(chunk, dict)
-                    if "error" in chunk:
-                        status, error = "error", f"stream error: {chunk['error']}"[:ERROR_CHARS]
-                        break
-                    if _finished(chunk):
-                        status, error = "ok", None  # a server that ends without [DONE]
-                    got = chunk.get("usage")
-                    if isinstance(got, dict) and isinstance(got.get("completion_tokens"), int):
-                        usage = got["completion_tokens"]
-                    given = logprobs_of(chunk) if logprobs else None
-                    if given is not None:
-                        scores = [] if scores is None else scores
-                        scores.extend(given)
-                    piece = _text(chunk)
-                    if piece:
-                        chunks.append(now)
-                        counts.append(len(tokenizer.encode(piece)))
-                        pieces.append(piece)
-                    received += 1
-                    if received > overrun(max_tokens):  # a server that never stops
-                        status, error = "error", f"the stream ran past {received - 1} chunks"
-                        break
+                await _read(resp, got, origin_ns, tokenizer, max_tokens, logprobs)
     except asyncio.TimeoutError:
-        status, error = "timeout", f"no end within {endpoint.timeout_s:g} s"
+        got.status, got.error = "timeout", f"no end within {endpoint.timeout_s:g} s"
     except aiohttp.ClientPayloadError as exc:
-        status, error = "truncated", f"the stream broke: {exc}"[:ERROR_CHARS]
+        got.status, got.error = "truncated", f"the stream broke: {exc}"[:ERROR_CHARS]
     except aiohttp.ClientError as exc:
-        status, error = "error", f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+        got.status, got.error = "error", f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
     except (aiohttp.http_exceptions.HttpProcessingError, ValueError) as exc:
         # a line or chunk longer than the client reads (an enormous or malformed stream)
-        status, error = "error", f"unreadable stream: {type(exc).__name__}"
+        got.status, got.error = "error", f"unreadable stream: {type(exc).__name__}"
     end = time.perf_counter_ns() - origin_ns
-    text = "".join(pieces)
+    text = "".join(got.pieces)
     ids = tuple(tokenizer.encode(text)) if text else ()
     return RequestEvent(
         step=step,
@@ -266,18 +245,55 @@ async def send(
         scheduled_ns=scheduled_ns,
         ready_ns=ready_ns,
         sent_ns=sent,
-        first_ns=chunks[0] if chunks else None,
+        first_ns=got.chunks[0] if got.chunks else None,
         end_ns=end,
-        chunks_ns=tuple(chunks),
-        chunk_sizes=tuple(counts),
-        usage_count=usage,
+        chunks_ns=tuple(got.chunks),
+        chunk_sizes=tuple(got.counts),
+        usage_count=got.usage,
         local_count=len(ids),
-        status=status,
-        error=None if error is None else redact(error),
+        status=got.status,
+        error=None if got.error is None else redact(got.error),
         text=text,
         output_ids=ids,
-        logprobs=tuple(scores) if scores is not None else None,
+        logprobs=tuple(got.scores) if got.scores is not None else None,
     )
+
+
+async def _read(
+    resp: Any, got: _Reading, origin_ns: int, tokenizer: Tokenizer, max_tokens: int, logprobs: int
+) -> None:
+    """Read a response's stream into ``got``, each line stamped as it arrives, until
+    ``[DONE]``, an error chunk, a stream that runs past ``overrun`` or the stream's end."""
+    async for line in resp.content:
+        now = time.perf_counter_ns() - origin_ns
+        chunk = _chunk(line)
+        if chunk is None:
+            continue
+        if chunk == "[DONE]":
+            got.status, got.error = "ok", None
+            return
+        assert isinstance(chunk, dict)
+        if "error" in chunk:
+            got.status, got.error = "error", f"stream error: {chunk['error']}"[:ERROR_CHARS]
+            return
+        if _finished(chunk):
+            got.status, got.error = "ok", None  # a server that ends without [DONE]
+        usage = chunk.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            got.usage = usage["completion_tokens"]
+        given = logprobs_of(chunk) if logprobs else None
+        if given is not None:
+            got.scores = [] if got.scores is None else got.scores
+            got.scores.extend(given)
+        piece = _text(chunk)
+        if piece:
+            got.chunks.append(now)
+            got.counts.append(len(tokenizer.encode(piece)))
+            got.pieces.append(piece)
+        got.received += 1
+        if got.received > overrun(max_tokens):  # a server that never stops
+            got.status, got.error = "error", f"the stream ran past {got.received - 1} chunks"
+            return
 
 
 def cancelled(step: str, index: int, scheduled_ns: int, sent_ns: int | None) -> RequestEvent:

@@ -51,7 +51,7 @@ from parity.stats.processes import (
 from parity.stats.samples import SteadyState, Summary, detect_steady, summarize
 from parity.stats.sizing import MIN_STEADY, PRIOR_SPREAD, ProcessSize, process_steps
 from parity.stats.slope import SlopeCI, slope_ci
-from parity.stats.stopping import StopDecision, interleaved_order, should_stop
+from parity.stats.stopping import StopDecision, fits, interleaved_order, should_stop
 from parity.stats.tdist import t_quantile, t_sf
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "StopDecision",
     "Summary",
     "detect_steady",
+    "fits",
     "interleaved_order",
     "prediction_interval",
     "process_steps",

@@ -1,8 +1,20 @@
-"""A one-sided Clopper-Pearson bound on a proportion (no scipy)."""
+"""A one-sided Clopper-Pearson bound on a proportion (no scipy), and the fewest trials
+that can tell a proportion from chance with it."""
 
 from __future__ import annotations
 
+import math
+
 from parity.stats.tdist import beta_inc
+
+
+def required_rows(minimum: float, alpha: float = 0.05) -> int:
+    """The fewest trials that can tell ``minimum`` from chance: ``n`` trials that all
+    succeed put the one-sided Clopper-Pearson lower bound at ``alpha ** (1 / n)``, above
+    ``minimum`` once ``n > ln(alpha) / ln(minimum)`` (299 for 99%, 59 for 95%)."""
+    if minimum <= 0 or minimum >= 1:
+        return 1  # nothing to tell from chance, or only "every trial" can meet it
+    return math.floor(math.log(alpha) / math.log(minimum)) + 1
 
 
 def upper_bound(successes: int, n: int, alpha: float = 0.05) -> float:

@@ -21,6 +21,13 @@ class StopDecision:
     message: str
 
 
+def fits(spent_s: float, next_s: float, budget_s: float, reserve_s: float = 0.0) -> bool:
+    """Whether what is next (``next_s``) fits in a budget of ``budget_s`` after
+    ``spent_s``, with ``reserve_s`` still to spend after it: the one test of the budget
+    (``parity.measure.budget``: before, during and after the rounds)."""
+    return spent_s + next_s + reserve_s <= budget_s
+
+
 def should_stop(
     ci: RatioCI,
     *,
@@ -72,7 +79,7 @@ def should_stop(
         return _capped(repeats, settle, decisive, got, precision)
     if next_repeat_s is None:
         next_repeat_s = elapsed_s / repeats if repeats > 0 else 0.0
-    if elapsed_s + next_repeat_s + reserve_s > budget_s:
+    if not fits(elapsed_s, next_repeat_s, budget_s, reserve_s):
         short = "" if repeats >= min_repeats else f" (fewer than the {min_repeats} wanted)"
         if ci.provisional:
             short += (

@@ -1,6 +1,7 @@
 """The history: an index of every bundle and comparison, rebuildable from them, in SQLite
-or PostgreSQL (``index``: the ``Store``; ``schema``: the tables and migrations; ``engine``:
-where the index lives and how it is reached; ``figures``: what is kept of each bundle)."""
+or PostgreSQL (``index``: the ``Store``; ``queries``: what ``ls``, ``show`` and ``trend``
+read; ``schema``: the tables and migrations; ``engine``: where the index lives and how it
+is reached; ``figures``: what is kept of each bundle)."""
 
 from parity.store.engine import default_path, locate
 from parity.store.index import Store, index_quietly

@@ -10,37 +10,35 @@ Identifiers come from content, so a rebuilt index gives every run the id it had:
 bundle's is ``b`` and the first 12 hex digits of the sha256 of its ``manifest.json``, a
 comparison's ``c`` and those of its ``verdict.json``. Any unique prefix of an id works.
 
-The schema is ``store.schema``'s; the figures kept of each bundle ``store.figures``'.
+The schema is ``store.schema``'s; the figures kept of each bundle ``store.figures``'; the
+queries (``ls``, ``show``, ``trend``) ``store.queries``'.
 """
 
 from __future__ import annotations
 
 import logging
-import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, RowMapping, Select, and_, case, func, not_, select
+from sqlalchemy import Connection, Engine, RowMapping, Select, and_, case, func, not_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from parity import storage
-from parity.bundle import COMPLIANCE_RUNS, MANIFEST, is_comparison, load_bundle, written_unix
+from parity.bundle import MANIFEST, is_comparison, load_bundle, written_unix
 from parity.comparison import Comparison
 from parity.errors import UsageError
 from parity.model.bundle import Bundle
-from parity.model.codec import decode, loads
-from parity.model.history import BundleRow, RunRecord, RunRow, TrendPoint
-from parity.model.serving import ServeVerdict
-from parity.model.verdict import Verdict
+from parity.model.history import RunRecord, RunRow, TrendPoint
+from parity.store import queries
 from parity.store.engine import Location, connect, locate, mask
-from parity.store.figures import BUNDLE_METRICS, COMPARISON_METRICS, bundle_metrics
+from parity.store.figures import bundle_metrics
 from parity.store.rows import Row, bundle_row, comparison_row, serving_row
 from parity.store.schema import bundles, comparisons, metrics, migrate, serving
-from parity.store.walk import ReindexResult, device_matches, matches, remove_made
+from parity.store.walk import ReindexResult, remove_made
 
 log = logging.getLogger("parity")
 T = TypeVar("T")
@@ -301,167 +299,24 @@ class Store:
     def read(self, stmt: Select[Any]) -> Sequence[RowMapping]:
         return self._read(stmt)
 
-    # -- reading -----------------------------------------------------------------------
+    # -- reading (``store.queries``) -------------------------------------------------------
 
     def runs(
         self, *, workload: str | None = None, device: str | None = None, limit: int = 50
     ) -> list[RunRow]:
         """Comparisons and stand-alone bundles, newest first."""
-        rows: list[RunRow] = []
-        for r in self._comparisons(workload, device):
-            rows.append(
-                RunRow(
-                    id=r["id"],
-                    type="compare",
-                    time_unix=r["time_unix"],
-                    workload=r["workload"],
-                    size=r["size"],
-                    sides=f"{r['baseline_spec']} -> {r['target_spec']}",
-                    result="PASS" if r["passed"] else "FAIL",
-                    speed_ratio=r["speed_ratio"],
-                    speed_verdict=r["speed_verdict"],
-                    path=r["path"],
-                )
-            )
-        if not device:  # a serving comparison has endpoints, not devices
-            rows += [
-                RunRow(
-                    id=r["id"],
-                    type="serve",
-                    time_unix=r["time_unix"],
-                    workload=r["model"],
-                    size=None,
-                    sides=f"{r['baseline_url']} -> {r['target_url']}",
-                    result=str(r["outcome"]).upper(),
-                    speed_ratio=r["ratio"],
-                    speed_verdict="highest rate within the limits",
-                    path=r["path"],
-                )
-                for r in self._read(select(serving))
-                if matches(r["model"], workload)
-            ]
-        median = and_(metrics.c.bundle_id == bundles.c.id, metrics.c.name == "median_step_s")
-        alone = self._read(
-            select(bundles, metrics.c.value.label("median"))
-            .select_from(bundles.outerjoin(metrics, median))
-            .where(bundles.c.comparison_id.is_(None))
-        )
-        for r in alone:
-            if not matches(r["workload"], workload):
-                continue
-            if device and not device_matches(r["side_spec"], r["device_name"], device):
-                continue
-            rows.append(
-                RunRow(
-                    id=r["id"],
-                    type="run",
-                    time_unix=r["finished_unix"] or r["started_unix"] or r["indexed_unix"],
-                    workload=r["workload"],
-                    size=r["size"],
-                    sides=r["side_spec"],
-                    result=r["status"],
-                    median_step_s=r["median"],
-                    path=r["path"],
-                )
-            )
-        rows.sort(key=lambda x: (x.time_unix or 0.0, x.id), reverse=True)
-        return rows[:limit]
+        return queries.runs(self, workload=workload, device=device, limit=limit)
 
     def resolve(self, ident: str) -> tuple[str, str]:
         """An id or unique id prefix -> (table, full id); UsageError when none or several."""
-        ident = ident.strip()
-        if not ident:
-            raise UsageError("give a run id as parity ls shows it, e.g. c1a2b3c4")
-        hits = [
-            (table.name, r["id"])
-            for table in (comparisons, serving, bundles)
-            for r in self._read(
-                select(table.c.id).where(table.c.id.startswith(ident, autoescape=True))
-            )
-        ]
-        if not hits:
-            raise UsageError(
-                f"no run {ident!r} in the index {self.path}: see parity ls, or parity reindex "
-                "DIRS if the index is stale"
-            )
-        if len(hits) > 1:
-            raise UsageError(
-                f"{ident!r} is ambiguous ({', '.join(h[1] for h in hits[:5])}): give more of the id"
-            )
-        return hits[0]
+        return queries.resolve(self, ident)
 
     def show(self, ident: str) -> RunRecord:
         """One comparison (with its bundles and verdict) or one bundle (with its figures)."""
-        table, rid = self.resolve(ident)
-        if table == "serving":
-            r = self._read(select(serving).where(serving.c.id == rid))[0]
-            return RunRecord(
-                id=rid,
-                type="serve",
-                path=r["path"],
-                workload=r["model"],
-                size=None,
-                time_unix=r["time_unix"],
-                sides=f"{r['baseline_url']} -> {r['target_url']}",
-                passed=r["outcome"] == "pass",
-                exit_code=r["exit_code"],
-                serving=decode(ServeVerdict, loads(r["verdict"])),
-            )
-        if table == "comparisons":
-            r = self._read(select(comparisons).where(comparisons.c.id == rid))[0]
-            members = self._read(
-                select(bundles)
-                .where(bundles.c.comparison_id == rid)
-                .order_by(bundles.c.role, bundles.c.run)
-            )
-            return RunRecord(
-                id=rid,
-                type="compare",
-                path=r["path"],
-                workload=r["workload"],
-                size=r["size"],
-                time_unix=r["time_unix"],
-                sides=f"{r['baseline_spec']} -> {r['target_spec']}",
-                passed=bool(r["passed"]),
-                exit_code=r["exit_code"],
-                verdict=decode(Verdict, loads(r["verdict"])),
-                bundles=tuple(
-                    BundleRow(
-                        id=b["id"],
-                        role=b["role"],
-                        run=b["run"],
-                        status=b["status"],
-                        side_spec=b["side_spec"],
-                        device_name=b["device_name"],
-                        path=b["path"],
-                        metrics=self._metrics(b["id"]),
-                    )
-                    for b in members
-                ),
-            )
-        r = self._read(select(bundles).where(bundles.c.id == rid))[0]
-        return RunRecord(
-            id=rid,
-            type="run",
-            path=r["path"],
-            workload=r["workload"],
-            size=r["size"],
-            time_unix=r["finished_unix"] or r["started_unix"],
-            sides=r["side_spec"],
-            status=r["status"],
-            reason=r["reason"],
-            side_spec=r["side_spec"],
-            device_name=r["device_name"],
-            metrics=self._metrics(rid),
-        )
-
-    def _metrics(self, bundle_id: str) -> dict[str, float]:
-        stmt = select(metrics.c.name, metrics.c.value).where(metrics.c.bundle_id == bundle_id)
-        return {r["name"]: r["value"] for r in self._read(stmt.order_by(metrics.c.name))}
+        return queries.show(self, ident)
 
     def metric_names(self) -> list[str]:
-        names = {r["name"] for r in self._read(select(metrics.c.name).distinct())}
-        return sorted(names | set(BUNDLE_METRICS) | set(COMPARISON_METRICS))
+        return queries.metric_names(self)
 
     def trend(
         self,
@@ -471,99 +326,8 @@ class Store:
         device: str | None = None,
         side: str | None = None,
     ) -> list[TrendPoint]:
-        """A metric over time, oldest first: one point per comparison and side (the median
-        over its ok repeats; compliance runs left out) or per stand-alone run."""
-        if metric in COMPARISON_METRICS:
-            return self._comparison_trend(metric, workload, device)
-        if metric not in self.metric_names():
-            raise UsageError(
-                f"unknown metric {metric!r}: use one of {', '.join(self.metric_names())}"
-            )
-        b = bundles.c
-        rows = self._read(
-            select(
-                *(b[n] for n in ("id", "comparison_id", "role", "run", "side_spec")),
-                *(b[n] for n in ("device_name", "workload", "size")),
-                b.started_unix,
-                b.finished_unix,
-                metrics.c.value,
-                comparisons.c.time_unix.label("comparison_time"),
-            )
-            .select_from(
-                metrics.join(bundles, b.id == metrics.c.bundle_id).outerjoin(
-                    comparisons, comparisons.c.id == b.comparison_id
-                )
-            )
-            .where(metrics.c.name == metric, b.status == "ok")
-        )
-        groups: dict[tuple[str, str], list[RowMapping]] = {}
-        for r in rows:
-            if r["run"] in COMPLIANCE_RUNS and r["comparison_id"]:
-                continue
-            if not matches(r["workload"], workload):
-                continue
-            if device and not device_matches(r["side_spec"], r["device_name"], device):
-                continue
-            if side and r["side_spec"] != side and r["role"] != side:
-                continue
-            key = (r["comparison_id"] or r["id"], r["role"] or "")
-            groups.setdefault(key, []).append(r)
-        points = []
-        for (run_id, role), members in groups.items():
-            first = members[0]
-            points.append(
-                TrendPoint(
-                    id=run_id,
-                    time_unix=first["comparison_time"]
-                    or first["finished_unix"]
-                    or first["started_unix"],
-                    workload=first["workload"],
-                    size=first["size"],
-                    role=role or None,
-                    side=first["side_spec"],
-                    value=statistics.median(m["value"] for m in members),
-                    n=len(members),
-                )
-            )
-        points.sort(key=lambda p: (p.time_unix or 0.0, p.role or ""))
-        return points
-
-    def _comparisons(self, workload: str | None, device: str | None) -> list[RowMapping]:
-        """The comparisons of ``workload`` with ``device`` on either side (None: any),
-        oldest first."""
-        return [
-            r
-            for r in self._read(select(comparisons).order_by(comparisons.c.time_unix))
-            if matches(r["workload"], workload)
-            and (
-                not device
-                or device_matches(r["baseline_spec"], r["baseline_device"], device)
-                or device_matches(r["target_spec"], r["target_device"], device)
-            )
-        ]
-
-    def _comparison_trend(
-        self, metric: str, workload: str | None, device: str | None
-    ) -> list[TrendPoint]:
-        points = []
-        for r in self._comparisons(workload, device):
-            ratio = r["speed_ratio"]
-            value = (1 / ratio if ratio else None) if metric == "speedup" else r[metric]
-            if value is None:
-                continue
-            points.append(
-                TrendPoint(
-                    id=r["id"],
-                    time_unix=r["time_unix"],
-                    workload=r["workload"],
-                    size=r["size"],
-                    role="target/baseline",
-                    side=f"{r['target_spec']} / {r['baseline_spec']}",
-                    value=float(value),
-                    n=1,
-                )
-            )
-        return points
+        """A metric over time, oldest first (``queries.trend``)."""
+        return queries.trend(self, metric, workload=workload, device=device, side=side)
 
 
 def _check_sqlite(path: Path) -> None:

@@ -81,6 +81,12 @@ class RunNumerics:
         return self.kinds.get(name) or output_kind(name, self.outputs[name])
 
 
+#: the rows a built-in's evaluation output covers where its data holds them: a top-1
+#: gate decides on 299 decisive rows (``parity.judge.agreement.required_rows`` at 99%),
+#: and rows whose top-2 margin is a near-tie do not count
+EVAL_ROWS = 512
+
+
 class StepRunner(ABC):
     """Runs the workload's unit of work on one side."""
 
@@ -110,6 +116,21 @@ class StepRunner(ABC):
         (``Job.timing_only``): runners whose ``finish`` does more work than handing over
         what the steps produced return only that here (the default: ``finish``)."""
         return self.finish()
+
+    def position_logits(
+        self, sequence: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """For a runner whose top-1 gate covers every position of every prompt (a
+        generation loop's): the first batch of prompts with its own greedy tokens
+        (``sequence`` where given) and the logits at each of its positions, teacher-forced
+        in this runner's context, in float64 on the CPU. None for other runners."""
+        return None
+
+    @property
+    def prompt_batches(self) -> int:
+        """The batches of prompts ``finish`` scores every position of (see
+        ``position_logits``)."""
+        return 0
 
     def finish_cost_s(self, step_s: float) -> tuple[float, float]:
         """For the pre-run estimate, called after a step ran, given one step's seconds:
@@ -274,6 +295,12 @@ class Workload(ABC):
         fingerprint part they feed: they enter that part and the frozen cache's key, so a
         changed byte is never served from the cache."""
         return Sources()
+
+    @property
+    def batches_follow_steps(self) -> bool:
+        """The data holds one batch a step (more ``--steps``, more batches: a checkpoint's
+        prompts, ``--data``); False where the steps cycle through a fixed set."""
+        return False
 
     # -- derived ----------------------------------------------------------------------
     def describe(self) -> WorkloadDescription:

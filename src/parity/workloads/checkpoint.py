@@ -475,6 +475,10 @@ class Checkpoint(LmWorkload):
     def n_batches(self) -> int:
         return self.steps  # one batch per step: the sample follows --steps and --batch-size
 
+    @property
+    def batches_follow_steps(self) -> bool:
+        return True
+
     def tokens(self, count: int, length: int) -> torch.Tensor:
         return self._in_vocab(packed(self.source or corpus_source(), self.tokenizer, count, length))
 

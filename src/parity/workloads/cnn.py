@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import torch
 from torch import nn
 
 from parity.errors import WorkloadError
-from parity.workloads.base import RunContext, SizeTable, StepRunner, Workload
+from parity.workloads.base import EVAL_ROWS, RunContext, SizeTable, StepRunner, Workload
 from parity.workloads.loops import InferRunner
 
 N_BATCHES = 8
@@ -90,7 +91,9 @@ class CnnInfer(Workload):
 
     def make_data(self) -> dict[str, torch.Tensor]:
         s = self.config["image"]
-        return {"images": torch.randn(N_BATCHES, self.batch_size, 3, s, s)}
+        # enough batches for the evaluation's rows (``finish`` forwards them again)
+        n = max(N_BATCHES, math.ceil(EVAL_ROWS / self.batch_size))
+        return {"images": torch.randn(n, self.batch_size, 3, s, s)}
 
     def make_runner(
         self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext

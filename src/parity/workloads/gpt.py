@@ -12,6 +12,7 @@ With ``--data FILE`` the tokens are the bytes of the team's own text instead
 
 from __future__ import annotations
 
+import math
 import time
 from importlib import resources
 from typing import Any, ClassVar
@@ -23,7 +24,15 @@ from torch import nn
 from parity.errors import WorkloadError
 from parity.model.spec import GenerateLoopName, WorkloadSpec
 from parity.model.workload import Sources
-from parity.workloads.base import Knob, RunContext, SizeTable, StepRunner, Workload, batches
+from parity.workloads.base import (
+    EVAL_ROWS,
+    Knob,
+    RunContext,
+    SizeTable,
+    StepRunner,
+    Workload,
+    batches,
+)
 from parity.workloads.loops import GenerateLoop, TrainRunner
 from parity.workloads.sample import ByteTokens, packed, parse_data
 
@@ -154,16 +163,22 @@ class GptTrain(Workload):
     def windows(self, batches_: int, length: int) -> torch.Tensor:
         """``[batches_, batch_size, length]`` byte tokens: at seeded offsets in the
         corpus, or consecutive in ``--data`` (then one batch per step)."""
-        count = batches_ * self.batch_size
-        if self.source is not None:
-            found = packed(self.source, ByteTokens(), count, length)
-        else:
-            found = corpus_windows(count, length, torch.Generator().manual_seed(self.seed + 1))
+        found = self.flat_windows(batches_ * self.batch_size, length)
         return found.view(batches_, self.batch_size, length).contiguous()
+
+    def flat_windows(self, count: int, length: int) -> torch.Tensor:
+        """``[count, length]`` byte tokens, as ``windows`` takes them."""
+        if self.source is not None:
+            return packed(self.source, ByteTokens(), count, length)
+        return corpus_windows(count, length, torch.Generator().manual_seed(self.seed + 1))
 
     @property
     def n_batches(self) -> int:
         return self.steps if self.source is not None else N_BATCHES
+
+    @property
+    def batches_follow_steps(self) -> bool:
+        return self.source is not None
 
     def validate(self) -> None:
         c = self.config
@@ -183,8 +198,13 @@ class GptTrain(Workload):
 
     def make_data(self) -> dict[str, torch.Tensor]:
         assert self.seq_len is not None
-        windows = self.windows(self.n_batches + 1, self.seq_len + 1)
-        return {"tokens": windows[:-1].contiguous(), "eval_tokens": windows[-1].contiguous()}
+        # the evaluation: a batch, or more windows where a batch holds under
+        # ``EVAL_ROWS`` positions (a top-1 gate needs them)
+        evals = max(self.batch_size, math.ceil(EVAL_ROWS / self.seq_len))
+        train = self.n_batches * self.batch_size
+        windows = self.flat_windows(train + evals, self.seq_len + 1)
+        tokens = windows[:train].view(self.n_batches, self.batch_size, -1).contiguous()
+        return {"tokens": tokens, "eval_tokens": windows[train:].contiguous()}
 
     def make_runner(
         self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
@@ -197,7 +217,7 @@ class GptTrain(Workload):
             return F.cross_entropy(logits.reshape(-1, VOCAB), batch[:, 1:].reshape(-1))
 
         return TrainRunner(
-            model, ctx, loss_fn=loss_fn, eval_fn=lambda m: m(eval_tokens[:1, :-1]), lr=3e-4
+            model, ctx, loss_fn=loss_fn, eval_fn=lambda m: m(eval_tokens[:, :-1]), lr=3e-4
         )
 
     def probe(self, model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -8,6 +8,7 @@ case, whose output is called ``logits``.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
@@ -21,15 +22,14 @@ from parity.model.numerics import (
     EVERY_SKETCH,
     EVERY_TOKENS,
     EVERY_TOP1,
+    FINAL,
 )
 from parity.model.spec import GenerateLoopName
 from parity.sketch import sketch
-from parity.workloads.base import RunContext, RunNumerics, StepRunner, batches
+from parity.workloads.base import EVAL_ROWS, RunContext, RunNumerics, StepRunner, batches
 
 LossFn = Callable[[nn.Module, int], torch.Tensor]
 Named = Mapping[str, torch.Tensor]
-#: the prefix of an output recomputed after the run (the first batch again)
-FINAL = "final_"
 
 
 class TrainRunner(StepRunner):
@@ -158,11 +158,43 @@ class NamedInferRunner(StepRunner):
         if i == 0:
             self.first = out
 
+    @property
+    def eval_batches(self) -> int:
+        """The batches ``finish`` forwards again, from the first: enough for
+        ``EVAL_ROWS`` rows where the data holds them (a top-1 gate needs hundreds of
+        decisive rows, a batch may hold a few)."""
+        first = next(iter(self.inputs.values()), None)
+        if first is None or first.dim() < 2 or first.shape[1] == 0:
+            return 1
+        return max(1, min(first.shape[0], math.ceil(EVAL_ROWS / first.shape[1])))
+
     def finish(self) -> RunNumerics:
+        """The first step's outputs, and after the run (``final_*``) the first
+        ``eval_batches`` batches' outputs again, row after row."""
         with torch.inference_mode(), self.ctx.autocast():
-            final = self.forward(self.model, self.batch(0))
-        first = final if self.first is None else self.first
+            runs = [self.forward(self.model, self.batch(i)) for i in range(self.eval_batches)]
+        final = _rows_of(runs)
+        first = runs[0] if self.first is None else self.first
         return RunNumerics(outputs={**to_cpu(first), **to_cpu(final, prefix=FINAL)})
+
+    def finish_timing(self) -> RunNumerics:
+        """The first step's outputs, without the forwards ``finish`` adds."""
+        return self.finish() if self.first is None else RunNumerics(outputs=to_cpu(self.first))
+
+    def finish_cost_s(self, step_s: float) -> tuple[float, float]:
+        """``finish`` forwards ``eval_batches`` batches, a step's worth each."""
+        return self.eval_batches * step_s, 0.0
+
+
+def _rows_of(runs: Sequence[Named]) -> dict[str, torch.Tensor]:
+    """Each output of several batches' forwards, its rows one after another; an output
+    without a batch's rows (a scalar, a shape another batch lacks) is the first batch's."""
+    out: dict[str, torch.Tensor] = {}
+    for name, head in runs[0].items():
+        parts = [r.get(name) for r in runs]
+        rows = all(p is not None and p.dim() >= 1 and p.shape[1:] == head.shape[1:] for p in parts)
+        out[name] = torch.cat([p for p in parts if p is not None]) if rows else head
+    return out
 
 
 class InferRunner(NamedInferRunner):
@@ -250,6 +282,21 @@ class GenerateLoop(StepRunner):
         """The logits at every position of ``sequence`` in one forward pass (teacher
         forcing); None where the model has no such pass (an encoder-decoder)."""
         return None
+
+    def position_logits(
+        self, sequence: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if sequence is None:
+            prompt = batches(self.prompts, 0)
+            tokens, _, _ = self.replay(0)
+            sequence = torch.cat([prompt, tokens[:, :-1].to(prompt.device)], dim=1)
+        with torch.inference_mode(), self.ctx.autocast():
+            logits = self.score(sequence.to(self.ctx.device))
+        return None if logits is None else (sequence, logits.detach().double().cpu())
+
+    @property
+    def prompt_batches(self) -> int:
+        return int(self.prompts.shape[0])
 
     def replay(self, i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Batch ``i`` decoded once more while recording: (tokens, prefill logits, each

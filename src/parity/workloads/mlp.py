@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from parity.workloads.base import RunContext, SizeTable, StepRunner, Workload
+from parity.workloads.base import EVAL_ROWS, RunContext, SizeTable, StepRunner, Workload
 from parity.workloads.loops import TrainRunner
 
 N_BATCHES = 16
@@ -67,16 +67,15 @@ class MlpTrain(Workload):
 
     def make_data(self) -> dict[str, torch.Tensor]:
         c = self.config
-        n = (N_BATCHES + 1) * self.batch_size
+        # the evaluation holds at least ``EVAL_ROWS`` rows: a top-1 gate needs them
+        train, evals = N_BATCHES * self.batch_size, max(self.batch_size, EVAL_ROWS)
         centers = torch.randn(c["classes"], c["in_features"]) * 0.12
-        labels = torch.randint(0, c["classes"], (n,))
-        x = centers[labels] + torch.randn(n, c["in_features"])
-        x = x.view(N_BATCHES + 1, self.batch_size, c["in_features"])
-        labels = labels.view(N_BATCHES + 1, self.batch_size)
+        labels = torch.randint(0, c["classes"], (train + evals,))
+        x = centers[labels] + torch.randn(train + evals, c["in_features"])
         return {
-            "x": x[:-1].contiguous(),
-            "y": labels[:-1].contiguous(),
-            "eval_x": x[-1].contiguous(),
+            "x": x[:train].view(N_BATCHES, self.batch_size, c["in_features"]).contiguous(),
+            "y": labels[:train].view(N_BATCHES, self.batch_size).contiguous(),
+            "eval_x": x[train:].contiguous(),
         }
 
     def make_runner(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from parity.bundle import CAPTURE_TENSORS, read_doc
-from parity.model.job import JOB_FILE, Event, Job
+from parity.model.job import JOB_FILE, Event, Job, TimingPlan
 from tests.conftest import FIXTURES
 from tests.fixtures.jobs import run, workload_job
 
@@ -21,7 +21,8 @@ def test_a_training_side_writes_every_document(
     # which would be copied instead of run (``runner.probecache``)
     monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
     events: list[Event] = []
-    bundle = run(workload_job("mlp-train", capture=True), tmp_path, on_event=events.append)
+    job = workload_job("mlp-train", plan=TimingPlan(capture=True))
+    bundle = run(job, tmp_path, on_event=events.append)
     assert bundle.ok, bundle.manifest.reason
     m, resolved = bundle.manifest, bundle.manifest.resolved
     assert m.mode == "measure" and m.environment is not None and m.pid is not None
@@ -55,7 +56,7 @@ def test_a_training_side_writes_every_document(
 
 def test_settings_that_change_numerics_are_recorded_after_the_run(tmp_path: Path) -> None:
     side = "cpu+bf16+threads=1+deterministic+emulate=matmul-bf16"
-    job = workload_job("cnn-infer", side, repeat=1, compliance=True, same_input=True)
+    job = workload_job("cnn-infer", side, TimingPlan(compliance=True, same_input=True), repeat=1)
     bundle = run(job, tmp_path)
     assert bundle.ok, bundle.manifest.reason
     resolved = bundle.manifest.resolved
@@ -117,9 +118,9 @@ def test_a_loader_that_sleeps_per_batch_is_input_bound(tmp_path: Path) -> None:
     job = workload_job(
         f"{LOADERS}:LoaderTrain",
         ONE_THREAD,
+        TimingPlan(capture=True),
         steps=10,
         overrides=(("sleep_ratio", "2"),),  # twice the step's compute, on any CPU
-        capture=True,
     )
     bundle = run(job, tmp_path)
     assert bundle.ok, bundle.manifest.reason
@@ -169,9 +170,10 @@ def test_a_timing_process_past_its_cut_ends_once_enough_steps_are_in(
     from parity.model.job import StepCut
 
     job = replace(
-        workload_job("mlp-train", ONE_THREAD, steps=12),
+        workload_job(
+            "mlp-train", ONE_THREAD, TimingPlan(cut=StepCut(after_s=after_s, at_least=4)), steps=12
+        ),
         repeat=1,
-        cut=StepCut(after_s=after_s, at_least=4),
     )
     bundle = run(job, tmp_path)
     assert bundle.ok, bundle.manifest.reason

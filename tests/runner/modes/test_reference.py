@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from parity.model.job import ReferencePlan
 from tests.fixtures.jobs import run, workload_job
 
 pytestmark = pytest.mark.slow
 
 
 def test_the_reference_is_the_probe_in_float64(tmp_path: Path) -> None:
-    bundle = run(workload_job("gpt-train", mode="reference", role="reference"), tmp_path)
+    bundle = run(workload_job("gpt-train", plan=ReferencePlan(), role="reference"), tmp_path)
     assert bundle.ok, bundle.manifest.reason
     assert bundle.manifest.mode == "reference"
     # the whole run in fp64: every step's loss and the outputs after it, with its cost

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from parity.model.job import ScanPlan
 from tests.conftest import FIXTURES
 from tests.fixtures.jobs import run, workload_job
 
@@ -17,7 +18,7 @@ PLANTED = f"{FIXTURES / 'scan_workloads.py'}:Planted"
 
 
 def test_a_scan_bundle_holds_the_census(tmp_path: Path) -> None:
-    bundle = run(workload_job(PLANTED, mode="scan"), tmp_path)
+    bundle = run(workload_job(PLANTED, plan=ScanPlan()), tmp_path)
     assert bundle.ok, bundle.manifest.reason
     assert bundle.metrics is None and bundle.outputs is None
     ops = bundle.ops
@@ -30,7 +31,7 @@ def test_a_scan_bundle_holds_the_census(tmp_path: Path) -> None:
 @pytest.mark.skipif(not HAVE_FAKE, reason="the parityfake device needs c++ and ninja")
 def test_every_unsupported_op_on_the_device_is_listed(tmp_path: Path) -> None:
     env = {"PARITY_PLUGINS": "parity.testing.fakedevice", "PARITY_FAKE_UNSUPPORTED": "aten::gelu"}
-    bundle = run(workload_job("mlp-train", "parityfake", mode="scan"), tmp_path, env=env)
+    bundle = run(workload_job("mlp-train", "parityfake", ScanPlan()), tmp_path, env=env)
     assert bundle.ok, bundle.manifest.reason
     ops = bundle.ops
     assert ops is not None and {u.op for u in ops.unsupported} >= {"aten::gelu"}

@@ -39,7 +39,7 @@ def test_the_rss_floor_leaves_out_what_a_window_allocated_and_freed() -> None:
 @pytest.mark.slow
 def test_a_soak_keeps_windows_and_a_sample_of_steps(tmp_path: Path) -> None:
     plan = SoakPlan(duration_s=2.0, window_s=0.5)
-    bundle = run(workload_job("cnn-infer", mode="soak", soak=plan), tmp_path)
+    bundle = run(workload_job("cnn-infer", plan=plan), tmp_path)
     assert bundle.ok, bundle.manifest.reason
     metrics = bundle.metrics
     assert metrics is not None and metrics.soak is not None

@@ -17,10 +17,10 @@ pytestmark = pytest.mark.slow
 
 def test_save_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
-    job = workload_job("mlp-train", mode="train_ckpt")
+    job = workload_job("mlp-train", plan=CheckpointPlan())
     events: list[Event] = []
     first = run(
-        replace(job, checkpoint=CheckpointPlan(stop_at=3, save_at=3, checkpoint_dir=str(ckpt))),
+        replace(job, plan=CheckpointPlan(stop_at=3, save_at=3, checkpoint_dir=str(ckpt))),
         tmp_path,
         "first",
         on_event=events.append,
@@ -32,7 +32,7 @@ def test_save_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     )
     (saved,) = [e for e in events if e.event == "checkpoint"]
     assert saved.step == 3 and saved.path == str(ckpt) and saved.pid
-    resumed = run(replace(job, checkpoint=CheckpointPlan(resume_from=str(ckpt))), tmp_path, "b")
+    resumed = run(replace(job, plan=CheckpointPlan(resume_from=str(ckpt))), tmp_path, "b")
     assert resumed.ok, resumed.manifest.reason
     assert resumed.outputs is not None and resumed.outputs.checkpoint == CheckpointEvents(
         start=3, restored=CheckpointRestored(step=3, saved_by="cpu", source=str(ckpt))
@@ -45,7 +45,7 @@ def test_save_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
 
 def test_a_run_that_is_not_killed_in_time_fails(tmp_path: Path) -> None:
     plan = CheckpointPlan(stop_at=2, await_kill_s=0.1)
-    bundle = run(workload_job("mlp-train", mode="train_ckpt", checkpoint=plan), tmp_path)
+    bundle = run(workload_job("mlp-train", plan=plan), tmp_path)
     assert bundle.status == "failed"
     assert bundle.manifest.reason == (
         "CheckpointError in phase 'awaiting kill': not killed within 0.1 s after its last step"

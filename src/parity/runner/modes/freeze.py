@@ -135,7 +135,7 @@ class Freeze(Mode):
         from parity.workloads import resolve
         from parity.workloads.frozen import freeze
 
-        plan = session.job.prepare or PreparePlan()
+        plan = session.job.plan_of(PreparePlan)
         session.enter("preflight")
         _preflight(plan)
         if not plan.resolve:  # the pre-flight alone (``parity.runner.prepare.preflight``): the

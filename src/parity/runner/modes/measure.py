@@ -14,11 +14,11 @@ batches already on the device (``metrics.json``'s ``input_pipeline``).
 After the timed steps and ``runner.finish()``, none of which they touch: FLOPs (counted
 once per side, in its first repeat), where a NaN or Inf first appeared (a replay, only
 when the run produced one), the numerics probe and its pass on the run's own model after
-the run (``job.capture``), and the op scan (the first repeat only, single process only:
+the run (``job.plan.capture``), and the op scan (the first repeat only, single process only:
 under torchrun its extra steps would be collective; the verdict reads each side's first
 repeat's census). Both are copied from the probe cache where the side made them before
 (``parity.runner.probecache``), and left out where the plan cut them to fit the budget
-(``job.skip``).
+(``job.plan.skip``).
 """
 
 from __future__ import annotations
@@ -102,16 +102,16 @@ class Measure(Mode):
         if not session.leader:  # rank 0 writes the bundle
             return
         session.write(METRICS, metrics(session, loaded, timed))
-        replay = session.dist is None and not session.job.compliance
+        replay = session.dist is None and not session.job.timing.compliance
         write_outputs(
             session,
             timed.numerics,
             nonfinite=partial(nonfinite, session, loaded) if replay else None,
         )
-        job = session.job
-        if job.capture:
+        job, plan = session.job, session.job.timing
+        if plan.capture:
             cached(session, "numerics probe", partial(probe, session, loaded))
-        if session.dist is None and job.repeat == 0 and not job.compliance:
+        if session.dist is None and job.repeat == 0 and not plan.compliance:
             cached(session, "scan", partial(scan, session, loaded))
         session.finish()
 
@@ -128,14 +128,14 @@ def cache_entry(session: SideSession, probe: str) -> Path | None:
 def cached(session: SideSession, name: str, run: Callable[[], None]) -> None:
     """A first-repeat probe: copied from the probe cache where this side ran it on this
     workload in this environment (``parity.runner.probecache``), else run (unless the
-    plan cut it, ``job.skip``) and stored there."""
+    plan cut it, ``TimingPlan.skip``) and stored there."""
     from parity.runner import probecache
 
     entry = cache_entry(session, name)
     if entry is not None and probecache.reuse(entry, session.out):
         session.enter(f"{name} (cached)")  # the copy is milliseconds: its span is ~0
         return
-    if name in (session.job.skip or ()):
+    if name in (session.job.timing.skip or ()):
         session.enter(f"{name} (skipped)", announce=False)
         return
     run()
@@ -207,9 +207,9 @@ def step_flops(session: SideSession, loaded: Loaded) -> Flops:
 
 def run_steps(session: SideSession, loaded: Loaded) -> int:
     """The steps this process runs: the workload's, or a timing process's first ``steps``
-    of them (``job.steps``, sized by the parent from the side's quality run)."""
-    steps = loaded.workload.steps
-    return steps if session.job.steps is None else max(1, min(session.job.steps, steps))
+    of them (``TimingPlan.steps``, sized by the parent from the side's quality run)."""
+    steps, asked = loaded.workload.steps, session.job.timing.steps
+    return steps if asked is None else max(1, min(asked, steps))
 
 
 def time_steps(session: SideSession, loaded: Loaded) -> Timed:
@@ -217,7 +217,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
     device, runner, steps = session.device, loaded.runner, run_steps(session, loaded)
     reset_peaks(session)
     # the anti-caching compliance run feeds one identical input at every step
-    step = (lambda i: runner.step(0)) if session.job.same_input else runner.step
+    step = (lambda i: runner.step(0)) if session.job.timing.same_input else runner.step
     plain = StepTimer(step, device.synchronize)
     fed = loader_timer(session, loaded)
     timer = fed or plain
@@ -231,7 +231,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
         session.enter("steps", steps=steps)
         waiting = Waiting()
         chunk = max(1, steps // PROGRESS_CHUNKS)
-        cut = session.job.cut if session.dist is None else None  # ranks step together
+        cut = session.job.timing.cut if session.dist is None else None  # ranks step together
         for start in range(1, steps, chunk):
             samples += timer.run(start, min(chunk, steps - start))
             session.progress(len(samples), steps)
@@ -265,7 +265,7 @@ def time_steps(session: SideSession, loaded: Loaded) -> Timed:
 
 
 def _cut_here(cut: StepCut | None, samples: list[int]) -> bool:
-    """Whether a timing process's steps end here (``Job.cut``): its steps after the first
+    """Whether a timing process's steps end here (``TimingPlan.cut``): its steps after the first
     (a compile, a cache filled is no stall) have passed the cut's time with enough in."""
     if cut is None or len(samples) < cut.at_least:
         return False
@@ -282,7 +282,7 @@ def loader_timer(session: SideSession, loaded: Loaded) -> PipelineTimer | None:
         device=loaded.ctx.device,
         synchronize=session.device.synchronize,
         name=loaded.workload.name,
-        same_input=session.job.same_input,
+        same_input=session.job.timing.same_input,
     )
 
 
@@ -293,7 +293,7 @@ def prefetched_pass(
     again (the pass bracketed in time), with the model in the mode it was timed in
     (``finish`` may have switched it to eval); none in a compliance run."""
     try:
-        if session.job.compliance:
+        if session.job.timing.compliance:
             return None, None
         session.enter("prefetched steps", announce=False)
         after = loaded.model.training
@@ -367,7 +367,7 @@ def metrics(session: SideSession, loaded: Loaded, timed: Timed) -> Metrics:
     # the global batch's FLOPs, counted once per side (first repeat): a property of the
     # workload, and counting on meta tensors costs up to seconds of one-off set-up
     flops = Flops(per_step=None, method="counted in the first repeat")
-    if job.repeat == 0 and not job.compliance:
+    if job.repeat == 0 and not job.timing.compliance:
         flops = step_flops(session, loaded)
     steps = Steps.of(timed.samples_ns)
     resolved = session.manifest.resolved

@@ -1,6 +1,6 @@
 """``script``: a user's unmodified script, run under parity's hooks.
 
-The job's plan (``job.script``) names the script (a file, or a module with ``-m``), its
+The job's plan (a ``ScriptPlan``) names the script (a file, or a module with ``-m``), its
 arguments (the side's values already in the placeholders) and the working directory.
 The mode sets the side up as for any workload (threads, determinism), installs its
 hooks, runs the script with ``runpy`` as ``__main__`` (``sys.argv`` and ``sys.path[0]``
@@ -308,9 +308,7 @@ class Script(Mode):
     join_group: ClassVar[bool] = False
 
     def run(self, session: SideSession) -> None:
-        plan = session.job.script
-        if plan is None:
-            raise RuntimeError("a script job needs its plan (job.script): the script to run")
+        plan = session.job.plan_of(ScriptPlan)
         side = session.job.side
         os.environ.update(
             PARITY_DEVICE=side.device_string, PARITY_SIDE=str(side), PARITY_PRECISION=side.precision

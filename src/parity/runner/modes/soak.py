@@ -1,6 +1,6 @@
 """``soak`` (``parity check soak``): inference or generation steps for a fixed duration.
 
-The plan (``job.soak``): ``duration_s`` (how long the steps run after the first one) and
+The plan (a ``SoakPlan``): ``duration_s`` (how long the steps run after the first one) and
 ``window_s``.
 The loop times each step (ending with the device's synchronize) and closes a window every
 ``window_s``: the window's median, mean and maximum step latency, the host's RSS floor
@@ -158,9 +158,7 @@ class Soak(Mode):
     name: ClassVar[ModeName] = "soak"
 
     def run(self, session: SideSession) -> None:
-        plan = session.job.soak
-        if plan is None:
-            raise RuntimeError("a soak job needs its plan (job.soak): duration_s and window_s")
+        plan = session.job.plan_of(SoakPlan)
         loaded = load(session)
         with session.region():
             soaked = soak(session, loaded, plan)

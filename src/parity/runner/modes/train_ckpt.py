@@ -1,7 +1,7 @@
 """``train_ckpt`` (``parity check rollback`` and ``recovery``): training steps around a
 checkpoint.
 
-The plan (``job.checkpoint``) runs the workload's training steps ``start .. stop_at-1``
+The plan (a ``CheckpointPlan``) runs the workload's training steps ``start .. stop_at-1``
 (``resume_from`` a checkpoint directory sets ``start``), saves a checkpoint after step
 ``save_at`` into ``checkpoint_dir`` and reports it as a ``checkpoint`` event (with the
 worker's pid, for a parent that kills it), and with ``await_kill_s`` waits to be killed
@@ -59,7 +59,7 @@ class TrainCkpt(Mode):
     name: ClassVar[ModeName] = "train_ckpt"
 
     def run(self, session: SideSession) -> None:
-        plan = session.job.checkpoint or CheckpointPlan()
+        plan = session.job.plan_of(CheckpointPlan)
         loaded = load(session)
         model, optimizer = training_parts(loaded.runner)
         start, before, restored = 0, [], None
