@@ -126,7 +126,7 @@ def test_no_code_is_shown_for_its_words(name: str) -> None:
     v = CASES[name]
     codes = set(words.WORDS) | set(words.METHODS) | set(words.HOWS)
     verbose = flat(printed(lambda c: render_terminal(v, c, verbose=True), 400))
-    page = render_html(Run(path=Path("x"), verdict=v, sides=ByRole(baseline=None, target=None)))
+    page = case_page(name)
     for text in (verbose, page):
         shown = {code for code in codes if code in text}
         assert shown == set(), shown
