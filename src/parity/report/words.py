@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
-from parity.model.codec import Json
+from parity.model.checks import SlopeGate
+from parity.model.codec import Json, decode
 from parity.model.fair import (
     PIPELINE,
     SHAPE_FACTOR,
@@ -1096,4 +1097,51 @@ WORDS |= {
             "alone does is unknown, and the baseline's error is no bound for it"
         )
     ),
+}
+
+
+# -- drift gates (a soak's slopes) and the serving soak's unproven item --
+
+
+def slope(g: SlopeGate) -> str:
+    """What a drift gate found: the slope, its interval and the bound, and what that means
+    (an older check's or verdict's sentence as it was)."""
+    if g.detail is not None:
+        return g.detail
+    if g.finding is not None:
+        return says(g.finding)
+    f = g.figure
+    if f.slope is None or f.low is None or f.high is None:
+        return ""
+    said = f"{f.slope:+.3g} {f.unit} [95% {f.low:+.3g}, {f.high:+.3g}], bound {f.bound:g}"
+    if not g.passed:
+        return said + ": beyond the bound"
+    return said + (": not excluded (run longer)" if f.high > f.bound else "")
+
+
+def _soak_ran(f: Figures) -> str:
+    drift = f.get("drift")
+    gate = decode(SlopeGate, drift) if isinstance(drift, dict) else None
+    said = f"{gate.name} {slope(gate)}" if gate is not None else ""
+    return (
+        f"parity serve --soak: the {_str(f, 'role')} at {_num(f, 'rate'):.4g} req/s for "
+        f"{_num(f, 'duration_s'):g} s: {said}; limits {_str(f, 'limits')}"
+    )
+
+
+HOWS |= {
+    "serve.soak": (
+        "parity serve ... --soak 1h: constant arrivals at each side's highest passing rate, "
+        "judged for latency drift"
+    ),
+}
+WORDS |= {
+    "drift.too-few-points": Words(says=lambda f: "too few points for a slope"),
+    "drift.too-few-windows": Words(
+        says=lambda f: (
+            f"{_int(f, 'windows')} windows after warm-up, at least {_int(f, 'needed')} needed: "
+            "run longer"
+        )
+    ),
+    "serve.soak-ran": Words(says=_soak_ran),
 }
