@@ -353,3 +353,23 @@ def test_the_rounds_after_the_planned_processes_are_expected_to_fill_the_budget(
     assert tight.expected_s == tight.planned_s and "in all" not in est.summary(tight)
     fixed = est.plan(costed(1000.0, plan=MeasurePlan(repeats=3, budget_s=1000.0)))
     assert fixed.rounds_s == 0.0 and fixed.expected_s == fixed.planned_s
+
+
+def test_hours_at_the_default_budget_are_asked_for_not_started() -> None:
+    # the default budget cuts what is optional; a least plan still over an hour (a large
+    # checkpoint on a slow host) is refused with the --budget that runs it
+    slow = replace(COST, step_s=40.0)
+    default = MeasurePlan()  # no --budget given
+    with pytest.raises(OptionError) as refused:
+        est.plan(costed(30.0, cost=slow, plan=default))
+    line = str(refused.value)
+    assert "no --budget was given" in line and "\n" not in line
+    least = est.plan(
+        costed(30.0, cost=slow, plan=replace(default, budget_s=1e6, budget_given=True))
+    )
+    assert least.planned_s > est.ASK_OVER_S
+    asked = int(line.split("run with --budget ")[1].split()[0])
+    assert asked >= est.ASK_OVER_S
+    # given, the same budget runs it; a plan under an hour at the default budget runs too
+    assert est.plan(costed(float(asked), cost=slow)).planned_s > est.ASK_OVER_S
+    assert est.plan(costed(30.0, plan=default)).planned_s < est.ASK_OVER_S

@@ -273,7 +273,8 @@ def test_the_decisive_rows_of_a_generation_are_foreseen_on_its_first_prompts(
 ) -> None:
     """The freeze job foresees the share of positions a top-1 gate over every prompt can
     decide on: the first batch decoded and scored in float32, its margins against twice
-    the largest logit error of bf16 there. The same figures from the runners by hand;
+    the largest logit error of bf16 at the prefill position, as the judge's near-tie
+    margin reads it. The same figures from the runners by hand;
     a runner without such a gate (training) foresees nothing."""
     monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
     workload = resolve(WorkloadSpec(name="gpt-generate", steps=2, batch_size=2))
@@ -296,7 +297,8 @@ def test_the_decisive_rows_of_a_generation_are_foreseen_on_its_first_prompts(
     sequence, base = got
     again = runner("bf16").position_logits(sequence)
     assert again is not None
-    error = float((again[1] - base).abs().max())
+    # the error where the judge reads it: the prefill logits (the last prompt position)
+    error = float((again[1] - base)[:, 32 - 1].abs().max())
     assert error > 0  # bf16 moves the logits
     top2 = base.topk(2, dim=-1).values
     share = float(((top2[..., 0] - top2[..., 1]) > 2 * error).double().mean())

@@ -244,15 +244,17 @@ def test_bad_input_is_refused_without_importing_torch() -> None:
 
 
 def test_the_agreement_thresholds_come_from_options_and_plans(tmp_path: Path) -> None:
+    from parity.model.inputs import Minimums
+
     r = CompareRequest.from_kwargs(target="cpu", min_cosine=0.95, min_top1=0.9)
-    assert (r.judge.min_cosine, r.judge.min_top1) == (0.95, 0.9)
+    assert r.judge.minimums == Minimums(cosine=0.95, top1=0.9)
     default = CompareRequest.from_kwargs(target="cpu")
-    assert (default.judge.min_cosine, default.judge.min_top1) == (0.99, 0.99)
+    assert default.judge.minimums == Minimums(cosine=0.99, top1=0.99)
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN + "\n[quality]\nmin_cosine = 0.97\nmin_top1 = 1\n")
     from_plan = CompareRequest.from_plan(plan)
-    assert (from_plan.judge.min_cosine, from_plan.judge.min_top1) == (0.97, 1.0)
-    assert CompareRequest.from_kwargs(target="cpu", min_top1=0.5).judge.min_top1 == 0.5
+    assert from_plan.judge.minimums == Minimums(cosine=0.97, top1=1.0)
+    assert CompareRequest.from_kwargs(target="cpu", min_top1=0.5).judge.min_top1.value == 0.5
 
 
 @pytest.mark.parametrize(
@@ -268,16 +270,38 @@ def test_bad_agreement_thresholds_name_the_setting(given: dict[str, object], wor
         CompareRequest.from_kwargs(target="cpu", **given)
 
 
-def test_an_agreement_minimum_has_one_rule_and_reaches_the_judge_typed() -> None:
-    """The option's reader and a stored verdict's inputs check it by the same rule."""
-    from parity.model.inputs import JudgeInputs, Minimums
+def test_an_agreement_minimum_is_checked_once_by_its_own_type(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``Minimum`` holds the rule: the option's reader and a stored verdict's inputs make
+    one, and a typed one travels on unchecked (the request, ``inputs.json``, a stored
+    request read back), so a command checks each minimum it is given once."""
+    from parity.model.codec import DecodeError, decode, dumps, loads
+    from parity.model.inputs import JudgeInputs, Minimum, Minimums
 
     with pytest.raises(OptionError, match=r"quality\.min_top1 must be at most 1, got 1\.5"):
         Given.read("compare", {"min_top1": 1.5}, "cli")
-    with pytest.raises(ValueError, match=r"quality\.min_top1 must be at most 1, got 1\.5"):
-        JudgeInputs(min_top1=1.5)
+    with pytest.raises(DecodeError, match=r"\$\.min_top1: must be at most 1, got 1\.5"):
+        decode(JudgeInputs, {"min_top1": 1.5})
+    with pytest.raises(ValueError, match=r"must be more than 0, got 0"):
+        Minimum(0.0)
+    checked: list[object] = []
+    rule = Minimum.__post_init__
+
+    def counted(self: Minimum) -> None:
+        checked.append(self.value)
+        rule(self)
+
+    monkeypatch.setattr(Minimum, "__post_init__", counted)
     r = CompareRequest.from_kwargs(target="cpu", min_cosine=0.9)
+    assert checked == [0.9]  # the reader's, and no other on the way to the judge
     assert r.judge.minimums == Minimums(cosine=0.9, top1=0.99)
+    text = dumps(r.judge)
+    assert '"min_cosine": 0.9' in text  # in JSON, its number
+    again = decode(JudgeInputs, loads(text))  # inputs.json read back: checked as it is read
+    assert again == r.judge and checked == [0.9, 0.9, 0.99]
+    assert Given.stored("compare", r).values["min_cosine"] is r.judge.min_cosine
+    assert checked == [0.9, 0.9, 0.99]
 
 
 def test_every_option_is_declared_once_for_the_commands_that_read_it() -> None:
@@ -378,19 +402,19 @@ def test_every_option_a_request_holds_names_its_place() -> None:
 
 
 def test_given_options_replace_a_stored_verdict_s_inputs_at_their_places() -> None:
-    from parity.model.inputs import CostInputs, JudgeInputs, Price
+    from parity.model.inputs import CostInputs, JudgeInputs, Minimum, Price
 
     stored = JudgeInputs(
         target_loss=1.0,
         pins={"six": "==1"},
         cost=CostInputs(idle_fraction=0.5, prices={"baseline": Price(usd_per_hour=1.0)}),
-        min_cosine=0.9,
+        min_cosine=Minimum(0.9),
     )
     given = Given.read("diff", {"pins": {"torch": "==2"}, "prices": {"target": "3"}}, "kwargs")
     over = given.placed(stored, "judge")
     assert over.pins == {"six": "==1", "torch": "==2"}  # merged name by name
     assert set(over.cost.prices) == {"baseline", "target"} and over.cost.idle_fraction == 0.5
-    assert (over.target_loss, over.min_cosine) == (1.0, 0.9)  # not given: as stored
+    assert (over.target_loss, over.min_cosine) == (1.0, Minimum(0.9))  # not given: as stored
     assert Given("diff").placed(stored, "judge") == stored
     # the options of compare build the judge's inputs the same way, over the defaults
     from parity.request import judge_inputs

@@ -13,8 +13,9 @@ import pytest
 from parity.comparison import Comparison
 from parity.errors import UsageError
 from parity.store import SCHEMA_VERSION, Store, default_path, index_quietly
+from parity.store.schema import TYPED_SIDE_COLUMNS
 from tests.conftest import run_cli
-from tests.fixtures.runs import STDERR, real_run, synthetic_run
+from tests.fixtures.runs import STDERR, real_run, synthetic_run, write_bundle
 from tests.fixtures.serving import serving_run
 
 
@@ -186,6 +187,7 @@ def test_a_v2_index_is_migrated_keeping_its_runs(tmp_path: Path, runs: Path) -> 
         before = s.runs()
     with sqlite3.connect(old) as conn:  # back to what schema version 2 wrote
         conn.execute("DROP TABLE serving")
+        _drop_typed_sides(conn)
         conn.execute("UPDATE parity_meta SET value = '2' WHERE key = 'schema_version'")
         conn.execute("PRAGMA user_version = 2")
     with Store.open(old) as s:
@@ -193,6 +195,54 @@ def test_a_v2_index_is_migrated_keeping_its_runs(tmp_path: Path, runs: Path) -> 
         s.index_path(serving_run(tmp_path / "serve"))
         assert [r.type for r in s.runs()].count("serve") == 1
     with sqlite3.connect(old) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         meta = conn.execute("SELECT value FROM parity_meta WHERE key = 'schema_version'")
-        assert meta.fetchone()[0] == "3"
+        assert meta.fetchone()[0] == "4"
+
+
+def _drop_typed_sides(conn: sqlite3.Connection) -> None:
+    """Drop the typed side columns version 4 added."""
+    for table, columns in TYPED_SIDE_COLUMNS.items():
+        for column in columns:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+
+
+def test_a_v3_index_gets_typed_sides_parsed_once_and_filters_alike(
+    tmp_path: Path, runs: Path
+) -> None:
+    """Version 4 keeps each side's device type and device string in columns of their own;
+    a version-3 index is migrated by parsing its specs once, and ``ls``/``show``/``trend``
+    answer as before, the device filters included."""
+    root = tmp_path / "runs"
+    shutil.copytree(runs, root)
+    write_bundle(root / "indexed", role="run", spec="cpu:0+bf16", workload="mlp-train")
+    old = tmp_path / "v3.sqlite"
+    filters = ("cpu", "cpu:0", "cpu:0+bf16", "cpu+bf16", "test cpu", "cuda", "cuda:0")
+
+    def answers(s: Store) -> tuple[object, ...]:
+        shown = [s.show(r.id) for r in s.runs()]
+        trends = [s.trend("median_step_s", device=d) for d in filters]
+        return s.runs(), shown, [s.runs(device=d) for d in filters], trends
+
+    with Store.open(old) as s:
+        s.reindex([root])
+        before = answers(s)
+    assert [r.sides for r in before[2][1]] == ["cpu:0+bf16"]  # by its device string
+    assert {r.type for r in before[2][0]} == {"run", "compare"}  # by its device type
+    with sqlite3.connect(old) as conn:
+        typed = "SELECT side_spec, device_type, device_string FROM bundles ORDER BY side_spec"
+        written = conn.execute(typed).fetchall()
+        assert ("cpu:0+bf16", "cpu", "cpu:0") in written
+        assert ("cpu+threads=1", "cpu", "cpu") in written
+        sides = "SELECT baseline_device_type, baseline_device_string, target_device_type, "
+        assert set(conn.execute(sides + "target_device_string FROM comparisons")) == {
+            ("cpu", "cpu", "cpu", "cpu")
+        }
+        _drop_typed_sides(conn)  # back to what schema version 3 wrote
+        conn.execute("UPDATE parity_meta SET value = '3' WHERE key = 'schema_version'")
+        conn.execute("PRAGMA user_version = 3")
+    with Store.open(old) as s:
+        assert answers(s) == before
+    with sqlite3.connect(old) as conn:
+        assert conn.execute(typed).fetchall() == written
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import select, text
 
 from parity.store import SCHEMA_VERSION, Store
-from parity.store.schema import meta
+from parity.store.schema import TYPED_SIDE_COLUMNS, meta
 from tests.fixtures.runs import synthetic_run
 from tests.fixtures.servers import PG_BIN, PG_PASSWORD, PG_USER, Postgres
 from tests.fixtures.serving import serving_run
@@ -101,11 +101,14 @@ def test_a_v1_sqlite_index_is_migrated(tmp_path: Path, four: list[Path]) -> None
     with sqlite3.connect(old) as conn:  # back to what parity 0.2 wrote
         conn.execute("DROP TABLE parity_meta")
         conn.execute("ALTER TABLE bundles DROP COLUMN node")
+        for table, columns in TYPED_SIDE_COLUMNS.items():
+            for column in columns:
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         conn.execute("PRAGMA user_version = 1")
     with Store.open(old) as s:
         assert len(s.runs()) == 1
     with sqlite3.connect(old) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         columns = {r[1] for r in conn.execute("PRAGMA table_info(bundles)")}
         assert "node" in columns
         meta = conn.execute("SELECT value FROM parity_meta WHERE key = 'schema_version'")
@@ -125,15 +128,20 @@ def test_a_v2_postgres_index_is_migrated_keeping_its_runs(
     with Store.open(url) as s:
         s.reindex(four[:2])
         before = s.runs()
+        on_cpu = s.runs(device="cpu")
         with s.engine.begin() as conn:  # back to what schema version 2 wrote
             conn.execute(text("DROP TABLE serving"))
+            for table, columns in TYPED_SIDE_COLUMNS.items():
+                for column in columns:
+                    conn.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
             conn.execute(text("UPDATE parity_meta SET value = '2' WHERE key = 'schema_version'"))
     with Store.open(url) as s:
         assert s.runs() == before
+        assert s.runs(device="cpu") == on_cpu != []  # the typed sides filled from the specs
         s.index_path(serving_run(tmp_path / "serve"))
         assert [r.type for r in s.runs()].count("serve") == 1
         version = s.read(select(meta.c.value).where(meta.c.key == "schema_version"))
-        assert version[0]["value"] == str(SCHEMA_VERSION) == "3"
+        assert version[0]["value"] == str(SCHEMA_VERSION) == "4"
 
 
 def test_wrong_password_is_one_line_exit_2_and_masked(postgres: Postgres) -> None:

@@ -36,7 +36,9 @@ buys three. What is left is the least a
 comparison runs: the fp64 reference, the expected-error run, a quality run a side and the
 target's op scan; where that is over ``REFUSE_OVER`` times a budget the user gave, the
 comparison is refused before anything runs, in one line naming the estimate and the
-``--budget`` that holds it (a little over, it runs everything cut, and says so).
+``--budget`` that holds it (a little over, it runs everything cut, and says so). With no
+budget given, a least comparison over ``ASK_OVER_S`` is refused the same way: the default
+budget cuts what is optional, but hours of measuring are the user's to ask for.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ SCAN_STEPS = 20
 #: timed on a loaded machine can read a few times its idle time, and a comparison a
 #: little over its budget is measured anyway, with a note
 REFUSE_OVER = 3.0
+#: with no ``--budget`` given, a comparison whose least plan is estimated over this many
+#: seconds is not started: an hour or more is the user's decision, not a default's
+ASK_OVER_S = 3600.0
 #: three processes a side (everything optional cut) still run where they are estimated
 #: within this many times the budget, over it and said so before measuring: fewer leave
 #: the speed undetermined, and a second run at a larger budget costs the user more (a
@@ -206,6 +211,8 @@ def _within_budget(c: Costed) -> Estimate:
             return est
     if c.plan.budget_given and not cost.fits(0.0, est.planned_s, REFUSE_OVER * budget):
         raise OptionError(refusal(est))
+    if not c.plan.budget_given and not cost.fits(0.0, est.planned_s, ASK_OVER_S):
+        raise OptionError(unasked(est))
     return est
 
 
@@ -281,6 +288,17 @@ def refusal(est: Estimate) -> str:
         f"the fp64 reference, the target's op scan), more than --budget {est.budget_s:g}: "
         f"run with --budget {est.full_budget_s:.0f} (about {duration(est.full_budget_s)} for "
         "three processes a side) or a smaller --size or --steps"
+    )
+
+
+def unasked(est: Estimate) -> str:
+    """The one line a comparison over ``ASK_OVER_S`` is refused with when no budget was
+    given: what it needs, and the ``--budget`` that runs it."""
+    return (
+        f"this comparison needs about {duration(est.planned_s)} at the least here (a quality "
+        f"run a side, the fp64 reference, the target's op scan) and no --budget was given: "
+        f"run with --budget {cost.holding(est.planned_s)} to measure it anyway (--budget "
+        f"{est.full_budget_s:.0f} for three processes a side), or a smaller --size or --steps"
     )
 
 

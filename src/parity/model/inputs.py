@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from parity.model.codec import omit_none
+from parity.model.codec import DecodeError, omit_none
 from parity.model.fair import LatencyLimit, ProductionShape
 
 
@@ -64,9 +64,52 @@ class CostInputs:
         return (1 + self.retry_fraction) * (1 + self.checkpoint_overhead) / (1 - self.idle_fraction)
 
 
+@dataclass(frozen=True, slots=True)
+class Minimum:
+    """An agreement gate's minimum, in (0, 1]: the one rule, checked where the value is
+    made, by the option table's reader and by a stored verdict's inputs alike. In JSON it
+    is its number."""
+
+    value: float
+
+    def __post_init__(self) -> None:
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"must be a number, got {value!r}")
+        if not value > 0:
+            raise ValueError(f"must be more than 0, got {value:g}")
+        if value > 1:
+            raise ValueError(f"must be at most 1, got {value:g}")
+        object.__setattr__(self, "value", float(value))
+
+    @classmethod
+    def of(cls, name: str, value: object) -> Minimum:
+        """``value`` as a minimum (one made already as it is); a ValueError naming ``name``."""
+        if isinstance(value, Minimum):
+            return value
+        try:
+            return cls(value)  # type: ignore[arg-type]  # checked by the constructor
+        except ValueError as exc:
+            raise ValueError(f"{name} {exc}") from None
+
+    def __codec_encode__(self) -> float:
+        return self.value
+
+    @classmethod
+    def __codec_decode__(cls, data: object, path: str) -> Minimum:
+        try:
+            return cls(data)  # type: ignore[arg-type]  # checked by the constructor
+        except ValueError as exc:
+            raise DecodeError(path, str(exc)) from None
+
+    @classmethod
+    def __codec_schema__(cls) -> dict[str, object]:
+        return {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
+
+
 #: the agreement gates' default thresholds (TorchBench's cosine fallback is 0.99)
-MIN_COSINE = 0.99
-MIN_TOP1 = 0.99
+MIN_COSINE = Minimum(0.99)
+MIN_TOP1 = Minimum(0.99)
 
 
 class Minimums(NamedTuple):
@@ -76,19 +119,6 @@ class Minimums(NamedTuple):
 
     cosine: float
     top1: float
-
-
-def agreement_minimum(name: str, value: object) -> float:
-    """An agreement gate's minimum, in (0, 1]: the one rule, for an option given (the
-    option table's reader) and a stored verdict's inputs alike; a ValueError naming
-    ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    if not value > 0:
-        raise ValueError(f"{name} must be more than 0, got {value:g}")
-    if value > 1:
-        raise ValueError(f"{name} must be at most 1, got {value:g}")
-    return float(value)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -107,8 +137,8 @@ class JudgeInputs:
     checked: dict[str, str] = field(default_factory=dict)
     #: expected versions: normalised package name -> pin (``==2.13.*``, ``>=2.9,<2.14``)
     pins: dict[str, str] = field(default_factory=dict)
-    min_cosine: float = MIN_COSINE
-    min_top1: float = MIN_TOP1
+    min_cosine: Minimum = MIN_COSINE
+    min_top1: Minimum = MIN_TOP1
     #: the production shape the workload stands in for ([production], --production)
     production: ProductionShape | None = omit_none()
     #: latency limits gating the target ([slo], --slo)
@@ -120,9 +150,7 @@ class JudgeInputs:
     def __post_init__(self) -> None:
         if self.target_loss is not None and not -float("inf") < self.target_loss < float("inf"):
             raise ValueError(f"--target-loss must be a finite number, got {self.target_loss}")
-        for name in ("min_cosine", "min_top1"):
-            agreement_minimum(f"quality.{name}", getattr(self, name))
 
     @property
     def minimums(self) -> Minimums:
-        return Minimums(cosine=self.min_cosine, top1=self.min_top1)
+        return Minimums(cosine=self.min_cosine.value, top1=self.min_top1.value)

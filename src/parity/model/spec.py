@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -242,46 +243,44 @@ def parse_side(text: str) -> SideSpec:
                 f"option {key!r} given twice in side spec {text!r}: give each option once"
             )
         seen.add(name)
-        if key in PRECISIONS and not value:
-            values["precision"] = key
-        elif key == "compile":
-            values["compile"] = True
-            values["compile_backend"] = value or None
-        elif key == "threads":
-            if not (value.isascii() and value.isdigit()):
-                raise SpecError(f"threads needs a whole number in side spec {text!r}: threads=4")
-            values["threads"] = int(value)
-        elif key == "deterministic" and not value:
-            values["deterministic"] = True
-        elif key == "fsdp" and not value:
-            values["fsdp"] = True
-        elif key == "nproc":
-            if not (value.isascii() and value.isdigit()):
-                raise SpecError(f"nproc needs a whole number in side spec {text!r}: nproc=2")
-            values["nproc"] = int(value)
-        elif key == "compile-mode":
-            if not value:
-                raise SpecError(
-                    f"compile-mode needs a mode in {text!r}: one of {', '.join(COMPILE_MODES)}"
-                )
-            values["compile_mode"] = value
-        elif key == "autocast":
-            if not value:
-                raise SpecError(
-                    f"autocast needs a policy in {text!r}: one of {', '.join(AUTOCAST_POLICIES)}"
-                )
-            values["autocast"] = value
-        elif key == "emulate":
-            if not value:
-                raise SpecError(
-                    f"emulate needs a profile in {text!r}: one of {', '.join(EMULATE_PROFILES)}"
-                )
-            values["emulate"] = value
-        else:
-            raise SpecError(
-                f"unknown option {option!r} in side spec {text!r}: use one of {', '.join(OPTIONS)}"
-            )
+        values.update(_option(key, value, option, text))
     return SideSpec(**values)
+
+
+def _number(key: str, value: str, text: str, example: str) -> int:
+    if not (value.isascii() and value.isdigit()):
+        raise SpecError(f"{key} needs a whole number in side spec {text!r}: {example}")
+    return int(value)
+
+
+def _named(key: str, value: str, text: str, what: str, choices: Sequence[str]) -> str:
+    if not value:
+        raise SpecError(f"{key} needs {what} in {text!r}: one of {', '.join(choices)}")
+    return value
+
+
+def _option(key: str, value: str, option: str, text: str) -> dict[str, object]:
+    """The fields of a side that one ``+OPTION`` of ``text`` sets; SpecError for an
+    unknown option or a value it does not take."""
+    if key in PRECISIONS and not value:
+        return {"precision": key}
+    if key == "compile":
+        return {"compile": True, "compile_backend": value or None}
+    if key == "threads":
+        return {"threads": _number(key, value, text, "threads=4")}
+    if key == "nproc":
+        return {"nproc": _number(key, value, text, "nproc=2")}
+    if key in ("deterministic", "fsdp") and not value:
+        return {key: True}
+    if key == "compile-mode":
+        return {"compile_mode": _named(key, value, text, "a mode", COMPILE_MODES)}
+    if key == "autocast":
+        return {"autocast": _named(key, value, text, "a policy", AUTOCAST_POLICIES)}
+    if key == "emulate":
+        return {"emulate": _named(key, value, text, "a profile", EMULATE_PROFILES)}
+    raise SpecError(
+        f"unknown option {option!r} in side spec {text!r}: use one of {', '.join(OPTIONS)}"
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -123,22 +123,25 @@ def decisive_rows(
     """The rows a top-1 gate over every prompt's positions will get, foreseen on the first
     batch of prompts: decoded greedily and scored in float32, scored again in each reduced
     precision a side asks for; a row is decisive where its float32 top-2 margin is beyond
-    twice the largest logit error of those precisions (the near-tie margin is twice the
-    sum of the baseline's and the target's errors against fp64: the float32 baseline's
-    is small beside a reduced precision's). None for a runner without such a gate, or
-    where scoring raised (the sides' own run says)."""
+    twice the largest logit error of those precisions at the prefill position (the
+    near-tie margin is twice the sum of the baseline's and the target's errors against
+    fp64 on the prefill logits the run records: the float32 baseline's is small beside a
+    reduced precision's). None for a runner without such a gate, or where scoring raised
+    (the sides' own run says)."""
     try:
         found = runner.position_logits()
         if found is None:
             return None
         sequence, base = found
+        prefill = max(runner.prompt_length, 1) - 1  # as the judge reads the error
         error = 0.0
         for precision in precisions:
             side = SideSpec(device="cpu", precision=precision)
             ctx = RunContext(device=torch.device("cpu"), side=side, autocast_type="cpu")
             again = workload.make_runner(model, data, ctx).position_logits(sequence)
             if again is not None:
-                error = max(error, float((again[1] - base).abs().max()))
+                moved = (again[1] - base)[..., prefill, :].abs()
+                error = max(error, float(moved.max()))
     except Exception:
         return None
     top2 = base.topk(2, dim=-1).values if base.shape[-1] > 1 else None

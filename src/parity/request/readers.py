@@ -24,7 +24,7 @@ from parity.request.values import (
 
 if TYPE_CHECKING:
     from parity.model.fair import LatencyLimit, ProductionShape
-    from parity.model.inputs import CostInputs, Price
+    from parity.model.inputs import CostInputs, Minimum, Price
     from parity.model.spec import SideSpec
 
 T = TypeVar("T")
@@ -156,12 +156,13 @@ def experiment(name: str, value: object) -> str:
     return got
 
 
-def fraction(name: str, value: object) -> float:
-    """An agreement gate's threshold, in (0, 1] (the rule is the verdict inputs' own)."""
-    from parity.model.inputs import agreement_minimum
+def fraction(name: str, value: object) -> Minimum:
+    """An agreement gate's threshold, in (0, 1]: checked by ``Minimum`` itself, once (a
+    stored request's typed value is taken as it is)."""
+    from parity.model.inputs import Minimum
 
     try:
-        return agreement_minimum(name, value)
+        return Minimum.of(name, value)
     except ValueError as exc:
         raise OptionError(str(exc)) from None
 

@@ -206,21 +206,7 @@ class Redactor:
             joined = "".join(text[i] for i in pair)
             for m in TOKENS.finditer(joined):
                 hide(pair, *m.span())
-        if not any(hidden):
-            return text
-        out, i = [], 0
-        while i < len(text):
-            if hidden[i]:
-                while i < len(text) and (hidden[i] or text[i] in "\r\n"):
-                    if text[i] in "\r\n":
-                        out.append(text[i])
-                    elif not out or out[-1] != REDACTED:
-                        out.append(REDACTED)
-                    i += 1
-                continue
-            out.append(text[i])
-            i += 1
-        return "".join(out)
+        return _hidden(text, hidden) if any(hidden) else text
 
     def _known(self, text: str) -> Iterator[tuple[int, int]]:
         """Where the known values long enough to be looked for split are in ``text``."""
@@ -334,6 +320,24 @@ class Redactor:
         """Redact a worker's log in place, cut to ``limit`` bytes (``logfile.redact_file``);
         returns (bytes the file had, bytes of it left out)."""
         return redact_file(path, self.text, limit=limit)
+
+
+def _hidden(text: str, hidden: bytearray) -> str:
+    """``text`` with each run of hidden characters one ``REDACTED``, the line breaks
+    inside a run kept (the lines stay lines)."""
+    out, i = [], 0
+    while i < len(text):
+        if not hidden[i]:
+            out.append(text[i])
+            i += 1
+            continue
+        while i < len(text) and (hidden[i] or text[i] in "\r\n"):
+            if text[i] in "\r\n":
+                out.append(text[i])
+            elif not out or out[-1] != REDACTED:
+                out.append(REDACTED)
+            i += 1
+    return "".join(out)
 
 
 _CACHED: tuple[tuple[tuple[str, str], ...], Redactor] | None = None

@@ -246,6 +246,37 @@ def _paired(a: Processes, b: Processes) -> _Rounds | None:
     )
 
 
+def _variances(
+    a: Processes, b: Processes, rounds: _Rounds | None
+) -> tuple[float, float, float, str]:
+    """The sampling variances of the sides' mean log medians, the degrees of freedom and
+    the method's name: paired rounds where there are enough of them, else Welch's t over
+    each side's spread, one side's spread borrowed, or each lone process's sectioning."""
+    ma, mb = a.count, b.count
+    sa, sb = a.spread, b.spread
+    if rounds is not None:
+        va, vb, df = rounds.variance, 0.0, rounds.df
+        method = (
+            "paired t on log per-process medians, round by round; effective n from the "
+            "lag-1 autocorrelation"
+        )
+    elif sa is not None and sb is not None:
+        va, vb = sa * sa / ma, sb * sb / mb
+        df = _welch_df(va, ma - 1, vb, mb - 1) if va + vb > 0 else float(ma + mb - 2)
+        method = "Welch t on log per-process medians"
+    elif sa is not None or sb is not None:
+        spread = sa if sa is not None else sb
+        assert spread is not None
+        va, vb = spread * spread / ma, spread * spread / mb
+        df = float(max(ma, mb) - 1)
+        method = "t on log per-process medians; the one-process side given the other's spread"
+    else:
+        va, vb = a.lone_se**2, b.lone_se**2
+        df = _welch_df(va, a.lone_df, vb, b.lone_df) if va + vb > 0 else 1.0
+        method = "t on one process per side; its own noise by sectioning, no process variation"
+    return va, vb, df, method
+
+
 def ratio_ci(
     baseline: Processes,
     target: Processes,
@@ -284,26 +315,7 @@ def ratio_ci(
     ma, mb = a.count, b.count
     sa, sb = a.spread, b.spread
     rounds = _paired(a, b) if paired else None
-    if rounds is not None:
-        va, vb, df = rounds.variance, 0.0, rounds.df
-        method = (
-            "paired t on log per-process medians, round by round; effective n from the "
-            "lag-1 autocorrelation"
-        )
-    elif sa is not None and sb is not None:
-        va, vb = sa * sa / ma, sb * sb / mb
-        df = _welch_df(va, ma - 1, vb, mb - 1) if va + vb > 0 else float(ma + mb - 2)
-        method = "Welch t on log per-process medians"
-    elif sa is not None or sb is not None:
-        spread = sa if sa is not None else sb
-        assert spread is not None
-        va, vb = spread * spread / ma, spread * spread / mb
-        df = float(max(ma, mb) - 1)
-        method = "t on log per-process medians; the one-process side given the other's spread"
-    else:
-        va, vb = a.lone_se**2, b.lone_se**2
-        df = _welch_df(va, a.lone_df, vb, b.lone_df) if va + vb > 0 else 1.0
-        method = "t on one process per side; its own noise by sectioning, no process variation"
+    va, vb, df, method = _variances(a, b, rounds)
     log_ratio = b.mean_log - a.mean_log
     se = math.sqrt(va + vb)
     half = t_quantile(0.5 + confidence / 2.0, df) * se if se > 0 else 0.0

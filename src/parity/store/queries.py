@@ -75,7 +75,7 @@ def runs(
     for r in alone:
         if not matches(r["workload"], workload):
             continue
-        if device and not device_matches(r["side_spec"], r["device_name"], device):
+        if device and not device_matches(r, "run", device):
             continue
         rows.append(
             RunRow(
@@ -210,7 +210,7 @@ def trend(
     rows = store.read(
         select(
             *(b[n] for n in ("id", "comparison_id", "role", "run", "side_spec")),
-            *(b[n] for n in ("device_name", "workload", "size")),
+            *(b[n] for n in ("device_type", "device_string", "device_name", "workload", "size")),
             b.started_unix,
             b.finished_unix,
             metrics.c.value,
@@ -229,7 +229,7 @@ def trend(
             continue
         if not matches(r["workload"], workload):
             continue
-        if device and not device_matches(r["side_spec"], r["device_name"], device):
+        if device and not device_matches(r, "run", device):
             continue
         if side and r["side_spec"] != side and r["role"] != side:
             continue
@@ -265,8 +265,8 @@ def _comparisons(store: Reader, workload: str | None, device: str | None) -> lis
         if matches(r["workload"], workload)
         and (
             not device
-            or device_matches(r["baseline_spec"], r["baseline_device"], device)
-            or device_matches(r["target_spec"], r["target_device"], device)
+            or device_matches(r, "baseline", device)
+            or device_matches(r, "target", device)
         )
     ]
 

@@ -31,6 +31,7 @@ def bundle_row(
         "reason": m.reason,
         "side_spec": str(m.side),
         "device_type": m.side.device,
+        "device_string": m.side.device_string,
         "device_name": env.device.name if env else None,
         "workload": desc.name,
         "size": desc.size,
@@ -47,6 +48,7 @@ def bundle_row(
 
 def comparison_row(path: Path, verdict: Verdict, cid: str, time_unix: float) -> Row:
     w, speed = verdict.workload, verdict.speed
+    sides = {"baseline": verdict.sides.baseline.side, "target": verdict.sides.target.side}
     return {
         "id": cid,
         "path": str(path),
@@ -60,6 +62,8 @@ def comparison_row(path: Path, verdict: Verdict, cid: str, time_unix: float) -> 
         "target_spec": str(verdict.sides.target.side),
         "baseline_device": verdict.sides.baseline.device_name,
         "target_device": verdict.sides.target.device_name,
+        **{f"{role}_device_type": side.device for role, side in sides.items()},
+        **{f"{role}_device_string": side.device_string for role, side in sides.items()},
         "passed": int(verdict.passed),
         "exit_code": verdict.exit_code,
         "speed_ratio": speed.ratio if speed else None,

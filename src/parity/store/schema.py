@@ -5,12 +5,18 @@ Schema (version ``SCHEMA_VERSION``, held in ``parity_meta`` and, on SQLite, also
 ``PRAGMA user_version``)::
 
     comparisons  id, path, time_unix, workload, size, kind, fingerprint, baseline_spec,
-                 target_spec, baseline_device, target_device, passed, exit_code,
-                 speed_ratio, speed_low, speed_high, speed_verdict, verdict (JSON)
+                 target_spec, baseline_device, target_device, baseline_device_type,
+                 baseline_device_string, target_device_type, target_device_string,
+                 passed, exit_code, speed_ratio, speed_low, speed_high, speed_verdict,
+                 verdict (JSON)
     bundles      id, path, comparison_id -> comparisons, role, run (r00, reseeded, ...),
-                 status, reason, side_spec, device_type, device_name, workload, size,
-                 kind, fingerprint, parity_version, torch_version, hostname, node,
-                 started_unix, finished_unix
+                 status, reason, side_spec, device_type, device_string, device_name,
+                 workload, size, kind, fingerprint, parity_version, torch_version,
+                 hostname, node, started_unix, finished_unix
+
+A side is stored as its spec (as it writes) and its typed parts, the device type
+(``cuda``) and the string ``torch.device`` takes (``cuda:1``), written from the typed
+``SideSpec``: the filters compare columns and never parse a spec back.
     metrics      bundle_id -> bundles, name, value      (see ``store.figures``)
     serving      id, path, time_unix, model, baseline_url, target_url, fingerprint,
                  outcome, exit_code, quality_rate, baseline_rate, target_rate, ratio,
@@ -20,14 +26,16 @@ Schema (version ``SCHEMA_VERSION``, held in ``parity_meta`` and, on SQLite, also
 A path is a local directory or a bundle URL (``s3://bucket/prefix/run``).
 
 Migrations: version 1 (SQLite only, parity 0.2) had no ``parity_meta`` and no
-``bundles.node``; version 2 no ``serving``; ``migrate`` adds what is missing and keeps
-every row. Creating or migrating holds a lock (PostgreSQL: an
+``bundles.node``; version 2 no ``serving``; version 3 no typed side columns (the
+migration parses each stored spec once to fill them); ``migrate`` adds what is missing and
+keeps every row. Creating or migrating holds a lock (PostgreSQL: an
 advisory lock; SQLite: a transaction begun IMMEDIATE), so writers that start at once agree.
 """
 
 from __future__ import annotations
 
 import hashlib
+from contextlib import suppress
 
 from sqlalchemy import (
     Column,
@@ -45,13 +53,26 @@ from sqlalchemy import (
     text,
 )
 
-from parity.errors import UsageError
+from parity.errors import SpecError, UsageError
+from parity.model.spec import parse_side
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: an arbitrary key for PostgreSQL's advisory lock around creating and migrating
 _LOCK_KEY = 0x70617269
 
 metadata = MetaData()
+
+#: the typed side columns schema version 4 added, by table: the spec column each is parsed
+#: from in the migration, and the ``SideSpec`` attribute it holds
+TYPED_SIDE_COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
+    "comparisons": {
+        "baseline_device_type": ("baseline_spec", "device"),
+        "baseline_device_string": ("baseline_spec", "device_string"),
+        "target_device_type": ("target_spec", "device"),
+        "target_device_string": ("target_spec", "device_string"),
+    },
+    "bundles": {"device_string": ("side_spec", "device_string")},
+}
 
 comparisons = Table(
     "comparisons",
@@ -63,6 +84,7 @@ comparisons = Table(
     *(Column(n, Text) for n in ("workload", "size", "kind", "fingerprint")),
     *(Column(n, Text) for n in ("baseline_spec", "target_spec")),
     *(Column(n, Text) for n in ("baseline_device", "target_device")),
+    *(Column(n, Text) for n in TYPED_SIDE_COLUMNS["comparisons"]),
     Column("passed", Integer),
     Column("exit_code", Integer),
     *(Column(n, Float) for n in ("speed_ratio", "speed_low", "speed_high")),
@@ -82,6 +104,7 @@ bundles = Table(
     Column("status", Text, nullable=False),
     Column("reason", Text),
     *(Column(n, Text) for n in ("side_spec", "device_type", "device_name")),
+    *(Column(n, Text) for n in TYPED_SIDE_COLUMNS["bundles"]),
     *(Column(n, Text) for n in ("workload", "size", "kind", "fingerprint")),
     *(Column(n, Text) for n in ("parity_version", "torch_version", "hostname", "node")),
     *(Column(n, Float) for n in ("started_unix", "finished_unix")),
@@ -163,8 +186,29 @@ def migrate(conn: Connection, where: str) -> None:
         raise UsageError(f"{where} is a database but not a parity index: choose another --store")
     if version == 1:  # parity 0.2's SQLite index
         conn.exec_driver_sql("ALTER TABLE bundles ADD COLUMN node TEXT")
+    if 1 <= version < 4:
+        _add_side_columns(conn)
     metadata.create_all(conn, checkfirst=True)
     conn.execute(meta.delete().where(meta.c.key == "schema_version"))
     conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _add_side_columns(conn: Connection) -> None:
+    """Version 4's typed side columns, filled by parsing each stored spec once (one that no
+    longer parses keeps them empty: the filters then match it by its spec and device name)."""
+    for name, columns in TYPED_SIDE_COLUMNS.items():
+        table = metadata.tables[name]
+        present = {c["name"] for c in inspect(conn).get_columns(name)}
+        for column in columns.keys() - present:
+            conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {column} TEXT")
+        specs = sorted({spec for spec, _ in columns.values()})
+        for row in conn.execute(select(table.c.id, *(table.c[s] for s in specs))).mappings():
+            values: dict[str, str] = {}
+            for column, (spec, attribute) in columns.items():
+                with suppress(SpecError):
+                    if row[spec]:
+                        values[column] = getattr(parse_side(row[spec]), attribute)
+            if values:
+                conn.execute(table.update().where(table.c.id == row["id"]).values(**values))

@@ -4,14 +4,13 @@ index's helpers that touch no database)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from parity.bundle import MANIFEST, VERDICT
-from parity.errors import SpecError
-from parity.model.spec import parse_side
 
 ROLES = ("baseline", "target")
 
@@ -44,17 +43,25 @@ def matches(value: str | None, wanted: str | None) -> bool:
     return wanted is None or value == wanted
 
 
-def device_matches(spec: str | None, device_name: str | None, wanted: str) -> bool:
-    """``cuda`` matches ``cuda``, ``cuda:1+bf16``; a full spec matches itself; else the
-    device name must contain it (case-insensitive)."""
-    if spec:
-        try:
-            side = parse_side(spec)  # the index holds a side as it writes
-        except SpecError:
-            side = None
-        if wanted == spec or (side is not None and wanted in (side.device_string, side.device)):
-            return True
-    return bool(device_name) and wanted.lower() in str(device_name).lower()
+#: a side's columns in the index: its spec, device type, device string, device name
+SIDE_COLUMNS = {
+    "run": ("side_spec", "device_type", "device_string", "device_name"),
+    **{
+        role: tuple(f"{role}_{c}" for c in ("spec", "device_type", "device_string", "device"))
+        for role in ROLES
+    },
+}
+
+
+def device_matches(row: Mapping[Any, Any], side: str, wanted: str) -> bool:
+    """Whether ``side`` of ``row`` (``run`` for a bundle's own, else a comparison's role)
+    runs on ``wanted``: ``cuda`` matches ``cuda``, ``cuda:1+bf16``; a full spec matches
+    itself; else the device name must contain it (case-insensitive). The index holds a
+    side's typed parts in columns of their own (``store.schema``): nothing is parsed here."""
+    *typed, name = (row[c] for c in SIDE_COLUMNS[side])
+    if wanted in set(typed) - {None, ""}:
+        return True
+    return bool(name) and wanted.lower() in str(name).lower()
 
 
 def remove_made(made: list[Path]) -> None:

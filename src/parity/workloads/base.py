@@ -132,6 +132,12 @@ class StepRunner(ABC):
         ``position_logits``)."""
         return 0
 
+    @property
+    def prompt_length(self) -> int:
+        """The positions of a prompt: the last one's logits are the prefill logits the
+        run records (``prefill_logits``), which the near-tie margin reads."""
+        return 0
+
     def finish_cost_s(self, step_s: float) -> tuple[float, float]:
         """For the pre-run estimate, called after a step ran, given one step's seconds:
         what ``finish`` costs beyond handing over what the steps produced, and what it

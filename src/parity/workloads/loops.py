@@ -298,6 +298,10 @@ class GenerateLoop(StepRunner):
     def prompt_batches(self) -> int:
         return int(self.prompts.shape[0])
 
+    @property
+    def prompt_length(self) -> int:
+        return int(self.prompts.shape[-1])
+
     def replay(self, i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Batch ``i`` decoded once more while recording: (tokens, prefill logits, each
         generated position's top-2 margin)."""
