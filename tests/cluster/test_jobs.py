@@ -25,8 +25,8 @@ from tests.fixtures.servers import S3
 
 pytestmark = pytest.mark.slow
 BUCKET = "parity-jobs"
-#: bad input is refused without hanging: generous, for a busy machine
-REFUSED_WITHIN_S = 60
+#: bad input is refused without hanging, within this on an idle machine, stretched by the load
+REFUSED_WITHIN_S = 30
 
 
 def _refused(cli: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -53,7 +53,7 @@ def test_no_dashboard_is_one_line() -> None:
     for argv in (("status", "parity-x"), ("wait", "parity-x"), ("logs", "parity-x")):
         cli = run_cli(*argv, "--dashboard", nothing, process=True, timeout=120)
         _refused(cli, "dashboard")
-    assert time.monotonic() - start < 3 * REFUSED_WITHIN_S
+    assert time.monotonic() - start < 3 * patience(REFUSED_WITHIN_S)
     cli = run_cli("status", "parity-x", env={"RAY_API_SERVER_ADDRESS": ""})
     _refused(cli, "--dashboard")
 

@@ -17,14 +17,14 @@ from parity import storage
 from parity.bundle import load_bundle, load_side
 from parity.model.codec import encode
 from parity.testing import hold
-from parity.testing.raycluster import RayCluster, free_port
+from parity.testing.raycluster import RayCluster, free_port, patience
 from tests.conftest import run_cli
 from tests.fixtures.runs import synthetic_run
 from tests.fixtures.servers import S3
 
-#: bad input is refused without hanging: generous, for a busy machine (the issue's 15 s
-#: figures are measured idle by the commands in the closing notes, not in tests)
-REFUSED_WITHIN_S = 60
+#: bad input is refused without hanging, within this on an idle machine, stretched by the
+#: load (the issue's 15 s figures are measured idle by the commands in the closing notes)
+REFUSED_WITHIN_S = 30
 
 pytestmark = pytest.mark.slow
 #: these tests read verdicts and bundles: no HTML report drawn
@@ -82,7 +82,7 @@ def test_an_unreachable_cluster_is_refused_quickly(tmp_path: Path) -> None:
         f"ray://127.0.0.1:{free_port()}",
         "--out", str(tmp_path / "never"), *LEAN, process=True,
     )  # fmt: skip
-    assert cli.returncode == 2 and time.monotonic() - start < REFUSED_WITHIN_S, cli.stderr
+    assert cli.returncode == 2 and time.monotonic() - start < patience(REFUSED_WITHIN_S), cli.stderr
     assert len(cli.stderr.strip().splitlines()) == 1 and "nothing answers" in cli.stderr
     assert not (tmp_path / "never").exists()
 

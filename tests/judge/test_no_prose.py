@@ -18,14 +18,7 @@ JUDGE = Path(parity.judge.__file__).parent
 WORDS = 4
 
 #: sentences the judge still composes, per module, to be turned into findings; a ceiling
-LEFT: dict[str, int] = {
-    # came in with `parity serve --soak` (30853de: the slope gate moved here from
-    # checks/soak.py, and the soak's gate), after this ceiling was set: to be converted
-    "drift.py": 4,
-    "localise.py": 4,
-    "numerics.py": 7,
-    "serving.py": 3,  # the soak's gate and unproven item (30853de), as drift.py
-}
+LEFT: dict[str, int] = {}
 
 
 def _text(node: ast.expr) -> str:

@@ -153,3 +153,26 @@ def test_windows_mostly_not_good_or_a_failed_limit_fail_the_soak() -> None:
     few = soak(soaked([1.0] * 5), max_drift=50.0)
     assert few is not None and not few.passed and not few.conclusive
     assert soak(side("target", 5.0, {}), max_drift=0.1) is None
+
+
+def test_the_soak_is_said_by_the_view_as_it_was() -> None:
+    """The sustained-load item's evidence and how to check it, and a soak too short for
+    a slope, said from the judge's codes and figures."""
+    from parity.report import words
+
+    flat = [1.0 + 0.01 * ((i * 7) % 5 - 2) for i in range(100)]
+    v = judge({"baseline": side("baseline", 5.0, {0: (1,)}), "target": soaked(flat)},
+              limits=(("e2e_p90", 2.0),), min_match=1.0, prices={}, max_drift=50.0)  # fmt: skip
+    (item,) = v.unproven
+    got = v.soak["target"]
+    assert words.unproven_evidence(item) == (
+        f"parity serve --soak: the target at 5 req/s for 100 s: latency drift "
+        f"{words.slope(got.drift)}; limits pass"
+    )
+    assert words.how_to_check(item.how_to_check) == (
+        "parity serve ... --soak 1h: constant arrivals at each side's highest passing rate, "
+        "judged for latency drift"
+    )
+    few = soak(soaked([1.0] * 5), max_drift=50.0)
+    assert few is not None
+    assert words.slope(few.drift) == "0 windows after warm-up, at least 8 needed: run longer"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from parity.bundle import load_bundle
+from parity.testing.pace import patience
 from tests.conftest import FIXTURES, run_cli
 
 pytestmark = pytest.mark.slow
@@ -48,6 +49,7 @@ def test_scaling_report_for_one_and_two_processes(tmp_path: Path) -> None:
 
 
 def test_a_killed_rank_fails_the_side_within_the_timeout(tmp_path: Path) -> None:
+    timeout = round(patience(120))  # a busy machine starts the ranks slower
     start = time.monotonic()
     res = run_cli(
         "run",
@@ -59,11 +61,11 @@ def test_a_killed_rank_fails_the_side_within_the_timeout(tmp_path: Path) -> None
         "--out",
         str(tmp_path / "b"),
         "--timeout",
-        "120",
+        str(timeout),
     )
     elapsed = time.monotonic() - start
     assert res.returncode == 1
-    assert elapsed < 60
+    assert elapsed < timeout / 2  # the lost rank ended it, not the timeout
     bundle = load_bundle(tmp_path / "b")
     assert bundle.status == "failed"
     assert (bundle.manifest.reason or "").startswith("rank 1 killed by SIGKILL")

@@ -120,3 +120,16 @@ def test_a_failing_comparison_with_no_module_named_says_why_on_the_screen() -> N
     text = flat(screen(replace(v, numerics=replace(v.numerics, not_localised=cut))))
     assert "no module is named: the baseline and target's numerics probes were skipped" in text
     assert "--budget 83 runs them" in text
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_no_code_is_shown_for_its_words(name: str) -> None:
+    """A code the judge gives (a finding's, a method's, how to check an item) is said by
+    its words in every view, never shown as it is."""
+    v = CASES[name]
+    codes = set(words.WORDS) | set(words.METHODS) | set(words.HOWS)
+    verbose = flat(printed(lambda c: render_terminal(v, c, verbose=True), 400))
+    page = render_html(Run(path=Path("x"), verdict=v, sides=ByRole(baseline=None, target=None)))
+    for text in (verbose, page):
+        shown = {code for code in codes if code in text}
+        assert shown == set(), shown

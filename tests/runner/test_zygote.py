@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from parity.runner.zygote import Zygote
+from parity.testing.pace import patience
 from parity.workloads.names import preload_modules
 
 ENTRY = "tests.runner.zygote_entries"
@@ -60,7 +61,8 @@ def test_a_child_starts_fast_with_torch_loaded_and_its_own_logs(
     assert "'marker': 'a'" in seen and "'preloaded': False" in seen  # only what it asked
     assert "child" in (job / "stdout.log").read_text()
     assert "to stderr" in (job / "stderr.log").read_text()
-    assert took < 5.0  # no interpreter start, no import torch (about 4 s here)
+    # no interpreter start, no import torch (about 4 s idle): both stretch with the load alike
+    assert took < patience(2.0)
 
 
 def test_a_workload_s_modules_are_preloaded_and_a_missing_one_is_left_to_the_worker(

@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("aiohttp", reason="the serving client needs the serve extra (aiohttp)")
 
 from parity.serving.server import Started, start
+from parity.testing.pace import patience
 
 
 def free_port() -> int:
@@ -38,7 +39,9 @@ def scripted(tmp_path: Path) -> Iterator[Callable[..., str]]:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         logs = tmp_path / f"server-{port}"
-        started.append(start(scripted_command(port, **script), base, logs, ready_timeout_s=60))
+        started.append(
+            start(scripted_command(port, **script), base, logs, ready_timeout_s=patience(60))
+        )
         return base
 
     yield make

@@ -11,6 +11,7 @@ import pytest
 from parity.api.serve import side_facts
 from parity.judge.serving import soak
 from parity.model.serving import ServeSide, ServeSoak
+from parity.report import words
 from parity.request.fair_options import parse_slo
 from parity.serving.client import Endpoint
 from parity.serving.load import ByteTokenizer, build, measured
@@ -44,7 +45,7 @@ def test_a_steady_server_holds_a_soak(scripted: Callable[..., str]) -> None:
     """10 s of a server that answers in 0.3 s: a drift of 36 an hour (1% of the median a
     second) is excluded."""
     got = soak_against(scripted(ttft=0.1, token=0.04, slots=8), max_drift=BOUND)
-    assert got.passed and got.conclusive, got.drift.detail
+    assert got.passed and got.conclusive, words.slope(got.drift)
 
 
 @pytest.mark.slow
@@ -52,5 +53,5 @@ def test_a_server_that_degrades_fails_its_soak(scripted: Callable[..., str]) -> 
     """The first token 0.1 s later every second: from 0.3 s to 1.3 s over the soak, about
     12% of the median a second, far over the bound of 1%."""
     got = soak_against(scripted(ttft=0.1, token=0.04, slots=8, slow_by=0.1), max_drift=BOUND)
-    assert not got.passed and got.conclusive, got.drift.detail
+    assert not got.passed and got.conclusive, words.slope(got.drift)
     assert got.drift.figure.low is not None and got.drift.figure.low > BOUND

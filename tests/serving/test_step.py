@@ -12,6 +12,7 @@ from parity.model.serving import Quantile, StepFigures
 from parity.serving.client import Endpoint
 from parity.serving.load import ByteTokenizer, build
 from parity.serving.step import StepPlan, run_step
+from parity.testing.pace import stretch
 
 TOK = ByteTokenizer()
 
@@ -44,8 +45,10 @@ def run(base: str, plan: StepPlan, ld: object, model: str = "scripted") -> StepF
 
 def test_each_metric_equals_the_script(scripted: Callable[..., str]) -> None:
     """TTFT, E2E, TPOT, ITL per token, ICL per chunk and output tokens with 3-token chunks,
-    each within 2% of what the script makes them."""
-    ttft, token, k, n = 0.5, 0.1, 3, 12
+    each within 2% of what the script makes them. The script's times stretch with the
+    machine's load, so the client's and the server's late wake-ups stay a small share."""
+    pace = stretch()
+    ttft, token, k, n = 0.5 * pace, 0.1 * pace, 3, 12
     base = scripted(ttft=ttft, token=token, chunk=k)
     ld = load(6, n)
     f = run(base, StepPlan(label="c1", indices=range(6), concurrency=1), ld)

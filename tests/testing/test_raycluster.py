@@ -3,8 +3,6 @@ resource is there exactly once (a killed node lingers in the listing for seconds
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from parity.testing import raycluster
@@ -47,16 +45,6 @@ def test_no_usage_section_is_no_resources() -> None:
 def test_active_nodes_are_read_by_id() -> None:
     assert active(STATUS) == {"node_01ba", "node_6100", "node_77aa"}
     assert active("Pending:\n node_99\n") == set()
-
-
-def test_patience_stretches_with_the_load_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    cores = os.cpu_count() or 1
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
-    assert raycluster.patience(180) == pytest.approx(180)
-    monkeypatch.setattr(os, "getloadavg", lambda: (2.5 * cores, 0.0, 0.0))
-    assert raycluster.patience(180) == pytest.approx(450)
-    monkeypatch.setattr(os, "getloadavg", lambda: (40.0 * cores, 0.0, 0.0))
-    assert raycluster.patience(180) == pytest.approx(720)  # at most four times
 
 
 def test_a_cluster_that_never_forms_says_what_ray_status_last_said(

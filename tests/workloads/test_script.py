@@ -11,6 +11,7 @@ from parity.api import ComparisonResult
 from parity.bundle import load_bundle, load_side
 from parity.errors import UsageError
 from parity.model.spec import parse_side
+from parity.report import words
 from parity.request import CompareRequest, RunRequest
 from parity.workloads.repository import repository
 from parity.workloads.script import (
@@ -95,7 +96,7 @@ def test_script_mode_compares_an_unmodified_training_script(tmp_path: Path) -> N
     (loss,) = [c for c in verdict.quality.checks if c.name == "loss curve"]
     assert loss.passed and getattr(loss, "final_rel", 1.0) < 0.02
     assert not verdict.numerics.available
-    assert "no numerics probe" in str(verdict.numerics.reason)
+    assert "no numerics probe" in words.numerics_reason(verdict.numerics)
     assert verdict.speed is not None and verdict.speed.baseline_median_s
     for role, device in (("baseline", "cpu"), ("target", "cpu")):
         b = load_side(out / role).first

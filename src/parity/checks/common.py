@@ -282,8 +282,13 @@ def outcome(gates: Sequence[CheckGate]) -> tuple[bool, int, str | None]:
     if gates and not failing and not undecided:
         return True, EXIT_OK, None
     code = EXIT_FAIL if failing or not gates else EXIT_INCONCLUSIVE
-    reason = "; ".join(f"{g.name}: {g.detail or 'failed'}" for g in failing or undecided)
+    reason = "; ".join(f"{g.name}: {_said(g) or 'failed'}" for g in failing or undecided)
     return False, code, reason or None
+
+
+def _said(gate: CheckGate) -> str | None:
+    """What a check's gate found, in words."""
+    return words.slope(gate) if isinstance(gate, SlopeGate) else gate.detail
 
 
 def _undecided(gate: CheckGate) -> bool:

@@ -73,7 +73,7 @@ def _memory(
         bytes_per_min_over_time=by_time.slope if by_time else None,
         first_last_bytes=(ints[0], ints[-1]),
     )
-    return SlopeGate(name=gate.name, passed=gate.passed, detail=gate.detail, figure=figure)
+    return replace(gate, figure=figure)
 
 
 def analyse(bundle: Bundle, request: CheckRequest) -> tuple[list[CheckGate], SoakFigures]:

@@ -157,7 +157,9 @@ def show_scan(bundle: Bundle, *, as_json: bool, wide: bool) -> tuple[int, int]:
 
 def show_check(result: CheckResult, *, as_json: bool) -> None:
     """``parity check``: check.json, or the result and one line per gate."""
+    from parity.model.checks import SlopeGate
     from parity.model.codec import dumps
+    from parity.report import words
 
     if as_json:
         c.write_out(dumps(result))
@@ -166,7 +168,7 @@ def show_check(result: CheckResult, *, as_json: bool) -> None:
     word = "INCONCLUSIVE" if result.conclusive is False else mark(result.passed)
     console.print(f"parity check {result.check}: {word}", markup=False)
     for gate in result.gates:
-        detail = getattr(gate, "detail", None) or ""
+        detail = (words.slope(gate) if isinstance(gate, SlopeGate) else gate.detail) or ""
         figure = getattr(gate, "figure", None)
         said = (
             "INCONCLUSIVE"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from parity.model.checks import Slope, SlopeGate
+from parity.model.findings import Finding
 from parity.stats import slope_ci
 
 
@@ -26,9 +27,8 @@ def slope_gate(
     fit = slope_ci(x, y)
     if fit is None:
         figure = Slope(slope=None, low=None, high=None, unit=unit, bound=bound)
-        return SlopeGate(
-            name=name, passed=False, detail="too few points for a slope", figure=figure
-        )
+        few = Finding(code="drift.too-few-points", severity="blocks")
+        return SlopeGate(name=name, passed=False, finding=few, figure=figure)
     slope, low, high = fit.slope * scale, fit.low * scale, fit.high * scale
     figure = Slope(
         slope=slope,
@@ -40,10 +40,4 @@ def slope_gate(
         method=fit.method,
         n=fit.n,
     )
-    passed = low <= bound
-    detail = f"{slope:+.3g} {unit} [95% {low:+.3g}, {high:+.3g}], bound {bound:g}"
-    if not passed:
-        detail += ": beyond the bound"
-    elif high > bound:
-        detail += ": not excluded (run longer)"
-    return SlopeGate(name=name, passed=passed, detail=detail, figure=figure)
+    return SlopeGate(name=name, passed=low <= bound, figure=figure)

@@ -34,9 +34,9 @@ from parity.judge.measures import finite_or_none, relative
 from parity.judge.tolerances import Tolerance
 from parity.model.bundle import Bundle
 from parity.model.numerics import LayerRecord
-from parity.model.quality import LayerRow, Localisation
+from parity.model.quality import EXPLAINED_FLOOR, LayerRow, Localisation
 
-FLOOR = 1e-6
+FLOOR = EXPLAINED_FLOOR
 TOP = 5
 AFTER_RUN = "after_run."
 
@@ -174,29 +174,15 @@ def localise_run(
     top = sorted((r for r in diverging if r.leaf), key=lambda r: -(r.amplification or math.inf))[
         :TOP
     ]
-    source = (
-        f"the expected-error run ({exp.side}) or the baseline, whichever is larger"
-        if te is not None and exp is not None
-        else "the baseline (no expected-error run)"
-    )
-    rule = (
-        f"first module, in execution order, whose error against fp64 exceeds "
-        f"{row.factor:g}x what explains it: the error the target's precision alone makes "
-        f"there ({source}), scaled up by how much more error its input carried (+{FLOOR:g}); "
-        "or whose output is the first that is not finite"
-    )
-    if not judged:
-        rule = (
-            f"not localised: without the expected-error run, what {row.precision} alone does "
-            "at each module is unknown (every matmul would exceed the fp32 baseline's error)"
-        )
+    expected_run = str(exp.side) if te is not None and exp is not None else None
     return Localisation(
         table=tuple(rows),
         first_divergence=first.module if first else None,
         first_divergence_row=first,
         top_amplification=tuple(r.module for r in top),
-        rule=rule,
+        rule="numerics.localised" if judged else "numerics.not-localised",
         capture="after the run" if after else "first forward",
         factor=row.factor,
-        expected=source,
+        expected_run=expected_run,
+        precision=row.precision,
     )

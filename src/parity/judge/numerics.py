@@ -35,12 +35,16 @@ from parity.judge.measures import finite_or_none, relative
 from parity.judge.tolerances import Tolerance
 from parity.judge.trajectory import run_gates
 from parity.model.bundle import Bundle
+from parity.model.codec import Json
+from parity.model.findings import Finding
 from parity.model.precision import (
     bundle_autocast_policy,
     bundle_precision,
     expected_side,
 )
 from parity.model.quality import (
+    GRADIENTS,
+    MODULES,
     Localisation,
     LocalisationCheck,
     NumericsSection,
@@ -48,6 +52,7 @@ from parity.model.quality import (
     QualityCheck,
     ReferenceCheck,
     ReferenceNote,
+    first_forward,
 )
 from parity.model.spec import SideSpec
 
@@ -68,7 +73,7 @@ def _gradients(
 
     gt, gb, gref = cat(tb), cat(ta), cat(tr)
     assert gt is not None and gb is not None  # every name is in both
-    check = gate("gradients (first backward) against fp64", gt, gb, gref, row.k, row.tol, cat(te))
+    check = gate(GRADIENTS, gt, gb, gref, row.k, row.tol, cat(te))
     if tr is None or gref is None:
         return check
     per = [(n, relative(tb[f"grad.{n}"], tr[f"grad.{n}"])) for n in names]
@@ -93,7 +98,7 @@ def probe_gates(
     gates: list[QualityCheck] = [
         replace(
             gate(
-                f"first forward {name} against fp64",
+                first_forward(name),
                 tb[key],
                 ta[key],
                 (tr or {}).get(key),
@@ -117,19 +122,23 @@ def _notes(
 ) -> tuple[Bundle | None, ReferenceNote, Bundle | None, ReferenceNote | None]:
     """The usable reference and expected-error run, and a note on each."""
     if ref is None or not ref.ok:
-        ref_note = ReferenceNote(available=False, reason="no fp64 reference bundle")
+        ref_note = ReferenceNote(available=False, finding=_note("numerics.no-reference"))
         ref = None
     else:
         ref_note = ReferenceNote(available=True, bundle=ref.path.name)
     if want is None:
         return ref, ref_note, None, None
     if exp is None or not exp.ok:
-        why = f"no expected-error run ({want}): the baseline's error is the comparator"
-        return ref, ref_note, None, ReferenceNote(available=False, reason=why)
+        why = _note("numerics.no-expected", want=str(want))
+        return ref, ref_note, None, ReferenceNote(available=False, finding=why)
     if exp.side != want:
-        why = f"the expected-error run is {exp.side}, the target's precision needs {want}"
-        return ref, ref_note, None, ReferenceNote(available=False, reason=why)
+        why = _note("numerics.expected-differs", ran=str(exp.side), want=str(want))
+        return ref, ref_note, None, ReferenceNote(available=False, finding=why)
     return ref, ref_note, exp, ReferenceNote(available=True, bundle=exp.path.name)
+
+
+def _note(code: str, **figures: Json) -> Finding:
+    return Finding(code=code, severity="reading", figures=figures)
 
 
 def judge_numerics(
@@ -146,7 +155,9 @@ def judge_numerics(
     gates += probe_gates(a, b, ref, exp, row)
     if not gates:
         why = (a.capture and a.capture.error) or (b.capture and b.capture.error)
-        return replace(head, reason=why or "the sides ran no numerics probe")
+        if why:  # the probe's own error
+            return replace(head, reason=why)
+        return replace(head, finding=_note("numerics.no-probe"))
     unexplained = ref is not None and want is not None and exp is None
     if unexplained:  # what the precision alone does is unknown: an fp32 bound is no bound
         gates = [_reported(g, precision) if g.kind in ("fp64", "trajectory") else g for g in gates]
@@ -171,7 +182,7 @@ def localisation_check(layers: Localisation) -> LocalisationCheck:
     error; a fault in one layer may stay inside that sum and still be a fault)."""
     first = layers.first_divergence_row
     return LocalisationCheck(
-        name="modules against fp64",
+        name=MODULES,
         passed=first is None,
         module=layers.first_divergence,
         excess=first.excess if first is not None else None,
@@ -181,8 +192,10 @@ def localisation_check(layers: Localisation) -> LocalisationCheck:
 
 
 def _reported(check: QualityCheck, precision: str) -> QualityCheck:
-    why = (
-        f"reported, not gated: without the expected-error run, what {precision} alone does "
-        "is unknown, and the baseline's error is no bound for it"
-    )
-    return replace(check, gated=False, detail=f"{check.detail}; {why}" if check.detail else why)
+    """A check reported, not gated: what the precision alone does is unknown without the
+    expected-error run, and the baseline's error is no bound for it (a check that says
+    what it found already keeps its finding)."""
+    if check.finding is not None or check.detail is not None:
+        return replace(check, gated=False)
+    why = Finding(code="numerics.ungated", severity="reading", figures={"precision": precision})
+    return replace(check, gated=False, finding=why)

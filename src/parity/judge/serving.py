@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 from parity.judge.drift import slope_gate
 from parity.model.checks import Slope, SlopeGate
+from parity.model.codec import Json, encode
+from parity.model.findings import Finding
 from parity.model.inputs import Price
 from parity.model.serving import (
     Agreement,
@@ -58,10 +60,8 @@ MIN_WINDOWS = 8
 #: latency drift bound, relative per hour (parity check soak's default)
 MAX_DRIFT = 0.10
 SUSTAINED = "sustained load"
-HOW_TO_SOAK = (
-    "parity serve ... --soak 1h: constant arrivals at each side's highest passing rate, "
-    "judged for latency drift"
-)
+#: how to check a sustained load (``parity.report.words.how_to_check`` says it)
+HOW_TO_SOAK = "serve.soak"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,9 +193,13 @@ def soak(facts: SideFacts, max_drift: float) -> ServeSoak | None:
     kept = [w for w in facts.soak_windows if w.t_s > warmup]
     timed = [w for w in kept if w.median_e2e_s is not None]
     if len(timed) < MIN_WINDOWS:
-        detail = f"{len(timed)} windows after warm-up, at least {MIN_WINDOWS} needed: run longer"
+        few = Finding(
+            code="drift.too-few-windows",
+            severity="blocks",
+            figures={"windows": len(timed), "needed": MIN_WINDOWS},
+        )
         blank = Slope(slope=None, low=None, high=None, unit="relative per hour", bound=max_drift)
-        drift = SlopeGate(name="latency drift", passed=False, detail=detail, figure=blank)
+        drift = SlopeGate(name="latency drift", passed=False, finding=few, figure=blank)
         conclusive = False
     else:
         t = [w.t_s for w in timed]
@@ -222,10 +226,13 @@ def soak(facts: SideFacts, max_drift: float) -> ServeSoak | None:
     )
 
 
-def _evidence(role: str, s: ServeSoak) -> str:
-    return (
-        f"parity serve --soak: the {role} at {s.rate:.4g} req/s for {s.duration_s:g} s: "
-        f"{s.drift.name} {s.drift.detail}; limits {s.limits}"
+def _evidence(role: str, s: ServeSoak) -> Finding:
+    """What a side's soak showed, for the sustained-load item (``serve.soak-ran``)."""
+    figures: dict[str, Json] = {"role": role, "rate": s.rate, "duration_s": s.duration_s}
+    return Finding(
+        code="serve.soak-ran",
+        severity="context",
+        figures=figures | {"drift": encode(s.drift), "limits": s.limits},
     )
 
 
@@ -236,8 +243,9 @@ def unproven(soaks: Mapping[str, ServeSoak]) -> tuple[UnprovenItem, ...]:
         UnprovenItem(
             item=SUSTAINED,
             checked=checked,
-            evidence=_evidence("target", target) if target is not None else None,
+            evidence=None,
             how_to_check=HOW_TO_SOAK,
+            finding=_evidence("target", target) if target is not None else None,
         ),
     )
 

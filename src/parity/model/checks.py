@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from parity.model.codec import omit_none
+from parity.model.findings import Finding
 from parity.model.quality import LossCheck, OutputCheck
 from parity.model.spec import SideSpec, WorkloadSpec
 from parity.model.workload import FingerprintParts, Kind
@@ -81,11 +82,14 @@ class Gate:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SlopeGate:
-    """A soak gate: fails when the slope's interval lies wholly above the bound."""
+    """A soak gate: fails when the slope's interval lies wholly above the bound; its
+    figure says what it found (``parity.report.words.slope``), or ``finding`` why there is
+    no slope; ``detail``: what an older check or verdict said instead."""
 
     name: str
     passed: bool
-    detail: str
+    detail: str | None = omit_none()
+    finding: Finding | None = omit_none()
     kind: Literal["slope"] = "slope"
     figure: Slope
 

@@ -188,6 +188,19 @@ class ReferenceCheck(CheckBase):
 
 #: the loss trajectory's check, by name
 LOSS_TRAJECTORY = "loss trajectory against fp64"
+#: the least error that explains a module's (``parity.judge.localise``)
+EXPLAINED_FLOOR = 1e-6
+#: the probe's gradients' check, by name
+GRADIENTS = "gradients (first backward) against fp64"
+#: the localisation's check, by name
+MODULES = "modules against fp64"
+
+
+def first_forward(output: str) -> str:
+    """The probe's check of an output of the first forward pass, by name."""
+    return f"first forward {output} against fp64"
+
+
 #: the trajectory's step rule, by code (``parity.report.words.trajectory_rule`` says it)
 TRAJECTORY_RULE = "quality.trajectory-rule"
 
@@ -366,17 +379,26 @@ class Localisation:
     first_divergence: str | None
     first_divergence_row: LayerRow | None
     top_amplification: tuple[str, ...]
+    #: the rule, by code (``parity.report.words.localisation_rule``; an older verdict's
+    #: sentence)
     rule: str
     capture: Literal["after the run", "first forward"] | None = omit_none()
     factor: float | None = omit_none()
-    #: what the expected errors come from (the expected-error run, or the baseline)
+    #: what the expected errors come from, as a verdict of schema 6 or older said it
     expected: str | None = omit_none()
+    #: the expected-error run the expected errors come from (None: the baseline)
+    expected_run: str | None = omit_none()
+    #: the target's precision (what a rule that localises nothing names)
+    precision: str | None = omit_none()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReferenceNote:
     available: bool
     bundle: str | None = omit_none()
+    #: why it is not available, in figures (``parity.report.words.note``)
+    finding: Finding | None = omit_none()
+    #: what a verdict of schema 6 or older said instead
     reason: str | None = omit_none()
 
 
@@ -389,7 +411,9 @@ class NumericsSection:
     tolerance: float
     gates: tuple[QualityCheck, ...] = ()
     available: bool
+    #: why the section is not available: the probe's own error, or (``finding``) the judge's
     reason: str | None = omit_none()
+    finding: Finding | None = omit_none()
     reference: ReferenceNote | None = omit_none()
     #: the expected-error run: the workload on the CPU at the target's precision
     expected: ReferenceNote | None = omit_none()

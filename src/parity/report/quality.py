@@ -253,7 +253,7 @@ def quality(v: Verdict) -> Section | None:
             legend=CHECK_LEGEND,
             brief=True,
         ),
-        Sentence(text=f"method: {q.method}", tone="muted"),
+        Sentence(text=f"method: {words.method(q.method)}", tone="muted"),
     ]
     if q.determinism is not None:
         parts += [_determinism(role, d) for role, d in q.determinism.items()]
@@ -269,7 +269,9 @@ def quality(v: Verdict) -> Section | None:
             )
     n = v.numerics
     if n is not None and not n.available:
-        parts.append(Sentence(text=f"fp64 numerics: not run ({n.reason})", tone="muted"))
+        parts.append(
+            Sentence(text=f"fp64 numerics: not run ({words.numerics_reason(n)})", tone="muted")
+        )
     if n is not None and n.not_localised is not None:
         said = words.says(n.not_localised)
         parts.append(Sentence(text=f"localisation: {said}", tone="warn", brief=True))
@@ -301,7 +303,7 @@ def numerics(v: Verdict, *, layer_rows: int | None = LAYER_ROWS) -> Section | No
         )
     ]
     if n.reference is not None and not n.reference.available:
-        parts.append(Sentence(text=f"no fp64 reference: {n.reference.reason}", tone="warn"))
+        parts.append(Sentence(text=f"no fp64 reference: {words.note(n.reference)}", tone="warn"))
     if n.expected is not None:
         parts.append(_expected_note(n))
     if n.layers is not None:
@@ -323,7 +325,7 @@ def _expected_note(n: NumericsSection) -> Sentence:
             text=f"expected error of {n.precision} alone: measured on the CPU ({e.bundle})",
             tone="muted",
         )
-    return Sentence(text=f"expected error of {n.precision}: {e.reason}", tone="warn")
+    return Sentence(text=f"expected error of {n.precision}: {words.note(e)}", tone="warn")
 
 
 def shown_layers(loc: Localisation, limit: int | None) -> tuple[list[LayerRow], int]:
@@ -402,9 +404,9 @@ def _localisation(n: NumericsSection, loc: Localisation, limit: int | None) -> l
     first = loc.first_divergence
     parts.append(
         Sentence(
-            text=f"first diverging module: {first} ({loc.rule})"
+            text=f"first diverging module: {first} ({words.localisation_rule(loc)})"
             if first
-            else f"no module diverges ({loc.rule})",
+            else f"no module diverges ({words.localisation_rule(loc)})",
             tone="bad" if first else "good",
             brief=True,
         )

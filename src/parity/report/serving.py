@@ -105,7 +105,7 @@ def soak_line(s: ServeSoak) -> str:
     used = sum(w.t_s > s.warmup_s for w in s.windows)
     out = (
         f"soak: {s.rate:.4g} req/s constant for {s.duration_s:g} s, {used} windows after "
-        f"{s.warmup_s:g} s warm-up: {s.drift.name} {s.drift.detail}; limits {s.limits}"
+        f"{s.warmup_s:g} s warm-up: {s.drift.name} {words.slope(s.drift)}; limits {s.limits}"
     )
     if s.failed_windows:
         out += f"; {s.failed_windows} windows mostly not good"

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
-from parity.model.codec import Json
+from parity.model.checks import SlopeGate
+from parity.model.codec import Json, decode
 from parity.model.fair import (
     PIPELINE,
     SHAPE_FACTOR,
@@ -31,7 +32,15 @@ from parity.model.fair import (
     SloCheck,
 )
 from parity.model.findings import Finding
-from parity.model.quality import TRAJECTORY_RULE, Quality, TrajectoryCheck
+from parity.model.quality import (
+    EXPLAINED_FLOOR,
+    TRAJECTORY_RULE,
+    Localisation,
+    NumericsSection,
+    Quality,
+    ReferenceNote,
+    TrajectoryCheck,
+)
 from parity.model.reports import CurveBest
 from parity.model.verdict import Gate, Sensitivity, UnprovenItem
 
@@ -1029,4 +1038,110 @@ METHODS |= {
         "production model), the runtime as measured at load; FSDP shards weights, gradients "
         "and optimizer states"
     ),
+}
+
+
+# -- numerics against fp64: the reference notes, the localisation's rule --
+
+
+def note(n: ReferenceNote) -> str:
+    """Why a reference or the expected-error run is not used (an older verdict's sentence
+    as it was)."""
+    return says(n.finding) if n.finding is not None else n.reason or ""
+
+
+def numerics_reason(n: NumericsSection) -> str:
+    """Why the numerics section did not run: the probe's own error, or the judge's finding."""
+    return n.reason if n.reason is not None else says(n.finding) if n.finding is not None else ""
+
+
+def localisation_rule(loc: Localisation) -> str:
+    """The rule that names the first diverging module (an older verdict's sentence as it is)."""
+    if loc.rule == "numerics.not-localised":
+        return (
+            f"not localised: without the expected-error run, what {loc.precision} alone does at "
+            "each module is unknown (every matmul would exceed the fp32 baseline's error)"
+        )
+    if loc.rule != "numerics.localised":
+        return loc.rule
+    source = (
+        f"the expected-error run ({loc.expected_run}) or the baseline, whichever is larger"
+        if loc.expected_run is not None
+        else "the baseline (no expected-error run)"
+    )
+    return (
+        f"first module, in execution order, whose error against fp64 exceeds "
+        f"{loc.factor or 0:g}x what explains it: the error the target's precision alone makes "
+        f"there ({source}), scaled up by how much more error its input carried "
+        f"(+{EXPLAINED_FLOOR:g}); or whose output is the first that is not finite"
+    )
+
+
+WORDS |= {
+    "numerics.no-reference": Words(says=lambda f: "no fp64 reference bundle"),
+    "numerics.no-expected": Words(
+        says=lambda f: (
+            f"no expected-error run ({_str(f, 'want')}): the baseline's error is the comparator"
+        )
+    ),
+    "numerics.expected-differs": Words(
+        says=lambda f: (
+            f"the expected-error run is {_str(f, 'ran')}, the target's precision needs "
+            f"{_str(f, 'want')}"
+        )
+    ),
+    "numerics.no-probe": Words(says=lambda f: "the sides ran no numerics probe"),
+    "numerics.ungated": Words(
+        says=lambda f: (
+            f"reported, not gated: without the expected-error run, what {_str(f, 'precision')} "
+            "alone does is unknown, and the baseline's error is no bound for it"
+        )
+    ),
+}
+
+
+# -- drift gates (a soak's slopes) and the serving soak's unproven item --
+
+
+def slope(g: SlopeGate) -> str:
+    """What a drift gate found: the slope, its interval and the bound, and what that means
+    (an older check's or verdict's sentence as it was)."""
+    if g.detail is not None:
+        return g.detail
+    if g.finding is not None:
+        return says(g.finding)
+    f = g.figure
+    if f.slope is None or f.low is None or f.high is None:
+        return ""
+    said = f"{f.slope:+.3g} {f.unit} [95% {f.low:+.3g}, {f.high:+.3g}], bound {f.bound:g}"
+    if not g.passed:
+        return said + ": beyond the bound"
+    return said + (": not excluded (run longer)" if f.high > f.bound else "")
+
+
+def _soak_ran(f: Figures) -> str:
+    drift = f.get("drift")
+    gate = decode(SlopeGate, drift) if isinstance(drift, dict) else None
+    said = f"{gate.name} {slope(gate)}" if gate is not None else ""
+    return (
+        f"parity serve --soak: the {_str(f, 'role')} at {_num(f, 'rate'):.4g} req/s for "
+        f"{_num(f, 'duration_s'):g} s: {said}; limits {_str(f, 'limits')}"
+    )
+
+
+HOWS |= {
+    "serve.soak": (
+        "parity serve ... --soak 1h: constant arrivals at each side's highest passing rate, "
+        "judged for latency drift"
+    ),
+}
+WORDS |= {
+    "drift.too-few-points": Words(says=lambda f: "too few points for a slope"),
+    "drift.too-few-windows": Words(
+        says=lambda f: (
+            f"{_int(f, 'windows')} windows after warm-up, at least {_int(f, 'needed')} needed: "
+            "run longer"
+        )
+    ),
+    "serve.soak-ran": Words(says=_soak_ran),
 }

@@ -27,6 +27,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from parity.testing.pace import patience as patience  # re-exported: the fixtures wait by it
+
 
 def listening(port: int) -> list[str]:
     """The local addresses a TCP socket on ``port`` listens on (Linux: ``/proc/net/tcp``
@@ -196,13 +198,6 @@ def _started(proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
         time.sleep(0.2)
     if proc.poll() is not None:
         raise RuntimeError(f"ray start ended: {log.read_text()[-2000:]}")
-
-
-def patience(seconds: float) -> float:
-    """``seconds`` as an idle machine needs them, stretched by how busy the cores are now
-    (the load per core, up to four times): Ray's start and joins slow with the machine."""
-    load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    return seconds * min(4.0, max(1.0, load))
 
 
 def _status(gcs: str) -> str:
