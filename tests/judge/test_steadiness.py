@@ -254,9 +254,9 @@ def _paced(
     return sides[0], sides[1]
 
 
-@pytest.mark.parametrize(("absorbed", "holds"), [(1.0, 0.95), (0.0, 0.85)])
+@pytest.mark.parametrize("absorbed", [1.0, 0.0])
 def test_a_wait_both_sides_paid_widens_the_interval_away_from_1_to_a_quiet_machine_s(
-    absorbed: float, holds: float
+    absorbed: float,
 ) -> None:
     """Issue 52: beside a two-thread job a step paced to 50 ms against one of 60 ms read
     1.159 [1.142, 1.177], the quiet machine's 1.20 outside it and the speed reliable: the
@@ -264,8 +264,9 @@ def test_a_wait_both_sides_paid_widens_the_interval_away_from_1_to_a_quiet_machi
     interval misses 1.20 in a quarter of such comparisons; widened to hold the ratio with
     the wait every process paid taken off, it holds 1.20 (or the speed is marked
     unreliable) as often as 95% asks where the processes also waited inside the pace.
-    Where every wait lay in the steps, the waits each process paid beyond the common one
-    are left in, and it holds 1.20 less often (about 89% here; plain 75%)."""
+    Where every wait lay in the steps (``absorbed`` 0), the waits each process paid
+    beyond the common one are left in that reading, and the fastest steps' reading
+    carries the rest."""
     rng = np.random.default_rng(52)
     draws, missed, held = 200, 0, 0
     for _ in range(draws):
@@ -279,7 +280,7 @@ def test_a_wait_both_sides_paid_widens_the_interval_away_from_1_to_a_quiet_machi
         # held, or marked unreliable (the sides' different waits moved their steps)
         held += speed.interval.low <= 1.2 <= speed.interval.high or not speed.reliable
     assert missed >= draws // 5
-    assert held >= holds * draws
+    assert held >= 0.95 * draws
     text = _said(speed, "speed.waited")
     assert text is not None and "a step every process waited taken off" in text
     assert "the interval is widened to hold them" in text
