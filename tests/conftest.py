@@ -37,8 +37,9 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 FIXTURES = Path(__file__).parent / "fixtures"
-#: servers that tests start themselves (the Ray cluster: tests/cluster/conftest.py)
-pytest_plugins = ["tests.fixtures.servers"]
+#: servers that tests start themselves (the Ray cluster: tests/cluster/conftest.py), and the
+#: check that a test not marked slow starts no process where slow tests are left out
+pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.honest"]
 
 
 #: ``-n auto`` (pyproject's addopts) takes at most this many workers: the slow tests start

@@ -97,6 +97,7 @@ def test_judging_bundles_imports_no_torch(tmp_path_factory: pytest.TempPathFacto
     assert judged["quality"] == stored["quality"]
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_the_judge_and_the_bundle_reader_import_no_torch() -> None:
     """Every judge module, the bundle reader and the comparison, imported in a fresh
     interpreter: torch stays out (the slow test above runs a real ``parity diff``)."""

@@ -349,6 +349,7 @@ def test_help_fits_a_screen_and_rare_options_stay_in_the_reference() -> None:
     assert all(f"`{TABLE[key].flag}`" in reference for key in RARE)
 
 
+@pytest.mark.slow  # starts a process
 def test_the_entry_point_and_python_m(tmp_path: Path) -> None:
     assert 'parity = "parity.cli:entry"' in (ROOT / "pyproject.toml").read_text()
     from parity.cli import main
@@ -373,6 +374,7 @@ def test_the_entry_point_and_python_m(tmp_path: Path) -> None:
         ["check", "soak", "gpt-generate", "--device", "cuda:x"],
     ],
 )
+@pytest.mark.slow  # starts a process
 def test_a_bad_side_spec_is_refused_before_numpy_torch_or_typer(args: list[str]) -> None:
     code = (
         "import sys\n"
@@ -396,6 +398,7 @@ def test_the_early_refusal_leaves_help_and_other_commands_to_the_app() -> None:
     assert line is not None and "unknown device 'tpu'" in line
 
 
+@pytest.mark.slow  # starts a process
 def test_importing_the_cli_imports_no_torch() -> None:
     code = "import sys, parity.cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -349,6 +349,7 @@ REAL = [
 ]
 
 
+@pytest.mark.slow  # each starts the command in a fresh interpreter
 @pytest.mark.parametrize("args", REAL, ids=[" ".join(a)[:40] for a in REAL])
 def test_real_processes_keep_the_promise(args: list[str], tmp_path: Path) -> None:
     env = {

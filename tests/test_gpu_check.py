@@ -137,6 +137,7 @@ def test_dry_run_reaches_every_step_offline(tmp_path: Path) -> None:
     assert "test_memory_peak_after_sync_matches_the_allocator" in cases
 
 
+@pytest.mark.slow  # runs scripts/gpu-wheels three times
 def test_gpu_wheels_carries_only_what_the_image_lacks(tmp_path: Path) -> None:
     wheels = [sys.executable, str(ROOT / "scripts" / "gpu-wheels"), "--list"]
     env = {**os.environ, **OFFLINE}

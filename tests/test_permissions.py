@@ -59,6 +59,7 @@ def owned() -> Iterator[Path]:
         ("run/verdict.json", ("report", "run", "--md", "-"), "verdict.json"),
     ],
 )
+@pytest.mark.slow  # starts an interpreter
 def test_an_unreadable_bundle_is_one_line_naming_it(
     owned: Path, denied: str, args: tuple[str, ...], named: str
 ) -> None:
@@ -72,6 +73,7 @@ def test_an_unreadable_bundle_is_one_line_naming_it(
     assert named in lines[0] and "a bug" not in lines[0]
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_a_read_only_index_is_not_called_corrupt(owned: Path) -> None:
     home = owned / "home"
     made = _as_nobody(home, "reindex", str(owned / "run"))

@@ -153,6 +153,7 @@ def test_a_piped_compare_leaves_a_line_per_repeat(monkeypatch: pytest.MonkeyPatc
     assert lines[-1] == "parity: stopped after the events"
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_progress_imports_nothing_heavy() -> None:
     code = (
         "import sys, parity.progress; print(sorted({'torch', 'rich', 'tqdm'} & set(sys.modules)))"

@@ -122,6 +122,7 @@ def test_resume_refuses_bundles_that_do_not_belong_before_anything_runs(
     assert snapshot(tmp_path) == before  # nothing written, nothing removed, no lock left
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_a_comparison_directory_has_one_writer(tmp_path: Path) -> None:
     out = comparison(tmp_path)
     (out / "baseline" / ".r01.tmp-0123456789ab").mkdir()  # the holder's work in progress

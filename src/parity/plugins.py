@@ -36,9 +36,9 @@ _listed: dict[str, EntryPoints] | None = None
 
 def remember_entry_points() -> None:
     """List the plugin groups' entry points now, for this process and its forks to use
-    instead of reading every installed distribution's metadata again (about 50 ms a
-    process). A zygote calls it: what is installed does not change under a comparison;
-    nothing is imported (a plugin's code runs in the workers only)."""
+    instead of reading every installed distribution's metadata again in each (a cost that
+    grows with what is installed). A zygote calls it: what is installed does not change
+    under a comparison; nothing is imported (a plugin's code runs in the workers only)."""
     global _listed
     _listed = {group: entry_points(group=group) for group in GROUPS}
 

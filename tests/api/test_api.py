@@ -38,6 +38,7 @@ def test_all_is_sorted_and_complete() -> None:
         _ = parity.no_such_name  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # starts a process
 def test_import_parity_stays_light() -> None:
     code = "import sys, parity; print('torch' in sys.modules, parity.__version__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer
 
 from parity.cli.app import app
@@ -57,6 +58,7 @@ def test_every_option_of_the_table_is_on_the_page() -> None:
     assert missing == []
 
 
+@pytest.mark.slow  # starts a process
 def test_the_page_does_not_depend_on_the_terminal() -> None:
     code = "from parity.cli.reference import render; import sys; sys.stdout.write(render())"
     env = {"COLUMNS": "40", "TERM": "dumb", "PATH": "/usr/bin:/bin"}

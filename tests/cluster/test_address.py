@@ -34,6 +34,7 @@ def test_defaults_come_from_the_device_adapter() -> None:
     assert resource_for(parse_side("cuda"), placed, "target").name == "side-b"
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_refused_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(OptionError, match="--place needs --cluster"):
         CompareRequest.from_kwargs(workload="mlp-train", place=["target=GPU"])

@@ -224,12 +224,7 @@ def test_a_side_that_waited_longer_for_the_cores_widens_the_interval_and_says_so
     ) and "target's processes waited" in _detail(check)
     assert plain.interval.low > 1.3  # 1.2 x exp(0.3): the plain interval misses 1.2
     assert speed.interval.low <= 1.2 <= speed.interval.high
-    # the wait both sides paid widens it away from 1 (its own finding), no further
-    waited = next(f for f in speed.all_findings() if f.code == "speed.waited")
-    readings = [waited.figures[k] for k in ("fixed", "fastest")]
-    highs = [float(x[2]) for x in readings if isinstance(x, list)]  # type: ignore[arg-type]
-    assert len(highs) == 2
-    assert speed.interval.high == pytest.approx(max(plain.interval.high, *highs))
+    assert speed.interval.high == pytest.approx(plain.interval.high)
     # the same waits on both sides: no finding, the interval as it was
     same = judge_speed(_waited(base, waits, 1), _waited([1.2 * m for m in base], waits, 2))
     assert same is not None and all(c.name != LOAD_CHECK for c in same.checks())
@@ -254,13 +249,14 @@ def _paced(
         paid = wait * rng.uniform(0.9, 1.1, 3)
         medians = pace * np.exp(rng.normal(0, 0.005, 3)) + paid
         shares = paid * (1 + absorbed) / medians
-        sides.append(_waited(list(medians / STEP_S), list(shares), int(rng.integers(1 << 30)) + k))
+        side = _waited(list(medians / STEP_S), list(shares), int(rng.integers(1 << 30)) + k)
+        sides.append(_threads(side, "cpu", 1))
     return sides[0], sides[1]
 
 
-@pytest.mark.parametrize(("absorbed", "holds"), [(1.0, 0.95), (0.0, 0.85)])
+@pytest.mark.parametrize("absorbed", [1.0, 0.0])
 def test_a_wait_both_sides_paid_widens_the_interval_away_from_1_to_a_quiet_machine_s(
-    absorbed: float, holds: float
+    absorbed: float,
 ) -> None:
     """Issue 52: beside a two-thread job a step paced to 50 ms against one of 60 ms read
     1.159 [1.142, 1.177], the quiet machine's 1.20 outside it and the speed reliable: the
@@ -268,8 +264,9 @@ def test_a_wait_both_sides_paid_widens_the_interval_away_from_1_to_a_quiet_machi
     interval misses 1.20 in a quarter of such comparisons; widened to hold the ratio with
     the wait every process paid taken off, it holds 1.20 (or the speed is marked
     unreliable) as often as 95% asks where the processes also waited inside the pace.
-    Where every wait lay in the steps, the waits each process paid beyond the common one
-    are left in, and it holds 1.20 less often (about 89% here; plain 75%)."""
+    Where every wait lay in the steps (``absorbed`` 0), the waits each process paid
+    beyond the common one are left in that reading, and the fastest steps' reading
+    carries the rest."""
     rng = np.random.default_rng(52)
     draws, missed, held = 200, 0, 0
     for _ in range(draws):
@@ -283,7 +280,7 @@ def test_a_wait_both_sides_paid_widens_the_interval_away_from_1_to_a_quiet_machi
         # held, or marked unreliable (the sides' different waits moved their steps)
         held += speed.interval.low <= 1.2 <= speed.interval.high or not speed.reliable
     assert missed >= draws // 5
-    assert held >= holds * draws
+    assert held >= 0.95 * draws
     text = _said(speed, "speed.waited")
     assert text is not None and "a step every process waited taken off" in text
     assert "the interval is widened to hold them" in text
@@ -332,7 +329,7 @@ def _stepping(rng: np.random.Generator, quiet: float, wait: float) -> SideRuns:
         metrics = replace(
             bundles.metrics(steps.tolist()), waited_share=float(paid[1:].sum() / steps[1:].sum())
         )
-        man = bundles.manifest(role="side", spec="cpu", repeat=k)
+        man = bundles.manifest(role="side", spec="cpu+threads=1", repeat=k)
         runs.append(Bundle(path=Path(f"r{k:02d}"), manifest=man, metrics=metrics))
     return SideRuns(path=Path("unused"), repeats=tuple(runs))
 
@@ -357,6 +354,23 @@ def test_each_process_s_fastest_step_holds_a_quiet_machine_s_ratio_either_way() 
     assert held >= 0.95 * draws
     text = _said(speed, "speed.waited")
     assert text is not None and "over each process's fastest step" in text
+
+
+def test_processes_of_several_threads_get_no_reading_of_their_waits() -> None:
+    """Threads wait side by side, so a process's summed wait does not say what its steps
+    paid: with two intra-op threads a side the wait is said, the interval left as the
+    processes give it (the busy cores' finding says what narrows it)."""
+    a, b = (
+        _threads(_waited([m * pace for m in SPREAD], [0.3] * 4, k), spec, 2)
+        for k, (pace, spec) in enumerate(((1.0, "cpu"), (1.2, "cpu+bf16")))
+    )
+    speed, bare = judge_speed(a, b), judge_speed(_no_waits(a), _no_waits(b))
+    assert speed is not None and bare is not None
+    waited = next(f for f in speed.all_findings() if f.code == "speed.waited")
+    assert "fixed" not in waited.figures and "fastest" not in waited.figures
+    assert (speed.interval.low, speed.interval.high) == (bare.interval.low, bare.interval.high)
+    text = _said(speed, "speed.waited")
+    assert text is not None and "a quiet machine's ratio may lie outside this interval" in text
 
 
 def _no_waits(side: SideRuns) -> SideRuns:

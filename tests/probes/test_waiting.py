@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow  # starts a process
 def test_a_process_competing_for_the_cores_waits_and_the_figure_says_so() -> None:
     cores = os.cpu_count() or 1
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores + 1)]

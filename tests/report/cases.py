@@ -4,6 +4,7 @@ a failed side with a stderr tail), plus helpers that read a view's texts back.""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -105,6 +106,24 @@ def cases() -> dict[str, Verdict]:
     made["input-bound"] = with_input_pipeline(made["passes"])
     made["busy"] = with_speed_findings(made["passes"])
     return made
+
+
+@functools.cache
+def page(name: str) -> str:
+    """The HTML report of the case ``name`` with its bundles gone (every section, the plots
+    that need no raw samples), rendered once per test process: several tests read each
+    case's page, and its plots are most of a report test's CPU."""
+    from parity.report.html import render_html
+    from parity.report.view import Run
+
+    return render_html(
+        Run(path=Path("nowhere"), verdict=_cases()[name], sides=ByRole(baseline=None, target=None))
+    )
+
+
+@functools.cache
+def _cases() -> dict[str, Verdict]:
+    return cases()
 
 
 def with_speed_findings(verdict: Verdict) -> Verdict:

@@ -8,27 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from parity.model.verdict import ByRole, Verdict
 from parity.report.html import esc, render_html
 from parity.report.markdown import render_markdown
 from parity.report.run import load_run
 from parity.report.terminal import render_terminal
-from parity.report.view import Run, Sides, build_view
+from parity.report.view import build_view
 from tests.fixtures.runs import synthetic_run, with_layers, write_verdict
 from tests.report.cases import cases, printed
+from tests.report.cases import page as case_page
 
 CASES = cases()
 
 
 def sections_of(page: str) -> list[str]:
     return re.findall(r'<section id="[^"]+" data-section="([^"]+)"', page)
-
-
-def page_of(verdict: Verdict) -> str:
-    """The report of a verdict whose bundles are gone: every section, the plots that need
-    no raw samples."""
-    sides: Sides = ByRole(baseline=None, target=None)
-    return render_html(Run(path=Path("nowhere"), verdict=verdict, sides=sides))
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +78,7 @@ def test_a_long_table_scrolls_in_its_card_with_the_name_column_fixed(full_page: 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_verdict_renders_without_its_bundles(name: str) -> None:
-    page = page_of(CASES[name])
+    page = case_page(name)
     assert sections_of(page) == [s.key for s in build_view(CASES[name], layer_rows=None).sections]
     assert "http" not in page.lower()
 
@@ -95,7 +88,7 @@ def test_the_vocabulary_is_the_same_in_terminal_markdown_and_html() -> None:
     lines = printed(lambda c: render_terminal(v, c, verbose=True), 120).splitlines()
     term = next(x for x in lines if "generated tokens" in x)
     md = next(x for x in render_markdown(v).splitlines() if "generated tokens" in x)
-    page = page_of(v)
+    page = case_page("tokens")
     row = page[page.index("<td>generated tokens</td>") :].split("</tr>")[0]
     assert "INFO" in term and "| INFO |" in md and '<span class="badge info">INFO</span>' in row
     for text in (term, md, row):
@@ -103,7 +96,7 @@ def test_the_vocabulary_is_the_same_in_terminal_markdown_and_html() -> None:
 
 
 def test_a_failed_side_shows_its_reason_and_an_escaped_stderr() -> None:
-    page = page_of(CASES["failed-target"])
+    page = case_page("failed-target")
     assert "FAIL: a side did not run to the end" in page and "RuntimeError: planted" in page
     assert "h&#116;tps://example.invalid/help" in page and "http" not in page
     assert 'data-section="speed"' in page and "WITHHELD" in page

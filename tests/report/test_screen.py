@@ -4,18 +4,15 @@ view, ``verdict.json`` or the HTML report."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from parity.model.codec import dumps
-from parity.model.verdict import ByRole, Verdict
+from parity.model.verdict import Verdict
 from parity.report import words
-from parity.report.html import render_html
 from parity.report.screen import MOST, build_screen
 from parity.report.terminal import render_terminal
-from parity.report.view import Run
 from tests.report.cases import ANSI, cases, printed
+from tests.report.cases import page as case_page
 
 CASES = cases()
 
@@ -92,7 +89,7 @@ def test_nothing_is_lost_every_finding_is_in_verbose_html_and_json(name: str) ->
     codes = {f.code for f in v.all_findings()}
     assert codes == {c for c in codes if f'"code": "{c}"' in dumps(v)}
     verbose = flat(printed(lambda c: render_terminal(v, c, verbose=True), 100))
-    page = render_html(Run(path=Path("x"), verdict=v, sides=ByRole(baseline=None, target=None)))
+    page = case_page(name)
     for finding in v.all_findings():
         said = words.says(finding)
         assert flat(said) in verbose, finding.code
@@ -129,7 +126,7 @@ def test_no_code_is_shown_for_its_words(name: str) -> None:
     v = CASES[name]
     codes = set(words.WORDS) | set(words.METHODS) | set(words.HOWS)
     verbose = flat(printed(lambda c: render_terminal(v, c, verbose=True), 400))
-    page = render_html(Run(path=Path("x"), verdict=v, sides=ByRole(baseline=None, target=None)))
+    page = case_page(name)
     for text in (verbose, page):
         shown = {code for code in codes if code in text}
         assert shown == set(), shown

@@ -223,6 +223,7 @@ def test_small_parsers() -> None:
         parse_price("target=nan")
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_bad_input_is_refused_without_importing_torch() -> None:
     code = (
         "import sys\n"

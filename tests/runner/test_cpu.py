@@ -13,6 +13,9 @@ from parity.runner.cpu import CpuWatch, machine_busy_s, own_cpu_s, process_cpu_s
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
 
+#: every test here starts an interpreter that burns CPU
+pytestmark = pytest.mark.slow
+
 needs_proc = pytest.mark.skipif(machine_busy_s() is None, reason="needs Linux /proc/stat")
 
 

@@ -35,6 +35,7 @@ if os.environ.get("LINGER"):
 PLANTED = (SECRET, "cGxhbnRlZDpyZWxheQ", "plantedRelaySig1")
 
 
+@pytest.mark.slow  # starts a process
 @pytest.mark.parametrize("attach", ["fds", "path"])
 @pytest.mark.parametrize("end", ["exits", "killed"])
 def test_logs_hold_only_redacted_text_at_every_moment(
@@ -67,6 +68,7 @@ def test_logs_hold_only_redacted_text_at_every_moment(
     assert not relay.dir.exists()
 
 
+@pytest.mark.slow  # starts a process
 def test_a_process_left_holding_the_pipes_does_not_hold_up_the_relay(tmp_path: Path) -> None:
     relay = LogRelay(tmp_path, Redactor({}))
     out, err = relay.fds

@@ -60,6 +60,7 @@ def _child(tmp: Path) -> tuple[subprocess.Popen[str], Path]:
     return proc, made
 
 
+@pytest.mark.slow  # starts a process
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_terminated_process_leaves_nothing(signum: int, tmp_path: Path) -> None:
     proc, made = _child(tmp_path)
@@ -68,6 +69,7 @@ def test_a_terminated_process_leaves_nothing(signum: int, tmp_path: Path) -> Non
     assert not made.exists()
 
 
+@pytest.mark.slow  # starts a process
 def test_a_killed_process_leaves_nothing_past_the_next_one(tmp_path: Path) -> None:
     proc, made = _child(tmp_path)
     proc.kill()

@@ -14,6 +14,9 @@ from parity.serving.load import ByteTokenizer, build
 from parity.serving.step import StepPlan, run_step
 from parity.testing.pace import stretch
 
+#: every test here starts a scripted server (a fresh interpreter) with its own timings
+pytestmark = pytest.mark.slow
+
 TOK = ByteTokenizer()
 
 

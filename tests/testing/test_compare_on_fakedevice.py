@@ -55,6 +55,7 @@ def test_an_unsupported_op_fails_the_side_with_its_name(tmp_path: Path) -> None:
     assert bundle.ops is not None and [u.op for u in bundle.ops.unsupported] == ["aten::gelu"]
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_the_device_is_unknown_without_the_plugin() -> None:
     code = "from parity.devices.names import check_device_name as c; c('parityfake', 'parityfake')"
     proc = subprocess.run(

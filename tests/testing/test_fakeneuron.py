@@ -76,6 +76,7 @@ def seen(tmp: Path, **env: str) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_names_properties_settings_tracking_and_compile(tmp_path: Path) -> None:
     out = seen(tmp_path)
     assert out["name"] == "neuron:0" and out["started_at_import"] is False
@@ -87,6 +88,7 @@ def test_names_properties_settings_tracking_and_compile(tmp_path: Path) -> None:
     assert out["static"] == pytest.approx([1.682941969] * 3)
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_the_documented_memory_meaning_is_a_caching_allocator(tmp_path: Path) -> None:
     out = seen(tmp_path, PARITY_FAKE_NEURON_MEMORY="docs")
     assert out["reserved"] >= out["allocated"] > 0
@@ -96,6 +98,7 @@ def test_the_documented_memory_meaning_is_a_caching_allocator(tmp_path: Path) ->
     assert stats["active_bytes"]["current"] <= stats["allocated_bytes"]["current"]
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_the_source_copys_meaning_reports_reserved_as_zero(tmp_path: Path) -> None:
     out = seen(tmp_path, PARITY_FAKE_NEURON_MEMORY="source", NEURON_LOGICAL_NC_CONFIG="1")
     assert out["reserved"] == 0 and out["max_reserved"] == 0 and out["allocated"] > 0
@@ -103,6 +106,7 @@ def test_the_source_copys_meaning_reports_reserved_as_zero(tmp_path: Path) -> No
     assert out["props"] == ["trn2", 12 << 30]  # eight logical cores a chip at LNC=1
 
 
+@pytest.mark.slow  # starts an interpreter
 def test_a_given_launch_blocking_is_kept_and_tracking_can_be_off(tmp_path: Path) -> None:
     out = seen(tmp_path, NEURON_LAUNCH_BLOCKING="0", PARITY_FAKE_NEURON_TRACKING="0")
     assert out["blocking"] == "0" and out["fallbacks"] == []

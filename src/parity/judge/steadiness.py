@@ -162,9 +162,9 @@ def _waiting(side: SideRuns) -> list[tuple[float, float, int]]:
 def waited_finding(a: SideRuns, b: SideRuns, ci: RatioCI) -> tuple[Finding | None, RatioCI]:
     """Both sides' processes waited for a core while stepping (other work on the
     machine): the ratio with the wait every process paid taken off each step, and over
-    the processes' fastest steps (see the module), and ``ci`` widened to hold them. None
-    (and ``ci`` as it was) on a machine where they waited less than ``WAITED`` s a
-    second, or where it is unknown."""
+    the processes' fastest steps (see the module), and ``ci`` widened to hold them, where
+    each process ran one intra-op thread. None (and ``ci`` as it was) on a machine where
+    they waited less than ``WAITED`` s a second, or where it is unknown."""
     found = {"baseline": _waiting(a), "target": _waiting(b)}
     if not found["baseline"] or not found["target"]:
         return None, ci
@@ -172,9 +172,12 @@ def waited_finding(a: SideRuns, b: SideRuns, ci: RatioCI) -> tuple[Finding | Non
     if statistics.fmean(means.values()) < WAITED:
         return None, ci
     figures: dict[str, Json] = dict(means)
-    # seconds of a step each process waited, on its average thread (each thread waits at
-    # most the wall time, so the figure stays under the step)
-    lost = {r: [(m, min(w / n, 1.0) * m) for m, w, n in runs] for r, runs in found.items()}
+    if any(n > 1 for runs in found.values() for _, _, n in runs):
+        # threads wait side by side and one descheduled stalls the rest: a process's
+        # summed wait does not say what its steps paid (``contention`` says why)
+        return Finding(code="speed.waited", severity="reading", figures=figures), ci
+    # seconds of a step each process waited (one thread: at most the wall time)
+    lost = {r: [(m, min(w, 1.0) * m) for m, w, _ in runs] for r, runs in found.items()}
     every = min(s for runs in lost.values() for _, s in runs)
     figures["plain"] = _ci(ci.ratio, ci.low, ci.high)
     wider = ci

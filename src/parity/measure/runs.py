@@ -79,8 +79,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("parity")
 #: what the comparison's end imports, imported while the zygote starts: the index
-#: (sqlalchemy: about 0.4 s) and, where a report is written, the HTML report (matplotlib:
-#: about a second)
+#: (sqlalchemy) and, where a report is written, the HTML report (matplotlib), both slow
+#: imports that would otherwise wait until the sides are done
 END_IMPORTS = ("parity.sinks", "parity.store")
 REPORT_IMPORTS = ("parity.report.plots", "parity.report.html")
 

@@ -34,8 +34,8 @@ def repeat_cap(budget_s: float) -> int:
 def wide_cap(budget_s: float) -> int:
     """The rounds a comparison may run while its interval is wider than :data:`DECISIVE`
     at the repeat cap: :data:`WIDE_FACTOR` times ``repeat_cap``, up to
-    :data:`MOST_REPEATS`. At the cap of 30 the quick built-ins had often spent 13-23 s of
-    the default 30 s, some at ±6-8%, which the rest of the budget narrows to ±5%."""
+    :data:`MOST_REPEATS`. A quick workload can reach the cap with much of its budget left
+    and its interval still wider than :data:`DECISIVE`: the rest of the budget narrows it."""
     return min(MOST_REPEATS, WIDE_FACTOR * repeat_cap(budget_s))
 
 

@@ -69,7 +69,7 @@ def key(preload: tuple[str, ...]) -> Key:
 @contextlib.contextmanager
 def keep_zygotes(most: int = MOST) -> Iterator[None]:
     """Launchers closed inside leave their zygotes for the next ones, at most ``most`` of
-    them (each holds torch in memory, about 300 MB); all closed on leaving. A nested block
+    them (each holds torch in memory); all closed on leaving. A nested block
     is part of the outer one, whose bound holds."""
     global _kept, _most
     if most < 1:

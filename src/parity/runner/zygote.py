@@ -1,6 +1,6 @@
 """Fresh worker processes without paying for the imports each time: a zygote that forks.
 
-Starting ``python -m parity.runner.worker`` costs an interpreter and ``import torch`` (3-5 s
+Starting ``python -m parity.runner.worker`` costs an interpreter and ``import torch`` (seconds
 on a small machine) before a worker does anything. The zygote pays that once: it is a
 plain ``python -m parity.runner.zygote`` process (isolated from the working directory:
 ``runner.python``) that imports torch and the worker's

@@ -20,6 +20,7 @@ functions, which upcast to float32 and would blunt the fp64 reference.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from abc import abstractmethod
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from torch import nn
 
 from parity.errors import WorkloadError
 from parity.model.spec import GenerateLoopName
-from parity.workloads.base import RunContext, StepRunner, Workload, batches
+from parity.workloads.base import EVAL_ROWS, RunContext, StepRunner, Workload, batches
 from parity.workloads.loops import GenerateLoop, Named, NamedInferRunner, TrainRunner
 
 IGNORE = -100
@@ -110,33 +111,43 @@ class LmTrain(LmWorkload):
 
     optimizer_kind: ClassVar[str | None] = "adamw"
 
+    def eval_windows(self, positions: int) -> int:
+        """The evaluation's windows: a batch, or more where a batch holds under
+        ``EVAL_ROWS`` rows of logits (``positions`` a window: a top-1 gate needs them)."""
+        return max(self.batch_size, math.ceil(EVAL_ROWS / max(positions, 1)))
+
     def make_data(self) -> dict[str, torch.Tensor]:
         assert self.seq_len is not None
-        nb = self.n_batches
-        n, s = (nb + 1) * self.batch_size, self.seq_len
+        nb, s = self.n_batches, self.seq_len
+        train = nb * self.batch_size
+
+        def split(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return self.shaped(t[:train], nb), t[train:].contiguous()
+
         if self.objective == "causal":
-            windows = self.shaped(self.tokens(n, s + 1), nb + 1)
+            windows = self.tokens(train + self.eval_windows(s), s + 1)
+            ids, eval_ids = split(windows[:, :-1])
             return {
-                "input_ids": windows[:-1, :, :-1].contiguous(),
-                "labels": windows[:-1, :, 1:].contiguous(),
-                "eval_ids": windows[-1, :, :-1].contiguous(),
+                "input_ids": ids,
+                "labels": split(windows[:, 1:])[0],
+                "eval_ids": eval_ids,
             }
         if self.objective == "seq2seq":
             target = max(2, s // 2)
-            windows = self.tokens(n, s + target)
+            windows = self.tokens(train + self.eval_windows(target), s + target)
             # the decoder starts from decoder_start_token_id and predicts the next text
             labels = windows[:, s:]
             start = torch.full_like(labels[:, :1], self.decoder_start or 0)
             decoder = torch.cat([start, labels[:, :-1]], dim=1)
-            w, d = self.shaped(windows[:, :s], nb + 1), self.shaped(decoder, nb + 1)
-            lab = self.shaped(labels, nb + 1)
+            (w, eval_w), (d, eval_d) = split(windows[:, :s]), split(decoder)
             return {
-                "input_ids": w[:-1].contiguous(),
-                "decoder_input_ids": d[:-1].contiguous(),
-                "labels": lab[:-1].contiguous(),
-                "eval_ids": w[-1].contiguous(),
-                "eval_decoder_ids": d[-1].contiguous(),
+                "input_ids": w,
+                "decoder_input_ids": d,
+                "labels": split(labels)[0],
+                "eval_ids": eval_w,
+                "eval_decoder_ids": eval_d,
             }
+        n = train + self.eval_windows(s if self.objective == "masked" else 1)
         windows = self.tokens(n, s)
         if self.objective == "masked":
             mask = torch.rand(windows.shape) < MASK_FRACTION
@@ -145,12 +156,8 @@ class LmTrain(LmWorkload):
             labels = windows.masked_fill(~mask, IGNORE)
         else:  # classify
             inputs, labels = windows, self.labels_of(windows)
-        w, lab = self.shaped(inputs, nb + 1), self.shaped(labels, nb + 1)
-        return {
-            "input_ids": w[:-1].contiguous(),
-            "labels": lab[:-1].contiguous(),
-            "eval_ids": w[-1].contiguous(),
-        }
+        ids, eval_ids = split(inputs)
+        return {"input_ids": ids, "labels": split(labels)[0], "eval_ids": eval_ids}
 
     def forward(self, m: nn.Module, data: dict[str, torch.Tensor], i: int) -> torch.Tensor:
         """The logits of batch ``i``."""
@@ -168,9 +175,9 @@ class LmTrain(LmWorkload):
         self, model: nn.Module, data: dict[str, torch.Tensor], ctx: RunContext
     ) -> StepRunner:
         def eval_fn(m: nn.Module) -> torch.Tensor:
-            kwargs: dict[str, Any] = {"input_ids": data["eval_ids"][:1]}
+            kwargs: dict[str, Any] = {"input_ids": data["eval_ids"]}
             if "eval_decoder_ids" in data:
-                kwargs["decoder_input_ids"] = data["eval_decoder_ids"][:1]
+                kwargs["decoder_input_ids"] = data["eval_decoder_ids"]
             return logits_of(m(**kwargs))
 
         return TrainRunner(
