@@ -240,13 +240,7 @@ def compare(
                 template.job("baseline", request.baseline),
                 template.job("target", request.target),
             )
-            if estimate is not None:
-                orch.estimate = estimate
-                orch.notes.extend(estimates.notes(estimate, plan.repeats))
-                if raised is not None:
-                    orch.notes.append(raised)
-            if sized is not None:
-                orch.notes.append(sized)
+            _planned_notes(orch, estimate, plan, raised, sized)
             cache = cache_root()
             # the whole run in fp64 (a new cache: references before it hold the probe only)
             reference = fp64_reference(orch, template, reference_dir(cache))
@@ -258,6 +252,21 @@ def compare(
     return Measured(
         Comparison.measured(out, sides, reference=reference, expected=expected), request, url
     )
+
+
+def _planned_notes(
+    orch: Orchestrator,
+    estimate: Estimate | None,
+    plan: MeasurePlan,
+    raised: str | None,
+    sized: str | None,
+) -> None:
+    """What the plan decided before the sides ran (its cuts, a raised timeout, the quality
+    runs sized for the top-1 gate), kept for the verdict."""
+    if estimate is not None:
+        orch.estimate = estimate
+        orch.notes.extend(estimates.notes(estimate, plan.repeats))
+    orch.notes.extend(note for note in (raised, sized) if note is not None)
 
 
 def _costed(
