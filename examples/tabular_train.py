@@ -24,6 +24,7 @@ from parity.workloads import RunContext, StepRunner, Workload
 from parity.workloads.loops import TrainRunner
 
 N_BATCHES = 16
+EVAL_ROWS = 512
 
 
 class TabularNet(nn.Module):
@@ -100,12 +101,17 @@ class TabularTrain(Workload):
             return t.view(N_BATCHES + 1, self.batch_size, *t.shape[1:])
 
         cat, num, y = split(categorical), split(numeric), split(labels)
+        # the evaluation: the last batch and rows drawn after it, enough rows for parity's
+        # top-1 gate to decide (it needs 299 where the sides' top-1 is not a near tie)
+        more = max(0, EVAL_ROWS - self.batch_size)
+        more_cat = torch.randint(0, c["cardinality"], (more, c["columns"]))
+        more_num = torch.randn(more, c["numeric"])
         return {
             "categorical": cat[:-1].contiguous(),
             "numeric": num[:-1].contiguous(),
             "labels": y[:-1].contiguous(),
-            "eval_categorical": cat[-1].contiguous(),
-            "eval_numeric": num[-1].contiguous(),
+            "eval_categorical": torch.cat([cat[-1], more_cat]).contiguous(),
+            "eval_numeric": torch.cat([num[-1], more_num]).contiguous(),
         }
 
     def make_runner(

@@ -67,15 +67,21 @@ class MlpTrain(Workload):
 
     def make_data(self) -> dict[str, torch.Tensor]:
         c = self.config
-        # the evaluation holds at least ``EVAL_ROWS`` rows: a top-1 gate needs them
-        train, evals = N_BATCHES * self.batch_size, max(self.batch_size, EVAL_ROWS)
+        n = (N_BATCHES + 1) * self.batch_size
         centers = torch.randn(c["classes"], c["in_features"]) * 0.12
-        labels = torch.randint(0, c["classes"], (train + evals,))
-        x = centers[labels] + torch.randn(train + evals, c["in_features"])
+        labels = torch.randint(0, c["classes"], (n,))
+        x = centers[labels] + torch.randn(n, c["in_features"])
+        # the evaluation holds at least ``EVAL_ROWS`` rows (a top-1 gate needs them): the
+        # last batch and rows drawn after it, so the training batches stay as they were
+        more = max(0, EVAL_ROWS - self.batch_size)
+        extra = torch.randint(0, c["classes"], (more,))
+        extra_x = centers[extra] + torch.randn(more, c["in_features"])
+        x = x.view(N_BATCHES + 1, self.batch_size, c["in_features"])
+        labels = labels.view(N_BATCHES + 1, self.batch_size)
         return {
-            "x": x[:train].view(N_BATCHES, self.batch_size, c["in_features"]).contiguous(),
-            "y": labels[:train].view(N_BATCHES, self.batch_size).contiguous(),
-            "eval_x": x[train:].contiguous(),
+            "x": x[:-1].contiguous(),
+            "y": labels[:-1].contiguous(),
+            "eval_x": torch.cat([x[-1], extra_x]).contiguous(),
         }
 
     def make_runner(
