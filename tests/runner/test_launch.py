@@ -17,7 +17,7 @@ from parity.model.spec import parse_side
 from parity.runner.failure import failed_manifest, torchrun_root_cause
 from parity.runner.launch import EventTail, command, run_job
 from parity.runner.python import BOOT
-from parity.testing.raycluster import patience
+from parity.testing.pace import patience
 from tests.conftest import FIXTURES
 from tests.fixtures.bundles import manifest
 from tests.fixtures.jobs import run, script_job, workload_job
